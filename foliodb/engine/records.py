@@ -1,0 +1,252 @@
+"""A collection's documents and index entries: the engine's write path.
+
+:class:`CollectionStore` writes a document and all of its index entries with
+one SQLite statement each, inside the caller's storage transaction, and
+reads documents back by record id, by ``_id`` or in record-id order.
+
+Invariants (checked by ``validate``):
+
+* every record has exactly the entries its document yields for each index
+  (none for a sparse or partial index that excludes it);
+* an entry points at an existing record.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import bson
+
+from foliodb.engine.catalog import CODEC, Catalog, CollectionInfo, IndexInfo
+from foliodb.engine.index_keys import EMPTY_ARRAY, document_keys, with_rid
+from foliodb.engine.storage import Storage
+from foliodb.errors import CommandError, ErrorCode
+from foliodb.query import keystring
+from foliodb.query.filter import compile_filter
+from foliodb.query.paths import MISSING, get_expr
+from foliodb.query.render import render_document
+
+MAX_BSON_SIZE = 16 * 1024 * 1024
+SCAN_BATCH = 256
+
+
+class IndexWriter:
+    """Maintains one index's entries; compiled from its definition once."""
+
+    def __init__(self, info: IndexInfo) -> None:
+        self.info = info
+        self.table = info.table
+        self.fields = info.fields
+        self.unique = info.unique
+        self.sparse = bool(info.spec.get("sparse"))
+        partial = info.spec.get("partialFilterExpression")
+        self.partial: Callable[..., bool] | None = compile_filter(partial) if partial is not None else None
+        self.is_id = info.name == "_id_"
+        # Set when a document first makes the index multikey; the store
+        # records it in the catalog within the same transaction.
+        self.mark_multikey = False
+        self.insert_sql = f"INSERT INTO {self.table} (key, rid) VALUES (?, ?)"
+        self.delete_sql = f"DELETE FROM {self.table} WHERE key = ?"
+
+    def keys(self, doc: dict[str, Any]) -> dict[bytes, tuple[Any, ...]]:
+        """The entry keys (record id appended when not unique) of a document."""
+        if self.is_id:
+            value = doc["_id"]
+            return {keystring.encode(value): (value,)}
+        if self.partial is not None and not self.partial(doc):
+            return {}
+        if self.sparse and all(_absent(doc, parts) for parts, _ in self.fields):
+            return {}
+        keys, multikey = document_keys(doc, self.fields)
+        if multikey and not self.info.multikey:
+            self.mark_multikey = True
+        return keys
+
+    def entry_keys(self, doc: dict[str, Any], rid: int) -> list[bytes]:
+        keys = self.keys(doc)
+        if self.unique:
+            return list(keys)
+        return [with_rid(k, rid) for k in keys]
+
+    def duplicate_error(self, ns: str, values: tuple[Any, ...]) -> CommandError:
+        key_pattern = dict(self.info.key)
+        key_value = {
+            name: (None if v is MISSING or v is EMPTY_ARRAY else v)
+            for name, v in zip(key_pattern, values, strict=False)
+        }
+        shown = render_document(key_value)
+        return CommandError(
+            ErrorCode.DuplicateKey,
+            f"E11000 duplicate key error collection: {ns} index: {self.info.name} dup key: {shown}",
+            keyPattern=key_pattern,
+            keyValue=key_value,
+        )
+
+
+def _absent(doc: dict[str, Any], parts: tuple[str, ...]) -> bool:
+    return get_expr(doc, parts) is MISSING
+
+
+class CollectionStore:
+    """Records and index entries of one collection."""
+
+    def __init__(self, storage: Storage, catalog: Catalog, info: CollectionInfo) -> None:
+        self.storage = storage
+        self.catalog = catalog
+        self.info = info
+        self.conn: sqlite3.Connection = storage.conn
+        table = info.table
+        self._insert_sql = f"INSERT INTO {table} (doc) VALUES (?)"
+        self._update_sql = f"UPDATE {table} SET doc = ? WHERE rid = ?"
+        self._delete_sql = f"DELETE FROM {table} WHERE rid = ?"
+        self._get_sql = f"SELECT doc FROM {table} WHERE rid = ?"
+        self._scan_sql = f"SELECT rid, doc FROM {table} WHERE rid > ? ORDER BY rid LIMIT ?"
+        self._scan_back_sql = f"SELECT rid, doc FROM {table} WHERE rid < ? ORDER BY rid DESC LIMIT ?"
+        self._count_sql = f"SELECT count(*) FROM {table}"
+        self.refresh_indexes()
+
+    def refresh_indexes(self) -> None:
+        """Rebuild the index writers after the index set changed."""
+        self.writers = [IndexWriter(index) for index in self.info.indexes.values()]
+        id_table = self.info.id_index.table
+        self._by_id_sql = (
+            f"SELECT c.rid, c.doc FROM {id_table} AS i JOIN {self.info.table} AS c ON c.rid = i.rid WHERE i.key = ?"
+        )
+
+    # -- writes (inside Storage.write) --------------------------------------
+
+    def encode(self, doc: dict[str, Any], after_update: bool = False) -> bytes:
+        try:
+            data = bson.encode(doc, codec_options=CODEC)
+        except (bson.errors.InvalidDocument, TypeError, OverflowError, ValueError) as exc:
+            raise CommandError(ErrorCode.BadValue, f"cannot encode document: {exc}") from None
+        if len(data) > MAX_BSON_SIZE:
+            if after_update:
+                raise CommandError(17419, f"Resulting document after update is larger than {MAX_BSON_SIZE}")
+            raise CommandError(
+                ErrorCode.BSONObjectTooLarge,
+                f"object to insert too large. size in bytes: {len(data)}, max size: {MAX_BSON_SIZE}",
+            )
+        return data
+
+    def insert(self, doc: dict[str, Any], data: bytes | None = None) -> int:
+        """Store a document (its ``_id`` already set) and its index entries."""
+        if data is None:
+            data = self.encode(doc)
+        conn = self.conn
+        rid = conn.execute(self._insert_sql, (data,)).lastrowid
+        assert rid is not None
+        for writer in self.writers:
+            self._add_entries(writer, doc, rid)
+        return rid
+
+    def _add_entries(self, writer: IndexWriter, doc: dict[str, Any], rid: int) -> None:
+        keys = writer.keys(doc)
+        if writer.mark_multikey:
+            writer.mark_multikey = False
+            self.catalog.set_multikey(writer.info)
+        try:
+            if writer.unique:
+                if len(keys) == 1:
+                    (key,) = keys
+                    self.conn.execute(writer.insert_sql, (key, rid))
+                else:
+                    self.conn.executemany(writer.insert_sql, [(k, rid) for k in keys])
+            else:
+                self.conn.executemany(writer.insert_sql, [(with_rid(k, rid), rid) for k in keys])
+        except sqlite3.IntegrityError:
+            for key, values in keys.items():
+                row = self.conn.execute(f"SELECT rid FROM {writer.table} WHERE key = ?", (key,)).fetchone()
+                if row is not None and row[0] != rid:
+                    raise writer.duplicate_error(self.info.ns, values) from None
+            raise
+
+    def update(self, rid: int, old: dict[str, Any], new: dict[str, Any], data: bytes | None = None) -> None:
+        """Replace a record's document, changing only the index entries that differ."""
+        if data is None:
+            data = self.encode(new, after_update=True)
+        conn = self.conn
+        conn.execute(self._update_sql, (data, rid))
+        for writer in self.writers:
+            old_keys = writer.keys(old)
+            new_keys = writer.keys(new)
+            if writer.mark_multikey:
+                writer.mark_multikey = False
+                self.catalog.set_multikey(writer.info)
+            if old_keys.keys() == new_keys.keys():
+                continue
+            removed = [k for k in old_keys if k not in new_keys]
+            added = {k: v for k, v in new_keys.items() if k not in old_keys}
+            if writer.unique:
+                conn.executemany(writer.delete_sql, [(k,) for k in removed])
+            else:
+                conn.executemany(writer.delete_sql, [(with_rid(k, rid),) for k in removed])
+            try:
+                if writer.unique:
+                    conn.executemany(writer.insert_sql, [(k, rid) for k in added])
+                else:
+                    conn.executemany(writer.insert_sql, [(with_rid(k, rid), rid) for k in added])
+            except sqlite3.IntegrityError:
+                for key, values in added.items():
+                    row = conn.execute(f"SELECT rid FROM {writer.table} WHERE key = ?", (key,)).fetchone()
+                    if row is not None and row[0] != rid:
+                        raise writer.duplicate_error(self.info.ns, values) from None
+                raise
+
+    def delete(self, rid: int, doc: dict[str, Any]) -> None:
+        conn = self.conn
+        conn.execute(self._delete_sql, (rid,))
+        for writer in self.writers:
+            keys = writer.keys(doc)
+            if writer.unique:
+                conn.executemany(writer.delete_sql, [(k,) for k in keys])
+            else:
+                conn.executemany(writer.delete_sql, [(with_rid(k, rid),) for k in keys])
+
+    def truncate(self) -> None:
+        self.conn.execute(f"DELETE FROM {self.info.table}")
+        for writer in self.writers:
+            self.conn.execute(f"DELETE FROM {writer.table}")
+
+    # -- reads ---------------------------------------------------------------
+
+    def get(self, rid: int) -> dict[str, Any] | None:
+        row = self.conn.execute(self._get_sql, (rid,)).fetchone()
+        return None if row is None else bson.decode(row[0], CODEC)
+
+    def get_raw(self, rid: int) -> bytes | None:
+        row = self.conn.execute(self._get_sql, (rid,)).fetchone()
+        return None if row is None else row[0]
+
+    def by_id(self, id_value: Any) -> tuple[int, dict[str, Any]] | None:
+        row = self.conn.execute(self._by_id_sql, (keystring.encode(id_value),)).fetchone()
+        if row is None:
+            return None
+        return row[0], bson.decode(row[1], CODEC)
+
+    def scan(self, reverse: bool = False) -> Iterator[tuple[int, bytes]]:
+        """Every (record id, BSON) in record-id order, read in batches so
+        nothing is held open between them."""
+        conn = self.conn
+        if reverse:
+            sql, last = self._scan_back_sql, 1 << 62
+        else:
+            sql, last = self._scan_sql, 0
+        while True:
+            with self.storage.mutex:
+                rows = conn.execute(sql, (last, SCAN_BATCH)).fetchall()
+            if not rows:
+                return
+            yield from rows
+            if len(rows) < SCAN_BATCH:
+                return
+            last = rows[-1][0]
+
+    def count(self) -> int:
+        return int(self.conn.execute(self._count_sql).fetchone()[0])
+
+    def data_size(self) -> int:
+        row = self.conn.execute(f"SELECT coalesce(sum(length(doc)), 0) FROM {self.info.table}").fetchone()
+        return int(row[0])

@@ -1,0 +1,208 @@
+"""Compile aggregation expressions into functions ``fn(doc, variables)``.
+
+An expression is compiled once: ``compile_expression(spec, scope)`` checks
+it, raising MongoDB's parse errors, and returns ``fn(current, vars)`` where
+``current`` is ``$$CURRENT`` (the document field paths read) and ``vars``
+maps variable names (``ROOT``, ``NOW``, ``let`` variables, ``$let``/``$map``
+bindings) to values.
+
+Forms of a spec:
+
+* ``"$a.b"`` - a field path of ``$$CURRENT`` (arrays map, see
+  :func:`foliodb.query.paths.get_expr`); ``"$$name.a"`` - a variable and
+  a path into it;
+* ``{"$op": args}`` - an operator from :data:`EXPR_OPS`;
+* ``{"a": expr, ...}`` - an object whose missing fields are dropped;
+* ``[expr, ...]`` - an array whose missing elements become null;
+* anything else - itself.
+
+Missing values travel as :data:`foliodb.query.paths.MISSING` so stages can
+tell "absent" from ``null``; operators treat MISSING like null unless the
+manual says otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from foliodb.errors import CommandError, ErrorCode, location
+from foliodb.query import paths
+from foliodb.query.compare import NUMBER, bracket, number_value
+from foliodb.query.paths import MISSING
+from foliodb.query.registry import Registry
+
+Expr = Callable[[Any, dict[str, Any]], Any]
+# An operator compiler: (argument spec, scope of known variables) -> Expr
+ExprOp = Callable[[Any, "Scope"], Expr]
+
+SYSTEM_VARIABLES = frozenset({"ROOT", "CURRENT", "NOW", "REMOVE", "CLUSTER_TIME", "USER_ROLES", "SEARCH_META"})
+
+
+def _unknown(name: str) -> CommandError:
+    return CommandError(ErrorCode.InvalidPipelineOperator, f"Unrecognized expression '{name}'")
+
+
+EXPR_OPS: Registry[ExprOp] = Registry("expression", _unknown)
+
+
+class Scope:
+    """What a compile may refer to: the variables defined at this point."""
+
+    __slots__ = ("variables",)
+
+    def __init__(self, variables: frozenset[str] = frozenset()) -> None:
+        self.variables = variables
+
+    def with_vars(self, *names: str) -> Scope:
+        return Scope(self.variables | frozenset(names))
+
+
+def compile_expression(spec: Any, scope: Scope | None = None) -> Expr:
+    if scope is None:
+        scope = Scope()
+    if isinstance(spec, str):
+        if spec.startswith("$$"):
+            return _variable(spec[2:], scope)
+        if spec.startswith("$"):
+            return field_path(spec[1:])
+        return _constant(spec)
+    if isinstance(spec, Mapping):
+        if spec and next(iter(spec)).startswith("$"):
+            if len(spec) != 1:
+                raise location(
+                    15983,
+                    "an expression specification must contain exactly one field, the name of the "
+                    f"expression. Found {len(spec)} fields in {_short(spec)}",
+                )
+            name, arg = next(iter(spec.items()))
+            return EXPR_OPS.get(name)(arg, scope)
+        return _object(spec, scope)
+    if isinstance(spec, list):
+        items = [compile_expression(item, scope) for item in spec]
+
+        def array_expr(doc: Any, vars: dict[str, Any]) -> Any:
+            out = []
+            for item in items:
+                v = item(doc, vars)
+                out.append(None if v is MISSING else v)
+            return out
+
+        return array_expr
+    return _constant(spec)
+
+
+def _short(spec: Any) -> str:
+    return str(dict(spec)) if isinstance(spec, Mapping) else str(spec)
+
+
+def _constant(value: Any) -> Expr:
+    return lambda doc, vars: value
+
+
+def field_path(path: str) -> Expr:
+    if not path:
+        raise location(16872, "'$' by itself is not a valid FieldPath")
+    if path.startswith("$"):
+        raise location(16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+    parts = paths.split(path)
+    if any(p == "" for p in parts):
+        raise location(15998, "FieldPath field names may not be empty strings.")
+    if len(parts) == 1:
+        key = parts[0]
+
+        def top_field(doc: Any, vars: dict[str, Any]) -> Any:
+            if isinstance(doc, dict):
+                return doc.get(key, MISSING)
+            return MISSING
+
+        return top_field
+    return lambda doc, vars: paths.get_expr(doc, parts)
+
+
+def check_variable_name(name: str, user_defined: bool = True) -> None:
+    if not name:
+        raise location(16866, "empty variable names are not allowed")
+    first = name[0]
+    if user_defined and not (first.islower() or ord(first) > 127):
+        raise location(16867, f"'{name}' starts with an invalid character for a user variable name")
+    for ch in name:
+        if not (ch.isalnum() or ch == "_" or ord(ch) > 127):
+            raise location(16868, f"'{name}' contains an invalid character for a variable name: '{ch}'")
+
+
+def _variable(spec: str, scope: Scope) -> Expr:
+    name, _, rest = spec.partition(".")
+    if name not in SYSTEM_VARIABLES and name not in scope.variables:
+        check_variable_name(name, user_defined=False)
+        raise location(17276, f"Use of undefined variable: {name}")
+    parts = paths.split(rest) if rest else ()
+    if name == "CURRENT":
+        if not parts:
+            return lambda doc, vars: doc
+        return lambda doc, vars: paths.get_expr(doc, parts)
+    if name == "REMOVE":
+        return lambda doc, vars: MISSING
+    if not parts:
+        return lambda doc, vars: vars.get(name, MISSING)
+    return lambda doc, vars: paths.get_expr(vars.get(name, MISSING), parts)
+
+
+def _object(spec: Mapping[str, Any], scope: Scope) -> Expr:
+    fields: list[tuple[str, Expr]] = []
+    for name, value in spec.items():
+        if name.startswith("$"):
+            raise location(16410, f"FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+        if "." in name:
+            raise location(16412, f"FieldPath field names may not contain '.'. Consider using $getField or $setField.")
+        fields.append((name, compile_expression(value, scope)))
+
+    def object_expr(doc: Any, vars: dict[str, Any]) -> Any:
+        out = {}
+        for name, fn in fields:
+            v = fn(doc, vars)
+            if v is not MISSING:
+                out[name] = v
+        return out
+
+    return object_expr
+
+
+def root_variables(doc: Any, let: Mapping[str, Any], now: Any) -> dict[str, Any]:
+    """The variables at the top of an expression's evaluation."""
+    vars = dict(let)
+    vars["ROOT"] = doc
+    vars["NOW"] = now
+    return vars
+
+
+def truthy(value: Any) -> bool:
+    """MongoDB's truth: false, null, missing and numeric zero are false."""
+    if value is None or value is MISSING or value is False:
+        return False
+    if value is True:
+        return True
+    if bracket(value) == NUMBER:
+        return number_value(value) != 0
+    return True
+
+
+def nullish(value: Any) -> bool:
+    return value is None or value is MISSING
+
+
+def operands(arg: Any, name: str, min_count: int, max_count: int | None, scope: Scope) -> list[Expr]:
+    """Compile an operator's argument list (a lone non-array is one operand),
+    checking its count as MongoDB does (error 16020)."""
+    items = arg if isinstance(arg, list) else [arg]
+    count = len(items)
+    if count < min_count or (max_count is not None and count > max_count):
+        if max_count == min_count:
+            plural = "" if min_count == 1 else "s"
+            raise location(16020, f"Expression {name} takes exactly {min_count} argument{plural}. {count} were passed in.")
+        if max_count is None:
+            raise location(16020, f"Expression {name} takes at least {min_count} arguments, and {count} were passed in.")
+        raise location(
+            16020, f"Expression {name} takes at least {min_count} arguments, and at most {max_count}, but {count} were passed in."
+        )
+    return [compile_expression(item, scope) for item in items]

@@ -1,0 +1,141 @@
+"""Comparison query operators: $eq $ne $gt $gte $lt $lte $in $nin.
+
+Manual: https://www.mongodb.com/docs/manual/reference/operator/query-comparison/
+
+Equality is MongoDB's: numbers by value across types, ``null`` also matches
+a missing field, a regex matches strings. Ordering comparisons only match
+values of the operand's type bracket (``{"$gt": 5}`` never matches a string),
+MinKey/MaxKey operands aside, and NaN only equals NaN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from foliodb.errors import bad_value
+from foliodb.query import compare as cmp
+from foliodb.query import keystring
+from foliodb.query.context import Context
+from foliodb.query.filter import FIELD_OPS, Clause, Leaf, Not
+from foliodb.query.filter_ops.evaluation import regex_single, to_python_regex
+
+
+def is_regex(value: Any) -> bool:
+    return cmp.bracket(value) == cmp.REGEX
+
+
+def equals(value: Any) -> Callable[[Any], bool]:
+    """The equality test against ``value`` (regex values match strings)."""
+    if is_regex(value):
+        return regex_single(to_python_regex(value), value)
+    cls = value.__class__
+    if cls is str:
+        return lambda v: v.__class__ is str and v == value
+    if value is None:
+        return lambda v: v is None
+    b = cmp.bracket(value)
+    if b == cmp.NUMBER:
+        if cmp.is_nan(value):
+            return cmp.is_nan
+        n = cmp.number_value(value)
+        return lambda v: cmp.is_number(v) and cmp.number_value(v) == n
+    if b in (cmp.OBJECT, cmp.ARRAY):
+        key = keystring.encode(value)
+        return lambda v: cmp.bracket(v) == b and keystring.encode(v) == key
+    return lambda v: cmp.bracket(v) == b and cmp.compare(v, value) == 0
+
+
+def eq_clause(value: Any) -> Leaf:
+    return Leaf(equals(value), missing=value is None)
+
+
+@FIELD_OPS.register("$eq")
+def filter_eq(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
+    if "$eq" not in spec:  # a plain {"field": value}
+        return eq_clause(arg)
+    if is_regex(arg):
+        # {$eq: /re/} compares regexes as values instead of matching.
+        return Leaf(lambda v: cmp.bracket(v) == cmp.REGEX and cmp.compare(v, arg) == 0)
+    return eq_clause(arg)
+
+
+@FIELD_OPS.register("$ne")
+def filter_ne(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
+    if is_regex(arg):
+        raise bad_value("Can't have regex as arg to $ne.")
+    return Not(eq_clause(arg))
+
+
+def _ordering(op: str, test: Callable[[int], bool], nan_ok: bool) -> Callable[..., Clause]:
+    def compile_ordering(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
+        b = cmp.bracket(arg)
+        if b == cmp.MINKEY or b == cmp.MAXKEY:
+            return Leaf(lambda v: test(cmp.compare(v, arg)), missing=test(cmp.compare(None, arg)))
+        if b == cmp.NUMBER:
+            if cmp.is_nan(arg):
+                return Leaf(cmp.is_nan if nan_ok else lambda v: False)
+            n = cmp.number_value(arg)
+
+            def number_test(v: Any) -> bool:
+                if not cmp.is_number(v):
+                    return False
+                x = cmp.number_value(v)
+                if x != x:  # NaN is only ever equal to NaN
+                    return False
+                return test((x > n) - (x < n))
+
+            return Leaf(number_test)
+        if arg.__class__ is str:
+            return Leaf(lambda v: v.__class__ is str and test((v > arg) - (v < arg)))
+        if b == cmp.NULL:
+            # null equals only null/missing; nothing is below or above it.
+            ok = test(0)
+            return Leaf(lambda v: ok and v is None, missing=ok)
+        return Leaf(lambda v: cmp.bracket(v) == b and test(cmp.compare(v, arg)))
+
+    compile_ordering.__name__ = f"filter_{op[1:]}"
+    return compile_ordering
+
+
+FIELD_OPS.register("$gt")(_ordering("$gt", lambda c: c > 0, nan_ok=False))
+FIELD_OPS.register("$gte")(_ordering("$gte", lambda c: c >= 0, nan_ok=True))
+FIELD_OPS.register("$lt")(_ordering("$lt", lambda c: c < 0, nan_ok=False))
+FIELD_OPS.register("$lte")(_ordering("$lte", lambda c: c <= 0, nan_ok=True))
+
+
+def in_single(values: Any, op: str) -> Leaf:
+    """A leaf matching any of ``values`` ($in's list)."""
+    if not isinstance(values, list):
+        raise bad_value(f"{op} needs an array")
+    keys: set[bytes] = set()
+    regexes: list[Callable[[Any], bool]] = []
+    missing = False
+    for value in values:
+        if isinstance(value, Mapping) and value and next(iter(value)).startswith("$") and next(iter(value)) not in ("$ref", "$id", "$db"):
+            raise bad_value(f"cannot nest $ under {op}")
+        if is_regex(value):
+            regexes.append(equals(value))
+        else:
+            keys.add(keystring.encode(value))
+            if value is None:
+                missing = True
+    encode = keystring.encode
+
+    if not regexes:
+        return Leaf(lambda v: encode(v) in keys, missing=missing)
+
+    def single(v: Any) -> bool:
+        return encode(v) in keys or any(r(v) for r in regexes)
+
+    return Leaf(single, missing=missing)
+
+
+@FIELD_OPS.register("$in")
+def filter_in(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
+    return in_single(arg, "$in")
+
+
+@FIELD_OPS.register("$nin")
+def filter_nin(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
+    return Not(in_single(arg, "$nin"))

@@ -1,0 +1,155 @@
+"""Evaluation query operators: $regex $options $mod $expr $where $comment.
+
+Manual: https://www.mongodb.com/docs/manual/reference/operator/query-evaluation/
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from bson import Regex
+
+from foliodb.errors import CommandError, ErrorCode, bad_value, location
+from foliodb.query import compare as cmp
+from foliodb.query.context import Context
+from foliodb.query.expr import Scope, compile_expression, root_variables, truthy
+from foliodb.query.filter import FIELD_OPS, TOP_OPS, Clause, Leaf, Matcher
+
+_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE, "u": 0}
+
+
+@functools.lru_cache(maxsize=1024)
+def compile_regex(pattern: str, options: str) -> re.Pattern[str]:
+    """A Python regex for a MongoDB (PCRE) pattern and option letters."""
+    flags = 0
+    for letter in options:
+        if letter not in _FLAGS:
+            raise location(51108, f"invalid flag in regex options: {letter}")
+        flags |= _FLAGS[letter]
+    # PCRE's \z is Python's \Z; PCRE's \Z (end or before a final newline) has no
+    # exact twin, and (?=\n?\Z) is it.
+    translated = re.sub(r"(?<!\\)((?:\\\\)*)\\Z", r"\1(?=\\n?\\Z)", pattern)
+    translated = re.sub(r"(?<!\\)((?:\\\\)*)\\z", r"\1\\Z", translated)
+    try:
+        return re.compile(translated, flags)
+    except re.error as exc:
+        raise location(51091, f"Regular expression is invalid: {exc}") from None
+
+
+def to_python_regex(value: Any) -> re.Pattern[str]:
+    if isinstance(value, Regex):
+        flags = value.flags
+        letters = flags if isinstance(flags, str) else cmp.regex_parts(value)[1]
+        return compile_regex(value.pattern, "".join(ch for ch in letters if ch in _FLAGS))
+    return value  # already an re.Pattern
+
+
+def regex_single(regex: re.Pattern[str], original: Any) -> Callable[[Any], bool]:
+    """Does a value match: a string the regex finds in, or an equal regex."""
+    search = regex.search
+
+    def single(v: Any) -> bool:
+        if v.__class__ is str:
+            return search(v) is not None
+        b = cmp.bracket(v)
+        if b == cmp.STRING:
+            return search(str(v)) is not None
+        return b == cmp.REGEX and cmp.compare(v, original) == 0
+
+    return single
+
+
+@FIELD_OPS.register("$regex")
+def filter_regex(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
+    options = spec.get("$options")
+    if options is not None and not isinstance(options, str):
+        raise bad_value("$options has to be a string")
+    if isinstance(arg, str):
+        pattern, flags = arg, options or ""
+    elif cmp.bracket(arg) == cmp.REGEX:
+        pattern, flags = cmp.regex_parts(arg)
+        if options:
+            if flags:
+                raise location(51075, "options set in both $regex and $options")
+            flags = options
+    else:
+        raise bad_value("$regex has to be a string")
+    if "\x00" in pattern:
+        raise location(51109, "Regular expression cannot contain an embedded null byte")
+    regex = compile_regex(pattern, flags)
+    return Leaf(regex_single(regex, Regex(pattern, flags)))
+
+
+def _mod_operand(value: Any, what: str) -> int:
+    if not cmp.is_number(value):
+        raise bad_value(f"malformed mod, {what} not a number")
+    n = cmp.number_value(value)
+    if not cmp.is_finite_number(value):
+        raise bad_value(f"malformed mod, {what} value is invalid :: caused by :: Unable to coerce NaN/Inf to integral type")
+    return int(n)
+
+
+@FIELD_OPS.register("$mod")
+def filter_mod(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
+    if not isinstance(arg, list):
+        raise bad_value("malformed mod, needs to be an array")
+    if len(arg) < 2:
+        raise bad_value("malformed mod, not enough elements")
+    if len(arg) > 2:
+        raise bad_value("malformed mod, too many elements")
+    divisor = _mod_operand(arg[0], "divisor")
+    remainder = _mod_operand(arg[1], "remainder")
+    if divisor == 0:
+        raise bad_value("divisor cannot be 0")
+
+    def single(v: Any) -> bool:
+        if not cmp.is_number(v):
+            return False
+        x = cmp.number_value(v)
+        if isinstance(x, float) and not math.isfinite(x):
+            return False
+        if not isinstance(x, int) and not x.is_finite():  # Decimal NaN/inf
+            return False
+        n = int(x)
+        # C++'s % truncates toward zero: the remainder takes the dividend's sign.
+        r = abs(n) % abs(divisor)
+        return (-r if n < 0 else r) == remainder
+
+    return Leaf(single)
+
+
+@TOP_OPS.register("$expr")
+def filter_expr(arg: Any, ctx: Context) -> Matcher:
+    expr = compile_expression(arg, Scope(frozenset(ctx.variables)))
+    let = ctx.variables
+    now = ctx.now
+
+    def match_expr(doc: Any, details: Any = None) -> bool:
+        return truthy(expr(doc, root_variables(doc, let, now)))
+
+    return match_expr
+
+
+@TOP_OPS.register("$where")
+def filter_where(arg: Any, ctx: Context) -> Matcher:
+    # FolioDB runs no server-side JavaScript, like mongod with scripting off.
+    raise CommandError(ErrorCode.BadValue, "no globalScriptEngine in $where parsing")
+
+
+@TOP_OPS.register("$comment")
+def filter_comment(arg: Any, ctx: Context) -> Matcher:
+    return lambda doc, details=None: True
+
+
+@TOP_OPS.register("$alwaysTrue")
+def filter_alwaysTrue(arg: Any, ctx: Context) -> Matcher:
+    return lambda doc, details=None: True
+
+
+@TOP_OPS.register("$alwaysFalse")
+def filter_alwaysFalse(arg: Any, ctx: Context) -> Matcher:
+    return lambda doc, details=None: False
