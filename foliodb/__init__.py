@@ -5,4 +5,21 @@ pymongo's API; ``foliodb serve`` offers the same engine over MongoDB's wire
 protocol.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+__all__ = ["MongoClient", "__version__"]
+
+if TYPE_CHECKING:
+    from foliodb.client import MongoClient
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use, so `import foliodb.query...` stays light.
+    if name == "MongoClient":
+        from foliodb.client import MongoClient
+
+        return MongoClient
+    raise AttributeError(f"module 'foliodb' has no attribute {name!r}")

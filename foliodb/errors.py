@@ -79,6 +79,7 @@ class ErrorCode(IntEnum):
     TransactionCommitted = 256
     TransactionTooLarge = 257
     OperationNotSupportedInTransaction = 263
+    AmbiguousIndexKeyPattern = 359
     NoQueryExecutionPlans = 291
     QueryExceededMemoryLimitNoDiskUseAllowed = 292
     APIStrictError = 323

@@ -132,17 +132,38 @@ class CollectionStore:
         return data
 
     def insert(self, doc: dict[str, Any], data: bytes | None = None) -> int:
-        """Store a document (its ``_id`` already set) and its index entries."""
+        """Store a document (its ``_id`` already set) and its index entries.
+
+        On failure (say, a duplicate key) nothing of the document remains,
+        while the caller's transaction goes on: a batch continues with the
+        next document as MongoDB's unordered inserts do."""
         if data is None:
             data = self.encode(doc)
         conn = self.conn
         rid = conn.execute(self._insert_sql, (data,)).lastrowid
         assert rid is not None
-        for writer in self.writers:
-            self._add_entries(writer, doc, rid)
+        try:
+            for writer in self.writers:
+                self.add_entries(writer, doc, rid)
+        except BaseException:
+            conn.execute(self._delete_sql, (rid,))
+            for writer in self.writers:
+                self._remove_own_entries(writer, doc, rid)
+            raise
         return rid
 
-    def _add_entries(self, writer: IndexWriter, doc: dict[str, Any], rid: int) -> None:
+    def _remove_own_entries(self, writer: IndexWriter, doc: dict[str, Any], rid: int) -> None:
+        try:
+            keys = writer.keys(doc)
+        except CommandError:
+            return  # the document yields no keys for this index
+        sql = f"DELETE FROM {writer.table} WHERE key = ? AND rid = ?"
+        if writer.unique:
+            self.conn.executemany(sql, [(k, rid) for k in keys])
+        else:
+            self.conn.executemany(sql, [(with_rid(k, rid), rid) for k in keys])
+
+    def add_entries(self, writer: IndexWriter, doc: dict[str, Any], rid: int) -> None:
         keys = writer.keys(doc)
         if writer.mark_multikey:
             writer.mark_multikey = False
@@ -167,6 +188,12 @@ class CollectionStore:
         """Replace a record's document, changing only the index entries that differ."""
         if data is None:
             data = self.encode(new, after_update=True)
+        # A savepoint, so a failing index (a duplicate key) undoes the record
+        # change too and the caller's transaction can go on.
+        with self.storage.savepoint():
+            self._update(rid, old, new, data)
+
+    def _update(self, rid: int, old: dict[str, Any], new: dict[str, Any], data: bytes) -> None:
         conn = self.conn
         conn.execute(self._update_sql, (data, rid))
         for writer in self.writers:
@@ -220,11 +247,10 @@ class CollectionStore:
         row = self.conn.execute(self._get_sql, (rid,)).fetchone()
         return None if row is None else row[0]
 
-    def by_id(self, id_value: Any) -> tuple[int, dict[str, Any]] | None:
-        row = self.conn.execute(self._by_id_sql, (keystring.encode(id_value),)).fetchone()
-        if row is None:
-            return None
-        return row[0], bson.decode(row[1], CODEC)
+    def row_by_id_key(self, key: bytes) -> tuple[int, bytes] | None:
+        """(rid, BSON) of the document whose ``_id`` encodes to ``key``."""
+        row: tuple[int, bytes] | None = self.conn.execute(self._by_id_sql, (key,)).fetchone()
+        return row
 
     def scan(self, reverse: bool = False) -> Iterator[tuple[int, bytes]]:
         """Every (record id, BSON) in record-id order, read in batches so

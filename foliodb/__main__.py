@@ -1,0 +1,5 @@
+import sys
+
+from foliodb.cli import main
+
+sys.exit(main())

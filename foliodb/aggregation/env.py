@@ -1,0 +1,59 @@
+"""What a pipeline may ask of the database around it.
+
+Stages that reach beyond their input (``$lookup``, ``$graphLookup``,
+``$unionWith``, ``$out``, ``$merge``, ``$collStats``, ``$indexStats``) do it
+through this interface; the aggregate command implements it over the engine,
+so every read goes through the planner (and its indexes) and every write
+through the same write path as the insert/update commands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Protocol
+
+from foliodb.query.context import Context
+
+
+class PipelineEnv(Protocol):
+    ctx: Context  # let variables and $$NOW of the command
+    db: str  # the database the aggregate runs in
+    allow_disk_use: bool
+
+    def aggregate(self, coll: str, pipeline: list[Mapping[str, Any]], db: str | None = None,
+                  variables: Mapping[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        """Run a pipeline over another collection (a missing collection is
+        empty); ``variables`` are extra ``$$`` variables visible inside
+        (``$lookup``'s ``let``). A leading ``$match`` uses indexes."""
+        ...
+
+    def collection_exists(self, coll: str, db: str | None = None) -> bool: ...
+
+    def replace_collection(self, coll: str, docs: Iterable[Mapping[str, Any]], db: str | None = None) -> None:
+        """``$out``: atomically replace the collection's documents with
+        ``docs`` (keeping its indexes and options; creating it if missing)."""
+        ...
+
+    def unique_index_on(self, coll: str, fields: list[str], db: str | None = None) -> bool:
+        """Does a unique index with exactly these key fields exist (``$merge``'s
+        ``on`` requirement)? ``_id`` alone always qualifies."""
+        ...
+
+    def find_one(self, coll: str, filter: Mapping[str, Any], db: str | None = None) -> dict[str, Any] | None: ...
+
+    def insert(self, coll: str, doc: Mapping[str, Any], db: str | None = None) -> None:
+        """Insert one document (creating the collection when missing);
+        raises CommandError (e.g. DuplicateKey) as an insert command would."""
+        ...
+
+    def replace(self, coll: str, filter: Mapping[str, Any], doc: Mapping[str, Any], db: str | None = None) -> None:
+        """Replace the one document matching ``filter`` with ``doc``."""
+        ...
+
+    def coll_stats(self, coll: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``$collStats`` output document for ``spec``."""
+        ...
+
+    def index_stats(self, coll: str) -> list[dict[str, Any]]:
+        """One ``$indexStats`` document per index."""
+        ...

@@ -1,0 +1,164 @@
+"""Bulk writes as pymongo runs them: operations grouped into insert, update and
+delete commands (consecutive runs when ordered, one batch per kind when
+not), results merged into ``BulkWriteResult`` and errors into
+``BulkWriteError`` with each error's index in the caller's request list.
+
+pymongo's request classes (``InsertOne``, ``UpdateMany``...) add themselves
+to a bulk through ``add_insert``/``add_update``/``add_replace``/``add_delete``;
+:class:`Bulk` offers exactly those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from bson import ObjectId
+from bson.raw_bson import RawBSONDocument
+from pymongo import common
+from pymongo.errors import DocumentTooLarge, InvalidOperation
+from pymongo.results import BulkWriteResult
+
+from foliodb.client import _reply
+
+if TYPE_CHECKING:
+    from foliodb.client.collection import Collection
+
+INSERT, UPDATE, DELETE = "insert", "update", "delete"
+_LIST_FIELD = {INSERT: "documents", UPDATE: "updates", DELETE: "deletes"}
+
+
+class Bulk:
+    def __init__(self, collection: Collection, ordered: bool, bypass_document_validation: bool | None = None,
+                 comment: Any = None, let: Mapping[str, Any] | None = None) -> None:
+        self.collection = collection
+        self.ordered = ordered
+        self.bypass = bypass_document_validation
+        self.comment = comment
+        self.let = let
+        self.ops: list[tuple[str, dict[str, Any]]] = []
+
+    # -- called by pymongo's request classes ---------------------------------------
+
+    def add_insert(self, document: Any) -> None:
+        common.validate_is_document_type("document", document)
+        if not isinstance(document, RawBSONDocument) and "_id" not in document:
+            document["_id"] = ObjectId()
+        self.ops.append((INSERT, self.collection._encode_in(document)))
+
+    def add_update(self, selector: Mapping[str, Any], update: Any, multi: bool = False, upsert: bool | None = None,
+                   collation: Any = None, array_filters: Any = None, hint: Any = None, sort: Any = None,
+                   **_: Any) -> None:
+        common.validate_ok_for_update(update)
+        statement = self._statement(selector, update, multi, upsert, collation, hint, sort)
+        if array_filters is not None:
+            statement["arrayFilters"] = array_filters
+        self.ops.append((UPDATE, statement))
+
+    def add_replace(self, selector: Mapping[str, Any], replacement: Mapping[str, Any], upsert: bool | None = None,
+                    collation: Any = None, hint: Any = None, sort: Any = None, **_: Any) -> None:
+        common.validate_ok_for_replace(replacement)
+        self.ops.append((UPDATE, self._statement(selector, replacement, False, upsert, collation, hint, sort)))
+
+    def add_delete(self, selector: Mapping[str, Any], limit: int, collation: Any = None, hint: Any = None,
+                   **_: Any) -> None:
+        statement: dict[str, Any] = {"q": self.collection._encode_in(selector), "limit": limit}
+        if collation is not None:
+            statement["collation"] = collation
+        if hint is not None:
+            statement["hint"] = hint if isinstance(hint, str) else dict(_pairs(hint))
+        self.ops.append((DELETE, statement))
+
+    def _statement(self, selector: Mapping[str, Any], update: Any, multi: bool, upsert: bool | None, collation: Any,
+                   hint: Any, sort: Any) -> dict[str, Any]:
+        u = self.collection._encode_in(update) if isinstance(update, Mapping) else update
+        statement: dict[str, Any] = {"q": self.collection._encode_in(selector), "u": u, "multi": multi}
+        if upsert is not None:
+            statement["upsert"] = bool(upsert)
+        if collation is not None:
+            statement["collation"] = collation
+        if hint is not None:
+            statement["hint"] = hint if isinstance(hint, str) else dict(_pairs(hint))
+        if sort is not None:
+            statement["sort"] = dict(_pairs(sort))
+        return statement
+
+    # -- running ---------------------------------------------------------------------
+
+    def _runs(self) -> list[tuple[str, list[tuple[int, dict[str, Any]]]]]:
+        """(kind, [(request index, op)]) in the order the commands are sent."""
+        runs: list[tuple[str, list[tuple[int, dict[str, Any]]]]] = []
+        if self.ordered:
+            for index, (kind, op) in enumerate(self.ops):
+                if runs and runs[-1][0] == kind:
+                    runs[-1][1].append((index, op))
+                else:
+                    runs.append((kind, [(index, op)]))
+            return runs
+        for kind in (INSERT, UPDATE, DELETE):
+            batch = [(index, op) for index, (k, op) in enumerate(self.ops) if k == kind]
+            if batch:
+                runs.append((kind, batch))
+        return runs
+
+    def execute(self) -> BulkWriteResult:
+        if not self.ops:
+            raise InvalidOperation("No operations to execute")
+        result: dict[str, Any] = {
+            "writeErrors": [],
+            "writeConcernErrors": [],
+            "nInserted": 0,
+            "nUpserted": 0,
+            "nMatched": 0,
+            "nModified": 0,
+            "nRemoved": 0,
+            "upserted": [],
+        }
+        acknowledged = True
+        for kind, batch in self._runs():
+            cmd: dict[str, Any] = {kind: self.collection.name, _LIST_FIELD[kind]: [op for _, op in batch],
+                                   "ordered": self.ordered}
+            if self.bypass:
+                cmd["bypassDocumentValidation"] = True
+            if self.comment is not None:
+                cmd["comment"] = self.comment
+            if self.let is not None and kind != INSERT:
+                cmd["let"] = self.let
+            acknowledged = self.collection._write_concern_doc(cmd)
+            reply = _reply.check(self.collection._command(cmd))
+            n = reply.get("n", 0)
+            if kind == INSERT:
+                result["nInserted"] += n
+            elif kind == DELETE:
+                result["nRemoved"] += n
+            else:
+                upserted = reply.get("upserted", [])
+                result["nMatched"] += n - len(upserted)
+                result["nModified"] += reply.get("nModified", 0)
+                result["nUpserted"] += len(upserted)
+                for item in upserted:
+                    result["upserted"].append({"index": batch[item["index"]][0], "_id": item["_id"]})
+            for error in reply.get("writeErrors", []):
+                if error.get("code") == _reply.BSON_OBJECT_TOO_LARGE:
+                    raise DocumentTooLarge(error.get("errmsg", "BSON document too large"))
+                error = dict(error)
+                index, op = batch[error["index"]]
+                error["index"] = index
+                error["op"] = op
+                result["writeErrors"].append(error)
+            if result["writeErrors"] and self.ordered:
+                break
+        if not acknowledged:
+            return BulkWriteResult({}, False)
+        if result["writeErrors"]:
+            result["writeErrors"].sort(key=lambda e: e["index"])
+            _reply.raise_bulk_error(result)
+        return BulkWriteResult(result, True)
+
+
+def _pairs(spec: Any) -> list[tuple[str, Any]]:
+    if isinstance(spec, Mapping):
+        return list(spec.items())
+    if isinstance(spec, str):
+        return [(spec, 1)]
+    return [(item, 1) if isinstance(item, str) else (item[0], item[1]) for item in spec]

@@ -1,0 +1,602 @@
+"""pymongo's Collection over FolioDB's commands.
+
+Every method builds the command a pymongo driver would send and checks the
+reply as pymongo does; argument validation uses pymongo's own validators, so
+mistakes raise the same TypeError/ValueError messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import bson
+from bson import ObjectId
+from bson.binary import UuidRepresentation
+from bson.codec_options import CodecOptions
+from bson.raw_bson import RawBSONDocument
+from pymongo import common
+from pymongo.collection import ReturnDocument
+from pymongo.errors import InvalidName, InvalidOperation
+from pymongo.operations import IndexModel
+from pymongo.read_concern import ReadConcern
+from pymongo.results import DeleteResult, InsertManyResult, InsertOneResult, UpdateResult
+from pymongo.write_concern import WriteConcern
+
+from foliodb.client import _reply
+from foliodb.client.bulk import Bulk
+from foliodb.client.cursor import CommandCursor, Cursor, projection_doc, sort_spec
+from foliodb.engine.catalog import CODEC
+
+if TYPE_CHECKING:
+    from foliodb.client.database import Database
+
+
+class Collection:
+    def __init__(
+        self,
+        database: Database,
+        name: str,
+        codec_options: CodecOptions | None = None,
+        read_preference: Any = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+    ) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"name must be an instance of str, not {type(name)}")
+        if not name or ".." in name or name.startswith(".") or name.endswith(".") or "$" in name and not name.startswith("oplog.$main"):
+            raise InvalidName(f"collection names must not be empty, contain '$' or '..', or start or end with '.': {name!r}")
+        if "\x00" in name:
+            raise InvalidName("collection names must not contain the null character")
+        self._database = database
+        self._name = name
+        self._codec_options = codec_options or database.codec_options
+        self._read_preference = read_preference or database.read_preference
+        self._write_concern = write_concern or database.write_concern
+        self._read_concern = read_concern or database.read_concern
+        # Documents cross into the engine as plain dicts; a client with
+        # non-default codec options gets pymongo's exact conversions by a
+        # BSON round trip, as on the wire.
+        self._plain_codec = _is_plain(self._codec_options)
+
+    # -- identity --------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def full_name(self) -> str:
+        return f"{self._database.name}.{self._name}"
+
+    @property
+    def database(self) -> Database:
+        return self._database
+
+    @property
+    def codec_options(self) -> CodecOptions:
+        return self._codec_options
+
+    @property
+    def read_preference(self) -> Any:
+        return self._read_preference
+
+    @property
+    def write_concern(self) -> WriteConcern:
+        return self._write_concern
+
+    @property
+    def read_concern(self) -> ReadConcern:
+        return self._read_concern
+
+    def __getattr__(self, name: str) -> Collection:
+        if name.startswith("_"):
+            raise AttributeError(
+                f"Collection has no attribute {name!r}. To access the {self._name}.{name} collection, use database['{self._name}.{name}']."
+            )
+        return self[name]
+
+    def __getitem__(self, name: str) -> Collection:
+        return Collection(self._database, f"{self._name}.{name}", self._codec_options, self._read_preference,
+                          self._write_concern, self._read_concern)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Collection):
+            return self._database == other._database and self._name == other._name
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash((self._database.name, self._name))
+
+    def __repr__(self) -> str:
+        return f"Collection({self._database!r}, {self._name!r})"
+
+    def __bool__(self) -> bool:
+        raise NotImplementedError(
+            "Collection objects do not implement truth value testing or bool(). Please compare with None instead: collection is not None"
+        )
+
+    def __iter__(self) -> Collection:
+        return self
+
+    def __next__(self) -> None:
+        raise TypeError("'Collection' object is not iterable")
+
+    next = __next__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        if "." not in self._name:
+            raise TypeError(
+                f"'Collection' object is not callable. If you meant to call the '{self._name}' method on a "
+                "'Database' object it is failing because no such method exists."
+            )
+        raise TypeError(
+            f"'Collection' object is not callable. If you meant to call the '{self._name.split('.')[-1]}' method "
+            "on a 'Collection' object it is failing because no such method exists."
+        )
+
+    def with_options(
+        self,
+        codec_options: CodecOptions | None = None,
+        read_preference: Any = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+    ) -> Collection:
+        return Collection(
+            self._database,
+            self._name,
+            codec_options or self._codec_options,
+            read_preference or self._read_preference,
+            write_concern or self._write_concern,
+            read_concern or self._read_concern,
+        )
+
+    # -- plumbing -------------------------------------------------------------------
+
+    def _command(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        return self._database._command(cmd)
+
+    def _encode_in(self, doc: Any) -> Any:
+        if isinstance(doc, RawBSONDocument):
+            return bson.decode(doc.raw, CODEC)
+        if self._plain_codec:
+            return doc
+        return bson.decode(bson.encode(doc, codec_options=self._codec_options), CODEC)
+
+    def _decode_out(self, docs: list[dict[str, Any]]) -> list[Any]:
+        if self._plain_codec:
+            return docs
+        options = self._codec_options
+        return [bson.decode(bson.encode(doc, codec_options=CODEC), options) for doc in docs]
+
+    def _write_concern_doc(self, cmd: dict[str, Any]) -> bool:
+        """Add a non-default write concern to ``cmd``; is it acknowledged?"""
+        concern = self._write_concern
+        if concern is not None and concern.document:
+            cmd["writeConcern"] = concern.document
+        return concern is None or concern.acknowledged
+
+    @staticmethod
+    def _options(cmd: dict[str, Any], **options: Any) -> dict[str, Any]:
+        for key, value in options.items():
+            if value is not None:
+                cmd[key] = value
+        return cmd
+
+    # -- inserts ----------------------------------------------------------------------
+
+    def insert_one(
+        self, document: Any, bypass_document_validation: bool | None = None, session: Any = None, comment: Any = None
+    ) -> InsertOneResult:
+        common.validate_is_document_type("document", document)
+        if not isinstance(document, RawBSONDocument) and "_id" not in document:
+            document["_id"] = ObjectId()
+        cmd: dict[str, Any] = {"insert": self._name, "documents": [self._encode_in(document)]}
+        self._options(cmd, bypassDocumentValidation=bypass_document_validation or None, comment=comment)
+        acknowledged = self._write_concern_doc(cmd)
+        _reply.check_single_write(self._command(cmd))
+        return InsertOneResult(document.get("_id"), acknowledged)
+
+    def insert_many(
+        self,
+        documents: Iterable[Any],
+        ordered: bool = True,
+        bypass_document_validation: bool | None = None,
+        session: Any = None,
+        comment: Any = None,
+    ) -> InsertManyResult:
+        if not isinstance(documents, Iterable) or isinstance(documents, Mapping) or not documents:
+            raise TypeError("documents must be a non-empty list")
+        bulk = Bulk(self, ordered, bypass_document_validation, comment)
+        ids = []
+        for document in documents:
+            bulk.add_insert(document)
+            ids.append(document["_id"])
+        if not ids:
+            raise TypeError("documents must be a non-empty list")
+        result = bulk.execute()
+        return InsertManyResult(ids, result.acknowledged)
+
+    # -- updates -------------------------------------------------------------------
+
+    def _update(
+        self,
+        filter: Any,
+        update: Any,
+        multi: bool,
+        upsert: bool,
+        array_filters: Any,
+        hint: Any,
+        collation: Any,
+        let: Any,
+        sort: Any,
+        comment: Any,
+        bypass_document_validation: bool | None,
+    ) -> UpdateResult:
+        common.validate_is_mapping("filter", filter)
+        common.validate_boolean("upsert", upsert)
+        statement: dict[str, Any] = {"q": self._encode_in(filter), "u": self._encode_in(update) if isinstance(update, Mapping) else update, "multi": multi, "upsert": upsert}
+        if array_filters is not None:
+            common.validate_list("array_filters", array_filters)
+            statement["arrayFilters"] = array_filters
+        if hint is not None:
+            statement["hint"] = _index_spec(hint)
+        if collation is not None:
+            statement["collation"] = collation
+        if sort is not None:
+            statement["sort"] = sort_spec(sort)
+        cmd: dict[str, Any] = {"update": self._name, "updates": [statement]}
+        self._options(cmd, let=let, comment=comment, bypassDocumentValidation=bypass_document_validation or None)
+        acknowledged = self._write_concern_doc(cmd)
+        reply = _reply.check_single_write(self._command(cmd))
+        raw = dict(reply)
+        raw.pop("ok", None)
+        raw.setdefault("nModified", 0)
+        if "upserted" in raw:
+            raw["upserted"] = raw["upserted"][0]["_id"]
+        raw["updatedExisting"] = bool(reply.get("n", 0)) and "upserted" not in reply
+        raw["ok"] = 1.0
+        return UpdateResult(raw if acknowledged else None, acknowledged)
+
+    def replace_one(
+        self,
+        filter: Mapping[str, Any],
+        replacement: Mapping[str, Any],
+        upsert: bool = False,
+        bypass_document_validation: bool | None = None,
+        collation: Any = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        sort: Any = None,
+        comment: Any = None,
+    ) -> UpdateResult:
+        common.validate_ok_for_replace(replacement)
+        return self._update(filter, replacement, False, upsert, None, hint, collation, let, sort, comment,
+                            bypass_document_validation)
+
+    def update_one(
+        self,
+        filter: Mapping[str, Any],
+        update: Any,
+        upsert: bool = False,
+        bypass_document_validation: bool | None = None,
+        collation: Any = None,
+        array_filters: Sequence[Mapping[str, Any]] | None = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        sort: Any = None,
+        comment: Any = None,
+    ) -> UpdateResult:
+        common.validate_ok_for_update(update)
+        return self._update(filter, update, False, upsert, array_filters, hint, collation, let, sort, comment,
+                            bypass_document_validation)
+
+    def update_many(
+        self,
+        filter: Mapping[str, Any],
+        update: Any,
+        upsert: bool = False,
+        array_filters: Sequence[Mapping[str, Any]] | None = None,
+        bypass_document_validation: bool | None = None,
+        collation: Any = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+    ) -> UpdateResult:
+        common.validate_ok_for_update(update)
+        return self._update(filter, update, True, upsert, array_filters, hint, collation, let, None, comment,
+                            bypass_document_validation)
+
+    # -- deletes ------------------------------------------------------------------
+
+    def _delete(self, filter: Any, limit: int, collation: Any, hint: Any, let: Any, comment: Any) -> DeleteResult:
+        common.validate_is_mapping("filter", filter)
+        statement: dict[str, Any] = {"q": self._encode_in(filter), "limit": limit}
+        if hint is not None:
+            statement["hint"] = _index_spec(hint)
+        if collation is not None:
+            statement["collation"] = collation
+        cmd: dict[str, Any] = {"delete": self._name, "deletes": [statement]}
+        self._options(cmd, let=let, comment=comment)
+        acknowledged = self._write_concern_doc(cmd)
+        reply = _reply.check_single_write(self._command(cmd))
+        return DeleteResult({"n": reply.get("n", 0), "ok": 1.0} if acknowledged else {}, acknowledged)
+
+    def delete_one(
+        self, filter: Mapping[str, Any], collation: Any = None, hint: Any = None, session: Any = None,
+        let: Mapping[str, Any] | None = None, comment: Any = None,
+    ) -> DeleteResult:
+        return self._delete(filter, 1, collation, hint, let, comment)
+
+    def delete_many(
+        self, filter: Mapping[str, Any], collation: Any = None, hint: Any = None, session: Any = None,
+        let: Mapping[str, Any] | None = None, comment: Any = None,
+    ) -> DeleteResult:
+        return self._delete(filter, 0, collation, hint, let, comment)
+
+    # -- bulk -------------------------------------------------------------------------
+
+    def bulk_write(
+        self,
+        requests: Sequence[Any],
+        ordered: bool = True,
+        bypass_document_validation: bool | None = None,
+        session: Any = None,
+        comment: Any = None,
+        let: Mapping[str, Any] | None = None,
+    ) -> Any:
+        common.validate_list("requests", requests)
+        bulk = Bulk(self, ordered, bypass_document_validation, comment, let)
+        for request in requests:
+            try:
+                request._add_to_bulk(bulk)
+            except AttributeError:
+                raise TypeError(f"{request!r} is not a valid request") from None
+        return bulk.execute()
+
+    # -- reads -------------------------------------------------------------------------
+
+    def find(self, *args: Any, **kwargs: Any) -> Cursor:
+        return Cursor(self, *args, **kwargs)
+
+    def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if filter is not None and not isinstance(filter, Mapping):
+            filter = {"_id": filter}
+        if not args and not kwargs:
+            # The common case, without a Cursor: one find of one document.
+            cmd = {"find": self._name, "filter": self._encode_in(filter) if filter else {}, "limit": 1,
+                   "singleBatch": True}
+            batch = _reply.check(self._command(cmd))["cursor"]["firstBatch"]
+            return self._decode_out(batch)[0] if batch else None
+        cursor = self.find(filter, *args, **kwargs)
+        for doc in cursor.limit(-1):
+            return doc
+        return None
+
+    def count_documents(self, filter: Mapping[str, Any], session: Any = None, comment: Any = None, **kwargs: Any) -> int:
+        common.validate_is_mapping("filter", filter)
+        pipeline: list[dict[str, Any]] = [{"$match": self._encode_in(filter)}]
+        if "skip" in kwargs:
+            pipeline.append({"$skip": kwargs.pop("skip")})
+        if "limit" in kwargs:
+            pipeline.append({"$limit": kwargs.pop("limit")})
+        pipeline.append({"$group": {"_id": 1, "n": {"$sum": 1}}})
+        cmd: dict[str, Any] = {"aggregate": self._name, "pipeline": pipeline, "cursor": {}}
+        if "hint" in kwargs:
+            cmd["hint"] = _index_spec(kwargs.pop("hint"))
+        if "maxTimeMS" in kwargs:
+            cmd["maxTimeMS"] = kwargs.pop("maxTimeMS")
+        if comment is not None:
+            cmd["comment"] = comment
+        cmd.update(kwargs)
+        batch = _reply.check(self._command(cmd))["cursor"]["firstBatch"]
+        return int(batch[0]["n"]) if batch else 0
+
+    def estimated_document_count(self, comment: Any = None, **kwargs: Any) -> int:
+        cmd: dict[str, Any] = {"count": self._name}
+        if comment is not None:
+            cmd["comment"] = comment
+        cmd.update(kwargs)
+        return int(_reply.check(self._command(cmd))["n"])
+
+    def distinct(self, key: str, filter: Mapping[str, Any] | None = None, session: Any = None, comment: Any = None,
+                 hint: Any = None, **kwargs: Any) -> list[Any]:
+        if not isinstance(key, str):
+            raise TypeError(f"key must be an instance of str, not {type(key)}")
+        cmd: dict[str, Any] = {"distinct": self._name, "key": key}
+        if filter is not None:
+            cmd["query"] = self._encode_in(dict(filter))
+        if hint is not None:
+            cmd["hint"] = _index_spec(hint)
+        if comment is not None:
+            cmd["comment"] = comment
+        cmd.update(kwargs)
+        values = _reply.check(self._command(cmd))["values"]
+        return self._decode_out([{"v": values}])[0]["v"] if not self._plain_codec else values
+
+    def aggregate(self, pipeline: Sequence[Mapping[str, Any]], session: Any = None, let: Mapping[str, Any] | None = None,
+                  comment: Any = None, **kwargs: Any) -> CommandCursor:
+        common.validate_list("pipeline", pipeline)
+        cmd: dict[str, Any] = {"aggregate": self._name, "pipeline": [self._encode_in(dict(s)) for s in pipeline]}
+        batch_size = kwargs.pop("batchSize", None)
+        cmd["cursor"] = {"batchSize": batch_size} if batch_size is not None else {}
+        if let is not None:
+            cmd["let"] = let
+        if comment is not None:
+            cmd["comment"] = comment
+        cmd.update((key, _index_spec(value) if key == "hint" else value) for key, value in kwargs.items())
+        if _writes(pipeline):
+            self._write_concern_doc(cmd)
+        reply = _reply.check(self._command(cmd))
+        return CommandCursor(self, reply, batch_size or 0)
+
+    # -- find and modify ------------------------------------------------------------------
+
+    def _find_and_modify(self, filter: Any, projection: Any, sort: Any, upsert: Any, return_document: bool,
+                         array_filters: Any, hint: Any, let: Any, comment: Any, **kwargs: Any) -> Any:
+        common.validate_is_mapping("filter", filter)
+        if not isinstance(return_document, bool):
+            raise ValueError("return_document must be ReturnDocument.BEFORE or ReturnDocument.AFTER")
+        cmd: dict[str, Any] = {"findAndModify": self._name, "query": self._encode_in(filter)}
+        if projection is not None:
+            cmd["fields"] = projection_doc(projection)
+        if sort is not None:
+            cmd["sort"] = sort_spec(sort)
+        if upsert is not None:
+            common.validate_boolean("upsert", upsert)
+            cmd["upsert"] = upsert
+        if array_filters is not None:
+            common.validate_list("array_filters", array_filters)
+            cmd["arrayFilters"] = array_filters
+        if hint is not None:
+            cmd["hint"] = _index_spec(hint)
+        self._options(cmd, let=let, comment=comment)
+        cmd.update(kwargs)
+        self._write_concern_doc(cmd)
+        reply = _reply.check(self._command(cmd))
+        value = reply.get("value")
+        return self._decode_out([value])[0] if value is not None else None
+
+    def find_one_and_delete(self, filter: Mapping[str, Any], projection: Any = None, sort: Any = None, hint: Any = None,
+                            session: Any = None, let: Mapping[str, Any] | None = None, comment: Any = None,
+                            **kwargs: Any) -> Any:
+        kwargs["remove"] = True
+        return self._find_and_modify(filter, projection, sort, None, False, None, hint, let, comment, **kwargs)
+
+    def find_one_and_replace(self, filter: Mapping[str, Any], replacement: Mapping[str, Any], projection: Any = None,
+                             sort: Any = None, upsert: bool = False, return_document: bool = ReturnDocument.BEFORE,
+                             hint: Any = None, session: Any = None, let: Mapping[str, Any] | None = None,
+                             comment: Any = None, **kwargs: Any) -> Any:
+        common.validate_ok_for_replace(replacement)
+        kwargs["update"] = self._encode_in(replacement)
+        kwargs["new"] = return_document
+        return self._find_and_modify(filter, projection, sort, upsert, return_document, None, hint, let, comment,
+                                     **kwargs)
+
+    def find_one_and_update(self, filter: Mapping[str, Any], update: Any, projection: Any = None, sort: Any = None,
+                            upsert: bool = False, return_document: bool = ReturnDocument.BEFORE,
+                            array_filters: Sequence[Mapping[str, Any]] | None = None, hint: Any = None,
+                            session: Any = None, let: Mapping[str, Any] | None = None, comment: Any = None,
+                            **kwargs: Any) -> Any:
+        common.validate_ok_for_update(update)
+        common.validate_list_or_none("array_filters", array_filters)
+        kwargs["update"] = self._encode_in(update) if isinstance(update, Mapping) else update
+        kwargs["new"] = return_document
+        return self._find_and_modify(filter, projection, sort, upsert, return_document, array_filters, hint, let,
+                                     comment, **kwargs)
+
+    # -- indexes ---------------------------------------------------------------------------
+
+    def create_index(self, keys: Any, session: Any = None, comment: Any = None, **kwargs: Any) -> str:
+        model = IndexModel(keys, **kwargs)
+        return self.create_indexes([model], comment=comment)[0]
+
+    def create_indexes(self, indexes: Sequence[IndexModel], session: Any = None, comment: Any = None,
+                       **kwargs: Any) -> list[str]:
+        common.validate_list("indexes", indexes)
+        docs = []
+        for model in indexes:
+            if not isinstance(model, IndexModel):
+                raise TypeError(f"{model!r} is not an instance of pymongo.operations.IndexModel")
+            docs.append(dict(model.document))
+        cmd: dict[str, Any] = {"createIndexes": self._name, "indexes": docs}
+        if comment is not None:
+            cmd["comment"] = comment
+        cmd.update(kwargs)
+        _reply.check(self._command(cmd))
+        return [doc["name"] for doc in docs]
+
+    def drop_index(self, index_or_name: Any, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
+        name = index_or_name
+        if isinstance(index_or_name, list):
+            name = IndexModel(index_or_name).document["name"]
+        if not isinstance(name, str):
+            raise TypeError("index_or_name must be an instance of str or list")
+        cmd: dict[str, Any] = {"dropIndexes": self._name, "index": name}
+        if comment is not None:
+            cmd["comment"] = comment
+        cmd.update(kwargs)
+        _reply.check(self._command(cmd))
+
+    def drop_indexes(self, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
+        cmd: dict[str, Any] = {"dropIndexes": self._name, "index": "*"}
+        if comment is not None:
+            cmd["comment"] = comment
+        cmd.update(kwargs)
+        reply = self._command(cmd)
+        if reply.get("code") != 26:  # dropping the indexes of a missing collection is fine
+            _reply.check(reply)
+
+    def list_indexes(self, session: Any = None, comment: Any = None) -> CommandCursor:
+        cmd: dict[str, Any] = {"listIndexes": self._name, "cursor": {}}
+        if comment is not None:
+            cmd["comment"] = comment
+        reply = self._command(cmd)
+        if reply.get("code") == 26:  # pymongo yields nothing for a missing collection
+            reply = {"cursor": {"id": 0, "firstBatch": [], "ns": self.full_name}, "ok": 1.0}
+        return CommandCursor(self, _reply.check(reply))
+
+    def index_information(self, session: Any = None, comment: Any = None) -> dict[str, Any]:
+        info = {}
+        for index in self.list_indexes(comment=comment):
+            index = dict(index)
+            index["key"] = list(index["key"].items())
+            info[index.pop("name")] = index
+        return info
+
+    # -- collection ---------------------------------------------------------------------------
+
+    def drop(self, session: Any = None, comment: Any = None, encrypted_fields: Any = None) -> None:
+        self._database.drop_collection(self._name, comment=comment)
+
+    def rename(self, new_name: str, session: Any = None, comment: Any = None, **kwargs: Any) -> dict[str, Any]:
+        if not isinstance(new_name, str):
+            raise TypeError("new_name must be an instance of str")
+        if not new_name or ".." in new_name:
+            raise InvalidName("collection names cannot be empty")
+        if new_name[0] == "." or new_name[-1] == ".":
+            raise InvalidName("collection names must not start or end with '.'")
+        if "$" in new_name and not new_name.startswith("oplog.$main"):
+            raise InvalidName("collection names must not contain '$'")
+        cmd: dict[str, Any] = {"renameCollection": self.full_name, "to": f"{self._database.name}.{new_name}"}
+        if comment is not None:
+            cmd["comment"] = comment
+        cmd.update(kwargs)
+        return dict(_reply.check(self._database.client.admin._command(cmd)))
+
+    def options(self, session: Any = None, comment: Any = None) -> dict[str, Any]:
+        for info in self._database.list_collections(filter={"name": self._name}, comment=comment):
+            options = dict(info.get("options", {}))
+            return options
+        return {}
+
+    def watch(self, *args: Any, **kwargs: Any) -> Any:
+        raise InvalidOperation("change streams are not implemented in FolioDB yet")
+
+
+def _is_plain(options: CodecOptions) -> bool:
+    return (
+        options.document_class is dict
+        and not options.tz_aware
+        and options.uuid_representation == UuidRepresentation.UNSPECIFIED
+        and not options.type_registry._encoder_map
+        and not options.type_registry._decoder_map
+        and options.unicode_decode_error_handler == "strict"
+    )
+
+
+def _index_spec(hint: Any) -> Any:
+    if hint is None or isinstance(hint, str):
+        return hint
+    return sort_spec(hint)
+
+
+def _writes(pipeline: Sequence[Mapping[str, Any]]) -> bool:
+    return bool(pipeline) and any(key in ("$out", "$merge") for key in pipeline[-1])
+

@@ -1,0 +1,461 @@
+"""pymongo's Cursor and CommandCursor over FolioDB's find/getMore commands.
+
+A :class:`Cursor` is lazy: building and chaining it (``sort``, ``skip``,
+``limit``...) sends nothing; the first iteration runs ``find`` and later
+batches come from ``getMore``, as with a server.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from pymongo.errors import InvalidOperation
+
+from foliodb.client._reply import check
+
+if TYPE_CHECKING:
+    from foliodb.client.collection import Collection
+
+ASCENDING = 1
+
+
+def sort_spec(key_or_list: Any, direction: Any = None) -> dict[str, Any]:
+    """A sort document from pymongo's accepted forms: a key and a
+    direction, a list of (key, direction) pairs, or a mapping."""
+    if isinstance(key_or_list, str):
+        return {key_or_list: ASCENDING if direction is None else direction}
+    if isinstance(key_or_list, Mapping):
+        return dict(key_or_list)
+    if isinstance(key_or_list, (list, tuple)):
+        out: dict[str, Any] = {}
+        for item in key_or_list:
+            if isinstance(item, str):
+                out[item] = ASCENDING
+            else:
+                key, value = item
+                out[key] = value
+        return out
+    raise TypeError("first item in each key pair must be an instance of str")
+
+
+class _BatchCursor:
+    """Iteration over a server cursor: a buffer of documents and getMore."""
+
+    _collection: Collection
+    _cursor_id: int | None
+    _buffer: deque[dict[str, Any]]
+    _batch_size: int
+    _killed: bool
+    _retrieved: int
+
+    def _get_more(self) -> None:
+        assert self._cursor_id
+        cmd: dict[str, Any] = {"getMore": self._cursor_id, "collection": self._ns_collection()}
+        if self._batch_size:
+            cmd["batchSize"] = self._batch_size
+        reply = check(self._collection.database._command(cmd))
+        cursor = reply["cursor"]
+        self._cursor_id = int(cursor["id"])
+        self._buffer.extend(self._collection._decode_out(cursor["nextBatch"]))
+        if not self._cursor_id:
+            self._killed = True
+
+    def _ns_collection(self) -> str:
+        return self._collection.name
+
+    def _next_document(self) -> dict[str, Any]:
+        if not self._buffer and self._cursor_id and not self._killed:
+            self._get_more()
+        if self._buffer:
+            self._retrieved += 1
+            return self._buffer.popleft()
+        self._killed = True
+        raise StopIteration
+
+    def _kill(self) -> None:
+        if self._cursor_id and not self._killed:
+            self._collection.database._command(
+                {"killCursors": self._ns_collection(), "cursors": [self._cursor_id]}
+            )
+        self._killed = True
+        self._buffer.clear()
+
+    @property
+    def cursor_id(self) -> int | None:
+        return self._cursor_id
+
+    @property
+    def address(self) -> None:
+        return None
+
+    @property
+    def retrieved(self) -> int:
+        return self._retrieved
+
+    @property
+    def session(self) -> Any:
+        return None
+
+    def to_list(self, length: int | None = None) -> list[dict[str, Any]]:
+        if length is not None and length < 1:
+            raise ValueError("to_list() length must be greater than 0")
+        out = []
+        for doc in self:  # type: ignore[attr-defined]
+            out.append(doc)
+            if length is not None and len(out) >= length:
+                break
+        return out
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()  # type: ignore[attr-defined]
+
+    def __del__(self) -> None:
+        try:
+            self._kill()
+        except Exception:
+            pass  # the client may already be closed at interpreter exit
+
+
+class Cursor(_BatchCursor):
+    def __init__(
+        self,
+        collection: Collection,
+        filter: Mapping[str, Any] | None = None,
+        projection: Any = None,
+        skip: int = 0,
+        limit: int = 0,
+        no_cursor_timeout: bool = False,
+        cursor_type: int = 0,
+        sort: Any = None,
+        allow_partial_results: bool = False,
+        oplog_replay: bool = False,
+        batch_size: int = 0,
+        collation: Mapping[str, Any] | None = None,
+        hint: Any = None,
+        max_scan: Any = None,
+        max_time_ms: int | None = None,
+        max: Any = None,
+        min: Any = None,
+        return_key: bool | None = None,
+        show_record_id: bool | None = None,
+        snapshot: bool | None = None,
+        comment: Any = None,
+        session: Any = None,
+        allow_disk_use: bool | None = None,
+        let: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._collection = collection
+        if filter is not None and not isinstance(filter, Mapping):
+            raise TypeError(f"filter must be an instance of dict, bson.son.SON, or any other type that inherits from collections.Mapping, not {type(filter)}")
+        if not isinstance(skip, int) or isinstance(skip, bool):
+            raise TypeError("skip must be an instance of int")
+        if not isinstance(limit, int) or isinstance(limit, bool):
+            raise TypeError("limit must be an instance of int")
+        if skip < 0:
+            raise ValueError("skip must be >= 0")
+        if not isinstance(batch_size, int) or batch_size < 0:
+            raise ValueError("batch_size must be >= 0")
+        self._filter = collection._encode_in(dict(filter)) if filter else {}
+        self._projection = projection_doc(projection)
+        self._skip = skip
+        self._limit = limit
+        self._batch_size = batch_size
+        self._sort = sort_spec(sort) if sort is not None else None
+        self._hint = _hint_spec(hint)
+        self._max_time_ms = max_time_ms
+        self._comment = comment
+        self._collation = collation
+        self._allow_disk_use = allow_disk_use
+        self._let = let
+        self._no_cursor_timeout = no_cursor_timeout
+        self._max = max
+        self._min = min
+        self._return_key = return_key
+        self._show_record_id = show_record_id
+        self._session = session
+        self._started = False
+        self._killed = False
+        self._empty = False  # a [n:n] slice: nothing to fetch
+        self._cursor_id = None
+        self._buffer = deque()
+        self._retrieved = 0
+
+    # -- building -------------------------------------------------------------------
+
+    def _check_unstarted(self) -> None:
+        if self._started:
+            raise InvalidOperation("cannot set options after executing query")
+
+    def sort(self, key_or_list: Any, direction: Any = None) -> Cursor:
+        self._check_unstarted()
+        self._sort = sort_spec(key_or_list, direction)
+        return self
+
+    def skip(self, skip: int) -> Cursor:
+        if not isinstance(skip, int) or isinstance(skip, bool):
+            raise TypeError("skip must be an integer")
+        if skip < 0:
+            raise ValueError("skip must be >= 0")
+        self._check_unstarted()
+        self._skip = skip
+        return self
+
+    def limit(self, limit: int) -> Cursor:
+        if not isinstance(limit, int) or isinstance(limit, bool):
+            raise TypeError("limit must be an integer")
+        self._check_unstarted()
+        self._limit = limit
+        return self
+
+    def batch_size(self, batch_size: int) -> Cursor:
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool):
+            raise TypeError("batch_size must be an integer")
+        if batch_size < 0:
+            raise ValueError("batch_size must be >= 0")
+        self._check_unstarted()
+        self._batch_size = batch_size
+        return self
+
+    def hint(self, index: Any) -> Cursor:
+        self._check_unstarted()
+        self._hint = _hint_spec(index)
+        return self
+
+    def max_time_ms(self, max_time_ms: int | None) -> Cursor:
+        self._check_unstarted()
+        self._max_time_ms = max_time_ms
+        return self
+
+    def comment(self, comment: Any) -> Cursor:
+        self._check_unstarted()
+        self._comment = comment
+        return self
+
+    def collation(self, collation: Mapping[str, Any] | None) -> Cursor:
+        self._check_unstarted()
+        self._collation = collation
+        return self
+
+    def allow_disk_use(self, allow_disk_use: bool) -> Cursor:
+        self._check_unstarted()
+        self._allow_disk_use = allow_disk_use
+        return self
+
+    def max(self, spec: Any) -> Cursor:
+        self._check_unstarted()
+        self._max = dict(sort_spec(spec))
+        return self
+
+    def min(self, spec: Any) -> Cursor:
+        self._check_unstarted()
+        self._min = dict(sort_spec(spec))
+        return self
+
+    def where(self, code: Any) -> Cursor:
+        self._check_unstarted()
+        self._filter = {"$and": [self._filter, {"$where": code}]} if self._filter else {"$where": code}
+        return self
+
+    def __getitem__(self, index: int | slice) -> Any:
+        self._check_unstarted()
+        if isinstance(index, slice):
+            if index.step is not None:
+                raise IndexError("Cursor instances do not support slice steps")
+            start = index.start or 0
+            if start < 0:
+                raise IndexError("Cursor instances do not support negative indices")
+            if index.stop is not None:
+                limit = index.stop - start
+                if limit < 0:
+                    raise IndexError(f"stop index must be greater than start index for slice {index!r}")
+                if limit == 0:
+                    self._empty = True
+            else:
+                limit = 0
+            self._skip = start
+            self._limit = limit
+            return self
+        if not isinstance(index, int):
+            raise TypeError(f"index {index!r} cannot be applied to Cursor instances")
+        if index < 0:
+            raise IndexError("Cursor instances do not support negative indices")
+        clone = self.clone()
+        clone.skip(index + self._skip)
+        clone.limit(-1)
+        for doc in clone:
+            return doc
+        raise IndexError("no such item for Cursor instance")
+
+    # -- running ----------------------------------------------------------------------
+
+    def _find_command(self) -> dict[str, Any]:
+        cmd: dict[str, Any] = {"find": self._collection.name, "filter": self._filter}
+        if self._sort:
+            cmd["sort"] = self._sort
+        if self._projection is not None:
+            cmd["projection"] = self._projection
+        if self._hint is not None:
+            cmd["hint"] = self._hint
+        if self._skip:
+            cmd["skip"] = self._skip
+        if self._limit:
+            cmd["limit"] = abs(self._limit)
+            if self._limit < 0:
+                cmd["singleBatch"] = True
+        batch = self._batch_size
+        if self._limit and (not batch or abs(self._limit) < batch):
+            batch = abs(self._limit)
+        if batch:
+            cmd["batchSize"] = batch
+        if self._max_time_ms is not None:
+            cmd["maxTimeMS"] = self._max_time_ms
+        if self._comment is not None:
+            cmd["comment"] = self._comment
+        if self._collation is not None:
+            cmd["collation"] = self._collation
+        if self._allow_disk_use is not None:
+            cmd["allowDiskUse"] = self._allow_disk_use
+        if self._let is not None:
+            cmd["let"] = self._let
+        if self._no_cursor_timeout:
+            cmd["noCursorTimeout"] = True
+        if self._max is not None:
+            cmd["max"] = self._max
+        if self._min is not None:
+            cmd["min"] = self._min
+        if self._return_key:
+            cmd["returnKey"] = True
+        if self._show_record_id:
+            cmd["showRecordId"] = True
+        return cmd
+
+    def _start(self) -> None:
+        self._started = True
+        if self._empty:
+            self._killed = True
+            return
+        reply = check(self._collection.database._command(self._find_command()))
+        cursor = reply["cursor"]
+        self._cursor_id = int(cursor["id"])
+        self._buffer.extend(self._collection._decode_out(cursor["firstBatch"]))
+        if not self._cursor_id:
+            self._killed = True
+
+    def __iter__(self) -> Cursor:
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        if not self._started:
+            self._start()
+        return self._next_document()
+
+    next = __next__
+
+    @property
+    def alive(self) -> bool:
+        return not self._started or bool(self._buffer) or not self._killed
+
+    @property
+    def collection(self) -> Collection:
+        return self._collection
+
+    def close(self) -> None:
+        self._kill()
+
+    def rewind(self) -> Cursor:
+        self._kill()
+        self._started = False
+        self._killed = False
+        self._cursor_id = None
+        self._buffer = deque()
+        self._retrieved = 0
+        return self
+
+    def clone(self) -> Cursor:
+        other = copy.copy(self)
+        other._started = False
+        other._killed = False
+        other._cursor_id = None
+        other._buffer = deque()
+        other._retrieved = 0
+        for attr in ("_filter", "_sort", "_projection"):
+            setattr(other, attr, copy.deepcopy(getattr(self, attr)))
+        return other
+
+    __copy__ = clone
+
+    def distinct(self, key: str) -> list[Any]:
+        return self._collection.distinct(key, self._filter)
+
+    def explain(self) -> dict[str, Any]:
+        cmd = self._find_command()
+        reply = check(self._collection.database._command({"explain": cmd, "verbosity": "allPlansExecution"}))
+        return dict(reply)
+
+
+class CommandCursor(_BatchCursor):
+    """The cursor of aggregate, listCollections, listIndexes..."""
+
+    def __init__(self, collection: Collection, reply: Mapping[str, Any], batch_size: int = 0,
+                 ns_collection: str | None = None) -> None:
+        self._collection = collection
+        cursor = reply["cursor"]
+        self._cursor_id = int(cursor["id"])
+        self._buffer = deque(collection._decode_out(cursor.get("firstBatch", [])))
+        self._batch_size = batch_size
+        self._killed = not self._cursor_id
+        self._retrieved = 0
+        ns = cursor.get("ns", "")
+        self._ns_name = ns_collection or (ns.split(".", 1)[1] if "." in ns else collection.name)
+
+    def _ns_collection(self) -> str:
+        return self._ns_name
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        return self._next_document()
+
+    next = __next__
+
+    def try_next(self) -> dict[str, Any] | None:
+        try:
+            return self._next_document()
+        except StopIteration:
+            return None
+
+    def batch_size(self, batch_size: int) -> CommandCursor:
+        self._batch_size = batch_size
+        return self
+
+    @property
+    def alive(self) -> bool:
+        return bool(self._buffer) or not self._killed
+
+    def close(self) -> None:
+        self._kill()
+
+
+def projection_doc(projection: Any) -> dict[str, Any] | None:
+    if projection is None:
+        return None
+    if isinstance(projection, Mapping):
+        return dict(projection)
+    if isinstance(projection, (list, tuple, set, frozenset)):
+        if not all(isinstance(p, str) for p in projection):
+            raise TypeError("projection must be a list of key names")
+        return dict.fromkeys(projection, 1) or {"_id": 1}
+    raise TypeError("projection must be an instance of dict, a list, or None")
+
+
+def _hint_spec(hint: Any) -> Any:
+    if hint is None or isinstance(hint, str):
+        return hint
+    return sort_spec(hint)

@@ -1,0 +1,207 @@
+"""``foliodb.MongoClient``: pymongo's MongoClient over an embedded engine.
+
+``MongoClient("./data")`` opens (or creates) a dbpath directory in this
+process; ``MongoClient(":memory:")`` an in-memory database that vanishes with
+the client. Every operation becomes a MongoDB command run by the same
+executor the wire server uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from bson.binary import UuidRepresentation
+from bson.codec_options import CodecOptions
+from pymongo.errors import InvalidOperation
+from pymongo.read_concern import ReadConcern
+from pymongo.read_preferences import ReadPreference
+from pymongo.write_concern import WriteConcern
+
+from foliodb.client import _reply
+from foliodb.client.cursor import CommandCursor
+from foliodb.client.database import Database
+from foliodb.commands import Executor
+from foliodb.engine.engine import open_engine
+from foliodb.errors import CommandError
+
+DEFAULT_PATH = "./foliodb-data"
+
+_UUID_REPRESENTATIONS = {
+    "unspecified": UuidRepresentation.UNSPECIFIED,
+    "standard": UuidRepresentation.STANDARD,
+    "pythonlegacy": UuidRepresentation.PYTHON_LEGACY,
+    "javalegacy": UuidRepresentation.JAVA_LEGACY,
+    "csharplegacy": UuidRepresentation.CSHARP_LEGACY,
+}
+
+
+class MongoClient:
+    HOST = DEFAULT_PATH
+    PORT = 0
+
+    def __init__(
+        self,
+        host: str | None = None,
+        port: int | None = None,
+        document_class: type = dict,
+        tz_aware: bool | None = None,
+        connect: bool | None = None,
+        type_registry: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        path = host if host is not None else DEFAULT_PATH
+        if not isinstance(path, str):
+            raise TypeError("host must be a dbpath string (a directory, or ':memory:')")
+        if path.startswith(("mongodb://", "mongodb+srv://")):
+            raise ValueError(
+                "foliodb.MongoClient opens a local dbpath; for a MongoDB server use foliodb.connect(uri), "
+                "which returns a pymongo.MongoClient"
+            )
+        options = {k.lower(): v for k, v in kwargs.items()}
+        uuid_rep = options.get("uuidrepresentation", "unspecified")
+        if isinstance(uuid_rep, str):
+            uuid_rep = _UUID_REPRESENTATIONS[uuid_rep.lower()]
+        codec_kwargs: dict[str, Any] = {
+            "document_class": document_class,
+            "tz_aware": bool(tz_aware),
+            "uuid_representation": uuid_rep,
+        }
+        if type_registry is not None:
+            codec_kwargs["type_registry"] = type_registry
+        if "tzinfo" in options:
+            codec_kwargs["tzinfo"] = options["tzinfo"]
+        if "unicode_decode_error_handler" in options:
+            codec_kwargs["unicode_decode_error_handler"] = options["unicode_decode_error_handler"]
+        self._codec_options = CodecOptions(**codec_kwargs)
+        concern = {key: options[key] for key in ("w", "j", "wtimeoutms", "fsync") if key in options}
+        if "wtimeoutms" in concern:
+            concern["wtimeout"] = concern.pop("wtimeoutms")
+        self._write_concern = WriteConcern(**concern) if concern else WriteConcern()
+        self._read_concern = ReadConcern()
+        self._read_preference = ReadPreference.PRIMARY
+        self._path = path
+        try:
+            self._engine = open_engine(path)
+        except CommandError as exc:
+            _reply.check(exc.to_reply())
+            raise
+        self._executor = Executor(self._engine)
+        self._closed = False
+        if "ttlmonitorsleepsecs" in options:
+            self._engine.parameters["ttlMonitorSleepSecs"] = options["ttlmonitorsleepsecs"]
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _execute(self, db: str, cmd: Mapping[str, Any]) -> dict[str, Any]:
+        if self._closed:
+            raise InvalidOperation("Cannot use MongoClient after close")
+        return self._executor.execute(db, cmd)
+
+    # -- properties ------------------------------------------------------------------------
+
+    @property
+    def codec_options(self) -> CodecOptions:
+        return self._codec_options
+
+    @property
+    def write_concern(self) -> WriteConcern:
+        return self._write_concern
+
+    @property
+    def read_concern(self) -> ReadConcern:
+        return self._read_concern
+
+    @property
+    def read_preference(self) -> Any:
+        return self._read_preference
+
+    @property
+    def address(self) -> None:
+        return None
+
+    @property
+    def dbpath(self) -> str:
+        return self._path
+
+    @property
+    def admin(self) -> Database:
+        return Database(self, "admin")
+
+    def __getattr__(self, name: str) -> Database:
+        if name.startswith("_"):
+            raise AttributeError(f"MongoClient has no attribute {name!r}. To access the {name} database, use client[{name!r}].")
+        return Database(self, name)
+
+    def __getitem__(self, name: str) -> Database:
+        return Database(self, name)
+
+    def get_database(self, name: str | None = None, codec_options: CodecOptions | None = None,
+                     read_preference: Any = None, write_concern: WriteConcern | None = None,
+                     read_concern: ReadConcern | None = None) -> Database:
+        if name is None:
+            return self.get_default_database()
+        return Database(self, name, codec_options, read_preference, write_concern, read_concern)
+
+    def get_default_database(self, default: str | None = None, **kwargs: Any) -> Database:
+        return self.get_database(default or "test", **kwargs)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MongoClient):
+            return self._engine is other._engine
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(id(self._engine))
+
+    def __repr__(self) -> str:
+        return f"MongoClient({self._path!r})"
+
+    def __enter__(self) -> MongoClient:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- operations -----------------------------------------------------------------------
+
+    def list_databases(self, session: Any = None, comment: Any = None, **kwargs: Any) -> CommandCursor:
+        cmd: dict[str, Any] = {"listDatabases": 1}
+        if comment is not None:
+            cmd["comment"] = comment
+        cmd.update(kwargs)
+        reply = _reply.check(self._execute("admin", cmd))
+        cursor = {"cursor": {"id": 0, "firstBatch": reply["databases"], "ns": "admin.$cmd"}, "ok": 1.0}
+        return CommandCursor(self.admin["$cmd"], cursor)
+
+    def list_database_names(self, session: Any = None, comment: Any = None) -> list[str]:
+        return [db["name"] for db in self.list_databases(nameOnly=True, comment=comment)]
+
+    def drop_database(self, name_or_database: str | Database, session: Any = None, comment: Any = None) -> None:
+        name = name_or_database.name if isinstance(name_or_database, Database) else name_or_database
+        if not isinstance(name, str):
+            raise TypeError("name_or_database must be an instance of str or a Database")
+        cmd: dict[str, Any] = {"dropDatabase": 1}
+        if comment is not None:
+            cmd["comment"] = comment
+        _reply.check(self._execute(name, cmd))
+
+    def server_info(self, session: Any = None) -> dict[str, Any]:
+        return dict(_reply.check(self._execute("admin", {"buildinfo": 1})))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._executor.close()
+        self._engine.release()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True):
+            try:
+                self.close()
+            except Exception:
+                pass  # interpreter shutdown: the storage may already be gone

@@ -1,0 +1,9 @@
+"""The command layer: one handler per MongoDB command, one module per family.
+
+Importing this package registers every command; :class:`Executor` runs them.
+"""
+
+from foliodb.commands import collections, cursors, diagnostics, find, indexes, write  # noqa: F401
+from foliodb.commands.executor import Executor, Request
+
+__all__ = ["Executor", "Request"]

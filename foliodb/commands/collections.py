@@ -1,0 +1,167 @@
+"""Database and collection commands: create, drop, dropDatabase,
+listCollections, listDatabases, renameCollection, collMod.
+
+Manual: https://www.mongodb.com/docs/manual/reference/command/nav-administration/
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from bson.binary import Binary, UuidRepresentation
+
+from foliodb.commands import params
+from foliodb.commands.cursors import cursor_reply
+from foliodb.commands.executor import Request
+from foliodb.commands.indexes import modify_index
+from foliodb.commands.registry import COMMANDS
+from foliodb.commands.write import collection_name
+from foliodb.engine.catalog import CollectionInfo
+from foliodb.engine.engine import ID_INDEX_SPEC
+from foliodb.errors import CommandError, ErrorCode
+from foliodb.query.filter import compile_filter
+
+# create's options that FolioDB keeps in the catalog and honours.
+_CREATE_OPTIONS = {
+    "capped", "size", "max", "validator", "validationLevel", "validationAction", "collation",
+    "expireAfterSeconds", "clusteredIndex", "storageEngine", "indexOptionDefaults", "timeseries",
+    "changeStreamPreAndPostImages",
+}
+_IGNORED = {"writeConcern", "comment", "lsid", "$db", "txnNumber", "autocommit", "startTransaction", "$readPreference"}
+
+
+@COMMANDS.register("create")
+def cmd_create(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    name = collection_name(cmd, "create")
+    options: dict[str, Any] = {}
+    for key, value in cmd.items():
+        if key == "create" or key in _IGNORED:
+            continue
+        if key in ("viewOn", "pipeline"):
+            raise CommandError(ErrorCode.NotImplemented, "views are not implemented in FolioDB yet")
+        if key not in _CREATE_OPTIONS:
+            raise CommandError(ErrorCode.InvalidOptions, f"BSON field 'create.{key}' is an unknown field.")
+        options[key] = value
+    if options.get("capped") and "size" not in options:
+        raise CommandError(ErrorCode.InvalidOptions, "the 'size' field is required when 'capped' is true")
+    if "validator" in options:
+        if not isinstance(options["validator"], Mapping):
+            raise CommandError(ErrorCode.TypeMismatch, "'validator' option must be a document")
+        compile_filter(options["validator"])
+    existing = request.engine.catalog.get(request.db, name)
+    if existing is not None:
+        if existing.options == options:
+            return {"ok": 1.0}  # MongoDB 7+: creating the same collection again is a no-op
+        raise CommandError(ErrorCode.NamespaceExists, f"Collection {request.db}.{name} already exists.")
+    request.engine.create_collection(request.db, name, options)
+    return {"ok": 1.0}
+
+
+@COMMANDS.register("drop")
+def cmd_drop(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    name = collection_name(cmd, "drop")
+    info = request.engine.catalog.get(request.db, name)
+    if info is None:
+        # MongoDB 7+ answers ok for a missing collection.
+        return {"ok": 1.0}
+    n_indexes = len(info.indexes)
+    request.engine.drop_collection(request.db, name)
+    return {"nIndexesWas": n_indexes, "ns": f"{request.db}.{name}", "ok": 1.0}
+
+
+@COMMANDS.register("dropDatabase")
+def cmd_dropDatabase(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    request.engine.drop_database(request.db)
+    return {"dropped": request.db, "ok": 1.0}
+
+
+def collection_entry(info: CollectionInfo) -> dict[str, Any]:
+    return {
+        "name": info.name,
+        "type": "collection",
+        "options": dict(info.options),
+        "info": {"readOnly": False, "uuid": Binary.from_uuid(info.uuid, UuidRepresentation.STANDARD)},
+        "idIndex": dict(ID_INDEX_SPEC),
+    }
+
+
+@COMMANDS.register("listCollections")
+def cmd_listCollections(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    filter_spec = params.field(cmd, "filter", "object", "listCollections")
+    name_only = bool(params.field(cmd, "nameOnly", "bool", "listCollections", default=False))
+    matcher = compile_filter(filter_spec)
+    out = []
+    for info in request.engine.collections(request.db):
+        entry = collection_entry(info)
+        if not matcher(entry):
+            continue
+        out.append({"name": entry["name"], "type": entry["type"]} if name_only else entry)
+    cursor = cmd.get("cursor") or {}
+    batch_size = cursor.get("batchSize") if isinstance(cursor, Mapping) else None
+    return cursor_reply(request, f"{request.db}.$cmd.listCollections", iter(out), batch_size)
+
+
+@COMMANDS.register("listDatabases")
+def cmd_listDatabases(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    filter_spec = params.field(cmd, "filter", "object", "listDatabases")
+    name_only = bool(params.field(cmd, "nameOnly", "bool", "listDatabases", default=False))
+    matcher = compile_filter(filter_spec)
+    engine = request.engine
+    databases = []
+    total = 0
+    for db in engine.databases():
+        size = 0
+        for info in engine.collections(db):
+            store = engine.store(db, info.name)
+            assert store is not None
+            size += store.data_size()
+        entry: dict[str, Any] = {"name": db, "sizeOnDisk": size, "empty": size == 0}
+        if not matcher(entry):
+            continue
+        total += size
+        databases.append({"name": db} if name_only else entry)
+    if name_only:
+        return {"databases": databases, "ok": 1.0}
+    return {"databases": databases, "totalSize": total, "totalSizeMb": total // (1024 * 1024), "ok": 1.0}
+
+
+@COMMANDS.register("renameCollection")
+def cmd_renameCollection(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    if request.db != "admin":
+        raise CommandError(ErrorCode.Unauthorized, "renameCollection may only be run against the admin database.")
+    source = cmd["renameCollection"]
+    target = params.field(cmd, "to", "string", "renameCollection")
+    if not isinstance(source, str) or "." not in source:
+        raise CommandError(ErrorCode.InvalidNamespace, f"Invalid source namespace: {source}")
+    if target is None or "." not in target:
+        raise CommandError(ErrorCode.InvalidNamespace, f"Invalid target namespace: {target}")
+    db, _, name = source.partition(".")
+    to_db, _, to_name = target.partition(".")
+    drop_target = bool(params.field(cmd, "dropTarget", "bool", "renameCollection", default=False))
+    request.engine.rename_collection(db, name, to_db, to_name, drop_target)
+    return {"ok": 1.0}
+
+
+@COMMANDS.register("collMod")
+def cmd_collMod(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    name = collection_name(cmd, "collMod")
+    engine = request.engine
+    info = engine.catalog.get(request.db, name)
+    if info is None:
+        raise CommandError(ErrorCode.NamespaceNotFound, f"ns does not exist: {request.db}.{name}")
+    options = dict(info.options)
+    for key, value in cmd.items():
+        if key == "collMod" or key in _IGNORED:
+            continue
+        if key in ("validator", "validationLevel", "validationAction", "expireAfterSeconds"):
+            if key == "validator":
+                compile_filter(value)
+            options[key] = value
+        elif key == "index":
+            return modify_index(request, info, value)
+        else:
+            raise CommandError(ErrorCode.InvalidOptions, f"BSON field 'collMod.{key}' is an unknown field.")
+    with engine.storage.write():
+        engine.catalog.set_options(info, options)
+    return {"ok": 1.0}

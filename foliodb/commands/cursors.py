@@ -1,0 +1,163 @@
+"""Server-side cursors: open result streams, their ids, batches and timeouts.
+
+A cursor is a Python iterator of result documents plus its namespace. The
+first batch is produced by the command that opened it; ``getMore`` pulls the
+next batches. A cursor idle for 10 minutes (MongoDB's
+``cursorTimeoutMillis``) is closed unless it was opened with
+``noCursorTimeout``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bson import Int64
+
+from foliodb.commands import params
+from foliodb.commands.registry import COMMANDS
+from foliodb.errors import CommandError, ErrorCode
+
+# The reply batch limit: MongoDB stops a batch at 16 MiB of documents; the
+# default first batch of find/aggregate is 101 documents.
+DEFAULT_FIRST_BATCH = 101
+CURSOR_TIMEOUT_SECONDS = 600.0
+MAX_BATCH_BYTES = 16 * 1024 * 1024
+
+
+@dataclass
+class Cursor:
+    id: int
+    ns: str
+    source: Iterator[dict[str, Any]]
+    no_timeout: bool = False
+    last_used: float = 0.0
+    lsid: Any = None
+
+
+class CursorManager:
+    def __init__(self) -> None:
+        self._cursors: dict[int, Cursor] = {}
+        self._lock = threading.Lock()
+        self._ids = itertools.count(random.randrange(1 << 40, 1 << 50))
+
+    def open(self, ns: str, source: Iterator[dict[str, Any]], **options: Any) -> Cursor:
+        cursor = Cursor(next(self._ids), ns, source, last_used=time.monotonic(), **options)
+        with self._lock:
+            self._reap()
+            self._cursors[cursor.id] = cursor
+        return cursor
+
+    def get(self, cursor_id: int, ns: str) -> Cursor:
+        with self._lock:
+            cursor = self._cursors.get(cursor_id)
+        if cursor is None:
+            raise CommandError(ErrorCode.CursorNotFound, f"cursor id {cursor_id} not found")
+        if cursor.ns != ns:
+            raise CommandError(
+                ErrorCode.Unauthorized,
+                f"Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {cursor.ns}",
+            )
+        cursor.last_used = time.monotonic()
+        return cursor
+
+    def kill(self, cursor_id: int) -> bool:
+        with self._lock:
+            cursor = self._cursors.pop(cursor_id, None)
+        if cursor is None:
+            return False
+        close = getattr(cursor.source, "close", None)
+        if close is not None:
+            close()
+        return True
+
+    def kill_all(self) -> None:
+        for cursor_id in list(self._cursors):
+            self.kill(cursor_id)
+
+    def _reap(self) -> None:
+        now = time.monotonic()
+        for cursor in list(self._cursors.values()):
+            if not cursor.no_timeout and now - cursor.last_used > CURSOR_TIMEOUT_SECONDS:
+                self._cursors.pop(cursor.id, None)
+
+    def __len__(self) -> int:
+        return len(self._cursors)
+
+
+def take_batch(source: Iterator[dict[str, Any]], size: int | None) -> tuple[list[dict[str, Any]], bool]:
+    """Up to ``size`` documents (None: no count limit) and whether the
+    source is exhausted."""
+    if size is not None and size <= 0:
+        size = None
+    batch: list[dict[str, Any]] = []
+    append = batch.append
+    if size is None:
+        # Without a count limit, stop at the reply size limit instead.
+        total = 0
+        for doc in source:
+            append(doc)
+            total += 200  # cheap estimate; exact sizes are the wire layer's business
+            if total >= MAX_BATCH_BYTES:
+                return batch, False
+        return batch, True
+    for doc in itertools.islice(source, size):
+        append(doc)
+    if len(batch) < size:
+        return batch, True
+    return batch, False
+
+
+def cursor_reply(
+    request: Any, ns: str, source: Iterator[dict[str, Any]], batch_size: int | None, single_batch: bool = False,
+    first: str = "firstBatch", **options: Any,
+) -> dict[str, Any]:
+    """Reply with the first batch, opening a cursor for the rest."""
+    batch, done = take_batch(source, batch_size)
+    cursor_id = 0
+    if not done and not single_batch:
+        # A source that turns out empty right after a full batch still needs a
+        # cursor: MongoDB reports the end on the next getMore.
+        cursor_id = request.cursors.open(ns, source, **options).id
+    elif not done:
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
+    return {"cursor": {first: batch, "id": Int64(cursor_id), "ns": ns}, "ok": 1.0}
+
+
+@COMMANDS.register("getMore")
+def cmd_getMore(request: Any, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    cursor_id = cmd["getMore"]
+    if not isinstance(cursor_id, int) or isinstance(cursor_id, bool):
+        raise CommandError(
+            ErrorCode.TypeMismatch, "BSON field 'getMore.getMore' is the wrong type, expected type 'long'"
+        )
+    coll = params.field(cmd, "collection", "string", "getMore")
+    if coll is None:
+        raise CommandError(ErrorCode.FailedToParse, "BSON field 'getMore.collection' is missing but a required field")
+    ns = f"{request.db}.{coll}"
+    batch_size = params.field(cmd, "batchSize", "integer", "getMore")
+    cursor = request.cursors.get(int(cursor_id), ns)
+    try:
+        batch, done = take_batch(cursor.source, batch_size)
+    except BaseException:
+        request.cursors.kill(cursor.id)
+        raise
+    if done:
+        request.cursors.kill(cursor.id)
+    return {"cursor": {"nextBatch": batch, "id": Int64(0 if done else cursor.id), "ns": ns}, "ok": 1.0}
+
+
+@COMMANDS.register("killCursors")
+def cmd_killCursors(request: Any, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    ids = params.field(cmd, "cursors", "array", "killCursors", default=[])
+    killed, not_found = [], []
+    for cursor_id in ids:
+        (killed if request.cursors.kill(int(cursor_id)) else not_found).append(Int64(cursor_id))
+    return {"cursorsKilled": killed, "cursorsNotFound": not_found, "cursorsAlive": [], "cursorsUnknown": [], "ok": 1.0}

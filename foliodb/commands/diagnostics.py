@@ -1,0 +1,220 @@
+"""Handshake, diagnostics and administration: hello, ping, buildInfo,
+serverStatus, getParameter/setParameter, dbStats, collStats, validate...
+
+Manual: https://www.mongodb.com/docs/manual/reference/command/nav-diagnostic/
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import socket
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import foliodb
+from foliodb.commands import params
+from foliodb.commands.executor import Request
+from foliodb.commands.registry import COMMANDS
+from foliodb.commands.write import collection_name
+from foliodb.engine.validate import validate_collection
+from foliodb.errors import CommandError, ErrorCode
+
+# FolioDB answers as MongoDB 8.0 (wire version 25) would.
+MONGODB_VERSION = "8.0.0"
+MAX_WIRE_VERSION = 25
+MAX_BSON_OBJECT_SIZE = 16 * 1024 * 1024
+MAX_MESSAGE_SIZE = 48_000_000
+MAX_WRITE_BATCH_SIZE = 100_000
+_STARTED = time.time()
+
+
+def hello_reply(request: Request, legacy: bool) -> dict[str, Any]:
+    reply: dict[str, Any] = {"ismaster" if legacy else "isWritablePrimary": True}
+    reply.update(
+        {
+            "topologyVersion": {"processId": request.executor.process_id, "counter": 0},
+            "maxBsonObjectSize": MAX_BSON_OBJECT_SIZE,
+            "maxMessageSizeBytes": MAX_MESSAGE_SIZE,
+            "maxWriteBatchSize": MAX_WRITE_BATCH_SIZE,
+            "localTime": datetime.datetime.now(datetime.UTC).replace(tzinfo=None),
+            "logicalSessionTimeoutMinutes": 30,
+            "connectionId": request.extra.get("connection_id", 1),
+            "minWireVersion": 0,
+            "maxWireVersion": MAX_WIRE_VERSION,
+            "readOnly": False,
+            "ok": 1.0,
+        }
+    )
+    return reply
+
+
+@COMMANDS.register("hello")
+def cmd_hello(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    return hello_reply(request, legacy=False)
+
+
+@COMMANDS.register("isMaster", "ismaster")
+def cmd_isMaster(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    return hello_reply(request, legacy=True)
+
+
+@COMMANDS.register("ping")
+def cmd_ping(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    return {"ok": 1.0}
+
+
+@COMMANDS.register("buildInfo", "buildinfo")
+def cmd_buildInfo(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "version": MONGODB_VERSION,
+        "gitVersion": "foliodb-" + foliodb.__version__,
+        "versionArray": [8, 0, 0, 0],
+        "bits": 64,
+        "debug": False,
+        "maxBsonObjectSize": MAX_BSON_OBJECT_SIZE,
+        "storageEngines": ["foliodb-sqlite"],
+        "javascriptEngine": "none",
+        "modules": [],
+        "foliodbVersion": foliodb.__version__,
+        "ok": 1.0,
+    }
+
+
+@COMMANDS.register("serverStatus")
+def cmd_serverStatus(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "host": socket.gethostname(),
+        "version": MONGODB_VERSION,
+        "process": "foliodb",
+        "pid": os.getpid(),
+        "uptime": time.time() - _STARTED,
+        "localTime": datetime.datetime.now(datetime.UTC).replace(tzinfo=None),
+        "connections": {"current": request.extra.get("connections", 1)},
+        "metrics": {"cursor": {"open": {"total": len(request.cursors)}}},
+        "storageEngine": {"name": "foliodb-sqlite", "persistent": not request.engine.storage.memory},
+        "ok": 1.0,
+    }
+
+
+@COMMANDS.register("hostInfo")
+def cmd_hostInfo(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "system": {"hostname": socket.gethostname(), "numCores": os.cpu_count() or 1, "cpuArch": platform.machine()},
+        "os": {"type": platform.system(), "name": platform.platform()},
+        "ok": 1.0,
+    }
+
+
+@COMMANDS.register("whatsmyuri")
+def cmd_whatsmyuri(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    return {"you": request.extra.get("peer", "embedded"), "ok": 1.0}
+
+
+@COMMANDS.register("connectionStatus")
+def cmd_connectionStatus(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    return {"authInfo": {"authenticatedUsers": [], "authenticatedUserRoles": []}, "ok": 1.0}
+
+
+@COMMANDS.register("getCmdLineOpts")
+def cmd_getCmdLineOpts(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    return {"argv": ["foliodb"], "parsed": {"storage": {"dbPath": request.engine.path}}, "ok": 1.0}
+
+
+@COMMANDS.register("listCommands")
+def cmd_listCommands(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    return {"commands": {name: {"help": ""} for name in COMMANDS.names()}, "ok": 1.0}
+
+
+@COMMANDS.register("getParameter")
+def cmd_getParameter(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    parameters = request.engine.parameters
+    value = cmd["getParameter"]
+    if value == "*" or (isinstance(value, Mapping) and value.get("allParameters")):
+        return {**parameters, "ok": 1.0}
+    wanted = [k for k in cmd if k not in ("getParameter", "comment", "$db", "lsid")]
+    reply = {k: parameters[k] for k in wanted if k in parameters}
+    if wanted and not reply:
+        raise CommandError(ErrorCode.InvalidOptions, "no option found to get")
+    reply["ok"] = 1.0
+    return reply
+
+
+@COMMANDS.register("setParameter")
+def cmd_setParameter(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    parameters = request.engine.parameters
+    reply: dict[str, Any] = {}
+    for key, value in cmd.items():
+        if key in ("setParameter", "comment", "$db", "lsid"):
+            continue
+        if key not in parameters:
+            raise CommandError(ErrorCode.InvalidOptions, f"attempted to set unrecognized parameter [{key}], use help:true to see options ")
+        reply["was"] = parameters[key]
+        parameters[key] = value
+    if not reply:
+        raise CommandError(ErrorCode.InvalidOptions, "no option found to set, use help:true to see options ")
+    reply["ok"] = 1.0
+    return reply
+
+
+@COMMANDS.register("endSessions", "killSessions", "refreshSessions", "killAllSessions")
+def cmd_endSessions(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    return {"ok": 1.0}
+
+
+@COMMANDS.register("dbStats")
+def cmd_dbStats(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    engine = request.engine
+    collections = engine.collections(request.db)
+    objects = size = indexes = 0
+    for info in collections:
+        store = engine.store(request.db, info.name)
+        assert store is not None
+        objects += store.count()
+        size += store.data_size()
+        indexes += len(info.indexes)
+    return {
+        "db": request.db,
+        "collections": len(collections),
+        "views": 0,
+        "objects": objects,
+        "avgObjSize": size / objects if objects else 0,
+        "dataSize": size,
+        "storageSize": size,
+        "indexes": indexes,
+        "indexSize": 0,
+        "ok": 1.0,
+    }
+
+
+@COMMANDS.register("collStats")
+def cmd_collStats(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    name = collection_name(cmd, "collStats")
+    store = request.engine.store(request.db, name)
+    if store is None:
+        raise CommandError(ErrorCode.NamespaceNotFound, f"Collection [{request.db}.{name}] not found.")
+    count = store.count()
+    size = store.data_size()
+    return {
+        "ns": store.info.ns,
+        "count": count,
+        "size": size,
+        "avgObjSize": size // count if count else 0,
+        "storageSize": size,
+        "nindexes": len(store.info.indexes),
+        "indexSizes": {name: 0 for name in store.info.indexes},
+        "capped": bool(store.info.options.get("capped", False)),
+        "ok": 1.0,
+    }
+
+
+@COMMANDS.register("validate")
+def cmd_validate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    name = collection_name(cmd, "validate")
+    params.field(cmd, "full", "bool", "validate")
+    store = request.engine.store(request.db, name)
+    if store is None:
+        raise CommandError(ErrorCode.NamespaceNotFound, f"Collection '{request.db}.{name}' does not exist to validate.")
+    return validate_collection(store)

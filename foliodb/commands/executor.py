@@ -1,0 +1,85 @@
+"""Run a command document and answer with MongoDB's reply document.
+
+This is the one path every operation takes, from the embedded facade and from
+the wire: ``Executor.execute(db, command)``. It finds the handler, holds the
+engine's mutex for the command, and turns errors into error replies, so the
+two front ends cannot disagree. A bug in FolioDB surfaces as an InternalError
+reply carrying the Python exception, never as a traceback in the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bson import ObjectId
+
+from foliodb.commands import registry
+from foliodb.commands.cursors import CursorManager
+from foliodb.engine.engine import Engine
+from foliodb.errors import CommandError, ErrorCode
+from foliodb.query.context import Context
+
+log = logging.getLogger("foliodb")
+
+
+@dataclass
+class Request:
+    """One command's execution: where it runs and what it may use."""
+
+    executor: Executor
+    db: str
+    command_name: str
+    deadline: float | None = None  # time.monotonic() deadline from maxTimeMS
+    lsid: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def engine(self) -> Engine:
+        return self.executor.engine
+
+    @property
+    def cursors(self) -> CursorManager:
+        return self.executor.cursors
+
+    def context(self, let: Mapping[str, Any] | None = None) -> Context:
+        return Context(variables=dict(let or {}))
+
+    def check_time(self) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise CommandError(ErrorCode.MaxTimeMSExpired, "operation exceeded time limit")
+
+
+class Executor:
+    """Executes commands against one engine; owns its server-side cursors."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.cursors = CursorManager()
+        self.process_id = ObjectId()  # topologyVersion.processId of hello
+
+    def execute(self, db: str, command: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
+        try:
+            if not command:
+                raise CommandError(ErrorCode.FailedToParse, "Empty command")
+            name = next(iter(command))
+            handler = registry.COMMANDS.get(name)
+            request = Request(self, db, name, extra=extra)
+            max_time = command.get("maxTimeMS")
+            if max_time:
+                request.deadline = time.monotonic() + float(max_time) / 1000.0
+            with self.engine.mutex:
+                return handler(request, command)
+        except CommandError as exc:
+            return exc.to_reply()
+        except RecursionError:
+            return CommandError(ErrorCode.Overflow, "the document or expression is nested too deeply").to_reply()
+        except Exception as exc:  # a FolioDB bug: report it, keep serving
+            log.exception("internal error running %r", dict(command) if isinstance(command, Mapping) else command)
+            return CommandError(ErrorCode.InternalError, f"internal error: {type(exc).__name__}: {exc}").to_reply()
+
+    def close(self) -> None:
+        self.cursors.kill_all()

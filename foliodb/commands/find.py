@@ -1,0 +1,105 @@
+"""Read commands: find, count, distinct.
+
+Manual: https://www.mongodb.com/docs/manual/reference/command/find/
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from foliodb.commands import params
+from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
+from foliodb.commands.executor import Request
+from foliodb.commands.registry import COMMANDS
+from foliodb.commands.write import collection_name
+from foliodb.engine.query import FindExecution, FindSpec
+from foliodb.errors import CommandError, ErrorCode
+from foliodb.query import keystring
+from foliodb.query.paths import MISSING, leaf_values, split
+
+
+def find_spec(cmd: Mapping[str, Any], command: str = "find") -> FindSpec:
+    skip = params.field(cmd, "skip", "integer", command, default=0)
+    if skip < 0:
+        raise CommandError(ErrorCode.BadValue, f"BSON field 'skip' value must be >= 0, actual value '{skip}'")
+    limit = params.field(cmd, "limit", "integer", command, default=0)
+    if limit < 0:
+        raise CommandError(ErrorCode.BadValue, f"BSON field 'limit' value must be >= 0, actual value '{limit}'")
+    return FindSpec(
+        filter=params.field(cmd, "filter", "object", command),
+        projection=params.field(cmd, "projection", "object", command),
+        sort=params.field(cmd, "sort", "object", command),
+        skip=skip,
+        limit=limit or None,
+        hint=cmd.get("hint"),
+        allow_disk_use=params.field(cmd, "allowDiskUse", "bool", command, default=True),
+        show_record_id=bool(params.field(cmd, "showRecordId", "bool", command, default=False)),
+    )
+
+
+def execution(request: Request, name: str, spec: FindSpec, let: Mapping[str, Any] | None = None) -> FindExecution:
+    store = request.engine.store(request.db, name)
+    return FindExecution(store, spec, request.context(let), request.check_time)
+
+
+@COMMANDS.register("find")
+def cmd_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    name = collection_name(cmd, "find")
+    spec = find_spec(cmd)
+    batch_size = params.field(cmd, "batchSize", "integer", "find")
+    if batch_size is not None and batch_size < 0:
+        raise CommandError(ErrorCode.BadValue, f"BSON field 'batchSize' value must be >= 0, actual value '{batch_size}'")
+    single_batch = bool(params.field(cmd, "singleBatch", "bool", "find", default=False))
+    let = params.field(cmd, "let", "object", "find")
+    run = execution(request, name, spec, let)
+    if batch_size is None:
+        batch_size = DEFAULT_FIRST_BATCH
+    if spec.limit is not None and (batch_size == 0 or spec.limit < batch_size) and single_batch:
+        batch_size = spec.limit
+    ns = f"{request.db}.{name}"
+    if batch_size == 0:
+        # batchSize 0: open the cursor, return nothing yet.
+        source = iter(run)
+        cursor = request.cursors.open(ns, source, no_timeout=bool(cmd.get("noCursorTimeout")))
+        return {"cursor": {"firstBatch": [], "id": cursor.id, "ns": ns}, "ok": 1.0}
+    return cursor_reply(request, ns, iter(run), batch_size, single_batch, no_timeout=bool(cmd.get("noCursorTimeout")))
+
+
+@COMMANDS.register("count")
+def cmd_count(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    name = collection_name(cmd, "count")
+    query = params.field(cmd, "query", "object", "count")
+    skip = params.field(cmd, "skip", "integer", "count", default=0)
+    limit = params.field(cmd, "limit", "integer", "count", default=0)
+    store = request.engine.store(request.db, name)
+    if store is None:
+        return {"n": 0, "ok": 1.0}
+    if not query and not skip and not limit:
+        return {"n": store.count(), "ok": 1.0}
+    spec = FindSpec(filter=query, skip=max(skip, 0), limit=abs(limit) or None, hint=cmd.get("hint"))
+    n = sum(1 for _ in execution(request, name, spec))
+    return {"n": n, "ok": 1.0}
+
+
+@COMMANDS.register("distinct")
+def cmd_distinct(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    name = collection_name(cmd, "distinct")
+    key = params.field(cmd, "key", "string", "distinct")
+    if key is None:
+        raise CommandError(ErrorCode.FailedToParse, "BSON field 'distinct.key' is missing but a required field")
+    query = params.field(cmd, "query", "object", "distinct")
+    spec = FindSpec(filter=query, hint=cmd.get("hint"))
+    parts = split(key)
+    seen: set[bytes] = set()
+    values: list[Any] = []
+    for doc in execution(request, name, spec):
+        for value in leaf_values(doc, parts):
+            if value is MISSING:
+                continue
+            k = keystring.encode(value)
+            if k not in seen:
+                seen.add(k)
+                values.append(value)
+    values.sort(key=keystring.encode)
+    return {"values": values, "ok": 1.0}

@@ -1,0 +1,256 @@
+"""Index commands: createIndexes, dropIndexes, listIndexes, and collMod's
+``index`` option.
+
+Manual: https://www.mongodb.com/docs/manual/reference/command/createIndexes/
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from foliodb.commands import params
+from foliodb.commands.cursors import cursor_reply
+from foliodb.commands.executor import Request
+from foliodb.commands.registry import COMMANDS
+from foliodb.commands.write import collection_name
+from foliodb.engine.catalog import CollectionInfo, IndexInfo
+from foliodb.errors import CommandError, ErrorCode
+from foliodb.query import compare as cmp
+from foliodb.query.filter import compile_filter
+from foliodb.query.render import render_document
+
+_OPTIONS = {
+    "unique", "sparse", "partialFilterExpression", "expireAfterSeconds", "hidden", "collation",
+    "background", "storageEngine", "weights", "default_language", "language_override",
+    "textIndexVersion", "2dsphereIndexVersion", "bits", "min", "max", "wildcardProjection",
+    "prepareUnique", "clustered",
+}
+# Options that distinguish one index from another with the same key.
+_IDENTITY = ("unique", "sparse", "partialFilterExpression", "collation", "expireAfterSeconds", "hidden", "weights",
+             "default_language", "language_override", "wildcardProjection")
+
+
+def _spec_error(spec: Mapping[str, Any], message: str, code: int = ErrorCode.CannotCreateIndex) -> CommandError:
+    return CommandError(code, f"Error in specification {render_document(dict(spec))} :: caused by :: {message}")
+
+
+def normalize_spec(raw: Any) -> dict[str, Any]:
+    """Check an index specification and put it in listIndexes' shape."""
+    if not isinstance(raw, Mapping):
+        raise CommandError(ErrorCode.TypeMismatch, "The 'indexes' field must be an array of objects")
+    key = raw.get("key")
+    if not isinstance(key, Mapping):
+        raise _spec_error(raw, "The 'key' field is a required property of an index specification", ErrorCode.FailedToParse)
+    if not key:
+        raise _spec_error(raw, "Index keys cannot be empty.")
+    name = raw.get("name")
+    if not isinstance(name, str):
+        raise _spec_error(raw, "The 'name' field is a required property of an index specification", ErrorCode.FailedToParse)
+    if not name:
+        raise _spec_error(raw, "The index name cannot be empty", ErrorCode.BadValue)
+    for field_name, direction in key.items():
+        if not field_name:
+            raise _spec_error(raw, "Index keys cannot be an empty field.")
+        if field_name.startswith("$") and field_name != "$**" and not field_name.endswith(".$**"):
+            raise _spec_error(raw, f"Index key contains an illegal field name: field name starts with '$'.")
+        if isinstance(direction, str):
+            raise CommandError(
+                ErrorCode.NotImplemented, f"'{direction}' indexes are not implemented in FolioDB yet"
+            )
+        if not cmp.is_number(direction) or cmp.number_value(direction) == 0 or not cmp.is_finite_number(direction):
+            raise _spec_error(raw, f"Values in the index key pattern can't be 0 or non-numeric: {direction!r}")
+    spec: dict[str, Any] = {"v": 2, "key": dict(key), "name": name}
+    for option, value in raw.items():
+        if option in ("key", "name", "v", "ns"):
+            continue
+        if option not in _OPTIONS:
+            raise _spec_error(raw, f"The field '{option}' is not valid for an index specification.", ErrorCode.InvalidIndexSpecificationOption)
+        if option == "background":
+            continue  # accepted and ignored, as MongoDB 4.2+ does
+        spec[option] = value
+    if "partialFilterExpression" in spec:
+        if not isinstance(spec["partialFilterExpression"], Mapping):
+            raise _spec_error(raw, "'partialFilterExpression' for an index must be a document", ErrorCode.TypeMismatch)
+        compile_filter(spec["partialFilterExpression"])
+        if spec.get("sparse"):
+            raise _spec_error(raw, "cannot mix \"partialFilterExpression\" and \"sparse\" options", ErrorCode.BadValue)
+    if "expireAfterSeconds" in spec:
+        ttl = spec["expireAfterSeconds"]
+        if not cmp.is_number(ttl) or ttl < 0:
+            raise _spec_error(raw, "TTL index 'expireAfterSeconds' option must be a non-negative number", ErrorCode.InvalidOptions)
+        if len(key) > 1:
+            raise _spec_error(raw, "TTL indexes are single-field indexes, compound indexes do not support TTL.", ErrorCode.CannotCreateIndex)
+    if name == "_id_" or list(key) == ["_id"]:
+        if list(key.items()) != [("_id", 1)] and name == "_id_":
+            raise _spec_error(raw, "The index name '_id_' is reserved for the _id index, which must have key pattern {_id: 1}, found key: " + render_document(dict(key)), ErrorCode.BadValue)
+        if spec.get("unique") is False or spec.get("sparse") or "partialFilterExpression" in spec:
+            raise _spec_error(raw, "The field 'unique' is not valid for an _id index specification.", ErrorCode.InvalidIndexSpecificationOption)
+    return spec
+
+
+def _identity(spec: Mapping[str, Any]) -> tuple[Any, ...]:
+    return tuple(spec.get(option) for option in _IDENTITY)
+
+
+@COMMANDS.register("createIndexes")
+def cmd_createIndexes(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    name = collection_name(cmd, "createIndexes")
+    raw_specs = params.field(cmd, "indexes", "array", "createIndexes")
+    if not raw_specs:
+        raise CommandError(ErrorCode.BadValue, "Must specify at least one index to create")
+    specs = [normalize_spec(raw) for raw in raw_specs]
+    engine = request.engine
+    created_collection = False
+    with engine.storage.write():
+        store = engine.store(request.db, name)
+        if store is None:
+            store = engine.ensure_collection(request.db, name)
+            created_collection = True
+        before = len(store.info.indexes)
+        to_build = []
+        for spec in specs:
+            existing = _conflicting(store.info, spec)
+            if existing is None:
+                to_build.append(spec)
+        for spec in to_build:
+            engine.build_index(store, spec)
+        after = len(store.info.indexes)
+    reply: dict[str, Any] = {
+        "numIndexesBefore": before,
+        "numIndexesAfter": after,
+        "createdCollectionAutomatically": created_collection,
+        "ok": 1.0,
+    }
+    if not to_build:
+        reply["note"] = "all indexes already exist"
+    return reply
+
+
+def _conflicting(info: CollectionInfo, spec: dict[str, Any]) -> IndexInfo | None:
+    """The identical existing index (creating it again is a no-op), or None;
+    raises MongoDB's error when an existing index conflicts."""
+    same_name = info.indexes.get(spec["name"])
+    if same_name is not None:
+        if list(same_name.key.items()) == list(spec["key"].items()) and _identity(same_name.spec) == _identity(spec):
+            return same_name
+        if list(same_name.key.items()) != list(spec["key"].items()):
+            raise CommandError(
+                ErrorCode.IndexKeySpecsConflict,
+                "An existing index has the same name as the requested index. When index names are not "
+                "specified, they are auto generated and can cause conflicts. Please refer to our "
+                f"documentation. Requested index: {render_document(spec)}, existing index: "
+                f"{render_document(same_name.spec)}",
+            )
+        raise CommandError(
+            ErrorCode.IndexOptionsConflict,
+            "An equivalent index already exists with the same name but different options. Requested index: "
+            f"{render_document(spec)}, existing index: {render_document(same_name.spec)}",
+        )
+    for index in info.indexes.values():
+        if list(index.key.items()) != list(spec["key"].items()):
+            continue
+        if _identity(index.spec)[:4] == _identity(spec)[:4]:
+            if _identity(index.spec) == _identity(spec):
+                raise CommandError(
+                    ErrorCode.IndexOptionsConflict,
+                    f"Index already exists with a different name: {index.name}",
+                )
+            raise CommandError(
+                ErrorCode.IndexOptionsConflict,
+                "An equivalent index already exists with a different name and options. Requested index: "
+                f"{render_document(spec)}, existing index: {render_document(index.spec)}",
+            )
+    return None
+
+
+def find_index(info: CollectionInfo, selector: Any) -> IndexInfo:
+    if isinstance(selector, str):
+        index = info.indexes.get(selector)
+        if index is None:
+            raise CommandError(ErrorCode.IndexNotFound, f"index not found with name [{selector}]")
+        return index
+    if isinstance(selector, Mapping):
+        matches = [i for i in info.indexes.values() if list(i.key.items()) == list(selector.items())]
+        if not matches:
+            raise CommandError(ErrorCode.IndexNotFound, f"can't find index with key: {render_document(dict(selector))}")
+        if len(matches) > 1:
+            raise CommandError(
+                ErrorCode.AmbiguousIndexKeyPattern,
+                f"{len(matches)} indexes found for key: {render_document(dict(selector))}, identify by name instead.",
+            )
+        return matches[0]
+    raise CommandError(ErrorCode.TypeMismatch, "invalid index name spec")
+
+
+@COMMANDS.register("dropIndexes", "deleteIndexes")
+def cmd_dropIndexes(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    command = next(iter(cmd))
+    name = collection_name(cmd, command)
+    engine = request.engine
+    store = engine.store(request.db, name)
+    if store is None:
+        raise CommandError(ErrorCode.NamespaceNotFound, f"ns not found {request.db}.{name}")
+    selector = cmd.get("index")
+    before = len(store.info.indexes)
+    if selector == "*":
+        targets = [i for i in store.info.indexes.values() if i.name != "_id_"]
+    elif isinstance(selector, list):
+        targets = [find_index(store.info, s) for s in selector]
+    else:
+        targets = [find_index(store.info, selector)]
+    for index in targets:
+        if index.name == "_id_":
+            raise CommandError(ErrorCode.InvalidOptions, "cannot drop _id index")
+    with engine.storage.write():
+        for index in targets:
+            engine.drop_index(store, index)
+    return {"nIndexesWas": before, "ok": 1.0}
+
+
+@COMMANDS.register("listIndexes")
+def cmd_listIndexes(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    name = collection_name(cmd, "listIndexes")
+    info = request.engine.catalog.get(request.db, name)
+    if info is None:
+        raise CommandError(ErrorCode.NamespaceNotFound, f"ns does not exist: {request.db}.{name}")
+    specs = [dict(index.spec) for index in info.indexes.values()]
+    cursor = cmd.get("cursor") or {}
+    batch_size = cursor.get("batchSize") if isinstance(cursor, Mapping) else None
+    return cursor_reply(request, f"{request.db}.$cmd.listIndexes.{name}", iter(specs), batch_size)
+
+
+def modify_index(request: Request, info: CollectionInfo, change: Any) -> dict[str, Any]:
+    """collMod's ``index`` option: hide/unhide an index or change its TTL."""
+    if not isinstance(change, Mapping):
+        raise CommandError(ErrorCode.TypeMismatch, "collMod 'index' must be a document")
+    if "name" in change:
+        index = find_index(info, change["name"])
+    elif "keyPattern" in change:
+        index = find_index(info, change["keyPattern"])
+    else:
+        raise CommandError(ErrorCode.InvalidOptions, "must specify either index name or key pattern")
+    spec = dict(index.spec)
+    reply: dict[str, Any] = {}
+    if "hidden" in change:
+        if index.name == "_id_":
+            raise CommandError(ErrorCode.BadValue, "can't hide _id index")
+        reply["hidden_old"] = bool(spec.get("hidden", False))
+        reply["hidden_new"] = bool(change["hidden"])
+        if change["hidden"]:
+            spec["hidden"] = True
+        else:
+            spec.pop("hidden", None)
+    if "expireAfterSeconds" in change:
+        if "expireAfterSeconds" not in spec:
+            raise CommandError(ErrorCode.InvalidOptions, "no expireAfterSeconds field to update")
+        reply["expireAfterSeconds_old"] = spec["expireAfterSeconds"]
+        reply["expireAfterSeconds_new"] = change["expireAfterSeconds"]
+        spec["expireAfterSeconds"] = change["expireAfterSeconds"]
+    with request.engine.storage.write():
+        request.engine.catalog.update_index_spec(index, spec)
+    store = request.engine.store(info.db, info.name)
+    if store is not None:
+        store.refresh_indexes()
+    reply["ok"] = 1.0
+    return reply

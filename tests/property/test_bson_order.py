@@ -1,0 +1,81 @@
+"""The keystring encoding orders values exactly as compare() does.
+
+Manual: https://www.mongodb.com/docs/manual/reference/bson-type-comparison-order/
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from hypothesis import given, settings
+
+from foliodb.query import compare as cmp
+from foliodb.query import keystring
+from tests.bson_values import EDGE_VALUES, bson_values
+
+
+def _sign(x: int) -> int:
+    return (x > 0) - (x < 0)
+
+
+def _key_cmp(a: Any, b: Any) -> int:
+    ka, kb = keystring.encode(a), keystring.encode(b)
+    return (ka > kb) - (ka < kb)
+
+
+def test_edge_values_pairwise() -> None:
+    for a, b in itertools.product(EDGE_VALUES, EDGE_VALUES):
+        assert _key_cmp(a, b) == _sign(cmp.compare(a, b)), (a, b)
+
+
+def test_type_bracket_order_of_the_manual() -> None:
+    # MinKey < null < numbers < strings < objects < arrays < binData < ObjectId
+    # < bool < date < timestamp < regex < MaxKey
+    from bson import MaxKey, MinKey, ObjectId, Regex, Timestamp
+    import datetime
+
+    ordered = [MinKey(), None, 1, "a", {"a": 1}, [1], b"x", ObjectId(), False,
+               datetime.datetime(2020, 1, 1), Timestamp(1, 1), Regex("a"), MaxKey()]
+    for lower, higher in itertools.pairwise(ordered):
+        assert cmp.compare(lower, higher) < 0
+        assert keystring.encode(lower) < keystring.encode(higher)
+
+
+def test_numbers_compare_by_value_across_types() -> None:
+    from bson import Decimal128, Int64
+
+    assert keystring.encode(1) == keystring.encode(1.0) == keystring.encode(Int64(1)) == keystring.encode(Decimal128("1.000"))
+    assert keystring.encode(-0.0) == keystring.encode(0)
+    assert cmp.compare(float("nan"), float("-inf")) < 0
+    assert cmp.compare(2**53 + 1, float(2**53)) > 0
+
+
+@settings(max_examples=400, deadline=None)
+@given(bson_values(), bson_values())
+def test_random_values_agree(a: Any, b: Any) -> None:
+    assert _key_cmp(a, b) == _sign(cmp.compare(a, b))
+
+
+@settings(max_examples=200, deadline=None)
+@given(bson_values(), bson_values(), bson_values())
+def test_compare_is_transitive(a: Any, b: Any, c: Any) -> None:
+    if cmp.compare(a, b) <= 0 and cmp.compare(b, c) <= 0:
+        assert cmp.compare(a, c) <= 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(bson_values(), bson_values())
+def test_descending_reverses(a: Any, b: Any) -> None:
+    ka, kb = keystring.complement(keystring.encode(a)), keystring.complement(keystring.encode(b))
+    assert ((ka > kb) - (ka < kb)) == -_sign(cmp.compare(a, b))
+
+
+@settings(max_examples=200, deadline=None)
+@given(bson_values(), bson_values(), bson_values(), bson_values())
+def test_compound_keys_are_lexicographic(a1: Any, a2: Any, b1: Any, b2: Any) -> None:
+    # Prefix-freedom is what makes concatenation order-preserving.
+    k1 = keystring.encode(a1) + keystring.complement(keystring.encode(a2))
+    k2 = keystring.encode(b1) + keystring.complement(keystring.encode(b2))
+    expected = _sign(cmp.compare(a1, b1)) or -_sign(cmp.compare(a2, b2))
+    assert ((k1 > k2) - (k1 < k2)) == expected
