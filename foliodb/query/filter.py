@@ -48,6 +48,9 @@ class Leaf:
     single: Callable[[Any], bool]  # never sees MISSING
     missing: bool = False  # does a path that reaches nothing match?
     expand: bool = True  # do leaf arrays offer their elements?
+    # For a test of a whole array: the position of the element that made it
+    # pass, for the positional $ (as $elemMatch reports it).
+    position: Callable[[Any], int | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +161,7 @@ def field_clause(value: Any, ctx: Context) -> Clause:
 def clause_matcher(parts: tuple[str, ...], clause: Clause) -> Matcher:
     """A document matcher applying ``clause`` at a path."""
     if isinstance(clause, Leaf):
-        return paths.path_matcher(parts, clause.single, clause.missing, clause.expand)
+        return paths.path_matcher(parts, clause.single, clause.missing, clause.expand, clause.position)
     if isinstance(clause, Not):
         inner = clause_matcher(parts, clause.inner)
 

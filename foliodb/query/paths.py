@@ -90,6 +90,7 @@ def path_matcher(
     pred: Callable[[Any], bool],
     match_missing: bool,
     expand: bool = True,
+    position: Callable[[Any], int | None] | None = None,
 ) -> Callable[[Any, Any], bool]:
     """A function ``(doc, details) -> bool``: does any value the path
     reaches satisfy ``pred``? ``match_missing`` says whether a path that
@@ -97,7 +98,9 @@ def path_matcher(
     arrays offer their elements (array operators such as ``$size`` see only
     whole arrays).
 
-    ``details``, when not None, receives ``array_index`` of the matching value.
+    ``details``, when not None, receives ``array_index`` of the matching value:
+    its position in the first array on the path, or, for a whole array that
+    ``pred`` accepted, ``position(array)`` (``$elemMatch``'s matching element).
     """
     if len(parts) == 1:
         key = parts[0]
@@ -112,7 +115,11 @@ def path_matcher(
                         if details is not None:
                             details.array_index = n
                         return True
-            return pred(value)
+            if pred(value):
+                if details is not None and position is not None:
+                    details.array_index = position(value)
+                return True
+            return False
 
         return match_top
 
@@ -122,8 +129,11 @@ def path_matcher(
                 if match_missing:
                     return True
             elif pred(value):
-                if details is not None and pos is not None:
-                    details.array_index = pos
+                if details is not None:
+                    if pos is not None:
+                        details.array_index = pos
+                    elif position is not None:
+                        details.array_index = position(value)
                 return True
         return False
 

@@ -57,22 +57,25 @@ def filter_elemMatch(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
         def match_values(v: Any) -> bool:
             return v.__class__ is list and any(test(e) for e in v)
 
-        return Leaf(match_values, expand=False)
+        def value_position(v: list[Any]) -> int | None:
+            return next((n for n, e in enumerate(v) if test(e)), None)
+
+        return Leaf(match_values, expand=False, position=value_position)
     if "$where" in arg:
         raise bad_value("$where cannot be applied to a field")
     if "$text" in arg:
         raise bad_value("$text can only be applied to the top-level document")
     matcher = compile_filter(arg, ctx)
 
-    def match_documents(v: Any) -> bool:
+    def document_position(v: Any) -> int | None:
         if v.__class__ is not list:
-            return False
-        for e in v:
+            return None
+        for n, e in enumerate(v):
             if isinstance(e, dict) and matcher(e, None):
-                return True
-        return False
+                return n
+        return None
 
-    return Leaf(match_documents, expand=False)
+    return Leaf(lambda v: document_position(v) is not None, expand=False, position=document_position)
 
 
 @FIELD_OPS.register("$size")

@@ -79,7 +79,7 @@ def filter_regex(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
     else:
         raise bad_value("$regex has to be a string")
     if "\x00" in pattern:
-        raise location(51109, "Regular expression cannot contain an embedded null byte")
+        raise bad_value("Regular expression cannot contain an embedded null byte")
     regex = compile_regex(pattern, flags)
     return Leaf(regex_single(regex, Regex(pattern, flags)))
 

@@ -1,0 +1,201 @@
+"""Sort documents by key bytes, in bounded memory: spill to SQLite, then merge.
+
+``sort_documents(docs, key, limit=..., skip=..., max_memory_bytes=...)``
+yields ``docs`` ordered by ``key(doc)`` (plain ``bytes`` order), ties in input
+order (every entry carries its input sequence number, so the sort is stable
+and merging never compares documents).
+
+Memory: the documents held are measured by their BSON size plus their key.
+When that exceeds ``max_memory_bytes`` the held documents are sorted and
+written as a *run* (one table, rows in order) to a private temporary SQLite
+database; at the end the runs and what is still held are merged with
+``heapq.merge``, reading each run row by row. At most :data:`FAN_IN` runs are
+kept: reaching it merges them into one. So memory stays near
+``max_memory_bytes`` whatever the input size. Without ``allow_disk_use`` the
+first spill is MongoDB's error 292 instead. The database (a temporary
+directory, journal off) is deleted when the iterator finishes or is closed.
+Spilled documents come back BSON-decoded, as documents read from storage are.
+
+With a ``limit``, only the best ``skip + limit`` entries are held (a heap);
+a spilled run is then a full top-k set, and any later key at or beyond its
+worst key can never make the cut, so it is dropped on arrival.
+"""
+
+from __future__ import annotations
+
+import heapq
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
+from typing import Any
+
+import bson
+
+from foliodb.errors import CommandError, ErrorCode
+
+DEFAULT_MAX_MEMORY_BYTES = 100 * 1024 * 1024
+FAN_IN = 64  # runs merged at once; more are first merged into one
+
+_Entry = tuple[bytes, int, Any]  # (key, input sequence, document or its BSON)
+
+
+class _Worst:
+    """A heap item ordered worst-first, so a min-heap's top is the entry to evict."""
+
+    __slots__ = ("doc", "key", "seq", "size")
+
+    def __init__(self, key: bytes, seq: int, doc: dict[str, Any], size: int) -> None:
+        self.key = key
+        self.seq = seq
+        self.doc = doc
+        self.size = size
+
+    def __lt__(self, other: _Worst) -> bool:
+        return self.key > other.key or (self.key == other.key and self.seq > other.seq)
+
+
+class _Spill:
+    """Sorted runs in a temporary SQLite database."""
+
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="foliodb-sort-")
+        self.db = sqlite3.connect(f"{self.dir}/sort.db", isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=OFF")
+        self.db.execute("PRAGMA synchronous=OFF")
+        self.runs: list[str] = []
+        self.next_run = 0
+
+    def write(self, entries: Iterable[_Entry]) -> None:
+        name = f"run{self.next_run}"
+        self.next_run += 1
+        self.db.execute(f"CREATE TABLE {name} (key BLOB, seq INTEGER, doc BLOB)")
+        self.db.execute("BEGIN")
+        self.db.executemany(
+            f"INSERT INTO {name} VALUES (?, ?, ?)",
+            ((k, seq, doc if isinstance(doc, bytes) else bson.encode(doc)) for k, seq, doc in entries),
+        )
+        self.db.execute("COMMIT")
+        self.runs.append(name)
+        if len(self.runs) >= FAN_IN:
+            old = self.runs
+            self.runs = []
+            self.write(self.merged(old))
+            for table in old:
+                self.db.execute(f"DROP TABLE {table}")
+
+    def read(self, name: str) -> Iterator[_Entry]:
+        # Row by row: the cursor steps its statement as the merge asks. (A
+        # plain loop, not ``yield from``: closing this generator after the
+        # database must not close the cursor.)
+        for row in self.db.execute(f"SELECT key, seq, doc FROM {name} ORDER BY rowid"):  # noqa: UP028
+            yield row
+
+    def merged(self, names: list[str]) -> Iterator[_Entry]:
+        return heapq.merge(*(self.read(name) for name in names))
+
+    def close(self) -> None:
+        self.db.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _too_much(max_memory_bytes: int) -> CommandError:
+    return CommandError(
+        ErrorCode.QueryExceededMemoryLimitNoDiskUseAllowed,
+        f"Sort exceeded memory limit of {max_memory_bytes} bytes, but did not opt in to external sorting.",
+    )
+
+
+def sort_documents(
+    docs: Iterable[dict[str, Any]],
+    key: Callable[[dict[str, Any]], bytes],
+    *,
+    limit: int | None = None,
+    skip: int = 0,
+    max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES,
+    allow_disk_use: bool = True,
+) -> Iterator[dict[str, Any]]:
+    """``docs`` in ``key`` order (stable), ``skip`` of them skipped and at most
+    ``limit`` returned (None: no limit). Lazy: nothing is read before the
+    first ``next``."""
+    if skip < 0 or (limit is not None and limit < 0):
+        raise ValueError("skip and limit must not be negative")
+    keep = None if limit is None else skip + limit
+    spill: _Spill | None = None
+    try:
+        held: list[_Entry] = []
+        if keep is None:
+            held, spill = _gather_all(docs, key, max_memory_bytes, allow_disk_use)
+        elif keep:
+            held, spill = _gather_top(docs, key, keep, max_memory_bytes, allow_disk_use)
+        held.sort()  # sequence numbers are unique: documents are never compared
+        merged: Iterator[_Entry] = iter(held) if spill is None else heapq.merge(spill.merged(spill.runs), held)
+        stop = None if limit is None else skip + limit
+        for _, _, doc in islice(merged, skip, stop):
+            yield bson.decode(doc) if isinstance(doc, bytes) else doc
+    finally:
+        if spill is not None:
+            spill.close()
+
+
+def _gather_all(
+    docs: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], bytes], max_memory: int, allow_disk: bool
+) -> tuple[list[_Entry], _Spill | None]:
+    held: list[_Entry] = []
+    used = 0
+    spill: _Spill | None = None
+    for seq, doc in enumerate(docs):
+        k = key(doc)
+        held.append((k, seq, doc))
+        used += len(bson.encode(doc)) + len(k)
+        if used > max_memory:
+            if not allow_disk:
+                raise _too_much(max_memory)
+            if spill is None:
+                spill = _Spill()
+            held.sort()
+            spill.write(held)
+            held = []
+            used = 0
+    return held, spill
+
+
+def _gather_top(
+    docs: Iterable[dict[str, Any]],
+    key: Callable[[dict[str, Any]], bytes],
+    keep: int,
+    max_memory: int,
+    allow_disk: bool,
+) -> tuple[list[_Entry], _Spill | None]:
+    heap: list[_Worst] = []
+    used = 0
+    spill: _Spill | None = None
+    cutoff: bytes | None = None  # keys >= this cannot make the top ``keep``
+    for seq, doc in enumerate(docs):
+        k = key(doc)
+        if cutoff is not None and k >= cutoff:
+            continue
+        if len(heap) == keep:
+            worst = heap[0]
+            # A later entry with an equal key loses the tie.
+            if k >= worst.key:
+                continue
+            size = len(bson.encode(doc)) + len(k)
+            heapq.heapreplace(heap, _Worst(k, seq, doc, size))
+            used += size - worst.size
+        else:
+            size = len(bson.encode(doc)) + len(k)
+            heapq.heappush(heap, _Worst(k, seq, doc, size))
+            used += size
+        if used > max_memory:
+            if not allow_disk:
+                raise _too_much(max_memory)
+            if spill is None:
+                spill = _Spill()
+            if len(heap) == keep:
+                cutoff = heap[0].key  # every held key is below the previous cutoff
+            spill.write(sorted((e.key, e.seq, e.doc) for e in heap))
+            heap = []
+            used = 0
+    return [(e.key, e.seq, e.doc) for e in heap], spill
