@@ -36,6 +36,7 @@ class ErrorCode(IntEnum):
     PathNotViable = 28
     NonExistentPath = 29
     InvalidPath = 30
+    CannotBackfillArray = 34
     ConflictingUpdateOperators = 40
     CursorNotFound = 43
     NoMatchingDocument = 47

@@ -18,10 +18,16 @@ from foliodb.query.context import Context
 class PipelineEnv(Protocol):
     ctx: Context  # let variables and $$NOW of the command
     db: str  # the database the aggregate runs in
+    coll: str | None  # the collection aggregated; None for a database-level aggregate ($documents)
     allow_disk_use: bool
 
-    def aggregate(self, coll: str, pipeline: list[Mapping[str, Any]], db: str | None = None,
-                  variables: Mapping[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+    def aggregate(
+        self,
+        coll: str,
+        pipeline: list[Mapping[str, Any]],
+        db: str | None = None,
+        variables: Mapping[str, Any] | None = None,
+    ) -> Iterator[dict[str, Any]]:
         """Run a pipeline over another collection (a missing collection is
         empty); ``variables`` are extra ``$$`` variables visible inside
         (``$lookup``'s ``let``). A leading ``$match`` uses indexes."""

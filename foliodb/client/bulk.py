@@ -29,8 +29,14 @@ _LIST_FIELD = {INSERT: "documents", UPDATE: "updates", DELETE: "deletes"}
 
 
 class Bulk:
-    def __init__(self, collection: Collection, ordered: bool, bypass_document_validation: bool | None = None,
-                 comment: Any = None, let: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        collection: Collection,
+        ordered: bool,
+        bypass_document_validation: bool | None = None,
+        comment: Any = None,
+        let: Mapping[str, Any] | None = None,
+    ) -> None:
         self.collection = collection
         self.ordered = ordered
         self.bypass = bypass_document_validation
@@ -46,22 +52,40 @@ class Bulk:
             document["_id"] = ObjectId()
         self.ops.append((INSERT, self.collection._encode_in(document)))
 
-    def add_update(self, selector: Mapping[str, Any], update: Any, multi: bool = False, upsert: bool | None = None,
-                   collation: Any = None, array_filters: Any = None, hint: Any = None, sort: Any = None,
-                   **_: Any) -> None:
+    def add_update(
+        self,
+        selector: Mapping[str, Any],
+        update: Any,
+        multi: bool = False,
+        upsert: bool | None = None,
+        collation: Any = None,
+        array_filters: Any = None,
+        hint: Any = None,
+        sort: Any = None,
+        **_: Any,
+    ) -> None:
         common.validate_ok_for_update(update)
         statement = self._statement(selector, update, multi, upsert, collation, hint, sort)
         if array_filters is not None:
             statement["arrayFilters"] = array_filters
         self.ops.append((UPDATE, statement))
 
-    def add_replace(self, selector: Mapping[str, Any], replacement: Mapping[str, Any], upsert: bool | None = None,
-                    collation: Any = None, hint: Any = None, sort: Any = None, **_: Any) -> None:
+    def add_replace(
+        self,
+        selector: Mapping[str, Any],
+        replacement: Mapping[str, Any],
+        upsert: bool | None = None,
+        collation: Any = None,
+        hint: Any = None,
+        sort: Any = None,
+        **_: Any,
+    ) -> None:
         common.validate_ok_for_replace(replacement)
         self.ops.append((UPDATE, self._statement(selector, replacement, False, upsert, collation, hint, sort)))
 
-    def add_delete(self, selector: Mapping[str, Any], limit: int, collation: Any = None, hint: Any = None,
-                   **_: Any) -> None:
+    def add_delete(
+        self, selector: Mapping[str, Any], limit: int, collation: Any = None, hint: Any = None, **_: Any
+    ) -> None:
         statement: dict[str, Any] = {"q": self.collection._encode_in(selector), "limit": limit}
         if collation is not None:
             statement["collation"] = collation
@@ -69,8 +93,16 @@ class Bulk:
             statement["hint"] = hint if isinstance(hint, str) else dict(_pairs(hint))
         self.ops.append((DELETE, statement))
 
-    def _statement(self, selector: Mapping[str, Any], update: Any, multi: bool, upsert: bool | None, collation: Any,
-                   hint: Any, sort: Any) -> dict[str, Any]:
+    def _statement(
+        self,
+        selector: Mapping[str, Any],
+        update: Any,
+        multi: bool,
+        upsert: bool | None,
+        collation: Any,
+        hint: Any,
+        sort: Any,
+    ) -> dict[str, Any]:
         u = self.collection._encode_in(update) if isinstance(update, Mapping) else update
         statement: dict[str, Any] = {"q": self.collection._encode_in(selector), "u": u, "multi": multi}
         if upsert is not None:
@@ -116,8 +148,11 @@ class Bulk:
         }
         acknowledged = True
         for kind, batch in self._runs():
-            cmd: dict[str, Any] = {kind: self.collection.name, _LIST_FIELD[kind]: [op for _, op in batch],
-                                   "ordered": self.ordered}
+            cmd: dict[str, Any] = {
+                kind: self.collection.name,
+                _LIST_FIELD[kind]: [op for _, op in batch],
+                "ordered": self.ordered,
+            }
             if self.bypass:
                 cmd["bypassDocumentValidation"] = True
             if self.comment is not None:

@@ -44,8 +44,16 @@ class Collection:
     ) -> None:
         if not isinstance(name, str):
             raise TypeError(f"name must be an instance of str, not {type(name)}")
-        if not name or ".." in name or name.startswith(".") or name.endswith(".") or "$" in name and not name.startswith("oplog.$main"):
-            raise InvalidName(f"collection names must not be empty, contain '$' or '..', or start or end with '.': {name!r}")
+        if (
+            not name
+            or ".." in name
+            or name.startswith(".")
+            or name.endswith(".")
+            or ("$" in name and not name.startswith("oplog.$main"))
+        ):
+            raise InvalidName(
+                f"collection names must not be empty, contain '$' or '..', or start or end with '.': {name!r}"
+            )
         if "\x00" in name:
             raise InvalidName("collection names must not contain the null character")
         self._database = database
@@ -92,13 +100,20 @@ class Collection:
     def __getattr__(self, name: str) -> Collection:
         if name.startswith("_"):
             raise AttributeError(
-                f"Collection has no attribute {name!r}. To access the {self._name}.{name} collection, use database['{self._name}.{name}']."
+                f"Collection has no attribute {name!r}. To access the {self._name}.{name} collection, "
+                f"use database['{self._name}.{name}']."
             )
         return self[name]
 
     def __getitem__(self, name: str) -> Collection:
-        return Collection(self._database, f"{self._name}.{name}", self._codec_options, self._read_preference,
-                          self._write_concern, self._read_concern)
+        return Collection(
+            self._database,
+            f"{self._name}.{name}",
+            self._codec_options,
+            self._read_preference,
+            self._write_concern,
+            self._read_concern,
+        )
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Collection):
@@ -116,7 +131,8 @@ class Collection:
 
     def __bool__(self) -> bool:
         raise NotImplementedError(
-            "Collection objects do not implement truth value testing or bool(). Please compare with None instead: collection is not None"
+            "Collection objects do not implement truth value testing or bool(). Please compare with None "
+            "instead: collection is not None"
         )
 
     def __iter__(self) -> Collection:
@@ -238,7 +254,12 @@ class Collection:
     ) -> UpdateResult:
         common.validate_is_mapping("filter", filter)
         common.validate_boolean("upsert", upsert)
-        statement: dict[str, Any] = {"q": self._encode_in(filter), "u": self._encode_in(update) if isinstance(update, Mapping) else update, "multi": multi, "upsert": upsert}
+        statement: dict[str, Any] = {
+            "q": self._encode_in(filter),
+            "u": self._encode_in(update) if isinstance(update, Mapping) else update,
+            "multi": multi,
+            "upsert": upsert,
+        }
         if array_filters is not None:
             common.validate_list("array_filters", array_filters)
             statement["arrayFilters"] = array_filters
@@ -275,8 +296,9 @@ class Collection:
         comment: Any = None,
     ) -> UpdateResult:
         common.validate_ok_for_replace(replacement)
-        return self._update(filter, replacement, False, upsert, None, hint, collation, let, sort, comment,
-                            bypass_document_validation)
+        return self._update(
+            filter, replacement, False, upsert, None, hint, collation, let, sort, comment, bypass_document_validation
+        )
 
     def update_one(
         self,
@@ -293,8 +315,19 @@ class Collection:
         comment: Any = None,
     ) -> UpdateResult:
         common.validate_ok_for_update(update)
-        return self._update(filter, update, False, upsert, array_filters, hint, collation, let, sort, comment,
-                            bypass_document_validation)
+        return self._update(
+            filter,
+            update,
+            False,
+            upsert,
+            array_filters,
+            hint,
+            collation,
+            let,
+            sort,
+            comment,
+            bypass_document_validation,
+        )
 
     def update_many(
         self,
@@ -310,8 +343,9 @@ class Collection:
         comment: Any = None,
     ) -> UpdateResult:
         common.validate_ok_for_update(update)
-        return self._update(filter, update, True, upsert, array_filters, hint, collation, let, None, comment,
-                            bypass_document_validation)
+        return self._update(
+            filter, update, True, upsert, array_filters, hint, collation, let, None, comment, bypass_document_validation
+        )
 
     # -- deletes ------------------------------------------------------------------
 
@@ -329,14 +363,24 @@ class Collection:
         return DeleteResult({"n": reply.get("n", 0), "ok": 1.0} if acknowledged else {}, acknowledged)
 
     def delete_one(
-        self, filter: Mapping[str, Any], collation: Any = None, hint: Any = None, session: Any = None,
-        let: Mapping[str, Any] | None = None, comment: Any = None,
+        self,
+        filter: Mapping[str, Any],
+        collation: Any = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
     ) -> DeleteResult:
         return self._delete(filter, 1, collation, hint, let, comment)
 
     def delete_many(
-        self, filter: Mapping[str, Any], collation: Any = None, hint: Any = None, session: Any = None,
-        let: Mapping[str, Any] | None = None, comment: Any = None,
+        self,
+        filter: Mapping[str, Any],
+        collation: Any = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
     ) -> DeleteResult:
         return self._delete(filter, 0, collation, hint, let, comment)
 
@@ -370,8 +414,12 @@ class Collection:
             filter = {"_id": filter}
         if not args and not kwargs:
             # The common case, without a Cursor: one find of one document.
-            cmd = {"find": self._name, "filter": self._encode_in(filter) if filter else {}, "limit": 1,
-                   "singleBatch": True}
+            cmd = {
+                "find": self._name,
+                "filter": self._encode_in(filter) if filter else {},
+                "limit": 1,
+                "singleBatch": True,
+            }
             batch = _reply.check(self._command(cmd))["cursor"]["firstBatch"]
             return self._decode_out(batch)[0] if batch else None
         cursor = self.find(filter, *args, **kwargs)
@@ -379,7 +427,9 @@ class Collection:
             return doc
         return None
 
-    def count_documents(self, filter: Mapping[str, Any], session: Any = None, comment: Any = None, **kwargs: Any) -> int:
+    def count_documents(
+        self, filter: Mapping[str, Any], session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> int:
         common.validate_is_mapping("filter", filter)
         pipeline: list[dict[str, Any]] = [{"$match": self._encode_in(filter)}]
         if "skip" in kwargs:
@@ -405,8 +455,15 @@ class Collection:
         cmd.update(kwargs)
         return int(_reply.check(self._command(cmd))["n"])
 
-    def distinct(self, key: str, filter: Mapping[str, Any] | None = None, session: Any = None, comment: Any = None,
-                 hint: Any = None, **kwargs: Any) -> list[Any]:
+    def distinct(
+        self,
+        key: str,
+        filter: Mapping[str, Any] | None = None,
+        session: Any = None,
+        comment: Any = None,
+        hint: Any = None,
+        **kwargs: Any,
+    ) -> list[Any]:
         if not isinstance(key, str):
             raise TypeError(f"key must be an instance of str, not {type(key)}")
         cmd: dict[str, Any] = {"distinct": self._name, "key": key}
@@ -420,8 +477,14 @@ class Collection:
         values = _reply.check(self._command(cmd))["values"]
         return self._decode_out([{"v": values}])[0]["v"] if not self._plain_codec else values
 
-    def aggregate(self, pipeline: Sequence[Mapping[str, Any]], session: Any = None, let: Mapping[str, Any] | None = None,
-                  comment: Any = None, **kwargs: Any) -> CommandCursor:
+    def aggregate(
+        self,
+        pipeline: Sequence[Mapping[str, Any]],
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> CommandCursor:
         common.validate_list("pipeline", pipeline)
         cmd: dict[str, Any] = {"aggregate": self._name, "pipeline": [self._encode_in(dict(s)) for s in pipeline]}
         batch_size = kwargs.pop("batchSize", None)
@@ -438,8 +501,19 @@ class Collection:
 
     # -- find and modify ------------------------------------------------------------------
 
-    def _find_and_modify(self, filter: Any, projection: Any, sort: Any, upsert: Any, return_document: bool,
-                         array_filters: Any, hint: Any, let: Any, comment: Any, **kwargs: Any) -> Any:
+    def _find_and_modify(
+        self,
+        filter: Any,
+        projection: Any,
+        sort: Any,
+        upsert: Any,
+        return_document: bool,
+        array_filters: Any,
+        hint: Any,
+        let: Any,
+        comment: Any,
+        **kwargs: Any,
+    ) -> Any:
         common.validate_is_mapping("filter", filter)
         if not isinstance(return_document, bool):
             raise ValueError("return_document must be ReturnDocument.BEFORE or ReturnDocument.AFTER")
@@ -463,33 +537,63 @@ class Collection:
         value = reply.get("value")
         return self._decode_out([value])[0] if value is not None else None
 
-    def find_one_and_delete(self, filter: Mapping[str, Any], projection: Any = None, sort: Any = None, hint: Any = None,
-                            session: Any = None, let: Mapping[str, Any] | None = None, comment: Any = None,
-                            **kwargs: Any) -> Any:
+    def find_one_and_delete(
+        self,
+        filter: Mapping[str, Any],
+        projection: Any = None,
+        sort: Any = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> Any:
         kwargs["remove"] = True
         return self._find_and_modify(filter, projection, sort, None, False, None, hint, let, comment, **kwargs)
 
-    def find_one_and_replace(self, filter: Mapping[str, Any], replacement: Mapping[str, Any], projection: Any = None,
-                             sort: Any = None, upsert: bool = False, return_document: bool = ReturnDocument.BEFORE,
-                             hint: Any = None, session: Any = None, let: Mapping[str, Any] | None = None,
-                             comment: Any = None, **kwargs: Any) -> Any:
+    def find_one_and_replace(
+        self,
+        filter: Mapping[str, Any],
+        replacement: Mapping[str, Any],
+        projection: Any = None,
+        sort: Any = None,
+        upsert: bool = False,
+        return_document: bool = ReturnDocument.BEFORE,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> Any:
         common.validate_ok_for_replace(replacement)
         kwargs["update"] = self._encode_in(replacement)
         kwargs["new"] = return_document
-        return self._find_and_modify(filter, projection, sort, upsert, return_document, None, hint, let, comment,
-                                     **kwargs)
+        return self._find_and_modify(
+            filter, projection, sort, upsert, return_document, None, hint, let, comment, **kwargs
+        )
 
-    def find_one_and_update(self, filter: Mapping[str, Any], update: Any, projection: Any = None, sort: Any = None,
-                            upsert: bool = False, return_document: bool = ReturnDocument.BEFORE,
-                            array_filters: Sequence[Mapping[str, Any]] | None = None, hint: Any = None,
-                            session: Any = None, let: Mapping[str, Any] | None = None, comment: Any = None,
-                            **kwargs: Any) -> Any:
+    def find_one_and_update(
+        self,
+        filter: Mapping[str, Any],
+        update: Any,
+        projection: Any = None,
+        sort: Any = None,
+        upsert: bool = False,
+        return_document: bool = ReturnDocument.BEFORE,
+        array_filters: Sequence[Mapping[str, Any]] | None = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> Any:
         common.validate_ok_for_update(update)
         common.validate_list_or_none("array_filters", array_filters)
         kwargs["update"] = self._encode_in(update) if isinstance(update, Mapping) else update
         kwargs["new"] = return_document
-        return self._find_and_modify(filter, projection, sort, upsert, return_document, array_filters, hint, let,
-                                     comment, **kwargs)
+        return self._find_and_modify(
+            filter, projection, sort, upsert, return_document, array_filters, hint, let, comment, **kwargs
+        )
 
     # -- indexes ---------------------------------------------------------------------------
 
@@ -497,8 +601,9 @@ class Collection:
         model = IndexModel(keys, **kwargs)
         return self.create_indexes([model], comment=comment)[0]
 
-    def create_indexes(self, indexes: Sequence[IndexModel], session: Any = None, comment: Any = None,
-                       **kwargs: Any) -> list[str]:
+    def create_indexes(
+        self, indexes: Sequence[IndexModel], session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> list[str]:
         common.validate_list("indexes", indexes)
         docs = []
         for model in indexes:
@@ -599,4 +704,3 @@ def _index_spec(hint: Any) -> Any:
 
 def _writes(pipeline: Sequence[Mapping[str, Any]]) -> bool:
     return bool(pipeline) and any(key in ("$out", "$merge") for key in pipeline[-1])
-

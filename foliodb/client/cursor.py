@@ -7,6 +7,7 @@ batches come from ``getMore``, as with a server.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections import deque
 from collections.abc import Iterator, Mapping
@@ -77,9 +78,7 @@ class _BatchCursor:
 
     def _kill(self) -> None:
         if self._cursor_id and not self._killed:
-            self._collection.database._command(
-                {"killCursors": self._ns_collection(), "cursors": [self._cursor_id]}
-            )
+            self._collection.database._command({"killCursors": self._ns_collection(), "cursors": [self._cursor_id]})
         self._killed = True
         self._buffer.clear()
 
@@ -116,10 +115,9 @@ class _BatchCursor:
         self.close()  # type: ignore[attr-defined]
 
     def __del__(self) -> None:
-        try:
+        # The client may already be closed at interpreter exit.
+        with contextlib.suppress(Exception):
             self._kill()
-        except Exception:
-            pass  # the client may already be closed at interpreter exit
 
 
 class Cursor(_BatchCursor):
@@ -152,7 +150,10 @@ class Cursor(_BatchCursor):
     ) -> None:
         self._collection = collection
         if filter is not None and not isinstance(filter, Mapping):
-            raise TypeError(f"filter must be an instance of dict, bson.son.SON, or any other type that inherits from collections.Mapping, not {type(filter)}")
+            raise TypeError(
+                "filter must be an instance of dict, bson.son.SON, or any other type that inherits from "
+                f"collections.Mapping, not {type(filter)}"
+            )
         if not isinstance(skip, int) or isinstance(skip, bool):
             raise TypeError("skip must be an instance of int")
         if not isinstance(limit, int) or isinstance(limit, bool):
@@ -402,8 +403,9 @@ class Cursor(_BatchCursor):
 class CommandCursor(_BatchCursor):
     """The cursor of aggregate, listCollections, listIndexes..."""
 
-    def __init__(self, collection: Collection, reply: Mapping[str, Any], batch_size: int = 0,
-                 ns_collection: str | None = None) -> None:
+    def __init__(
+        self, collection: Collection, reply: Mapping[str, Any], batch_size: int = 0, ns_collection: str | None = None
+    ) -> None:
         self._collection = collection
         cursor = reply["cursor"]
         self._cursor_id = int(cursor["id"])

@@ -81,15 +81,31 @@ class Database:
     def __getitem__(self, name: str) -> Collection:
         return Collection(self, name)
 
-    def get_collection(self, name: str, codec_options: CodecOptions | None = None, read_preference: Any = None,
-                       write_concern: WriteConcern | None = None, read_concern: ReadConcern | None = None) -> Collection:
+    def get_collection(
+        self,
+        name: str,
+        codec_options: CodecOptions | None = None,
+        read_preference: Any = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+    ) -> Collection:
         return Collection(self, name, codec_options, read_preference, write_concern, read_concern)
 
-    def with_options(self, codec_options: CodecOptions | None = None, read_preference: Any = None,
-                     write_concern: WriteConcern | None = None, read_concern: ReadConcern | None = None) -> Database:
-        return Database(self._client, self._name, codec_options or self._codec_options,
-                        read_preference or self._read_preference, write_concern or self._write_concern,
-                        read_concern or self._read_concern)
+    def with_options(
+        self,
+        codec_options: CodecOptions | None = None,
+        read_preference: Any = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+    ) -> Database:
+        return Database(
+            self._client,
+            self._name,
+            codec_options or self._codec_options,
+            read_preference or self._read_preference,
+            write_concern or self._write_concern,
+            read_concern or self._read_concern,
+        )
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Database):
@@ -107,7 +123,8 @@ class Database:
 
     def __bool__(self) -> bool:
         raise NotImplementedError(
-            "Database objects do not implement truth value testing or bool(). Please compare with None instead: database is not None"
+            "Database objects do not implement truth value testing or bool(). Please compare with None "
+            "instead: database is not None"
         )
 
     def __iter__(self) -> Database:
@@ -126,10 +143,18 @@ class Database:
 
     # -- commands ----------------------------------------------------------------------
 
-    def command(self, command: str | Mapping[str, Any], value: Any = 1, check: bool = True,
-                allowable_errors: Sequence[str | int] | None = None, read_preference: Any = None,
-                codec_options: CodecOptions | None = None, session: Any = None, comment: Any = None,
-                **kwargs: Any) -> dict[str, Any]:
+    def command(
+        self,
+        command: str | Mapping[str, Any],
+        value: Any = 1,
+        check: bool = True,
+        allowable_errors: Sequence[str | int] | None = None,
+        read_preference: Any = None,
+        codec_options: CodecOptions | None = None,
+        session: Any = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
         if isinstance(command, str):
             cmd: dict[str, Any] = {command: value}
         else:
@@ -144,9 +169,17 @@ class Database:
                 _reply.check(reply)
         return reply
 
-    def create_collection(self, name: str, codec_options: CodecOptions | None = None, read_preference: Any = None,
-                          write_concern: WriteConcern | None = None, read_concern: ReadConcern | None = None,
-                          session: Any = None, check_exists: bool | None = True, **kwargs: Any) -> Collection:
+    def create_collection(
+        self,
+        name: str,
+        codec_options: CodecOptions | None = None,
+        read_preference: Any = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+        session: Any = None,
+        check_exists: bool | None = True,
+        **kwargs: Any,
+    ) -> Collection:
         collection = Collection(self, name, codec_options, read_preference, write_concern, read_concern)
         if check_exists and name in self.list_collection_names(filter={"name": name}):
             raise CollectionInvalid(f"collection {name} already exists")
@@ -155,8 +188,9 @@ class Database:
         _reply.check(self._command(cmd))
         return collection
 
-    def list_collections(self, session: Any = None, filter: Mapping[str, Any] | None = None, comment: Any = None,
-                         **kwargs: Any) -> CommandCursor:
+    def list_collections(
+        self, session: Any = None, filter: Mapping[str, Any] | None = None, comment: Any = None, **kwargs: Any
+    ) -> CommandCursor:
         cmd: dict[str, Any] = {"listCollections": 1, "cursor": {}}
         if filter is not None:
             cmd["filter"] = dict(filter)
@@ -166,8 +200,9 @@ class Database:
         reply = _reply.check(self._command(cmd))
         return CommandCursor(self["$cmd"], reply, ns_collection="$cmd.listCollections")
 
-    def list_collection_names(self, session: Any = None, filter: Mapping[str, Any] | None = None, comment: Any = None,
-                              **kwargs: Any) -> list[str]:
+    def list_collection_names(
+        self, session: Any = None, filter: Mapping[str, Any] | None = None, comment: Any = None, **kwargs: Any
+    ) -> list[str]:
         if filter is None:
             kwargs["nameOnly"] = True
         else:
@@ -176,8 +211,13 @@ class Database:
                 kwargs["nameOnly"] = True
         return [info["name"] for info in self.list_collections(filter=filter, comment=comment, **kwargs)]
 
-    def drop_collection(self, name_or_collection: str | Collection, session: Any = None, comment: Any = None,
-                        encrypted_fields: Any = None) -> dict[str, Any]:
+    def drop_collection(
+        self,
+        name_or_collection: str | Collection,
+        session: Any = None,
+        comment: Any = None,
+        encrypted_fields: Any = None,
+    ) -> dict[str, Any]:
         name = name_or_collection.name if isinstance(name_or_collection, Collection) else name_or_collection
         if not isinstance(name, str):
             raise TypeError("name_or_collection must be an instance of str or Collection")
@@ -187,8 +227,15 @@ class Database:
         reply = self._command(cmd)
         return dict(_reply.check(reply))
 
-    def validate_collection(self, name_or_collection: str | Collection, scandata: bool = False, full: bool = False,
-                            session: Any = None, background: bool | None = None, comment: Any = None) -> dict[str, Any]:
+    def validate_collection(
+        self,
+        name_or_collection: str | Collection,
+        scandata: bool = False,
+        full: bool = False,
+        session: Any = None,
+        background: bool | None = None,
+        comment: Any = None,
+    ) -> dict[str, Any]:
         name = name_or_collection.name if isinstance(name_or_collection, Collection) else name_or_collection
         if not isinstance(name, str):
             raise TypeError("name_or_collection must be an instance of str or Collection")
@@ -214,7 +261,9 @@ class Database:
         if not isinstance(dbref, DBRef):
             raise TypeError(f"cannot dereference a {type(dbref)}")
         if dbref.database is not None and dbref.database != self._name:
-            raise ValueError(f"trying to dereference a DBRef that points to another database ({dbref.database!r} not {self._name!r})")
+            raise ValueError(
+                f"trying to dereference a DBRef that points to another database ({dbref.database!r} not {self._name!r})"
+            )
         return self[dbref.collection].find_one({"_id": dbref.id}, comment=comment, **kwargs)
 
     def watch(self, *args: Any, **kwargs: Any) -> Any:

@@ -8,6 +8,7 @@ executor the wire server uses.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -130,15 +131,22 @@ class MongoClient:
 
     def __getattr__(self, name: str) -> Database:
         if name.startswith("_"):
-            raise AttributeError(f"MongoClient has no attribute {name!r}. To access the {name} database, use client[{name!r}].")
+            raise AttributeError(
+                f"MongoClient has no attribute {name!r}. To access the {name} database, use client[{name!r}]."
+            )
         return Database(self, name)
 
     def __getitem__(self, name: str) -> Database:
         return Database(self, name)
 
-    def get_database(self, name: str | None = None, codec_options: CodecOptions | None = None,
-                     read_preference: Any = None, write_concern: WriteConcern | None = None,
-                     read_concern: ReadConcern | None = None) -> Database:
+    def get_database(
+        self,
+        name: str | None = None,
+        codec_options: CodecOptions | None = None,
+        read_preference: Any = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+    ) -> Database:
         if name is None:
             return self.get_default_database()
         return Database(self, name, codec_options, read_preference, write_concern, read_concern)
@@ -201,7 +209,6 @@ class MongoClient:
 
     def __del__(self) -> None:
         if not getattr(self, "_closed", True):
-            try:
+            # At interpreter shutdown the storage may already be gone.
+            with contextlib.suppress(Exception):
                 self.close()
-            except Exception:
-                pass  # interpreter shutdown: the storage may already be gone

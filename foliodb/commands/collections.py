@@ -24,8 +24,18 @@ from foliodb.query.filter import compile_filter
 
 # create's options that FolioDB keeps in the catalog and honours.
 _CREATE_OPTIONS = {
-    "capped", "size", "max", "validator", "validationLevel", "validationAction", "collation",
-    "expireAfterSeconds", "clusteredIndex", "storageEngine", "indexOptionDefaults", "timeseries",
+    "capped",
+    "size",
+    "max",
+    "validator",
+    "validationLevel",
+    "validationAction",
+    "collation",
+    "expireAfterSeconds",
+    "clusteredIndex",
+    "storageEngine",
+    "indexOptionDefaults",
+    "timeseries",
     "changeStreamPreAndPostImages",
 }
 _IGNORED = {"writeConcern", "comment", "lsid", "$db", "txnNumber", "autocommit", "startTransaction", "$readPreference"}

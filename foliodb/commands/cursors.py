@@ -114,8 +114,13 @@ def take_batch(source: Iterator[dict[str, Any]], size: int | None) -> tuple[list
 
 
 def cursor_reply(
-    request: Any, ns: str, source: Iterator[dict[str, Any]], batch_size: int | None, single_batch: bool = False,
-    first: str = "firstBatch", **options: Any,
+    request: Any,
+    ns: str,
+    source: Iterator[dict[str, Any]],
+    batch_size: int | None,
+    single_batch: bool = False,
+    first: str = "firstBatch",
+    **options: Any,
 ) -> dict[str, Any]:
     """Reply with the first batch, opening a cursor for the rest."""
     batch, done = take_batch(source, batch_size)

@@ -150,7 +150,10 @@ def cmd_setParameter(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]
         if key in ("setParameter", "comment", "$db", "lsid"):
             continue
         if key not in parameters:
-            raise CommandError(ErrorCode.InvalidOptions, f"attempted to set unrecognized parameter [{key}], use help:true to see options ")
+            raise CommandError(
+                ErrorCode.InvalidOptions,
+                f"attempted to set unrecognized parameter [{key}], use help:true to see options ",
+            )
         reply["was"] = parameters[key]
         parameters[key] = value
     if not reply:

@@ -49,7 +49,9 @@ def cmd_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     spec = find_spec(cmd)
     batch_size = params.field(cmd, "batchSize", "integer", "find")
     if batch_size is not None and batch_size < 0:
-        raise CommandError(ErrorCode.BadValue, f"BSON field 'batchSize' value must be >= 0, actual value '{batch_size}'")
+        raise CommandError(
+            ErrorCode.BadValue, f"BSON field 'batchSize' value must be >= 0, actual value '{batch_size}'"
+        )
     single_batch = bool(params.field(cmd, "singleBatch", "bool", "find", default=False))
     let = params.field(cmd, "let", "object", "find")
     run = execution(request, name, spec, let)

@@ -21,14 +21,39 @@ from foliodb.query.filter import compile_filter
 from foliodb.query.render import render_document
 
 _OPTIONS = {
-    "unique", "sparse", "partialFilterExpression", "expireAfterSeconds", "hidden", "collation",
-    "background", "storageEngine", "weights", "default_language", "language_override",
-    "textIndexVersion", "2dsphereIndexVersion", "bits", "min", "max", "wildcardProjection",
-    "prepareUnique", "clustered",
+    "unique",
+    "sparse",
+    "partialFilterExpression",
+    "expireAfterSeconds",
+    "hidden",
+    "collation",
+    "background",
+    "storageEngine",
+    "weights",
+    "default_language",
+    "language_override",
+    "textIndexVersion",
+    "2dsphereIndexVersion",
+    "bits",
+    "min",
+    "max",
+    "wildcardProjection",
+    "prepareUnique",
+    "clustered",
 }
 # Options that distinguish one index from another with the same key.
-_IDENTITY = ("unique", "sparse", "partialFilterExpression", "collation", "expireAfterSeconds", "hidden", "weights",
-             "default_language", "language_override", "wildcardProjection")
+_IDENTITY = (
+    "unique",
+    "sparse",
+    "partialFilterExpression",
+    "collation",
+    "expireAfterSeconds",
+    "hidden",
+    "weights",
+    "default_language",
+    "language_override",
+    "wildcardProjection",
+)
 
 
 def _spec_error(spec: Mapping[str, Any], message: str, code: int = ErrorCode.CannotCreateIndex) -> CommandError:
@@ -41,23 +66,25 @@ def normalize_spec(raw: Any) -> dict[str, Any]:
         raise CommandError(ErrorCode.TypeMismatch, "The 'indexes' field must be an array of objects")
     key = raw.get("key")
     if not isinstance(key, Mapping):
-        raise _spec_error(raw, "The 'key' field is a required property of an index specification", ErrorCode.FailedToParse)
+        raise _spec_error(
+            raw, "The 'key' field is a required property of an index specification", ErrorCode.FailedToParse
+        )
     if not key:
         raise _spec_error(raw, "Index keys cannot be empty.")
     name = raw.get("name")
     if not isinstance(name, str):
-        raise _spec_error(raw, "The 'name' field is a required property of an index specification", ErrorCode.FailedToParse)
+        raise _spec_error(
+            raw, "The 'name' field is a required property of an index specification", ErrorCode.FailedToParse
+        )
     if not name:
         raise _spec_error(raw, "The index name cannot be empty", ErrorCode.BadValue)
     for field_name, direction in key.items():
         if not field_name:
             raise _spec_error(raw, "Index keys cannot be an empty field.")
         if field_name.startswith("$") and field_name != "$**" and not field_name.endswith(".$**"):
-            raise _spec_error(raw, f"Index key contains an illegal field name: field name starts with '$'.")
+            raise _spec_error(raw, "Index key contains an illegal field name: field name starts with '$'.")
         if isinstance(direction, str):
-            raise CommandError(
-                ErrorCode.NotImplemented, f"'{direction}' indexes are not implemented in FolioDB yet"
-            )
+            raise CommandError(ErrorCode.NotImplemented, f"'{direction}' indexes are not implemented in FolioDB yet")
         if not cmp.is_number(direction) or cmp.number_value(direction) == 0 or not cmp.is_finite_number(direction):
             raise _spec_error(raw, f"Values in the index key pattern can't be 0 or non-numeric: {direction!r}")
     spec: dict[str, Any] = {"v": 2, "key": dict(key), "name": name}
@@ -65,7 +92,11 @@ def normalize_spec(raw: Any) -> dict[str, Any]:
         if option in ("key", "name", "v", "ns"):
             continue
         if option not in _OPTIONS:
-            raise _spec_error(raw, f"The field '{option}' is not valid for an index specification.", ErrorCode.InvalidIndexSpecificationOption)
+            raise _spec_error(
+                raw,
+                f"The field '{option}' is not valid for an index specification.",
+                ErrorCode.InvalidIndexSpecificationOption,
+            )
         if option == "background":
             continue  # accepted and ignored, as MongoDB 4.2+ does
         spec[option] = value
@@ -74,18 +105,33 @@ def normalize_spec(raw: Any) -> dict[str, Any]:
             raise _spec_error(raw, "'partialFilterExpression' for an index must be a document", ErrorCode.TypeMismatch)
         compile_filter(spec["partialFilterExpression"])
         if spec.get("sparse"):
-            raise _spec_error(raw, "cannot mix \"partialFilterExpression\" and \"sparse\" options", ErrorCode.BadValue)
+            raise _spec_error(raw, 'cannot mix "partialFilterExpression" and "sparse" options', ErrorCode.BadValue)
     if "expireAfterSeconds" in spec:
         ttl = spec["expireAfterSeconds"]
         if not cmp.is_number(ttl) or ttl < 0:
-            raise _spec_error(raw, "TTL index 'expireAfterSeconds' option must be a non-negative number", ErrorCode.InvalidOptions)
+            raise _spec_error(
+                raw, "TTL index 'expireAfterSeconds' option must be a non-negative number", ErrorCode.InvalidOptions
+            )
         if len(key) > 1:
-            raise _spec_error(raw, "TTL indexes are single-field indexes, compound indexes do not support TTL.", ErrorCode.CannotCreateIndex)
+            raise _spec_error(
+                raw,
+                "TTL indexes are single-field indexes, compound indexes do not support TTL.",
+                ErrorCode.CannotCreateIndex,
+            )
     if name == "_id_" or list(key) == ["_id"]:
         if list(key.items()) != [("_id", 1)] and name == "_id_":
-            raise _spec_error(raw, "The index name '_id_' is reserved for the _id index, which must have key pattern {_id: 1}, found key: " + render_document(dict(key)), ErrorCode.BadValue)
+            raise _spec_error(
+                raw,
+                "The index name '_id_' is reserved for the _id index, which must have key pattern {_id: 1}, found key: "
+                + render_document(dict(key)),
+                ErrorCode.BadValue,
+            )
         if spec.get("unique") is False or spec.get("sparse") or "partialFilterExpression" in spec:
-            raise _spec_error(raw, "The field 'unique' is not valid for an _id index specification.", ErrorCode.InvalidIndexSpecificationOption)
+            raise _spec_error(
+                raw,
+                "The field 'unique' is not valid for an _id index specification.",
+                ErrorCode.InvalidIndexSpecificationOption,
+            )
     return spec
 
 

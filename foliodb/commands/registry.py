@@ -28,8 +28,16 @@ COMMANDS: Registry[Handler] = Registry(
     "command",
     _unknown,
     unbuilt=(
-        "mapReduce", "geoNear", "eval", "applyOps", "clone", "cloneCollectionAsCapped",
-        "convertToCapped", "shardCollection", "replSetGetStatus", "replSetInitiate",
+        "mapReduce",
+        "geoNear",
+        "eval",
+        "applyOps",
+        "clone",
+        "cloneCollectionAsCapped",
+        "convertToCapped",
+        "shardCollection",
+        "replSetGetStatus",
+        "replSetInitiate",
         "createView",
     ),
 )

@@ -135,8 +135,8 @@ def matching(
     sort_key = compile_sort(sort) if sort else None
     if store is None:
         return
-    access = plan_access(store, filter_spec, None, hint)
-    exact = isinstance(access, IdLookup) and list(filter_spec or {}) == ["_id"]
+    access = plan_access(store, filter_spec, matcher, hint)
+    exact = isinstance(access, IdLookup)
     if sort_key is not None and one:
         best: tuple[bytes, int, bytes, dict[str, Any], MatchDetails] | None = None
         for rid, data in access.rows():
@@ -190,6 +190,18 @@ def upsert(store: CollectionStore, update: CompiledUpdate, filter_spec: Mapping[
     doc = prepare_insert(new)
     store.insert(doc)
     return doc
+
+
+def apply_replacement(
+    store: CollectionStore, filter_spec: Mapping[str, Any], replacement: dict[str, Any], ctx: Context
+) -> bool:
+    """Replace the first document matching ``filter_spec`` (keeping its ``_id``)."""
+    for rid, _data, doc, _details in matching(store, filter_spec, ctx, one=True):
+        new = dict(replacement)
+        new["_id"] = doc["_id"]
+        store.update(rid, doc, prepare_insert(new))
+        return True
+    return False
 
 
 # -- update -------------------------------------------------------------------------
@@ -268,7 +280,7 @@ def _update_one_statement(
     if n == 0 and do_upsert:
         store = engine.ensure_collection(request.db, name)
         doc = upsert(store, update, filter_spec)
-        return 0, 0, doc["_id"]
+        return 1, 0, doc["_id"]
     return n, modified, _NOTHING
 
 
@@ -346,7 +358,8 @@ def cmd_findAndModify(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
         raise CommandError(ErrorCode.FailedToParse, "Either an update or remove=true must be specified")
     if remove and return_new:
         raise CommandError(
-            ErrorCode.FailedToParse, "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document"
+            ErrorCode.FailedToParse,
+            "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document",
         )
     if remove and do_upsert:
         raise CommandError(ErrorCode.FailedToParse, "Cannot specify both upsert=true and remove=true ")

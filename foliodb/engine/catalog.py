@@ -65,7 +65,8 @@ class IndexInfo:
 
     @property
     def unique(self) -> bool:
-        return bool(self.spec.get("unique", False))
+        # The _id index is unique without saying so in its spec.
+        return self.name == "_id_" or bool(self.spec.get("unique", False))
 
     @property
     def fields(self) -> list[tuple[tuple[str, ...], bool]]:

@@ -17,6 +17,7 @@ import bson
 from foliodb.engine.catalog import CODEC, Catalog, CollectionInfo, IndexInfo
 from foliodb.engine.records import CollectionStore
 from foliodb.engine.storage import Storage
+from foliodb.engine.ttl import TTLMonitor
 from foliodb.errors import CommandError, ErrorCode
 
 _ENGINES: dict[str, Engine] = {}
@@ -65,6 +66,8 @@ class Engine:
         self.closed = False
         # Server-wide parameters (getParameter/setParameter).
         self.parameters: dict[str, Any] = {"ttlMonitorSleepSecs": 60, "ttlMonitorEnabled": True}
+        self.ttl = TTLMonitor(self)
+        self.ttl.start()
 
     @property
     def mutex(self) -> threading.RLock:
@@ -83,6 +86,7 @@ class Engine:
             self.closed = True
             if self.path != ":memory:":
                 _ENGINES.pop(os.path.realpath(self.path), None)
+        self.ttl.stop()
         self.storage.close()
 
     # -- collections -----------------------------------------------------------

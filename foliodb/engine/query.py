@@ -16,8 +16,8 @@ from typing import Any
 import bson
 
 from foliodb.engine.catalog import CODEC
-from foliodb.engine.planner import plan_access
-from foliodb.engine.planner.plans import AccessStage, IdLookup
+from foliodb.engine.planner import Plan, choose_plan
+from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan
 from foliodb.engine.records import CollectionStore
 from foliodb.engine.sorter import sort_documents
 from foliodb.query.context import Context
@@ -42,6 +42,7 @@ class FindSpec:
 
 @dataclass
 class ExecStats:
+    n_matched: int = 0  # documents past the filter
     n_returned: int = 0
     started: float = 0.0
     finished: float = 0.0
@@ -65,23 +66,32 @@ class FindExecution:
         # Compile everything first, so errors surface before any result.
         self.sort = compile_sort(spec.sort) if spec.sort else None
         self.projection = compile_projection(spec.projection, ctx, find=True) if spec.projection else None
-        natural = self.sort.natural if self.sort is not None else None
-        self.access: AccessStage | None = (
-            plan_access(store, spec.filter, natural, spec.hint) if store is not None else None
-        )
-        # An exact _id point lookup needs no re-check; every other plan is
-        # re-filtered, since an access path only narrows the candidates.
-        exact = isinstance(self.access, IdLookup) and list(spec.filter or {}) == ["_id"]
-        self.matcher = None if exact or not spec.filter else compile_filter(spec.filter, ctx)
-        if self.sort is not None and not self.sort.fields and not self.sort.meta_fields:
-            self.sort = None  # only $natural, which the access stage did
+        self.matcher = compile_filter(spec.filter, ctx) if spec.filter else None
+        self.plan: Plan | None = None
+        if store is not None:
+            self.plan = choose_plan(
+                store,
+                spec.filter,
+                self.matcher,
+                self.sort.fields if self.sort is not None else None,
+                self.sort.natural if self.sort is not None else None,
+                spec.hint,
+            )
+            if isinstance(self.plan.access, IdLookup):
+                # An exact _id point lookup needs no re-check; every other plan
+                # is re-filtered, since an access path only narrows candidates.
+                self.matcher = None
+        if self.sort is not None and (
+            (not self.sort.fields and not self.sort.meta_fields) or (self.plan is not None and self.plan.provides_sort)
+        ):
+            self.sort = None  # the access path already yields this order
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self._run()
 
     def _run(self) -> Iterator[dict[str, Any]]:
         self.stats.started = time.perf_counter()
-        if self.access is None:
+        if self.plan is None:
             return
         docs = self._matching()
         spec = self.spec
@@ -120,19 +130,131 @@ class FindExecution:
         self.stats.finished = time.perf_counter()
 
     def _matching(self) -> Iterator[dict[str, Any]]:
-        assert self.access is not None
+        assert self.plan is not None
         matcher = self.matcher
         check_time = self.check_time
         show_record_id = self.spec.show_record_id
         decode = bson.decode
         count = 0
-        for rid, data in self.access.rows():
+        for rid, data in self.plan.access.rows():
             doc = decode(data, CODEC)
             count += 1
             if check_time is not None and not count & 63:
                 check_time()
             if matcher is not None and not matcher(doc):
                 continue
+            self.stats.n_matched += 1
             if show_record_id:
                 doc["$recordId"] = rid
             yield doc
+
+
+def explain_find(run: FindExecution, ns: str, verbosity: str) -> dict[str, Any]:
+    """The explain document of a find, in MongoDB's classic-engine shape."""
+    executed = verbosity in ("executionStats", "allPlansExecution")
+    if executed:
+        for _ in run:
+            pass
+    winning, stats_tree = _stage_tree(run, executed)
+    planner: dict[str, Any] = {
+        "namespace": ns,
+        "parsedQuery": dict(run.spec.filter or {}),
+        "indexFilterSet": False,
+        "maxIndexedOrSolutionsReached": False,
+        "maxIndexedAndSolutionsReached": False,
+        "maxScansToExplodeReached": False,
+        "winningPlan": winning,
+        "rejectedPlans": [_access_explain(stage, run, False) for stage in (run.plan.rejected if run.plan else [])],
+    }
+    out: dict[str, Any] = {"explainVersion": "1", "queryPlanner": planner}
+    if executed:
+        access = run.plan.access if run.plan else None
+        execution: dict[str, Any] = {
+            "executionSuccess": True,
+            "nReturned": run.stats.n_returned,
+            "executionTimeMillis": run.stats.millis,
+            "totalKeysExamined": access.keys_examined if access else 0,
+            "totalDocsExamined": access.docs_examined if access else 0,
+            "executionStages": stats_tree,
+        }
+        if verbosity == "allPlansExecution":
+            execution["allPlansExecution"] = [
+                {
+                    "nReturned": produced,
+                    "executionTimeMillisEstimate": 0,
+                    "totalKeysExamined": stage.keys_examined,
+                    "totalDocsExamined": stage.docs_examined,
+                    "executionStages": stage.explain(),
+                    "works": works,
+                }
+                for stage, produced, works in (run.plan.trials if run.plan else [])
+            ]
+        out["executionStats"] = execution
+    return out
+
+
+def _access_explain(stage: AccessStage, run: FindExecution, executed: bool) -> dict[str, Any]:
+    """The access part of a plan: COLLSCAN (filter inside), IDHACK, or
+    FETCH (filter) over IXSCAN."""
+    node = stage.explain()
+    filter_spec = dict(run.spec.filter or {})
+    if isinstance(stage, IndexScan):
+        if executed:
+            node.update(nReturned=stage.docs_examined, keysExamined=stage.keys_examined, works=stage.keys_examined + 1)
+        fetch: dict[str, Any] = {"stage": "FETCH"}
+        residual = {k: v for k, v in filter_spec.items() if k not in stage.index.key}
+        if residual:
+            fetch["filter"] = residual
+        if executed:
+            fetch.update(nReturned=run.stats.n_matched, docsExamined=stage.docs_examined)
+        fetch["inputStage"] = node
+        return fetch
+    if isinstance(stage, CollScan):
+        if filter_spec:
+            node["filter"] = filter_spec
+        if executed:
+            node.update(nReturned=run.stats.n_matched, docsExamined=stage.docs_examined, works=stage.docs_examined + 1)
+    elif executed:
+        node.update(nReturned=run.stats.n_matched, keysExamined=stage.keys_examined, docsExamined=stage.docs_examined)
+    return node
+
+
+def _stage_tree(run: FindExecution, executed: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(winningPlan, executionStages) of a find."""
+    if run.plan is None:
+        empty = {"stage": "EOF"}
+        return empty, dict(empty, nReturned=0)
+
+    def build(with_stats: bool) -> dict[str, Any]:
+        assert run.plan is not None
+        node = _access_explain(run.plan.access, run, with_stats)
+        spec = run.spec
+        if run.sort is not None:
+            node = {
+                "stage": "SORT",
+                "sortPattern": dict(spec.sort or {}),
+                "memLimit": SORT_MEMORY_LIMIT,
+                "type": "simple",
+                "inputStage": node,
+            }
+            if spec.limit is not None:
+                node["limitAmount"] = spec.skip + spec.limit
+            if with_stats:
+                node["nReturned"] = (
+                    run.stats.n_returned + spec.skip
+                    if spec.limit is None
+                    else min(run.stats.n_matched, spec.skip + spec.limit)
+                )
+        if spec.skip:
+            node = {"stage": "SKIP", "skipAmount": spec.skip, "inputStage": node}
+        if spec.limit is not None and run.sort is None:
+            node = {"stage": "LIMIT", "limitAmount": spec.limit, "inputStage": node}
+        if run.projection is not None:
+            kind = "PROJECTION_SIMPLE" if not run.projection.is_exclusion else "PROJECTION_DEFAULT"
+            node = {"stage": kind, "transformBy": dict(spec.projection or {}), "inputStage": node}
+        if with_stats:
+            node["nReturned"] = run.stats.n_returned
+            node["executionTimeMillisEstimate"] = run.stats.millis
+        return node
+
+    return build(False), build(executed)

@@ -176,9 +176,11 @@ def _decimal(d: Decimal) -> bytes:
 def _finite(negative: bool, exponent: int, digits: str) -> bytes:
     if len(digits) % 2:
         digits += "0"
-    body = (exponent + 0x8000).to_bytes(2, "big") + b"".join(
-        _DIGIT_PAIRS[digits[i : i + 2]] for i in range(0, len(digits), 2)
-    ) + END
+    body = (
+        (exponent + 0x8000).to_bytes(2, "big")
+        + b"".join(_DIGIT_PAIRS[digits[i : i + 2]] for i in range(0, len(digits), 2))
+        + END
+    )
     if negative:
         return _NEG + body.translate(_COMPLEMENT)
     return _POS + body

@@ -32,11 +32,25 @@ def test_edge_values_pairwise() -> None:
 def test_type_bracket_order_of_the_manual() -> None:
     # MinKey < null < numbers < strings < objects < arrays < binData < ObjectId
     # < bool < date < timestamp < regex < MaxKey
-    from bson import MaxKey, MinKey, ObjectId, Regex, Timestamp
     import datetime
 
-    ordered = [MinKey(), None, 1, "a", {"a": 1}, [1], b"x", ObjectId(), False,
-               datetime.datetime(2020, 1, 1), Timestamp(1, 1), Regex("a"), MaxKey()]
+    from bson import MaxKey, MinKey, ObjectId, Regex, Timestamp
+
+    ordered = [
+        MinKey(),
+        None,
+        1,
+        "a",
+        {"a": 1},
+        [1],
+        b"x",
+        ObjectId(),
+        False,
+        datetime.datetime(2020, 1, 1),
+        Timestamp(1, 1),
+        Regex("a"),
+        MaxKey(),
+    ]
     for lower, higher in itertools.pairwise(ordered):
         assert cmp.compare(lower, higher) < 0
         assert keystring.encode(lower) < keystring.encode(higher)
@@ -45,7 +59,12 @@ def test_type_bracket_order_of_the_manual() -> None:
 def test_numbers_compare_by_value_across_types() -> None:
     from bson import Decimal128, Int64
 
-    assert keystring.encode(1) == keystring.encode(1.0) == keystring.encode(Int64(1)) == keystring.encode(Decimal128("1.000"))
+    assert (
+        keystring.encode(1)
+        == keystring.encode(1.0)
+        == keystring.encode(Int64(1))
+        == keystring.encode(Decimal128("1.000"))
+    )
     assert keystring.encode(-0.0) == keystring.encode(0)
     assert cmp.compare(float("nan"), float("-inf")) < 0
     assert cmp.compare(2**53 + 1, float(2**53)) > 0

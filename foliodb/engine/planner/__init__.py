@@ -1,63 +1,323 @@
-"""The query planner: from a filter, a sort and a hint to an access stage.
+"""The query planner: from a filter, a sort and a hint to an access path.
 
-This first planner knows two access paths: point lookups in the ``_id``
-index (for ``_id`` equality or ``$in``) and the collection scan (natural
-order or its reverse for ``$natural`` sorts and hints).
+Candidates are the collection's usable indexes (not hidden; a partial index
+only when the filter implies its ``partialFilterExpression``; a sparse index
+only when the filter excludes documents that lack the field), each with its
+key ranges from :mod:`.bounds` and whether its order satisfies the sort. An
+index is a candidate when its leading field is bounded or it provides the
+sort. With several candidates, each runs a short trial (as MongoDB's
+multi-planner does) and the most productive wins: matching documents per
+record examined, a plan that needs no blocking sort preferred. Without
+candidates the plan is a collection scan.
+
+``FOLIODB_NO_INDEXES=1`` in the environment disables every index access path
+(the answers must not change; the test suite can run both ways).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup
+import bson
+
+from foliodb.engine.catalog import CODEC, IndexInfo
+from foliodb.engine.planner.bounds import (
+    ALL,
+    NULL_KEY,
+    Interval,
+    condition_intervals,
+    contains,
+    intersect,
+    key_ranges,
+)
+from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan
 from foliodb.engine.records import CollectionStore
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import compare as cmp
 from foliodb.query import keystring
 from foliodb.query.filter import is_operator_doc
 
+TRIAL_RESULTS = 101
+TRIAL_WORKS = 10_000
 
-def id_keys(filter_spec: Mapping[str, Any] | None) -> list[bytes] | None:
-    """The ``_id`` index keys a filter's ``_id`` condition restricts to, or
-    None when it does not restrict ``_id`` to a list of values."""
-    if not filter_spec or "_id" not in filter_spec:
+
+def indexes_disabled() -> bool:
+    return os.environ.get("FOLIODB_NO_INDEXES", "") not in ("", "0")
+
+
+@dataclass
+class Plan:
+    access: AccessStage
+    provides_sort: bool = False
+    rejected: list[AccessStage] = field(default_factory=list)
+    # Per candidate: (stage, results, works) of the trial, winner first.
+    trials: list[tuple[AccessStage, int, int]] = field(default_factory=list)
+
+
+# -- the filter's conditions by field --------------------------------------------------
+
+
+def field_conditions(filter_spec: Mapping[str, Any] | None) -> dict[str, list[Any]]:
+    """Each field's conditions that every match must satisfy (top level and
+    inside ``$and``; an ``$elemMatch`` object also bounds its sub-paths)."""
+    out: dict[str, list[Any]] = {}
+    if not filter_spec:
+        return out
+    for key, value in filter_spec.items():
+        if key == "$and" and isinstance(value, list):
+            for branch in value:
+                if isinstance(branch, Mapping):
+                    for path, conds in field_conditions(branch).items():
+                        out.setdefault(path, []).extend(conds)
+        elif not key.startswith("$"):
+            out.setdefault(key, []).append(value)
+            if is_operator_doc(value):
+                elem = value.get("$elemMatch")
+                if isinstance(elem, Mapping) and elem and not all(k.startswith("$") for k in elem):
+                    for path, conds in field_conditions(elem).items():
+                        out.setdefault(f"{key}.{path}", []).extend(conds)
+    return out
+
+
+def _field_intervals(conds: list[Any], multikey: bool) -> list[Interval] | None:
+    result: list[Interval] | None = None
+    for cond in conds:
+        intervals = condition_intervals(cond, multikey)
+        if intervals is None:
+            continue
+        if result is None:
+            result = intervals
+        elif not multikey:
+            # Separate conditions on an array field may hold for different
+            # elements, so only a non-multikey field intersects them.
+            result = intersect(result, intervals)
+    return result
+
+
+def _includes_null(intervals: list[Interval] | None) -> bool:
+    if intervals is None:
+        return True
+    return any(iv.lo <= NULL_KEY <= iv.hi or (iv.hi_inclusive and NULL_KEY.startswith(iv.hi)) for iv in intervals)
+
+
+def implies(conditions: dict[str, list[Any]], partial: Mapping[str, Any]) -> bool:
+    """Does every document matching the query match ``partial``? Judged
+    condition by condition of the partial filter, conservatively."""
+    if any(key.startswith("$") and key != "$and" for key in partial):
+        return False
+    for path, pconds in field_conditions(partial).items():
+        for pcond in pconds:
+            if not _condition_implied(conditions.get(path, []), pcond):
+                return False
+    return True
+
+
+def _condition_implied(query_conds: list[Any], pcond: Any) -> bool:
+    if is_operator_doc(pcond) and list(pcond) == ["$exists"] and pcond["$exists"]:
+        for cond in query_conds:
+            if is_operator_doc(cond) and cond.get("$exists"):
+                return True
+            if not _includes_null(condition_intervals(cond, True)):
+                return True
+        return False
+    wanted = condition_intervals(pcond, False)
+    if wanted is None:
+        return False
+    for cond in query_conds:
+        got = condition_intervals(cond, True)
+        if got is not None and contains(wanted, got):
+            return True
+    return False
+
+
+# -- candidates ------------------------------------------------------------------------------
+
+
+@dataclass
+class Candidate:
+    index: IndexInfo
+    intervals: list[list[Interval]]
+    direction: int
+    provides_sort: bool
+
+
+def _sort_direction(index: IndexInfo, intervals: list[list[Interval]], sort: list[tuple[str, int]]) -> int:
+    """1 or -1 when scanning ``index`` that way yields ``sort`` order, else 0."""
+    if not sort or index.multikey:
+        return 0
+    fields = list(index.key.items())
+    for skip in range(len(fields) - len(sort) + 1):
+        window = fields[skip : skip + len(sort)]
+        if [name for name, _ in window] != [name for name, _ in sort]:
+            if skip < len(intervals) and _is_single_point(intervals[skip]):
+                continue
+            return 0
+        signs = {(1 if _direction(d) == s else -1) for (_, d), (_, s) in zip(window, sort, strict=True)}
+        if len(signs) == 1:
+            return signs.pop()
+        return 0
+    return 0
+
+
+def _direction(value: Any) -> int:
+    return -1 if cmp.is_number(value) and cmp.number_value(value) < 0 else 1
+
+
+def _is_single_point(intervals: list[Interval]) -> bool:
+    return len(intervals) == 1 and intervals[0].is_point
+
+
+def candidates(
+    store: CollectionStore, filter_spec: Mapping[str, Any] | None, sort: list[tuple[str, int]] | None
+) -> list[Candidate]:
+    conditions = field_conditions(filter_spec)
+    out: list[Candidate] = []
+    for index in store.info.indexes.values():
+        spec = index.spec
+        if spec.get("hidden"):
+            continue
+        if not all(cmp.is_number(d) for d in index.key.values()):
+            continue  # special index types answer special operators only
+        partial = spec.get("partialFilterExpression")
+        if partial is not None and not implies(conditions, partial):
+            continue
+        per_field = [_field_intervals(conditions.get(name, []), index.multikey) for name in index.key]
+        if spec.get("sparse") and all(_includes_null(iv) for iv in per_field):
+            continue
+        intervals = [iv if iv is not None else [ALL] for iv in per_field]
+        direction = _sort_direction(index, intervals, sort or [])
+        if per_field[0] is None and not direction:
+            continue
+        if per_field[0] is None and (partial is not None or spec.get("sparse")) and not conditions:
+            continue
+        out.append(Candidate(index, intervals, direction or 1, bool(direction)))
+    return out
+
+
+def _index_scan(store: CollectionStore, candidate: Candidate) -> IndexScan | None:
+    descending = [_direction(d) < 0 for d in candidate.index.key.values()]
+    ranges = key_ranges(candidate.intervals, descending)
+    if ranges is None:
+        return None
+    shown = {}
+    for (name, d), intervals in zip(candidate.index.key.items(), candidate.intervals, strict=True):
+        items = [iv.show() for iv in intervals]
+        shown[name] = list(reversed([iv.reversed().show() for iv in intervals])) if _direction(d) < 0 else items
+    return IndexScan(store, candidate.index, ranges, candidate.direction, shown)
+
+
+# -- choosing ---------------------------------------------------------------------------
+
+
+def _id_point_keys(filter_spec: Mapping[str, Any] | None) -> list[bytes] | None:
+    """The ``_id`` keys of a filter that is exactly ``{_id: value}`` (IDHACK)."""
+    if not filter_spec or list(filter_spec) != ["_id"]:
         return None
     cond = filter_spec["_id"]
-    if not is_operator_doc(cond):
-        values = [cond]
-    elif len(cond) == 1 and "$eq" in cond:
-        values = [cond["$eq"]]
-    elif len(cond) == 1 and "$in" in cond and isinstance(cond["$in"], list):
-        values = cond["$in"]
-    else:
+    if is_operator_doc(cond):
+        if list(cond) != ["$eq"]:
+            return None
+        cond = cond["$eq"]
+    if cmp.bracket(cond) in (cmp.REGEX, cmp.ARRAY):
         return None
-    if any(cmp.bracket(v) == cmp.REGEX for v in values):
+    return [keystring.encode(cond)]
+
+
+def choose_plan(
+    store: CollectionStore,
+    filter_spec: Mapping[str, Any] | None,
+    matcher: Callable[..., bool] | None,
+    sort: list[tuple[str, int]] | None = None,
+    natural: int | None = None,
+    hint: Any = None,
+) -> Plan:
+    hinted = _hinted_index(store, hint)
+    if isinstance(hinted, int):
+        return Plan(CollScan(store, hinted))
+    if natural is not None:
+        return Plan(CollScan(store, natural))
+    if hinted is None:
+        keys = _id_point_keys(filter_spec)
+        if keys is not None:
+            return Plan(IdLookup(store, keys))
+        if indexes_disabled():
+            return Plan(CollScan(store))
+    found = candidates(store, filter_spec, sort)
+    if hinted is not None:
+        found = [c for c in found if c.index is hinted]
+        if not found:
+            # A hint forces its index even when nothing bounds it.
+            intervals = [[ALL] for _ in hinted.key]
+            direction = _sort_direction(hinted, intervals, sort or [])
+            found = [Candidate(hinted, intervals, direction or 1, bool(direction))]
+    scans = [(c, s) for c in found if (s := _index_scan(store, c)) is not None]
+    if not scans:
+        return Plan(CollScan(store))
+    if len(scans) == 1:
+        candidate, scan = scans[0]
+        return Plan(scan, candidate.provides_sort)
+    return _trial(store, scans, matcher, bool(sort))
+
+
+def _hinted_index(store: CollectionStore, hint: Any) -> IndexInfo | int | None:
+    """The hinted index, a natural-order direction, or None without a hint."""
+    if hint is None or hint == {} or hint == "":
         return None
-    return sorted({keystring.encode(v) for v in values})
+    if isinstance(hint, Mapping) and "$natural" in hint:
+        return -1 if _direction(hint["$natural"]) < 0 else 1
+    for index in store.info.indexes.values():
+        if index.spec.get("hidden"):
+            continue
+        if isinstance(hint, str) and index.name == hint:
+            return index
+        if isinstance(hint, Mapping) and list(index.key.items()) == list(hint.items()):
+            return index
+    raise CommandError(
+        ErrorCode.BadValue,
+        "error processing query: planner returned error :: caused by :: hint provided does not correspond to an "
+        "existing index",
+    )
+
+
+def _trial(
+    store: CollectionStore,
+    scans: list[tuple[Candidate, IndexScan]],
+    matcher: Callable[..., bool] | None,
+    sorted_query: bool,
+) -> Plan:
+    """Run each candidate a little; the most productive wins."""
+    results: list[tuple[float, int, Candidate, IndexScan, int, int]] = []
+    for order, (candidate, scan) in enumerate(scans):
+        produced = works = 0
+        eof = True
+        for _rid, data in scan.rows():
+            works += 1
+            if matcher is None or matcher(bson.decode(data, CODEC)):
+                produced += 1
+            if produced >= TRIAL_RESULTS or works >= TRIAL_WORKS:
+                eof = False
+                break
+        productivity = produced / max(works, 1) + (1.0 if eof else 0.0)
+        if sorted_query and candidate.provides_sort:
+            productivity += 0.5
+        results.append((productivity, -order, candidate, scan, produced, works))
+    results.sort(key=lambda r: (r[0], r[1]), reverse=True)
+    winner = results[0]
+    fresh = _index_scan(store, winner[2])
+    assert fresh is not None
+    return Plan(
+        fresh,
+        winner[2].provides_sort,
+        rejected=[r[3] for r in results[1:]],
+        trials=[(r[3], r[4], r[5]) for r in results],
+    )
 
 
 def plan_access(
-    store: CollectionStore, filter_spec: Mapping[str, Any] | None, natural: int | None, hint: Any
+    store: CollectionStore, filter_spec: Mapping[str, Any] | None, matcher: Callable[..., bool] | None, hint: Any
 ) -> AccessStage:
-    if hint is not None and hint not in ({}, ""):
-        natural_hint = hint.get("$natural") if isinstance(hint, Mapping) else None
-        if natural_hint is not None:
-            return CollScan(store, -1 if natural_hint < 0 else 1)
-        if not _hint_exists(store, hint):
-            raise CommandError(ErrorCode.BadValue, "hint provided does not correspond to an existing index")
-    if natural is not None:
-        return CollScan(store, natural)
-    keys = id_keys(filter_spec)
-    if keys is not None:
-        return IdLookup(store, keys)
-    return CollScan(store)
-
-
-def _hint_exists(store: CollectionStore, hint: Any) -> bool:
-    indexes = store.info.indexes.values()
-    if isinstance(hint, str):
-        return any(index.name == hint for index in indexes)
-    if isinstance(hint, Mapping):
-        return any(list(index.key.items()) == list(hint.items()) for index in indexes)
-    return False
+    """The access stage for a write's target documents (no sort)."""
+    return choose_plan(store, filter_spec, matcher, None, None, hint).access

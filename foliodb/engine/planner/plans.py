@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from foliodb.engine.catalog import IndexInfo
+from foliodb.engine.planner.bounds import KeyRange
 from foliodb.engine.records import CollectionStore
 
 
@@ -70,4 +72,92 @@ class IdLookup(AccessStage):
             "indexName": "_id_",
             "isMultiKey": False,
             "direction": "forward",
+        }
+
+
+class IndexScan(AccessStage):
+    """Records through an index's key ranges (IXSCAN, with the FETCH of each
+    record in the same SQL statement). A multikey index can list a record
+    under several keys; each record is produced once."""
+
+    stage = "IXSCAN"
+
+    def __init__(
+        self,
+        store: CollectionStore,
+        index: IndexInfo,
+        ranges: list[KeyRange],
+        direction: int,
+        bounds: dict[str, list[str]],
+    ) -> None:
+        self.store = store
+        self.index = index
+        self.ranges = ranges
+        self.direction = direction
+        self.bounds = bounds
+        self.keys_examined = 0
+        self.docs_examined = 0
+        table, coll = index.table, store.info.table
+        select = f"SELECT i.key, c.rid, c.doc FROM {table} AS i JOIN {coll} AS c ON c.rid = i.rid WHERE "
+        self._forward = select + "i.key >= ? AND i.key < ? ORDER BY i.key LIMIT ?"
+        self._forward_open = select + "i.key >= ? ORDER BY i.key LIMIT ?"
+        self._backward = select + "i.key >= ? AND i.key < ? ORDER BY i.key DESC LIMIT ?"
+        self._backward_open = select + "i.key >= ? ORDER BY i.key DESC LIMIT ?"
+
+    def rows(self) -> Iterator[tuple[int, bytes]]:
+        seen: set[int] | None = set() if self.index.multikey else None
+        ranges = self.ranges if self.direction > 0 else list(reversed(self.ranges))
+        for key_range in ranges:
+            for _key, rid, data in self._scan(key_range):
+                self.keys_examined += 1
+                if seen is not None:
+                    if rid in seen:
+                        continue
+                    seen.add(rid)
+                self.docs_examined += 1
+                yield rid, data
+
+    def _scan(self, key_range: KeyRange) -> Iterator[tuple[bytes, int, bytes]]:
+        conn = self.store.conn
+        mutex = self.store.storage.mutex
+        start, stop = key_range.start, key_range.stop
+        batch = 8  # small first: a limit-1 query reads one batch
+        forward = self.direction > 0
+        while True:
+            if forward:
+                sql, args = (
+                    (self._forward, (start, stop, batch)) if stop is not None else (self._forward_open, (start, batch))
+                )
+            else:
+                sql, args = (
+                    (self._backward, (start, stop, batch))
+                    if stop is not None
+                    else (self._backward_open, (start, batch))
+                )
+            with mutex:
+                rows = conn.execute(sql, args).fetchall()
+            yield from rows
+            if len(rows) < batch:
+                return
+            last = rows[-1][0]
+            if forward:
+                start = last + b"\x00"  # the smallest key above `last`
+            else:
+                stop = last
+            batch = min(batch * 4, 512)
+
+    def explain(self) -> dict[str, Any]:
+        spec = self.index.spec
+        return {
+            "stage": "IXSCAN",
+            "keyPattern": dict(self.index.key),
+            "indexName": self.index.name,
+            "isMultiKey": self.index.multikey,
+            "multiKeyPaths": {name: [name] if self.index.multikey else [] for name in self.index.key},
+            "isUnique": bool(spec.get("unique", False)),
+            "isSparse": bool(spec.get("sparse", False)),
+            "isPartial": "partialFilterExpression" in spec,
+            "indexVersion": 2,
+            "direction": "forward" if self.direction > 0 else "backward",
+            "indexBounds": self.bounds,
         }

@@ -1,7 +1,47 @@
 """Aggregation expressions, shared by ``$expr``, update pipelines and the
-aggregation framework. See :mod:`foliodb.query.expr.core`."""
+aggregation framework. See :mod:`foliodb.query.expr.core`.
 
-from foliodb.query.expr import boolean, comparison, conditional, variables  # noqa: F401  (registers operators)
-from foliodb.query.expr.core import EXPR_OPS, Expr, Scope, compile_expression, root_variables, truthy
+Importing the package registers every operator family in :data:`EXPR_OPS`.
+"""
 
-__all__ = ["EXPR_OPS", "Expr", "Scope", "compile_expression", "root_variables", "truthy"]
+from foliodb.query.expr import (  # noqa: F401  (each module registers its operators)
+    accumulators,
+    arithmetic,
+    array,
+    boolean,
+    comparison,
+    conditional,
+    date,
+    date_math,
+    iteration,
+    mathematics,
+    misc,
+    object,
+    regex,
+    set,
+    string,
+    trigonometry,
+    type,
+    variables,
+)
+from foliodb.query.expr.core import (
+    EXPR_OPS,
+    METADATA,
+    Expr,
+    Scope,
+    compare_values,
+    compile_expression,
+    root_variables,
+    truthy,
+)
+
+__all__ = [
+    "EXPR_OPS",
+    "METADATA",
+    "Expr",
+    "Scope",
+    "compare_values",
+    "compile_expression",
+    "root_variables",
+    "truthy",
+]

@@ -3,7 +3,10 @@
 Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/#comparison-expression-operators
 
 Unlike query operators these compare across types by MongoDB's full order
-(``{"$gt": ["a", 1]}`` is true) and missing compares as null.
+(``{"$gt": ["a", 1]}`` is true) and never look inside arrays. Missing sorts
+below null (:func:`foliodb.query.expr.core.compare_values`), so
+``{"$eq": ["$absent", null]}`` is false and ``{"$lte": ["$absent", null]}``
+true.
 """
 
 from __future__ import annotations
@@ -11,13 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from foliodb.query.compare import compare
-from foliodb.query.expr.core import EXPR_OPS, Expr, Scope, operands
-from foliodb.query.paths import MISSING
-
-
-def _value(v: Any) -> Any:
-    return None if v is MISSING else v
+from foliodb.query.expr.core import EXPR_OPS, Expr, Scope, compare_values, operands
 
 
 def _comparison(name: str, test: Callable[[int], Any]) -> None:
@@ -25,7 +22,7 @@ def _comparison(name: str, test: Callable[[int], Any]) -> None:
         left, right = operands(arg, name, 2, 2, scope)
 
         def comparison(doc: Any, vars: dict[str, Any]) -> Any:
-            return test(compare(_value(left(doc, vars)), _value(right(doc, vars))))
+            return test(compare_values(left(doc, vars), right(doc, vars)))
 
         return comparison
 

@@ -1,6 +1,9 @@
 """Conditional expressions: $cond $ifNull $switch.
 
 Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/#conditional-expression-operators
+
+Only the branch taken is evaluated, so an error in another branch never
+surfaces.
 """
 
 from __future__ import annotations
@@ -9,19 +12,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from foliodb.errors import location
-from foliodb.query.expr.core import EXPR_OPS, Expr, Scope, compile_expression, nullish, operands, truthy
+from foliodb.query.expr.core import EXPR_OPS, Expr, Scope, compile_expression, nullish, operands, truthy, type_of
+
+_COND_PARTS = ("if", "then", "else")
 
 
 @EXPR_OPS.register("$cond")
 def expr_cond(arg: Any, scope: Scope) -> Expr:
     if isinstance(arg, Mapping):
         for key in arg:
-            if key not in ("if", "then", "else"):
+            if key not in _COND_PARTS:
                 raise location(17083, f"Unrecognized parameter to $cond: {key}")
-        for key in ("if", "then", "else"):
+        for code, key in enumerate(_COND_PARTS, start=17080):
             if key not in arg:
-                raise location(17080 + ("if", "then", "else").index(key), f"Missing '{key}' parameter to $cond")
-        test, then, other = (compile_expression(arg[k], scope) for k in ("if", "then", "else"))
+                raise location(code, f"Missing '{key}' parameter to $cond")
+        test, then, other = (compile_expression(arg[k], scope) for k in _COND_PARTS)
     else:
         test, then, other = operands(arg, "$cond", 3, 3, scope)
 
@@ -33,7 +38,9 @@ def expr_cond(arg: Any, scope: Scope) -> Expr:
 
 @EXPR_OPS.register("$ifNull")
 def expr_ifNull(arg: Any, scope: Scope) -> Expr:
-    items = operands(arg, "$ifNull", 2, None, scope)
+    items = operands(arg, "$ifNull", 0, None, scope)
+    if len(items) < 2:
+        raise location(1257300, f"$ifNull needs at least two arguments, had: {len(items)}")
 
     def if_null(doc: Any, vars: dict[str, Any]) -> Any:
         for item in items[:-1]:
@@ -45,32 +52,35 @@ def expr_ifNull(arg: Any, scope: Scope) -> Expr:
     return if_null
 
 
+def _branch(branch: Any, scope: Scope) -> tuple[Expr, Expr]:
+    if not isinstance(branch, Mapping):
+        raise location(40062, f"$switch expected each branch to be an object, found: {type_of(branch)}")
+    case = then = None
+    for key, value in branch.items():
+        if key == "case":
+            case = compile_expression(value, scope)
+        elif key == "then":
+            then = compile_expression(value, scope)
+        else:
+            raise location(40063, f"$switch found an unknown argument to a branch: {key}")
+    if case is None:
+        raise location(40064, "$switch requires each branch have a 'case' expression")
+    if then is None:
+        raise location(40065, "$switch requires each branch have a 'then' expression.")
+    return case, then
+
+
 @EXPR_OPS.register("$switch")
 def expr_switch(arg: Any, scope: Scope) -> Expr:
     if not isinstance(arg, Mapping):
-        raise location(40060, f"$switch requires an object as an argument, found: {type(arg).__name__}")
-    branches = []
+        raise location(40060, f"$switch requires an object as an argument, found: {type_of(arg)}")
+    branches: list[tuple[Expr, Expr]] = []
     default: Expr | None = None
     for key, value in arg.items():
         if key == "branches":
             if not isinstance(value, list):
-                raise location(40061, "$switch expected an array for 'branches'")
-            for branch in value:
-                if not isinstance(branch, Mapping):
-                    raise location(40062, "$switch expected each branch to be an object")
-                case = then = None
-                for bkey, bvalue in branch.items():
-                    if bkey == "case":
-                        case = compile_expression(bvalue, scope)
-                    elif bkey == "then":
-                        then = compile_expression(bvalue, scope)
-                    else:
-                        raise location(40063, f"$switch found an unknown argument to a branch: {bkey}")
-                if case is None:
-                    raise location(40064, "$switch requires each branch have a 'case' expression")
-                if then is None:
-                    raise location(40065, "$switch requires each branch have a 'then' expression.")
-                branches.append((case, then))
+                raise location(40061, f"$switch expected an array for 'branches', found: {type_of(value)}")
+            branches.extend(_branch(branch, scope) for branch in value)
         elif key == "default":
             default = compile_expression(value, scope)
         else:
@@ -83,7 +93,9 @@ def expr_switch(arg: Any, scope: Scope) -> Expr:
             if truthy(case(doc, vars)):
                 return then(doc, vars)
         if default is None:
-            raise location(40066, "$switch could not find a matching branch for an input, and no default was specified.")
+            raise location(
+                40066, "$switch could not find a matching branch for an input, and no default was specified."
+            )
         return default(doc, vars)
 
     return switch

@@ -17,33 +17,45 @@ Forms of a spec:
 * anything else - itself.
 
 Missing values travel as :data:`foliodb.query.paths.MISSING` so stages can
-tell "absent" from ``null``; operators treat MISSING like null unless the
-manual says otherwise.
+tell "absent" from ``null``; each operator follows its manual page on the
+difference. In comparisons missing sorts below null, like ``undefined``
+(:func:`compare_values`), so ``{"$eq": ["$absent", null]}`` is false.
+
+Document metadata (``$meta``) travels in ``vars[METADATA]``, a mapping from
+metadata name to value that stages producing metadata fill in; no user
+variable can have that name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
+
+from bson import MinKey
 
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import paths
-from foliodb.query.compare import NUMBER, bracket, number_value
+from foliodb.query.bsontypes import type_name
+from foliodb.query.compare import NUMBER, bracket, compare, number_value
 from foliodb.query.paths import MISSING
 from foliodb.query.registry import Registry
+from foliodb.query.render import render, render_document
 
 Expr = Callable[[Any, dict[str, Any]], Any]
 # An operator compiler: (argument spec, scope of known variables) -> Expr
 ExprOp = Callable[[Any, "Scope"], Expr]
 
 SYSTEM_VARIABLES = frozenset({"ROOT", "CURRENT", "NOW", "REMOVE", "CLUSTER_TIME", "USER_ROLES", "SEARCH_META"})
+METADATA: Final = "$meta"
 
 
 def _unknown(name: str) -> CommandError:
     return CommandError(ErrorCode.InvalidPipelineOperator, f"Unrecognized expression '{name}'")
 
 
-EXPR_OPS: Registry[ExprOp] = Registry("expression", _unknown)
+# $function needs server-side JavaScript; $toHashedIndexKey needs MongoDB's
+# exact hash of index keys.
+EXPR_OPS: Registry[ExprOp] = Registry("expression", _unknown, unbuilt=("$function", "$toHashedIndexKey"))
 
 
 class Scope:
@@ -66,14 +78,13 @@ def compile_expression(spec: Any, scope: Scope | None = None) -> Expr:
             return _variable(spec[2:], scope)
         if spec.startswith("$"):
             return field_path(spec[1:])
-        return _constant(spec)
+        return constant(spec)
     if isinstance(spec, Mapping):
         if spec and next(iter(spec)).startswith("$"):
             if len(spec) != 1:
                 raise location(
                     15983,
-                    "an expression specification must contain exactly one field, the name of the "
-                    f"expression. Found {len(spec)} fields in {_short(spec)}",
+                    f"An object representing an expression must have exactly one field: {render_document(dict(spec))}",
                 )
             name, arg = next(iter(spec.items()))
             return EXPR_OPS.get(name)(arg, scope)
@@ -89,22 +100,39 @@ def compile_expression(spec: Any, scope: Scope | None = None) -> Expr:
             return out
 
         return array_expr
-    return _constant(spec)
+    return constant(spec)
 
 
-def _short(spec: Any) -> str:
-    return str(dict(spec)) if isinstance(spec, Mapping) else str(spec)
-
-
-def _constant(value: Any) -> Expr:
+def constant(value: Any) -> Expr:
     return lambda doc, vars: value
+
+
+NOT_CONSTANT: Final = object()
+_DOLLAR_FIELD = "FieldPath field names may not start with '$'. Consider using $getField or $setField."
+
+
+def constant_of(spec: Any) -> Any:
+    """The value of a spec that is a constant as written (a literal scalar or
+    ``$literal``/``$const``), else :data:`NOT_CONSTANT`. Operators use it where
+    MongoDB insists on a constant or checks one at parse time."""
+    if isinstance(spec, str):
+        return NOT_CONSTANT if spec.startswith("$") else spec
+    if isinstance(spec, Mapping):
+        if len(spec) == 1 and next(iter(spec)) in ("$literal", "$const"):
+            return next(iter(spec.values()))
+        return NOT_CONSTANT
+    if isinstance(spec, list):
+        return NOT_CONSTANT
+    return spec
 
 
 def field_path(path: str) -> Expr:
     if not path:
         raise location(16872, "'$' by itself is not a valid FieldPath")
+    if "\x00" in path:
+        raise location(16419, "field path must not contain embedded null characters")
     if path.startswith("$"):
-        raise location(16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+        raise location(16410, _DOLLAR_FIELD)
     parts = paths.split(path)
     if any(p == "" for p in parts):
         raise location(15998, "FieldPath field names may not be empty strings.")
@@ -120,14 +148,21 @@ def field_path(path: str) -> Expr:
     return lambda doc, vars: paths.get_expr(doc, parts)
 
 
+def _ascii_lower(ch: str) -> bool:
+    return "a" <= ch <= "z"
+
+
 def check_variable_name(name: str, user_defined: bool = True) -> None:
+    """A variable name as MongoDB allows one: a user-defined variable starts
+    with a lowercase letter, a read may start with any letter; non-ASCII
+    characters are always allowed."""
     if not name:
         raise location(16866, "empty variable names are not allowed")
     first = name[0]
-    if user_defined and not (first.islower() or ord(first) > 127):
+    if not (_ascii_lower(first) or ord(first) > 127 or (not user_defined and "A" <= first <= "Z")):
         raise location(16867, f"'{name}' starts with an invalid character for a user variable name")
-    for ch in name:
-        if not (ch.isalnum() or ch == "_" or ord(ch) > 127):
+    for ch in name[1:]:
+        if not (_ascii_lower(ch) or "A" <= ch <= "Z" or "0" <= ch <= "9" or ch == "_" or ord(ch) > 127):
             raise location(16868, f"'{name}' contains an invalid character for a variable name: '{ch}'")
 
 
@@ -152,9 +187,11 @@ def _object(spec: Mapping[str, Any], scope: Scope) -> Expr:
     fields: list[tuple[str, Expr]] = []
     for name, value in spec.items():
         if name.startswith("$"):
-            raise location(16410, f"FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+            raise location(16410, _DOLLAR_FIELD)
         if "." in name:
-            raise location(16412, f"FieldPath field names may not contain '.'. Consider using $getField or $setField.")
+            raise location(16412, "FieldPath field names may not contain '.'. Consider using $getField or $setField.")
+        if not name:
+            raise location(15998, "FieldPath field names may not be empty strings.")
         fields.append((name, compile_expression(value, scope)))
 
     def object_expr(doc: Any, vars: dict[str, Any]) -> Any:
@@ -191,18 +228,53 @@ def nullish(value: Any) -> bool:
     return value is None or value is MISSING
 
 
+def compare_values(a: Any, b: Any) -> int:
+    """:func:`foliodb.query.compare.compare` extended to MISSING, which sorts
+    like ``undefined``: above MinKey, below null and everything else."""
+    if a is MISSING or b is MISSING:
+        if a is b:
+            return 0
+        other = b if a is MISSING else a
+        above = other is not MISSING and isinstance(other, MinKey)
+        return (1 if above else -1) if a is MISSING else (-1 if above else 1)
+    return compare(a, b)
+
+
+def type_of(value: Any) -> str:
+    """The type name MongoDB's messages use ("missing" for MISSING)."""
+    return "missing" if value is MISSING else type_name(value)
+
+
+def show(value: Any) -> str:
+    """A value as MongoDB's messages print it (``Value::toString``)."""
+    return "missing" if value is MISSING else render(value)
+
+
+def arity_error(name: str, min_count: int, max_count: int | None, count: int) -> CommandError:
+    if max_count == min_count:
+        return location(16020, f"Expression {name} takes exactly {min_count} arguments. {count} were passed in.")
+    if max_count is None:
+        return location(16020, f"Expression {name} takes at least {min_count} arguments, and {count} were passed in.")
+    return location(
+        16020,
+        f"Expression {name} takes at least {min_count} arguments, and at most {max_count}, but {count} were passed in.",
+    )
+
+
 def operands(arg: Any, name: str, min_count: int, max_count: int | None, scope: Scope) -> list[Expr]:
     """Compile an operator's argument list (a lone non-array is one operand),
     checking its count as MongoDB does (error 16020)."""
     items = arg if isinstance(arg, list) else [arg]
     count = len(items)
     if count < min_count or (max_count is not None and count > max_count):
-        if max_count == min_count:
-            plural = "" if min_count == 1 else "s"
-            raise location(16020, f"Expression {name} takes exactly {min_count} argument{plural}. {count} were passed in.")
-        if max_count is None:
-            raise location(16020, f"Expression {name} takes at least {min_count} arguments, and {count} were passed in.")
-        raise location(
-            16020, f"Expression {name} takes at least {min_count} arguments, and at most {max_count}, but {count} were passed in."
-        )
+        raise arity_error(name, min_count, max_count, count)
     return [compile_expression(item, scope) for item in items]
+
+
+def named_arguments(arg: Any, allowed: tuple[str, ...], unknown: Callable[[str], CommandError]) -> dict[str, Any]:
+    """The fields of an operator's object argument, raising ``unknown(name)``
+    for one MongoDB does not accept (the caller checks the type first)."""
+    for key in arg:
+        if key not in allowed:
+            raise unknown(key)
+    return dict(arg)

@@ -1,6 +1,11 @@
-"""Variable and literal expressions: $let $literal.
+"""Variable and literal expressions: $let $literal ($const).
 
 Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/let/
+and https://www.mongodb.com/docs/manual/reference/operator/aggregation/literal/
+
+A ``$let`` variable's expression sees only the variables outside the
+``$let``; its ``in`` sees them all. Binding ``CURRENT`` changes what field
+paths in ``in`` read.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from foliodb.errors import location
 from foliodb.query.expr.core import EXPR_OPS, Expr, Scope, check_variable_name, compile_expression
 
 
-@EXPR_OPS.register("$literal")
+@EXPR_OPS.register("$literal", "$const")
 def expr_literal(arg: Any, scope: Scope) -> Expr:
     return lambda doc, vars: arg
 
@@ -32,14 +37,20 @@ def expr_let(arg: Any, scope: Scope) -> Expr:
         raise location(10065, "invalid parameter: expected an object (vars)")
     bindings = []
     for name, spec in arg["vars"].items():
-        check_variable_name(name)
+        if name != "CURRENT":  # the one system variable a user may rebind
+            check_variable_name(name)
         bindings.append((name, compile_expression(spec, scope)))
-    body = compile_expression(arg["in"], scope.with_vars(*(name for name, _ in bindings)))
+    body = compile_expression(arg["in"], scope.with_vars(*(name for name, _ in bindings if name != "CURRENT")))
 
     def let(doc: Any, vars: dict[str, Any]) -> Any:
         inner = dict(vars)
+        current = doc
         for name, fn in bindings:
-            inner[name] = fn(doc, vars)
-        return body(doc, inner)
+            value = fn(doc, vars)
+            if name == "CURRENT":
+                current = value
+            else:
+                inner[name] = value
+        return body(current, inner)
 
     return let

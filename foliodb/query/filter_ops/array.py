@@ -14,7 +14,16 @@ from typing import Any
 from foliodb.errors import bad_value
 from foliodb.query import compare as cmp
 from foliodb.query.context import Context
-from foliodb.query.filter import FIELD_OPS, AllOf, Clause, Leaf, clause_single, compile_filter, field_clause
+from foliodb.query.filter import (
+    FIELD_OPS,
+    AllOf,
+    Clause,
+    Leaf,
+    clause_single,
+    compile_filter,
+    field_clause,
+    is_operator_doc,
+)
 from foliodb.query.filter_ops.comparison import eq_clause
 
 
@@ -33,9 +42,8 @@ def filter_all(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
     if any(elem_matches) and not all(elem_matches):
         raise bad_value("$all/$elemMatch has to be consistent")
     for value in arg:
-        if isinstance(value, Mapping) and value and next(iter(value)).startswith("$") and not all(elem_matches):
-            if next(iter(value)) not in ("$ref", "$id", "$db"):
-                raise bad_value("no $ expressions in $all")
+        if not all(elem_matches) and is_operator_doc(value):
+            raise bad_value("no $ expressions in $all")
         if all(elem_matches):
             clauses.append(filter_elemMatch(value["$elemMatch"], value, ctx))
         else:
@@ -43,7 +51,18 @@ def filter_all(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
     return clauses[0] if len(clauses) == 1 else AllOf(tuple(clauses))
 
 
-_LOGICAL_IN_ELEM_MATCH = ("$and", "$or", "$nor", "$expr", "$where", "$text", "$comment", "$jsonSchema", "$alwaysTrue", "$alwaysFalse")
+_LOGICAL_IN_ELEM_MATCH = (
+    "$and",
+    "$or",
+    "$nor",
+    "$expr",
+    "$where",
+    "$text",
+    "$comment",
+    "$jsonSchema",
+    "$alwaysTrue",
+    "$alwaysFalse",
+)
 
 
 @FIELD_OPS.register("$elemMatch")
@@ -84,8 +103,8 @@ def filter_size(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
         raise bad_value("$size needs a number")
     n = cmp.number_value(arg)
     if not cmp.is_finite_number(arg) or n != int(n):
-        raise bad_value(f"$size must be a whole number")
+        raise bad_value("$size must be a whole number")
     if n < 0:
-        raise bad_value(f"$size may not be negative")
+        raise bad_value("$size may not be negative")
     size = int(n)
     return Leaf(lambda v: v.__class__ is list and len(v) == size, expand=False)

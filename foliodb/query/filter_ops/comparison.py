@@ -17,7 +17,7 @@ from foliodb.errors import bad_value
 from foliodb.query import compare as cmp
 from foliodb.query import keystring
 from foliodb.query.context import Context
-from foliodb.query.filter import FIELD_OPS, Clause, Leaf, Not
+from foliodb.query.filter import FIELD_OPS, Clause, Leaf, Not, is_operator_doc
 from foliodb.query.filter_ops.evaluation import regex_single, to_python_regex
 
 
@@ -112,7 +112,7 @@ def in_single(values: Any, op: str) -> Leaf:
     regexes: list[Callable[[Any], bool]] = []
     missing = False
     for value in values:
-        if isinstance(value, Mapping) and value and next(iter(value)).startswith("$") and next(iter(value)) not in ("$ref", "$id", "$db"):
+        if is_operator_doc(value):
             raise bad_value(f"cannot nest $ under {op}")
         if is_regex(value):
             regexes.append(equals(value))

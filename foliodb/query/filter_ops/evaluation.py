@@ -89,7 +89,9 @@ def _mod_operand(value: Any, what: str) -> int:
         raise bad_value(f"malformed mod, {what} not a number")
     n = cmp.number_value(value)
     if not cmp.is_finite_number(value):
-        raise bad_value(f"malformed mod, {what} value is invalid :: caused by :: Unable to coerce NaN/Inf to integral type")
+        raise bad_value(
+            f"malformed mod, {what} value is invalid :: caused by :: Unable to coerce NaN/Inf to integral type"
+        )
     return int(n)
 
 

@@ -1,0 +1,130 @@
+"""The raw floor: pymongo's C ``bson`` codec over bare stdlib ``sqlite3``.
+
+This is what any document store on SQLite in Python must at least pay: no
+query language, no validation, no abstraction, just the storage layout
+FolioDB's design uses and the same durability as FolioDB's default.
+
+Layout (one file)::
+
+    docs (rid INTEGER PRIMARY KEY, doc BLOB)            -- BSON bytes
+    ids  (key BLOB PRIMARY KEY, rid INTEGER) WITHOUT ROWID  -- 12-byte ObjectId
+
+Durability: WAL, ``synchronous=NORMAL``, one transaction per single-document
+write and one per ``insert_many`` batch. The floor owns its file alone (as
+FolioDB owns a dbpath under its lock), so it numbers records itself and
+inserts a batch with two ``executemany`` calls.
+
+Operations: find_one = one SELECT joining ``ids`` to ``docs``, then
+``bson.decode``; update = SELECT + decode + modify + encode + UPDATE in a
+transaction; delete = DELETE ... RETURNING on ``ids`` and DELETE on ``docs``
+in a transaction; the unindexed find scans ``docs``, decodes every document
+and matches in plain Python.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from typing import Any
+
+import bson
+from bson import ObjectId
+
+from benchmarks.workloads import Contender, field_getter
+
+_SCHEMA = """
+CREATE TABLE docs (rid INTEGER PRIMARY KEY, doc BLOB NOT NULL);
+CREATE TABLE ids (key BLOB PRIMARY KEY, rid INTEGER NOT NULL) WITHOUT ROWID;
+"""
+
+
+class Floor(Contender):
+    name = "floor"
+    storage = "disk"
+    package = "sqlite3+bson"
+
+    def open(self, workdir: str) -> None:
+        self.conn = sqlite3.connect(os.path.join(workdir, "floor.sqlite"), isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.executescript(_SCHEMA)
+        self.next_rid = 1
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def insert_many(self, docs: list[dict[str, Any]]) -> None:
+        encode = bson.encode
+        first = self.next_rid
+        rows = [(first + i, encode(doc)) for i, doc in enumerate(docs)]
+        keys = [(doc["_id"].binary, first + i) for i, doc in enumerate(docs)]
+        execute = self.conn.execute
+        execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.executemany("INSERT INTO docs (rid, doc) VALUES (?, ?)", rows)
+            self.conn.executemany("INSERT INTO ids (key, rid) VALUES (?, ?)", keys)
+        except BaseException:
+            execute("ROLLBACK")
+            raise
+        execute("COMMIT")
+        self.next_rid = first + len(docs)
+
+    def insert_one(self, doc: dict[str, Any]) -> None:
+        rid = self.next_rid
+        execute = self.conn.execute
+        execute("BEGIN IMMEDIATE")
+        try:
+            execute("INSERT INTO docs (rid, doc) VALUES (?, ?)", (rid, bson.encode(doc)))
+            execute("INSERT INTO ids (key, rid) VALUES (?, ?)", (doc["_id"].binary, rid))
+        except BaseException:
+            execute("ROLLBACK")
+            raise
+        execute("COMMIT")
+        self.next_rid = rid + 1
+
+    def find_one_by_id(self, _id: ObjectId) -> dict[str, Any] | None:
+        row = self.conn.execute(
+            "SELECT docs.doc FROM ids JOIN docs ON docs.rid = ids.rid WHERE ids.key = ?", (_id.binary,)
+        ).fetchone()
+        return None if row is None else bson.decode(row[0])
+
+    def find_equal(self, path: str, value: Any) -> list[dict[str, Any]]:
+        get = field_getter(path)
+        decode = bson.decode
+        found = []
+        for (blob,) in self.conn.execute("SELECT doc FROM docs"):
+            doc = decode(blob)
+            if get(doc) == value:
+                found.append(doc)
+        return found
+
+    def update_one_by_id(self, _id: ObjectId) -> int:
+        execute = self.conn.execute
+        execute("BEGIN IMMEDIATE")
+        try:
+            row = execute(
+                "SELECT docs.rid, docs.doc FROM ids JOIN docs ON docs.rid = ids.rid WHERE ids.key = ?", (_id.binary,)
+            ).fetchone()
+            if row is not None:
+                doc = bson.decode(row[1])
+                doc["total"] += 1
+                doc["status"] = "shipped"
+                execute("UPDATE docs SET doc = ? WHERE rid = ?", (bson.encode(doc), row[0]))
+        except BaseException:
+            execute("ROLLBACK")
+            raise
+        execute("COMMIT")
+        return 0 if row is None else 1
+
+    def delete_one_by_id(self, _id: ObjectId) -> int:
+        execute = self.conn.execute
+        execute("BEGIN IMMEDIATE")
+        try:
+            rows = execute("DELETE FROM ids WHERE key = ? RETURNING rid", (_id.binary,)).fetchall()
+            if rows:
+                execute("DELETE FROM docs WHERE rid = ?", rows[0])
+        except BaseException:
+            execute("ROLLBACK")
+            raise
+        execute("COMMIT")
+        return len(rows)

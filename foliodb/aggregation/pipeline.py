@@ -1,0 +1,401 @@
+"""The aggregation pipeline: compile, reorder, push down, stream.
+
+``compile_pipeline(stages, env)`` checks every stage once (MongoDB's parse
+errors are raised there, never while documents flow) and returns a
+:class:`Pipeline`: an ordered list of compiled :class:`Stage` objects, each a
+name, the spec explain shows, and ``run(docs) -> docs``, a generator over the
+documents of the stage before it. Streaming stages hold one document at a
+time; blocking stages (``$group``, ``$sort``, ``$bucketAuto``...) consume their
+input on their first ``next()``.
+
+Reordering (MongoDB's "Aggregation Pipeline Optimization"), applied until
+nothing changes; none of it changes an answer:
+
+* ``$match`` + ``$match`` become one ``$match`` (``$and`` of both);
+* a ``$match`` moves before a stage that leaves the fields it reads untouched
+  (``$sort``, ``$project``/``$addFields``/``$set``/``$unset`` not touching them,
+  ``$unwind`` of another field, ``$lookup`` into another field); a filter
+  whose top-level clauses only partly qualify is split, and the qualifying
+  clauses move. Fields are compared by their first path component, because an
+  array anywhere along a shared prefix can change what a path reaches;
+* ``$skip`` n + ``$limit`` m becomes ``$limit`` n+m + ``$skip`` n, so that
+* ``$sort`` + ``$limit`` fuse into one top-k sort; ``$limit`` + ``$limit`` and
+  ``$skip`` + ``$skip`` coalesce.
+
+Push-down. The aggregate command asks :meth:`Pipeline.pushdown` for the
+work the query planner can do on the collection itself::
+
+    filter, sort, limit = pipeline.pushdown()
+    docs = <find over the collection with filter, sort and limit>
+    for doc in pipeline.run(docs, pushed=True): ...
+
+``filter`` is the leading ``$match`` (after reordering), ``sort`` the
+``$sort`` right after it (or leading) and ``limit`` the limit fused into that
+sort, or a ``$limit`` right after the filter; any of them may be None.
+``run(source, pushed=True)`` then trusts ``source`` to have applied them and
+skips those stages; ``run(source)`` (``pushed=False``) applies every stage,
+so a caller that ignores push-down still gets the right answer.
+
+Memory. ``LIMITS`` holds MongoDB's per-stage memory limits (100 MB each, as
+its server parameters); a blocking stage past its limit spills to a
+temporary SQLite database when ``env.allow_disk_use``, or fails with
+QueryExceededMemoryLimitNoDiskUseAllowed (292).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from foliodb.aggregation.env import PipelineEnv
+from foliodb.errors import CommandError, ErrorCode, location
+from foliodb.query.bsontypes import type_name
+from foliodb.query.expr import Expr, Scope, compile_expression
+from foliodb.query.registry import Registry
+
+Doc = dict[str, Any]
+Docs = Iterator[Doc]
+
+
+@dataclass(eq=False, slots=True)
+class Stage:
+    """One compiled stage."""
+
+    name: str  # "$match"
+    spec: Any  # as explain shows it
+    run: Callable[[Docs], Docs]
+    # For moving a $match before this stage: is this top-level field left
+    # exactly as it was? None: nothing may move before this stage.
+    keeps: Callable[[str], bool] | None = None
+    sort: Mapping[str, Any] | None = None  # $sort: its pattern
+    limit: int | None = None  # $limit: n; $sort: the fused top-k limit
+    with_limit: Callable[[int], Stage] | None = None  # $sort: this sort keeping only the first n
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """What a stage compiler knows about its surroundings."""
+
+    env: PipelineEnv
+    scope: Scope  # the $$variables defined here
+    first: bool = False  # first stage of its pipeline
+    parent: str | None = None  # "$facet", "$lookup", "$unionWith" for a sub-pipeline
+
+    def expression(self, spec: Any) -> Expr:
+        return compile_expression(spec, self.scope)
+
+    def expression_with(self, spec: Any, *names: str) -> Expr:
+        """Compile with extra variables in scope (``$$KEEP``, ``$$new``...)."""
+        return compile_expression(spec, self.scope.with_vars(*names))
+
+    def variables(self) -> Callable[[Any], dict[str, Any]]:
+        """``vars_for(doc)``: the variables an expression sees for ``doc``
+        (``$$ROOT``, ``$$NOW`` and the command's ``let``)."""
+        ctx = self.env.ctx  # read per document: $merge rebinds its let variables
+
+        def vars_for(doc: Any) -> dict[str, Any]:
+            v = dict(ctx.variables)
+            v["NOW"] = ctx.now
+            v["ROOT"] = doc
+            return v
+
+        return vars_for
+
+
+StageCompiler = Callable[[Any, Where], "Stage | list[Stage]"]
+
+
+@dataclass(slots=True)
+class Limits:
+    """MongoDB's per-stage memory limits (server parameters of the same meaning)."""
+
+    group_bytes: int = 100 * 1024 * 1024  # internalDocumentSourceGroupMaxMemoryBytes
+    sort_bytes: int = 100 * 1024 * 1024  # internalQueryMaxBlockingSortMemoryUsageBytes
+    window_bytes: int = 100 * 1024 * 1024  # internalDocumentSourceSetWindowFieldsMaxMemoryBytes
+    bucket_auto_bytes: int = 100 * 1024 * 1024  # internalDocumentSourceBucketAutoMaxMemoryBytes
+    push_bytes: int = 100 * 1024 * 1024  # internalQueryMaxPushBytes / AddToSetBytes
+
+
+LIMITS = Limits()
+
+
+def approx_size(value: Any) -> int:
+    """A rough byte size of a value in memory, for the stage memory limits."""
+    cls = value.__class__
+    if cls is dict:
+        return 32 + sum(len(k) + 16 + approx_size(v) for k, v in value.items())
+    if cls is list:
+        return 32 + sum(approx_size(v) for v in value)
+    if cls is str or cls is bytes:
+        return 40 + len(value)
+    return 16
+
+
+def memory_exceeded(stage: str) -> CommandError:
+    return CommandError(
+        ErrorCode.QueryExceededMemoryLimitNoDiskUseAllowed,
+        f"Exceeded memory limit for {stage}, but didn't allow external sort. Pass allowDiskUse:true to opt in.",
+    )
+
+
+def wrong_type(field: str, value: Any, expected: str) -> CommandError:
+    """The IDL parser's error for a field of the wrong BSON type."""
+    return CommandError(
+        ErrorCode.TypeMismatch,
+        f"BSON field '{field}' is the wrong type '{type_name(value)}', expected type '{expected}'",
+    )
+
+
+def _unknown_stage(name: str) -> CommandError:
+    return location(40324, f"Unrecognized pipeline stage name: '{name}'")
+
+
+# Known MongoDB stages FolioDB does not build: change streams, Atlas Search,
+# sharding and diagnostics stages.
+_UNBUILT = (
+    "$changeStream",
+    "$changeStreamSplitLargeEvent",
+    "$currentOp",
+    "$listSessions",
+    "$listLocalSessions",
+    "$listSampledQueries",
+    "$listSearchIndexes",
+    "$planCacheStats",
+    "$search",
+    "$searchMeta",
+    "$vectorSearch",
+    "$geoNear",
+    "$shardedDataDistribution",
+    "$querySettings",
+    "$queryStats",
+    "$listClusterCatalog",
+    "$rankFusion",
+    "$scoreFusion",
+    "$score",
+)
+
+STAGES: Registry[StageCompiler] = Registry("aggregation stage", _unknown_stage, unbuilt=_UNBUILT)
+
+# Placement rules, checked for every stage before its compiler runs.
+FIRST_ONLY = frozenset({"$collStats", "$indexStats", "$documents"})
+LAST_ONLY = frozenset({"$out", "$merge"})
+NOT_IN_FACET = frozenset({"$collStats", "$facet", "$indexStats", "$out", "$merge", "$documents"})
+WRITES = frozenset({"$out", "$merge"})
+
+
+def compile_pipeline(stages: list[Mapping[str, Any]], env: PipelineEnv) -> Pipeline:
+    """Compile a whole pipeline, checking every stage."""
+    scope = Scope(frozenset(env.ctx.variables))
+    compiled = compile_stages(stages, Where(env, scope))
+    return Pipeline(optimize(compiled, Where(env, scope)))
+
+
+def compile_stages(specs: Any, where: Where) -> list[Stage]:
+    """Compile a pipeline's stage documents in order (no reordering)."""
+    if not isinstance(specs, list):
+        raise CommandError(ErrorCode.TypeMismatch, "'pipeline' option must be specified as an array")
+    out: list[Stage] = []
+    last = len(specs) - 1
+    for i, doc in enumerate(specs):
+        name, arg = stage_entry(doc)
+        compiler = STAGES.get(name)
+        check_placement(name, i, last, where.parent)
+        if name == "$match" and (i != 0 or where.parent == "$facet") and has_text(arg):
+            raise location(17313, "$match with $text is only allowed as the first pipeline stage")
+        made = compiler(arg, Where(where.env, where.scope, i == 0, where.parent))
+        if isinstance(made, list):
+            out.extend(made)
+        else:
+            out.append(made)
+    return out
+
+
+def stage_entry(doc: Any) -> tuple[str, Any]:
+    if not isinstance(doc, Mapping):
+        raise CommandError(ErrorCode.TypeMismatch, "Each element of the 'pipeline' array must be an object")
+    if len(doc) != 1:
+        raise location(40323, "A pipeline stage specification object must contain exactly one field.")
+    name, arg = next(iter(doc.items()))
+    return name, arg
+
+
+def check_placement(name: str, index: int, last: int, parent: str | None) -> None:
+    if parent == "$facet" and name in NOT_IN_FACET:
+        raise location(40600, f"{name} is not allowed to be used within a $facet stage")
+    if parent == "$lookup" and name in WRITES:
+        raise location(51047, f"{name} is not allowed within a $lookup's sub-pipeline")
+    if parent == "$unionWith" and name in WRITES:
+        raise location(31441, f"{name} is not allowed within a $unionWith's sub-pipeline")
+    if name in FIRST_ONLY and index != 0:
+        raise location(40602, f"{name} is only valid as the first stage in a pipeline")
+    if name in LAST_ONLY and index != last:
+        raise location(40601, f"{name} can only be the final stage in the pipeline")
+
+
+def has_text(spec: Any) -> bool:
+    """Does a filter use $text anywhere in its logical tree?"""
+    if not isinstance(spec, Mapping):
+        return False
+    for key, value in spec.items():
+        if key == "$text":
+            return True
+        if key in ("$and", "$or", "$nor") and isinstance(value, list) and any(has_text(c) for c in value):
+            return True
+    return False
+
+
+class Pushdown(NamedTuple):
+    """What the collection scan can do for the pipeline (see module doc)."""
+
+    filter: Mapping[str, Any] | None
+    sort: Mapping[str, Any] | None
+    limit: int | None
+
+
+class Pipeline:
+    """A compiled pipeline; ``stages`` in execution order."""
+
+    def __init__(self, stages: list[Stage]) -> None:
+        self.stages = stages
+
+    def _pushdown_plan(self) -> tuple[Pushdown, int]:
+        stages = self.stages
+        i = 0
+        filter_spec = sort = limit = None
+        if i < len(stages) and stages[i].name == "$match":
+            filter_spec = stages[i].spec
+            i += 1
+        if i < len(stages) and stages[i].name == "$sort":
+            sort = stages[i].sort
+            limit = stages[i].limit
+            i += 1
+        elif i < len(stages) and stages[i].name == "$limit":
+            limit = stages[i].limit
+            i += 1
+        return Pushdown(filter_spec, sort, limit), i
+
+    def pushdown(self) -> Pushdown:
+        return self._pushdown_plan()[0]
+
+    def leading_match(self) -> Mapping[str, Any] | None:
+        return self.pushdown().filter
+
+    def run(self, source: Docs, *, pushed: bool = False) -> Docs:
+        skip = self._pushdown_plan()[1] if pushed else 0
+        docs = iter(source)
+        for stage in self.stages[skip:]:
+            docs = stage.run(docs)
+        return docs
+
+    def explain(self) -> list[dict[str, Any]]:
+        return [{stage.name: stage.spec} for stage in self.stages]
+
+
+# ---------------------------------------------------------------------------
+# Reordering
+
+
+def optimize(stages: list[Stage], where: Where) -> list[Stage]:
+    stages = list(stages)
+    changed = True
+    while changed:
+        changed = False
+        i = 0
+        while i + 1 < len(stages):
+            replacement = _rewrite(stages[i], stages[i + 1], where)
+            if replacement is None:
+                i += 1
+                continue
+            stages[i : i + 2] = replacement
+            changed = True
+            i = max(i - 1, 0)
+    return stages
+
+
+def _rewrite(a: Stage, b: Stage, where: Where) -> list[Stage] | None:
+    """A cheaper equivalent of the pair (a, b), or None."""
+    match_stage = STAGES.get("$match")
+    if a.name == "$match" and b.name == "$match":
+        return [match_stage({"$and": [a.spec, b.spec]}, where)]  # type: ignore[list-item]
+    if b.name == "$match" and a.keeps is not None:
+        movable, rest = split_match(b.spec, a.keeps)
+        if movable is None:
+            return None
+        moved = match_stage(movable, where)
+        if rest is None:
+            return [moved, a]  # type: ignore[list-item]
+        return [moved, a, match_stage(rest, where)]  # type: ignore[list-item]
+    if a.name == "$skip" and b.name == "$limit":
+        assert a.limit is not None and b.limit is not None
+        return [STAGES.get("$limit")(a.limit + b.limit, where), a]  # type: ignore[list-item]
+    if a.name == "$limit" and b.name == "$limit":
+        assert a.limit is not None and b.limit is not None
+        return [STAGES.get("$limit")(min(a.limit, b.limit), where)]  # type: ignore[list-item]
+    if a.name == "$skip" and b.name == "$skip":
+        assert a.limit is not None and b.limit is not None
+        return [STAGES.get("$skip")(a.limit + b.limit, where)]  # type: ignore[list-item]
+    if a.with_limit is not None and b.name == "$limit":
+        assert b.limit is not None
+        n = b.limit if a.limit is None else min(a.limit, b.limit)
+        return [a.with_limit(n)]
+    return None
+
+
+def filter_fields(spec: Mapping[str, Any]) -> set[str] | None:
+    """The top-level field names a filter reads; None when it cannot be told
+    (``$expr``, ``$where``, ``$text``, ``$jsonSchema`` read the whole document)."""
+    fields: set[str] = set()
+    for key, value in spec.items():
+        if key in ("$and", "$or", "$nor"):
+            if not isinstance(value, list):
+                return None
+            for clause in value:
+                if not isinstance(clause, Mapping):
+                    return None
+                inner = filter_fields(clause)
+                if inner is None:
+                    return None
+                fields |= inner
+        elif key == "$comment":
+            continue
+        elif key.startswith("$"):
+            return None
+        else:
+            fields.add(key.split(".", 1)[0])
+    return fields
+
+
+def split_match(spec: Mapping[str, Any], keeps: Callable[[str], bool]) -> tuple[Any, Any]:
+    """(clauses that may move before the stage, the others), each a filter or
+    None. A top-level ``$and`` is split clause by clause."""
+    clauses: list[Mapping[str, Any]] = []
+    for key, value in spec.items():
+        if key == "$and" and isinstance(value, list) and all(isinstance(c, Mapping) for c in value):
+            clauses.extend(value)
+        else:
+            clauses.append({key: value})
+    movable, rest = [], []
+    for clause in clauses:
+        fields = filter_fields(clause)
+        if fields is not None and fields and all(keeps(f) for f in fields):
+            movable.append(clause)
+        else:
+            rest.append(clause)
+    return _conjunction(movable), _conjunction(rest)
+
+
+def _conjunction(clauses: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    if not clauses:
+        return None
+    if len(clauses) == 1:
+        return clauses[0]
+    return {"$and": clauses}
+
+
+def keep_all(field: str) -> bool:
+    return True
+
+
+# Register the stages.
+from foliodb.aggregation import stages as _stages  # noqa: E402,F401

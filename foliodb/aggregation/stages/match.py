@@ -1,0 +1,33 @@
+"""$match.
+
+Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/match/
+
+The filter is compiled by :func:`foliodb.query.filter.compile_filter`, so
+``$match`` and ``find`` agree on every document. ``$text`` is only allowed
+in a pipeline's first ``$match`` (checked by the pipeline compiler).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from foliodb.aggregation.pipeline import STAGES, Docs, Stage, Where, keep_all
+from foliodb.errors import location
+from foliodb.query.filter import compile_filter
+
+
+@STAGES.register("$match")
+def stage_match(spec: Any, where: Where) -> Stage:
+    if not isinstance(spec, Mapping):
+        raise location(15959, "the match filter must be an expression in an object")
+    if "$where" in spec:
+        raise location(16395, "$where is not allowed inside of a $match aggregation expression")
+    match = compile_filter(spec, where.env.ctx)
+
+    def run(docs: Docs) -> Docs:
+        for doc in docs:
+            if match(doc):
+                yield doc
+
+    return Stage("$match", spec, run, keeps=keep_all)

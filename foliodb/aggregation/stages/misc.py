@@ -1,0 +1,88 @@
+"""Source and diagnostics stages: $documents $collStats $indexStats.
+
+Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/documents/
+https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/
+https://www.mongodb.com/docs/manual/reference/operator/aggregation/indexStats/
+
+These stages must come first (checked by the pipeline compiler) and ignore
+their input. ``$documents`` follows MongoDB's desugaring (a one-document
+queue, ``$project`` of the expression, ``$unwind``, ``$replaceRoot``): an
+array gives one document per element, a lone object one document, null or
+missing nothing, and every element must be an object (40228).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from foliodb.aggregation.pipeline import STAGES, Docs, Stage, Where
+from foliodb.errors import CommandError, ErrorCode, location
+from foliodb.query.bsontypes import type_name
+from foliodb.query.paths import MISSING
+from foliodb.query.render import render
+
+
+@STAGES.register("$documents")
+def stage_documents(spec: Any, where: Where) -> Stage:
+    produce = where.expression(spec)
+    vars_for = where.variables()
+
+    def run(docs: Docs) -> Docs:
+        value = produce({}, vars_for({}))
+        if value is None or value is MISSING:
+            return
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, dict):
+                raise location(
+                    40228,
+                    f"'newRoot' expression must evaluate to an object, but resulting value was: {render(item)}. "
+                    f"Type of resulting value: '{type_name(item)}'. Input document: {{}}",
+                )
+            yield item
+
+    return Stage("$documents", spec, run)
+
+
+def _current_collection(where: Where, stage: str) -> str:
+    coll = where.env.coll
+    if coll is None:
+        raise CommandError(ErrorCode.InvalidNamespace, f"{stage} must be run against a collection namespace")
+    return coll
+
+
+_COLL_STATS_FIELDS = ("latencyStats", "storageStats", "count", "queryExecStats")
+
+
+@STAGES.register("$collStats")
+def stage_collStats(spec: Any, where: Where) -> Stage:
+    if not isinstance(spec, Mapping):
+        raise location(5447000, f"$collStats must take a nested object but found: $collStats: {render(spec)}")
+    for key, value in spec.items():
+        if key not in _COLL_STATS_FIELDS:
+            raise location(40415, f"BSON field '$collStats.{key}' is an unknown field.")
+        if not isinstance(value, Mapping):
+            raise CommandError(
+                ErrorCode.TypeMismatch,
+                f"BSON field '$collStats.{key}' is the wrong type '{type_name(value)}', expected type 'object'",
+            )
+    coll = _current_collection(where, "$collStats")
+    env = where.env
+
+    def run(docs: Docs) -> Docs:
+        yield env.coll_stats(coll, spec)
+
+    return Stage("$collStats", spec, run)
+
+
+@STAGES.register("$indexStats")
+def stage_indexStats(spec: Any, where: Where) -> Stage:
+    if not isinstance(spec, Mapping) or spec:
+        raise location(28803, "The $indexStats stage specification must be an empty object")
+    coll = _current_collection(where, "$indexStats")
+    env = where.env
+
+    def run(docs: Docs) -> Docs:
+        yield from env.index_stats(coll)
+
+    return Stage("$indexStats", spec, run)

@@ -1,0 +1,248 @@
+"""Writing stages: $out $merge.
+
+Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/out/
+https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/
+
+Both must be last (checked by the pipeline compiler), output no documents,
+and do their work as the pipeline is drained. ``$out`` hands the whole
+result to ``env.replace_collection`` (atomic replacement). ``$merge`` looks
+each document up in the target by its ``on`` fields (which need a unique
+index, 51183) and then, per ``whenMatched``/``whenNotMatched``: replaces,
+keeps, merges top-level fields, fails (the insert's duplicate-key error),
+or runs an update pipeline with ``$$new`` (and the ``let`` variables) bound
+to the incoming document; inserts, discards, or fails (13113). Documents
+without ``_id`` get an ObjectId on insert; a replacement keeps the target's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from bson import ObjectId
+
+from foliodb.aggregation.fields import split_path
+from foliodb.aggregation.pipeline import STAGES, Docs, Pipeline, Stage, Where, compile_stages, stage_entry
+from foliodb.errors import CommandError, ErrorCode, location
+from foliodb.query.bsontypes import type_name
+from foliodb.query.context import Context
+from foliodb.query.expr.core import check_variable_name
+from foliodb.query.paths import MISSING, get_plain
+from foliodb.query.render import render
+
+
+def _with_id(doc: dict[str, Any]) -> dict[str, Any]:
+    if "_id" in doc:
+        return doc
+    return {"_id": ObjectId(), **doc}
+
+
+def _check_collection_name(coll: str) -> None:
+    if not coll:
+        raise CommandError(ErrorCode.InvalidNamespace, "Invalid namespace specified: collection name is empty")
+    if coll.startswith("system.") or "$" in coll or "\x00" in coll:
+        raise CommandError(ErrorCode.InvalidNamespace, f"Invalid collection name: {coll}")
+
+
+@STAGES.register("$out")
+def stage_out(spec: Any, where: Where) -> Stage:
+    db: str | None = None
+    if isinstance(spec, str):
+        coll = spec
+    elif isinstance(spec, Mapping):
+        for key in spec:
+            if key not in ("db", "coll", "timeseries"):
+                raise location(40415, f"BSON field '$out.{key}' is an unknown field.")
+        if "timeseries" in spec:
+            raise CommandError(
+                ErrorCode.NotImplemented, "$out to a time-series collection is not implemented in FolioDB yet"
+            )
+        for key in ("db", "coll"):
+            if key not in spec:
+                raise location(40414, f"BSON field '$out.{key}' is missing but a required field")
+            if not isinstance(spec[key], str):
+                raise CommandError(
+                    ErrorCode.TypeMismatch,
+                    f"BSON field '$out.{key}' is the wrong type '{type_name(spec[key])}', expected type 'string'",
+                )
+        db, coll = spec["db"], spec["coll"]
+    else:
+        raise location(16990, f"$out only supports a string or object argument, but found {type_name(spec)}")
+    _check_collection_name(coll)
+    env = where.env
+
+    def run(docs: Docs) -> Docs:
+        env.replace_collection(coll, (_with_id(doc) for doc in docs), db=db)
+        yield from ()
+
+    return Stage("$out", spec, run)
+
+
+# ---------------------------------------------------------------------------
+
+_MATCHED_MODES = ("replace", "keepExisting", "merge", "fail")
+_NOT_MATCHED_MODES = ("insert", "discard", "fail")
+_UPDATE_STAGES = frozenset({"$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith"})
+
+
+def _into(value: Any) -> tuple[str | None, str]:
+    if isinstance(value, str):
+        return None, value
+    if isinstance(value, Mapping):
+        for key in value:
+            if key not in ("db", "coll"):
+                raise location(40415, f"BSON field '$merge.into.{key}' is an unknown field.")
+        coll = value.get("coll")
+        db = value.get("db")
+        if not isinstance(coll, str) or (db is not None and not isinstance(db, str)):
+            raise location(
+                51178,
+                f"$merge 'into' field must specify a 'coll' that is not empty, null or undefined: {render(value)}",
+            )
+        return db, coll
+    raise location(51178, f"$merge 'into' field  must be either a string or an object, but found {type_name(value)}")
+
+
+def _on_fields(value: Any) -> list[str]:
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise location(
+            51186, f"$merge 'on' field  must be either a string or an array of strings, but found {type_name(value)}"
+        )
+    if len(set(names)) != len(names):
+        raise location(31465, "Found a duplicate field in the $merge 'on' list")
+    for name in names:
+        split_path(name)
+    return names
+
+
+class _MergeEnv:
+    """The target's env with ``$merge``'s ``let`` variables, rebound per document."""
+
+    def __init__(self, env: Any, variables: dict[str, Any]) -> None:
+        self._env = env
+        self.ctx = Context(variables=variables, now=env.ctx.now)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._env, name)
+
+
+@STAGES.register("$merge")
+def stage_merge(spec: Any, where: Where) -> Stage:
+    if isinstance(spec, str):
+        spec = {"into": spec}
+    if not isinstance(spec, Mapping):
+        raise location(51182, f"$merge only supports a string or object argument, but found {type_name(spec)}")
+    for key in spec:
+        if key not in ("into", "on", "let", "whenMatched", "whenNotMatched", "targetCollectionVersion"):
+            raise location(40415, f"BSON field '$merge.{key}' is an unknown field.")
+    if "into" not in spec:
+        raise location(40414, "BSON field '$merge.into' is missing but a required field")
+    db, coll = _into(spec["into"])
+    _check_collection_name(coll)
+    on = _on_fields(spec.get("on", "_id"))
+    matched = spec.get("whenMatched", "merge")
+    not_matched = spec.get("whenNotMatched", "insert")
+    if isinstance(matched, str) and matched not in _MATCHED_MODES:
+        raise CommandError(
+            ErrorCode.BadValue, f"Enumeration value '{matched}' for field 'whenMatched' is not a valid value."
+        )
+    if not isinstance(matched, (str, list)):
+        raise CommandError(
+            ErrorCode.TypeMismatch, f"BSON field '$merge.whenMatched' is the wrong type '{type_name(matched)}'"
+        )
+    if not isinstance(not_matched, str) or not_matched not in _NOT_MATCHED_MODES:
+        raise CommandError(
+            ErrorCode.BadValue,
+            f"Enumeration value '{render(not_matched)}' for field 'whenNotMatched' is not a valid value.",
+        )
+    if matched == "fail" and not_matched != "insert":
+        raise location(51181, f"Combination of {{whenMatched: fail, whenNotMatched: {not_matched}}} is not supported")
+    let = spec.get("let")
+    if let is not None and not isinstance(matched, list):
+        raise location(51199, f"Cannot use 'let' variables with 'whenMatched: {matched}' mode")
+    if let is not None and not isinstance(let, Mapping):
+        raise CommandError(
+            ErrorCode.TypeMismatch,
+            f"BSON field '$merge.let' is the wrong type '{type_name(let)}', expected type 'object'",
+        )
+    env = where.env
+    if on != ["_id"] and not env.unique_index_on(coll, on, db=db):
+        raise location(51183, "Cannot find index to verify that join fields will be unique")
+
+    update: Pipeline | None = None
+    let_exprs: list[tuple[str, Any]] = []
+    variables: dict[str, Any] = {}
+    if isinstance(matched, list):
+        for name, value in (let if let is not None else {"new": "$$ROOT"}).items():
+            check_variable_name(name)
+            let_exprs.append((name, where.expression(value)))
+        for stage in matched:
+            name = stage_entry(stage)[0]
+            if name not in _UPDATE_STAGES:
+                raise CommandError(ErrorCode.InvalidOptions, f"{name} is not allowed to be used within an update")
+        variables = dict(env.ctx.variables)
+        names = tuple(variables) + tuple(name for name, _ in let_exprs)
+        inner = Where(_MergeEnv(env, variables), where.scope.with_vars(*names))
+        update = Pipeline(compile_stages(matched, inner))
+    vars_for = where.variables()
+    on_parts = [tuple(name.split(".")) for name in on]
+
+    def key_filter(doc: dict[str, Any]) -> dict[str, Any]:
+        out = {}
+        for name, parts in zip(on, on_parts, strict=True):
+            value = get_plain(doc, parts)
+            if value is MISSING or value is None or isinstance(value, list):
+                raise location(51132, "$merge write error: 'on' field cannot be missing, null, undefined or an array")
+            out[name] = value
+        return out
+
+    def updated(existing: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any] | None:
+        if matched == "replace":
+            return doc if "_id" in doc else {"_id": existing["_id"], **doc}
+        if matched == "merge":
+            return {**existing, **doc}
+        assert update is not None
+        vars = vars_for(doc)
+        for name, fn in let_exprs:
+            value = fn(doc, vars)
+            variables[name] = None if value is MISSING else value
+        return next(update.run(iter([existing])), None)
+
+    def write(doc: dict[str, Any]) -> None:
+        if on == ["_id"]:
+            doc = _with_id(doc)
+        match = key_filter(doc)
+        if matched == "fail":
+            env.insert(coll, _with_id(doc), db=db)
+            return
+        existing = env.find_one(coll, match, db=db)
+        if existing is None:
+            if not_matched == "insert":
+                env.insert(coll, _with_id(doc), db=db)
+            elif not_matched == "fail":
+                raise location(
+                    13113,
+                    "$merge could not find a matching document in the target collection for at least one document "
+                    "in the source collection",
+                )
+            return
+        if matched == "keepExisting":
+            return
+        new = updated(existing, doc)
+        if new is None:
+            return
+        if "_id" in new and new["_id"] != existing["_id"]:
+            raise CommandError(
+                ErrorCode.ImmutableField,
+                "$merge failed to update the matching document, did you attempt to modify the _id or the shard key? "
+                ":: caused by :: Performing an update on the path '_id' would modify the immutable field '_id'",
+            )
+        env.replace(coll, {"_id": existing["_id"]}, new, db=db)
+
+    def run(docs: Docs) -> Docs:
+        for doc in docs:
+            write(doc)
+        yield from ()
+
+    return Stage("$merge", spec, run)

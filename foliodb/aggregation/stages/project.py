@@ -1,0 +1,204 @@
+"""Reshaping stages: $project $unset $addFields $set $replaceRoot $replaceWith $redact.
+
+Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/project/
+https://www.mongodb.com/docs/manual/reference/operator/aggregation/unset/
+https://www.mongodb.com/docs/manual/reference/operator/aggregation/addFields/
+https://www.mongodb.com/docs/manual/reference/operator/aggregation/replaceRoot/
+https://www.mongodb.com/docs/manual/reference/operator/aggregation/redact/
+
+``$project`` and ``$unset`` use the projection compiler shared with ``find``
+(:func:`foliodb.query.projection.compile_projection` with ``find=False``);
+``$addFields``/``$set`` use :mod:`foliodb.aggregation.fields`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from foliodb.aggregation.fields import apply_tree, parse_tree, split_path
+from foliodb.aggregation.pipeline import STAGES, Docs, Stage, Where
+from foliodb.errors import location
+from foliodb.query.bsontypes import type_name
+from foliodb.query.compare import BOOL, NUMBER, bracket, number_value
+from foliodb.query.paths import MISSING
+from foliodb.query.projection import compile_projection
+from foliodb.query.render import render, render_document
+
+
+def _projection_stage(
+    name: str, spec: Mapping[str, Any], shown: Any, where: Where, keeps: Callable[[str], bool]
+) -> Stage:
+    projection = compile_projection(spec, where.env.ctx, find=False)
+    apply = projection.apply
+
+    def run(docs: Docs) -> Docs:
+        for doc in docs:
+            yield apply(doc)
+
+    return Stage(name, shown, run, keeps=keeps)
+
+
+def _flag(value: Any) -> bool | None:
+    """True for an inclusion (1, true), False for an exclusion (0, false),
+    None for anything computed."""
+    b = bracket(value)
+    if b == BOOL:
+        return bool(value)
+    if b == NUMBER:
+        return number_value(value) != 0
+    return None
+
+
+@STAGES.register("$project")
+def stage_project(spec: Any, where: Where) -> Stage:
+    if not isinstance(spec, Mapping):
+        raise location(15969, "$project specification must be an object")
+    excluded = {k.split(".", 1)[0] for k, v in spec.items() if k != "_id" and _flag(v) is False}
+    touched = {k.split(".", 1)[0] for k in spec}
+    if excluded:
+
+        def keeps(field: str) -> bool:
+            return field not in touched
+    else:
+        kept = {k for k, v in spec.items() if "." not in k and _flag(v) is True}
+        if "_id" not in spec:
+            kept.add("_id")
+
+        def keeps(field: str) -> bool:
+            return field in kept
+
+    return _projection_stage("$project", spec, spec, where, keeps)
+
+
+@STAGES.register("$unset")
+def stage_unset(spec: Any, where: Where) -> Stage:
+    if isinstance(spec, str):
+        names = [spec]
+    elif isinstance(spec, list):
+        if not all(isinstance(s, str) for s in spec):
+            raise location(31120, "$unset specification must be a string or an array containing only string values")
+        names = spec
+    else:
+        raise location(31002, "$unset specification must be a string or an array")
+    for name in names:
+        split_path(name)
+    touched = {n.split(".", 1)[0] for n in names}
+    return _projection_stage("$unset", dict.fromkeys(names, 0), spec, where, lambda f: f not in touched)
+
+
+def _add_fields(name: str) -> Callable[[Any, Where], Stage]:
+    def compile_stage(spec: Any, where: Where) -> Stage:
+        if not isinstance(spec, Mapping):
+            raise location(40272, f"{name} specification stage must be an object, got {type_name(spec)}")
+        tree = parse_tree(spec, where.scope)
+        vars_for = where.variables()
+
+        def run(docs: Docs) -> Docs:
+            for doc in docs:
+                yield apply_tree(doc, tree, doc, vars_for(doc))
+
+        return Stage(name, spec, run, keeps=lambda f: f not in tree)
+
+    compile_stage.__name__ = f"stage_{name[1:]}"
+    return compile_stage
+
+
+STAGES.register("$addFields")(_add_fields("$addFields"))
+STAGES.register("$set")(_add_fields("$set"))
+
+
+def _replace(name: str, spec: Any, where: Where, what: str) -> Stage:
+    new_root = where.expression(spec)
+    vars_for = where.variables()
+
+    def run(docs: Docs) -> Docs:
+        for doc in docs:
+            value = new_root(doc, vars_for(doc))
+            if not isinstance(value, dict):
+                shown = "MISSING" if value is MISSING else render(value)
+                kind = "missing" if value is MISSING else type_name(value)
+                raise location(
+                    40228,
+                    f"{what} must evaluate to an object, but resulting value was: {shown}. "
+                    f"Type of resulting value: '{kind}'. Input document: {render_document(doc)}",
+                )
+            yield value
+
+    return Stage(name, spec, run)
+
+
+@STAGES.register("$replaceRoot")
+def stage_replaceRoot(spec: Any, where: Where) -> Stage:
+    if not isinstance(spec, Mapping):
+        raise location(40229, f"expected an object as specification for $replaceRoot stage, got {type_name(spec)}")
+    for key in spec:
+        if key != "newRoot":
+            raise location(40415, f"BSON field '$replaceRoot.{key}' is an unknown field.")
+    if "newRoot" not in spec:
+        raise location(40414, "BSON field '$replaceRoot.newRoot' is missing but a required field")
+    stage = _replace("$replaceRoot", spec["newRoot"], where, "'newRoot' expression")
+    stage.spec = spec
+    return stage
+
+
+@STAGES.register("$replaceWith")
+def stage_replaceWith(spec: Any, where: Where) -> Stage:
+    return _replace("$replaceWith", spec, where, "'replacement document'")
+
+
+_DESCEND, _PRUNE, _KEEP = "descend", "prune", "keep"
+
+
+@STAGES.register("$redact")
+def stage_redact(spec: Any, where: Where) -> Stage:
+    decide = where.expression_with(spec, "DESCEND", "PRUNE", "KEEP")
+    vars_for = where.variables()
+
+    def redact(doc: dict[str, Any], vars: dict[str, Any]) -> dict[str, Any] | None:
+        verdict = decide(doc, vars)
+        if verdict == _KEEP:
+            return doc
+        if verdict == _PRUNE:
+            return None
+        if verdict != _DESCEND:
+            shown = "MISSING" if verdict is MISSING else render(verdict)
+            raise location(
+                17053,
+                "$redact's expression should not return anything aside from the variables $$KEEP, "
+                f"$$DESCEND, and $$PRUNE, but returned {shown}",
+            )
+        out = {}
+        for key, value in doc.items():
+            if isinstance(value, dict):
+                kept = redact(value, vars)
+                if kept is not None:
+                    out[key] = kept
+            elif isinstance(value, list):
+                out[key] = redact_array(value, vars)
+            else:
+                out[key] = value
+        return out
+
+    def redact_array(values: list[Any], vars: dict[str, Any]) -> list[Any]:
+        out = []
+        for value in values:
+            if isinstance(value, dict):
+                kept = redact(value, vars)
+                if kept is not None:
+                    out.append(kept)
+            elif isinstance(value, list):
+                out.append(redact_array(value, vars))
+            else:
+                out.append(value)
+        return out
+
+    def run(docs: Docs) -> Docs:
+        for doc in docs:
+            vars = vars_for(doc)
+            vars.update(DESCEND=_DESCEND, PRUNE=_PRUNE, KEEP=_KEEP)
+            kept = redact(doc, vars)
+            if kept is not None:
+                yield kept
+
+    return Stage("$redact", spec, run)

@@ -1,0 +1,144 @@
+"""Ordering and slicing stages: $sort $limit $skip $sample.
+
+Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/sort/
+https://www.mongodb.com/docs/manual/reference/operator/aggregation/limit/
+https://www.mongodb.com/docs/manual/reference/operator/aggregation/skip/
+https://www.mongodb.com/docs/manual/reference/operator/aggregation/sample/
+
+``$sort`` keys come from :func:`foliodb.query.sort.compile_sort` and the
+documents are ordered by :func:`foliodb.engine.sorter.sort_documents`
+(stable, spilling past ``LIMITS.sort_bytes``). A ``$limit`` right after a
+``$sort`` is fused into it (a top-k, see the pipeline's reordering).
+``$sample`` keeps a uniform random sample of ``size`` documents (reservoir
+sampling) and outputs it in random order.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from foliodb.aggregation.pipeline import LIMITS, STAGES, Docs, Stage, Where, keep_all
+from foliodb.engine.sorter import sort_documents
+from foliodb.errors import location
+from foliodb.query.compare import is_number, number_value
+from foliodb.query.render import render
+from foliodb.query.sort import compile_sort
+
+
+def sort_stage(spec: Mapping[str, Any], where: Where, limit: int | None = None) -> Stage:
+    key = compile_sort(spec, stage=True).key
+    allow_disk_use = where.env.allow_disk_use
+
+    def run(docs: Docs) -> Docs:
+        return sort_documents(docs, key, limit=limit, max_memory_bytes=LIMITS.sort_bytes, allow_disk_use=allow_disk_use)
+
+    shown: dict[str, Any] = {"sortKey": spec}
+    if limit is not None:
+        shown["limit"] = limit
+    return Stage(
+        "$sort",
+        shown,
+        run,
+        keeps=keep_all if limit is None else None,
+        sort=spec,
+        limit=limit,
+        with_limit=lambda n: sort_stage(spec, where, n),
+    )
+
+
+@STAGES.register("$sort")
+def stage_sort(spec: Any, where: Where) -> Stage:
+    if not isinstance(spec, Mapping):
+        raise location(15973, "the $sort key specification must be an object")
+    return sort_stage(spec, where)
+
+
+def _integral(value: Any, what: str) -> int | None:
+    """A number that is a whole value, as an int; None if it has a fraction."""
+    n = number_value(value)
+    if isinstance(n, float) and (n != n or n in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(n, Decimal) and not n.is_finite():
+        return None
+    return int(n) if n == int(n) else None
+
+
+@STAGES.register("$limit")
+def stage_limit(spec: Any, where: Where) -> Stage:
+    if not is_number(spec):
+        raise location(15957, "the limit must be specified as a number")
+    n = _integral(spec, "$limit")
+    if n is None:
+        raise location(
+            5107201, f"invalid argument to $limit stage: Cannot represent as a 64-bit integer: $limit: {render(spec)}"
+        )
+    if n <= 0:
+        raise location(15958, "the limit must be positive")
+
+    def run(docs: Docs) -> Docs:
+        if n <= 0:
+            return
+        for i, doc in enumerate(docs, 1):
+            yield doc
+            if i >= n:
+                return
+
+    return Stage("$limit", n, run, limit=n)
+
+
+@STAGES.register("$skip")
+def stage_skip(spec: Any, where: Where) -> Stage:
+    if not is_number(spec):
+        raise location(15972, "Argument to $skip must be a number")
+    n = _integral(spec, "$skip")
+    if n is None:
+        raise location(
+            5107200, f"invalid argument to $skip stage: Cannot represent as a 64-bit integer: $skip: {render(spec)}"
+        )
+    if n < 0:
+        raise location(15956, "Argument to $skip cannot be negative")
+
+    def run(docs: Docs) -> Docs:
+        for i, doc in enumerate(docs):
+            if i >= n:
+                yield doc
+
+    # ``limit`` carries the count so the reordering can add skips together.
+    return Stage("$skip", n, run, limit=n)
+
+
+@STAGES.register("$sample")
+def stage_sample(spec: Any, where: Where) -> Stage:
+    if not isinstance(spec, Mapping):
+        raise location(28745, "the $sample stage specification must be an object")
+    size: int | None = None
+    for key, value in spec.items():
+        if key != "size":
+            raise location(28748, f"unrecognized option to $sample: {key}")
+        if not is_number(value):
+            raise location(28746, "size argument to $sample must be a number")
+        n = number_value(value)
+        if n < 0:
+            raise location(28747, "size argument to $sample must not be negative")
+        size = int(n)
+    if size is None:
+        raise location(28749, "$sample stage must specify a size")
+    rng = random.Random()
+    k = size
+
+    def run(docs: Docs) -> Docs:
+        reservoir: list[Any] = []
+        for i, doc in enumerate(docs):
+            if i < k:
+                reservoir.append(doc)
+            else:
+                j = rng.randrange(i + 1)
+                if j < k:
+                    reservoir[j] = doc
+        rng.shuffle(reservoir)
+        yield from reservoir
+
+    return Stage("$sample", {"size": size}, run)

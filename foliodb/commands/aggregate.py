@@ -1,0 +1,194 @@
+"""The aggregate command, and the engine side of pipelines (PipelineEnv).
+
+Manual: https://www.mongodb.com/docs/manual/reference/command/aggregate/
+
+A pipeline's leading ``$match``/``$sort``/``$limit`` go to the query planner
+as a find (so they use indexes); the remaining stages stream over its
+results. Pipelines ending in ``$out`` or ``$merge`` run to completion inside
+the command, in one storage transaction, so their writes land all or nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import bson
+
+from foliodb.aggregation.pipeline import compile_pipeline
+from foliodb.commands import params
+from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
+from foliodb.commands.executor import Request
+from foliodb.commands.registry import COMMANDS
+from foliodb.commands.write import apply_replacement, prepare_insert
+from foliodb.engine.catalog import CODEC
+from foliodb.engine.query import FindExecution, FindSpec
+from foliodb.errors import CommandError, ErrorCode
+from foliodb.query.context import Context
+
+
+class EngineEnv:
+    """PipelineEnv over the engine, for one aggregate command."""
+
+    def __init__(self, request: Request, ctx: Context, allow_disk_use: bool) -> None:
+        self.request = request
+        self.engine = request.engine
+        self.ctx = ctx
+        self.db = request.db
+        self.allow_disk_use = allow_disk_use
+
+    def source(
+        self, coll: str, stages: list[Mapping[str, Any]], db: str | None = None, ctx: Context | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Run ``stages`` over a collection, leading stages through the planner."""
+        env = self if ctx is None else EngineEnv(self.request, ctx, self.allow_disk_use)
+        pipeline = compile_pipeline(list(stages), env)
+        filter_spec, sort, limit = pipeline.pushdown()
+        store = self.engine.store(db or self.db, coll)
+        spec = FindSpec(filter=filter_spec, sort=sort, limit=limit, allow_disk_use=self.allow_disk_use)
+        docs = iter(FindExecution(store, spec, env.ctx, self.request.check_time))
+        return pipeline.run(docs, pushed=True)
+
+    # -- PipelineEnv ---------------------------------------------------------------------
+
+    def aggregate(
+        self,
+        coll: str,
+        pipeline: list[Mapping[str, Any]],
+        db: str | None = None,
+        variables: Mapping[str, Any] | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        ctx = self.ctx
+        if variables:
+            ctx = Context(variables={**self.ctx.variables, **variables}, now=self.ctx.now)
+        return self.source(coll, pipeline, db, ctx)
+
+    def collection_exists(self, coll: str, db: str | None = None) -> bool:
+        return self.engine.catalog.get(db or self.db, coll) is not None
+
+    def replace_collection(self, coll: str, docs: Iterable[Mapping[str, Any]], db: str | None = None) -> None:
+        db = db or self.db
+        engine = self.engine
+        with engine.storage.write():
+            # Results go to a temporary collection first: the pipeline may be
+            # reading the very collection it replaces.
+            temp_name = f"tmp.agg_out.{uuid.uuid4().hex}"
+            temp = engine.create_collection(db, temp_name)
+            for doc in docs:
+                temp.insert(prepare_insert(dict(doc)))
+            target = engine.store(db, coll)
+            if target is None:
+                engine.rename_collection(db, temp_name, db, coll, drop_target=False)
+                return
+            # An existing target keeps its options and indexes.
+            target.truncate()
+            for _rid, data in temp.scan():
+                target.insert(bson.decode(data, CODEC), data)
+            engine.drop_collection(db, temp_name)
+
+    def unique_index_on(self, coll: str, fields: list[str], db: str | None = None) -> bool:
+        if sorted(fields) == ["_id"]:
+            return True
+        info = self.engine.catalog.get(db or self.db, coll)
+        if info is None:
+            return False
+        return any(
+            index.unique and sorted(index.key) == sorted(fields) and "partialFilterExpression" not in index.spec
+            for index in info.indexes.values()
+        )
+
+    def find_one(self, coll: str, filter: Mapping[str, Any], db: str | None = None) -> dict[str, Any] | None:
+        store = self.engine.store(db or self.db, coll)
+        for doc in FindExecution(store, FindSpec(filter=filter, limit=1), self.ctx):
+            return doc
+        return None
+
+    def insert(self, coll: str, doc: Mapping[str, Any], db: str | None = None) -> None:
+        with self.engine.storage.write():
+            store = self.engine.ensure_collection(db or self.db, coll)
+            store.insert(prepare_insert(dict(doc)))
+
+    def replace(self, coll: str, filter: Mapping[str, Any], doc: Mapping[str, Any], db: str | None = None) -> None:
+        store = self.engine.store(db or self.db, coll)
+        if store is None:
+            raise CommandError(ErrorCode.NamespaceNotFound, f"ns does not exist: {db or self.db}.{coll}")
+        with self.engine.storage.write():
+            apply_replacement(store, filter, dict(doc), self.ctx)
+
+    def coll_stats(self, coll: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+        store = self.engine.store(self.db, coll)
+        out: dict[str, Any] = {"ns": f"{self.db}.{coll}", "host": "foliodb", "localTime": self.ctx.now}
+        count = store.count() if store is not None else 0
+        size = store.data_size() if store is not None else 0
+        if "storageStats" in spec:
+            out["storageStats"] = {
+                "size": size,
+                "count": count,
+                "avgObjSize": size // count if count else 0,
+                "storageSize": size,
+                "nindexes": len(store.info.indexes) if store is not None else 0,
+            }
+        if "count" in spec:
+            out["count"] = count
+        if "latencyStats" in spec:
+            zero = {"latency": 0, "ops": 0}
+            out["latencyStats"] = {"reads": zero, "writes": zero, "commands": zero, "transactions": zero}
+        return out
+
+    def index_stats(self, coll: str) -> list[dict[str, Any]]:
+        info = self.engine.catalog.get(self.db, coll)
+        if info is None:
+            return []
+        return [
+            {
+                "name": index.name,
+                "key": dict(index.key),
+                "host": "foliodb",
+                "accesses": {"ops": 0, "since": self.ctx.now},
+                "spec": dict(index.spec),
+            }
+            for index in info.indexes.values()
+        ]
+
+
+@COMMANDS.register("aggregate")
+def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    target = cmd["aggregate"]
+    stages = params.field(cmd, "pipeline", "array", "aggregate")
+    if stages is None:
+        raise CommandError(ErrorCode.FailedToParse, "BSON field 'aggregate.pipeline' is missing but a required field")
+    cursor_opts = params.field(cmd, "cursor", "object", "aggregate")
+    explain = bool(params.field(cmd, "explain", "bool", "aggregate", default=False))
+    if cursor_opts is None and not explain:
+        raise CommandError(
+            ErrorCode.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument"
+        )
+    batch_size = params.field(cursor_opts or {}, "batchSize", "integer", "aggregate.cursor")
+    let = params.field(cmd, "let", "object", "aggregate")
+    allow_disk_use = params.field(cmd, "allowDiskUse", "bool", "aggregate", default=True)
+    ctx = request.context(let)
+    env = EngineEnv(request, ctx, allow_disk_use)
+    writes = bool(stages) and isinstance(stages[-1], Mapping) and any(k in ("$out", "$merge") for k in stages[-1])
+    if isinstance(target, str):
+        ns = f"{request.db}.{target}"
+        if writes:
+            with request.engine.storage.write():
+                for _ in env.source(target, stages):
+                    pass
+            return cursor_reply(request, ns, iter(()), batch_size)
+        docs = env.source(target, stages)
+    elif target == 1:
+        ns = f"{request.db}.$cmd.aggregate"
+        pipeline = compile_pipeline(list(stages), env)
+        if writes:
+            with request.engine.storage.write():
+                for _ in pipeline.run(iter(())):
+                    pass
+            return cursor_reply(request, ns, iter(()), batch_size)
+        docs = pipeline.run(iter(()))
+    else:
+        raise CommandError(ErrorCode.InvalidNamespace, "aggregate requires a collection name or 1")
+    if batch_size is None:
+        batch_size = DEFAULT_FIRST_BATCH
+    return cursor_reply(request, ns, docs, batch_size)

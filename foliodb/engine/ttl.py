@@ -1,0 +1,115 @@
+"""The TTL monitor: a background thread that deletes expired documents.
+
+Every ``ttlMonitorSleepSecs`` seconds (60 by default, as in MongoDB; a
+client option and a ``setParameter``) it visits each index with
+``expireAfterSeconds`` and deletes the documents whose indexed date - the
+earliest one when the field is an array of dates - is older than that many
+seconds. Documents whose field is missing or holds no date never expire.
+
+It finds candidates through the index's date range and re-checks each
+document before deleting it, one storage transaction per pass.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+import bson
+
+from foliodb.engine.catalog import CODEC, IndexInfo
+from foliodb.engine.records import CollectionStore
+from foliodb.query import compare as cmp
+from foliodb.query import keystring
+from foliodb.query.paths import leaf_values
+
+if TYPE_CHECKING:
+    from foliodb.engine.engine import Engine
+
+log = logging.getLogger("foliodb.ttl")
+
+_DATE_START = bytes([cmp.DATE + 16])
+TICK_SECONDS = 0.2
+
+
+def expired_before(doc: dict[str, Any], index: IndexInfo, cutoff_ms: int) -> bool:
+    """Does the document's indexed date (earliest of an array) precede the cutoff?"""
+    parts, _ = index.fields[0]
+    dates = [cmp.date_millis(v) for v in leaf_values(doc, parts) if cmp.bracket(v) == cmp.DATE]
+    return bool(dates) and min(dates) < cutoff_ms
+
+
+def sweep_index(store: CollectionStore, index: IndexInfo, now: datetime.datetime) -> int:
+    """Delete the documents ``index`` says have expired; returns how many."""
+    seconds = index.spec.get("expireAfterSeconds")
+    if not cmp.is_number(seconds):
+        return 0
+    cutoff = now - datetime.timedelta(seconds=float(cmp.number_value(seconds)))
+    cutoff_ms = cmp.date_millis(cutoff)
+    _, descending = index.fields[0]
+    low, high = _DATE_START, keystring.encode(cutoff)
+    if descending:
+        # Complemented keys: the dates before the cutoff sort after its key,
+        # up to the end of the (complemented) date bracket.
+        low, high = keystring.complement(high), bytes([keystring.complement(_DATE_START)[0] + 1])
+    sql = f"SELECT DISTINCT rid FROM {index.table} WHERE key >= ? AND key < ?"
+    rids = [row[0] for row in store.conn.execute(sql, (low, high))]
+    deleted = 0
+    for rid in rids:
+        data = store.get_raw(rid)
+        if data is None:
+            continue
+        doc = bson.decode(data, CODEC)
+        if expired_before(doc, index, cutoff_ms):
+            store.delete(rid, doc)
+            deleted += 1
+    return deleted
+
+
+class TTLMonitor(threading.Thread):
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(name="foliodb-ttl", daemon=True)
+        self.engine = engine
+        self._stop_event = threading.Event()
+        self.passes = 0  # completed passes, for tests and serverStatus
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(timeout=5)
+
+    def run(self) -> None:
+        last = time.monotonic()
+        while not self._stop_event.wait(TICK_SECONDS):
+            interval = float(self.engine.parameters.get("ttlMonitorSleepSecs", 60))
+            if time.monotonic() - last < interval:
+                continue
+            last = time.monotonic()
+            if not self.engine.parameters.get("ttlMonitorEnabled", True):
+                continue
+            try:
+                self.sweep()
+            except Exception:  # the monitor must outlive a bad pass
+                log.exception("TTL pass failed")
+
+    def sweep(self) -> int:
+        """One pass over every TTL index; returns the documents deleted."""
+        engine = self.engine
+        deleted = 0
+        now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+        with engine.mutex:
+            if engine.closed:
+                return 0
+            with engine.storage.write():
+                for info in list(engine.catalog.collections.values()):
+                    for index in list(info.indexes.values()):
+                        if "expireAfterSeconds" not in index.spec:
+                            continue
+                        store = engine.store(info.db, info.name)
+                        if store is not None:
+                            deleted += sweep_index(store, index, now)
+        self.passes += 1
+        return deleted

@@ -1,0 +1,179 @@
+"""Set expressions: $setEquals $setIntersection $setUnion $setDifference
+$setIsSubset $anyElementTrue $allElementsTrue.
+
+Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/#set-expression-operators
+
+Arrays are sets: duplicates count once, order does not matter, and values
+are equal as MongoDB compares them (``1``, ``1.0`` and ``NumberLong(1)`` are
+one element). Nested arrays are elements, not flattened. $setIntersection
+and $setUnion return their elements in MongoDB's sort order; $setDifference
+keeps the first array's order.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+from typing import Any
+
+from foliodb.errors import location
+from foliodb.query.expr.array import is_array
+from foliodb.query.expr.core import EXPR_OPS, Expr, Scope, compare_values, nullish, operands, truthy, type_of
+
+_KEY = functools.cmp_to_key(compare_values)
+
+
+class ValueSet:
+    """The distinct values of an array in MongoDB's order."""
+
+    __slots__ = ("_keys", "values")
+
+    def __init__(self, array: Any = ()) -> None:
+        self.values: list[Any] = []
+        for v in sorted(array, key=_KEY):  # stable: the first of equals stays
+            if not self.values or compare_values(self.values[-1], v) != 0:
+                self.values.append(v)
+        self._keys = [_KEY(v) for v in self.values]
+
+    def __contains__(self, value: Any) -> bool:
+        i = bisect.bisect_left(self._keys, _KEY(value))
+        return i < len(self.values) and compare_values(self.values[i], value) == 0
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+@EXPR_OPS.register("$setEquals")
+def expr_setEquals(arg: Any, scope: Scope) -> Expr:
+    items = operands(arg, "$setEquals", 0, None, scope)
+    if len(items) < 2:
+        raise location(17045, f"$setEquals needs at least two arguments had: {len(items)}")
+
+    def set_equals(doc: Any, vars: dict[str, Any]) -> Any:
+        first: ValueSet | None = None
+        for n, item in enumerate(items, start=1):
+            v = item(doc, vars)
+            if not is_array(v):
+                raise location(
+                    17044, f"All operands of $setEquals must be arrays. {n}-th argument is of type: {type_of(v)}"
+                )
+            values = ValueSet(v)
+            if first is None:
+                first = values
+            elif len(values) != len(first) or any(x not in first for x in values.values):
+                return False
+        return True
+
+    return set_equals
+
+
+@EXPR_OPS.register("$setIntersection")
+def expr_setIntersection(arg: Any, scope: Scope) -> Expr:
+    items = operands(arg, "$setIntersection", 0, None, scope)
+
+    def set_intersection(doc: Any, vars: dict[str, Any]) -> Any:
+        common: ValueSet | None = None
+        for item in items:
+            v = item(doc, vars)
+            if nullish(v):
+                return None
+            if not is_array(v):
+                raise location(
+                    17047, f"All operands of $setIntersection must be arrays. One argument is of type: {type_of(v)}"
+                )
+            values = ValueSet(v)
+            common = values if common is None else ValueSet(x for x in common.values if x in values)
+        return [] if common is None else common.values
+
+    return set_intersection
+
+
+@EXPR_OPS.register("$setUnion")
+def expr_setUnion(arg: Any, scope: Scope) -> Expr:
+    items = operands(arg, "$setUnion", 0, None, scope)
+
+    def set_union(doc: Any, vars: dict[str, Any]) -> Any:
+        everything: list[Any] = []
+        for item in items:
+            v = item(doc, vars)
+            if nullish(v):
+                return None
+            if not is_array(v):
+                raise location(
+                    17043, f"All operands of $setUnion must be arrays. One argument is of type: {type_of(v)}"
+                )
+            everything.extend(v)
+        return ValueSet(everything).values
+
+    return set_union
+
+
+@EXPR_OPS.register("$setDifference")
+def expr_setDifference(arg: Any, scope: Scope) -> Expr:
+    left, right = operands(arg, "$setDifference", 2, 2, scope)
+
+    def set_difference(doc: Any, vars: dict[str, Any]) -> Any:
+        a, b = left(doc, vars), right(doc, vars)
+        if nullish(a) or nullish(b):
+            return None
+        if not is_array(a):
+            raise location(
+                17048, f"both operands of $setDifference must be arrays. First argument is of type: {type_of(a)}"
+            )
+        if not is_array(b):
+            raise location(
+                17049, f"both operands of $setDifference must be arrays. Second argument is of type: {type_of(b)}"
+            )
+        excluded = ValueSet(b)
+        seen: list[Any] = []  # sort keys of the values kept so far
+        out: list[Any] = []
+        for x in a:
+            key = _KEY(x)
+            i = bisect.bisect_left(seen, key)
+            if x in excluded or (i < len(seen) and seen[i] == key):
+                continue
+            seen.insert(i, key)
+            out.append(x)
+        return out
+
+    return set_difference
+
+
+@EXPR_OPS.register("$setIsSubset")
+def expr_setIsSubset(arg: Any, scope: Scope) -> Expr:
+    left, right = operands(arg, "$setIsSubset", 2, 2, scope)
+
+    def set_is_subset(doc: Any, vars: dict[str, Any]) -> Any:
+        a, b = left(doc, vars), right(doc, vars)
+        if not is_array(a):
+            raise location(
+                17046, f"both operands of $setIsSubset must be arrays. First argument is of type: {type_of(a)}"
+            )
+        if not is_array(b):
+            raise location(
+                17042, f"both operands of $setIsSubset must be arrays. Second argument is of type: {type_of(b)}"
+            )
+        container = ValueSet(b)
+        return all(x in container for x in a)
+
+    return set_is_subset
+
+
+def _elements_true(name: str, code: int, combine: Any) -> None:
+    def compile_elements(arg: Any, scope: Scope) -> Expr:
+        (operand,) = operands(arg, name, 1, 1, scope)
+
+        def elements(doc: Any, vars: dict[str, Any]) -> Any:
+            v = operand(doc, vars)
+            if not is_array(v):
+                raise location(code, f"{name}'s argument must be an array, but is {type_of(v)}")
+            return combine(truthy(x) for x in v)
+
+        return elements
+
+    compile_elements.__name__ = f"expr_{name[1:]}"
+    EXPR_OPS.register(name)(compile_elements)
+
+
+_elements_true("$anyElementTrue", 17041, any)
+_elements_true("$allElementsTrue", 17040, all)
