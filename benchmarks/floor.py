@@ -9,8 +9,9 @@ Layout (one file)::
     docs (rid INTEGER PRIMARY KEY, doc BLOB)            -- BSON bytes
     ids  (key BLOB PRIMARY KEY, rid INTEGER) WITHOUT ROWID  -- 12-byte ObjectId
 
-Durability: WAL, ``synchronous=NORMAL``, one transaction per single-document
-write and one per ``insert_many`` batch. The floor owns its file alone (as
+Settings as FolioDB's storage: WAL, ``synchronous=NORMAL``, a 64 MiB page
+cache, ``BEGIN IMMEDIATE``, one transaction per single-document write and one
+per ``insert_many`` batch. The floor owns its file alone (as
 FolioDB owns a dbpath under its lock), so it numbers records itself and
 inserts a batch with two ``executemany`` calls.
 
@@ -47,6 +48,7 @@ class Floor(Contender):
         self.conn = sqlite3.connect(os.path.join(workdir, "floor.sqlite"), isolation_level=None)
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA cache_size=-65536")  # FolioDB's 64 MiB page cache
         self.conn.executescript(_SCHEMA)
         self.next_rid = 1
 

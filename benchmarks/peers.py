@@ -31,13 +31,15 @@ from benchmarks.workloads import Contender
 UPDATE = {"$inc": {"total": 1}, "$set": {"status": "shipped"}}
 
 NOTES = {
-    "mongomock": "memory only; find_one by _id scans the collection",
-    "montydb-flatfile": "default cache_modified=0: every write rewrites the collection's JSON file",
-    "montydb-sqlite": "default journal_mode=WAL with SQLite's default synchronous=FULL (an fsync per commit)",
-    "mongita-disk": "writes each document to its own file; reads go through a process cache",
-    "tinymongo": "default tinydb backend: every write rewrites the whole JSON file",
-    "tinydb-json": "JSON storage: every read parses and every write rewrites the whole file; ids and dates as strings",
-    "tinydb-memory": "MemoryStorage: every operation rebuilds the table's document objects",
+    "mongomock": "memory only; no _id index: find_one, update_one and delete_one by _id scan the collection",
+    "montydb-flatfile": "no indexes (_id lookups scan); default cache_modified=0: every write rewrites the JSON file",
+    "montydb-sqlite": "no indexes (_id lookups scan); journal_mode=WAL with SQLite's default synchronous=FULL",
+    "montydb-memory": "no indexes: _id lookups scan the collection",
+    "mongita-disk": "a file per document behind a process cache; update_one matches its filter against every document",
+    "mongita-memory": "update_one matches its filter against every document (find_one and delete_one look _id up)",
+    "tinymongo": "default tinydb backend: every read parses and every write rewrites the whole JSON file",
+    "tinydb-json": "every read parses and every write rewrites the whole file; ids and dates stored as strings",
+    "tinydb-memory": "MemoryStorage: every operation rebuilds the table's document objects; no _id index",
 }
 
 

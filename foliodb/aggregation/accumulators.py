@@ -12,7 +12,8 @@ document, as MongoDB does). A state is a small mutable object:
   added to the state (for the stage memory limits);
 * ``merge(other)`` folds in the partial state of the same group built from
   *later* input (``$group`` spills partial groups to disk and merges them);
-* ``result()`` is the value the stage outputs (MISSING becomes null there).
+* ``result()`` is the value the stage outputs (MISSING becomes null there);
+  it never shares mutable state, so a window can keep adding after it.
 
 States hold only plain data (no closures), so they pickle for spilling.
 
@@ -100,15 +101,17 @@ _INT, _LONG, _DOUBLE, _DEC = 0, 1, 2, 3
 
 
 class SumState:
-    """Exact running sum of numbers of mixed BSON types."""
+    """Exact running sum of numbers of mixed BSON types: integers in a Python
+    int, finite doubles as Shewchuk's non-overlapping partials (exact, like
+    ``math.fsum``), decimals in Decimal128 arithmetic; rounded once at the end."""
 
-    __slots__ = ("count", "dec", "exact", "inf", "ints", "nan", "ninf", "widest")
+    __slots__ = ("count", "dec", "inf", "ints", "nan", "ninf", "partials", "widest")
 
     def __init__(self) -> None:
         self.widest = _INT
-        self.ints = 0  # exact sum of int32/int64 inputs
-        self.exact = Fraction(0)  # exact sum of finite doubles
-        self.dec = Decimal(0)  # sum of Decimal128 inputs
+        self.ints = 0
+        self.partials: list[float] = []
+        self.dec = Decimal(0)
         self.nan = self.inf = self.ninf = False
         self.count = 0  # numeric inputs seen
 
@@ -118,13 +121,9 @@ class SumState:
             self.ints += v
             if self.widest == _INT and not INT32_MIN <= v <= INT32_MAX:
                 self.widest = _LONG
-        elif cls is Int64:
-            self.ints += int(v)
-            if self.widest < _LONG:
-                self.widest = _LONG
         elif cls is float:
-            if math.isfinite(v):
-                self.exact += Fraction(v)
+            if v - v == 0.0:  # finite
+                self._add_double(v)
             elif v != v:
                 self.nan = True
             elif v > 0:
@@ -133,6 +132,10 @@ class SumState:
                 self.ninf = True
             if self.widest < _DOUBLE:
                 self.widest = _DOUBLE
+        elif cls is Int64:
+            self.ints += int(v)
+            if self.widest < _LONG:
+                self.widest = _LONG
         elif cls is Decimal128:
             self.dec = DECIMAL.add(self.dec, v.to_decimal())
             self.widest = _DEC
@@ -141,10 +144,25 @@ class SumState:
         self.count += 1
         return 0
 
+    def _add_double(self, x: float) -> None:
+        partials = self.partials
+        i = 0
+        for y in partials:
+            if abs(x) < abs(y):
+                x, y = y, x
+            hi = x + y
+            lo = y - (hi - x)
+            if lo:
+                partials[i] = lo
+                i += 1
+            x = hi
+        partials[i:] = [x]
+
     def merge(self, other: SumState) -> None:
         self.widest = max(self.widest, other.widest)
         self.ints += other.ints
-        self.exact += other.exact
+        for x in other.partials:
+            self._add_double(x)
         self.dec = DECIMAL.add(self.dec, other.dec)
         self.nan |= other.nan
         self.inf |= other.inf
@@ -160,15 +178,20 @@ class SumState:
             return -math.inf
         return None
 
+    def _exact(self) -> Fraction:
+        return sum((Fraction(x) for x in self.partials), Fraction(self.ints))
+
     def total_double(self) -> float:
         special = self._nonfinite()
         if special is not None:
             return special
-        return float(self.exact + self.ints)
+        if not self.ints:
+            return math.fsum(self.partials)
+        return float(self._exact())
 
     def total_decimal(self) -> Decimal:
         special = self._nonfinite()
-        doubles = Decimal(special) if special is not None else DECIMAL.create_decimal(float(self.exact))
+        doubles = Decimal(special) if special is not None else DECIMAL.create_decimal(math.fsum(self.partials))
         return DECIMAL.add(DECIMAL.add(self.dec, Decimal(self.ints)), doubles)
 
     def result(self) -> Any:
@@ -328,7 +351,7 @@ class PushState:
             self.add(v)
 
     def result(self) -> Any:
-        return self.items
+        return list(self.items)
 
 
 class AddToSetState:
@@ -382,7 +405,7 @@ class MergeObjectsState:
         self.doc.update(other.doc)
 
     def result(self) -> Any:
-        return self.doc
+        return dict(self.doc)
 
 
 # ---------------------------------------------------------------------------
@@ -425,7 +448,7 @@ class FirstNState:
             self.add(v)
 
     def result(self) -> Any:
-        return self.items
+        return list(self.items)
 
 
 class LastNState:

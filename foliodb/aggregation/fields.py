@@ -16,11 +16,12 @@ fields keep their position; new fields are appended.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Union
+from typing import Any, NoReturn, Union
 
 from foliodb.errors import location
 from foliodb.query.expr import Expr, Scope, compile_expression
 from foliodb.query.paths import MISSING
+from foliodb.query.render import render_document
 
 FieldTree = dict[str, Union[Expr, "FieldTree"]]
 
@@ -45,36 +46,53 @@ def split_path(path: str) -> tuple[str, ...]:
 def parse_tree(spec: Mapping[str, Any], scope: Scope) -> FieldTree:
     """The computed-field tree of an ``$addFields``/``$set`` specification."""
     tree: FieldTree = {}
-    _parse_into(tree, spec, scope, "")
+    _parse_into(tree, spec, scope, (), spec)
     return tree
 
 
-def _parse_into(tree: FieldTree, spec: Mapping[str, Any], scope: Scope, prefix: str) -> None:
+def _parse_into(
+    tree: FieldTree, spec: Mapping[str, Any], scope: Scope, prefix: tuple[str, ...], root: Mapping[str, Any]
+) -> None:
     for key, value in spec.items():
-        parts = split_path(key)
-        full = prefix + key
+        path = prefix + split_path(key)
         node = tree
-        for i, part in enumerate(parts[:-1]):
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                _conflict(prefix + ".".join(parts[: i + 1]), full)
-            node = child
-        leaf = parts[-1]
+        for i, part in enumerate(path[len(prefix) : -1], len(prefix)):
+            step = node.setdefault(part, {})
+            if not isinstance(step, dict):
+                _conflict(path, path[: i + 1], root)
+            node = step
+        leaf = path[-1]
         if isinstance(value, Mapping) and not (value and next(iter(value)).startswith("$")):
             if not value:
-                raise location(40180, f"an empty object is not a valid value. Found empty object at path {full}")
+                raise location(
+                    40180, f"an empty object is not a valid value. Found empty object at path {'.'.join(path)}"
+                )
             child = node.setdefault(leaf, {})
             if not isinstance(child, dict):
-                _conflict(full, full)
-            _parse_into(child, value, scope, full + ".")
+                _conflict(path, path, root)
+            _parse_into(child, value, scope, path, root)
         else:
-            if leaf in node:
-                _conflict(full, full)
+            existing = node.get(leaf)
+            if existing is not None:
+                _conflict(path, path + _first_leaf(existing), root)
             node[leaf] = compile_expression(value, scope)
 
 
-def _conflict(a: str, b: str) -> None:
-    raise location(40176, f"specification contains two conflicting paths. Cannot specify both '{a}' and '{b}'")
+def _first_leaf(node: Any) -> tuple[str, ...]:
+    """The path (below ``node``) of its first computed field."""
+    path: tuple[str, ...] = ()
+    while isinstance(node, dict):
+        name, node = next(iter(node.items()))
+        path += (name,)
+    return path
+
+
+def _conflict(path: tuple[str, ...], other: tuple[str, ...], root: Mapping[str, Any]) -> NoReturn:
+    raise location(
+        40176,
+        f"specification contains two conflicting paths. Cannot specify both '{'.'.join(path)}' and "
+        f"'{'.'.join(other)}': {render_document(dict(root))}",
+    )
 
 
 def apply_tree(doc: dict[str, Any], tree: FieldTree, root: Any, vars: dict[str, Any]) -> dict[str, Any]:
@@ -97,10 +115,6 @@ def _apply_value(value: Any, tree: FieldTree, root: Any, vars: dict[str, Any]) -
     if isinstance(value, list):
         return [_apply_value(v, tree, root, vars) for v in value]
     return apply_tree({}, tree, root, vars)
-
-
-def tree_fields(tree: FieldTree) -> frozenset[str]:
-    return frozenset(tree)
 
 
 def set_path(doc: Mapping[str, Any], parts: tuple[str, ...], value: Any) -> dict[str, Any]:

@@ -37,9 +37,13 @@ skips those stages; ``run(source)`` (``pushed=False``) applies every stage,
 so a caller that ignores push-down still gets the right answer.
 
 Memory. ``LIMITS`` holds MongoDB's per-stage memory limits (100 MB each, as
-its server parameters); a blocking stage past its limit spills to a
-temporary SQLite database when ``env.allow_disk_use``, or fails with
-QueryExceededMemoryLimitNoDiskUseAllowed (292).
+its server parameters). Past its limit a blocking stage spills to a
+temporary SQLite database when ``env.allow_disk_use`` (``$group`` its partial
+groups, ``$sort``/``$bucketAuto``/``$setWindowFields``' sort through the
+engine's external sorter), or fails with
+QueryExceededMemoryLimitNoDiskUseAllowed (292). ``$setWindowFields`` holds one
+partition at a time and fails (ExceededMemoryLimit) on a partition larger
+than its limit; ``$facet`` buffers its input.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from typing import Any, NamedTuple
 from foliodb.aggregation.env import PipelineEnv
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query.bsontypes import type_name
+from foliodb.query.context import Context
 from foliodb.query.expr import Expr, Scope, compile_expression
 from foliodb.query.registry import Registry
 
@@ -79,7 +84,6 @@ class Where:
 
     env: PipelineEnv
     scope: Scope  # the $$variables defined here
-    first: bool = False  # first stage of its pipeline
     parent: str | None = None  # "$facet", "$lookup", "$unionWith" for a sub-pipeline
 
     def expression(self, spec: Any) -> Expr:
@@ -104,6 +108,19 @@ class Where:
 
 
 StageCompiler = Callable[[Any, Where], "Stage | list[Stage]"]
+
+
+class ScopedEnv:
+    """``env`` as a sub-pipeline sees it: with extra ``$$`` variables (a
+    ``$lookup``'s or ``$merge``'s ``let``) in ``ctx.variables``, which may be
+    rebound between runs; everything else is ``env``'s own."""
+
+    def __init__(self, env: PipelineEnv, variables: Mapping[str, Any]) -> None:
+        self._env = env
+        self.ctx = Context(variables={**env.ctx.variables, **variables}, now=env.ctx.now)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._env, name)
 
 
 @dataclass(slots=True)
@@ -203,7 +220,7 @@ def compile_stages(specs: Any, where: Where) -> list[Stage]:
         check_placement(name, i, last, where.parent)
         if name == "$match" and (i != 0 or where.parent == "$facet") and has_text(arg):
             raise location(17313, "$match with $text is only allowed as the first pipeline stage")
-        made = compiler(arg, Where(where.env, where.scope, i == 0, where.parent))
+        made = compiler(arg, where)
         if isinstance(made, list):
             out.extend(made)
         else:

@@ -231,7 +231,7 @@ class _Derivative(WindowFunction):
 
     def compute(self, partition: list[Doc], vars_for: VarsFor) -> list[Any]:
         values = range_values(partition, self.field, self.bounds.unit) if self.bounds.kind == "range" else None
-        out = []
+        out: list[Any] = []
         for lo, hi in window_spans(self.bounds, len(partition), values):
             if hi - lo < 1:
                 out.append(None)
@@ -302,7 +302,7 @@ class _Integral(WindowFunction):
         segments = [_trapezoid(points[i - 1], points[i]) for i in range(1, len(points))]
         nan = [any(is_nan(v) for v in point) for point in points]
         values = range_values(partition, self.field, self.bounds.unit) if self.bounds.kind == "range" else None
-        out = []
+        out: list[Any] = []
         for lo, hi in window_spans(self.bounds, len(partition), values):
             if hi - lo < 1:
                 out.append(None)
@@ -422,7 +422,7 @@ class _Covariance(WindowFunction):
             else:
                 pairs.append(None)
         values = range_values(partition, self.field, self.bounds.unit) if self.field is not None else None
-        out = []
+        out: list[Any] = []
         for lo, hi in window_spans(self.bounds, len(partition), values):
             window = [p for p in pairs[lo:hi] if p is not None]
             n = len(window)
@@ -479,8 +479,8 @@ class _LinearFill(WindowFunction):
         self.field = field
 
     def compute(self, partition: list[Doc], vars_for: VarsFor) -> list[Any]:
-        xs = []
-        ys = []
+        xs: list[Any] = []
+        ys: list[Any] = []
         for doc in partition:
             x = get_path(doc, self.field)
             if not (is_numeric(x) or bracket(x) == DATE):

@@ -31,8 +31,9 @@ from foliodb.query.context import Context
 class EngineEnv:
     """PipelineEnv over the engine, for one aggregate command."""
 
-    def __init__(self, request: Request, ctx: Context, allow_disk_use: bool) -> None:
+    def __init__(self, request: Request, ctx: Context, allow_disk_use: bool, coll: str | None = None) -> None:
         self.request = request
+        self.coll = coll  # the collection aggregated; None for `aggregate: 1`
         self.engine = request.engine
         self.ctx = ctx
         self.db = request.db
@@ -42,7 +43,7 @@ class EngineEnv:
         self, coll: str, stages: list[Mapping[str, Any]], db: str | None = None, ctx: Context | None = None
     ) -> Iterator[dict[str, Any]]:
         """Run ``stages`` over a collection, leading stages through the planner."""
-        env = self if ctx is None else EngineEnv(self.request, ctx, self.allow_disk_use)
+        env = EngineEnv(self.request, ctx or self.ctx, self.allow_disk_use, coll)
         pipeline = compile_pipeline(list(stages), env)
         filter_spec, sort, limit = pipeline.pushdown()
         store = self.engine.store(db or self.db, coll)

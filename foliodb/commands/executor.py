@@ -22,6 +22,9 @@ from foliodb.commands.cursors import CursorManager
 from foliodb.engine.engine import Engine
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.context import Context
+from foliodb.query.expr import Scope, compile_expression, root_variables
+from foliodb.query.expr.core import check_variable_name
+from foliodb.query.paths import MISSING
 
 log = logging.getLogger("foliodb")
 
@@ -46,7 +49,16 @@ class Request:
         return self.executor.cursors
 
     def context(self, let: Mapping[str, Any] | None = None) -> Context:
-        return Context(variables=dict(let or {}))
+        """The run context of a command; its ``let`` variables are
+        expressions, evaluated once (they may use ``$$NOW`` and earlier ones)."""
+        ctx = Context()
+        for name, spec in (let or {}).items():
+            check_variable_name(name)
+            value = compile_expression(spec, Scope(frozenset(ctx.variables)))(
+                {}, root_variables({}, ctx.variables, ctx.now)
+            )
+            ctx.variables[name] = None if value is MISSING else value
+        return ctx
 
     def check_time(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:

@@ -79,7 +79,7 @@ def _explain_aggregate(request: Request, inner: Mapping[str, Any], verbosity: st
     name = collection_name(inner, "aggregate")
     stages = params.field(inner, "pipeline", "array", "aggregate") or []
     let = params.field(inner, "let", "object", "aggregate")
-    env = EngineEnv(request, request.context(let), True)
+    env = EngineEnv(request, request.context(let), True, name)
     pipeline = compile_pipeline(list(stages), env)
     filter_spec, sort, limit = pipeline.pushdown()
     spec = FindSpec(filter=filter_spec, sort=sort, limit=limit, hint=inner.get("hint"))

@@ -15,6 +15,7 @@ from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.write import collection_name
 from foliodb.engine.catalog import CollectionInfo, IndexInfo
+from foliodb.engine.text import language_of
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import compare as cmp
 from foliodb.query.filter import compile_filter
@@ -84,10 +85,16 @@ def normalize_spec(raw: Any) -> dict[str, Any]:
         if field_name.startswith("$") and field_name != "$**" and not field_name.endswith(".$**"):
             raise _spec_error(raw, "Index key contains an illegal field name: field name starts with '$'.")
         if isinstance(direction, str):
-            raise CommandError(ErrorCode.NotImplemented, f"'{direction}' indexes are not implemented in FolioDB yet")
-        if not cmp.is_number(direction) or cmp.number_value(direction) == 0 or not cmp.is_finite_number(direction):
+            if direction not in _SPECIAL_TYPES:
+                if direction in ("2d", "2dsphere", "geoHaystack"):
+                    raise CommandError(
+                        ErrorCode.NotImplemented, f"'{direction}' indexes are not implemented in FolioDB yet"
+                    )
+                raise _spec_error(raw, f"Unknown index plugin '{direction}'")
+        elif not cmp.is_number(direction) or cmp.number_value(direction) == 0 or not cmp.is_finite_number(direction):
             raise _spec_error(raw, f"Values in the index key pattern can't be 0 or non-numeric: {direction!r}")
     spec: dict[str, Any] = {"v": 2, "key": dict(key), "name": name}
+    _special_kind(raw, key, spec)
     for option, value in raw.items():
         if option in ("key", "name", "v", "ns"):
             continue
@@ -99,7 +106,7 @@ def normalize_spec(raw: Any) -> dict[str, Any]:
             )
         if option == "background":
             continue  # accepted and ignored, as MongoDB 4.2+ does
-        spec[option] = value
+        spec.setdefault(option, value)
     if "partialFilterExpression" in spec:
         if not isinstance(spec["partialFilterExpression"], Mapping):
             raise _spec_error(raw, "'partialFilterExpression' for an index must be a document", ErrorCode.TypeMismatch)
@@ -133,6 +140,70 @@ def normalize_spec(raw: Any) -> dict[str, Any]:
                 ErrorCode.InvalidIndexSpecificationOption,
             )
     return spec
+
+
+_SPECIAL_TYPES = ("text", "hashed")
+
+
+def _special_kind(raw: Mapping[str, Any], key: Mapping[str, Any], spec: dict[str, Any]) -> None:
+    """Check and complete the spec of a text, hashed or wildcard index."""
+    directions = list(key.values())
+    wildcard = [name for name in key if name == "$**" or name.endswith(".$**")]
+    if "text" in directions or "_fts" in key:
+        if any(d not in ("text",) for name, d in key.items() if name not in ("_fts", "_ftsx")):
+            raise CommandError(ErrorCode.NotImplemented, "compound text indexes are not implemented in FolioDB yet")
+        weights = {name: 1 for name, d in key.items() if d == "text" and name != "_fts"}
+        given = raw.get("weights", {})
+        if not isinstance(given, Mapping):
+            raise _spec_error(raw, "weights must be a document", ErrorCode.TypeMismatch)
+        for name, weight in given.items():
+            if not cmp.is_number(weight) or not 1 <= cmp.number_value(weight) < 100000:
+                raise _spec_error(
+                    raw,
+                    f"text index weights must be in the exclusive interval (0,99999) but found: {weight}",
+                    ErrorCode.BadValue,
+                )
+            weights[name] = weight
+        if not weights:
+            raise _spec_error(raw, "text index requires at least one field")
+        language = raw.get("default_language", "english")
+        try:
+            language_of(language)
+        except CommandError:
+            raise CommandError(ErrorCode.CannotCreateIndex, f"default_language unsupported: {language}") from None
+        spec["key"] = {"_fts": "text", "_ftsx": 1}
+        spec["weights"] = weights
+        spec["default_language"] = language
+        spec["language_override"] = raw.get("language_override", "language")
+        spec["textIndexVersion"] = 3
+        if raw.get("unique"):
+            raise _spec_error(raw, "text indexes cannot be unique", ErrorCode.CannotCreateIndex)
+    elif "hashed" in directions:
+        if directions.count("hashed") > 1:
+            raise _spec_error(
+                raw, "A maximum of one index field is allowed to be hashed but found 2", ErrorCode.CannotCreateIndex
+            )
+        if raw.get("unique"):
+            raise _spec_error(
+                raw,
+                "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.",
+                ErrorCode.CannotCreateIndex,
+            )
+    elif wildcard:
+        if len(key) > 1:
+            raise CommandError(ErrorCode.NotImplemented, "compound wildcard indexes are not implemented in FolioDB yet")
+        if raw.get("unique"):
+            raise _spec_error(
+                raw, "Index type 'wildcard' does not support the unique option", ErrorCode.CannotCreateIndex
+            )
+        if "wildcardProjection" in raw and wildcard[0] != "$**":
+            raise _spec_error(
+                raw, "The field 'wildcardProjection' is only allowed in an 'wildcard' index", ErrorCode.FailedToParse
+            )
+    elif "wildcardProjection" in raw:
+        raise _spec_error(
+            raw, "The field 'wildcardProjection' is only allowed in an 'wildcard' index", ErrorCode.BadValue
+        )
 
 
 def _identity(spec: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -194,6 +265,12 @@ def _conflicting(info: CollectionInfo, spec: dict[str, Any]) -> IndexInfo | None
             f"{render_document(spec)}, existing index: {render_document(same_name.spec)}",
         )
     for index in info.indexes.values():
+        if "_fts" in spec["key"] and index.kind == "text" and index.name != spec["name"]:
+            raise CommandError(
+                ErrorCode.IndexOptionsConflict,
+                f"An equivalent index already exists with a different name and options. Requested index: "
+                f"{render_document(spec)}, existing index: {render_document(index.spec)}",
+            )
         if list(index.key.items()) != list(spec["key"].items()):
             continue
         if _identity(index.spec)[:4] == _identity(spec)[:4]:

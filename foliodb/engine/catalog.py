@@ -69,6 +69,18 @@ class IndexInfo:
         return self.name == "_id_" or bool(self.spec.get("unique", False))
 
     @property
+    def kind(self) -> str:
+        """ "btree", "hashed", "wildcard" or "text"."""
+        key = self.key
+        if "_fts" in key:
+            return "text"
+        if any(name == "$**" or name.endswith(".$**") for name in key):
+            return "wildcard"
+        if "hashed" in key.values():
+            return "hashed"
+        return "btree"
+
+    @property
     def fields(self) -> list[tuple[tuple[str, ...], bool]]:
         """(path parts, descending) of each key field."""
         out = []

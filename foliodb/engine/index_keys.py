@@ -19,6 +19,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
+from foliodb.engine.hashing import hash64
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import keystring
 from foliodb.query.compare import UNDEFINED
@@ -123,3 +124,72 @@ def document_keys(
 
 def with_rid(key: bytes, rid: int) -> bytes:
     return key + rid.to_bytes(8, "big")
+
+
+def hashed_document_keys(
+    doc: Any, fields: Sequence[tuple[tuple[str, ...], bool]], hashed: Sequence[bool]
+) -> dict[bytes, tuple[Any, ...]]:
+    """Keys of an index with a hashed field: that field's value is replaced
+    by its 64-bit hash (arrays cannot be hashed, as in MongoDB)."""
+    per_field: list[list[tuple[bytes, Any]]] = []
+    for (parts, descending), is_hashed in zip(fields, hashed, strict=True):
+        values, array = field_values(doc, parts)
+        if is_hashed:
+            if array is not None:
+                raise CommandError(16766, "Error: hashed indexes do not currently support array values")
+            value = values[0]
+            encoded = [(keystring.encode(hash64(None if value is MISSING else value)), value)]
+        else:
+            encoded = [(encode_key_value(v), v) for v in values]
+        if descending:
+            encoded = [(keystring.complement(k), v) for k, v in encoded]
+        per_field.append(encoded)
+    keys = {}
+    for combo in itertools.product(*per_field):
+        keys[b"".join(k for k, _ in combo)] = tuple(v for _, v in combo)
+    return keys
+
+
+def wildcard_keys(doc: Any, root: tuple[str, ...], projection: Any) -> dict[bytes, tuple[Any, ...]]:
+    """Keys of a wildcard index: ``encode(path) + encode(value)`` for every
+    scalar (or empty array/document) under ``root``, arrays expanded, as
+    filtered by the index's ``wildcardProjection``."""
+    keys: dict[bytes, tuple[Any, ...]] = {}
+    start = doc
+    for name in root:
+        start = start.get(name, MISSING) if isinstance(start, dict) else MISSING
+    if start is MISSING:
+        return keys
+    _wildcard_walk(start, ".".join(root), keys, projection)
+    return keys
+
+
+def _wildcard_walk(value: Any, path: str, keys: dict[bytes, tuple[Any, ...]], projection: Any) -> None:
+    if isinstance(value, dict) and value:
+        for name, item in value.items():
+            child = f"{path}.{name}" if path else name
+            if path == "" and name == "_id" and not wildcard_projected(child, projection, default=False):
+                continue
+            if wildcard_projected(child, projection):
+                _wildcard_walk(item, child, keys, projection)
+        return
+    if isinstance(value, list) and value:
+        for item in value:
+            if isinstance(item, list):
+                keys[keystring.encode(path) + keystring.encode(item)] = (path, item)
+            else:
+                _wildcard_walk(item, path, keys, projection)
+        return
+    if path:
+        keys[keystring.encode(path) + encode_key_value(value)] = (path, value)
+
+
+def wildcard_projected(path: str, projection: Any, default: bool = True) -> bool:
+    """Is ``path`` (or a part of it) kept by a wildcardProjection?"""
+    if not projection:
+        return default
+    inclusion = any(v for k, v in projection.items() if k != "_id")
+    for spec_path, flag in projection.items():
+        if path == spec_path or path.startswith(spec_path + ".") or spec_path.startswith(path + "."):
+            return bool(flag)
+    return not inclusion and default

@@ -17,15 +17,20 @@ import bson
 
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.planner import Plan, choose_plan
-from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan
+from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan, TextScan
 from foliodb.engine.records import CollectionStore
 from foliodb.engine.sorter import sort_documents
+from foliodb.engine.text import TextIndex, TextQuery, parse_text, split_text
+from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.context import Context
 from foliodb.query.filter import MatchDetails, compile_filter
 from foliodb.query.projection import compile_projection
 from foliodb.query.sort import compile_sort
 
 SORT_MEMORY_LIMIT = 100 * 1024 * 1024
+# Where a document carries its text score between the scan and the
+# projection: a field name no application uses.
+TEXT_SCORE = "$$textScore"
 
 
 @dataclass
@@ -66,9 +71,18 @@ class FindExecution:
         # Compile everything first, so errors surface before any result.
         self.sort = compile_sort(spec.sort) if spec.sort else None
         self.projection = compile_projection(spec.projection, ctx, find=True) if spec.projection else None
-        self.matcher = compile_filter(spec.filter, ctx) if spec.filter else None
+        text_arg, rest = split_text(spec.filter)
+        self.matcher = compile_filter(rest, ctx) if rest else None
+        self.text: tuple[TextIndex, TextQuery] | None = None
         self.plan: Plan | None = None
-        if store is not None:
+        wants_score = "textScore" in (self.sort.meta_fields if self.sort else []) or (
+            self.projection is not None and "textScore" in self.projection.meta_fields
+        )
+        if wants_score and text_arg is None:
+            raise CommandError(40218, "query requires text score metadata, but it is not available")
+        if text_arg is not None:
+            self.plan = self._text_plan(store, text_arg)
+        elif store is not None:
             self.plan = choose_plan(
                 store,
                 spec.filter,
@@ -86,6 +100,17 @@ class FindExecution:
         ):
             self.sort = None  # the access path already yields this order
 
+    def _text_plan(self, store: CollectionStore | None, text_arg: Any) -> Plan | None:
+        indexes = [i for i in store.info.indexes.values() if i.kind == "text"] if store is not None else []
+        if not indexes:
+            raise CommandError(ErrorCode.IndexNotFound, "text index required for $text query")
+        index = indexes[0]
+        text_index = TextIndex.from_spec(index.spec)
+        query = parse_text(text_arg, text_index)
+        self.text = (text_index, query)
+        assert store is not None
+        return Plan(TextScan(store, index, query.terms))
+
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self._run()
 
@@ -97,6 +122,9 @@ class FindExecution:
         spec = self.spec
         if self.sort is not None:
             key = self.sort.key
+            if self.text is not None:
+                sort = self.sort
+                key = lambda doc: sort.key(doc, {"textScore": doc.get(TEXT_SCORE)})  # noqa: E731
             top = None if spec.limit is None else spec.skip + spec.limit
             docs = sort_documents(
                 docs,
@@ -111,22 +139,25 @@ class FindExecution:
         # recomputed for returned documents only, after sorting.
         positional = projection is not None and projection.uses_positional and self.matcher is not None
         returned = 0
+        if limit is not None and limit <= 0:
+            return
         for doc in docs:
             if skip:
                 skip -= 1
                 continue
-            if limit is not None and returned >= limit:
-                break
+            meta = {"textScore": doc.pop(TEXT_SCORE)} if self.text is not None else None
             if projection is not None:
                 details = None
                 if positional:
                     details = MatchDetails()
                     assert self.matcher is not None
                     self.matcher(doc, details)
-                doc = projection.apply(doc, details)
+                doc = projection.apply(doc, details, meta)
             returned += 1
             self.stats.n_returned = returned
             yield doc
+            if returned == limit:
+                break  # before asking the source for one document too many
         self.stats.finished = time.perf_counter()
 
     def _matching(self) -> Iterator[dict[str, Any]]:
@@ -134,6 +165,7 @@ class FindExecution:
         matcher = self.matcher
         check_time = self.check_time
         show_record_id = self.spec.show_record_id
+        text = self.text
         decode = bson.decode
         count = 0
         for rid, data in self.plan.access.rows():
@@ -143,6 +175,11 @@ class FindExecution:
                 check_time()
             if matcher is not None and not matcher(doc):
                 continue
+            if text is not None:
+                index, query = text
+                if not query.matches(index, doc):
+                    continue
+                doc[TEXT_SCORE] = index.score(doc, query.terms)
             self.stats.n_matched += 1
             if show_record_id:
                 doc["$recordId"] = rid

@@ -20,8 +20,9 @@ from typing import Any
 import bson
 
 from foliodb.engine.catalog import CODEC, Catalog, CollectionInfo, IndexInfo
-from foliodb.engine.index_keys import EMPTY_ARRAY, document_keys, with_rid
+from foliodb.engine.index_keys import EMPTY_ARRAY, document_keys, hashed_document_keys, wildcard_keys, with_rid
 from foliodb.engine.storage import Storage
+from foliodb.engine.text import TextIndex
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import keystring
 from foliodb.query.filter import compile_filter
@@ -44,6 +45,15 @@ class IndexWriter:
         partial = info.spec.get("partialFilterExpression")
         self.partial: Callable[..., bool] | None = compile_filter(partial) if partial is not None else None
         self.is_id = info.name == "_id_"
+        self.kind = info.kind
+        if self.kind == "text":
+            self.text = TextIndex.from_spec(info.spec)
+        elif self.kind == "wildcard":
+            root = next(iter(info.key))
+            self.wildcard_root = tuple(root.split(".")[:-1])
+            self.wildcard_projection = info.spec.get("wildcardProjection")
+        elif self.kind == "hashed":
+            self.hashed = [direction == "hashed" for direction in info.key.values()]
         # Set when a document first makes the index multikey; the store
         # records it in the catalog within the same transaction.
         self.mark_multikey = False
@@ -57,6 +67,8 @@ class IndexWriter:
             return {keystring.encode(value): (value,)}
         if self.partial is not None and not self.partial(doc):
             return {}
+        if self.kind != "btree":
+            return self._special_keys(doc)
         if self.sparse and all(_absent(doc, parts) for parts, _ in self.fields):
             return {}
         keys, multikey = document_keys(doc, self.fields)
@@ -64,11 +76,18 @@ class IndexWriter:
             self.mark_multikey = True
         return keys
 
-    def entry_keys(self, doc: dict[str, Any], rid: int) -> list[bytes]:
-        keys = self.keys(doc)
-        if self.unique:
-            return list(keys)
-        return [with_rid(k, rid) for k in keys]
+    def _special_keys(self, doc: dict[str, Any]) -> dict[bytes, tuple[Any, ...]]:
+        if self.kind == "text":
+            # Text and wildcard indexes are sparse by nature: no terms, no entries.
+            return {keystring.encode(term): (term,) for term in self.text.doc_terms(doc)}
+        if self.kind == "wildcard":
+            keys = wildcard_keys(doc, self.wildcard_root, self.wildcard_projection)
+            if keys and not self.info.multikey:
+                self.mark_multikey = True  # several paths per document
+            return keys
+        if self.sparse and all(_absent(doc, parts) for parts, _ in self.fields):
+            return {}
+        return hashed_document_keys(doc, self.fields, self.hashed)
 
     def duplicate_error(self, ns: str, values: tuple[Any, ...]) -> CommandError:
         key_pattern = dict(self.info.key)

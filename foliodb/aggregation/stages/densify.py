@@ -8,7 +8,8 @@ new document holding just the field and the partition fields. Steps are
 counted from the lower bound: the smallest value of the partition
 (``"partition"``), of all documents (``"full"``, applied to every partition)
 or the given lower bound (an explicit ``[lower, upper]``, upper exclusive;
-documents outside pass through). Dates step by ``unit`` (calendar months for
+documents outside pass through; with no partitions the range is filled even
+without input). Dates step by ``unit`` (calendar months for
 month/quarter/year). Documents without the field pass through unchanged.
 """
 
@@ -212,7 +213,8 @@ def stage_densify(spec: Any, where: Where) -> Stage:
                 current = []
             current_key, current_values = key, values
             current.append(doc)
-        if current:
+        if current or (isinstance(bounds, list) and not partition_parts):
+            # An explicit range without partitions is filled even when no document came.
             yield from _bounded(current, current_values)
 
     def _bounded(members: list[dict[str, Any]], values: list[Any]) -> Iterator[dict[str, Any]]:

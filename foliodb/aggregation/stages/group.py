@@ -166,9 +166,14 @@ def stage_count(spec: Any, where: Where) -> Stage:
 
 @STAGES.register("$sortByCount")
 def stage_sortByCount(spec: Any, where: Where) -> list[Stage]:
-    is_path = isinstance(spec, str) and spec.startswith("$") and len(spec) > 1
-    is_expr = isinstance(spec, Mapping) and len(spec) > 0 and next(iter(spec)).startswith("$")
-    if not (is_path or is_expr):
-        raise location(40147, "the sortByCount field must be defined as a $-prefixed path or an expression object")
+    message = "the sortByCount field must be defined as a $-prefixed path or an expression inside an object"
+    if isinstance(spec, Mapping):
+        if not spec or not next(iter(spec)).startswith("$"):
+            raise location(40147, message)
+    elif isinstance(spec, str):
+        if len(spec) < 2 or not spec.startswith("$"):
+            raise location(40148, message)
+    else:
+        raise location(40149, "the sortByCount field must be specified as a string or as an object")
     group = stage_group({"_id": spec, "count": {"$sum": 1}}, where)
     return [group, STAGES.get("$sort")({"count": -1}, where)]  # type: ignore[list-item]

@@ -23,7 +23,7 @@ from typing import Any
 from bson import Int64
 
 from foliodb.aggregation.fields import set_path, split_path
-from foliodb.aggregation.pipeline import STAGES, Docs, Stage, Where, compile_stages, stage_entry
+from foliodb.aggregation.pipeline import STAGES, Docs, ScopedEnv, Stage, Where, compile_stages, stage_entry
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import keystring
 from foliodb.query.bsontypes import type_name
@@ -53,7 +53,7 @@ def sub_pipeline(spec: Any, where: Where, parent: str, let_names: tuple[str, ...
         raise _failed("'pipeline' option must be specified as an array")
     # The let variables exist (with placeholder values) so that filters'
     # $expr, which read variable names from the context, accept them too.
-    env = _WithVariables(where.env, dict.fromkeys(let_names)) if let_names else where.env
+    env = ScopedEnv(where.env, dict.fromkeys(let_names)) if let_names else where.env
     compile_stages(spec, Where(env, where.scope.with_vars(*let_names), parent=parent))
     return spec
 
@@ -169,24 +169,8 @@ def _collectionless(stages: list[Any], where: Where, variables: Mapping[str, Any
     from foliodb.aggregation.pipeline import Pipeline
 
     scope = where.scope.with_vars(*(variables or {}))
-    compiled = compile_stages(stages, Where(_WithVariables(where.env, variables), scope))
+    compiled = compile_stages(stages, Where(ScopedEnv(where.env, variables or {}), scope))
     return Pipeline(compiled).run(iter(()))
-
-
-class _WithVariables:
-    """``env`` seen from inside a sub-pipeline with extra ``$$`` variables."""
-
-    def __init__(self, env: Any, variables: Mapping[str, Any] | None) -> None:
-        self._env = env
-        ctx = env.ctx
-        if variables:
-            from foliodb.query.context import Context
-
-            ctx = Context(variables={**ctx.variables, **variables}, now=ctx.now)
-        self.ctx = ctx
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._env, name)
 
 
 # ---------------------------------------------------------------------------

@@ -22,10 +22,18 @@ from typing import Any
 from bson import ObjectId
 
 from foliodb.aggregation.fields import split_path
-from foliodb.aggregation.pipeline import STAGES, Docs, Pipeline, Stage, Where, compile_stages, stage_entry
+from foliodb.aggregation.pipeline import (
+    STAGES,
+    Docs,
+    Pipeline,
+    ScopedEnv,
+    Stage,
+    Where,
+    compile_stages,
+    stage_entry,
+)
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query.bsontypes import type_name
-from foliodb.query.context import Context
 from foliodb.query.expr.core import check_variable_name
 from foliodb.query.paths import MISSING, get_plain
 from foliodb.query.render import render
@@ -116,17 +124,6 @@ def _on_fields(value: Any) -> list[str]:
     return names
 
 
-class _MergeEnv:
-    """The target's env with ``$merge``'s ``let`` variables, rebound per document."""
-
-    def __init__(self, env: Any, variables: dict[str, Any]) -> None:
-        self._env = env
-        self.ctx = Context(variables=variables, now=env.ctx.now)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._env, name)
-
-
 @STAGES.register("$merge")
 def stage_merge(spec: Any, where: Where) -> Stage:
     if isinstance(spec, str):
@@ -181,9 +178,9 @@ def stage_merge(spec: Any, where: Where) -> Stage:
             name = stage_entry(stage)[0]
             if name not in _UPDATE_STAGES:
                 raise CommandError(ErrorCode.InvalidOptions, f"{name} is not allowed to be used within an update")
-        variables = dict(env.ctx.variables)
-        names = tuple(variables) + tuple(name for name, _ in let_exprs)
-        inner = Where(_MergeEnv(env, variables), where.scope.with_vars(*names))
+        scoped = ScopedEnv(env, dict.fromkeys(name for name, _ in let_exprs))
+        variables = scoped.ctx.variables  # rebound for each incoming document
+        inner = Where(scoped, where.scope.with_vars(*variables))
         update = Pipeline(compile_stages(matched, inner))
     vars_for = where.variables()
     on_parts = [tuple(name.split(".")) for name in on]

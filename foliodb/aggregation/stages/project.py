@@ -18,7 +18,7 @@ from typing import Any
 
 from foliodb.aggregation.fields import apply_tree, parse_tree, split_path
 from foliodb.aggregation.pipeline import STAGES, Docs, Stage, Where
-from foliodb.errors import location
+from foliodb.errors import CommandError, location
 from foliodb.query.bsontypes import type_name
 from foliodb.query.compare import BOOL, NUMBER, bracket, number_value
 from foliodb.query.paths import MISSING
@@ -91,7 +91,10 @@ def _add_fields(name: str) -> Callable[[Any, Where], Stage]:
     def compile_stage(spec: Any, where: Where) -> Stage:
         if not isinstance(spec, Mapping):
             raise location(40272, f"{name} specification stage must be an object, got {type_name(spec)}")
-        tree = parse_tree(spec, where.scope)
+        try:
+            tree = parse_tree(spec, where.scope)
+        except CommandError as error:
+            raise CommandError(error.code, f"Invalid {name} :: caused by :: {error.errmsg}") from None
         vars_for = where.variables()
 
         def run(docs: Docs) -> Docs:
@@ -168,7 +171,7 @@ def stage_redact(spec: Any, where: Where) -> Stage:
                 "$redact's expression should not return anything aside from the variables $$KEEP, "
                 f"$$DESCEND, and $$PRUNE, but returned {shown}",
             )
-        out = {}
+        out: dict[str, Any] = {}
         for key, value in doc.items():
             if isinstance(value, dict):
                 kept = redact(value, vars)
@@ -181,7 +184,7 @@ def stage_redact(spec: Any, where: Where) -> Stage:
         return out
 
     def redact_array(values: list[Any], vars: dict[str, Any]) -> list[Any]:
-        out = []
+        out: list[Any] = []
         for value in values:
             if isinstance(value, dict):
                 kept = redact(value, vars)

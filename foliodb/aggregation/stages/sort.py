@@ -24,6 +24,7 @@ from foliodb.aggregation.pipeline import LIMITS, STAGES, Docs, Stage, Where, kee
 from foliodb.engine.sorter import sort_documents
 from foliodb.errors import location
 from foliodb.query.compare import is_number, number_value
+from foliodb.query.expr.numeric import to_long
 from foliodb.query.render import render
 from foliodb.query.sort import compile_sort
 
@@ -56,31 +57,30 @@ def stage_sort(spec: Any, where: Where) -> Stage:
     return sort_stage(spec, where)
 
 
-def _integral(value: Any, what: str) -> int | None:
-    """A number that is a whole value, as an int; None if it has a fraction."""
+def _count(stage: str, code: int, value: Any) -> int:
+    """MongoDB's parseIntegerElementToNonNegativeLong, with its error reasons."""
+    prefix = f"invalid argument to {stage} stage: "
+    shown = f"{stage}: {render(value)}"
+    if not is_number(value):
+        raise location(code, f"{prefix}Expected a number in: {shown}")
     n = number_value(value)
-    if isinstance(n, float) and (n != n or n in (float("inf"), float("-inf"))):
-        return None
-    if isinstance(n, Decimal) and not n.is_finite():
-        return None
-    return int(n) if n == int(n) else None
+    finite = n.is_finite() if isinstance(n, Decimal) else n - n == 0
+    if not finite or n != int(n):
+        raise location(code, f"{prefix}Expected an integer: {shown}")
+    if not -(2**63) <= int(n) < 2**63:
+        raise location(code, f"{prefix}Cannot represent as a 64-bit integer: {shown}")
+    if n < 0:
+        raise location(code, f"{prefix}Expected a non-negative number in: {shown}")
+    return int(n)
 
 
 @STAGES.register("$limit")
 def stage_limit(spec: Any, where: Where) -> Stage:
-    if not is_number(spec):
-        raise location(15957, "the limit must be specified as a number")
-    n = _integral(spec, "$limit")
-    if n is None:
-        raise location(
-            5107201, f"invalid argument to $limit stage: Cannot represent as a 64-bit integer: $limit: {render(spec)}"
-        )
-    if n <= 0:
+    n = _count("$limit", 5107201, spec)
+    if n == 0:
         raise location(15958, "the limit must be positive")
 
     def run(docs: Docs) -> Docs:
-        if n <= 0:
-            return
         for i, doc in enumerate(docs, 1):
             yield doc
             if i >= n:
@@ -91,15 +91,7 @@ def stage_limit(spec: Any, where: Where) -> Stage:
 
 @STAGES.register("$skip")
 def stage_skip(spec: Any, where: Where) -> Stage:
-    if not is_number(spec):
-        raise location(15972, "Argument to $skip must be a number")
-    n = _integral(spec, "$skip")
-    if n is None:
-        raise location(
-            5107200, f"invalid argument to $skip stage: Cannot represent as a 64-bit integer: $skip: {render(spec)}"
-        )
-    if n < 0:
-        raise location(15956, "Argument to $skip cannot be negative")
+    n = _count("$skip", 5107200, spec)
 
     def run(docs: Docs) -> Docs:
         for i, doc in enumerate(docs):
@@ -120,12 +112,11 @@ def stage_sample(spec: Any, where: Where) -> Stage:
             raise location(28748, f"unrecognized option to $sample: {key}")
         if not is_number(value):
             raise location(28746, "size argument to $sample must be a number")
-        n = number_value(value)
-        if n < 0:
-            raise location(28747, "size argument to $sample must not be negative")
-        size = int(n)
+        size = to_long(value)
     if size is None:
         raise location(28749, "$sample stage must specify a size")
+    if size <= 0:
+        raise location(28747, "size argument to $sample must be a positive integer")
     rng = random.Random()
     k = size
 

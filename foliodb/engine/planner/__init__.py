@@ -24,6 +24,8 @@ from typing import Any
 import bson
 
 from foliodb.engine.catalog import CODEC, IndexInfo
+from foliodb.engine.hashing import hash64
+from foliodb.engine.index_keys import wildcard_projected
 from foliodb.engine.planner.bounds import (
     ALL,
     NULL_KEY,
@@ -32,6 +34,8 @@ from foliodb.engine.planner.bounds import (
     contains,
     intersect,
     key_ranges,
+    point,
+    union,
 )
 from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan
 from foliodb.engine.records import CollectionStore
@@ -142,11 +146,19 @@ class Candidate:
     intervals: list[list[Interval]]
     direction: int
     provides_sort: bool
+    # Per key part: its name in explain's indexBounds and whether it is descending.
+    names: list[str] = field(default_factory=list)
+    descending: list[bool] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.names:
+            self.names = list(self.index.key)
+            self.descending = [_direction(d) < 0 for d in self.index.key.values()]
 
 
 def _sort_direction(index: IndexInfo, intervals: list[list[Interval]], sort: list[tuple[str, int]]) -> int:
     """1 or -1 when scanning ``index`` that way yields ``sort`` order, else 0."""
-    if not sort or index.multikey:
+    if not sort or index.multikey or index.kind != "btree":
         return 0
     fields = list(index.key.items())
     for skip in range(len(fields) - len(sort) + 1):
@@ -170,6 +182,40 @@ def _is_single_point(intervals: list[Interval]) -> bool:
     return len(intervals) == 1 and intervals[0].is_point
 
 
+def _hashed_intervals(conds: list[Any]) -> list[Interval] | None:
+    """Points of the hashes of a field's equality values (hashed indexes
+    answer equality only)."""
+    for cond in conds:
+        values: list[Any] | None = None
+        if not is_operator_doc(cond):
+            values = [cond]
+        elif list(cond) == ["$eq"]:
+            values = [cond["$eq"]]
+        elif list(cond) == ["$in"] and isinstance(cond["$in"], list):
+            values = cond["$in"]
+        if values is not None and not any(cmp.bracket(v) in (cmp.REGEX, cmp.ARRAY) for v in values):
+            return union([point(hash64(v)) for v in values])
+    return None
+
+
+def _wildcard_candidates(index: IndexInfo, conditions: dict[str, list[Any]]) -> list[Candidate]:
+    """A wildcard index serves a condition on any one path it covers that
+    cannot match a missing field."""
+    root = next(iter(index.key))[: -len("$**")]
+    projection = index.spec.get("wildcardProjection")
+    out = []
+    for path, conds in conditions.items():
+        if not path.startswith(root) or path.startswith("$"):
+            continue
+        if projection and not wildcard_projected(path, projection):
+            continue
+        intervals = _field_intervals(conds, multikey=True)
+        if intervals is None or _includes_null(intervals):
+            continue
+        out.append(Candidate(index, [[point(path)], intervals], 1, False, ["$_path", path], [False, False]))
+    return out
+
+
 def candidates(
     store: CollectionStore, filter_spec: Mapping[str, Any] | None, sort: list[tuple[str, int]] | None
 ) -> list[Candidate]:
@@ -177,14 +223,20 @@ def candidates(
     out: list[Candidate] = []
     for index in store.info.indexes.values():
         spec = index.spec
-        if spec.get("hidden"):
+        if spec.get("hidden") or index.kind == "text":
             continue
-        if not all(cmp.is_number(d) for d in index.key.values()):
-            continue  # special index types answer special operators only
         partial = spec.get("partialFilterExpression")
         if partial is not None and not implies(conditions, partial):
             continue
-        per_field = [_field_intervals(conditions.get(name, []), index.multikey) for name in index.key]
+        if index.kind == "wildcard":
+            out.extend(_wildcard_candidates(index, conditions))
+            continue
+        per_field = [
+            _hashed_intervals(conditions.get(name, []))
+            if direction == "hashed"
+            else _field_intervals(conditions.get(name, []), index.multikey)
+            for name, direction in index.key.items()
+        ]
         if spec.get("sparse") and all(_includes_null(iv) for iv in per_field):
             continue
         intervals = [iv if iv is not None else [ALL] for iv in per_field]
@@ -198,14 +250,13 @@ def candidates(
 
 
 def _index_scan(store: CollectionStore, candidate: Candidate) -> IndexScan | None:
-    descending = [_direction(d) < 0 for d in candidate.index.key.values()]
-    ranges = key_ranges(candidate.intervals, descending)
+    ranges = key_ranges(candidate.intervals, candidate.descending)
     if ranges is None:
         return None
     shown = {}
-    for (name, d), intervals in zip(candidate.index.key.items(), candidate.intervals, strict=True):
+    for name, desc, intervals in zip(candidate.names, candidate.descending, candidate.intervals, strict=True):
         items = [iv.show() for iv in intervals]
-        shown[name] = list(reversed([iv.reversed().show() for iv in intervals])) if _direction(d) < 0 else items
+        shown[name] = list(reversed([iv.reversed().show() for iv in intervals])) if desc else items
     return IndexScan(store, candidate.index, ranges, candidate.direction, shown)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from foliodb.engine.catalog import IndexInfo
 from foliodb.engine.planner.bounds import KeyRange
 from foliodb.engine.records import CollectionStore
+from foliodb.query import keystring
 
 
 class AccessStage:
@@ -160,4 +161,62 @@ class IndexScan(AccessStage):
             "indexVersion": 2,
             "direction": "forward" if self.direction > 0 else "backward",
             "indexBounds": self.bounds,
+        }
+
+
+class TextScan(AccessStage):
+    """Records holding any of a ``$text`` query's terms, through the text
+    index (each record once); the query layer checks phrases and negations
+    and scores."""
+
+    stage = "TEXT_MATCH"
+
+    def __init__(self, store: CollectionStore, index: IndexInfo, terms: set[str]) -> None:
+        self.store = store
+        self.index = index
+        self.terms = sorted(terms)
+        self.keys_examined = 0
+        self.docs_examined = 0
+
+    def rows(self) -> Iterator[tuple[int, bytes]]:
+        conn = self.store.conn
+        rids: set[int] = set()
+        with self.store.storage.mutex:
+            for term in self.terms:
+                prefix = keystring.encode(term)
+                for (rid,) in conn.execute(
+                    f"SELECT rid FROM {self.index.table} WHERE key >= ? AND key < ?", (prefix, prefix + b"\xff")
+                ):
+                    self.keys_examined += 1
+                    rids.add(rid)
+        for rid in sorted(rids):
+            data = self.store.get_raw(rid)
+            if data is not None:
+                self.docs_examined += 1
+                yield rid, data
+
+    def explain(self) -> dict[str, Any]:
+        return {
+            "stage": "TEXT_MATCH",
+            "indexPrefix": {},
+            "indexName": self.index.name,
+            "parsedTextQuery": {"terms": self.terms},
+            "textIndexVersion": 3,
+            "inputStage": {
+                "stage": "FETCH",
+                "inputStage": {
+                    "stage": "OR",
+                    "inputStages": [
+                        {
+                            "stage": "IXSCAN",
+                            "keyPattern": dict(self.index.key),
+                            "indexName": self.index.name,
+                            "isMultiKey": True,
+                            "direction": "backward",
+                            "indexBounds": {},
+                        }
+                        for _ in self.terms
+                    ],
+                },
+            },
         }

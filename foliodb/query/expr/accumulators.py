@@ -36,6 +36,7 @@ from foliodb.query.expr.core import (
     compare_values,
     compile_expression,
     constant_of,
+    is_string,
     nullish,
     operands,
     show,
@@ -168,7 +169,7 @@ def _percentiles(arg: Any, scope: Scope, name: str, code: int) -> tuple[Expr, li
         if key not in arg:
             raise location(40414, f"BSON field '{name}.{key}' is missing but a required field")
     method = arg["method"]
-    if not isinstance(method, str):
+    if not is_string(method):
         raise type_mismatch(f"BSON field '{name}.method' is the wrong type '{type_of(method)}', expected type 'string'")
     if method != "approximate":
         raise bad_value("Currently only 'approximate' can be used as percentile 'method'.")

@@ -22,6 +22,7 @@ from foliodb.query.expr.core import (
     Expr,
     Scope,
     compare_values,
+    is_string,
     nullish,
     operands,
     show,
@@ -178,7 +179,7 @@ def _pair(element: Any, arrays: bool) -> tuple[str, Any]:
                 40397, f"$arrayToObject requires an array of size 2 arrays,found array of size: {len(element)}"
             )
         key, value = element
-        if not isinstance(key, str):
+        if not is_string(key):
             raise location(
                 40395,
                 "$arrayToObject requires an array of key-value pairs, where the key must be of type string. "
@@ -204,7 +205,7 @@ def _pair(element: Any, arrays: bool) -> tuple[str, Any]:
                 f"{show(element)}",
             )
         key, value = element["k"], element["v"]
-        if not isinstance(key, str):
+        if not is_string(key):
             raise location(
                 40394,
                 "$arrayToObject requires an object with keys 'k' and 'v', where the value of 'k' must be of type "

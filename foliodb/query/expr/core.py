@@ -29,9 +29,9 @@ variable can have that name.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
-from bson import MinKey
+from bson import Code, MinKey
 
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import paths
@@ -73,7 +73,7 @@ class Scope:
 def compile_expression(spec: Any, scope: Scope | None = None) -> Expr:
     if scope is None:
         scope = Scope()
-    if isinstance(spec, str):
+    if is_string(spec):
         if spec.startswith("$$"):
             return _variable(spec[2:], scope)
         if spec.startswith("$"):
@@ -103,6 +103,11 @@ def compile_expression(spec: Any, scope: Scope | None = None) -> Expr:
     return constant(spec)
 
 
+def is_string(value: Any) -> TypeGuard[str]:
+    """A BSON string: ``bson.Code`` subclasses str but is JavaScript."""
+    return isinstance(value, str) and not isinstance(value, Code)
+
+
 def constant(value: Any) -> Expr:
     return lambda doc, vars: value
 
@@ -115,7 +120,7 @@ def constant_of(spec: Any) -> Any:
     """The value of a spec that is a constant as written (a literal scalar or
     ``$literal``/``$const``), else :data:`NOT_CONSTANT`. Operators use it where
     MongoDB insists on a constant or checks one at parse time."""
-    if isinstance(spec, str):
+    if is_string(spec):
         return NOT_CONSTANT if spec.startswith("$") else spec
     if isinstance(spec, Mapping):
         if len(spec) == 1 and next(iter(spec)) in ("$literal", "$const"):
@@ -269,12 +274,3 @@ def operands(arg: Any, name: str, min_count: int, max_count: int | None, scope: 
     if count < min_count or (max_count is not None and count > max_count):
         raise arity_error(name, min_count, max_count, count)
     return [compile_expression(item, scope) for item in items]
-
-
-def named_arguments(arg: Any, allowed: tuple[str, ...], unknown: Callable[[str], CommandError]) -> dict[str, Any]:
-    """The fields of an operator's object argument, raising ``unknown(name)``
-    for one MongoDB does not accept (the caller checks the type first)."""
-    for key in arg:
-        if key not in allowed:
-            raise unknown(key)
-    return dict(arg)

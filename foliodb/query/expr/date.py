@@ -28,6 +28,7 @@ from foliodb.query.expr.core import (
     Scope,
     compile_expression,
     constant_of,
+    is_string,
     nullish,
     show,
     type_of,
@@ -254,7 +255,7 @@ def _format_expression(spec: Any, scope: Scope, name: str, code: int, allowed: f
 
     def check(value: Any) -> Any:
         if not nullish(value):
-            if not isinstance(value, str):
+            if not is_string(value):
                 raise location(
                     code, f"{name} requires that 'format' be a string, found: {type_of(value)} with value {show(value)}"
                 )
@@ -328,7 +329,7 @@ def expr_dateFromString(arg: Any, scope: Scope) -> Expr:
         if nullish(s):
             return on_null(doc, vars) if on_null is not None else None
         try:
-            if not isinstance(s, str):
+            if not is_string(s):
                 raise CommandError(
                     ErrorCode.ConversionFailure,
                     f"$dateFromString requires that 'dateString' be a string, found: {type_of(s)} with value {show(s)}",

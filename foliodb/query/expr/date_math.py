@@ -21,7 +21,7 @@ from typing import Any
 from bson import Int64
 
 from foliodb.errors import CommandError, ErrorCode, location
-from foliodb.query.expr.core import EXPR_OPS, Expr, Scope, compile_expression, nullish, show, type_of
+from foliodb.query.expr.core import EXPR_OPS, Expr, Scope, compile_expression, is_string, nullish, show, type_of
 from foliodb.query.expr.date import ZoneExpr, zone_expression
 from foliodb.query.expr.numeric import fits_long, integral64, to_long
 from foliodb.query.expr.timezones import (
@@ -58,7 +58,7 @@ _MAX_AMOUNT = {
 
 
 def parse_unit(value: Any, name: str) -> str:
-    if not isinstance(value, str):
+    if not is_string(value):
         raise location(5439013, f"{name} requires 'unit' to be a string, but got {type_of(value)}")
     if value not in UNITS:
         raise CommandError(
@@ -69,7 +69,7 @@ def parse_unit(value: Any, name: str) -> str:
 
 
 def parse_day_of_week(value: Any, name: str) -> int:
-    if not isinstance(value, str):
+    if not is_string(value):
         raise location(5439015, f"{name} requires 'startOfWeek' to be a string, but got {type_of(value)}")
     day = _DAY_NAMES.get(value.lower())
     if day is None:

@@ -26,6 +26,7 @@ from foliodb.query.expr.core import (
     check_variable_name,
     compare_values,
     compile_expression,
+    is_string,
     nullish,
     show,
     truthy,
@@ -38,7 +39,7 @@ from foliodb.query.paths import MISSING
 def _loop_variable(arg: Mapping[str, Any]) -> str:
     # A non-string 'as' reads as "", which the name check rejects.
     name = arg.get("as", "this")
-    name = name if isinstance(name, str) else ""
+    name = name if is_string(name) else ""
     check_variable_name(name)
     return name
 

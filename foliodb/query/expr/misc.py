@@ -23,7 +23,7 @@ from bson import DBRef, Int64, Timestamp
 from foliodb.errors import location, type_mismatch
 from foliodb.query.compare import binary_parts
 from foliodb.query.expr.arithmetic import unary_numeric
-from foliodb.query.expr.core import EXPR_OPS, METADATA, Expr, Scope, nullish, operands, type_of
+from foliodb.query.expr.core import EXPR_OPS, METADATA, Expr, Scope, is_string, nullish, operands, type_of
 from foliodb.query.expr.numeric import Kind, int_or_long, kind
 from foliodb.query.paths import MISSING
 
@@ -58,7 +58,7 @@ def expr_rand(arg: Any, scope: Scope) -> Expr:
 
 @EXPR_OPS.register("$meta")
 def expr_meta(arg: Any, scope: Scope) -> Expr:
-    if not isinstance(arg, str):
+    if not is_string(arg):
         raise location(17307, "$meta only supports string arguments")
     if arg not in META_NAMES:
         raise location(17308, f"Unsupported argument to $meta: {arg}")
@@ -73,7 +73,7 @@ def expr_binarySize(arg: Any, scope: Scope) -> Expr:
         v = operand(doc, vars)
         if nullish(v):
             return None
-        if isinstance(v, str):
+        if is_string(v):
             return len(v.encode())
         if type_of(v) != "binData":
             raise location(51276, f"$binarySize requires a string or BinData argument, found: {type_of(v)}")

@@ -142,17 +142,6 @@ def integral64(value: Any) -> bool:
     return d is not None and d == d.to_integral_value() and INT64_MIN <= d <= INT64_MAX
 
 
-def as_int(value: Any) -> int:
-    """The integer value of a number already known :func:`integral64`."""
-    return int(_exact(value) or 0)
-
-
 def show_double(x: float) -> str:
     """A double as MongoDB's messages print it (C's ``%g``)."""
     return format(x, "g")
-
-
-def show_number(value: Any) -> str:
-    if value.__class__ is float:
-        return show_double(value)
-    return str(value)

@@ -22,6 +22,7 @@ from foliodb.query.expr.core import (
     Scope,
     compile_expression,
     constant_of,
+    is_string,
     nullish,
     operands,
     show,
@@ -60,7 +61,7 @@ def expr_mergeObjects(arg: Any, scope: Scope) -> Expr:
 
 def _field_name(spec: Any, name: str, codes: tuple[int, int, int]) -> str:
     """The constant field name of $getField/$setField."""
-    if isinstance(spec, str) and spec.startswith("$"):
+    if is_string(spec) and spec.startswith("$"):
         raise location(
             codes[0],
             f"'{spec}' is a field path reference which is not allowed in this context. "
@@ -69,7 +70,7 @@ def _field_name(spec: Any, name: str, codes: tuple[int, int, int]) -> str:
     value = constant_of(spec)
     if value is NOT_CONSTANT:
         raise location(codes[1], f"{name} requires 'field' to evaluate to a constant, but got a non-constant argument")
-    if not isinstance(value, str):
+    if not is_string(value):
         raise location(codes[2], f"{name} requires 'field' to evaluate to type String, but got {type_of(value)}")
     return value
 

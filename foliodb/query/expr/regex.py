@@ -28,6 +28,7 @@ from foliodb.query.expr.core import (
     Scope,
     compile_expression,
     constant_of,
+    is_string,
     nullish,
     type_of,
 )
@@ -42,16 +43,16 @@ def _is_regex(value: Any) -> bool:
 def pattern_of(name: str, regex: Any, options: Any) -> re.Pattern[str] | None:
     """The compiled pattern of a regex and options argument; None when the
     regex is null or missing."""
-    if not (nullish(regex) or isinstance(regex, str) or _is_regex(regex)):
+    if not (nullish(regex) or is_string(regex) or _is_regex(regex)):
         raise location(51105, f"{name} needs 'regex' to be of type string or regex")
-    if not (nullish(options) or isinstance(options, str)):
+    if not (nullish(options) or is_string(options)):
         raise location(51106, f"{name} needs 'options' to be of type string")
     pattern, flags = None, ""
     if _is_regex(regex):
         pattern, flags = regex_parts(regex)
         if flags and not nullish(options):
             raise location(51107, f"{name}: found regex option(s) specified in both 'regex' and 'option' fields")
-    elif isinstance(regex, str):
+    elif is_string(regex):
         pattern = regex
     if not nullish(options):
         flags = options
@@ -124,7 +125,7 @@ def _regex_operator(name: str, run: Any, empty: Any) -> None:
         def regex_operator(doc: Any, vars: dict[str, Any]) -> Any:
             text = source(doc, vars)
             regex = pattern(doc, vars)
-            if not (nullish(text) or isinstance(text, str)):
+            if not (nullish(text) or is_string(text)):
                 raise location(51104, f"{name} needs 'input' to be of type string")
             if regex is None or nullish(text):
                 return empty()

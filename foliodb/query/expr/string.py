@@ -22,7 +22,17 @@ from bson import Code, Timestamp
 
 from foliodb.errors import location
 from foliodb.query.expr.array import position_argument
-from foliodb.query.expr.core import EXPR_OPS, Expr, Scope, compile_expression, nullish, operands, show, type_of
+from foliodb.query.expr.core import (
+    EXPR_OPS,
+    Expr,
+    Scope,
+    compile_expression,
+    is_string,
+    nullish,
+    operands,
+    show,
+    type_of,
+)
 from foliodb.query.expr.date_format import ISO_FORMAT_Z, format_date
 from foliodb.query.expr.numeric import integral, is_number, kind, show_double, to_long
 from foliodb.query.expr.timezones import UTC, date_ms, is_date
@@ -36,20 +46,20 @@ _WHITESPACE = frozenset(
 
 def coerce_to_string(value: Any) -> str:
     """``Value::coerceToString``."""
-    if isinstance(value, str):
+    if is_string(value):
         return value
     if nullish(value):
         return ""
-    if isinstance(value, Code):
+    if isinstance(value, Code) and value.scope is None:
         return str(value)
     k = kind(value)
     if k is not None:
         return show_double(value) if isinstance(value, float) else str(value)
     if is_date(value):
         return format_date(date_ms(value), ISO_FORMAT_Z, UTC, context="failed while coercing date to string")
-    if isinstance(value, Timestamp):
+    if isinstance(value, Timestamp):  # C's ctime() without the weekday and year
         moment = datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=value.time)
-        return f"{moment.strftime('%b %d %H:%M:%S')}:{value.inc}"
+        return f"{moment:%b} {moment.day:2d} {moment:%H:%M:%S}:{value.inc}"
     raise location(16007, f"can't convert from BSON type {type_of(value)} to String")
 
 
@@ -63,7 +73,7 @@ def expr_concat(arg: Any, scope: Scope) -> Expr:
             v = item(doc, vars)
             if nullish(v):
                 return None
-            if not isinstance(v, str):
+            if not is_string(v):
                 raise location(16702, f"$concat only supports strings, not {type_of(v)}")
             parts.append(v)
         return "".join(parts)
@@ -161,7 +171,7 @@ def expr_strLenBytes(arg: Any, scope: Scope) -> Expr:
 
     def str_len_bytes(doc: Any, vars: dict[str, Any]) -> Any:
         v = operand(doc, vars)
-        if not isinstance(v, str):
+        if not is_string(v):
             raise location(34473, f"$strLenBytes requires a string argument, found: {type_of(v)}")
         return len(v.encode())
 
@@ -174,7 +184,7 @@ def expr_strLenCP(arg: Any, scope: Scope) -> Expr:
 
     def str_len_cp(doc: Any, vars: dict[str, Any]) -> Any:
         v = operand(doc, vars)
-        if not isinstance(v, str):
+        if not is_string(v):
             raise location(34471, f"$strLenCP requires a string argument, found: {type_of(v)}")
         return len(v)
 
@@ -189,10 +199,10 @@ def _index_of(name: str, codes: tuple[int, int], by_bytes: bool) -> None:
             text = items[0](doc, vars)
             if nullish(text):
                 return None
-            if not isinstance(text, str):
+            if not is_string(text):
                 raise location(codes[0], f"{name} requires a string as the first argument, found: {type_of(text)}")
             token = items[1](doc, vars)
-            if not isinstance(token, str):
+            if not is_string(token):
                 raise location(codes[1], f"{name} requires a string as the second argument, found: {type_of(token)}")
             start, end = 0, len(text.encode()) if by_bytes else len(text)
             if len(items) > 2:
@@ -234,7 +244,7 @@ def _trim(name: str, left: bool, right: bool) -> None:
             text = source(doc, vars)
             if nullish(text):
                 return None
-            if not isinstance(text, str):
+            if not is_string(text):
                 raise location(
                     50699,
                     f"{name} requires its input to be a string, got {show(text)} (of type {type_of(text)}) instead.",
@@ -244,7 +254,7 @@ def _trim(name: str, left: bool, right: bool) -> None:
                 c = chars(doc, vars)
                 if nullish(c):
                     return None
-                if not isinstance(c, str):
+                if not is_string(c):
                     raise location(
                         50700, f"{name} requires 'chars' to be a string, got {show(c)} (of type {type_of(c)}) instead."
                     )
@@ -275,12 +285,12 @@ def expr_split(arg: Any, scope: Scope) -> Expr:
         s, sep = text(doc, vars), separator(doc, vars)
         if nullish(s) or nullish(sep):
             return None
-        if not isinstance(s, str):
+        if not is_string(s):
             raise location(
                 40085,
                 f"$split requires an expression that evaluates to a string as a first argument, found: {type_of(s)}",
             )
-        if not isinstance(sep, str):
+        if not is_string(sep):
             raise location(
                 40086,
                 f"$split requires an expression that evaluates to a string as a second argument, found: {type_of(sep)}",
@@ -310,7 +320,7 @@ def _replace(name: str, replace_all: bool) -> None:
             values = []
             for key, fn, code in fields:
                 v = fn(doc, vars)
-                if not (isinstance(v, str) or nullish(v)):
+                if not (is_string(v) or nullish(v)):
                     raise location(code, f"{name} requires that '{key}' be a string, found: {show(v)}")
                 values.append(v)
             if any(nullish(v) for v in values):

@@ -25,7 +25,7 @@ from bson.datetime_ms import DatetimeMS
 
 from foliodb.errors import location
 from foliodb.query.compare import date_millis
-from foliodb.query.expr.core import type_of
+from foliodb.query.expr.core import is_string, type_of
 
 MS_PER_DAY = 86_400_000
 _EPOCH = datetime.datetime(1970, 1, 1)
@@ -165,10 +165,6 @@ class TimeZone:
     def is_utc(self) -> bool:
         return self._zone is None and self._fixed == 0
 
-    @property
-    def is_fixed(self) -> bool:
-        return self._zone is None
-
     def offset(self, utc_ms: int) -> int:
         """Seconds east of UTC in force at an instant."""
         if self._zone is None:
@@ -221,7 +217,7 @@ def parse_timezone(text: str) -> TimeZone | None:
 
 def timezone_from(value: Any) -> TimeZone:
     """The zone a ``timezone`` argument names (the caller handles null)."""
-    if not isinstance(value, str):
+    if not is_string(value):
         raise location(40517, f"timezone must evaluate to a string, found {type_of(value)}")
     tz = parse_timezone(value)
     if tz is None:

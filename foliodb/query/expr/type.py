@@ -1,5 +1,5 @@
 """Type expressions: $convert $toBool $toDate $toDecimal $toDouble $toInt
-$toLong $toObjectId $toString $type $isNumber.
+$toLong $toObjectId $toString $toUUID $type $isNumber.
 
 Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/convert/
 and https://www.mongodb.com/docs/manual/reference/operator/aggregation/#type-expression-operators
@@ -15,28 +15,46 @@ strings in their shortest round-trip form (``2.5`` -> ``"2.5"``, ``1.0`` ->
 
 from __future__ import annotations
 
-import base64
-import binascii
 import math
 import re
-import struct
-import uuid
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any, NamedTuple
 
-from bson import Binary, Decimal128, Int64, ObjectId
+from bson import Decimal128, Int64, ObjectId
 from bson.errors import InvalidId
 
 from foliodb.errors import CommandError, ErrorCode, bad_value, failed_to_parse, location
 from foliodb.query.bsontypes import INT32_MAX, INT32_MIN, TYPE_NAMES, TYPE_NUMBERS
-from foliodb.query.compare import binary_parts
-from foliodb.query.expr.core import EXPR_OPS, Expr, Scope, compile_expression, nullish, operands, show, type_of
+from foliodb.query.expr.bindata import (
+    DOUBLE_SIZES,
+    INT_SIZES,
+    LONG_SIZES,
+    Options,
+    binary_to_binary,
+    binary_to_number,
+    binary_to_string,
+    byte_order_option,
+    conversion_failure,
+    format_option,
+    number_to_binary,
+    string_to_binary,
+    subtype_option,
+)
+from foliodb.query.expr.core import (
+    EXPR_OPS,
+    Expr,
+    Scope,
+    compile_expression,
+    is_string,
+    nullish,
+    operands,
+    type_of,
+)
 from foliodb.query.expr.date_format import ISO_FORMAT_Z, format_date, parse_date
 from foliodb.query.expr.numeric import decimal128, double_to_decimal, fits_long, integral, is_number, to_long
 from foliodb.query.expr.timezones import UTC, coerce_date_ms, to_date
 
-_FORMATS = ("auto", "base64", "base64url", "hex", "utf8", "uuid")
 _TWO_63 = 2.0**63
 
 
@@ -45,22 +63,12 @@ class Target(NamedTuple):
     subtype: int
 
 
-class Options(NamedTuple):
-    subtype: int
-    format: str | None
-    byte_order: str  # "little" or "big"
-
-
-def _failure(message: str) -> CommandError:
-    return CommandError(ErrorCode.ConversionFailure, message)
-
-
 def _overflow(shown: str) -> CommandError:
-    return _failure(f"Conversion would overflow target type in $convert with no onError value: {shown}")
+    return conversion_failure(f"Conversion would overflow target type in $convert with no onError value: {shown}")
 
 
 def _type_number(value: Any) -> str:
-    if isinstance(value, str):
+    if is_string(value):
         if value == "missing":
             return value
         if value not in TYPE_NUMBERS:
@@ -76,23 +84,10 @@ def _type_number(value: Any) -> str:
     raise failed_to_parse(f"$convert's 'to' argument must be a string or number, but is {type_of(value)}")
 
 
-def _subtype(value: Any) -> int:
-    if not is_number(value):
-        raise location(4341108, f"For BinData, $convert's 'subtype' argument must be a number, but is {type_of(value)}")
-    if not integral(value):
-        raise location(4341106, "In $convert, numeric 'subtype' argument is not an integer")
-    code = to_long(value)
-    if not (0 <= code <= 9 or 128 <= code <= 255):
-        raise location(
-            4341107, f"In $convert, numeric value for 'subtype' does not correspond to a BinData type: {code}"
-        )
-    return code
-
-
 def target(value: Any) -> Target:
     """The ``to`` argument: a type name or number, or ``{type, subtype}``."""
     if isinstance(value, Mapping):
-        return Target(_type_number(value.get("type")), _subtype(value["subtype"]) if "subtype" in value else 0)
+        return Target(_type_number(value.get("type")), subtype_option(value["subtype"]) if "subtype" in value else 0)
     return Target(_type_number(value), 0)
 
 
@@ -112,9 +107,9 @@ def double_to_string(x: float) -> str:
 
 def _double_to_long(x: float, low: float, high: float, upper_open: bool) -> int:
     if x != x:
-        raise _failure("Attempt to convert NaN value to integer type in $convert with no onError value")
+        raise conversion_failure("Attempt to convert NaN value to integer type in $convert with no onError value")
     if math.isinf(x):
-        raise _failure("Attempt to convert infinity value to integer type in $convert with no onError value")
+        raise conversion_failure("Attempt to convert infinity value to integer type in $convert with no onError value")
     if not (low <= x and (x < high if upper_open else x <= high)):
         raise _overflow(format(x, "g"))
     return int(x)
@@ -122,9 +117,9 @@ def _double_to_long(x: float, low: float, high: float, upper_open: bool) -> int:
 
 def _decimal_to_integer(d: Decimal, low: int, high: int) -> int:
     if d.is_nan():
-        raise _failure("Attempt to convert NaN value to integer type in $convert with no onError value")
+        raise conversion_failure("Attempt to convert NaN value to integer type in $convert with no onError value")
     if d.is_infinite():
-        raise _failure("Attempt to convert infinity value to integer type in $convert with no onError value")
+        raise conversion_failure("Attempt to convert infinity value to integer type in $convert with no onError value")
     n = int(d)  # toward zero
     if not low <= n <= high:
         raise _overflow(str(Decimal128(d)))
@@ -148,10 +143,10 @@ _INTEGER_TEXT = re.compile(r"[+-]?\d+", re.ASCII)
 
 def _parse_number(text: str, to: str) -> Any:
     def fail(reason: str) -> CommandError:
-        return _failure(f"Failed to parse number '{text}' in $convert with no onError value: {reason}")
+        return conversion_failure(f"Failed to parse number '{text}' in $convert with no onError value: {reason}")
 
     if text.startswith("0x"):
-        raise _failure(f"Illegal hexadecimal input in $convert with no onError value: {text}")
+        raise conversion_failure(f"Illegal hexadecimal input in $convert with no onError value: {text}")
     if to in ("int", "long"):
         if not _INTEGER_TEXT.fullmatch(text):
             raise fail("Did not consume whole string.")
@@ -168,86 +163,6 @@ def _parse_number(text: str, to: str) -> Any:
     if (math.isinf(x) and "inf" not in text.lower()) or (x == 0 and any(c in "123456789" for c in mantissa)):
         raise fail("Out of range")
     return x
-
-
-def _binary_value(data: bytes, subtype: int) -> Any:
-    # pymongo reads binData of subtype 0 as bytes.
-    return data if subtype == 0 else Binary(data, subtype)
-
-
-def _binary_to_string(v: Any, o: Options) -> str:
-    subtype, data = binary_parts(v)
-    fmt = o.format
-    if fmt is None:
-        raise location(4341115, "Format must be speficied when converting from 'binData' to 'string'")
-    is_uuid = subtype == 4 and len(data) == 16
-    if fmt == "uuid" or (fmt == "auto" and is_uuid):
-        if not is_uuid:
-            raise _failure(
-                f"Failed to convert '{show(v)}' to string in $convert with no onError value: "
-                "BinData does not represent a valid UUID"
-            )
-        return str(uuid.UUID(bytes=data))
-    if fmt == "hex":
-        return data.hex().upper()
-    if fmt == "base64url":
-        return base64.urlsafe_b64encode(data).decode()
-    if fmt == "utf8":
-        try:
-            return data.decode()
-        except UnicodeDecodeError:
-            raise _failure(
-                f"Failed to convert '{show(v)}' to string in $convert with no onError value: "
-                "BinData does not represent a valid UTF-8 string"
-            ) from None
-    return base64.b64encode(data).decode()
-
-
-def _string_to_binary(v: str, o: Options) -> Any:
-    if o.format is None:
-        raise location(4341115, "Format must be speficied when converting from 'string' to 'binData'")
-
-    def fail(reason: str) -> CommandError:
-        return _failure(f"Failed to parse BinData '{v}' in $convert with no onError value: {reason}")
-
-    if (o.format == "uuid") != (o.subtype == 4):
-        raise fail("Only the 'uuid' format is allowed with the UUID subtype")
-    try:
-        if o.format == "uuid":
-            return Binary(uuid.UUID(v).bytes, 4)
-        if o.format == "hex":
-            data = bytes.fromhex(v)
-        elif o.format == "utf8":
-            data = v.encode()
-        elif o.format == "base64url":
-            data = base64.urlsafe_b64decode(v + "=" * (-len(v) % 4))
-        else:
-            data = base64.b64decode(v, validate=True)
-    except (ValueError, binascii.Error) as exc:
-        raise fail(str(exc)) from None
-    return _binary_value(data, o.subtype)
-
-
-def _binary_to_number(v: Any, o: Options, sizes: dict[int, str]) -> Any:
-    _, data = binary_parts(v)
-    code = sizes.get(len(data))
-    if code is None:
-        raise _failure(f"Failed to convert '{show(v)}' to number in $convert because of invalid length: {len(data)}")
-    n = struct.unpack(("<" if o.byte_order == "little" else ">") + code, data)[0]
-    return Int64(n) if sizes is _LONG_SIZES else n
-
-
-_INT_SIZES = {1: "b", 2: "h", 4: "i"}
-_LONG_SIZES = {1: "b", 2: "h", 4: "i", 8: "q"}
-_DOUBLE_SIZES = {4: "f", 8: "d"}
-
-
-def _number_to_binary(code: str) -> Callable[[Any, Options], Any]:
-    def convert(v: Any, o: Options) -> Any:
-        data = struct.pack(("<" if o.byte_order == "little" else ">") + code, v)
-        return _binary_value(data, o.subtype)
-
-    return convert
 
 
 def _true(v: Any, o: Options) -> bool:
@@ -285,7 +200,7 @@ CONVERSIONS: dict[tuple[str, str], Conversion] = {
     ("double", "int"): lambda v, o: _number_to_int(v, 32),
     ("double", "long"): lambda v, o: Int64(_number_to_int(v, 64)),
     ("double", "decimal"): lambda v, o: decimal128(double_to_decimal(v)),
-    ("double", "binData"): _number_to_binary("d"),
+    ("double", "binData"): number_to_binary("d"),
     ("string", "double"): lambda v, o: _parse_number(v, "double"),
     ("string", "string"): _same,
     ("string", "objectId"): lambda v, o: _object_id(v),
@@ -294,12 +209,12 @@ CONVERSIONS: dict[tuple[str, str], Conversion] = {
     ("string", "int"): lambda v, o: _parse_number(v, "int"),
     ("string", "long"): lambda v, o: _parse_number(v, "long"),
     ("string", "decimal"): lambda v, o: _parse_number(v, "decimal"),
-    ("string", "binData"): _string_to_binary,
-    ("binData", "binData"): lambda v, o: _binary_to_binary(v, o),
-    ("binData", "string"): _binary_to_string,
-    ("binData", "int"): lambda v, o: _binary_to_number(v, o, _INT_SIZES),
-    ("binData", "long"): lambda v, o: _binary_to_number(v, o, _LONG_SIZES),
-    ("binData", "double"): lambda v, o: _binary_to_number(v, o, _DOUBLE_SIZES),
+    ("string", "binData"): string_to_binary,
+    ("binData", "binData"): lambda v, o: binary_to_binary(v, o),
+    ("binData", "string"): binary_to_string,
+    ("binData", "int"): lambda v, o: binary_to_number(v, o, INT_SIZES),
+    ("binData", "long"): lambda v, o: binary_to_number(v, o, LONG_SIZES),
+    ("binData", "double"): lambda v, o: binary_to_number(v, o, DOUBLE_SIZES),
     ("objectId", "string"): lambda v, o: str(v),
     ("objectId", "objectId"): _same,
     ("objectId", "bool"): _true,
@@ -323,7 +238,7 @@ CONVERSIONS: dict[tuple[str, str], Conversion] = {
     ("int", "int"): _same,
     ("int", "long"): lambda v, o: Int64(v),
     ("int", "decimal"): lambda v, o: Decimal128(Decimal(v)),
-    ("int", "binData"): _number_to_binary("i"),
+    ("int", "binData"): number_to_binary("i"),
     ("long", "double"): lambda v, o: float(v),
     ("long", "string"): lambda v, o: str(int(v)),
     ("long", "bool"): _to_bool,
@@ -331,7 +246,7 @@ CONVERSIONS: dict[tuple[str, str], Conversion] = {
     ("long", "int"): lambda v, o: _number_to_int(v, 32),
     ("long", "long"): lambda v, o: Int64(v),
     ("long", "decimal"): lambda v, o: Decimal128(Decimal(int(v))),
-    ("long", "binData"): _number_to_binary("q"),
+    ("long", "binData"): number_to_binary("q"),
     ("decimal", "double"): _decimal_to_double,
     ("decimal", "string"): lambda v, o: str(v),
     ("decimal", "bool"): _to_bool,
@@ -358,24 +273,17 @@ for _source in (
 
 def _object_id(text: str) -> ObjectId:
     if len(text) != 24:
-        raise _failure(
+        raise conversion_failure(
             f"Failed to parse objectId '{text}' in $convert with no onError value: "
             f"Invalid string length for parsing to OID, expected 24 but found {len(text)}"
         )
     try:
         return ObjectId(text)
     except InvalidId:
-        raise _failure(
+        raise conversion_failure(
             f"Failed to parse objectId '{text}' in $convert with no onError value: "
             "Invalid character found in hex string"
         ) from None
-
-
-def _binary_to_binary(v: Any, o: Options) -> Any:
-    subtype, data = binary_parts(v)
-    if subtype != o.subtype:
-        raise _failure("Conversions between different BinData subtypes are not supported")
-    return _binary_value(data, subtype)
 
 
 def convert(value: Any, to: Target, options: Options) -> Any:
@@ -383,32 +291,8 @@ def convert(value: Any, to: Target, options: Options) -> Any:
     source = type_of(value)
     fn = CONVERSIONS.get((source, to.type))
     if fn is None:
-        raise _failure(f"Unsupported conversion from {source} to {to.type} in $convert with no onError value")
+        raise conversion_failure(f"Unsupported conversion from {source} to {to.type} in $convert with no onError value")
     return fn(value, options._replace(subtype=to.subtype))
-
-
-def _format_option(value: Any) -> str | None:
-    if nullish(value):
-        return None
-    if not isinstance(value, str):
-        raise location(
-            4341114, f"$convert requires that 'format' be a string, found: {type_of(value)} with value {show(value)}"
-        )
-    if value not in _FORMATS:
-        raise location(4341125, f"Invalid 'format' argument for $convert: {value}")
-    return value
-
-
-def _byte_order(value: Any) -> str:
-    if nullish(value):
-        return "little"
-    if not isinstance(value, str):
-        raise location(
-            9130001, f"$convert requires that 'byteOrder' be a string, found: {type_of(value)} with value {show(value)}"
-        )
-    if value not in ("little", "big"):
-        raise location(9130002, f"Invalid 'byteOrder' argument for $convert: {value}")
-    return value
 
 
 _FIELDS = ("input", "to", "onError", "onNull", "format", "byteOrder")
@@ -443,7 +327,7 @@ def _converter(parts: dict[str, Expr]) -> Expr:
             return on_null(doc, vars) if on_null is not None else None
         if goal is None:
             return None
-        options = Options(0, _format_option(format_value), _byte_order(order_value))
+        options = Options(0, format_option(format_value), byte_order_option(order_value))
         try:
             return convert(value, goal, options)
         except CommandError as exc:
@@ -454,31 +338,31 @@ def _converter(parts: dict[str, Expr]) -> Expr:
     return convert_
 
 
-def _shortcut(name: str, type_name: str) -> None:
+def _shortcut(name: str, to: Any, fmt: str | None = None) -> None:
+    """Register ``$toX``: $convert of one argument to ``to`` with ``fmt``."""
+
     def compile_shortcut(arg: Any, scope: Scope) -> Expr:
         items = arg if isinstance(arg, list) else [arg]
         if len(items) != 1:
             raise location(50723, f"{name} requires a single argument, got {len(items)}")
-        parts = {"input": compile_expression(items[0], scope), "to": lambda doc, vars: type_name}
-        if type_name == "string":
-            parts["format"] = lambda doc, vars: "auto"
+        parts = {"input": compile_expression(items[0], scope), "to": lambda doc, vars: to}
+        if fmt is not None:
+            parts["format"] = lambda doc, vars: fmt
         return _converter(parts)
 
     compile_shortcut.__name__ = f"expr_{name[1:]}"
     EXPR_OPS.register(name)(compile_shortcut)
 
 
-for _name, _type in (
-    ("$toString", "string"),
-    ("$toObjectId", "objectId"),
-    ("$toDate", "date"),
-    ("$toDouble", "double"),
-    ("$toInt", "int"),
-    ("$toLong", "long"),
-    ("$toDecimal", "decimal"),
-    ("$toBool", "bool"),
-):
-    _shortcut(_name, _type)
+_shortcut("$toString", "string", "auto")
+_shortcut("$toObjectId", "objectId")
+_shortcut("$toDate", "date")
+_shortcut("$toDouble", "double")
+_shortcut("$toInt", "int")
+_shortcut("$toLong", "long")
+_shortcut("$toDecimal", "decimal")
+_shortcut("$toBool", "bool")
+_shortcut("$toUUID", {"type": "binData", "subtype": 4}, "uuid")
 
 
 @EXPR_OPS.register("$type")

@@ -16,7 +16,7 @@ from bson import Decimal128, Int64
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.unit.aggregation.conftest import pipeline_error, run_pipeline
+from tests.unit.aggregation.runner import pipeline_error, run_pipeline
 
 ACC = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/"
 SUM = ACC + "sum/"
@@ -146,7 +146,12 @@ def test_n_may_depend_on_the_group_key() -> None:
     docs = [{"g": g, "v": v} for g, v in [("a", 1), ("a", 2), ("a", 3), ("b", 4), ("b", 5)]]
     out = run_pipeline(
         [
-            {"$group": {"_id": {"g": "$g"}, "r": {"$firstN": {"input": "$v", "n": {"$cond": [{"$eq": ["$g", "a"]}, 1, 2]}}}}},
+            {
+                "$group": {
+                    "_id": {"g": "$g"},
+                    "r": {"$firstN": {"input": "$v", "n": {"$cond": [{"$eq": ["$g", "a"]}, 1, 2]}}},
+                }
+            },
             {"$sort": {"_id.g": 1}},
         ],
         docs,

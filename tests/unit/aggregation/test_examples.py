@@ -24,13 +24,25 @@ def generate_orders(n: int) -> list[dict[str, Any]]:
     for i in range(n):
         items = []
         for sku in rng.sample(skus, rng.randrange(1, 6)):
-            items.append({"product_id": i * 10 + len(items), "sku": sku, "name": sku.lower(),
-                          "price": price[sku], "quantity": rng.randrange(1, 8)})
-        orders.append({
-            "_id": i, "user_id": rng.randrange(300), "items": items, "status": rng.choice(STATUSES),
-            "total": sum(it["price"] * it["quantity"] for it in items),
-            "created_at": datetime.datetime(2024, 1, 1) + datetime.timedelta(minutes=17 * i),
-        })
+            items.append(
+                {
+                    "product_id": i * 10 + len(items),
+                    "sku": sku,
+                    "name": sku.lower(),
+                    "price": price[sku],
+                    "quantity": rng.randrange(1, 8),
+                }
+            )
+        orders.append(
+            {
+                "_id": i,
+                "user_id": rng.randrange(300),
+                "items": items,
+                "status": rng.choice(STATUSES),
+                "total": sum(it["price"] * it["quantity"] for it in items),
+                "created_at": datetime.datetime(2024, 1, 1) + datetime.timedelta(minutes=17 * i),
+            }
+        )
     return orders
 
 
@@ -39,17 +51,23 @@ def test_revenue_by_sku(db: Any) -> None:
     orders = generate_orders(1500)
     db.orders.insert_many(orders)
     db.orders.create_index([("status", 1)])
-    out = list(db.orders.aggregate([
-        {"$match": {"status": "shipped"}},
-        {"$unwind": "$items"},
-        {"$group": {
-            "_id": "$items.sku",
-            "revenue": {"$sum": {"$multiply": ["$items.price", "$items.quantity"]}},
-            "count": {"$sum": "$items.quantity"},
-        }},
-        {"$sort": {"revenue": -1}},
-        {"$limit": 10},
-    ]))
+    out = list(
+        db.orders.aggregate(
+            [
+                {"$match": {"status": "shipped"}},
+                {"$unwind": "$items"},
+                {
+                    "$group": {
+                        "_id": "$items.sku",
+                        "revenue": {"$sum": {"$multiply": ["$items.price", "$items.quantity"]}},
+                        "count": {"$sum": "$items.quantity"},
+                    }
+                },
+                {"$sort": {"revenue": -1}},
+                {"$limit": 10},
+            ]
+        )
+    )
     revenue: dict[str, Fraction] = defaultdict(Fraction)
     count: dict[str, int] = defaultdict(int)
     for order in orders:
@@ -67,16 +85,27 @@ def test_total_quantity_of_an_item_across_carts(db: Any) -> None:
     rng = random.Random(8910)
     carts = []
     for i in range(400):
-        items = [{"itemId": rng.choice([8910, 4567, 1234, 5555]), "name": "x", "price": 1.5,
-                  "quantity": rng.randrange(1, 10)} for _ in range(rng.randrange(0, 6))]
+        items = [
+            {
+                "itemId": rng.choice([8910, 4567, 1234, 5555]),
+                "name": "x",
+                "price": 1.5,
+                "quantity": rng.randrange(1, 10),
+            }
+            for _ in range(rng.randrange(0, 6))
+        ]
         carts.append({"_id": i, "last_modified": datetime.datetime(2024, 5, 1), "status": "active", "items": items})
     db.carts.insert_many(carts)
-    out = list(db.carts.aggregate([
-        {"$match": {"items.itemId": 8910}},
-        {"$unwind": "$items"},
-        {"$match": {"items.itemId": 8910}},
-        {"$group": {"_id": None, "total": {"$sum": "$items.quantity"}}},
-    ]))
+    out = list(
+        db.carts.aggregate(
+            [
+                {"$match": {"items.itemId": 8910}},
+                {"$unwind": "$items"},
+                {"$match": {"items.itemId": 8910}},
+                {"$group": {"_id": None, "total": {"$sum": "$items.quantity"}}},
+            ]
+        )
+    )
     expected = sum(it["quantity"] for c in carts for it in c["items"] if it["itemId"] == 8910)
     assert out == [{"_id": None, "total": expected}]
 
@@ -91,19 +120,35 @@ def test_hourly_bucket_average(db: Any) -> None:
             minutes = rng.sample(range(60), rng.randrange(20, 61))
             values = {str(m): round(rng.uniform(400, 900), 2) for m in sorted(minutes)}
             total = sum(values.values())
-            buckets.append({
-                "flight": flight, "metric": "speed",
-                "hour": datetime.datetime(2024, 5, 1, hour),
-                "values": values, "sum": total, "count": len(values), "avg": total / len(values),
-            })
+            buckets.append(
+                {
+                    "flight": flight,
+                    "metric": "speed",
+                    "hour": datetime.datetime(2024, 5, 1, hour),
+                    "values": values,
+                    "sum": total,
+                    "count": len(values),
+                    "avg": total / len(values),
+                }
+            )
     db.telemetry.insert_many(buckets)
-    out = list(db.telemetry.aggregate([
-        {"$match": {"metric": "speed"}},
-        {"$group": {"_id": "$flight", "total": {"$sum": "$sum"}, "n": {"$sum": "$count"},
-                    "hourly": {"$avg": "$avg"}}},
-        {"$project": {"avg": {"$divide": ["$total", "$n"]}, "hourly": 1}},
-        {"$sort": {"_id": 1}},
-    ]))
+    out = list(
+        db.telemetry.aggregate(
+            [
+                {"$match": {"metric": "speed"}},
+                {
+                    "$group": {
+                        "_id": "$flight",
+                        "total": {"$sum": "$sum"},
+                        "n": {"$sum": "$count"},
+                        "hourly": {"$avg": "$avg"},
+                    }
+                },
+                {"$project": {"avg": {"$divide": ["$total", "$n"]}, "hourly": 1}},
+                {"$sort": {"_id": 1}},
+            ]
+        )
+    )
     expected = []
     for flight in ("AA100", "BA200", "CX300"):
         mine = [b for b in buckets if b["flight"] == flight]

@@ -12,10 +12,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from foliodb.aggregation import STAGES, compile_pipeline
 from foliodb.errors import CommandError
-from tests.unit.aggregation.conftest import ContextOnly
+from tests.unit.aggregation.runner import ContextOnly
 
 PIPELINE = "https://www.mongodb.com/docs/manual/core/aggregation-pipeline/"
 OPTIMIZATION = "https://www.mongodb.com/docs/manual/core/aggregation-pipeline-optimization/"
@@ -232,10 +234,8 @@ def test_explain_lists_stages() -> None:
     assert p.explain() == [{"$sort": {"sortKey": {"a": 1}, "limit": 2}}, {"$project": {"a": 1}}]
 
 
-def test_reordering_keeps_answers() -> None:
-    """The reordered and the literal pipeline agree (OPTIMIZATION)."""
-    docs = [{"_id": i, "a": i % 3, "b": i % 5, "tags": [i, i + 1]} for i in range(30)]
-    pipeline = [
+REORDERABLE = [
+    [
         {"$addFields": {"c": {"$add": ["$a", "$b"]}}},
         {"$match": {"a": {"$gt": 0}, "c": {"$lt": 5}}},
         {"$unwind": "$tags"},
@@ -243,10 +243,30 @@ def test_reordering_keeps_answers() -> None:
         {"$sort": {"tags": -1, "_id": 1}},
         {"$skip": 3},
         {"$limit": 7},
-    ]
+    ],
+    [{"$project": {"a": 1, "tags": 1}}, {"$match": {"a": 1, "tags": {"$size": 2}}}, {"$skip": 1}, {"$skip": 1}],
+    [{"$sort": {"b": 1, "_id": 1}}, {"$match": {"$or": [{"a": 0}, {"b": 4}]}}, {"$limit": 5}, {"$limit": 3}],
+    [{"$unset": "b"}, {"$match": {"b": {"$exists": False}, "a": {"$in": [1, 2]}}}, {"$match": {"_id": {"$gte": 3}}}],
+]
+
+documents = st.lists(
+    st.fixed_dictionaries(
+        {
+            "a": st.integers(0, 3),
+            "b": st.one_of(st.integers(0, 5), st.none()),
+            "tags": st.lists(st.integers(0, 4), max_size=3),
+        }
+    ),
+    max_size=25,
+).map(lambda docs: [{"_id": i, **d} for i, d in enumerate(docs)])
+
+
+@settings(max_examples=40, deadline=None)
+@given(documents, st.sampled_from(REORDERABLE))
+def test_reordering_keeps_answers(docs: list[dict[str, Any]], pipeline: list[Any]) -> None:
+    """OPTIMIZATION: the reordered pipeline and the literal one agree."""
     optimized = list(compile_(pipeline).run(iter(docs)))
-    # Stage by stage, without reordering: each stage compiled alone.
     literal: Any = iter(docs)
-    for stage in pipeline:
+    for stage in pipeline:  # each stage compiled alone: nothing to reorder
         literal = compile_([stage]).run(literal)
     assert optimized == list(literal)

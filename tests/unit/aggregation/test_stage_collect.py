@@ -13,7 +13,7 @@ from bson import Decimal128
 
 from foliodb.aggregation.pipeline import LIMITS
 from foliodb.aggregation.stages.bucket import rounder
-from tests.unit.aggregation.conftest import pipeline_error, run_pipeline
+from tests.unit.aggregation.runner import pipeline_error, run_pipeline
 
 AGG = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/"
 SORT = AGG + "sort/"
@@ -54,13 +54,18 @@ def test_sort_spills_with_allow_disk_use(monkeypatch: pytest.MonkeyPatch) -> Non
     assert pipeline_error([{"$sort": {"v": 1}}], docs, allow_disk_use=False).code == 292
 
 
+def test_limit_error_message() -> None:
+    assert pipeline_error([{"$limit": -1}]).errmsg == (
+        "invalid argument to $limit stage: Expected a non-negative number in: $limit: -1"
+    )
+
+
 def test_sample_size_and_membership() -> None:
     """SAMPLE: size documents, chosen from the input, no repeats."""
     out = run_pipeline([{"$sample": {"size": 4}}], NUMS)
     assert len(out) == 4 and len({d["_id"] for d in out}) == 4
     assert all(d in NUMS for d in out)
     assert len(run_pipeline([{"$sample": {"size": 50}}], NUMS)) == 6
-    assert run_pipeline([{"$sample": {"size": 0}}], NUMS) == []
 
 
 def test_sample_is_random() -> None:
@@ -86,8 +91,16 @@ ARTWORK = [{"_id": i + 1, "price": Decimal128(p)} for i, p in enumerate(PRICES)]
 # (pipeline, input, expected output in order, manual page)
 COLLECTING = [
     (
-        [{"$bucket": {"groupBy": "$year_born", "boundaries": [1840, 1850, 1860, 1870, 1880], "default": "Other",
-                      "output": {"count": {"$sum": 1}, "artists": {"$push": "$last_name"}}}}],
+        [
+            {
+                "$bucket": {
+                    "groupBy": "$year_born",
+                    "boundaries": [1840, 1850, 1860, 1870, 1880],
+                    "default": "Other",
+                    "output": {"count": {"$sum": 1}, "artists": {"$push": "$last_name"}},
+                }
+            }
+        ],
         ARTISTS,
         [
             {"_id": 1840, "count": 1, "artists": ["Bernard"]},
@@ -116,7 +129,15 @@ COLLECTING = [
         BUCKET_AUTO + "#single-facet-aggregation",
     ),
     (
-        [{"$bucketAuto": {"groupBy": "$v", "buckets": 2, "output": {"ids": {"$push": "$_id"}, "first": {"$first": "$_id"}}}}],
+        [
+            {
+                "$bucketAuto": {
+                    "groupBy": "$v",
+                    "buckets": 2,
+                    "output": {"ids": {"$push": "$_id"}, "first": {"$first": "$_id"}},
+                }
+            }
+        ],
         [{"_id": 1, "v": 3}, {"_id": 2, "v": 1}, {"_id": 3, "v": 3}, {"_id": 4, "v": 2}, {"_id": 5, "v": 3}],
         # size round(5/2)=3: [1, 2, 3] then the equal 3s stay together; input order inside a bucket.
         [{"_id": {"min": 1, "max": 3}, "ids": [1, 2, 3, 4, 5], "first": 1}],
@@ -196,15 +217,18 @@ ERRORS = [
     ({"$sort": 1}, [], 15973, SORT),
     ({"$sort": {}}, [], 15976, SORT),
     ({"$sort": {"a": 2}}, [], 15975, SORT),
-    ({"$limit": "1"}, [], 15957, LIMIT),
+    ({"$limit": "1"}, [], 5107201, LIMIT),
+    ({"$limit": 1.5}, [], 5107201, LIMIT),
+    ({"$limit": -1}, [], 5107201, LIMIT),
     ({"$limit": 0}, [], 15958, LIMIT),
-    ({"$limit": -1}, [], 15958, LIMIT),
-    ({"$skip": "1"}, [], 15972, SKIP),
-    ({"$skip": -1}, [], 15956, SKIP),
+    ({"$skip": "1"}, [], 5107200, SKIP),
+    ({"$skip": 2.5}, [], 5107200, SKIP),
+    ({"$skip": -1}, [], 5107200, SKIP),
     ({"$sample": 1}, [], 28745, SAMPLE),
     ({"$sample": {}}, [], 28749, SAMPLE),
     ({"$sample": {"size": "1"}}, [], 28746, SAMPLE),
     ({"$sample": {"size": -1}}, [], 28747, SAMPLE),
+    ({"$sample": {"size": 0}}, [], 28747, SAMPLE),
     ({"$sample": {"size": 1, "x": 1}}, [], 28748, SAMPLE),
     ({"$facet": {}}, [], 40169, FACET),
     ({"$facet": {"a": 1}}, [], 40170, FACET),

@@ -32,19 +32,23 @@ def failure(db: Any, coll: str, pipeline: list[Any]) -> OperationFailure:
 @pytest.fixture
 def shop(db: Any) -> Any:
     """LOOKUP (#perform-a-single-equality-join-with-lookup)."""
-    db.orders.insert_many([
-        {"_id": 1, "item": "almonds", "price": 12, "quantity": 2},
-        {"_id": 2, "item": "pecans", "price": 20, "quantity": 1},
-        {"_id": 3},
-    ])
-    db.inventory.insert_many([
-        {"_id": 1, "sku": "almonds", "description": "product 1", "instock": 120},
-        {"_id": 2, "sku": "bread", "description": "product 2", "instock": 80},
-        {"_id": 3, "sku": "cashews", "description": "product 3", "instock": 60},
-        {"_id": 4, "sku": "pecans", "description": "product 4", "instock": 70},
-        {"_id": 5, "sku": None, "description": "Incomplete"},
-        {"_id": 6},
-    ])
+    db.orders.insert_many(
+        [
+            {"_id": 1, "item": "almonds", "price": 12, "quantity": 2},
+            {"_id": 2, "item": "pecans", "price": 20, "quantity": 1},
+            {"_id": 3},
+        ]
+    )
+    db.inventory.insert_many(
+        [
+            {"_id": 1, "sku": "almonds", "description": "product 1", "instock": 120},
+            {"_id": 2, "sku": "bread", "description": "product 2", "instock": 80},
+            {"_id": 3, "sku": "cashews", "description": "product 3", "instock": 60},
+            {"_id": 4, "sku": "pecans", "description": "product 4", "instock": 70},
+            {"_id": 5, "sku": None, "description": "Incomplete"},
+            {"_id": 6},
+        ]
+    )
     return db
 
 
@@ -54,36 +58,46 @@ def joined_ids(out: list[dict[str, Any]], field: str) -> dict[Any, list[Any]]:
 
 def test_lookup_equality(shop: Any) -> None:
     """LOOKUP: a missing localField matches foreign null and missing."""
-    out = list(shop.orders.aggregate([
-        {"$lookup": {"from": "inventory", "localField": "item", "foreignField": "sku", "as": "inventory_docs"}}
-    ]))
+    out = list(
+        shop.orders.aggregate(
+            [{"$lookup": {"from": "inventory", "localField": "item", "foreignField": "sku", "as": "inventory_docs"}}]
+        )
+    )
     assert joined_ids(out, "inventory_docs") == {1: [1], 2: [4], 3: [5, 6]}
 
 
 def test_lookup_uses_an_index_and_gives_the_same_answer(shop: Any) -> None:
     shop.inventory.create_index("sku")
-    out = list(shop.orders.aggregate([
-        {"$lookup": {"from": "inventory", "localField": "item", "foreignField": "sku", "as": "inv"}}
-    ]))
+    out = list(
+        shop.orders.aggregate(
+            [{"$lookup": {"from": "inventory", "localField": "item", "foreignField": "sku", "as": "inv"}}]
+        )
+    )
     assert joined_ids(out, "inv") == {1: [1], 2: [4], 3: [5, 6]}
 
 
 def test_lookup_array_local_field(db: Any) -> None:
     """LOOKUP (#use-lookup-with-an-array): each element of the array joins."""
-    db.classes.insert_many([
-        {"_id": 1, "title": "Reading is ...", "enrollmentlist": ["giraffe2", "pandabear", "artie"]},
-        {"_id": 2, "title": "But Writing ...", "enrollmentlist": ["giraffe1", "artie"]},
-    ])
-    db.members.insert_many([
-        {"_id": 1, "name": "artie"},
-        {"_id": 2, "name": "giraffe"},
-        {"_id": 3, "name": "giraffe1"},
-        {"_id": 4, "name": "pandabear"},
-        {"_id": 5, "name": "giraffe2"},
-    ])
-    out = list(db.classes.aggregate([
-        {"$lookup": {"from": "members", "localField": "enrollmentlist", "foreignField": "name", "as": "info"}}
-    ]))
+    db.classes.insert_many(
+        [
+            {"_id": 1, "title": "Reading is ...", "enrollmentlist": ["giraffe2", "pandabear", "artie"]},
+            {"_id": 2, "title": "But Writing ...", "enrollmentlist": ["giraffe1", "artie"]},
+        ]
+    )
+    db.members.insert_many(
+        [
+            {"_id": 1, "name": "artie"},
+            {"_id": 2, "name": "giraffe"},
+            {"_id": 3, "name": "giraffe1"},
+            {"_id": 4, "name": "pandabear"},
+            {"_id": 5, "name": "giraffe2"},
+        ]
+    )
+    out = list(
+        db.classes.aggregate(
+            [{"$lookup": {"from": "members", "localField": "enrollmentlist", "foreignField": "name", "as": "info"}}]
+        )
+    )
     assert joined_ids(out, "info") == {1: [1, 4, 5], 2: [1, 3]}
 
 
@@ -97,34 +111,50 @@ def test_lookup_foreign_array(db: Any) -> None:
 
 def test_lookup_let_and_pipeline(db: Any) -> None:
     """LOOKUP (#perform-multiple-joins-and-a-correlated-subquery-with-lookup)."""
-    db.orders.insert_many([
-        {"_id": 1, "item": "almonds", "price": 12, "ordered": 2},
-        {"_id": 2, "item": "pecans", "price": 20, "ordered": 1},
-        {"_id": 3, "item": "cookies", "price": 10, "ordered": 60},
-    ])
-    db.warehouses.insert_many([
-        {"_id": 1, "stock_item": "almonds", "warehouse": "A", "instock": 120},
-        {"_id": 2, "stock_item": "pecans", "warehouse": "A", "instock": 80},
-        {"_id": 3, "stock_item": "almonds", "warehouse": "B", "instock": 60},
-        {"_id": 4, "stock_item": "cookies", "warehouse": "B", "instock": 40},
-        {"_id": 5, "stock_item": "cookies", "warehouse": "A", "instock": 80},
-    ])
-    out = list(db.orders.aggregate([
-        {"$lookup": {
-            "from": "warehouses",
-            "let": {"order_item": "$item", "order_qty": "$ordered"},
-            "pipeline": [
-                {"$match": {"$expr": {"$and": [
-                    {"$eq": ["$stock_item", "$$order_item"]},
-                    {"$gte": ["$instock", "$$order_qty"]},
-                ]}}},
-                {"$project": {"stock_item": 0, "_id": 0}},
-                {"$sort": {"warehouse": 1}},
-            ],
-            "as": "stockdata",
-        }},
-        {"$sort": {"_id": 1}},
-    ]))
+    db.orders.insert_many(
+        [
+            {"_id": 1, "item": "almonds", "price": 12, "ordered": 2},
+            {"_id": 2, "item": "pecans", "price": 20, "ordered": 1},
+            {"_id": 3, "item": "cookies", "price": 10, "ordered": 60},
+        ]
+    )
+    db.warehouses.insert_many(
+        [
+            {"_id": 1, "stock_item": "almonds", "warehouse": "A", "instock": 120},
+            {"_id": 2, "stock_item": "pecans", "warehouse": "A", "instock": 80},
+            {"_id": 3, "stock_item": "almonds", "warehouse": "B", "instock": 60},
+            {"_id": 4, "stock_item": "cookies", "warehouse": "B", "instock": 40},
+            {"_id": 5, "stock_item": "cookies", "warehouse": "A", "instock": 80},
+        ]
+    )
+    out = list(
+        db.orders.aggregate(
+            [
+                {
+                    "$lookup": {
+                        "from": "warehouses",
+                        "let": {"order_item": "$item", "order_qty": "$ordered"},
+                        "pipeline": [
+                            {
+                                "$match": {
+                                    "$expr": {
+                                        "$and": [
+                                            {"$eq": ["$stock_item", "$$order_item"]},
+                                            {"$gte": ["$instock", "$$order_qty"]},
+                                        ]
+                                    }
+                                }
+                            },
+                            {"$project": {"stock_item": 0, "_id": 0}},
+                            {"$sort": {"warehouse": 1}},
+                        ],
+                        "as": "stockdata",
+                    }
+                },
+                {"$sort": {"_id": 1}},
+            ]
+        )
+    )
     assert [d["stockdata"] for d in out] == [
         [{"warehouse": "A", "instock": 120}, {"warehouse": "B", "instock": 60}],
         [{"warehouse": "A", "instock": 80}],
@@ -134,15 +164,23 @@ def test_lookup_let_and_pipeline(db: Any) -> None:
 
 def test_lookup_concise_correlated(shop: Any) -> None:
     """LOOKUP (#perform-a-concise-correlated-subquery-with-lookup): equality and pipeline combined."""
-    out = list(shop.orders.aggregate([
-        {"$lookup": {
-            "from": "inventory", "localField": "item", "foreignField": "sku",
-            "let": {"q": "$quantity"},
-            "pipeline": [{"$match": {"$expr": {"$gt": ["$instock", {"$multiply": ["$$q", 50]}]}}}],
-            "as": "enough",
-        }},
-        {"$sort": {"_id": 1}},
-    ]))
+    out = list(
+        shop.orders.aggregate(
+            [
+                {
+                    "$lookup": {
+                        "from": "inventory",
+                        "localField": "item",
+                        "foreignField": "sku",
+                        "let": {"q": "$quantity"},
+                        "pipeline": [{"$match": {"$expr": {"$gt": ["$instock", {"$multiply": ["$$q", 50]}]}}}],
+                        "as": "enough",
+                    }
+                },
+                {"$sort": {"_id": 1}},
+            ]
+        )
+    )
     # almonds: 120 > 2*50; pecans: 70 > 1*50; order 3 joins the two sku-less items, which have no instock.
     assert joined_ids(out, "enough") == {1: [1], 2: [4], 3: []}
 
@@ -150,11 +188,15 @@ def test_lookup_concise_correlated(shop: Any) -> None:
 def test_lookup_uncorrelated_and_collectionless(db: Any) -> None:
     db.a.insert_many([{"_id": 1}, {"_id": 2}])
     db.b.insert_many([{"_id": 10, "k": 1}, {"_id": 11, "k": 2}])
-    out = list(db.a.aggregate([
-        {"$lookup": {"from": "b", "pipeline": [{"$match": {"k": 2}}], "as": "x.y"}},
-        {"$lookup": {"pipeline": [{"$documents": [{"d": 1}]}], "as": "docs"}},
-        {"$sort": {"_id": 1}},
-    ]))
+    out = list(
+        db.a.aggregate(
+            [
+                {"$lookup": {"from": "b", "pipeline": [{"$match": {"k": 2}}], "as": "x.y"}},
+                {"$lookup": {"pipeline": [{"$documents": [{"d": 1}]}], "as": "docs"}},
+                {"$sort": {"_id": 1}},
+            ]
+        )
+    )
     assert out == [
         {"_id": 1, "x": {"y": [{"_id": 11, "k": 2}]}, "docs": [{"d": 1}]},
         {"_id": 2, "x": {"y": [{"_id": 11, "k": 2}]}, "docs": [{"d": 1}]},
@@ -186,20 +228,28 @@ def test_lookup_errors(db: Any, stage: dict[str, Any], code: int, page: str) -> 
 @pytest.fixture
 def employees(db: Any) -> Any:
     """GRAPH (#within-a-single-collection)."""
-    db.employees.insert_many([
-        {"_id": 1, "name": "Dev"},
-        {"_id": 2, "name": "Eliot", "reportsTo": "Dev"},
-        {"_id": 3, "name": "Ron", "reportsTo": "Eliot"},
-        {"_id": 4, "name": "Andrew", "reportsTo": "Eliot"},
-        {"_id": 5, "name": "Asya", "reportsTo": "Ron"},
-        {"_id": 6, "name": "Dan", "reportsTo": "Andrew"},
-    ])
+    db.employees.insert_many(
+        [
+            {"_id": 1, "name": "Dev"},
+            {"_id": 2, "name": "Eliot", "reportsTo": "Dev"},
+            {"_id": 3, "name": "Ron", "reportsTo": "Eliot"},
+            {"_id": 4, "name": "Andrew", "reportsTo": "Eliot"},
+            {"_id": 5, "name": "Asya", "reportsTo": "Ron"},
+            {"_id": 6, "name": "Dan", "reportsTo": "Andrew"},
+        ]
+    )
     return db
 
 
 def hierarchy(db: Any, **options: Any) -> dict[str, list[Any]]:
-    spec = {"from": "employees", "startWith": "$reportsTo", "connectFromField": "reportsTo",
-            "connectToField": "name", "as": "h", **options}
+    spec = {
+        "from": "employees",
+        "startWith": "$reportsTo",
+        "connectFromField": "reportsTo",
+        "connectToField": "name",
+        "as": "h",
+        **options,
+    }
     out = db.employees.aggregate([{"$graphLookup": spec}])
     key = options.get("depthField")
     return {d["name"]: sorted((x["name"], x[key]) if key else x["name"] for x in d["h"]) for d in out}
@@ -207,8 +257,12 @@ def hierarchy(db: Any, **options: Any) -> dict[str, list[Any]]:
 
 def test_graph_lookup(employees: Any) -> None:
     assert hierarchy(employees) == {
-        "Dev": [], "Eliot": ["Dev"], "Ron": ["Dev", "Eliot"], "Andrew": ["Dev", "Eliot"],
-        "Asya": ["Dev", "Eliot", "Ron"], "Dan": ["Andrew", "Dev", "Eliot"],
+        "Dev": [],
+        "Eliot": ["Dev"],
+        "Ron": ["Dev", "Eliot"],
+        "Andrew": ["Dev", "Eliot"],
+        "Asya": ["Dev", "Eliot", "Ron"],
+        "Dan": ["Andrew", "Dev", "Eliot"],
     }
 
 
@@ -224,8 +278,21 @@ def test_graph_lookup_restrict_search(employees: Any) -> None:
 
 def test_graph_lookup_cycles_terminate(db: Any) -> None:
     db.g.insert_many([{"_id": "a", "next": "b"}, {"_id": "b", "next": "a"}])
-    out = list(db.g.aggregate([{"$graphLookup": {"from": "g", "startWith": "$next", "connectFromField": "next",
-                                                  "connectToField": "_id", "as": "path"}}]))
+    out = list(
+        db.g.aggregate(
+            [
+                {
+                    "$graphLookup": {
+                        "from": "g",
+                        "startWith": "$next",
+                        "connectFromField": "next",
+                        "connectToField": "_id",
+                        "as": "path",
+                    }
+                }
+            ]
+        )
+    )
     assert {d["_id"]: sorted(x["_id"] for x in d["path"]) for d in out} == {"a": ["a", "b"], "b": ["a", "b"]}
 
 
@@ -250,17 +317,29 @@ def test_graph_lookup_errors(db: Any, stage: dict[str, Any], code: int, page: st
 
 def test_union_with(db: Any) -> None:
     """UNION (#report-1--all-sales-by-year-and-stores-and-items)."""
-    db.sales_2017.insert_many([{"store": "General Store", "item": "Chocolates", "quantity": 150},
-                               {"store": "ShopMart", "item": "Cookies", "quantity": 100}])
-    db.sales_2018.insert_many([{"store": "General Store", "item": "Cookies", "quantity": 10},
-                               {"store": "UltraShop", "item": "Cookies", "quantity": 50}])
-    out = list(db.sales_2017.aggregate([
-        {"$set": {"_id": "2017"}},
-        {"$unionWith": {"coll": "sales_2018", "pipeline": [{"$set": {"_id": "2018"}}]}},
-        {"$unionWith": "sales_2018"},
-        {"$group": {"_id": "$item", "total": {"$sum": "$quantity"}}},
-        {"$sort": {"total": -1}},
-    ]))
+    db.sales_2017.insert_many(
+        [
+            {"store": "General Store", "item": "Chocolates", "quantity": 150},
+            {"store": "ShopMart", "item": "Cookies", "quantity": 100},
+        ]
+    )
+    db.sales_2018.insert_many(
+        [
+            {"store": "General Store", "item": "Cookies", "quantity": 10},
+            {"store": "UltraShop", "item": "Cookies", "quantity": 50},
+        ]
+    )
+    out = list(
+        db.sales_2017.aggregate(
+            [
+                {"$set": {"_id": "2017"}},
+                {"$unionWith": {"coll": "sales_2018", "pipeline": [{"$set": {"_id": "2018"}}]}},
+                {"$unionWith": "sales_2018"},
+                {"$group": {"_id": "$item", "total": {"$sum": "$quantity"}}},
+                {"$sort": {"total": -1}},
+            ]
+        )
+    )
     assert out == [{"_id": "Cookies", "total": 220}, {"_id": "Chocolates", "total": 150}]
 
 
@@ -287,17 +366,23 @@ def test_union_with_errors(db: Any, stage: dict[str, Any], code: int, page: str)
 
 def test_out_replaces_the_collection(db: Any) -> None:
     """OUT: the target's documents are replaced; the stage outputs nothing."""
-    db.books.insert_many([
-        {"_id": 8751, "title": "The Banquet", "author": "Dante", "copies": 2},
-        {"_id": 8752, "title": "Divine Comedy", "author": "Dante", "copies": 1},
-        {"_id": 8645, "title": "Eclogues", "author": "Dante", "copies": 2},
-        {"_id": 7000, "title": "The Odyssey", "author": "Homer", "copies": 10},
-    ])
+    db.books.insert_many(
+        [
+            {"_id": 8751, "title": "The Banquet", "author": "Dante", "copies": 2},
+            {"_id": 8752, "title": "Divine Comedy", "author": "Dante", "copies": 1},
+            {"_id": 8645, "title": "Eclogues", "author": "Dante", "copies": 2},
+            {"_id": 7000, "title": "The Odyssey", "author": "Homer", "copies": 10},
+        ]
+    )
     db.authors.insert_one({"_id": "stale"})
-    result = list(db.books.aggregate([
-        {"$group": {"_id": "$author", "books": {"$push": "$title"}}},
-        {"$out": "authors"},
-    ]))
+    result = list(
+        db.books.aggregate(
+            [
+                {"$group": {"_id": "$author", "books": {"$push": "$title"}}},
+                {"$out": "authors"},
+            ]
+        )
+    )
     assert result == []
     assert sorted(db.authors.find(), key=lambda d: d["_id"]) == [
         {"_id": "Dante", "books": ["The Banquet", "Divine Comedy", "Eclogues"]},
@@ -340,31 +425,56 @@ def target(db: Any) -> list[dict[str, Any]]:
 
 # (whenMatched, whenNotMatched, target afterwards, manual page)
 MERGE_MODES = [
-    ("merge", "insert", [{"_id": 1, "a": 1, "keep": True}, {"_id": 2, "a": 20, "keep": True, "b": 1}, {"_id": 3, "a": 30}],
-     MERGE + "#std-label-merge-whenMatched"),
+    (
+        "merge",
+        "insert",
+        [{"_id": 1, "a": 1, "keep": True}, {"_id": 2, "a": 20, "keep": True, "b": 1}, {"_id": 3, "a": 30}],
+        MERGE + "#std-label-merge-whenMatched",
+    ),
     ("replace", "insert", [{"_id": 1, "a": 1, "keep": True}, {"_id": 2, "a": 20, "b": 1}, {"_id": 3, "a": 30}], MERGE),
-    ("keepExisting", "insert", [{"_id": 1, "a": 1, "keep": True}, {"_id": 2, "a": 2, "keep": True}, {"_id": 3, "a": 30}], MERGE),
+    (
+        "keepExisting",
+        "insert",
+        [{"_id": 1, "a": 1, "keep": True}, {"_id": 2, "a": 2, "keep": True}, {"_id": 3, "a": 30}],
+        MERGE,
+    ),
     ("merge", "discard", [{"_id": 1, "a": 1, "keep": True}, {"_id": 2, "a": 20, "keep": True, "b": 1}], MERGE),
-    ([{"$set": {"a": {"$add": ["$a", "$$new.a"]}}}], "insert",
-     [{"_id": 1, "a": 1, "keep": True}, {"_id": 2, "a": 22, "keep": True}, {"_id": 3, "a": 30}],
-     MERGE + "#use-the-pipeline-to-customize-the-merge"),
+    (
+        [{"$set": {"a": {"$add": ["$a", "$$new.a"]}}}],
+        "insert",
+        [{"_id": 1, "a": 1, "keep": True}, {"_id": 2, "a": 22, "keep": True}, {"_id": 3, "a": 30}],
+        MERGE + "#use-the-pipeline-to-customize-the-merge",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("matched", "not_matched", "expected", "page"), MERGE_MODES)
 def test_merge_modes(salaries: Any, matched: Any, not_matched: str, expected: list[Any], page: str) -> None:
-    assert list(salaries.source.aggregate([
-        {"$merge": {"into": "target", "whenMatched": matched, "whenNotMatched": not_matched}}
-    ])) == []
+    assert (
+        list(
+            salaries.source.aggregate(
+                [{"$merge": {"into": "target", "whenMatched": matched, "whenNotMatched": not_matched}}]
+            )
+        )
+        == []
+    )
     assert target(salaries) == expected
 
 
 def test_merge_let_variables(salaries: Any) -> None:
     """MERGE (#use-variables-to-customize-the-merge)."""
-    salaries.source.aggregate([{"$merge": {
-        "into": "target", "let": {"extra": "$b"}, "whenMatched": [{"$set": {"extra": "$$extra"}}],
-        "whenNotMatched": "discard",
-    }}])
+    salaries.source.aggregate(
+        [
+            {
+                "$merge": {
+                    "into": "target",
+                    "let": {"extra": "$b"},
+                    "whenMatched": [{"$set": {"extra": "$$extra"}}],
+                    "whenNotMatched": "discard",
+                }
+            }
+        ]
+    )
     assert target(salaries) == [{"_id": 1, "a": 1, "keep": True}, {"_id": 2, "a": 2, "keep": True, "extra": 1}]
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from bson import Int64
 
-from tests.unit.aggregation.conftest import pipeline_error, run_pipeline
+from tests.unit.aggregation.runner import pipeline_error, run_pipeline
 
 AGG = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/"
 DENSIFY = AGG + "densify/"
@@ -41,8 +41,14 @@ COFFEE = [
 def test_densify_time_series() -> None:
     """DENSIFY (#densify-time-series-data): hourly steps in [lower, upper)."""
     out = run_pipeline(
-        [{"$densify": {"field": "timestamp", "range": {"step": 1, "unit": "hour",
-                                                        "bounds": [D(2021, 5, 18, 0), D(2021, 5, 18, 8)]}}}],
+        [
+            {
+                "$densify": {
+                    "field": "timestamp",
+                    "range": {"step": 1, "unit": "hour", "bounds": [D(2021, 5, 18, 0), D(2021, 5, 18, 8)]},
+                }
+            }
+        ],
         WEATHER,
     )
     assert out == [
@@ -62,13 +68,30 @@ def test_densify_time_series() -> None:
 def test_densify_partitions() -> None:
     """DENSIFY (#densifiction-with-partitions): "partition" bounds step from each partition's minimum."""
     out = run_pipeline(
-        [{"$densify": {"field": "altitude", "partitionByFields": ["variety"], "range": {"bounds": "partition", "step": 200}}}],
+        [
+            {
+                "$densify": {
+                    "field": "altitude",
+                    "partitionByFields": ["variety"],
+                    "range": {"bounds": "partition", "step": 200},
+                }
+            }
+        ],
         COFFEE,
     )
     assert out == [
-        COFFEE[0], COFFEE[1], {"variety": "Arabica Typica", "altitude": 800}, COFFEE[2],
-        COFFEE[3], {"variety": "Gesha", "altitude": 1450}, {"variety": "Gesha", "altitude": 1650}, COFFEE[4],
-        COFFEE[5], COFFEE[6], {"variety": "SL28", "altitude": 1800}, COFFEE[7],
+        COFFEE[0],
+        COFFEE[1],
+        {"variety": "Arabica Typica", "altitude": 800},
+        COFFEE[2],
+        COFFEE[3],
+        {"variety": "Gesha", "altitude": 1450},
+        {"variety": "Gesha", "altitude": 1650},
+        COFFEE[4],
+        COFFEE[5],
+        COFFEE[6],
+        {"variety": "SL28", "altitude": 1800},
+        COFFEE[7],
     ]
 
 
@@ -76,21 +99,34 @@ def test_densify_full_bounds() -> None:
     """DENSIFY (#densifiction-with-partitions): "full" bounds fill every
     partition over the range of all documents (600..1950 step 200)."""
     out = run_pipeline(
-        [{"$densify": {"field": "altitude", "partitionByFields": ["variety"], "range": {"bounds": "full", "step": 200}}}],
+        [
+            {
+                "$densify": {
+                    "field": "altitude",
+                    "partitionByFields": ["variety"],
+                    "range": {"bounds": "full", "step": 200},
+                }
+            }
+        ],
         COFFEE,
     )
     grid = range(600, 1951, 200)
     expected = sorted(
         [(d["variety"], d["altitude"], True) for d in COFFEE]
-        + [(v, a, False) for v in ("Arabica Typica", "Gesha", "SL28") for a in grid
-           if not any(d["variety"] == v and d["altitude"] == a for d in COFFEE)]
+        + [
+            (v, a, False)
+            for v in ("Arabica Typica", "Gesha", "SL28")
+            for a in grid
+            if not any(d["variety"] == v and d["altitude"] == a for d in COFFEE)
+        ]
     )
     assert sorted((d["variety"], d["altitude"], "score" in d) for d in out) == expected
 
 
 def test_densify_passes_documents_without_the_field() -> None:
-    out = run_pipeline([{"$densify": {"field": "v", "range": {"step": 2, "bounds": "full"}}}],
-                       [{"v": 1}, {"x": 1}, {"v": 6}])
+    out = run_pipeline(
+        [{"$densify": {"field": "v", "range": {"step": 2, "bounds": "full"}}}], [{"v": 1}, {"x": 1}, {"v": 6}]
+    )
     assert out == [{"x": 1}, {"v": 1}, {"v": 3}, {"v": 5}, {"v": 6}]
 
 
@@ -110,11 +146,21 @@ DENSIFY_ERRORS = [
     ({"$densify": {"field": "v", "range": {"step": 1, "bounds": [2, 1]}}}, [], 5733402, DENSIFY),
     ({"$densify": {"field": "v", "range": {"step": 1, "unit": "day", "bounds": [1, 2]}}}, [], 5733409, DENSIFY),
     ({"$densify": {"field": "v", "range": {"step": 1, "bounds": [1, 2.5]}}}, [], 5876900, DENSIFY),
-    ({"$densify": {"field": "v", "range": {"step": 1, "bounds": [D(2020, 1, 1), D(2020, 1, 2)]}}}, [], 5733410, DENSIFY),
+    (
+        {"$densify": {"field": "v", "range": {"step": 1, "bounds": [D(2020, 1, 1), D(2020, 1, 2)]}}},
+        [],
+        5733410,
+        DENSIFY,
+    ),
     ({"$densify": {"field": "v", "range": {"step": 1, "bounds": "some"}}}, [], 5946802, DENSIFY),
     ({"$densify": {"field": "v", "range": {"step": 1, "bounds": 5}}}, [], 5733404, DENSIFY),
     ({"$densify": {"field": "v", "range": {"step": 1, "bounds": "partition"}}}, [], 5733408, DENSIFY),
-    ({"$densify": {"field": "v", "partitionByFields": ["v"], "range": {"step": 1, "bounds": "full"}}}, [], 8993000, DENSIFY),
+    (
+        {"$densify": {"field": "v", "partitionByFields": ["v"], "range": {"step": 1, "bounds": "full"}}},
+        [],
+        8993000,
+        DENSIFY,
+    ),
 ]
 
 
@@ -162,7 +208,9 @@ def test_fill_partitions() -> None:
         {"shop": "a", "day": 2},
         {"shop": "b", "day": 2},
     ]
-    out = run_pipeline([{"$fill": {"sortBy": {"day": 1}, "partitionByFields": ["shop"], "output": {"n": {"method": "locf"}}}}], docs)
+    out = run_pipeline(
+        [{"$fill": {"sortBy": {"day": 1}, "partitionByFields": ["shop"], "output": {"n": {"method": "locf"}}}}], docs
+    )
     assert sorted((d["shop"], d["day"], d["n"]) for d in out) == [("a", 1, 5), ("a", 2, 5), ("b", 1, 7), ("b", 2, 7)]
 
 

@@ -14,7 +14,7 @@ import pytest
 from bson import Int64
 
 from foliodb.aggregation.pipeline import LIMITS
-from tests.unit.aggregation.conftest import pipeline_error, run_pipeline
+from tests.unit.aggregation.runner import pipeline_error, run_pipeline
 
 GROUP = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/group/"
 COUNT = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/count/"
@@ -100,8 +100,9 @@ ERRORS = [
     ({"$count": ""}, 40157, COUNT),
     ({"$count": "$n"}, 40158, COUNT),
     ({"$count": "a.b"}, 40160, COUNT),
-    ({"$sortByCount": "tag"}, 40147, SORT_BY_COUNT),
+    ({"$sortByCount": "tag"}, 40148, SORT_BY_COUNT),
     ({"$sortByCount": {"a": 1}}, 40147, SORT_BY_COUNT),
+    ({"$sortByCount": 1}, 40149, SORT_BY_COUNT),
 ]
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from bson import Int64
 
-from tests.unit.aggregation.conftest import NOW, pipeline_error, run_pipeline
+from tests.unit.aggregation.runner import NOW, pipeline_error, run_pipeline
 
 AGG = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/"
 MATCH = AGG + "match/"
@@ -77,7 +77,14 @@ CASES = [
     ([{"$replaceWith": {"v": "$a"}}], [{"a": 1}, {}], [{"v": 1}, {}], REPLACE_WITH),
     (
         [{"$redact": {"$cond": [{"$eq": ["$level", 5]}, "$$PRUNE", "$$DESCEND"]}}],
-        [{"_id": 1, "level": 1, "sub": {"level": 5, "x": 1}, "list": [{"level": 5}, {"level": 2, "y": 1}, 3, [{"level": 5}]]}],
+        [
+            {
+                "_id": 1,
+                "level": 1,
+                "sub": {"level": 5, "x": 1},
+                "list": [{"level": 5}, {"level": 2, "y": 1}, 3, [{"level": 5}]],
+            }
+        ],
         [{"_id": 1, "level": 1, "list": [{"level": 2, "y": 1}, 3, []]}],
         REDACT,
     ),
@@ -89,13 +96,25 @@ CASES = [
     ),
     (
         [{"$unwind": "$sizes"}],
-        [{"_id": 1, "sizes": ["S", "M"]}, {"_id": 2, "sizes": []}, {"_id": 3, "sizes": None}, {"_id": 4}, {"_id": 5, "sizes": "L"}],
+        [
+            {"_id": 1, "sizes": ["S", "M"]},
+            {"_id": 2, "sizes": []},
+            {"_id": 3, "sizes": None},
+            {"_id": 4},
+            {"_id": 5, "sizes": "L"},
+        ],
         [{"_id": 1, "sizes": "S"}, {"_id": 1, "sizes": "M"}, {"_id": 5, "sizes": "L"}],
         UNWIND,
     ),
     (
         [{"$unwind": {"path": "$sizes", "preserveNullAndEmptyArrays": True, "includeArrayIndex": "i"}}],
-        [{"_id": 1, "sizes": ["S", "M"]}, {"_id": 2, "sizes": []}, {"_id": 3, "sizes": None}, {"_id": 4}, {"_id": 5, "sizes": "L"}],
+        [
+            {"_id": 1, "sizes": ["S", "M"]},
+            {"_id": 2, "sizes": []},
+            {"_id": 3, "sizes": None},
+            {"_id": 4},
+            {"_id": 5, "sizes": "L"},
+        ],
         [
             {"_id": 1, "sizes": "S", "i": Int64(0)},
             {"_id": 1, "sizes": "M", "i": Int64(1)},
@@ -169,3 +188,30 @@ def test_replace_root_error_message() -> None:
         "'int'. "
         "Input document: { _id: 1, a: 1 }"
     )
+
+
+# (stage, errmsg, manual page)
+MESSAGES = [
+    (
+        {"$addFields": {"a": 1, "a.b": 2}},
+        "Invalid $addFields :: caused by :: specification contains two conflicting paths. "
+        "Cannot specify both 'a.b' and 'a': { a: 1, a.b: 2 }",
+        ADD_FIELDS,
+    ),
+    (
+        {"$set": {"a.b": 1, "a": 2}},
+        "Invalid $set :: caused by :: specification contains two conflicting paths. "
+        "Cannot specify both 'a' and 'a.b': { a.b: 1, a: 2 }",
+        SET,
+    ),
+    (
+        {"$set": {"a": {}}},
+        "Invalid $set :: caused by :: an empty object is not a valid value. Found empty object at path a",
+        SET,
+    ),
+]
+
+
+@pytest.mark.parametrize(("stage", "message", "page"), MESSAGES)
+def test_error_messages(stage: dict[str, Any], message: str, page: str) -> None:
+    assert pipeline_error([stage]).errmsg == message

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from bson import Int64
 
-from tests.unit.aggregation.conftest import pipeline_error, run_pipeline
+from tests.unit.aggregation.runner import pipeline_error, run_pipeline
 
 AGG = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/"
 SWF = AGG + "setWindowFields/"
@@ -32,11 +32,32 @@ LINEAR = AGG + "linearFill/"
 D = datetime.datetime
 
 CAKES = [
-    {"_id": 0, "type": "chocolate", "orderDate": D(2020, 5, 18, 14, 10, 30), "state": "CA", "price": 13, "quantity": 120},
-    {"_id": 1, "type": "chocolate", "orderDate": D(2021, 3, 20, 11, 30, 5), "state": "WA", "price": 14, "quantity": 140},
+    {
+        "_id": 0,
+        "type": "chocolate",
+        "orderDate": D(2020, 5, 18, 14, 10, 30),
+        "state": "CA",
+        "price": 13,
+        "quantity": 120,
+    },
+    {
+        "_id": 1,
+        "type": "chocolate",
+        "orderDate": D(2021, 3, 20, 11, 30, 5),
+        "state": "WA",
+        "price": 14,
+        "quantity": 140,
+    },
     {"_id": 2, "type": "vanilla", "orderDate": D(2021, 1, 11, 6, 31, 15), "state": "CA", "price": 12, "quantity": 145},
     {"_id": 3, "type": "vanilla", "orderDate": D(2020, 2, 8, 13, 13, 23), "state": "WA", "price": 13, "quantity": 104},
-    {"_id": 4, "type": "strawberry", "orderDate": D(2019, 5, 18, 16, 9, 1), "state": "CA", "price": 41, "quantity": 162},
+    {
+        "_id": 4,
+        "type": "strawberry",
+        "orderDate": D(2019, 5, 18, 16, 9, 1),
+        "state": "CA",
+        "price": 41,
+        "quantity": 162,
+    },
     {"_id": 5, "type": "strawberry", "orderDate": D(2019, 1, 8, 6, 12, 3), "state": "WA", "price": 43, "quantity": 134},
 ]
 
@@ -59,7 +80,9 @@ def column(out: list[dict[str, Any]], name: str) -> list[Any]:
 # (stage, input, output field, values in output order, manual page)
 CASES = [
     (
-        window({"c": {"$sum": "$quantity", "window": {"documents": ["unbounded", "current"]}}}, {"orderDate": 1}, "$state"),
+        window(
+            {"c": {"$sum": "$quantity", "window": {"documents": ["unbounded", "current"]}}}, {"orderDate": 1}, "$state"
+        ),
         CAKES,
         "c",
         [162, 282, 427, 134, 238, 378],
@@ -73,6 +96,28 @@ CASES = [
         SWF + "#use-documents-window-to-obtain-moving-average-quantity-for-each-year",
     ),
     (window({"m": {"$max": "$v"}}), SERIES, "m", [40, 40, 40, 40], SWF + "#window-operators"),
+    (
+        window({"p": {"$push": "$x", "window": {"documents": ["unbounded", "current"]}}}, {"x": 1}),
+        SERIES,
+        "p",
+        [[1], [1, 2], [1, 2, 4], [1, 2, 4, 7]],
+        WINDOW,
+    ),
+    (
+        window(
+            {
+                "m": {
+                    "$mergeObjects": {"$arrayToObject": [[["k", "$x"]]]},
+                    "window": {"documents": ["unbounded", "current"]},
+                }
+            },
+            {"x": 1},
+        ),
+        SERIES[:2],
+        "m",
+        [{"k": 1}, {"k": 2}],
+        WINDOW,
+    ),
     (
         window({"s": {"$sum": "$v", "window": {"range": [-2, 0]}}}, {"x": 1}),
         SERIES,
@@ -102,14 +147,24 @@ CASES = [
         WINDOW,
     ),
     (
-        window({"t": {"$topN": {"n": 2, "sortBy": {"v": -1}, "output": "$x"}, "window": {"documents": ["unbounded", "current"]}}}, {"x": 1}),
+        window(
+            {
+                "t": {
+                    "$topN": {"n": 2, "sortBy": {"v": -1}, "output": "$x"},
+                    "window": {"documents": ["unbounded", "current"]},
+                }
+            },
+            {"x": 1},
+        ),
         SERIES,
         "t",
         [[1], [2, 1], [4, 2], [7, 4]],
         WINDOW,
     ),
     (
-        window({"m": {"$median": {"input": "$v", "method": "approximate"}, "window": {"documents": [-1, 1]}}}, {"x": 1}),
+        window(
+            {"m": {"$median": {"input": "$v", "method": "approximate"}, "window": {"documents": [-1, 1]}}}, {"x": 1}
+        ),
         SERIES,
         "m",
         [10.0, 20.0, 30.0, 30.0],
@@ -172,7 +227,10 @@ CASES = [
         INTEGRAL,
     ),
     (
-        window({"i": {"$integral": {"input": "$v", "unit": "hour"}, "window": {"range": [-1, 0], "unit": "hour"}}}, {"t": 1}),
+        window(
+            {"i": {"$integral": {"input": "$v", "unit": "hour"}, "window": {"range": [-1, 0], "unit": "hour"}}},
+            {"t": 1},
+        ),
         [{"t": D(2024, 1, 1), "v": 10}, {"t": D(2024, 1, 1, 1), "v": 20}, {"t": D(2024, 1, 1, 3), "v": 20}],
         "i",
         [0.0, 15.0, 0.0],
@@ -291,9 +349,24 @@ ERRORS = [
     (window({"a": {"$shift": {"output": "$v", "by": 1}, "window": {}}}, {"x": 1}), [], 9, SHIFT),
     (window({"a": {"$derivative": {"input": "$v"}}}, {"x": 1}), [], 9, DERIVATIVE),
     (window({"a": {"$derivative": {"input": "$v"}, "window": {"documents": [-1, 0]}}}), [], 9, DERIVATIVE),
-    (window({"a": {"$derivative": {"input": "$v", "unit": "month"}, "window": {"documents": [-1, 0]}}}, {"x": 1}), [], 5490710, DERIVATIVE),
-    (window({"a": {"$derivative": {"input": "$v"}, "window": {"documents": [-1, 0]}}}, {"x": 1}), [{"x": D(2024, 1, 1), "v": 1}], 5624901, DERIVATIVE),
-    (window({"a": {"$derivative": {"input": "$v", "unit": "day"}, "window": {"documents": [-1, 0]}}}, {"x": 1}), [{"x": 1, "v": 1}], 5624900, DERIVATIVE),
+    (
+        window({"a": {"$derivative": {"input": "$v", "unit": "month"}, "window": {"documents": [-1, 0]}}}, {"x": 1}),
+        [],
+        5490710,
+        DERIVATIVE,
+    ),
+    (
+        window({"a": {"$derivative": {"input": "$v"}, "window": {"documents": [-1, 0]}}}, {"x": 1}),
+        [{"x": D(2024, 1, 1), "v": 1}],
+        5624901,
+        DERIVATIVE,
+    ),
+    (
+        window({"a": {"$derivative": {"input": "$v", "unit": "day"}, "window": {"documents": [-1, 0]}}}, {"x": 1}),
+        [{"x": 1, "v": 1}],
+        5624900,
+        DERIVATIVE,
+    ),
     (window({"a": {"$integral": {"input": "$v"}}}, {"x": 1}), [{"x": 1, "v": "a"}], 5423900, INTEGRAL),
     (window({"a": {"$integral": {"input": "$v", "unit": "second"}}}, {"x": 1}), [{"x": 1, "v": 1}], 5423901, INTEGRAL),
     (window({"a": {"$expMovingAvg": {"input": "$v", "N": 0}}}, {"x": 1}), [], 9, EMA),

@@ -122,8 +122,9 @@ def test_divide_by_zero_is_bad_value():
     assert raised.value.code_name == "BadValue"
 
 
-@pytest.mark.parametrize(("spec", "code"), [({"$subtract": [1]}, 16020), ({"$divide": [1, 2, 3]}, 16020),
-                                            ({"$mod": 1}, 16020)])
+@pytest.mark.parametrize(
+    ("spec", "code"), [({"$subtract": [1]}, 16020), ({"$divide": [1, 2, 3]}, 16020), ({"$mod": 1}, 16020)]
+)
 def test_arity(spec, code):
     # https://www.mongodb.com/docs/manual/reference/operator/aggregation/subtract/ (two arguments)
     with pytest.raises(CommandError) as raised:

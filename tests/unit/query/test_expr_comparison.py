@@ -83,8 +83,15 @@ def same(got, want):
         (IFNULL, {"$ifNull": ["$s", "x"]}, "abc"),
         (IFNULL, {"$ifNull": ["$n", "$missing"]}, MISSING),  # the last value as it is
         (IFNULL, {"$ifNull": [0, 1]}, 0),
-        (SWITCH, {"$switch": {"branches": [{"case": {"$eq": ["$s", "x"]}, "then": 1},
-                                           {"case": {"$eq": ["$s", "abc"]}, "then": 2}]}}, 2),
+        (
+            SWITCH,
+            {
+                "$switch": {
+                    "branches": [{"case": {"$eq": ["$s", "x"]}, "then": 1}, {"case": {"$eq": ["$s", "abc"]}, "then": 2}]
+                }
+            },
+            2,
+        ),
         (SWITCH, {"$switch": {"branches": [{"case": False, "then": 1}], "default": "d"}}, "d"),
         (SWITCH, {"$switch": {"branches": [{"case": 1, "then": 1}], "default": {"$divide": [1, 0]}}}, 1),
     ],

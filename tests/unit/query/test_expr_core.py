@@ -108,7 +108,10 @@ def test_parse_errors(source, spec, code):
         ({"$abs": [1, 2]}, "Expression $abs takes exactly 1 arguments. 2 were passed in."),
         ({"$eq": [1]}, "Expression $eq takes exactly 2 arguments. 1 were passed in."),
         ({"$round": [1, 2, 3]}, "Expression $round takes at least 1 arguments, and at most 2, but 3 were passed in."),
-        ({"$indexOfArray": [[1]]}, "Expression $indexOfArray takes at least 2 arguments, and at most 4, but 1 were passed in."),
+        (
+            {"$indexOfArray": [[1]]},
+            "Expression $indexOfArray takes at least 2 arguments, and at most 4, but 1 were passed in.",
+        ),
     ],
 )
 def test_arity_errors(spec, message):
@@ -128,9 +131,23 @@ def test_unknown_and_unbuilt_errors_name_the_operator():
 
 @pytest.mark.parametrize(
     ("value", "want"),
-    [(None, False), (MISSING, False), (False, False), (0, False), (0.0, False), (Int64(0), False),
-     (bson.Decimal128("0"), False), (bson.Decimal128("-0"), False), (True, True), (1, True), (float("nan"), True),
-     ("", True), ([], True), ({}, True), (NOW, True)],
+    [
+        (None, False),
+        (MISSING, False),
+        (False, False),
+        (0, False),
+        (0.0, False),
+        (Int64(0), False),
+        (bson.Decimal128("0"), False),
+        (bson.Decimal128("-0"), False),
+        (True, True),
+        (1, True),
+        (float("nan"), True),
+        ("", True),
+        ([], True),
+        ({}, True),
+        (NOW, True),
+    ],
 )
 def test_truthy(value, want):
     # https://www.mongodb.com/docs/manual/reference/operator/aggregation/and/#behavior
@@ -139,8 +156,16 @@ def test_truthy(value, want):
 
 @pytest.mark.parametrize(
     ("a", "b", "want"),
-    [(MISSING, None, -1), (None, MISSING, 1), (MISSING, MISSING, 0), (MinKey(), MISSING, -1), (MISSING, MinKey(), 1),
-     (MISSING, 0, -1), (1, 1.0, 0), ("a", 1, 1)],
+    [
+        (MISSING, None, -1),
+        (None, MISSING, 1),
+        (MISSING, MISSING, 0),
+        (MinKey(), MISSING, -1),
+        (MISSING, MinKey(), 1),
+        (MISSING, 0, -1),
+        (1, 1.0, 0),
+        ("a", 1, 1),
+    ],
 )
 def test_compare_values_puts_missing_below_null(a, b, want):
     # https://www.mongodb.com/docs/manual/reference/bson-type-comparison-order/ (missing compares as undefined)

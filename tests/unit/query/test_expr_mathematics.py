@@ -121,9 +121,17 @@ def same(got, want):
         (url("sin"), {"$sin": None}, None),
         (url("acosh"), {"$acosh": Decimal128("3")}, Decimal128("1.762747174039086050465218649959585")),
         (url("degreesToRadians"), {"$degreesToRadians": 180}, math.pi),
-        (url("degreesToRadians"), {"$degreesToRadians": Decimal128("180")}, Decimal128("3.141592653589793238462643383279503")),
+        (
+            url("degreesToRadians"),
+            {"$degreesToRadians": Decimal128("180")},
+            Decimal128("3.141592653589793238462643383279503"),
+        ),
         (url("radiansToDegrees"), {"$radiansToDegrees": math.pi}, 180.0),
-        (url("radiansToDegrees"), {"$radiansToDegrees": Decimal128("1")}, Decimal128("57.29577951308232087679815481410517")),
+        (
+            url("radiansToDegrees"),
+            {"$radiansToDegrees": Decimal128("1")},
+            Decimal128("57.29577951308232087679815481410517"),
+        ),
     ],
 )
 def test_values(source, spec, want):
@@ -171,10 +179,19 @@ def test_decimal_trigonometry(name, value, want):
         (url("sqrt"), {"$sqrt": -1}, 28714, "$sqrt's argument must be greater than or equal to 0"),
         (url("round"), {"$round": ["a"]}, 51081, "$round only supports numeric types, not string"),
         (url("round"), {"$round": [1.5, 1.5]}, 51082, "precision argument to  $round must be a integral value"),
-        (url("round"), {"$round": [1.5, 101]}, 51083, "cannot apply $round with precision value 101 value must be in [-20, 100]"),
+        (
+            url("round"),
+            {"$round": [1.5, 101]},
+            51083,
+            "cannot apply $round with precision value 101 value must be in [-20, 100]",
+        ),
         (url("round"), {"$round": [1.5, "a"]}, 16004, "can't convert from BSON type string to long"),
-        (url("round"), {"$round": [Int64(2**63 - 1), -1]}, 51080,
-         "invalid conversion from Decimal128 result in $round resulting from arguments: [9223372036854775807, -1]"),
+        (
+            url("round"),
+            {"$round": [Int64(2**63 - 1), -1]},
+            51080,
+            "invalid conversion from Decimal128 result in $round resulting from arguments: [9223372036854775807, -1]",
+        ),
         (url("sin"), {"$sin": INF}, 50989, "cannot apply $sin to inf, value must in (-inf,inf)"),
         (url("acos"), {"$acos": 2}, 50989, "cannot apply $acos to 2, value must in [-1,1]"),
         (url("asin"), {"$asin": Decimal128("-1.5")}, 50989, "cannot apply $asin to -1.5, value must in [-1,1]"),
@@ -182,8 +199,12 @@ def test_decimal_trigonometry(name, value, want):
         (url("acosh"), {"$acosh": 0.5}, 50989, "cannot apply $acosh to 0.5, value must in [1,inf]"),
         (url("atan2"), {"$atan2": ["a", 1]}, 51044, "$atan2 only supports numeric types, not string"),
         (url("atan2"), {"$atan2": [1, "a"]}, 51045, "$atan2 only supports numeric types, not string"),
-        (url("degreesToRadians"), {"$degreesToRadians": True}, 28765,
-         "$degreesToRadians only supports numeric types, not bool"),
+        (
+            url("degreesToRadians"),
+            {"$degreesToRadians": True},
+            28765,
+            "$degreesToRadians only supports numeric types, not bool",
+        ),
     ],
 )
 def test_errors(source, spec, code, message):
@@ -192,8 +213,16 @@ def test_errors(source, spec, code, message):
     assert (raised.value.code, raised.value.errmsg) == (code, message)
 
 
-@pytest.mark.parametrize(("spec", "code"), [({"$pow": [1]}, 16020), ({"$log": [1]}, 16020), ({"$atan2": 1}, 16020),
-                                            ({"$trunc": [1, 2, 3]}, 16020), ({"$sqrt": [1, 2]}, 16020)])
+@pytest.mark.parametrize(
+    ("spec", "code"),
+    [
+        ({"$pow": [1]}, 16020),
+        ({"$log": [1]}, 16020),
+        ({"$atan2": 1}, 16020),
+        ({"$trunc": [1, 2, 3]}, 16020),
+        ({"$sqrt": [1, 2]}, 16020),
+    ],
+)
 def test_arity(spec, code):
     # https://www.mongodb.com/docs/manual/reference/operator/aggregation/pow/ (two arguments)
     with pytest.raises(CommandError) as raised:

@@ -1,4 +1,4 @@
-"""Helpers for the aggregation tests.
+"""Running pipelines over in-memory documents, for the aggregation tests.
 
 Pure stages (everything that reads only its input) run through
 :func:`run_pipeline` with :class:`ContextOnly`, the part of PipelineEnv they
@@ -11,7 +11,7 @@ do ($lookup, $out, $merge...) are tested end to end through
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,8 +32,13 @@ class ContextOnly:
     allow_disk_use: bool = True
 
 
-def run_pipeline(pipeline: list[Any], docs: Iterable[dict[str, Any]] = (), *, let: dict[str, Any] | None = None,
-                 allow_disk_use: bool = True) -> list[dict[str, Any]]:
+def run_pipeline(
+    pipeline: list[Any],
+    docs: Iterable[dict[str, Any]] = (),
+    *,
+    let: dict[str, Any] | None = None,
+    allow_disk_use: bool = True,
+) -> list[dict[str, Any]]:
     env = ContextOnly(Context(variables=dict(let or {}), now=NOW), allow_disk_use=allow_disk_use)
     return list(compile_pipeline(pipeline, env).run(iter([dict(d) for d in docs])))
 
@@ -42,13 +47,3 @@ def pipeline_error(pipeline: list[Any], docs: Iterable[dict[str, Any]] = (), **k
     with pytest.raises(CommandError) as info:
         run_pipeline(pipeline, docs, **kw)
     return info.value
-
-
-@pytest.fixture
-def agg() -> Callable[..., list[dict[str, Any]]]:
-    return run_pipeline
-
-
-@pytest.fixture
-def agg_error() -> Callable[..., CommandError]:
-    return pipeline_error

@@ -1,0 +1,345 @@
+"""The unified test format's entity operations, as calls on pymongo's API,
+and their results converted to the documents the tests expect.
+
+Spec: https://github.com/mongodb/specifications/blob/master/source/unified-test-format/unified-test-format.md#entity-test-operations
+
+Arguments arrive in the tests' camelCase; pymongo takes snake_case keywords
+except where it passes options straight into the command (``maxTimeMS`` of
+``count_documents``, ``batchSize`` of ``aggregate``...). Results become the
+CRUD spec's documents: an unacknowledged result is ``{"acknowledged":
+False}``, an iterable result a list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pymongo import operations
+from pymongo.read_concern import ReadConcern
+from pymongo.read_preferences import make_read_preference, read_pref_mode_from_name
+from pymongo.results import BulkWriteResult, ClientBulkWriteResult
+from pymongo.write_concern import WriteConcern
+
+
+class Skip(Exception):
+    """The test cannot run against this target; ``str(exc)`` says why."""
+
+
+# Operations whose result is an iterable of root-level documents.
+CURSOR_OPERATIONS = {"find", "aggregate", "listIndexes", "listCollections", "listDatabases"}
+
+
+def collection_options(spec: Mapping[str, Any] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in (spec or {}).items():
+        if key == "readConcern":
+            out["read_concern"] = ReadConcern(**value)
+        elif key == "writeConcern":
+            out["write_concern"] = write_concern(value)
+        elif key == "readPreference":
+            out["read_preference"] = make_read_preference(
+                read_pref_mode_from_name(value["mode"]), value.get("tagSets"), value.get("maxStalenessSeconds", -1)
+            )
+        else:
+            raise AssertionError(f"unknown collection or database option {key!r}")
+    return out
+
+
+def write_concern(spec: Mapping[str, Any]) -> WriteConcern:
+    names = {"journal": "j", "wtimeoutMS": "wtimeout"}
+    return WriteConcern(**{names.get(k, k): v for k, v in spec.items()})
+
+
+_SNAKE = {
+    "arrayFilters": "array_filters",
+    "bypassDocumentValidation": "bypass_document_validation",
+    "batchSize": "batch_size",
+    "allowDiskUse": "allow_disk_use",
+    "noCursorTimeout": "no_cursor_timeout",
+    "maxTimeMS": "max_time_ms",
+    "returnKey": "return_key",
+    "showRecordId": "show_record_id",
+    "verboseResults": "verbose_results",
+    "returnDocument": "return_document",
+    "writeConcern": "write_concern",
+}
+
+
+def snake(args: Mapping[str, Any], *camel: str) -> dict[str, Any]:
+    """pymongo's keyword names, except those in ``camel``, which pymongo
+    passes through to the command as they are."""
+    return {key if key in camel else _SNAKE.get(key, key): value for key, value in args.items()}
+
+
+def _models(specs: list[Mapping[str, Any]]) -> list[Any]:
+    out = []
+    for spec in specs:
+        ((kind, args),) = spec.items()
+        cls = getattr(operations, kind[0].upper() + kind[1:])
+        out.append(cls(**snake(args)))
+    return out
+
+
+def _return_document(value: str) -> bool:
+    wanted = value.lower()
+    if wanted not in ("before", "after"):
+        raise AssertionError(f"returnDocument {value!r}")
+    return wanted == "after"
+
+
+def _acknowledged(result: Any) -> bool:
+    return bool(getattr(result, "acknowledged", True))
+
+
+def update_result(result: Any) -> Any:
+    if not _acknowledged(result):
+        return {"acknowledged": False}
+    out = {
+        "matchedCount": result.matched_count,
+        "modifiedCount": result.modified_count,
+        "upsertedCount": 0 if result.upserted_id is None else 1,
+    }
+    if result.upserted_id is not None:
+        out["upsertedId"] = result.upserted_id
+    return out
+
+
+def bulk_result(result: BulkWriteResult) -> Any:
+    if not _acknowledged(result):
+        return {"acknowledged": False}
+    return {
+        "deletedCount": result.deleted_count,
+        "insertedCount": result.inserted_count,
+        "matchedCount": result.matched_count,
+        "modifiedCount": result.modified_count,
+        "upsertedCount": result.upserted_count,
+        "upsertedIds": {str(i): v for i, v in result.upserted_ids.items()},
+    }
+
+
+def client_bulk_result(result: ClientBulkWriteResult) -> Any:
+    if not _acknowledged(result):
+        return {"acknowledged": False}
+    out: dict[str, Any] = {
+        "insertedCount": result.inserted_count,
+        "upsertedCount": result.upserted_count,
+        "matchedCount": result.matched_count,
+        "modifiedCount": result.modified_count,
+        "deletedCount": result.deleted_count,
+    }
+    if result.has_verbose_results:
+        out["insertResults"] = {str(i): {"insertedId": r.inserted_id} for i, r in result.insert_results.items()}
+        out["updateResults"] = {str(i): update_result(r) for i, r in result.update_results.items()}
+        out["deleteResults"] = {str(i): {"deletedCount": r.deleted_count} for i, r in result.delete_results.items()}
+    return out
+
+
+# Collection operations ----------------------------------------------------------------------
+
+
+def op_aggregate(target: Any, args: dict[str, Any]) -> Any:
+    pipeline = args.pop("pipeline")
+    return list(target.aggregate(pipeline, **snake(args, "batchSize", "allowDiskUse", "bypassDocumentValidation")))
+
+
+def op_bulkWrite(coll: Any, args: dict[str, Any]) -> Any:
+    return bulk_result(coll.bulk_write(_models(args.pop("requests")), **snake(args)))
+
+
+def op_countDocuments(coll: Any, args: dict[str, Any]) -> Any:
+    return coll.count_documents(args.pop("filter"), **snake(args, "maxTimeMS"))
+
+
+def op_estimatedDocumentCount(coll: Any, args: dict[str, Any]) -> Any:
+    return coll.estimated_document_count(**snake(args, "maxTimeMS"))
+
+
+def op_count(coll: Any, args: dict[str, Any]) -> Any:
+    # The deprecated count helper (gone from pymongo 4) is the count command.
+    cmd: dict[str, Any] = {"count": coll.name}
+    if "filter" in args:
+        cmd["query"] = args.pop("filter")
+    cmd.update(args)
+    return coll.database.command(cmd)["n"]
+
+
+def op_distinct(coll: Any, args: dict[str, Any]) -> Any:
+    return coll.distinct(args.pop("fieldName"), args.pop("filter", None), **snake(args))
+
+
+def op_find(coll: Any, args: dict[str, Any]) -> Any:
+    return list(coll.find(args.pop("filter", {}), **snake(args)))
+
+
+def op_findOne(coll: Any, args: dict[str, Any]) -> Any:
+    return coll.find_one(args.pop("filter", {}), **snake(args))
+
+
+def op_findOneAndDelete(coll: Any, args: dict[str, Any]) -> Any:
+    return coll.find_one_and_delete(args.pop("filter"), **snake(args))
+
+
+def op_findOneAndReplace(coll: Any, args: dict[str, Any]) -> Any:
+    if "returnDocument" in args:
+        args["returnDocument"] = _return_document(args["returnDocument"])
+    return coll.find_one_and_replace(
+        args.pop("filter"), args.pop("replacement"), **snake(args, "bypassDocumentValidation")
+    )
+
+
+def op_findOneAndUpdate(coll: Any, args: dict[str, Any]) -> Any:
+    if "returnDocument" in args:
+        args["returnDocument"] = _return_document(args["returnDocument"])
+    return coll.find_one_and_update(args.pop("filter"), args.pop("update"), **snake(args, "bypassDocumentValidation"))
+
+
+def op_insertOne(coll: Any, args: dict[str, Any]) -> Any:
+    result = coll.insert_one(args.pop("document"), **snake(args))
+    return {"insertedId": result.inserted_id} if _acknowledged(result) else {"acknowledged": False}
+
+
+def op_insertMany(coll: Any, args: dict[str, Any]) -> Any:
+    result = coll.insert_many(args.pop("documents"), **snake(args))
+    if not _acknowledged(result):
+        return {"acknowledged": False}
+    return {"insertedIds": {str(i): v for i, v in enumerate(result.inserted_ids)}}
+
+
+def op_updateOne(coll: Any, args: dict[str, Any]) -> Any:
+    return update_result(coll.update_one(args.pop("filter"), args.pop("update"), **snake(args)))
+
+
+def op_updateMany(coll: Any, args: dict[str, Any]) -> Any:
+    return update_result(coll.update_many(args.pop("filter"), args.pop("update"), **snake(args)))
+
+
+def op_replaceOne(coll: Any, args: dict[str, Any]) -> Any:
+    return update_result(coll.replace_one(args.pop("filter"), args.pop("replacement"), **snake(args)))
+
+
+def _delete_result(result: Any) -> Any:
+    return {"deletedCount": result.deleted_count} if _acknowledged(result) else {"acknowledged": False}
+
+
+def op_deleteOne(coll: Any, args: dict[str, Any]) -> Any:
+    return _delete_result(coll.delete_one(args.pop("filter"), **snake(args)))
+
+
+def op_deleteMany(coll: Any, args: dict[str, Any]) -> Any:
+    return _delete_result(coll.delete_many(args.pop("filter"), **snake(args)))
+
+
+def op_createIndex(coll: Any, args: dict[str, Any]) -> Any:
+    return coll.create_index(list(args.pop("keys").items()), **args)
+
+
+def op_dropIndex(coll: Any, args: dict[str, Any]) -> Any:
+    return coll.drop_index(args.pop("name"), **args)
+
+
+def op_listIndexes(coll: Any, args: dict[str, Any]) -> Any:
+    return list(coll.list_indexes(**args))
+
+
+def op_drop(coll: Any, args: dict[str, Any]) -> Any:
+    return coll.drop(**args)
+
+
+def op_rename(coll: Any, args: dict[str, Any]) -> Any:
+    return coll.rename(args.pop("to"), **args)
+
+
+# Database operations -------------------------------------------------------------------------
+
+
+def op_createCollection(db: Any, args: dict[str, Any]) -> Any:
+    db.create_collection(args.pop("collection"), **args)
+
+
+def op_dropCollection(db: Any, args: dict[str, Any]) -> Any:
+    db.drop_collection(args.pop("collection"), **args)
+
+
+def op_listCollections(db: Any, args: dict[str, Any]) -> Any:
+    return list(db.list_collections(**args))
+
+
+def op_listCollectionNames(db: Any, args: dict[str, Any]) -> Any:
+    return db.list_collection_names(**args)
+
+
+def op_modifyCollection(db: Any, args: dict[str, Any]) -> Any:
+    return db.command({"collMod": args.pop("collection"), **args})
+
+
+def op_runCommand(db: Any, args: dict[str, Any]) -> Any:
+    args.pop("commandName", None)
+    return db.command(args.pop("command"), **snake(args))
+
+
+# Client operations ---------------------------------------------------------------------------
+
+
+def op_clientBulkWrite(client: Any, args: dict[str, Any]) -> Any:
+    if not hasattr(client, "bulk_write"):
+        raise Skip("needs MongoClient.bulk_write, which this client lacks")
+    if "writeConcern" in args:
+        args["writeConcern"] = write_concern(args["writeConcern"])
+    return client_bulk_result(client.bulk_write(_models(args.pop("models")), **snake(args)))
+
+
+def op_listDatabases(client: Any, args: dict[str, Any]) -> Any:
+    return list(client.list_databases(**args))
+
+
+def op_listDatabaseNames(client: Any, args: dict[str, Any]) -> Any:
+    return client.list_database_names(**args)
+
+
+def op_dropDatabase(client: Any, args: dict[str, Any]) -> Any:
+    return client.drop_database(args.pop("databaseName"), **args)
+
+
+Operation = Callable[[Any, dict[str, Any]], Any]
+
+_COLLECTION_OPERATIONS: dict[str, Operation] = {
+    "aggregate": op_aggregate,
+    "bulkWrite": op_bulkWrite,
+    "count": op_count,
+    "countDocuments": op_countDocuments,
+    "createIndex": op_createIndex,
+    "deleteMany": op_deleteMany,
+    "deleteOne": op_deleteOne,
+    "distinct": op_distinct,
+    "drop": op_drop,
+    "dropIndex": op_dropIndex,
+    "estimatedDocumentCount": op_estimatedDocumentCount,
+    "find": op_find,
+    "findOne": op_findOne,
+    "findOneAndDelete": op_findOneAndDelete,
+    "findOneAndReplace": op_findOneAndReplace,
+    "findOneAndUpdate": op_findOneAndUpdate,
+    "insertMany": op_insertMany,
+    "insertOne": op_insertOne,
+    "listIndexes": op_listIndexes,
+    "rename": op_rename,
+    "replaceOne": op_replaceOne,
+    "updateMany": op_updateMany,
+    "updateOne": op_updateOne,
+}
+
+OPERATIONS: dict[tuple[str, str], Operation] = {
+    **{("collection", name): fn for name, fn in _COLLECTION_OPERATIONS.items()},
+    ("database", "aggregate"): op_aggregate,
+    ("database", "createCollection"): op_createCollection,
+    ("database", "dropCollection"): op_dropCollection,
+    ("database", "listCollectionNames"): op_listCollectionNames,
+    ("database", "listCollections"): op_listCollections,
+    ("database", "modifyCollection"): op_modifyCollection,
+    ("database", "runCommand"): op_runCommand,
+    ("client", "clientBulkWrite"): op_clientBulkWrite,
+    ("client", "dropDatabase"): op_dropDatabase,
+    ("client", "listDatabaseNames"): op_listDatabaseNames,
+    ("client", "listDatabases"): op_listDatabases,
+}
