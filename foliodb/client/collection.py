@@ -49,7 +49,8 @@ class Collection:
             or ".." in name
             or name.startswith(".")
             or name.endswith(".")
-            or ("$" in name and not name.startswith("oplog.$main"))
+            # Internal namespaces ($cmd, $cmd.listCollections...) are fine, as in pymongo.
+            or ("$" in name and not name.startswith(("oplog.$main", "$cmd")))
         ):
             raise InvalidName(
                 f"collection names must not be empty, contain '$' or '..', or start or end with '.': {name!r}"

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from foliodb.client.collection import Collection
 
 ASCENDING = 1
+# The options a clone must not share with its original.
+_SPEC_ATTRS = ("_filter", "_sort", "_projection", "_hint", "_max", "_min", "_let", "_collation", "_comment")
 
 
 def sort_spec(key_or_list: Any, direction: Any = None) -> dict[str, Any]:
@@ -379,17 +381,24 @@ class Cursor(_BatchCursor):
         return self
 
     def clone(self) -> Cursor:
-        other = copy.copy(self)
+        """An unevaluated copy with the same options (its documents are
+        copied too, so changing one cursor's filter leaves the other's)."""
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
         other._started = False
         other._killed = False
         other._cursor_id = None
         other._buffer = deque()
         other._retrieved = 0
-        for attr in ("_filter", "_sort", "_projection"):
+        for attr in _SPEC_ATTRS:
             setattr(other, attr, copy.deepcopy(getattr(self, attr)))
         return other
 
-    __copy__ = clone
+    def __copy__(self) -> Cursor:
+        return self.clone()
+
+    def __deepcopy__(self, memo: Any) -> Cursor:
+        return self.clone()
 
     def distinct(self, key: str) -> list[Any]:
         return self._collection.distinct(key, self._filter)

@@ -9,17 +9,20 @@ executor the wire server uses.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bson.binary import UuidRepresentation
 from bson.codec_options import CodecOptions
+from pymongo import common
 from pymongo.errors import InvalidOperation
 from pymongo.read_concern import ReadConcern
 from pymongo.read_preferences import ReadPreference
+from pymongo.results import ClientBulkWriteResult
 from pymongo.write_concern import WriteConcern
 
 from foliodb.client import _reply
+from foliodb.client.client_bulk import ClientBulk
 from foliodb.client.cursor import CommandCursor
 from foliodb.client.database import Database
 from foliodb.commands import Executor
@@ -75,11 +78,11 @@ class MongoClient:
         if "unicode_decode_error_handler" in options:
             codec_kwargs["unicode_decode_error_handler"] = options["unicode_decode_error_handler"]
         self._codec_options = CodecOptions(**codec_kwargs)
-        concern = {key: options[key] for key in ("w", "j", "wtimeoutms", "fsync") if key in options}
+        concern: dict[str, Any] = {key: options[key] for key in ("w", "j", "wtimeoutms", "fsync") if key in options}
         if "wtimeoutms" in concern:
             concern["wtimeout"] = concern.pop("wtimeoutms")
         self._write_concern = WriteConcern(**concern) if concern else WriteConcern()
-        self._read_concern = ReadConcern()
+        self._read_concern = ReadConcern(options.get("readconcernlevel"))
         self._read_preference = ReadPreference.PRIMARY
         self._path = path
         try:
@@ -196,6 +199,33 @@ class MongoClient:
         if comment is not None:
             cmd["comment"] = comment
         _reply.check(self._execute(name, cmd))
+
+    def bulk_write(
+        self,
+        models: Sequence[Any],
+        session: Any = None,
+        ordered: bool = True,
+        verbose_results: bool = False,
+        bypass_document_validation: bool | None = None,
+        comment: Any = None,
+        let: Mapping[str, Any] | None = None,
+        write_concern: WriteConcern | None = None,
+    ) -> ClientBulkWriteResult:
+        """Inserts, updates and deletes across collections in one command
+        (pymongo 4.9+'s ``MongoClient.bulk_write``)."""
+        concern = write_concern or self._write_concern
+        if not concern.acknowledged and verbose_results:
+            raise InvalidOperation("Cannot request unacknowledged write concern and verbose results")
+        if not concern.acknowledged and ordered:
+            raise InvalidOperation("Cannot request unacknowledged write concern and ordered writes")
+        common.validate_list("models", models)
+        bulk = ClientBulk(self, concern, ordered, bypass_document_validation, comment, let, verbose_results)
+        for model in models:
+            try:
+                model._add_to_client_bulk(bulk)
+            except AttributeError:
+                raise TypeError(f"{model!r} is not a valid request") from None
+        return bulk.execute()
 
     def server_info(self, session: Any = None) -> dict[str, Any]:
         return dict(_reply.check(self._execute("admin", {"buildinfo": 1})))

@@ -21,6 +21,7 @@ from foliodb.engine.catalog import CollectionInfo
 from foliodb.engine.engine import ID_INDEX_SPEC
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.filter import compile_filter
+from foliodb.query.validation import compile_validator
 
 # create's options that FolioDB keeps in the catalog and honours.
 _CREATE_OPTIONS = {
@@ -55,10 +56,7 @@ def cmd_create(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         options[key] = value
     if options.get("capped") and "size" not in options:
         raise CommandError(ErrorCode.InvalidOptions, "the 'size' field is required when 'capped' is true")
-    if "validator" in options:
-        if not isinstance(options["validator"], Mapping):
-            raise CommandError(ErrorCode.TypeMismatch, "'validator' option must be a document")
-        compile_filter(options["validator"])
+    check_validation(options, "create")
     existing = request.engine.catalog.get(request.db, name)
     if existing is not None:
         if existing.options == options:
@@ -165,13 +163,25 @@ def cmd_collMod(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         if key == "collMod" or key in _IGNORED:
             continue
         if key in ("validator", "validationLevel", "validationAction", "expireAfterSeconds"):
-            if key == "validator":
-                compile_filter(value)
             options[key] = value
         elif key == "index":
             return modify_index(request, info, value)
         else:
             raise CommandError(ErrorCode.InvalidOptions, f"BSON field 'collMod.{key}' is an unknown field.")
+    check_validation(options, "collMod")
     with engine.storage.write():
         engine.catalog.set_options(info, options)
     return {"ok": 1.0}
+
+
+def check_validation(options: Mapping[str, Any], command: str) -> None:
+    """Refuse a validator, validationLevel or validationAction that writes
+    could not use, with MongoDB's errors naming ``<command>.<field>``."""
+    if not any(key in options for key in ("validator", "validationLevel", "validationAction")):
+        return
+    compile_validator(
+        options.get("validator", {}),
+        level=options.get("validationLevel", "strict"),
+        action=options.get("validationAction", "error"),
+        command=command,
+    )

@@ -162,7 +162,8 @@ def cmd_getMore(request: Any, cmd: Mapping[str, Any]) -> dict[str, Any]:
 @COMMANDS.register("killCursors")
 def cmd_killCursors(request: Any, cmd: Mapping[str, Any]) -> dict[str, Any]:
     ids = params.field(cmd, "cursors", "array", "killCursors", default=[])
-    killed, not_found = [], []
+    killed: list[Int64] = []
+    not_found: list[Int64] = []
     for cursor_id in ids:
         (killed if request.cursors.kill(int(cursor_id)) else not_found).append(Int64(cursor_id))
     return {"cursorsKilled": killed, "cursorsNotFound": not_found, "cursorsAlive": [], "cursorsUnknown": [], "ok": 1.0}

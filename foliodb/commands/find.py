@@ -20,6 +20,7 @@ from foliodb.query.paths import MISSING, leaf_values, split
 
 
 def find_spec(cmd: Mapping[str, Any], command: str = "find") -> FindSpec:
+    params.collation(cmd, command)
     skip = params.field(cmd, "skip", "integer", command, default=0)
     if skip < 0:
         raise CommandError(ErrorCode.BadValue, f"BSON field 'skip' value must be >= 0, actual value '{skip}'")
@@ -72,6 +73,7 @@ def cmd_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
 def cmd_count(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "count")
     query = params.field(cmd, "query", "object", "count")
+    params.collation(cmd, "count")
     skip = params.field(cmd, "skip", "integer", "count", default=0)
     limit = params.field(cmd, "limit", "integer", "count", default=0)
     store = request.engine.store(request.db, name)
@@ -91,6 +93,7 @@ def cmd_distinct(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if key is None:
         raise CommandError(ErrorCode.FailedToParse, "BSON field 'distinct.key' is missing but a required field")
     query = params.field(cmd, "query", "object", "distinct")
+    params.collation(cmd, "distinct")
     spec = FindSpec(filter=query, hint=cmd.get("hint"))
     parts = split(key)
     seen: set[bytes] = set()

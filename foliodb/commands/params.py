@@ -26,12 +26,12 @@ _KINDS: dict[str, tuple[str, ...]] = {
     "objectOrArray": ("object", "array"),
 }
 
-_MISSING = object()
-
 
 def field(cmd: Mapping[str, Any], name: str, kind: str, command: str, default: Any = None) -> Any:
-    value = cmd.get(name, _MISSING)
-    if value is _MISSING or value is None:
+    if name not in cmd:
+        return default
+    value = cmd[name]
+    if value is None:
         return default
     actual = bsontypes.type_name(value)
     if actual not in _KINDS[kind]:
@@ -52,6 +52,14 @@ def field(cmd: Mapping[str, Any], name: str, kind: str, command: str, default: A
     return value
 
 
+def required(cmd: Mapping[str, Any], name: str, kind: str, command: str) -> Any:
+    """:func:`field` for a field the command cannot do without."""
+    value = field(cmd, name, kind, command)
+    if value is None:
+        raise CommandError(ErrorCode.FailedToParse, f"BSON field '{command}.{name}' is missing but a required field")
+    return value
+
+
 def as_int(value: Any, what: str) -> int:
     if isinstance(value, Decimal128):
         value = value.to_decimal()
@@ -67,3 +75,19 @@ def non_negative(value: int, what: str) -> int:
     if value < 0:
         raise CommandError(ErrorCode.BadValue, f"{what} value must be non-negative, but received: {value}")
     return value
+
+
+def collation(cmd: Mapping[str, Any], where: str) -> None:
+    """Refuse a collation other than ``{locale: "simple"}``: FolioDB
+    compares strings by code point only, and a collation it ignored would
+    give wrong answers."""
+    value = cmd.get("collation")
+    if value is None:
+        return
+    if not isinstance(value, Mapping):
+        raise CommandError(
+            ErrorCode.TypeMismatch,
+            f"BSON field '{where}.collation' is the wrong type '{bsontypes.type_name(value)}', expected type 'object'",
+        )
+    if dict(value) != {"locale": "simple"}:
+        raise CommandError(ErrorCode.NotImplemented, "collation is not supported by FolioDB yet (only locale 'simple')")

@@ -1,21 +1,35 @@
-"""Write commands: insert, update, delete, findAndModify.
+"""Write commands: insert, update, delete, findAndModify, bulkWrite.
 
 Each command runs as one storage transaction; inside it each document write
 is its own unit, so an ordered batch keeps the writes before its first error
 and an unordered one keeps every write that succeeded, as MongoDB reports them
 in ``writeErrors``. The reply is acknowledged only after the commit (and an
 fsync of the WAL for ``j: true``).
+
+Schema validation (https://www.mongodb.com/docs/manual/core/schema-validation/):
+a collection's ``validator`` option is compiled once per command and
+collection, with the command's clock (``$$NOW`` is the command's time).
+Inserts, upserts and the results of updates are checked unless the command
+says ``bypassDocumentValidation: true``; ``validationLevel: "moderate"``
+leaves updates of documents that already failed unchecked; the action
+``"warn"`` logs (as mongod's log message 20294) and writes anyway. An update
+that changes nothing writes nothing and is not checked.
+
+Manual: https://www.mongodb.com/docs/manual/reference/command/nav-crud/
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import bson
 from bson import ObjectId
 
 from foliodb.commands import params
+from foliodb.commands.cursors import cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
 from foliodb.engine.catalog import CODEC
@@ -30,6 +44,9 @@ from foliodb.query.filter import MatchDetails, compile_filter
 from foliodb.query.projection import compile_projection
 from foliodb.query.sort import compile_sort
 from foliodb.query.update import CompiledUpdate, compile_update, seed_from_filter
+from foliodb.query.validation import Validator, compile_validator
+
+log = logging.getLogger("foliodb")
 
 
 def collection_name(cmd: Mapping[str, Any], command: str) -> str:
@@ -87,25 +104,138 @@ def _ordered(cmd: Mapping[str, Any], command: str) -> bool:
     return bool(params.field(cmd, "ordered", "bool", command, default=True))
 
 
+# -- one command's writes: targets and validation ------------------------------------
+
+
+class Target:
+    """One collection a write command writes, with its validator (None when
+    it has none, or the command bypasses validation)."""
+
+    def __init__(self, request: Request, db: str, name: str, bypass: bool) -> None:
+        self.engine = request.engine
+        self.db = db
+        self.name = name
+        info = self.engine.catalog.get(db, name)
+        options = info.options if info is not None else {}
+        self.validator: Validator | None = None
+        if not bypass and options.get("validator") is not None:
+            self.validator = compile_validator(
+                options["validator"],
+                request.context(),
+                level=options.get("validationLevel", "strict"),
+                action=options.get("validationAction", "error"),
+            )
+
+    @property
+    def store(self) -> CollectionStore | None:
+        return self.engine.store(self.db, self.name)
+
+    def ensure_store(self) -> CollectionStore:
+        """The collection, created implicitly (as a first insert does) if missing."""
+        return self.engine.ensure_collection(self.db, self.name)
+
+    def validate(self, doc: dict[str, Any], old: dict[str, Any] | None = None) -> None:
+        """Check a new document (``old`` None) or an update's result."""
+        validator = self.validator
+        if validator is None or validator.level == "off":
+            return
+        if old is not None and not validator.applies_to_update(old):
+            return
+        if validator.action != "error":
+            info = validator.error_info(doc)
+            if info is not None:
+                log.warning(
+                    "Document would fail validation (id 20294): namespace %s.%s, document _id %r, errInfo %r",
+                    self.db,
+                    self.name,
+                    doc.get("_id"),
+                    info,
+                )
+        validator.check(doc)
+
+    def insert(self, doc: Any, store: CollectionStore | None = None) -> dict[str, Any]:
+        new = prepare_insert(doc)
+        self.validate(new)
+        (store or self.ensure_store()).insert(new)
+        return new
+
+    def update(
+        self,
+        store: CollectionStore,
+        update: CompiledUpdate,
+        rid: int,
+        data: bytes,
+        doc: dict[str, Any],
+        details: MatchDetails,
+    ) -> tuple[bool, dict[str, Any]]:
+        """Apply an update to one matched document; (was it modified, new doc)."""
+        new = update.apply(doc, details.array_index)
+        if "_id" in new:
+            check_id(new["_id"])
+        new_data = store.encode(new, after_update=True)
+        if new_data == data:
+            return False, doc
+        self.validate(new, doc)
+        store.update(rid, doc, new, new_data)
+        return True, new
+
+    def upsert(self, update: CompiledUpdate, filter_spec: Mapping[str, Any] | None) -> dict[str, Any]:
+        seed = seed_from_filter(filter_spec or {})
+        return self.insert(update.apply(seed, None, inserting=True))
+
+
+class Writes:
+    """What one write command's statements share: the request, its ``let``
+    variables (evaluated once) and bypass flag, and a :class:`Target` per
+    collection, built (and its validator compiled) on first use."""
+
+    def __init__(self, request: Request, cmd: Mapping[str, Any], command: str) -> None:
+        self.request = request
+        self.ctx = request.context(params.field(cmd, "let", "object", command))
+        self.bypass = bool(params.field(cmd, "bypassDocumentValidation", "bool", command, default=False))
+        self._targets: dict[tuple[str, str], Target] = {}
+
+    def target(self, db: str, name: str) -> Target:
+        target = self._targets.get((db, name))
+        if target is None:
+            target = self._targets[db, name] = Target(self.request, db, name, self.bypass)
+        return target
+
+    def context(self, constants: Mapping[str, Any] | None = None) -> Context:
+        """The command's context, plus an update statement's constants (``c``)."""
+        if not constants:
+            return self.ctx
+        return Context({**self.ctx.variables, **constants}, self.ctx.now)
+
+
+def apply_replacement(
+    store: CollectionStore, filter_spec: Mapping[str, Any], replacement: dict[str, Any], ctx: Context
+) -> bool:
+    """Replace the first document matching ``filter_spec`` (keeping its ``_id``)."""
+    for rid, _data, doc, _details in matching(store, filter_spec, ctx, one=True):
+        new = dict(replacement)
+        new["_id"] = doc["_id"]
+        store.update(rid, doc, prepare_insert(new))
+        return True
+    return False
+
+
 # -- insert ----------------------------------------------------------------------
 
 
 @COMMANDS.register("insert")
 def cmd_insert(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "insert")
-    docs = params.field(cmd, "documents", "array", "insert")
-    if docs is None:
-        raise CommandError(ErrorCode.FailedToParse, "BSON field 'insert.documents' is missing but a required field")
+    docs = params.required(cmd, "documents", "array", "insert")
     ordered = _ordered(cmd, "insert")
-    engine = request.engine
+    target = Writes(request, cmd, "insert").target(request.db, name)
     n = 0
     errors: list[dict[str, Any]] = []
-    with engine.storage.write():
-        store = engine.ensure_collection(request.db, name)
-        insert = store.insert
+    with request.engine.storage.write():
+        store = target.ensure_store()
         for i, doc in enumerate(docs):
             try:
-                insert(prepare_insert(doc))
+                target.insert(doc, store)
                 n += 1
             except CommandError as exc:
                 errors.append(exc.to_write_error(i))
@@ -166,63 +296,88 @@ def matching(
         seen.add(rid)
 
 
-def check_update_result(new: dict[str, Any]) -> None:
-    if "_id" in new:
-        check_id(new["_id"])
-
-
-def apply_update(
-    store: CollectionStore, update: CompiledUpdate, rid: int, data: bytes, doc: dict[str, Any], details: MatchDetails
-) -> tuple[bool, dict[str, Any]]:
-    """Apply an update to one matched document; (was it modified, new doc)."""
-    new = update.apply(doc, details.array_index)
-    check_update_result(new)
-    new_data = store.encode(new, after_update=True)
-    if new_data == data:
-        return False, doc
-    store.update(rid, doc, new, new_data)
-    return True, new
-
-
-def upsert(store: CollectionStore, update: CompiledUpdate, filter_spec: Mapping[str, Any] | None) -> dict[str, Any]:
-    seed = seed_from_filter(filter_spec or {})
-    new = update.apply(seed, None, inserting=True)
-    doc = prepare_insert(new)
-    store.insert(doc)
-    return doc
-
-
-def apply_replacement(
-    store: CollectionStore, filter_spec: Mapping[str, Any], replacement: dict[str, Any], ctx: Context
-) -> bool:
-    """Replace the first document matching ``filter_spec`` (keeping its ``_id``)."""
-    for rid, _data, doc, _details in matching(store, filter_spec, ctx, one=True):
-        new = dict(replacement)
-        new["_id"] = doc["_id"]
-        store.update(rid, doc, prepare_insert(new))
-        return True
-    return False
-
-
 # -- update -------------------------------------------------------------------------
+
+
+@dataclass
+class UpdateStatement:
+    """One update, from an ``update`` command's ``updates`` or a ``bulkWrite`` op."""
+
+    filter: Mapping[str, Any] | None
+    update: Any
+    multi: bool
+    upsert: bool
+    array_filters: list[Any] | None
+    sort: Mapping[str, Any] | None
+    hint: Any
+    constants: Mapping[str, Any] | None
+
+    @classmethod
+    def parse(cls, statement: Any, where: str, names: tuple[str, str, str]) -> UpdateStatement:
+        """``names``: the filter, update and constants fields (``q``, ``u``,
+        ``c`` in ``update``; ``filter``, ``updateMods``, ``constants`` in
+        ``bulkWrite``)."""
+        if not isinstance(statement, Mapping):
+            raise CommandError(ErrorCode.TypeMismatch, f"BSON field '{where}' is the wrong type, expected object")
+        q, u, c = names
+        for required in (q, u):
+            if required not in statement:
+                raise CommandError(
+                    ErrorCode.FailedToParse, f"BSON field '{where}.{required}' is missing but a required field"
+                )
+        params.collation(statement, where)
+        return cls(
+            filter=params.field(statement, q, "object", where),
+            update=params.field(statement, u, "objectOrArray", where),
+            multi=bool(params.field(statement, "multi", "bool", where, default=False)),
+            upsert=bool(params.field(statement, "upsert", "bool", where, default=False)),
+            array_filters=params.field(statement, "arrayFilters", "array", where),
+            sort=params.field(statement, "sort", "object", where),
+            hint=statement.get("hint"),
+            constants=params.field(statement, c, "object", where),
+        )
+
+
+_NOTHING = object()
+
+
+def run_update(writes: Writes, target: Target, statement: UpdateStatement) -> tuple[int, int, Any]:
+    """(matched, modified, upserted _id or _NOTHING) of one update statement."""
+    ctx = writes.context(statement.constants)
+    update = compile_update(statement.update, ctx, statement.array_filters)
+    if statement.multi and update.is_replacement:
+        raise CommandError(ErrorCode.FailedToParse, "multi update is not supported for replacement-style update")
+    if statement.multi and statement.sort:
+        raise CommandError(ErrorCode.FailedToParse, "The sort option is only supported for updateOne")
+    store = target.store
+    n = modified = 0
+    if store is not None:
+        for rid, data, doc, details in matching(
+            store, statement.filter, ctx, hint=statement.hint, sort=statement.sort, one=not statement.multi
+        ):
+            n += 1
+            changed, _ = target.update(store, update, rid, data, doc, details)
+            modified += changed
+    if n == 0 and statement.upsert:
+        doc = target.upsert(update, statement.filter)
+        return 1, 0, doc["_id"]
+    return n, modified, _NOTHING
 
 
 @COMMANDS.register("update")
 def cmd_update(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "update")
-    statements = params.field(cmd, "updates", "array", "update")
-    if statements is None:
-        raise CommandError(ErrorCode.FailedToParse, "BSON field 'update.updates' is missing but a required field")
+    statements = params.required(cmd, "updates", "array", "update")
     ordered = _ordered(cmd, "update")
-    let = params.field(cmd, "let", "object", "update")
-    engine = request.engine
+    writes = Writes(request, cmd, "update")
     n = modified = 0
     upserted: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
-    with engine.storage.write():
-        for i, statement in enumerate(statements):
+    with request.engine.storage.write():
+        for i, raw in enumerate(statements):
             try:
-                n_i, modified_i, upserted_id = _update_one_statement(request, name, statement, let)
+                statement = UpdateStatement.parse(raw, "update.updates", ("q", "u", "c"))
+                n_i, modified_i, upserted_id = run_update(writes, writes.target(request.db, name), statement)
             except CommandError as exc:
                 errors.append(exc.to_write_error(i))
                 if ordered:
@@ -241,68 +396,32 @@ def cmd_update(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     return _finish(request, cmd, reply)
 
 
-_NOTHING = object()
-
-
-def _update_one_statement(
-    request: Request, name: str, statement: Any, let: Mapping[str, Any] | None
-) -> tuple[int, int, Any]:
-    if not isinstance(statement, Mapping):
-        raise CommandError(ErrorCode.TypeMismatch, "BSON field 'update.updates' is the wrong type, expected object")
-    for required in ("q", "u"):
-        if required not in statement:
-            raise CommandError(
-                ErrorCode.FailedToParse, f"BSON field 'update.updates.{required}' is missing but a required field"
-            )
-    filter_spec = params.field(statement, "q", "object", "update.updates")
-    spec = params.field(statement, "u", "objectOrArray", "update.updates")
-    multi = bool(params.field(statement, "multi", "bool", "update.updates", default=False))
-    do_upsert = bool(params.field(statement, "upsert", "bool", "update.updates", default=False))
-    array_filters = params.field(statement, "arrayFilters", "array", "update.updates")
-    sort = params.field(statement, "sort", "object", "update.updates")
-    hint = statement.get("hint")
-    ctx = request.context(let)
-    if "c" in statement:
-        ctx.variables.update(statement["c"])
-    update = compile_update(spec, ctx, array_filters)
-    if multi and update.is_replacement:
-        raise CommandError(ErrorCode.FailedToParse, "multi update is not supported for replacement-style update")
-    if multi and sort:
-        raise CommandError(ErrorCode.FailedToParse, "The sort option is only supported for updateOne")
-    engine = request.engine
-    store = engine.store(request.db, name)
-    n = modified = 0
-    if store is not None:
-        for rid, data, doc, details in matching(store, filter_spec, ctx, hint=hint, sort=sort, one=not multi):
-            n += 1
-            changed, _ = apply_update(store, update, rid, data, doc, details)
-            modified += changed
-    if n == 0 and do_upsert:
-        store = engine.ensure_collection(request.db, name)
-        doc = upsert(store, update, filter_spec)
-        return 1, 0, doc["_id"]
-    return n, modified, _NOTHING
-
-
 # -- delete -------------------------------------------------------------------------
+
+
+def run_delete(writes: Writes, target: Target, filter_spec: Mapping[str, Any] | None, multi: bool, hint: Any) -> int:
+    store = target.store
+    n = 0
+    for rid, _data, doc, _details in matching(store, filter_spec, writes.context(), hint=hint, one=not multi):
+        assert store is not None
+        store.delete(rid, doc)
+        n += 1
+    return n
 
 
 @COMMANDS.register("delete")
 def cmd_delete(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "delete")
-    statements = params.field(cmd, "deletes", "array", "delete")
-    if statements is None:
-        raise CommandError(ErrorCode.FailedToParse, "BSON field 'delete.deletes' is missing but a required field")
+    statements = params.required(cmd, "deletes", "array", "delete")
     ordered = _ordered(cmd, "delete")
-    let = params.field(cmd, "let", "object", "delete")
-    engine = request.engine
-    store = engine.store(request.db, name)
+    writes = Writes(request, cmd, "delete")
     n = 0
     errors: list[dict[str, Any]] = []
-    with engine.storage.write():
+    with request.engine.storage.write():
         for i, statement in enumerate(statements):
             try:
-                n += _delete_statement(request, store, statement, let)
+                filter_spec, limit = _delete_statement(statement)
+                n += run_delete(writes, writes.target(request.db, name), filter_spec, limit == 0, statement.get("hint"))
             except CommandError as exc:
                 errors.append(exc.to_write_error(i))
                 if ordered:
@@ -313,9 +432,7 @@ def cmd_delete(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     return _finish(request, cmd, reply)
 
 
-def _delete_statement(
-    request: Request, store: CollectionStore | None, statement: Any, let: Mapping[str, Any] | None
-) -> int:
+def _delete_statement(statement: Any) -> tuple[Mapping[str, Any] | None, int]:
     if not isinstance(statement, Mapping):
         raise CommandError(ErrorCode.TypeMismatch, "BSON field 'delete.deletes' is the wrong type, expected object")
     for required in ("q", "limit"):
@@ -323,17 +440,12 @@ def _delete_statement(
             raise CommandError(
                 ErrorCode.FailedToParse, f"BSON field 'delete.deletes.{required}' is missing but a required field"
             )
+    params.collation(statement, "delete.deletes")
     filter_spec = params.field(statement, "q", "object", "delete.deletes")
     limit = params.field(statement, "limit", "integer", "delete.deletes")
     if limit not in (0, 1):
         raise CommandError(ErrorCode.FailedToParse, f"The limit field in delete objects must be 0 or 1. Got {limit}")
-    ctx = request.context(let)
-    n = 0
-    for rid, _data, doc, _details in matching(store, filter_spec, ctx, hint=statement.get("hint"), one=limit == 1):
-        assert store is not None
-        store.delete(rid, doc)
-        n += 1
-    return n
+    return filter_spec, limit
 
 
 # -- findAndModify -----------------------------------------------------------------
@@ -351,7 +463,8 @@ def cmd_findAndModify(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
     fields = params.field(cmd, "fields", "object", command)
     do_upsert = bool(params.field(cmd, "upsert", "bool", command, default=False))
     array_filters = params.field(cmd, "arrayFilters", "array", command)
-    let = params.field(cmd, "let", "object", command)
+    params.collation(cmd, command)
+    writes = Writes(request, cmd, command)
     if remove and spec is not None:
         raise CommandError(ErrorCode.FailedToParse, "Cannot specify both an update and remove=true")
     if not remove and spec is None:
@@ -365,14 +478,14 @@ def cmd_findAndModify(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
         raise CommandError(ErrorCode.FailedToParse, "Cannot specify both upsert=true and remove=true ")
     if remove and array_filters is not None:
         raise CommandError(ErrorCode.FailedToParse, "Cannot specify arrayFilters and remove=true")
-    ctx = request.context(let)
+    ctx = writes.context()
     projection = compile_projection(fields, ctx, find=True) if fields else None
     update = compile_update(spec, ctx, array_filters) if spec is not None else None
-    engine = request.engine
     last_error: dict[str, Any] = {"n": 0}
     value: dict[str, Any] | None = None
-    with engine.storage.write():
-        store = engine.store(request.db, name)
+    with request.engine.storage.write():
+        target = writes.target(request.db, name)
+        store = target.store
         found = next(matching(store, filter_spec, ctx, hint=cmd.get("hint"), sort=sort, one=True), None)
         if found is not None:
             assert store is not None
@@ -383,13 +496,12 @@ def cmd_findAndModify(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
                 value = doc
             else:
                 assert update is not None
-                _, new = apply_update(store, update, rid, data, doc, details)
+                _, new = target.update(store, update, rid, data, doc, details)
                 last_error = {"n": 1, "updatedExisting": True}
                 value = new if return_new else doc
         elif do_upsert:
             assert update is not None
-            store = engine.ensure_collection(request.db, name)
-            new = upsert(store, update, filter_spec)
+            new = target.upsert(update, filter_spec)
             last_error = {"n": 1, "updatedExisting": False, "upserted": new["_id"]}
             value = new if return_new else None
         elif update is not None:
@@ -400,3 +512,88 @@ def cmd_findAndModify(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
             compile_filter(filter_spec, ctx)(value, details)
         value = projection.apply(value, details)
     return _finish(request, cmd, {"lastErrorObject": last_error, "value": value, "ok": 1.0})
+
+
+# -- bulkWrite (MongoDB 8.0: writes to many collections) ------------------------------
+
+BULK_WRITE_NS = "admin.$cmd.bulkWrite"
+
+
+@COMMANDS.register("bulkWrite")
+def cmd_bulkWrite(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    """Manual: https://www.mongodb.com/docs/manual/reference/command/bulkWrite/
+
+    The cursor holds one result per op (only the errors with
+    ``errorsOnly``): ``{ok, idx, n, nModified, upserted: {_id}}`` or
+    ``{ok: 0, idx, code, codeName, errmsg, ...}``; the reply sums them up."""
+    if request.db != "admin":
+        raise CommandError(ErrorCode.Unauthorized, "bulkWrite may only be run against the admin database.")
+    ops = params.required(cmd, "ops", "array", "bulkWrite")
+    ns_info = params.required(cmd, "nsInfo", "array", "bulkWrite")
+    namespaces = [_namespace(entry) for entry in ns_info]
+    ordered = _ordered(cmd, "bulkWrite")
+    errors_only = bool(params.field(cmd, "errorsOnly", "bool", "bulkWrite", default=False))
+    writes = Writes(request, cmd, "bulkWrite")
+    totals = {"nErrors": 0, "nInserted": 0, "nUpserted": 0, "nMatched": 0, "nModified": 0, "nDeleted": 0}
+    results: list[dict[str, Any]] = []
+    with request.engine.storage.write():
+        for idx, op in enumerate(ops):
+            try:
+                result = _bulk_op(writes, namespaces, op, totals)
+            except CommandError as exc:
+                totals["nErrors"] += 1
+                error = {"ok": 0.0, "idx": idx, "code": exc.code, "codeName": exc.code_name, "errmsg": exc.errmsg}
+                results.append({**error, **exc.extra})
+                if ordered:
+                    break
+                continue
+            if not errors_only:
+                results.append({"ok": 1.0, "idx": idx, **result})
+    reply = cursor_reply(request, BULK_WRITE_NS, iter(results), None)
+    reply.update(totals)
+    reply["ok"] = 1.0
+    return _finish(request, cmd, reply)
+
+
+def _namespace(entry: Any) -> tuple[str, str]:
+    ns = entry.get("ns") if isinstance(entry, Mapping) else None
+    if not isinstance(ns, str):
+        raise CommandError(ErrorCode.TypeMismatch, "BSON field 'bulkWrite.nsInfo.ns' is missing or not a string")
+    db, dot, name = ns.partition(".")
+    if not dot or not db or not name:
+        raise CommandError(ErrorCode.InvalidNamespace, f"Invalid namespace specified '{ns}'")
+    return db, name
+
+
+def _bulk_op(writes: Writes, namespaces: list[tuple[str, str]], op: Any, totals: dict[str, int]) -> dict[str, Any]:
+    """Run one ``bulkWrite`` op; its result fields, added into ``totals``."""
+    if not isinstance(op, Mapping) or not op:
+        raise CommandError(ErrorCode.TypeMismatch, "BSON field 'bulkWrite.ops' is the wrong type, expected object")
+    kind, index = next(iter(op.items()))
+    if kind not in ("insert", "update", "delete"):
+        raise CommandError(ErrorCode.FailedToParse, f"Unrecognized bulkWrite operation: {kind}")
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(namespaces):
+        raise CommandError(ErrorCode.BadValue, f"BulkWrite ops entry {kind} has an invalid nsInfo index: {index}")
+    target = writes.target(*namespaces[index])
+    where = f"bulkWrite.ops.{kind}"
+    if kind == "insert":
+        target.insert(params.required(op, "document", "object", where))
+        totals["nInserted"] += 1
+        return {"n": 1}
+    if kind == "delete":
+        filter_spec = params.required(op, "filter", "object", where)
+        params.collation(op, where)
+        multi = bool(params.field(op, "multi", "bool", where, default=False))
+        n = run_delete(writes, target, filter_spec, multi, op.get("hint"))
+        totals["nDeleted"] += n
+        return {"n": n}
+    statement = UpdateStatement.parse(op, where, ("filter", "updateMods", "constants"))
+    n, modified, upserted_id = run_update(writes, target, statement)
+    totals["nModified"] += modified
+    result: dict[str, Any] = {"n": n, "nModified": modified}
+    if upserted_id is _NOTHING:
+        totals["nMatched"] += n
+    else:
+        totals["nUpserted"] += 1
+        result["upserted"] = {"_id": upserted_id}
+    return result

@@ -43,6 +43,7 @@ CREATE TABLE IF NOT EXISTS catalog_indexes (
     name TEXT NOT NULL,
     spec BLOB NOT NULL,
     multikey INTEGER NOT NULL DEFAULT 0,
+    lossy INTEGER NOT NULL DEFAULT 0,
     UNIQUE (collection_id, name)
 );
 """
@@ -53,7 +54,8 @@ class IndexInfo:
     id: int
     name: str
     spec: dict[str, Any]  # as listIndexes shows it: {v, key, name, unique, ...}
-    multikey: bool = False
+    multikey: bool = False  # some document gave several keys
+    lossy: bool = False  # some key does not decode back to its value's type
 
     @property
     def table(self) -> str:
@@ -128,10 +130,10 @@ class Catalog:
             info = CollectionInfo(cid, db, name, uuid.UUID(bytes=uid), bson.decode(options, CODEC))
             self.collections[(db, name)] = info
             by_id[cid] = info
-        for iid, cid, name, spec, multikey in conn.execute(
-            "SELECT id, collection_id, name, spec, multikey FROM catalog_indexes ORDER BY id"
+        for iid, cid, name, spec, multikey, lossy in conn.execute(
+            "SELECT id, collection_id, name, spec, multikey, lossy FROM catalog_indexes ORDER BY id"
         ):
-            by_id[cid].indexes[name] = IndexInfo(iid, name, bson.decode(spec, CODEC), bool(multikey))
+            by_id[cid].indexes[name] = IndexInfo(iid, name, bson.decode(spec, CODEC), bool(multikey), bool(lossy))
 
     def get(self, db: str, name: str) -> CollectionInfo | None:
         return self.collections.get((db, name))
@@ -190,9 +192,11 @@ class Catalog:
         self.conn.execute("UPDATE catalog_indexes SET spec = ? WHERE id = ?", (bson.encode(spec), index.id))
         index.spec = spec
 
-    def set_multikey(self, index: IndexInfo) -> None:
-        self.conn.execute("UPDATE catalog_indexes SET multikey = 1 WHERE id = ?", (index.id,))
-        index.multikey = True
+    def set_flag(self, index: IndexInfo, flag: str) -> None:
+        """Set the ``multikey`` or ``lossy`` flag of an index (never cleared)."""
+        assert flag in ("multikey", "lossy")
+        self.conn.execute(f"UPDATE catalog_indexes SET {flag} = 1 WHERE id = ?", (index.id,))
+        setattr(index, flag, True)
 
     def remove_index(self, info: CollectionInfo, index: IndexInfo) -> None:
         self.conn.execute(f"DROP TABLE {index.table}")

@@ -16,14 +16,16 @@ from typing import Any
 import bson
 
 from foliodb.engine.catalog import CODEC
-from foliodb.engine.planner import Plan, choose_plan
-from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan, TextScan
+from foliodb.engine.planner import Plan, choose_plan, field_conditions, id_point_keys, includes_null
+from foliodb.engine.planner.bounds import condition_intervals
+from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan, OrScan, TextScan
 from foliodb.engine.records import CollectionStore
 from foliodb.engine.sorter import sort_documents
 from foliodb.engine.text import TextIndex, TextQuery, parse_text, split_text
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.context import Context
 from foliodb.query.filter import MatchDetails, compile_filter
+from foliodb.query.paths import split
 from foliodb.query.projection import compile_projection
 from foliodb.query.sort import compile_sort
 
@@ -71,34 +73,69 @@ class FindExecution:
         # Compile everything first, so errors surface before any result.
         self.sort = compile_sort(spec.sort) if spec.sort else None
         self.projection = compile_projection(spec.projection, ctx, find=True) if spec.projection else None
-        text_arg, rest = split_text(spec.filter)
-        self.matcher = compile_filter(rest, ctx) if rest else None
+        filter_spec = spec.filter
+        text_arg, rest = split_text(filter_spec) if filter_spec and _may_hold_text(filter_spec) else (None, filter_spec)
         self.text: tuple[TextIndex, TextQuery] | None = None
         self.plan: Plan | None = None
+        self.matcher = None
         wants_score = "textScore" in (self.sort.meta_fields if self.sort else []) or (
             self.projection is not None and "textScore" in self.projection.meta_fields
         )
         if wants_score and text_arg is None:
             raise CommandError(40218, "query requires text score metadata, but it is not available")
-        if text_arg is not None:
-            self.plan = self._text_plan(store, text_arg)
-        elif store is not None:
-            self.plan = choose_plan(
-                store,
-                spec.filter,
-                self.matcher,
-                self.sort.fields if self.sort is not None else None,
-                self.sort.natural if self.sort is not None else None,
-                spec.hint,
-            )
-            if isinstance(self.plan.access, IdLookup):
-                # An exact _id point lookup needs no re-check; every other plan
-                # is re-filtered, since an access path only narrows candidates.
-                self.matcher = None
+        id_keys = id_point_keys(filter_spec) if spec.hint is None and text_arg is None else None
+        if id_keys is not None and (self.sort is None or self.sort.natural is None):
+            # IDHACK: an exact _id point lookup needs no filter at all.
+            if store is not None:
+                self.plan = Plan(IdLookup(store, id_keys))
+        else:
+            self.matcher = compile_filter(rest, ctx) if rest else None
+            if text_arg is not None:
+                self.plan = self._text_plan(store, text_arg)
+            elif store is not None:
+                self.plan = choose_plan(
+                    store,
+                    filter_spec,
+                    self.matcher,
+                    self.sort.fields if self.sort is not None else None,
+                    self.sort.natural if self.sort is not None else None,
+                    spec.hint,
+                )
+        self.covered = self._covered_fields()
         if self.sort is not None and (
             (not self.sort.fields and not self.sort.meta_fields) or (self.plan is not None and self.plan.provides_sort)
         ):
             self.sort = None  # the access path already yields this order
+
+    def _covered_fields(self) -> list[str] | None:
+        """The index fields that answer this query without fetching documents
+        (MongoDB's covered query), or None. Conservative: a plain inclusion
+        projection of index fields (``_id`` excluded unless indexed), filter
+        conditions only on index fields, each projected field bounded away
+        from null (a key cannot tell null from missing), and an index whose
+        keys decode back to the exact values (not multikey, not lossy)."""
+        spec = self.spec
+        access = self.plan.access if self.plan is not None else None
+        if not isinstance(access, IndexScan) or not spec.projection or self.text is not None:
+            return None
+        index = access.index
+        if index.kind != "btree" or index.multikey or index.lossy:
+            return None
+        fields = list(index.key)
+        included = _inclusion_fields(spec.projection)
+        if included is None or ("_id" in included and "_id" not in fields) or not included <= set(fields):
+            return None
+        conditions = field_conditions(spec.filter)
+        if any(k.startswith("$") and k != "$and" for k in (spec.filter or {})) or not set(conditions) <= set(fields):
+            return None
+        for name in included:
+            conds = conditions.get(name, [])
+            if not conds or not all(_null_free(c) for c in conds):
+                return None
+        if self.sort is not None and not {name for name, _ in self.sort.fields} <= set(fields):
+            return None
+        access.covered = True
+        return fields
 
     def _text_plan(self, store: CollectionStore | None, text_arg: Any) -> Plan | None:
         indexes = [i for i in store.info.indexes.values() if i.kind == "text"] if store is not None else []
@@ -168,6 +205,9 @@ class FindExecution:
         text = self.text
         decode = bson.decode
         count = 0
+        if self.covered is not None:
+            yield from self._covered_docs()
+            return
         for rid, data in self.plan.access.rows():
             doc = decode(data, CODEC)
             count += 1
@@ -184,6 +224,53 @@ class FindExecution:
             if show_record_id:
                 doc["$recordId"] = rid
             yield doc
+
+    def _covered_docs(self) -> Iterator[dict[str, Any]]:
+        """Documents rebuilt from index keys: only the indexed fields."""
+        access = self.plan.access if self.plan is not None else None
+        assert isinstance(access, IndexScan) and self.covered is not None
+        paths = [split(name) for name in self.covered]
+        matcher = self.matcher
+        for _rid, values in access.key_values():
+            doc: dict[str, Any] = {}
+            for parts, value in zip(paths, values, strict=True):
+                target = doc
+                for part in parts[:-1]:
+                    target = target.setdefault(part, {})
+                target[parts[-1]] = value
+            if matcher is not None and not matcher(doc):
+                continue
+            self.stats.n_matched += 1
+            yield doc
+
+
+def _inclusion_fields(projection: Mapping[str, Any]) -> set[str] | None:
+    """The fields of a plain inclusion projection (``_id`` only when kept)."""
+    fields = set()
+    keep_id = True
+    for name, value in projection.items():
+        if isinstance(value, bool) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+            if name == "_id":
+                keep_id = bool(value)
+            elif value:
+                fields.add(name)
+            else:
+                return None
+        else:
+            return None
+    if keep_id:
+        fields.add("_id")
+    return fields if fields - {"_id"} else None
+
+
+def _null_free(cond: Any) -> bool:
+    """Can a condition never match null or a missing field?"""
+    intervals = condition_intervals(cond)
+    return intervals is not None and not includes_null(intervals)
+
+
+def _may_hold_text(filter_spec: Mapping[str, Any]) -> bool:
+    return "$text" in filter_spec or "$and" in filter_spec
 
 
 def explain_find(run: FindExecution, ns: str, verbosity: str) -> dict[str, Any]:
@@ -238,6 +325,8 @@ def _access_explain(stage: AccessStage, run: FindExecution, executed: bool) -> d
     if isinstance(stage, IndexScan):
         if executed:
             node.update(nReturned=stage.docs_examined, keysExamined=stage.keys_examined, works=stage.keys_examined + 1)
+        if stage.covered:
+            return node
         fetch: dict[str, Any] = {"stage": "FETCH"}
         residual = {k: v for k, v in filter_spec.items() if k not in stage.index.key}
         if residual:
@@ -245,6 +334,15 @@ def _access_explain(stage: AccessStage, run: FindExecution, executed: bool) -> d
         if executed:
             fetch.update(nReturned=run.stats.n_matched, docsExamined=stage.docs_examined)
         fetch["inputStage"] = node
+        return fetch
+    if isinstance(stage, OrScan):
+        fetch = {
+            "stage": "FETCH",
+            "filter": filter_spec,
+            "inputStage": {"stage": "OR", "inputStages": [scan.explain() for scan in stage.scans]},
+        }
+        if executed:
+            fetch.update(nReturned=run.stats.n_matched, docsExamined=stage.docs_examined)
         return fetch
     if isinstance(stage, CollScan):
         if filter_spec:
@@ -288,6 +386,8 @@ def _stage_tree(run: FindExecution, executed: bool) -> tuple[dict[str, Any], dic
             node = {"stage": "LIMIT", "limitAmount": spec.limit, "inputStage": node}
         if run.projection is not None:
             kind = "PROJECTION_SIMPLE" if not run.projection.is_exclusion else "PROJECTION_DEFAULT"
+            if run.covered is not None:
+                kind = "PROJECTION_COVERED"
             node = {"stage": kind, "transformBy": dict(spec.projection or {}), "inputStage": node}
         if with_stats:
             node["nReturned"] = run.stats.n_returned

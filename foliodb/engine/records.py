@@ -26,6 +26,7 @@ from foliodb.engine.text import TextIndex
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import keystring
 from foliodb.query.filter import compile_filter
+from foliodb.query.keystring import is_canonical
 from foliodb.query.paths import MISSING, get_expr
 from foliodb.query.render import render_document
 
@@ -57,6 +58,9 @@ class IndexWriter:
         # Set when a document first makes the index multikey; the store
         # records it in the catalog within the same transaction.
         self.mark_multikey = False
+        # Set when a key value first does not decode back as itself (2.0,
+        # Int64(5)...): the index can no longer cover queries.
+        self.mark_lossy = False
         self.insert_sql = f"INSERT INTO {self.table} (key, rid) VALUES (?, ?)"
         self.delete_sql = f"DELETE FROM {self.table} WHERE key = ?"
 
@@ -64,6 +68,8 @@ class IndexWriter:
         """The entry keys (record id appended when not unique) of a document."""
         if self.is_id:
             value = doc["_id"]
+            if not self.info.lossy and not is_canonical(value):
+                self.mark_lossy = True
             return {keystring.encode(value): (value,)}
         if self.partial is not None and not self.partial(doc):
             return {}
@@ -74,6 +80,10 @@ class IndexWriter:
         keys, multikey = document_keys(doc, self.fields)
         if multikey and not self.info.multikey:
             self.mark_multikey = True
+        if not self.info.lossy and not all(
+            is_canonical(v) for values in keys.values() for v in values if v is not MISSING and v is not EMPTY_ARRAY
+        ):
+            self.mark_lossy = True
         return keys
 
     def _special_keys(self, doc: dict[str, Any]) -> dict[bytes, tuple[Any, ...]]:
@@ -184,9 +194,7 @@ class CollectionStore:
 
     def add_entries(self, writer: IndexWriter, doc: dict[str, Any], rid: int) -> None:
         keys = writer.keys(doc)
-        if writer.mark_multikey:
-            writer.mark_multikey = False
-            self.catalog.set_multikey(writer.info)
+        self._record_flags(writer)
         try:
             if writer.unique:
                 if len(keys) == 1:
@@ -203,6 +211,15 @@ class CollectionStore:
                     raise writer.duplicate_error(self.info.ns, values) from None
             raise
 
+    def _record_flags(self, writer: IndexWriter) -> None:
+        """Note in the catalog what a document taught an index about itself."""
+        if writer.mark_multikey:
+            writer.mark_multikey = False
+            self.catalog.set_flag(writer.info, "multikey")
+        if writer.mark_lossy:
+            writer.mark_lossy = False
+            self.catalog.set_flag(writer.info, "lossy")
+
     def update(self, rid: int, old: dict[str, Any], new: dict[str, Any], data: bytes | None = None) -> None:
         """Replace a record's document, changing only the index entries that differ."""
         if data is None:
@@ -218,9 +235,7 @@ class CollectionStore:
         for writer in self.writers:
             old_keys = writer.keys(old)
             new_keys = writer.keys(new)
-            if writer.mark_multikey:
-                writer.mark_multikey = False
-                self.catalog.set_multikey(writer.info)
+            self._record_flags(writer)
             if old_keys.keys() == new_keys.keys():
                 continue
             removed = [k for k in old_keys if k not in new_keys]

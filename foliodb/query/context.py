@@ -2,13 +2,13 @@
 
 A compiled filter, update or expression reads ``$$NOW``, ``let`` variables and
 the like from a :class:`Context` instead of capturing them, so one compile can
-serve a whole command.
+serve a whole command. ``now`` is read from the clock on first use (most
+commands never ask) and then fixed for the command, as ``$$NOW`` is.
 """
 
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -18,7 +18,18 @@ def _now() -> datetime.datetime:
     return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
 
-@dataclass
 class Context:
-    variables: dict[str, Any] = field(default_factory=dict)
-    now: datetime.datetime = field(default_factory=_now)
+    __slots__ = ("_now", "variables")
+
+    def __init__(self, variables: dict[str, Any] | None = None, now: datetime.datetime | None = None) -> None:
+        self.variables: dict[str, Any] = {} if variables is None else variables
+        self._now = now
+
+    @property
+    def now(self) -> datetime.datetime:
+        if self._now is None:
+            self._now = _now()
+        return self._now
+
+    def __repr__(self) -> str:
+        return f"Context(variables={self.variables!r}, now={self._now!r})"

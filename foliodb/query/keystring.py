@@ -41,10 +41,13 @@ code w/ scope  code as a string, then the scope as an object body
 
 from __future__ import annotations
 
+import datetime
 from decimal import Decimal
 from typing import Any
 
-from bson import Decimal128, Int64
+from bson import Code, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
+from bson.binary import Binary
+from bson.datetime_ms import DatetimeMS
 
 from foliodb.query import compare as cmp
 
@@ -55,6 +58,7 @@ T_STRING = _TYPE[cmp.STRING]
 T_MINKEY = _TYPE[cmp.MINKEY]
 T_MAXKEY = _TYPE[cmp.MAXKEY]
 T_ARRAY = _TYPE[cmp.ARRAY]
+T_OBJECTID = _TYPE[cmp.OBJECTID]
 END = b"\x00"
 
 _NAN = b"\x01"
@@ -81,6 +85,8 @@ def encode(value: Any) -> bytes:
         return T_STRING + _string(value)
     if cls is int or cls is float or cls is Int64:
         return T_NUMBER + _number(value)
+    if cls is ObjectId:
+        return T_OBJECTID + value.binary
     out: list[bytes] = []
     _encode_into(value, out)
     return b"".join(out)
@@ -184,3 +190,174 @@ def _finite(negative: bool, exponent: int, digits: str) -> bytes:
     if negative:
         return _NEG + body.translate(_COMPLEMENT)
     return _POS + body
+
+
+# -- decoding ----------------------------------------------------------------------
+#
+# A key decodes back to values of the right type bracket. Numbers come back
+# in a canonical type (int32-range integers as int, other integers as Int64,
+# the rest as float), so a key is only a faithful copy of values whose types
+# are canonical: :func:`is_canonical` tells, and covered queries rely on it.
+
+
+class _Reader:
+    __slots__ = ("data", "mask", "pos")
+
+    def __init__(self, data: bytes, pos: int, descending: bool) -> None:
+        self.data = data
+        self.pos = pos
+        self.mask = 0xFF if descending else 0
+
+    def byte(self) -> int:
+        b = self.data[self.pos] ^ self.mask
+        self.pos += 1
+        return b
+
+    def take(self, n: int) -> bytes:
+        chunk = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return chunk.translate(_COMPLEMENT) if self.mask else chunk
+
+    def string(self) -> str:
+        out = bytearray()
+        while True:
+            b = self.byte()
+            if b == 0:
+                nxt = self.byte()
+                if nxt == 1:
+                    return out.decode("utf-8", "surrogatepass")
+                out.append(0)  # an escaped NUL (0x00 0xFF)
+            else:
+                out.append(b)
+
+
+_BY_TYPE_BYTE = {value[0]: bracket for bracket, value in _TYPE.items()}
+
+
+def decode_key(key: bytes, descending: list[bool]) -> list[Any]:
+    """The values of a compound key (one per field; ``descending`` flags
+    say which fields are complemented)."""
+    values = []
+    pos = 0
+    for desc in descending:
+        reader = _Reader(key, pos, desc)
+        values.append(_decode_value(reader))
+        pos = reader.pos
+    return values
+
+
+def _decode_value(r: _Reader) -> Any:
+    return _decode_body(r, _BY_TYPE_BYTE[r.byte()])
+
+
+def _decode_body(r: _Reader, b: int) -> Any:
+    if b == cmp.NUMBER:
+        return _decode_number(r)
+    if b == cmp.STRING:
+        return r.string()
+    if b == cmp.NULL:
+        return None
+    if b == cmp.OBJECTID:
+        return ObjectId(r.take(12))
+    if b == cmp.BOOL:
+        return r.byte() == 1
+    if b == cmp.DATE:
+        millis = int.from_bytes(r.take(8), "big") - (1 << 63)
+        return _date(millis)
+    if b == cmp.OBJECT:
+        doc = {}
+        while True:
+            tb = r.byte()
+            if tb == 0:
+                return doc
+            name = r.string()
+            doc[name] = _decode_body(r, _BY_TYPE_BYTE[tb])
+    if b == cmp.ARRAY:
+        items = []
+        while True:
+            tb = r.byte()
+            if tb == 0:
+                return items
+            items.append(_decode_body(r, _BY_TYPE_BYTE[tb]))
+    if b == cmp.TIMESTAMP:
+        raw = r.take(8)
+        return Timestamp(int.from_bytes(raw[:4], "big"), int.from_bytes(raw[4:], "big"))
+    if b == cmp.BINDATA:
+        length = int.from_bytes(r.take(4), "big")
+        subtype = r.byte()
+        payload = r.take(length)
+        return payload if subtype == 0 else Binary(payload, subtype)
+    if b == cmp.REGEX:
+        pattern = r.string()
+        return Regex(pattern, r.string())
+    if b == cmp.CODE:
+        return Code(r.string())
+    if b == cmp.CODE_W_SCOPE:
+        code = r.string()
+        return Code(code, _decode_body(r, cmp.OBJECT))
+    if b == cmp.MINKEY:
+        return MinKey()
+    if b == cmp.MAXKEY:
+        return MaxKey()
+    raise ValueError(f"undecodable key type {b}")
+
+
+def _decode_number(r: _Reader) -> Any:
+    cls = r.byte()
+    if cls == _NAN[0]:
+        return float("nan")
+    if cls == _NEG_INF[0]:
+        return float("-inf")
+    if cls == _POS_INF[0]:
+        return float("inf")
+    if cls == _ZERO[0]:
+        return 0
+    negative = cls == _NEG[0]
+    # The body of a negative number is complemented once more.
+    inner = _Reader(r.data, r.pos, (r.mask == 0xFF) ^ negative)
+    exponent = int.from_bytes(inner.take(2), "big") - 0x8000
+    digits = []
+    while True:
+        pair = inner.byte()
+        if pair == 0:
+            break
+        digits.append(f"{pair - 1:02d}")
+    r.pos = inner.pos
+    text = "".join(digits).rstrip("0") or "0"
+    value = Decimal(("-" if negative else "") + "0." + text) * (Decimal(10) ** exponent)
+    if value == value.to_integral_value():
+        n = int(value)
+        if -(2**31) <= n < 2**31:
+            return n
+        if -(2**63) <= n < 2**63:
+            return Int64(n)
+    return float(value)
+
+
+def _date(millis: int) -> Any:
+    try:
+        return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=millis)
+    except OverflowError:
+        return DatetimeMS(millis)
+
+
+def is_canonical(value: Any) -> bool:
+    """Does ``value`` decode back from its key as itself, type and all?"""
+    cls = value.__class__
+    if cls is str or cls is ObjectId or value is None or cls is bool:
+        return True
+    if cls is int:
+        return -(2**31) <= value < 2**31
+    if cls is Int64:
+        return not -(2**31) <= value < 2**31
+    if cls is float:
+        if value != value or value in (float("inf"), float("-inf")):
+            return True
+        return not value.is_integer()
+    if cls is datetime.datetime:
+        return value.tzinfo is None and value.microsecond % 1000 == 0
+    if cls is dict:
+        return all(is_canonical(v) for v in value.values())
+    if cls is list:
+        return all(is_canonical(v) for v in value)
+    return cls in (Timestamp, Regex, MinKey, MaxKey, bytes, Binary) or (cls is Code and value.scope is None)

@@ -118,6 +118,13 @@ def bulk_result(result: BulkWriteResult) -> Any:
     }
 
 
+def _client_update_result(result: Any) -> dict[str, Any]:
+    out = {"matchedCount": result.matched_count, "modifiedCount": result.modified_count}
+    if result.upserted_id is not None:
+        out["upsertedId"] = result.upserted_id
+    return out
+
+
 def client_bulk_result(result: ClientBulkWriteResult) -> Any:
     if not _acknowledged(result):
         return {"acknowledged": False}
@@ -130,7 +137,7 @@ def client_bulk_result(result: ClientBulkWriteResult) -> Any:
     }
     if result.has_verbose_results:
         out["insertResults"] = {str(i): {"insertedId": r.inserted_id} for i, r in result.insert_results.items()}
-        out["updateResults"] = {str(i): update_result(r) for i, r in result.update_results.items()}
+        out["updateResults"] = {str(i): _client_update_result(r) for i, r in result.update_results.items()}
         out["deleteResults"] = {str(i): {"deletedCount": r.deleted_count} for i, r in result.delete_results.items()}
     return out
 

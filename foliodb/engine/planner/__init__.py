@@ -37,7 +37,7 @@ from foliodb.engine.planner.bounds import (
     point,
     union,
 )
-from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan
+from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan, OrScan
 from foliodb.engine.records import CollectionStore
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import compare as cmp
@@ -101,7 +101,7 @@ def _field_intervals(conds: list[Any], multikey: bool) -> list[Interval] | None:
     return result
 
 
-def _includes_null(intervals: list[Interval] | None) -> bool:
+def includes_null(intervals: list[Interval] | None) -> bool:
     if intervals is None:
         return True
     return any(iv.lo <= NULL_KEY <= iv.hi or (iv.hi_inclusive and NULL_KEY.startswith(iv.hi)) for iv in intervals)
@@ -124,7 +124,7 @@ def _condition_implied(query_conds: list[Any], pcond: Any) -> bool:
         for cond in query_conds:
             if is_operator_doc(cond) and cond.get("$exists"):
                 return True
-            if not _includes_null(condition_intervals(cond, True)):
+            if not includes_null(condition_intervals(cond, True)):
                 return True
         return False
     wanted = condition_intervals(pcond, False)
@@ -210,7 +210,7 @@ def _wildcard_candidates(index: IndexInfo, conditions: dict[str, list[Any]]) -> 
         if projection and not wildcard_projected(path, projection):
             continue
         intervals = _field_intervals(conds, multikey=True)
-        if intervals is None or _includes_null(intervals):
+        if intervals is None or includes_null(intervals):
             continue
         out.append(Candidate(index, [[point(path)], intervals], 1, False, ["$_path", path], [False, False]))
     return out
@@ -237,7 +237,7 @@ def candidates(
             else _field_intervals(conditions.get(name, []), index.multikey)
             for name, direction in index.key.items()
         ]
-        if spec.get("sparse") and all(_includes_null(iv) for iv in per_field):
+        if spec.get("sparse") and all(includes_null(iv) for iv in per_field):
             continue
         intervals = [iv if iv is not None else [ALL] for iv in per_field]
         direction = _sort_direction(index, intervals, sort or [])
@@ -263,7 +263,7 @@ def _index_scan(store: CollectionStore, candidate: Candidate) -> IndexScan | Non
 # -- choosing ---------------------------------------------------------------------------
 
 
-def _id_point_keys(filter_spec: Mapping[str, Any] | None) -> list[bytes] | None:
+def id_point_keys(filter_spec: Mapping[str, Any] | None) -> list[bytes] | None:
     """The ``_id`` keys of a filter that is exactly ``{_id: value}`` (IDHACK)."""
     if not filter_spec or list(filter_spec) != ["_id"]:
         return None
@@ -291,7 +291,7 @@ def choose_plan(
     if natural is not None:
         return Plan(CollScan(store, natural))
     if hinted is None:
-        keys = _id_point_keys(filter_spec)
+        keys = id_point_keys(filter_spec)
         if keys is not None:
             return Plan(IdLookup(store, keys))
         if indexes_disabled():
@@ -306,11 +306,30 @@ def choose_plan(
             found = [Candidate(hinted, intervals, direction or 1, bool(direction))]
     scans = [(c, s) for c in found if (s := _index_scan(store, c)) is not None]
     if not scans:
-        return Plan(CollScan(store))
+        union_scan = _or_plan(store, filter_spec) if hinted is None else None
+        return Plan(union_scan or CollScan(store))
     if len(scans) == 1:
         candidate, scan = scans[0]
         return Plan(scan, candidate.provides_sort)
     return _trial(store, scans, matcher, bool(sort))
+
+
+def _or_plan(store: CollectionStore, filter_spec: Mapping[str, Any] | None) -> OrScan | None:
+    """Index scans for each branch of a top-level ``$or`` (with the filter's
+    other conditions), when every branch has one; else None."""
+    if not filter_spec or not isinstance(filter_spec.get("$or"), list):
+        return None
+    others = {k: v for k, v in filter_spec.items() if k != "$or"}
+    scans: list[AccessStage] = []
+    for branch in filter_spec["$or"]:
+        if not isinstance(branch, Mapping):
+            return None
+        found = candidates(store, {"$and": [others, branch]} if others else branch, None)
+        scan = next((s for c in found if (s := _index_scan(store, c)) is not None), None)
+        if scan is None:
+            return None
+        scans.append(scan)
+    return OrScan(scans)
 
 
 def _hinted_index(store: CollectionStore, hint: Any) -> IndexInfo | int | None:

@@ -15,6 +15,7 @@ from foliodb.engine.catalog import IndexInfo
 from foliodb.engine.planner.bounds import KeyRange
 from foliodb.engine.records import CollectionStore
 from foliodb.query import keystring
+from foliodb.query.keystring import decode_key
 
 
 class AccessStage:
@@ -98,18 +99,25 @@ class IndexScan(AccessStage):
         self.bounds = bounds
         self.keys_examined = 0
         self.docs_examined = 0
+        self.covered = False  # set by the query layer: keys alone answer it
         table, coll = index.table, store.info.table
-        select = f"SELECT i.key, c.rid, c.doc FROM {table} AS i JOIN {coll} AS c ON c.rid = i.rid WHERE "
-        self._forward = select + "i.key >= ? AND i.key < ? ORDER BY i.key LIMIT ?"
-        self._forward_open = select + "i.key >= ? ORDER BY i.key LIMIT ?"
-        self._backward = select + "i.key >= ? AND i.key < ? ORDER BY i.key DESC LIMIT ?"
-        self._backward_open = select + "i.key >= ? ORDER BY i.key DESC LIMIT ?"
+        fetch = f"SELECT i.key, c.rid, c.doc FROM {table} AS i JOIN {coll} AS c ON c.rid = i.rid WHERE "
+        keys_only = f"SELECT i.key, i.rid, NULL FROM {table} AS i WHERE "
+        self._sql = {
+            (covered, forward, bounded): select
+            + ("i.key >= ?" + (" AND i.key < ?" if bounded else ""))
+            + (" ORDER BY i.key" if forward else " ORDER BY i.key DESC")
+            + " LIMIT ?"
+            for covered, select in ((False, fetch), (True, keys_only))
+            for forward in (True, False)
+            for bounded in (True, False)
+        }
 
     def rows(self) -> Iterator[tuple[int, bytes]]:
         seen: set[int] | None = set() if self.index.multikey else None
         ranges = self.ranges if self.direction > 0 else list(reversed(self.ranges))
         for key_range in ranges:
-            for _key, rid, data in self._scan(key_range):
+            for _key, rid, data in self._scan(key_range, False):
                 self.keys_examined += 1
                 if seen is not None:
                     if rid in seen:
@@ -118,23 +126,26 @@ class IndexScan(AccessStage):
                 self.docs_examined += 1
                 yield rid, data
 
-    def _scan(self, key_range: KeyRange) -> Iterator[tuple[bytes, int, bytes]]:
+    def key_values(self) -> Iterator[tuple[int, list[Any]]]:
+        """(rid, indexed values) from the keys alone, for covered queries
+        (on indexes that are neither multikey nor lossy)."""
+        descending = [isinstance(d, (int, float)) and d < 0 for d in self.index.key.values()]
+        ranges = self.ranges if self.direction > 0 else list(reversed(self.ranges))
+        for key_range in ranges:
+            for key, rid, _ in self._scan(key_range, True):
+                self.keys_examined += 1
+                yield rid, decode_key(key, descending)
+
+    def _scan(self, key_range: KeyRange, keys_only: bool) -> Iterator[tuple[bytes, int, bytes]]:
         conn = self.store.conn
         mutex = self.store.storage.mutex
         start, stop = key_range.start, key_range.stop
         batch = 8  # small first: a limit-1 query reads one batch
         forward = self.direction > 0
         while True:
-            if forward:
-                sql, args = (
-                    (self._forward, (start, stop, batch)) if stop is not None else (self._forward_open, (start, batch))
-                )
-            else:
-                sql, args = (
-                    (self._backward, (start, stop, batch))
-                    if stop is not None
-                    else (self._backward_open, (start, batch))
-                )
+            bounded = stop is not None
+            sql = self._sql[(keys_only, forward, bounded)]
+            args = (start, stop, batch) if bounded else (start, batch)
             with mutex:
                 rows = conn.execute(sql, args).fetchall()
             yield from rows
@@ -220,3 +231,31 @@ class TextScan(AccessStage):
                 },
             },
         }
+
+
+class OrScan(AccessStage):
+    """The union of index scans, one per ``$or`` branch, each record once."""
+
+    stage = "OR"
+
+    def __init__(self, scans: list[AccessStage]) -> None:
+        self.scans = scans
+
+    @property  # type: ignore[override]
+    def keys_examined(self) -> int:
+        return sum(scan.keys_examined for scan in self.scans)
+
+    @property  # type: ignore[override]
+    def docs_examined(self) -> int:
+        return sum(scan.docs_examined for scan in self.scans)
+
+    def rows(self) -> Iterator[tuple[int, bytes]]:
+        seen: set[int] = set()
+        for scan in self.scans:
+            for rid, data in scan.rows():
+                if rid not in seen:
+                    seen.add(rid)
+                    yield rid, data
+
+    def explain(self) -> dict[str, Any]:
+        return {"stage": "OR", "inputStages": [scan.explain() for scan in self.scans]}
