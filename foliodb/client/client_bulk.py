@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any
 from bson import ObjectId
 from bson.raw_bson import RawBSONDocument
 from pymongo import common
-from pymongo.errors import ClientBulkWriteException, InvalidOperation
+from pymongo.errors import ClientBulkWriteException, InvalidOperation, OperationFailure
 from pymongo.results import ClientBulkWriteResult, DeleteResult, InsertOneResult, UpdateResult
 from pymongo.write_concern import WriteConcern
 
 from foliodb.client import _reply
+from foliodb.client.collection import encode_in, is_plain
 from foliodb.client.cursor import sort_spec
 
 if TYPE_CHECKING:
@@ -53,6 +54,11 @@ class ClientBulk:
         self.verbose = verbose_results
         self.ops: list[tuple[str, dict[str, Any]]] = []
         self.namespaces: list[str] = []
+        self._codec = client.codec_options
+        self._plain = is_plain(self._codec)
+
+    def _in(self, doc: Any) -> Any:
+        return encode_in(doc, self._codec, self._plain)
 
     # -- called by pymongo's request classes ---------------------------------------
 
@@ -60,7 +66,7 @@ class ClientBulk:
         common.validate_is_document_type("document", document)
         if not isinstance(document, RawBSONDocument) and "_id" not in document:
             document["_id"] = ObjectId()
-        self._add("insert", namespace, {"document": document})
+        self._add("insert", namespace, {"document": self._in(document)})
 
     def add_update(
         self,
@@ -101,15 +107,22 @@ class ClientBulk:
         collation: Mapping[str, Any] | None = None,
         hint: Any = None,
     ) -> None:
-        op: dict[str, Any] = {"filter": selector, "multi": multi}
+        op: dict[str, Any] = {"filter": self._in(selector), "multi": multi}
         _options(op, collation=collation, hint=_hint(hint))
         self._add("delete", namespace, op)
 
-    @staticmethod
     def _update(
-        selector: Mapping[str, Any], mods: Any, multi: bool, upsert: bool | None, collation: Any, hint: Any, sort: Any
+        self,
+        selector: Mapping[str, Any],
+        mods: Any,
+        multi: bool,
+        upsert: bool | None,
+        collation: Any,
+        hint: Any,
+        sort: Any,
     ) -> dict[str, Any]:
-        op: dict[str, Any] = {"filter": selector, "updateMods": mods, "multi": multi}
+        mods = self._in(mods) if isinstance(mods, Mapping) else mods
+        op: dict[str, Any] = {"filter": self._in(selector), "updateMods": mods, "multi": multi}
         return _options(
             op,
             upsert=upsert,
@@ -145,7 +158,7 @@ class ClientBulk:
     def execute(self) -> ClientBulkWriteResult:
         if not self.ops:
             raise InvalidOperation("No operations to execute")
-        reply = _reply.check(self.client._execute("admin", self._command()))
+        reply = self.client._execute("admin", self._command())
         if not self.write_concern.acknowledged:
             return ClientBulkWriteResult(None, False, False)  # type: ignore[arg-type]
         result: dict[str, Any] = {
@@ -162,6 +175,13 @@ class ClientBulk:
             "updateResults": {},
             "deleteResults": {},
         }
+        if not reply.get("ok"):
+            # As pymongo does, a failed command travels inside the bulk's exception.
+            try:
+                _reply.check(reply)
+            except OperationFailure as exc:
+                result["error"] = exc
+                raise ClientBulkWriteException(result, self.verbose) from exc
         entries = self._entries(reply)
         failed = [entry["idx"] for entry in entries if not entry["ok"]]
         # An ordered bulk stops at its first error: the operations before it succeeded.

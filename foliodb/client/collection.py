@@ -66,7 +66,7 @@ class Collection:
         # Documents cross into the engine as plain dicts; a client with
         # non-default codec options gets pymongo's exact conversions by a
         # BSON round trip, as on the wire.
-        self._plain_codec = _is_plain(self._codec_options)
+        self._plain_codec = is_plain(self._codec_options)
 
     # -- identity --------------------------------------------------------------------
 
@@ -177,11 +177,7 @@ class Collection:
         return self._database._command(cmd)
 
     def _encode_in(self, doc: Any) -> Any:
-        if isinstance(doc, RawBSONDocument):
-            return bson.decode(doc.raw, CODEC)
-        if self._plain_codec:
-            return doc
-        return bson.decode(bson.encode(doc, codec_options=self._codec_options), CODEC)
+        return encode_in(doc, self._codec_options, self._plain_codec)
 
     def _decode_out(self, docs: list[dict[str, Any]]) -> list[Any]:
         if self._plain_codec:
@@ -686,7 +682,17 @@ class Collection:
         raise InvalidOperation("change streams are not implemented in FolioDB yet")
 
 
-def _is_plain(options: CodecOptions) -> bool:
+def encode_in(doc: Any, options: CodecOptions, plain: bool) -> Any:
+    """A caller's document as the engine takes it: plain dicts pass as they
+    are; anything else goes through BSON with the caller's codec options."""
+    if isinstance(doc, RawBSONDocument):
+        return bson.decode(doc.raw, CODEC)
+    if plain:
+        return doc
+    return bson.decode(bson.encode(doc, codec_options=options), CODEC)
+
+
+def is_plain(options: CodecOptions) -> bool:
     return (
         options.document_class is dict
         and not options.tz_aware

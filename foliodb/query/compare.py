@@ -125,8 +125,13 @@ def is_number(value: Any) -> bool:
 def number_value(value: Any) -> int | float | Decimal:
     """A Python number that compares exactly with other numbers."""
     if value.__class__ is Decimal128:
-        return value.to_decimal()
+        d = value.to_decimal()
+        # A signaling NaN raises on every Python comparison; BSON has one NaN.
+        return _QUIET_NAN if d.is_snan() else d
     return value
+
+
+_QUIET_NAN = Decimal("NaN")
 
 
 def is_nan(value: Any) -> bool:

@@ -165,6 +165,9 @@ def field_clause(value: Any, ctx: Context) -> Clause:
             if "$regex" not in value:
                 raise bad_value("$options needs a $regex")
             continue
+        if name == "$where":
+            # $where judges whole documents, never a field's value.
+            raise bad_value("$where cannot be applied to a field")
         clauses.append(FIELD_OPS.get(name)(arg, value, ctx))
     if len(clauses) == 1:
         return clauses[0]

@@ -6,7 +6,8 @@ A query path such as ``items.sku`` names *every* value it can reach:
 * through an array, a component is applied to each element that is a
   document (``{"items": [{"sku": 1}, {"sku": 2}]}`` reaches 1 and 2); scalar
   elements reach nothing; nested arrays are not entered implicitly;
-* a numeric component (``items.0``) also selects that array position;
+* a numeric component (``items.0``) also selects that array position (in
+  its canonical spelling only: ``items.00`` names a field);
 * a path that stops at a missing field (or runs into a scalar) reaches
   *missing*, which equality with ``null`` matches and ``$exists`` does not;
 * at the end of the path an array offers each of its elements and then
@@ -74,7 +75,8 @@ def _reach(
     if isinstance(value, dict):
         yield from _reach(value.get(key, MISSING), parts, i + 1, pos, expand)
     elif isinstance(value, list):
-        if is_index(key):
+        # An array's elements are named "0", "1", ...: "01" names none of them.
+        if is_index(key) and (len(key) == 1 or key[0] != "0"):
             n = int(key)
             if n < len(value):
                 yield from _reach(value[n], parts, i + 1, n if pos is None else pos, expand)

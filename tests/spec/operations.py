@@ -46,6 +46,11 @@ def collection_options(spec: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
+def has_method(obj: Any, name: str) -> bool:
+    # Not hasattr: pymongo-style clients answer any attribute with a Database.
+    return callable(getattr(type(obj), name, None))
+
+
 def write_concern(spec: Mapping[str, Any]) -> WriteConcern:
     names = {"journal": "j", "wtimeoutMS": "wtimeout"}
     return WriteConcern(**{names.get(k, k): v for k, v in spec.items()})
@@ -95,12 +100,13 @@ def _acknowledged(result: Any) -> bool:
 def update_result(result: Any) -> Any:
     if not _acknowledged(result):
         return {"acknowledged": False}
+    # did_upsert, not upserted_id: an upserted _id may be null.
     out = {
         "matchedCount": result.matched_count,
         "modifiedCount": result.modified_count,
-        "upsertedCount": 0 if result.upserted_id is None else 1,
+        "upsertedCount": int(result.did_upsert),
     }
-    if result.upserted_id is not None:
+    if result.did_upsert:
         out["upsertedId"] = result.upserted_id
     return out
 
@@ -120,7 +126,7 @@ def bulk_result(result: BulkWriteResult) -> Any:
 
 def _client_update_result(result: Any) -> dict[str, Any]:
     out = {"matchedCount": result.matched_count, "modifiedCount": result.modified_count}
-    if result.upserted_id is not None:
+    if result.did_upsert:
         out["upsertedId"] = result.upserted_id
     return out
 
@@ -289,7 +295,7 @@ def op_runCommand(db: Any, args: dict[str, Any]) -> Any:
 
 
 def op_clientBulkWrite(client: Any, args: dict[str, Any]) -> Any:
-    if not hasattr(client, "bulk_write"):
+    if not has_method(client, "bulk_write"):
         raise Skip("needs MongoClient.bulk_write, which this client lacks")
     if "writeConcern" in args:
         args["writeConcern"] = write_concern(args["writeConcern"])

@@ -26,6 +26,7 @@ Every skip raises :class:`Skip` with its reason; nothing is skipped silently.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,7 @@ from tests.spec.operations import (
     bulk_result,
     client_bulk_result,
     collection_options,
+    has_method,
 )
 
 SERVER_VERSION = (8, 0, 0)
@@ -233,7 +235,8 @@ class Run:
         if options is not None or not data["documents"]:
             db.command({"create": name, **(options or {}), "writeConcern": {"w": "majority"}})
         if data["documents"]:
-            db.get_collection(name, write_concern=majority).insert_many(data["documents"])
+            # Copies: the file's documents serve every test, and inserting adds missing _ids.
+            db.get_collection(name, write_concern=majority).insert_many(copy.deepcopy(data["documents"]))
 
     def _outcome(self, data: Mapping[str, Any]) -> None:
         coll = self.internal[data["databaseName"]].get_collection(
@@ -268,7 +271,7 @@ class Run:
             )
         elif kind == "session":
             client = self._entity(spec["client"], "client")
-            if not hasattr(client, "start_session"):
+            if not has_method(client, "start_session"):
                 raise Skip("needs sessions: the client has no start_session")
             value = client.start_session(**(spec.get("sessionOptions") or {}))
         else:
@@ -287,7 +290,7 @@ class Run:
 
     def _operation(self, op: Mapping[str, Any]) -> None:
         name, obj = op["name"], op["object"]
-        args = dict(op.get("arguments") or {})
+        args = copy.deepcopy(dict(op.get("arguments") or {}))
         if obj == "testRunner":
             raise AssertionError(f"special test operation {name!r} is not supported")
         kind = self.kinds.get(obj)

@@ -8,11 +8,14 @@ These see a field's array whole (their leaves do not expand arrays), except
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
+from bson import Int64
+
 from foliodb.errors import bad_value
-from foliodb.query import compare as cmp
+from foliodb.query.bsontypes import INT32_MAX, INT32_MIN
 from foliodb.query.context import Context
 from foliodb.query.filter import (
     FIELD_OPS,
@@ -31,6 +34,12 @@ def _never(v: Any) -> bool:
     return False
 
 
+def _first_key(value: Any) -> str | None:
+    if isinstance(value, Mapping) and value:
+        return next(iter(value))
+    return None
+
+
 @FIELD_OPS.register("$all")
 def filter_all(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
     if not isinstance(arg, list):
@@ -38,39 +47,69 @@ def filter_all(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
     if not arg:
         return Leaf(_never)
     clauses: list[Clause] = []
-    elem_matches = [isinstance(v, Mapping) and "$elemMatch" in v and len(v) == 1 for v in arg]
-    if any(elem_matches) and not all(elem_matches):
-        raise bad_value("$all/$elemMatch has to be consistent")
-    for value in arg:
-        if not all(elem_matches) and is_operator_doc(value):
-            raise bad_value("no $ expressions in $all")
-        if all(elem_matches):
+    # The first element decides the form: all $elemMatch documents, or values.
+    if _first_key(arg[0]) == "$elemMatch":
+        for value in arg:
+            if _first_key(value) != "$elemMatch":
+                raise bad_value("$all/$elemMatch has to be consistent")
             clauses.append(filter_elemMatch(value["$elemMatch"], value, ctx))
-        else:
+    else:
+        for value in arg:
+            if is_operator_doc(value) and _first_key(value) in FIELD_OPS:
+                raise bad_value("no $ expressions in $all")
             clauses.append(eq_clause(value))
     return clauses[0] if len(clauses) == 1 else AllOf(tuple(clauses))
 
 
-_LOGICAL_IN_ELEM_MATCH = (
-    "$and",
-    "$or",
-    "$nor",
-    "$expr",
-    "$where",
-    "$text",
-    "$comment",
-    "$jsonSchema",
-    "$alwaysTrue",
-    "$alwaysFalse",
+# Operators that take no path (MongoDB's pathless parsers): an $elemMatch
+# argument starting with one of them is a query on each element document.
+_PATHLESS = frozenset(
+    {
+        "$and",
+        "$or",
+        "$nor",
+        "$expr",
+        "$where",
+        "$text",
+        "$comment",
+        "$jsonSchema",
+        "$alwaysTrue",
+        "$alwaysFalse",
+        "$sampleRate",
+    }
 )
+
+
+def _check_element_query(spec: Mapping[str, Any]) -> None:
+    """$expr and $text judge top-level documents only, so an element query
+    (and the $and/$or/$nor branches within it) may not hold them."""
+    for key, value in spec.items():
+        if key in ("$expr", "$text"):
+            raise bad_value(f"{key} can only be applied to the top-level document")
+        if key in ("$and", "$or", "$nor") and isinstance(value, list):
+            for branch in value:
+                if isinstance(branch, Mapping):
+                    _check_element_query(branch)
+
+
+def _as_document(element: Any) -> dict[str, Any] | None:
+    """An array element as the object form of $elemMatch sees it: documents
+    as they are, arrays as documents keyed "0", "1", ... (BSON's own shape)."""
+    if isinstance(element, dict):
+        return element
+    if isinstance(element, list):
+        return {str(n): e for n, e in enumerate(element)}
+    return None
 
 
 @FIELD_OPS.register("$elemMatch")
 def filter_elemMatch(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
     if not isinstance(arg, Mapping):
         raise bad_value("$elemMatch needs an Object")
-    is_value_form = bool(arg) and all(k.startswith("$") and k not in _LOGICAL_IN_ELEM_MATCH for k in arg)
-    if is_value_form:
+    # MongoDB decides the form by the first key alone: an operator that takes
+    # a path makes the value form ({"$gte": 80, "$lt": 85} on each element).
+    first = _first_key(arg)
+    if is_operator_doc(arg) and first not in _PATHLESS:
         test = clause_single(field_clause(arg, ctx))
 
         def match_values(v: Any) -> bool:
@@ -80,17 +119,15 @@ def filter_elemMatch(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
             return next((n for n, e in enumerate(v) if test(e)), None)
 
         return Leaf(match_values, expand=False, position=value_position)
-    if "$where" in arg:
-        raise bad_value("$where cannot be applied to a field")
-    if "$text" in arg:
-        raise bad_value("$text can only be applied to the top-level document")
+    _check_element_query(arg)
     matcher = compile_filter(arg, ctx)
 
     def document_position(v: Any) -> int | None:
         if v.__class__ is not list:
             return None
         for n, e in enumerate(v):
-            if isinstance(e, dict) and matcher(e, None):
+            doc = _as_document(e)
+            if doc is not None and matcher(doc, None):
                 return n
         return None
 
@@ -99,12 +136,18 @@ def filter_elemMatch(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
 
 @FIELD_OPS.register("$size")
 def filter_size(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
-    if not cmp.is_number(arg):
+    # MongoDB's $size parser: an int32, an int64 or a double holding a
+    # non-negative int32; any other type, Decimal128 included, is no number.
+    cls = arg.__class__
+    if cls is int or cls is Int64:
+        if not INT32_MIN <= arg <= INT32_MAX:
+            raise bad_value("$size must be representable as a 32-bit integer")
+    elif cls is float:
+        if not (math.isfinite(arg) and arg == int(arg) and INT32_MIN <= arg <= INT32_MAX):
+            raise bad_value("$size must be a whole number")
+    else:
         raise bad_value("$size needs a number")
-    n = cmp.number_value(arg)
-    if not cmp.is_finite_number(arg) or n != int(n):
-        raise bad_value("$size must be a whole number")
-    if n < 0:
+    size = int(arg)
+    if size < 0:
         raise bad_value("$size may not be negative")
-    size = int(n)
     return Leaf(lambda v: v.__class__ is list and len(v) == size, expand=False)

@@ -70,6 +70,9 @@ def filter_ne(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
 def _ordering(op: str, test: Callable[[int], bool], nan_ok: bool) -> Callable[..., Clause]:
     def compile_ordering(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
         b = cmp.bracket(arg)
+        if b == cmp.REGEX:
+            # MongoDB names the field here; a field operator does not know it.
+            raise bad_value("Can't have RegEx as arg to predicate over field")
         if b == cmp.MINKEY or b == cmp.MAXKEY:
             return Leaf(lambda v: test(cmp.compare(v, arg)), missing=test(cmp.compare(None, arg)))
         if b == cmp.NUMBER:

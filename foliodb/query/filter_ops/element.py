@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from foliodb.errors import bad_value, type_mismatch
+from foliodb.errors import bad_value, failed_to_parse, type_mismatch
 from foliodb.query import bsontypes
 from foliodb.query import compare as cmp
 from foliodb.query.context import Context
@@ -30,7 +30,8 @@ def type_names(arg: Any, op: str = "$type") -> frozenset[str]:
     """The set of type aliases a ``$type`` argument names ("number" expands)."""
     items = arg if isinstance(arg, list) else [arg]
     if isinstance(arg, list) and not arg and op == "$type":
-        raise bad_value(f"{op} must match at least one type")
+        # MongoDB names the field path where this says the operator.
+        raise failed_to_parse(f"{op} must match at least one type")
     names: set[str] = set()
     for item in items:
         if isinstance(item, str):

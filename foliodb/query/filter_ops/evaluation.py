@@ -6,7 +6,6 @@ Manual: https://www.mongodb.com/docs/manual/reference/operator/query-evaluation/
 from __future__ import annotations
 
 import functools
-import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -15,6 +14,7 @@ from bson import Regex
 
 from foliodb.errors import CommandError, ErrorCode, bad_value, location
 from foliodb.query import compare as cmp
+from foliodb.query.bsontypes import INT64_MAX, INT64_MIN
 from foliodb.query.context import Context
 from foliodb.query.expr import Scope, compile_expression, root_variables, truthy
 from foliodb.query.filter import FIELD_OPS, TOP_OPS, Clause, Leaf, Matcher
@@ -34,17 +34,35 @@ def compile_regex(pattern: str, options: str) -> re.Pattern[str]:
     # exact twin, and (?=\n?\Z) is it.
     translated = re.sub(r"(?<!\\)((?:\\\\)*)\\Z", r"\1(?=\\n?\\Z)", pattern)
     translated = re.sub(r"(?<!\\)((?:\\\\)*)\\z", r"\1\\Z", translated)
+    # PCRE's named groups (?<name>...) and \k<name> are Python's (?P<name>...)
+    # and (?P=name); lookbehinds (?<= and (?<! stay as they are.
+    translated = re.sub(r"(?<!\\)((?:\\\\)*)\(\?<(?![=!])", r"\1(?P<", translated)
+    translated = re.sub(r"(?<!\\)((?:\\\\)*)\\k<(\w+)>", r"\1(?P=\2)", translated)
     try:
         return re.compile(translated, flags)
     except re.error as exc:
         raise location(51091, f"Regular expression is invalid: {exc}") from None
 
 
+# RegexMatchExpression's limit on a pattern's length (pcre's MaxPatternSize).
+_MAX_PATTERN = 32764
+
+
+def filter_regex_pattern(pattern: str, options: str) -> re.Pattern[str]:
+    """A query regex ($regex, a regex value, $in's regexes), checked as
+    RegexMatchExpression checks it."""
+    if len(pattern.encode()) > _MAX_PATTERN:
+        raise bad_value("Regular expression is too long")
+    if "\x00" in pattern:
+        raise bad_value("Regular expression cannot contain an embedded null byte")
+    return compile_regex(pattern, options)
+
+
 def to_python_regex(value: Any) -> re.Pattern[str]:
     if isinstance(value, Regex):
         flags = value.flags
         letters = flags if isinstance(flags, str) else cmp.regex_parts(value)[1]
-        return compile_regex(value.pattern, "".join(ch for ch in letters if ch in _FLAGS))
+        return filter_regex_pattern(value.pattern, "".join(ch for ch in letters if ch in _FLAGS))
     return value  # already an re.Pattern
 
 
@@ -65,34 +83,47 @@ def regex_single(regex: re.Pattern[str], original: Any) -> Callable[[Any], bool]
 
 @FIELD_OPS.register("$regex")
 def filter_regex(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
-    options = spec.get("$options")
-    if options is not None and not isinstance(options, str):
-        raise bad_value("$options has to be a string")
-    if isinstance(arg, str):
-        pattern, flags = arg, options or ""
-    elif cmp.bracket(arg) == cmp.REGEX:
-        pattern, flags = cmp.regex_parts(arg)
-        if options:
+    # parseRegexDocument reads the operator document in order: options given
+    # twice (a regex value with flags, and $options) is 51074 when $options
+    # came first and 51075 when it came second.
+    pattern = ""
+    flags = ""
+    for name, value in spec.items():
+        if name == "$regex":
+            if isinstance(value, str):
+                pattern = value
+            elif cmp.bracket(value) == cmp.REGEX:
+                pattern, regex_flags = cmp.regex_parts(value)
+                if regex_flags:
+                    if flags:
+                        raise location(51074, "options set in both $regex and $options")
+                    flags = regex_flags
+            else:
+                raise bad_value("$regex has to be a string")
+        elif name == "$options":
+            if not isinstance(value, str):
+                raise bad_value("$options has to be a string")
             if flags:
                 raise location(51075, "options set in both $regex and $options")
-            flags = options
-    else:
-        raise bad_value("$regex has to be a string")
-    if "\x00" in pattern:
-        raise bad_value("Regular expression cannot contain an embedded null byte")
-    regex = compile_regex(pattern, flags)
+            flags = value
+    regex = filter_regex_pattern(pattern, flags)
     return Leaf(regex_single(regex, Regex(pattern, flags)))
 
 
 def _mod_operand(value: Any, what: str) -> int:
+    """A divisor or remainder, truncated toward zero to a 64-bit integer."""
     if not cmp.is_number(value):
         raise bad_value(f"malformed mod, {what} not a number")
-    n = cmp.number_value(value)
     if not cmp.is_finite_number(value):
         raise bad_value(
             f"malformed mod, {what} value is invalid :: caused by :: Unable to coerce NaN/Inf to integral type"
         )
-    return int(n)
+    n = int(cmp.number_value(value))
+    if not INT64_MIN <= n <= INT64_MAX:
+        raise bad_value(
+            f"malformed mod, {what} value is invalid :: caused by :: Out of bounds coercing to integral value"
+        )
+    return n
 
 
 @FIELD_OPS.register("$mod")
@@ -109,14 +140,10 @@ def filter_mod(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
         raise bad_value("divisor cannot be 0")
 
     def single(v: Any) -> bool:
-        if not cmp.is_number(v):
+        # NaN and infinities have no remainder: they never match.
+        if not cmp.is_number(v) or not cmp.is_finite_number(v):
             return False
-        x = cmp.number_value(v)
-        if isinstance(x, float) and not math.isfinite(x):
-            return False
-        if not isinstance(x, int) and not x.is_finite():  # Decimal NaN/inf
-            return False
-        n = int(x)
+        n = int(cmp.number_value(v))
         # C++'s % truncates toward zero: the remainder takes the dividend's sign.
         r = abs(n) % abs(divisor)
         return (-r if n < 0 else r) == remainder

@@ -15,12 +15,15 @@ from foliodb.query.filter_ops.comparison import is_regex
 
 
 def _branches(arg: Any, op: str, ctx: Context) -> list[Matcher]:
-    if not isinstance(arg, list) or not arg:
-        raise bad_value(f"{op} argument must be a non-empty array")
+    # MongoDB's parseTreeTopLevel messages, one shared by the three operators.
+    if not isinstance(arg, list):
+        raise bad_value(f"{op} must be an array")
+    if not arg:
+        raise bad_value("$and/$or/$nor must be a nonempty array")
     out = []
     for branch in arg:
         if not isinstance(branch, Mapping):
-            raise bad_value(f"{op} argument's entries must be objects")
+            raise bad_value("$or/$and/$nor entries need to be full objects")
         out.append(compile_filter(branch, ctx))
     return out
 
