@@ -56,7 +56,7 @@ def targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
                 check(False, f"{label}: no valid measurement ({_describe(record)})")
                 continue
             ratio = record["ratio"]
-            check(ratio >= share, f"{label}: {ratio:.2f} of the floor (target >= {share:.2f})")
+            check(ratio >= share, f"{label}: {ratio:.3f} of the floor (target >= {share:.2f})")
         groups = [("disk", WORKLOADS), ("memory", AHEAD_OF_MEMORY)]
         for kind, workloads in groups:
             rivals = [name for name in peers if storage[name] == kind and name in per_size]

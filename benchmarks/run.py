@@ -202,6 +202,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default=None, help="the JSON file to write (default benchmarks/results/...)")
     parser.add_argument("--workdir", default=None, help="where on-disk stores live (default: the temp dir)")
     parser.add_argument("--profile", default=None, help="a directory for cProfile output per workload")
+    parser.add_argument("--report", default=None, help="print the table and targets of an earlier results JSON")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--plan", help=argparse.SUPPRESS)
@@ -209,6 +210,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.worker:
         worker(args)
+        return
+    if args.report:
+        earlier = json.loads(Path(args.report).read_text())
+        earlier["targets"] = report.targets(earlier)
+        print(report.markdown(earlier))
         return
 
     plan = QUICK if args.quick else Plan()

@@ -18,6 +18,7 @@ class ErrorCode(IntEnum):
     InternalError = 1
     BadValue = 2
     NoSuchKey = 4
+    GraphContainsCycle = 5
     UnknownError = 8
     FailedToParse = 9
     UnsupportedFormat = 12
@@ -67,6 +68,7 @@ class ErrorCode(IntEnum):
     CappedPositionLost = 136
     ExceededMemoryLimit = 146
     CommandNotSupportedOnView = 166
+    OptionNotSupportedOnView = 167
     InvalidPipelineOperator = 168
     CannotIndexParallelArrays = 171
     InvalidIndexSpecificationOption = 197

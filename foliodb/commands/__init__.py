@@ -3,7 +3,17 @@
 Importing this package registers every command; :class:`Executor` runs them.
 """
 
-from foliodb.commands import aggregate, collections, cursors, diagnostics, explain, find, indexes, write  # noqa: F401
+from foliodb.commands import (  # noqa: F401  (each module registers its commands)
+    aggregate,
+    bulk_write,
+    collections,
+    cursors,
+    diagnostics,
+    explain,
+    find,
+    indexes,
+    write,
+)
 from foliodb.commands.executor import Executor, Request
 
 __all__ = ["Executor", "Request"]

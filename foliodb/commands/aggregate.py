@@ -44,9 +44,10 @@ class EngineEnv:
     ) -> Iterator[dict[str, Any]]:
         """Run ``stages`` over a collection, leading stages through the planner."""
         env = EngineEnv(self.request, ctx or self.ctx, self.allow_disk_use, coll)
-        pipeline = compile_pipeline(list(stages), env)
+        source, view_pipeline = self.engine.resolve_view(db or self.db, coll)
+        pipeline = compile_pipeline(view_pipeline + list(stages), env)
         filter_spec, sort, limit = pipeline.pushdown()
-        store = self.engine.store(db or self.db, coll)
+        store = self.engine.store(db or self.db, source)
         spec = FindSpec(filter=filter_spec, sort=sort, limit=limit, allow_disk_use=self.allow_disk_use)
         docs = iter(FindExecution(store, spec, env.ctx, self.request.check_time))
         return pipeline.run(docs, pushed=True)

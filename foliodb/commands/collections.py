@@ -16,6 +16,7 @@ from foliodb.commands.cursors import cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.indexes import modify_index
 from foliodb.commands.registry import COMMANDS
+from foliodb.commands.views import check_view_options
 from foliodb.commands.write import collection_name
 from foliodb.engine.catalog import CollectionInfo
 from foliodb.engine.engine import ID_INDEX_SPEC
@@ -45,12 +46,19 @@ _IGNORED = {"writeConcern", "comment", "lsid", "$db", "txnNumber", "autocommit",
 @COMMANDS.register("create")
 def cmd_create(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "create")
-    options: dict[str, Any] = {}
+    if "viewOn" in cmd:
+        options = check_view_options(request, cmd)
+        existing = request.engine.catalog.get(request.db, name)
+        if existing is not None and existing.options == options:
+            return {"ok": 1.0}
+        request.engine.create_view(request.db, name, options)
+        return {"ok": 1.0}
+    options = {}
     for key, value in cmd.items():
         if key == "create" or key in _IGNORED:
             continue
-        if key in ("viewOn", "pipeline"):
-            raise CommandError(ErrorCode.NotImplemented, "views are not implemented in FolioDB yet")
+        if key == "pipeline":
+            raise CommandError(ErrorCode.InvalidOptions, "'pipeline' requires 'viewOn' to also be specified")
         if key not in _CREATE_OPTIONS:
             raise CommandError(ErrorCode.InvalidOptions, f"BSON field 'create.{key}' is an unknown field.")
         options[key] = value
@@ -85,6 +93,8 @@ def cmd_dropDatabase(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]
 
 
 def collection_entry(info: CollectionInfo) -> dict[str, Any]:
+    if info.is_view:
+        return {"name": info.name, "type": "view", "options": dict(info.options), "info": {"readOnly": True}}
     return {
         "name": info.name,
         "type": "collection",

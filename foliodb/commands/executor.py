@@ -17,7 +17,7 @@ from typing import Any
 
 from bson import ObjectId
 
-from foliodb.commands import registry
+from foliodb.commands import params, registry
 from foliodb.commands.cursors import CursorManager
 from foliodb.engine.engine import Engine
 from foliodb.errors import CommandError, ErrorCode
@@ -80,9 +80,13 @@ class Executor:
             name = next(iter(command))
             handler = registry.COMMANDS.get(name)
             request = Request(self, db, name, extra=extra)
-            max_time = command.get("maxTimeMS")
+            max_time = params.field(command, "maxTimeMS", "integer", name)
+            if max_time is not None and max_time < 0:
+                raise CommandError(
+                    ErrorCode.BadValue, f"BSON field 'maxTimeMS' value must be >= 0, actual value '{max_time}'"
+                )
             if max_time:
-                request.deadline = time.monotonic() + float(max_time) / 1000.0
+                request.deadline = time.monotonic() + max_time / 1000.0
             with self.engine.mutex:
                 return handler(request, command)
         except CommandError as exc:

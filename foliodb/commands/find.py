@@ -5,13 +5,14 @@ Manual: https://www.mongodb.com/docs/manual/reference/command/find/
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from foliodb.commands import params
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
+from foliodb.commands.views import is_view, view_documents
 from foliodb.commands.write import collection_name
 from foliodb.engine.query import FindExecution, FindSpec
 from foliodb.errors import CommandError, ErrorCode
@@ -44,6 +45,15 @@ def execution(request: Request, name: str, spec: FindSpec, let: Mapping[str, Any
     return FindExecution(store, spec, request.context(let), request.check_time)
 
 
+def documents(
+    request: Request, name: str, spec: FindSpec, let: Mapping[str, Any] | None = None
+) -> Iterator[dict[str, Any]]:
+    """The documents a find returns, from a collection or a view."""
+    if is_view(request, name):
+        return view_documents(request, name, spec, let)
+    return iter(execution(request, name, spec, let))
+
+
 @COMMANDS.register("find")
 def cmd_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "find")
@@ -55,7 +65,7 @@ def cmd_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         )
     single_batch = bool(params.field(cmd, "singleBatch", "bool", "find", default=False))
     let = params.field(cmd, "let", "object", "find")
-    run = execution(request, name, spec, let)
+    run = documents(request, name, spec, let)
     if batch_size is None:
         batch_size = DEFAULT_FIRST_BATCH
     if spec.limit is not None and (batch_size == 0 or spec.limit < batch_size) and single_batch:
@@ -63,10 +73,10 @@ def cmd_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     ns = f"{request.db}.{name}"
     if batch_size == 0:
         # batchSize 0: open the cursor, return nothing yet.
-        source = iter(run)
+        source = run
         cursor = request.cursors.open(ns, source, no_timeout=bool(cmd.get("noCursorTimeout")))
         return {"cursor": {"firstBatch": [], "id": cursor.id, "ns": ns}, "ok": 1.0}
-    return cursor_reply(request, ns, iter(run), batch_size, single_batch, no_timeout=bool(cmd.get("noCursorTimeout")))
+    return cursor_reply(request, ns, run, batch_size, single_batch, no_timeout=bool(cmd.get("noCursorTimeout")))
 
 
 @COMMANDS.register("count")
@@ -77,12 +87,10 @@ def cmd_count(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     skip = params.field(cmd, "skip", "integer", "count", default=0)
     limit = params.field(cmd, "limit", "integer", "count", default=0)
     store = request.engine.store(request.db, name)
-    if store is None:
-        return {"n": 0, "ok": 1.0}
-    if not query and not skip and not limit:
+    if store is not None and not query and not skip and not limit:
         return {"n": store.count(), "ok": 1.0}
     spec = FindSpec(filter=query, skip=max(skip, 0), limit=abs(limit) or None, hint=cmd.get("hint"))
-    n = sum(1 for _ in execution(request, name, spec))
+    n = sum(1 for _ in documents(request, name, spec))
     return {"n": n, "ok": 1.0}
 
 
@@ -98,7 +106,7 @@ def cmd_distinct(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     parts = split(key)
     seen: set[bytes] = set()
     values: list[Any] = []
-    for doc in execution(request, name, spec):
+    for doc in documents(request, name, spec):
         for value in leaf_values(doc, parts):
             if value is MISSING:
                 continue

@@ -29,7 +29,6 @@ import bson
 from bson import ObjectId
 
 from foliodb.commands import params
-from foliodb.commands.cursors import cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
 from foliodb.engine.catalog import CODEC
@@ -90,7 +89,7 @@ def check_id(value: Any) -> None:
                 )
 
 
-def _finish(request: Request, cmd: Mapping[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
+def finish(request: Request, cmd: Mapping[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
     concern = cmd.get("writeConcern")
     if isinstance(concern, Mapping):
         if concern.get("j") or concern.get("fsync"):
@@ -100,7 +99,7 @@ def _finish(request: Request, cmd: Mapping[str, Any], reply: dict[str, Any]) -> 
     return reply
 
 
-def _ordered(cmd: Mapping[str, Any], command: str) -> bool:
+def ordered_flag(cmd: Mapping[str, Any], command: str) -> bool:
     return bool(params.field(cmd, "ordered", "bool", command, default=True))
 
 
@@ -227,7 +226,7 @@ def apply_replacement(
 def cmd_insert(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "insert")
     docs = params.required(cmd, "documents", "array", "insert")
-    ordered = _ordered(cmd, "insert")
+    ordered = ordered_flag(cmd, "insert")
     target = Writes(request, cmd, "insert").target(request.db, name)
     n = 0
     errors: list[dict[str, Any]] = []
@@ -244,7 +243,7 @@ def cmd_insert(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     reply: dict[str, Any] = {"n": n, "ok": 1.0}
     if errors:
         reply["writeErrors"] = errors
-    return _finish(request, cmd, reply)
+    return finish(request, cmd, reply)
 
 
 # -- matching documents for update/delete/findAndModify ---------------------------
@@ -338,11 +337,11 @@ class UpdateStatement:
         )
 
 
-_NOTHING = object()
+NOT_UPSERTED = object()
 
 
 def run_update(writes: Writes, target: Target, statement: UpdateStatement) -> tuple[int, int, Any]:
-    """(matched, modified, upserted _id or _NOTHING) of one update statement."""
+    """(matched, modified, upserted _id or NOT_UPSERTED) of one update statement."""
     ctx = writes.context(statement.constants)
     update = compile_update(statement.update, ctx, statement.array_filters)
     if statement.multi and update.is_replacement:
@@ -361,14 +360,14 @@ def run_update(writes: Writes, target: Target, statement: UpdateStatement) -> tu
     if n == 0 and statement.upsert:
         doc = target.upsert(update, statement.filter)
         return 1, 0, doc["_id"]
-    return n, modified, _NOTHING
+    return n, modified, NOT_UPSERTED
 
 
 @COMMANDS.register("update")
 def cmd_update(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "update")
     statements = params.required(cmd, "updates", "array", "update")
-    ordered = _ordered(cmd, "update")
+    ordered = ordered_flag(cmd, "update")
     writes = Writes(request, cmd, "update")
     n = modified = 0
     upserted: list[dict[str, Any]] = []
@@ -385,7 +384,7 @@ def cmd_update(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
                 continue
             n += n_i
             modified += modified_i
-            if upserted_id is not _NOTHING:
+            if upserted_id is not NOT_UPSERTED:
                 upserted.append({"index": i, "_id": upserted_id})
     reply: dict[str, Any] = {"n": n, "nModified": modified}
     if upserted:
@@ -393,7 +392,7 @@ def cmd_update(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if errors:
         reply["writeErrors"] = errors
     reply["ok"] = 1.0
-    return _finish(request, cmd, reply)
+    return finish(request, cmd, reply)
 
 
 # -- delete -------------------------------------------------------------------------
@@ -413,7 +412,7 @@ def run_delete(writes: Writes, target: Target, filter_spec: Mapping[str, Any] | 
 def cmd_delete(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "delete")
     statements = params.required(cmd, "deletes", "array", "delete")
-    ordered = _ordered(cmd, "delete")
+    ordered = ordered_flag(cmd, "delete")
     writes = Writes(request, cmd, "delete")
     n = 0
     errors: list[dict[str, Any]] = []
@@ -429,7 +428,7 @@ def cmd_delete(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     reply: dict[str, Any] = {"n": n, "ok": 1.0}
     if errors:
         reply["writeErrors"] = errors
-    return _finish(request, cmd, reply)
+    return finish(request, cmd, reply)
 
 
 def _delete_statement(statement: Any) -> tuple[Mapping[str, Any] | None, int]:
@@ -511,89 +510,4 @@ def cmd_findAndModify(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
         if projection.uses_positional:
             compile_filter(filter_spec, ctx)(value, details)
         value = projection.apply(value, details)
-    return _finish(request, cmd, {"lastErrorObject": last_error, "value": value, "ok": 1.0})
-
-
-# -- bulkWrite (MongoDB 8.0: writes to many collections) ------------------------------
-
-BULK_WRITE_NS = "admin.$cmd.bulkWrite"
-
-
-@COMMANDS.register("bulkWrite")
-def cmd_bulkWrite(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    """Manual: https://www.mongodb.com/docs/manual/reference/command/bulkWrite/
-
-    The cursor holds one result per op (only the errors with
-    ``errorsOnly``): ``{ok, idx, n, nModified, upserted: {_id}}`` or
-    ``{ok: 0, idx, code, codeName, errmsg, ...}``; the reply sums them up."""
-    if request.db != "admin":
-        raise CommandError(ErrorCode.Unauthorized, "bulkWrite may only be run against the admin database.")
-    ops = params.required(cmd, "ops", "array", "bulkWrite")
-    ns_info = params.required(cmd, "nsInfo", "array", "bulkWrite")
-    namespaces = [_namespace(entry) for entry in ns_info]
-    ordered = _ordered(cmd, "bulkWrite")
-    errors_only = bool(params.field(cmd, "errorsOnly", "bool", "bulkWrite", default=False))
-    writes = Writes(request, cmd, "bulkWrite")
-    totals = {"nErrors": 0, "nInserted": 0, "nUpserted": 0, "nMatched": 0, "nModified": 0, "nDeleted": 0}
-    results: list[dict[str, Any]] = []
-    with request.engine.storage.write():
-        for idx, op in enumerate(ops):
-            try:
-                result = _bulk_op(writes, namespaces, op, totals)
-            except CommandError as exc:
-                totals["nErrors"] += 1
-                error = {"ok": 0.0, "idx": idx, "code": exc.code, "codeName": exc.code_name, "errmsg": exc.errmsg}
-                results.append({**error, **exc.extra})
-                if ordered:
-                    break
-                continue
-            if not errors_only:
-                results.append({"ok": 1.0, "idx": idx, **result})
-    reply = cursor_reply(request, BULK_WRITE_NS, iter(results), None)
-    reply.update(totals)
-    reply["ok"] = 1.0
-    return _finish(request, cmd, reply)
-
-
-def _namespace(entry: Any) -> tuple[str, str]:
-    ns = entry.get("ns") if isinstance(entry, Mapping) else None
-    if not isinstance(ns, str):
-        raise CommandError(ErrorCode.TypeMismatch, "BSON field 'bulkWrite.nsInfo.ns' is missing or not a string")
-    db, dot, name = ns.partition(".")
-    if not dot or not db or not name:
-        raise CommandError(ErrorCode.InvalidNamespace, f"Invalid namespace specified '{ns}'")
-    return db, name
-
-
-def _bulk_op(writes: Writes, namespaces: list[tuple[str, str]], op: Any, totals: dict[str, int]) -> dict[str, Any]:
-    """Run one ``bulkWrite`` op; its result fields, added into ``totals``."""
-    if not isinstance(op, Mapping) or not op:
-        raise CommandError(ErrorCode.TypeMismatch, "BSON field 'bulkWrite.ops' is the wrong type, expected object")
-    kind, index = next(iter(op.items()))
-    if kind not in ("insert", "update", "delete"):
-        raise CommandError(ErrorCode.FailedToParse, f"Unrecognized bulkWrite operation: {kind}")
-    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(namespaces):
-        raise CommandError(ErrorCode.BadValue, f"BulkWrite ops entry {kind} has an invalid nsInfo index: {index}")
-    target = writes.target(*namespaces[index])
-    where = f"bulkWrite.ops.{kind}"
-    if kind == "insert":
-        target.insert(params.required(op, "document", "object", where))
-        totals["nInserted"] += 1
-        return {"n": 1}
-    if kind == "delete":
-        filter_spec = params.required(op, "filter", "object", where)
-        params.collation(op, where)
-        multi = bool(params.field(op, "multi", "bool", where, default=False))
-        n = run_delete(writes, target, filter_spec, multi, op.get("hint"))
-        totals["nDeleted"] += n
-        return {"n": n}
-    statement = UpdateStatement.parse(op, where, ("filter", "updateMods", "constants"))
-    n, modified, upserted_id = run_update(writes, target, statement)
-    totals["nModified"] += modified
-    result: dict[str, Any] = {"n": n, "nModified": modified}
-    if upserted_id is _NOTHING:
-        totals["nMatched"] += n
-    else:
-        totals["nUpserted"] += 1
-        result["upserted"] = {"_id": upserted_id}
-    return result
+    return finish(request, cmd, {"lastErrorObject": last_error, "value": value, "ok": 1.0})

@@ -106,6 +106,11 @@ class CollectionInfo:
         return f"c{self.id}"
 
     @property
+    def is_view(self) -> bool:
+        """A read-only view: a pipeline over another collection, no records."""
+        return "viewOn" in self.options
+
+    @property
     def ns(self) -> str:
         return f"{self.db}.{self.name}"
 
@@ -155,7 +160,8 @@ class Catalog:
         cid = cur.lastrowid
         assert cid is not None
         info = CollectionInfo(cid, db, name, uid, options)
-        self.conn.execute(f"CREATE TABLE {info.table} (rid INTEGER PRIMARY KEY, doc BLOB NOT NULL)")
+        if not info.is_view:
+            self.conn.execute(f"CREATE TABLE {info.table} (rid INTEGER PRIMARY KEY, doc BLOB NOT NULL)")
         self.collections[(db, name)] = info
         return info
 
@@ -166,7 +172,8 @@ class Catalog:
     def remove_collection(self, info: CollectionInfo) -> None:
         for index in list(info.indexes.values()):
             self.remove_index(info, index)
-        self.conn.execute(f"DROP TABLE {info.table}")
+        if not info.is_view:
+            self.conn.execute(f"DROP TABLE {info.table}")
         self.conn.execute("DELETE FROM catalog_collections WHERE id = ?", (info.id,))
         del self.collections[(info.db, info.name)]
 

@@ -92,8 +92,9 @@ class Engine:
     # -- collections -----------------------------------------------------------
 
     def store(self, db: str, name: str) -> CollectionStore | None:
+        """The records of a collection; None when it does not exist or is a view."""
         info = self.catalog.get(db, name)
-        if info is None:
+        if info is None or info.is_view:
             return None
         store = self._stores.get(info.id)
         if store is None or store.info is not info:
@@ -102,6 +103,7 @@ class Engine:
         return store
 
     def create_collection(self, db: str, name: str, options: Mapping[str, Any] | None = None) -> CollectionStore:
+        """A new collection with its _id index."""
         validate_db_name(db)
         validate_collection_name(db, name)
         if self.catalog.get(db, name) is not None:
@@ -114,11 +116,40 @@ class Engine:
         return store
 
     def ensure_collection(self, db: str, name: str) -> CollectionStore:
-        """The collection, created implicitly (as a first insert does) if missing."""
+        """The collection, created implicitly (as a first insert does) if
+        missing; a view cannot be written."""
         store = self.store(db, name)
         if store is None:
+            info = self.catalog.get(db, name)
+            if info is not None and info.is_view:
+                raise CommandError(
+                    ErrorCode.CommandNotSupportedOnView, f"Namespace {db}.{name} is a view, not a collection"
+                )
             store = self.create_collection(db, name)
         return store
+
+    def create_view(self, db: str, name: str, options: Mapping[str, Any]) -> None:
+        validate_db_name(db)
+        validate_collection_name(db, name)
+        if self.catalog.get(db, name) is not None:
+            raise CommandError(ErrorCode.NamespaceExists, f"Namespace {db}.{name} already exists")
+        with self.storage.write():
+            self.catalog.add_collection(db, name, dict(options))
+
+    def resolve_view(self, db: str, name: str) -> tuple[str, list[Any]]:
+        """(the collection a name reads from, the view pipelines to apply
+        first); a plain collection resolves to itself and no pipeline."""
+        pipeline: list[Any] = []
+        seen = set()
+        info = self.catalog.get(db, name)
+        while info is not None and info.is_view:
+            if name in seen:
+                raise CommandError(ErrorCode.GraphContainsCycle, f"View cycle detected: {sorted(seen)}")
+            seen.add(name)
+            pipeline = list(info.options.get("pipeline", [])) + pipeline
+            name = info.options["viewOn"]
+            info = self.catalog.get(db, name)
+        return name, pipeline
 
     def drop_collection(self, db: str, name: str) -> bool:
         info = self.catalog.get(db, name)

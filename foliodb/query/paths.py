@@ -23,8 +23,10 @@ through; the positional operator ``$`` of updates and projections uses it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
+
+from bson import DBRef
 
 
 class _Missing:
@@ -49,8 +51,14 @@ def is_index(component: str) -> bool:
     return component.isdigit() and component.isascii()
 
 
-def _is_doc(value: Any) -> bool:
-    return isinstance(value, dict)
+def _document(value: Any) -> Mapping[str, Any] | None:
+    """The fields a path can step into: a document's, or a DBRef's (BSON
+    stores it as the document ``{$ref, $id, $db, ...}``); None for others."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, DBRef):
+        return value.as_doc()
+    return None
 
 
 def reach(doc: Any, parts: tuple[str, ...], expand: bool = True) -> Iterator[tuple[Any, int | None]]:
@@ -72,7 +80,7 @@ def _reach(
             yield value, pos
         return
     key = parts[i]
-    if isinstance(value, dict):
+    if value.__class__ is dict:
         yield from _reach(value.get(key, MISSING), parts, i + 1, pos, expand)
     elif isinstance(value, list):
         # An array's elements are named "0", "1", ...: "01" names none of them.
@@ -81,10 +89,15 @@ def _reach(
             if n < len(value):
                 yield from _reach(value[n], parts, i + 1, n if pos is None else pos, expand)
         for n, element in enumerate(value):
-            if _is_doc(element):
-                yield from _reach(element.get(key, MISSING), parts, i + 1, n if pos is None else pos, expand)
+            fields = _document(element)
+            if fields is not None:
+                yield from _reach(fields.get(key, MISSING), parts, i + 1, n if pos is None else pos, expand)
     else:
-        yield MISSING, pos
+        fields = _document(value)
+        if fields is None:
+            yield MISSING, pos
+        else:
+            yield from _reach(fields.get(key, MISSING), parts, i + 1, pos, expand)
 
 
 def path_matcher(
@@ -147,16 +160,16 @@ def get_plain(doc: Any, parts: tuple[str, ...]) -> Any:
     arrays by numeric position only. MISSING when there is none."""
     value = doc
     for key in parts:
-        if isinstance(value, dict):
-            value = value.get(key, MISSING)
-            if value is MISSING:
+        if isinstance(value, list):
+            if not is_index(key) or int(key) >= len(value):
                 return MISSING
-        elif isinstance(value, list) and is_index(key):
-            n = int(key)
-            if n >= len(value):
-                return MISSING
-            value = value[n]
-        else:
+            value = value[int(key)]
+            continue
+        fields = _document(value)
+        if fields is None:
+            return MISSING
+        value = fields.get(key, MISSING)
+        if value is MISSING:
             return MISSING
     return value
 
@@ -167,13 +180,13 @@ def get_expr(doc: Any, parts: tuple[str, ...]) -> Any:
     ones dropped; arrays reached at a step are not flattened further)."""
     value = doc
     for i, key in enumerate(parts):
-        if isinstance(value, dict):
-            value = value.get(key, MISSING)
-            if value is MISSING:
-                return MISSING
-        elif isinstance(value, list):
+        if isinstance(value, list):
             return _map_array(value, parts[i:])
-        else:
+        fields = _document(value)
+        if fields is None:
+            return MISSING
+        value = fields.get(key, MISSING)
+        if value is MISSING:
             return MISSING
     return value
 
@@ -181,12 +194,12 @@ def get_expr(doc: Any, parts: tuple[str, ...]) -> Any:
 def _map_array(array: list[Any], parts: tuple[str, ...]) -> list[Any]:
     result = []
     for element in array:
-        if isinstance(element, dict):
+        if isinstance(element, list):
+            result.append(_map_array(element, parts))
+        elif _document(element) is not None:
             v = get_expr(element, parts)
             if v is not MISSING:
                 result.append(v)
-        elif isinstance(element, list):
-            result.append(_map_array(element, parts))
     return result
 
 
@@ -207,18 +220,21 @@ def _leaves(value: Any, parts: tuple[str, ...], i: int, out: list[Any]) -> None:
             out.append(value)
         return
     key = parts[i]
-    if isinstance(value, dict):
-        _leaves(value.get(key, MISSING), parts, i + 1, out)
-    elif isinstance(value, list):
+    if isinstance(value, list):
         if is_index(key) and int(key) < len(value):
             _leaves(value[int(key)], parts, i + 1, out)
             return
         for element in value:
-            if _is_doc(element):
-                _leaves(element.get(key, MISSING), parts, i + 1, out)
-            elif isinstance(element, list):
+            if isinstance(element, list):
                 continue
-            else:
+            fields = _document(element)
+            if fields is None:
                 out.append(MISSING)
-    else:
+            else:
+                _leaves(fields.get(key, MISSING), parts, i + 1, out)
+        return
+    fields = _document(value)
+    if fields is None:
         out.append(MISSING)
+    else:
+        _leaves(fields.get(key, MISSING), parts, i + 1, out)

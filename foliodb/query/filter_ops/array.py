@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from bson import Int64
+from bson import DBRef, Int64
 
 from foliodb.errors import bad_value
 from foliodb.query.bsontypes import INT32_MAX, INT32_MIN
@@ -55,7 +55,9 @@ def filter_all(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
             clauses.append(filter_elemMatch(value["$elemMatch"], value, ctx))
     else:
         for value in arg:
-            if is_operator_doc(value) and _first_key(value) in FIELD_OPS:
+            # An operator that takes a path may not appear; other $-documents are values.
+            first = _first_key(value)
+            if first is not None and is_operator_doc(value) and first in FIELD_OPS:
                 raise bad_value("no $ expressions in $all")
             clauses.append(eq_clause(value))
     return clauses[0] if len(clauses) == 1 else AllOf(tuple(clauses))
@@ -94,9 +96,12 @@ def _check_element_query(spec: Mapping[str, Any]) -> None:
 
 def _as_document(element: Any) -> dict[str, Any] | None:
     """An array element as the object form of $elemMatch sees it: documents
-    as they are, arrays as documents keyed "0", "1", ... (BSON's own shape)."""
+    as they are, DBRefs and arrays as the documents BSON stores them as
+    ({$ref, $id, ...}; keys "0", "1", ...)."""
     if isinstance(element, dict):
         return element
+    if isinstance(element, DBRef):
+        return element.as_doc()
     if isinstance(element, list):
         return {str(n): e for n, e in enumerate(element)}
     return None

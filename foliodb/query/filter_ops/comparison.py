@@ -1,6 +1,8 @@
 """Comparison query operators: $eq $ne $gt $gte $lt $lte $in $nin.
 
 Manual: https://www.mongodb.com/docs/manual/reference/operator/query-comparison/
+(and https://www.mongodb.com/docs/manual/reference/database-references/ for
+the ``$ref``/``$id``/``$db`` fields of DBRefs)
 
 Equality is MongoDB's: numbers by value across types, ``null`` also matches
 a missing field, a regex matches strings. Ordering comparisons only match
@@ -17,7 +19,7 @@ from foliodb.errors import bad_value
 from foliodb.query import compare as cmp
 from foliodb.query import keystring
 from foliodb.query.context import Context
-from foliodb.query.filter import FIELD_OPS, Clause, Leaf, Not, is_operator_doc
+from foliodb.query.filter import FIELD_OPS, TOP_OPS, Clause, Leaf, Matcher, Not, clause_matcher, is_operator_doc
 from foliodb.query.filter_ops.evaluation import regex_single, to_python_regex
 
 
@@ -142,3 +144,20 @@ def filter_in(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
 @FIELD_OPS.register("$nin")
 def filter_nin(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
     return Not(in_single(arg, "$nin"))
+
+
+def _dbref_field(name: str) -> Callable[[Any, Context], Matcher]:
+    """A top-level ``$ref``/``$id``/``$db`` is an equality on that field, as
+    in ``{"refs": {"$elemMatch": {"$ref": "users", "$id": id}}}`` (DBRefs are
+    documents with those fields)."""
+    parts = (name,)
+
+    def compile_dbref(arg: Any, ctx: Context) -> Matcher:
+        return clause_matcher(parts, filter_eq(arg, {"$eq": arg}, ctx))
+
+    compile_dbref.__name__ = f"filter_{name[1:]}"
+    return compile_dbref
+
+
+for _name in ("$ref", "$id", "$db"):
+    TOP_OPS.register(_name)(_dbref_field(_name))

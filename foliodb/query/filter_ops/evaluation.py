@@ -12,12 +12,13 @@ from typing import Any
 
 from bson import Regex
 
-from foliodb.errors import CommandError, ErrorCode, bad_value, location
+from foliodb.errors import CommandError, ErrorCode, bad_value, failed_to_parse, location
 from foliodb.query import compare as cmp
 from foliodb.query.bsontypes import INT64_MAX, INT64_MIN
 from foliodb.query.context import Context
 from foliodb.query.expr import Scope, compile_expression, root_variables, truthy
 from foliodb.query.filter import FIELD_OPS, TOP_OPS, Clause, Leaf, Matcher
+from foliodb.query.render import render
 
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE, "u": 0}
 
@@ -174,11 +175,29 @@ def filter_comment(arg: Any, ctx: Context) -> Matcher:
     return lambda doc, details=None: True
 
 
+def _always_argument(arg: Any, name: str) -> None:
+    """parseAlwaysBoolean: the argument is the integer 1 (FailedToParse otherwise)."""
+    shown = f"{name}: {render(arg)}"
+    if not cmp.is_number(arg):
+        raise failed_to_parse(f"Expected a number in: {shown}")
+    if cmp.is_nan(arg):
+        raise failed_to_parse(f"Expected an integer, but found NaN in: {shown}")
+    if not cmp.is_finite_number(arg):
+        raise failed_to_parse(f"Cannot represent as a 64-bit integer: {shown}")
+    n = cmp.number_value(arg)
+    if n != int(n):
+        raise failed_to_parse(f"Expected an integer: {shown}")
+    if n != 1:
+        raise failed_to_parse(f"{name} must be an integer value of 1")
+
+
 @TOP_OPS.register("$alwaysTrue")
 def filter_alwaysTrue(arg: Any, ctx: Context) -> Matcher:
+    _always_argument(arg, "$alwaysTrue")
     return lambda doc, details=None: True
 
 
 @TOP_OPS.register("$alwaysFalse")
 def filter_alwaysFalse(arg: Any, ctx: Context) -> Matcher:
+    _always_argument(arg, "$alwaysFalse")
     return lambda doc, details=None: False

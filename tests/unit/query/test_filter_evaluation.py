@@ -138,6 +138,10 @@ CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[Any]]] = [
     # $comment changes nothing.
     (COMMENT, {"$comment": "over budget", "$expr": {"$gt": ["$spent", "$budget"]}}, BUDGETS, [1, 2, 5]),
     (COMMENT, {"$comment": {"any": ["value"]}}, BUDGETS, [1, 2, 3, 4, 5]),
+    # $alwaysTrue / $alwaysFalse (the parser's constants, as validation errors name them).
+    (OPS, {"$alwaysTrue": 1}, BUDGETS, [1, 2, 3, 4, 5]),
+    (OPS, {"$alwaysFalse": 1.0}, BUDGETS, []),
+    (OPS, {"$or": [{"$alwaysFalse": 1}, {"_id": 3}]}, BUDGETS, [3]),
 ]
 
 
@@ -180,6 +184,9 @@ ERRORS: list[tuple[str, dict[str, Any], int, str, str]] = [
     (WHERE, {"a": {"$where": "true"}}, 2, "BadValue", "$where cannot be applied to a field"),
     (EXPR, {"$expr": {"$foo": 1}}, 168, "InvalidPipelineOperator", "Unrecognized expression '$foo'"),
     (EXPR, {"a": {"$expr": {"$eq": ["$a", 1]}}}, 2, "BadValue", "unknown operator: $expr"),
+    (OPS, {"$alwaysTrue": 2}, 9, "FailedToParse", "$alwaysTrue must be an integer value of 1"),
+    (OPS, {"$alwaysFalse": "1"}, 9, "FailedToParse", 'Expected a number in: $alwaysFalse: "1"'),
+    (OPS, {"$alwaysTrue": 1.5}, 9, "FailedToParse", "Expected an integer: $alwaysTrue: 1.5"),
 ]  # fmt: skip
 
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from bson import Int64
+from bson import DBRef, Int64
 
+from foliodb.query import paths
 from foliodb.query.filter import MatchDetails, compile_filter
 
 TUTORIAL = "https://www.mongodb.com/docs/manual/tutorial/"
@@ -24,6 +25,7 @@ ARRAY_DOCS = TUTORIAL + "query-array-of-documents/"
 NULL = TUTORIAL + "query-for-null-fields/"
 DOT = "https://www.mongodb.com/docs/manual/core/document/#dot-notation"
 POSITIONAL = "https://www.mongodb.com/docs/manual/reference/operator/update/positional/"
+DBREF = "https://www.mongodb.com/docs/manual/reference/database-references/"
 
 
 def matched(spec: dict[str, Any], docs: list[dict[str, Any]]) -> list[Any]:
@@ -95,6 +97,14 @@ POSITIONS = _docs(
 # an empty array, a nested [null] and a document do not.
 NULLS = [*_docs(None, [None], [], [1, 2], [[None]], {"b": None}), {"_id": 7}]
 
+# DBRefs are documents {$ref, $id, $db, ...}: paths step into them.
+REFS = [
+    {"_id": 1, "creator": DBRef("users", 5)},
+    {"_id": 2, "creator": DBRef("users", 6, "accounts")},
+    {"_id": 3, "refs": [DBRef("users", 5), DBRef("groups", 6)]},
+    {"_id": 4, "creator": {"$ref": "users", "$id": 5, "extra": 1}},
+]
+
 CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[Any]]] = [
     # Embedded documents: exact match (order matters) or by dotted field.
     (EMBEDDED, {"size": {"h": 14, "w": 21, "uom": "cm"}}, SIZES, [1]),
@@ -152,6 +162,16 @@ CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[Any]]] = [
     # Deeper paths through several arrays of documents.
     (DOT, {"a.b.c": 1}, _docs([{"b": [{"c": 1}]}], [{"b": {"c": [1]}}], [{"b": [{"c": 2}]}, {"b": {"c": 1}}], [{"b": [[{"c": 1}]]}]), [1, 2, 3]),
     (DOT, {"a.b.c": None}, _docs([{"b": [{"c": 1}]}], [{"b": [{"d": 1}]}], [{"b": 1}], [{"b": [1]}]), [2, 3]),
+    # DBRef fields by dot notation, and $elemMatch over an array of DBRefs.
+    (DBREF, {"creator.$id": 5}, REFS, [1, 4]),
+    (DBREF, {"creator.$ref": "users", "creator.$db": "accounts"}, REFS, [2]),
+    (DBREF, {"creator.$db": None}, REFS, [1, 3, 4]),
+    (DBREF, {"refs.$ref": "groups"}, REFS, [3]),
+    (DBREF, {"refs": {"$elemMatch": {"$ref": "groups", "$id": 6}}}, REFS, [3]),
+    (DBREF, {"refs": {"$elemMatch": {"$ref": "users", "$id": 6}}}, REFS, []),
+    (DBREF, {"creator": DBRef("users", 5)}, REFS, [1]),
+    (DBREF, {"creator": {"$ref": "users", "$id": 5}}, REFS, [1]),
+    (DBREF, {"creator.extra": 1}, REFS, [4]),
     # Numbers inside documents and arrays compare by value.
     (DOT, {"a": {"b": 1, "c": [2]}}, _docs({"b": 1.0, "c": [Int64(2)]}, {"b": 1, "c": [2.5]}, {"c": [2], "b": 1}), [1]),
 ]  # fmt: skip
@@ -180,3 +200,13 @@ def test_positional_index(spec: dict[str, Any], doc: dict[str, Any], index: int 
     details = MatchDetails()
     assert compile_filter(spec)(doc, details), POSITIONAL
     assert details.array_index == index, POSITIONAL
+
+
+def test_other_path_readers_step_into_dbrefs() -> None:
+    # DBREF: a DBRef is the document {$ref, $id, $db}, for every reader of paths.
+    doc = {"r": DBRef("users", 5, "db"), "rs": [DBRef("users", 6), {"$id": 7}, 3]}
+    assert paths.get_plain(doc, ("r", "$id")) == 5, DBREF
+    assert paths.get_plain(doc, ("rs", "0", "$ref")) == "users", DBREF
+    assert paths.get_expr(doc, ("rs", "$id")) == [6, 7], DBREF
+    assert paths.leaf_values(doc, ("rs", "$id")) == [6, 7, paths.MISSING], DBREF
+    assert [v for v, _ in paths.reach(doc, ("r", "$db"))] == ["db"], DBREF
