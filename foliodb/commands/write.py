@@ -32,7 +32,7 @@ from foliodb.commands import params
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
 from foliodb.engine.catalog import CODEC
-from foliodb.engine.planner import plan_access
+from foliodb.engine.planner import id_point_keys, plan_access
 from foliodb.engine.planner.plans import IdLookup
 from foliodb.engine.records import CollectionStore
 from foliodb.errors import CommandError, ErrorCode
@@ -40,6 +40,7 @@ from foliodb.query import bsontypes
 from foliodb.query import compare as cmp
 from foliodb.query.context import Context
 from foliodb.query.filter import MatchDetails, compile_filter
+from foliodb.query.prefilter import compile_prefilter
 from foliodb.query.projection import compile_projection
 from foliodb.query.sort import compile_sort
 from foliodb.query.update import CompiledUpdate, compile_update, seed_from_filter
@@ -260,8 +261,16 @@ def matching(
 ) -> Iterator[tuple[int, bytes, dict[str, Any], MatchDetails]]:
     """(rid, BSON, document, match details) of the documents a write
     targets, each at most once; with ``one``, only the first (by ``sort``)."""
-    matcher = compile_filter(filter_spec, ctx)
     sort_key = compile_sort(sort) if sort else None
+    id_keys = id_point_keys(filter_spec) if hint is None and sort_key is None else None
+    if id_keys is not None:
+        # IDHACK: an exact _id point lookup; no filter to compile or check
+        # (and no array on the filter's path, so no positional details).
+        if store is not None:
+            for rid, data in IdLookup(store, id_keys).rows():
+                yield rid, data, bson.decode(data, CODEC), MatchDetails()
+        return
+    matcher = compile_filter(filter_spec, ctx)
     if store is None:
         return
     access = plan_access(store, filter_spec, matcher, hint)
@@ -279,8 +288,9 @@ def matching(
             yield best[1], best[2], best[3], best[4]
         return
     seen: set[int] = set()
+    prefilter = compile_prefilter(filter_spec)
     for rid, data in access.rows():
-        if rid in seen:
+        if rid in seen or (prefilter is not None and not prefilter(data)):
             continue
         doc = bson.decode(data, CODEC)
         details = MatchDetails()

@@ -26,6 +26,7 @@ from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.context import Context
 from foliodb.query.filter import MatchDetails, compile_filter
 from foliodb.query.paths import split
+from foliodb.query.prefilter import Prefilter, compile_prefilter
 from foliodb.query.projection import compile_projection
 from foliodb.query.sort import compile_sort
 
@@ -78,6 +79,7 @@ class FindExecution:
         self.text: tuple[TextIndex, TextQuery] | None = None
         self.plan: Plan | None = None
         self.matcher = None
+        self.prefilter: Prefilter | None = None
         wants_score = "textScore" in (self.sort.meta_fields if self.sort else []) or (
             self.projection is not None and "textScore" in self.projection.meta_fields
         )
@@ -90,6 +92,7 @@ class FindExecution:
                 self.plan = Plan(IdLookup(store, id_keys))
         else:
             self.matcher = compile_filter(rest, ctx) if rest else None
+            self.prefilter = compile_prefilter(rest)
             if text_arg is not None:
                 self.plan = self._text_plan(store, text_arg)
             elif store is not None:
@@ -208,11 +211,14 @@ class FindExecution:
         if self.covered is not None:
             yield from self._covered_docs()
             return
+        prefilter = self.prefilter
         for rid, data in self.plan.access.rows():
-            doc = decode(data, CODEC)
             count += 1
             if check_time is not None and not count & 63:
                 check_time()
+            if prefilter is not None and not prefilter(data):
+                continue
+            doc = decode(data, CODEC)
             if matcher is not None and not matcher(doc):
                 continue
             if text is not None:

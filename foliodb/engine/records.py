@@ -221,17 +221,14 @@ class CollectionStore:
             self.catalog.set_flag(writer.info, "lossy")
 
     def update(self, rid: int, old: dict[str, Any], new: dict[str, Any], data: bytes | None = None) -> None:
-        """Replace a record's document, changing only the index entries that differ."""
+        """Replace a record's document, changing only the index entries that
+        differ. All keys are worked out before anything is written, so the
+        only failure left is a duplicate key; a savepoint guards that case
+        (the caller's transaction goes on without this update)."""
         if data is None:
             data = self.encode(new, after_update=True)
-        # A savepoint, so a failing index (a duplicate key) undoes the record
-        # change too and the caller's transaction can go on.
-        with self.storage.savepoint():
-            self._update(rid, old, new, data)
-
-    def _update(self, rid: int, old: dict[str, Any], new: dict[str, Any], data: bytes) -> None:
-        conn = self.conn
-        conn.execute(self._update_sql, (data, rid))
+        changes = []
+        risky = False
         for writer in self.writers:
             old_keys = writer.keys(old)
             new_keys = writer.keys(new)
@@ -240,6 +237,20 @@ class CollectionStore:
                 continue
             removed = [k for k in old_keys if k not in new_keys]
             added = {k: v for k, v in new_keys.items() if k not in old_keys}
+            risky = risky or (writer.unique and bool(added))
+            changes.append((writer, removed, added))
+        if risky:
+            with self.storage.savepoint():
+                self._write_update(rid, data, changes)
+        else:
+            self._write_update(rid, data, changes)
+
+    def _write_update(
+        self, rid: int, data: bytes, changes: list[tuple[IndexWriter, list[bytes], dict[bytes, tuple[Any, ...]]]]
+    ) -> None:
+        conn = self.conn
+        conn.execute(self._update_sql, (data, rid))
+        for writer, removed, added in changes:
             if writer.unique:
                 conn.executemany(writer.delete_sql, [(k,) for k in removed])
             else:

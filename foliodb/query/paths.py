@@ -8,6 +8,7 @@ A query path such as ``items.sku`` names *every* value it can reach:
   elements reach nothing; nested arrays are not entered implicitly;
 * a numeric component (``items.0``) also selects that array position (in
   its canonical spelling only: ``items.00`` names a field);
+* a DBRef is the document it is stored as, so ``ref.$id`` reaches its id;
 * a path that stops at a missing field (or runs into a scalar) reaches
   *missing*, which equality with ``null`` matches and ``$exists`` does not;
 * at the end of the path an array offers each of its elements and then
