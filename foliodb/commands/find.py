@@ -19,25 +19,62 @@ from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import keystring
 from foliodb.query.paths import MISSING, leaf_values, split
 
+FIND_FIELDS = {
+    "filter": "object",
+    "projection": "object",
+    "sort": "object",
+    "hint": params.ANY,
+    "skip": "integer",
+    "limit": "integer",
+    "batchSize": "integer",
+    "singleBatch": "bool",
+    "max": "object",
+    "min": "object",
+    "returnKey": "bool",
+    "showRecordId": "bool",
+    "tailable": "bool",
+    "oplogReplay": "bool",
+    "noCursorTimeout": "bool",
+    "awaitData": "bool",
+    "allowPartialResults": "bool",
+    "collation": "object",
+    "allowDiskUse": "bool",
+    "let": "object",
+    "readOnce": "bool",
+    "allowSpeculativeMajorityRead": "bool",
+    "requestResumeToken": "bool",
+    "resumeAfter": "object",
+    "$recordId": params.ANY,
+    "term": params.ANY,
+}
+
 
 def find_spec(cmd: Mapping[str, Any], command: str = "find") -> FindSpec:
-    params.collation(cmd, command)
-    skip = params.field(cmd, "skip", "integer", command, default=0)
+    return parse_find(cmd, command)[0]
+
+
+def parse_find(cmd: Mapping[str, Any], command: str = "find") -> tuple[FindSpec, dict[str, Any]]:
+    """The find's spec and all its checked fields."""
+    fields = params.parse(cmd, command, FIND_FIELDS)
+    if "collation" in fields:
+        params.collation(cmd, command)
+    skip = fields.get("skip", 0)
     if skip < 0:
         raise CommandError(ErrorCode.BadValue, f"BSON field 'skip' value must be >= 0, actual value '{skip}'")
-    limit = params.field(cmd, "limit", "integer", command, default=0)
+    limit = fields.get("limit", 0)
     if limit < 0:
         raise CommandError(ErrorCode.BadValue, f"BSON field 'limit' value must be >= 0, actual value '{limit}'")
-    return FindSpec(
-        filter=params.field(cmd, "filter", "object", command),
-        projection=params.field(cmd, "projection", "object", command),
-        sort=params.field(cmd, "sort", "object", command),
+    spec = FindSpec(
+        filter=fields.get("filter"),
+        projection=fields.get("projection"),
+        sort=fields.get("sort"),
         skip=skip,
         limit=limit or None,
-        hint=cmd.get("hint"),
-        allow_disk_use=params.field(cmd, "allowDiskUse", "bool", command, default=True),
-        show_record_id=bool(params.field(cmd, "showRecordId", "bool", command, default=False)),
+        hint=fields.get("hint"),
+        allow_disk_use=fields.get("allowDiskUse", True),
+        show_record_id=fields.get("showRecordId", False),
     )
+    return spec, fields
 
 
 def execution(request: Request, name: str, spec: FindSpec, let: Mapping[str, Any] | None = None) -> FindExecution:
@@ -57,15 +94,14 @@ def documents(
 @COMMANDS.register("find")
 def cmd_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "find")
-    spec = find_spec(cmd)
-    batch_size = params.field(cmd, "batchSize", "integer", "find")
+    spec, fields = parse_find(cmd)
+    batch_size = fields.get("batchSize")
     if batch_size is not None and batch_size < 0:
         raise CommandError(
             ErrorCode.BadValue, f"BSON field 'batchSize' value must be >= 0, actual value '{batch_size}'"
         )
-    single_batch = bool(params.field(cmd, "singleBatch", "bool", "find", default=False))
-    let = params.field(cmd, "let", "object", "find")
-    run = documents(request, name, spec, let)
+    single_batch = fields.get("singleBatch", False)
+    run = documents(request, name, spec, fields.get("let"))
     if batch_size is None:
         batch_size = DEFAULT_FIRST_BATCH
     if spec.limit is not None and (batch_size == 0 or spec.limit < batch_size) and single_batch:
@@ -74,9 +110,9 @@ def cmd_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if batch_size == 0:
         # batchSize 0: open the cursor, return nothing yet.
         source = run
-        cursor = request.cursors.open(ns, source, no_timeout=bool(cmd.get("noCursorTimeout")))
+        cursor = request.cursors.open(ns, source, no_timeout=fields.get("noCursorTimeout", False))
         return {"cursor": {"firstBatch": [], "id": cursor.id, "ns": ns}, "ok": 1.0}
-    return cursor_reply(request, ns, run, batch_size, single_batch, no_timeout=bool(cmd.get("noCursorTimeout")))
+    return cursor_reply(request, ns, run, batch_size, single_batch, no_timeout=fields.get("noCursorTimeout", False))
 
 
 @COMMANDS.register("count")

@@ -91,3 +91,51 @@ def collation(cmd: Mapping[str, Any], where: str) -> None:
         )
     if dict(value) != {"locale": "simple"}:
         raise CommandError(ErrorCode.NotImplemented, "collation is not supported by FolioDB yet (only locale 'simple')")
+
+
+# Fields any command may carry (sessions, transactions, API versioning,
+# read preference): never "unknown".
+GENERIC_FIELDS = frozenset(
+    {
+        "$db",
+        "lsid",
+        "$readPreference",
+        "$clusterTime",
+        "txnNumber",
+        "autocommit",
+        "startTransaction",
+        "apiVersion",
+        "apiStrict",
+        "apiDeprecationErrors",
+        "comment",
+        "maxTimeMS",
+        "readConcern",
+        "writeConcern",
+        "$audit",
+        "$client",
+        "mayBypassWriteBlocking",
+        "$configTime",
+        "$topologyTime",
+    }
+)
+ANY = "any"
+
+
+def parse(cmd: Mapping[str, Any], command: str, schema: Mapping[str, str]) -> dict[str, Any]:
+    """The command's fields by the ``schema`` (name -> kind, or ``ANY``),
+    type-checked, in one pass; an unknown field is MongoDB's error 40415."""
+    out: dict[str, Any] = {}
+    first = True
+    for name, value in cmd.items():
+        if first:
+            first = False
+            continue
+        kind = schema.get(name)
+        if kind is None:
+            if name in GENERIC_FIELDS:
+                continue
+            raise CommandError(40415, f"BSON field '{command}.{name}' is an unknown field.")
+        if value is None:
+            continue
+        out[name] = value if kind == ANY else field(cmd, name, kind, command)
+    return out

@@ -21,12 +21,13 @@ Manual: https://www.mongodb.com/docs/manual/reference/command/nav-crud/
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import bson
-from bson import ObjectId
+from bson import ObjectId, Timestamp
 
 from foliodb.commands import params
 from foliodb.commands.executor import Request
@@ -66,13 +67,35 @@ def prepare_insert(doc: Any) -> dict[str, Any]:
     if "_id" not in doc:
         out = {"_id": ObjectId()}
         out.update(doc)
-        return out
-    check_id(doc["_id"])
-    if next(iter(doc)) != "_id":
-        out = {"_id": doc["_id"]}
-        out.update((k, v) for k, v in doc.items() if k != "_id")
-        return out
-    return doc if type(doc) is dict else dict(doc)
+    else:
+        check_id(doc["_id"])
+        if next(iter(doc)) != "_id":
+            out = {"_id": doc["_id"]}
+            out.update((k, v) for k, v in doc.items() if k != "_id")
+        else:
+            out = doc if type(doc) is dict else dict(doc)
+    for name, value in out.items():
+        # An empty timestamp in a top-level field (not _id) becomes the
+        # server's current time, as mongod does.
+        if value.__class__ is Timestamp and value.time == 0 and value.inc == 0 and name != "_id":
+            out = dict(out)
+            for key, item in out.items():
+                if item.__class__ is Timestamp and item.time == 0 and item.inc == 0 and key != "_id":
+                    out[key] = next_timestamp()
+            break
+    return out
+
+
+_last_timestamp = Timestamp(0, 0)
+
+
+def next_timestamp() -> Timestamp:
+    """A fresh timestamp: this second, with an increment that keeps them unique."""
+    global _last_timestamp
+    now = int(time.time())
+    inc = _last_timestamp.inc + 1 if _last_timestamp.time == now else 1
+    _last_timestamp = Timestamp(now, inc)
+    return _last_timestamp
 
 
 def check_id(value: Any) -> None:

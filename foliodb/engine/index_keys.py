@@ -19,6 +19,8 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
+from bson import DBRef
+
 from foliodb.engine.hashing import hash64
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import keystring
@@ -72,6 +74,8 @@ def _walk(value: Any, parts: tuple[str, ...], i: int, out: list[Any], arrays: li
             out.append(value)
         return
     key = parts[i]
+    if isinstance(value, DBRef):
+        value = value.as_doc()  # a DBRef is stored as {$ref, $id, $db}
     if isinstance(value, dict):
         _walk(value.get(key, MISSING), parts, i + 1, out, arrays)
     elif isinstance(value, list):
@@ -82,6 +86,8 @@ def _walk(value: Any, parts: tuple[str, ...], i: int, out: list[Any], arrays: li
         if not value:
             out.append(MISSING)
         for element in value:
+            if isinstance(element, DBRef):
+                element = element.as_doc()
             if isinstance(element, dict):
                 _walk(element.get(key, MISSING), parts, i + 1, out, arrays)
             else:

@@ -265,7 +265,7 @@ def _decode_body(r: _Reader, b: int) -> Any:
         millis = int.from_bytes(r.take(8), "big") - (1 << 63)
         return _date(millis)
     if b == cmp.OBJECT:
-        doc = {}
+        doc: dict[str, Any] = {}
         while True:
             tb = r.byte()
             if tb == 0:
@@ -273,7 +273,7 @@ def _decode_body(r: _Reader, b: int) -> Any:
             name = r.string()
             doc[name] = _decode_body(r, _BY_TYPE_BYTE[tb])
     if b == cmp.ARRAY:
-        items = []
+        items: list[Any] = []
         while True:
             tb = r.byte()
             if tb == 0:

@@ -37,6 +37,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bson import DBRef
+
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import compare as cmp
 from foliodb.query import keystring
@@ -77,6 +79,8 @@ def _extract(value: Any, path: tuple[str, ...]) -> tuple[Any, tuple[str, ...]]:
     """Walk ``path`` through documents (and array positions it names) up to
     its end or the first array to expand: (value, rest of the path)."""
     for i, name in enumerate(path):
+        if isinstance(value, DBRef):
+            value = value.as_doc()  # a DBRef is stored as {$ref, $id, $db}
         if isinstance(value, dict):
             value = value.get(name, MISSING)
         elif isinstance(value, list):
@@ -131,6 +135,8 @@ def _keys(obj: Any, rest: list[tuple[str, ...]], fixed: list[Any], out: list[tup
         for i in expanding:
             if not rest[i]:
                 fixed[i] = element
+        if isinstance(element, DBRef):
+            element = element.as_doc()
         _keys(element if isinstance(element, dict) else None, rest, fixed, out)
 
 

@@ -95,7 +95,7 @@ _ids = itertools.count()
 
 
 def _no_empty_top_level_timestamp(doc: dict[str, Any]) -> bool:
-    # The server fills those in on insert (see the xfail test below).
+    # The server fills those in on insert (see the test below).
     return not any(v == Timestamp(0, 0) for v in doc.values())
 
 
@@ -180,7 +180,6 @@ def test_field_order_and_numeric_types_survive_updates(tmp_path: Path) -> None:
     client.close()
 
 
-@pytest.mark.xfail(strict=True, reason="inserts keep Timestamp(0, 0) in top-level fields; MongoDB fills them in")
 def test_empty_top_level_timestamp_is_filled_in_on_insert(client: Any) -> None:
     # BSON_TYPES, Timestamps: an empty timestamp in a top-level field (not _id)
     # is replaced by the current timestamp on insert.
