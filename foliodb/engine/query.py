@@ -26,7 +26,7 @@ from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.context import Context
 from foliodb.query.filter import MatchDetails, compile_filter
 from foliodb.query.paths import split
-from foliodb.query.prefilter import Prefilter, compile_prefilter
+from foliodb.query.prefilter import Prefilter, compile_prefilter, needle_groups
 from foliodb.query.projection import compile_projection
 from foliodb.query.sort import compile_sort
 
@@ -104,6 +104,9 @@ class FindExecution:
                     self.sort.natural if self.sort is not None else None,
                     spec.hint,
                 )
+        if self.plan is not None and isinstance(self.plan.access, CollScan):
+            # The scan's SQL drops records that lack the filter's needles.
+            self.plan.access.needles = needle_groups(rest)
         self.covered = self._covered_fields()
         if self.sort is not None and (
             (not self.sort.fields and not self.sort.meta_fields) or (self.plan is not None and self.plan.provides_sort)

@@ -131,8 +131,6 @@ class CollectionStore:
         self._update_sql = f"UPDATE {table} SET doc = ? WHERE rid = ?"
         self._delete_sql = f"DELETE FROM {table} WHERE rid = ?"
         self._get_sql = f"SELECT doc FROM {table} WHERE rid = ?"
-        self._scan_sql = f"SELECT rid, doc FROM {table} WHERE rid > ? ORDER BY rid LIMIT ?"
-        self._scan_back_sql = f"SELECT rid, doc FROM {table} WHERE rid < ? ORDER BY rid DESC LIMIT ?"
         self._count_sql = f"SELECT count(*) FROM {table}"
         self.refresh_indexes()
 
@@ -297,17 +295,23 @@ class CollectionStore:
         row: tuple[int, bytes] | None = self.conn.execute(self._by_id_sql, (key,)).fetchone()
         return row
 
-    def scan(self, reverse: bool = False) -> Iterator[tuple[int, bytes]]:
+    def scan(self, reverse: bool = False, needles: list[list[bytes]] | None = None) -> Iterator[tuple[int, bytes]]:
         """Every (record id, BSON) in record-id order, read in batches so
-        nothing is held open between them."""
+        nothing is held open between them; with ``needles``, only records
+        holding one needle of each group (SQLite's ``instr`` on the BLOB)."""
         conn = self.conn
-        if reverse:
-            sql, last = self._scan_back_sql, 1 << 62
-        else:
-            sql, last = self._scan_sql, 0
+        table = self.info.table
+        where = "rid < ?" if reverse else "rid > ?"
+        args: list[Any] = []
+        for group in needles or ():
+            where += " AND (" + " OR ".join("instr(doc, ?) > 0" for _ in group) + ")"
+            args.extend(group)
+        order = "DESC" if reverse else ""
+        sql = f"SELECT rid, doc FROM {table} WHERE {where} ORDER BY rid {order} LIMIT ?"
+        last = (1 << 62) if reverse else 0
         while True:
             with self.storage.mutex:
-                rows = conn.execute(sql, (last, SCAN_BATCH)).fetchall()
+                rows = conn.execute(sql, (last, *args, SCAN_BATCH)).fetchall()
             if not rows:
                 return
             yield from rows

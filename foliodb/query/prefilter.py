@@ -66,12 +66,17 @@ def _groups(filter_spec: Mapping[str, Any], out: list[list[bytes]]) -> None:
                 out.append(alternatives)
 
 
+def needle_groups(filter_spec: Mapping[str, Any] | None) -> list[list[bytes]]:
+    """Groups of needles: a matching document holds one needle of each group."""
+    groups: list[list[bytes]] = []
+    if filter_spec:
+        _groups(filter_spec, groups)
+    return groups
+
+
 def compile_prefilter(filter_spec: Mapping[str, Any] | None) -> Prefilter | None:
     """The raw-bytes test of a filter, or None when it offers no needle."""
-    if not filter_spec:
-        return None
-    groups: list[list[bytes]] = []
-    _groups(filter_spec, groups)
+    groups = needle_groups(filter_spec)
     if not groups:
         return None
     if len(groups) == 1 and len(groups[0]) == 1:

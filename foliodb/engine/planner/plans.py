@@ -31,16 +31,19 @@ class AccessStage:
 
 
 class CollScan(AccessStage):
-    """Every record, in record-id (insertion) order or its reverse."""
+    """Every record, in record-id (insertion) order or its reverse. With
+    ``needles`` (see :mod:`foliodb.query.prefilter`) SQLite itself skips the
+    records whose bytes lack one of each group, before Python sees them."""
 
     stage = "COLLSCAN"
 
-    def __init__(self, store: CollectionStore, direction: int = 1) -> None:
+    def __init__(self, store: CollectionStore, direction: int = 1, needles: list[list[bytes]] | None = None) -> None:
         self.store = store
         self.direction = direction
+        self.needles = needles or []
 
     def rows(self) -> Iterator[tuple[int, bytes]]:
-        for row in self.store.scan(reverse=self.direction < 0):
+        for row in self.store.scan(reverse=self.direction < 0, needles=self.needles):
             self.docs_examined += 1
             yield row
 
