@@ -179,6 +179,32 @@ class CollectionStore:
             raise
         return rid
 
+    def insert_batch(self, docs: list[dict[str, Any]]) -> None:
+        """Store many documents with one statement per table (``executemany``).
+
+        All or nothing: it raises on the first problem (a duplicate key, an
+        unindexable document), and the caller, holding a savepoint, then
+        rolls back and inserts one by one to report each error exactly."""
+        encode = self.encode
+        rows = [encode(doc) for doc in docs]
+        conn = self.conn
+        first = conn.execute(f"SELECT coalesce(max(rid), 0) + 1 FROM {self.info.table}").fetchone()[0]
+        rids = range(first, first + len(docs))
+        conn.executemany(f"INSERT INTO {self.info.table} (rid, doc) VALUES (?, ?)", zip(rids, rows, strict=True))
+        for writer in self.writers:
+            if writer.is_id:
+                entries = [(keystring.encode(doc["_id"]), rid) for doc, rid in zip(docs, rids, strict=True)]
+                if not writer.info.lossy and not all(is_canonical(doc["_id"]) for doc in docs):
+                    writer.mark_lossy = True
+            elif writer.unique:
+                entries = [(k, rid) for doc, rid in zip(docs, rids, strict=True) for k in writer.keys(doc)]
+            else:
+                entries = [
+                    (with_rid(k, rid), rid) for doc, rid in zip(docs, rids, strict=True) for k in writer.keys(doc)
+                ]
+            self._record_flags(writer)
+            conn.executemany(writer.insert_sql, entries)
+
     def _remove_own_entries(self, writer: IndexWriter, doc: dict[str, Any], rid: int) -> None:
         try:
             keys = writer.keys(doc)
