@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["MongoClient", "__version__"]
+__all__ = ["MongoClient", "__version__", "connect"]
 
 if TYPE_CHECKING:
     from foliodb.client import MongoClient
+    from foliodb.client.mongo_client import connect
 
 
 def __getattr__(name: str) -> Any:
@@ -22,4 +23,8 @@ def __getattr__(name: str) -> Any:
         from foliodb.client import MongoClient
 
         return MongoClient
+    if name == "connect":
+        from foliodb.client.mongo_client import connect
+
+        return connect
     raise AttributeError(f"module 'foliodb' has no attribute {name!r}")

@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pymongo
 from bson.binary import UuidRepresentation
 from bson.codec_options import CodecOptions
 from pymongo import common
@@ -242,3 +243,12 @@ class MongoClient:
             # At interpreter shutdown the storage may already be gone.
             with contextlib.suppress(Exception):
                 self.close()
+
+
+def connect(target: str = DEFAULT_PATH, **kwargs: Any) -> Any:
+    """A client for ``target``: a ``mongodb://`` or ``mongodb+srv://`` URI
+    gives a ``pymongo.MongoClient`` (a real server or cluster), anything else
+    is a dbpath opened embedded. Code written against one runs on the other."""
+    if target.startswith(("mongodb://", "mongodb+srv://")):
+        return pymongo.MongoClient(target, **kwargs)
+    return MongoClient(target, **kwargs)
