@@ -1,8 +1,8 @@
 """FolioDB: MongoDB's data model and languages, embedded like SQLite.
 
 ``foliodb.MongoClient("./data")`` opens a dbpath in this process and answers
-pymongo's API; ``foliodb serve`` offers the same engine over MongoDB's wire
-protocol.
+pymongo's API; ``foliodb.connect(uri)`` hands a ``mongodb://`` URI to pymongo,
+so the same code runs against a MongoDB server.
 """
 
 from __future__ import annotations

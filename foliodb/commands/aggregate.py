@@ -168,6 +168,7 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         )
     batch_size = params.field(cursor_opts or {}, "batchSize", "integer", "aggregate.cursor")
     let = params.field(cmd, "let", "object", "aggregate")
+    params.collation(cmd, "aggregate")
     allow_disk_use = params.field(cmd, "allowDiskUse", "bool", "aggregate", default=True)
     ctx = request.context(let)
     env = EngineEnv(request, ctx, allow_disk_use)

@@ -46,6 +46,14 @@ _IGNORED = {"writeConcern", "comment", "lsid", "$db", "txnNumber", "autocommit",
 @COMMANDS.register("create")
 def cmd_create(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "create")
+    params.collation(cmd, "create")
+    for unbuilt in ("timeseries", "clusteredIndex"):
+        if unbuilt in cmd:
+            raise CommandError(ErrorCode.NotImplemented, f"{unbuilt} collections are not implemented in FolioDB yet")
+    if "expireAfterSeconds" in cmd:
+        raise CommandError(
+            ErrorCode.InvalidOptions, "'expireAfterSeconds' is only supported on time-series or clustered collections"
+        )
     if "viewOn" in cmd:
         options = check_view_options(request, cmd)
         existing = request.engine.catalog.get(request.db, name)
@@ -62,8 +70,14 @@ def cmd_create(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         if key not in _CREATE_OPTIONS:
             raise CommandError(ErrorCode.InvalidOptions, f"BSON field 'create.{key}' is an unknown field.")
         options[key] = value
-    if options.get("capped") and "size" not in options:
-        raise CommandError(ErrorCode.InvalidOptions, "the 'size' field is required when 'capped' is true")
+    if options.get("capped"):
+        if "size" not in options:
+            raise CommandError(ErrorCode.InvalidOptions, "the 'size' field is required when 'capped' is true")
+        size = params.as_int(options["size"], "create.size")
+        if size < 0:
+            raise CommandError(ErrorCode.BadValue, "size has to be >= 0")
+        # MongoDB's rounding: at least 4096 bytes, else a multiple of 256.
+        options["size"] = 4096 if size <= 4096 else (size + 255) // 256 * 256
     check_validation(options, "create")
     existing = request.engine.catalog.get(request.db, name)
     if existing is not None:

@@ -93,6 +93,7 @@ def normalize_spec(raw: Any) -> dict[str, Any]:
                 raise _spec_error(raw, f"Unknown index plugin '{direction}'")
         elif not cmp.is_number(direction) or cmp.number_value(direction) == 0 or not cmp.is_finite_number(direction):
             raise _spec_error(raw, f"Values in the index key pattern can't be 0 or non-numeric: {direction!r}")
+    params.collation(raw, "createIndexes.indexes")
     spec: dict[str, Any] = {"v": 2, "key": dict(key), "name": name}
     _special_kind(raw, key, spec)
     for option, value in raw.items():

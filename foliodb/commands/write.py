@@ -36,7 +36,9 @@ from foliodb.commands.registry import COMMANDS
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.planner import id_point_keys, plan_access
 from foliodb.engine.planner.plans import IdLookup
+from foliodb.engine.query import FindExecution, FindSpec
 from foliodb.engine.records import CollectionStore
+from foliodb.engine.text import split_text
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import bsontypes
 from foliodb.query import compare as cmp
@@ -295,6 +297,9 @@ def matching(
 ) -> Iterator[tuple[int, bytes, dict[str, Any], MatchDetails]]:
     """(rid, BSON, document, match details) of the documents a write
     targets, each at most once; with ``one``, only the first (by ``sort``)."""
+    if filter_spec and ("$text" in filter_spec or "$and" in filter_spec) and split_text(filter_spec)[0] is not None:
+        yield from _text_matching(store, filter_spec, ctx, hint=hint, sort=sort, one=one)
+        return
     sort_key = compile_sort(sort) if sort else None
     id_keys = id_point_keys(filter_spec) if hint is None and sort_key is None else None
     if id_keys is not None:
@@ -337,6 +342,34 @@ def matching(
         if one:
             return
         seen.add(rid)
+
+
+def _text_matching(
+    store: CollectionStore | None,
+    filter_spec: Mapping[str, Any],
+    ctx: Context,
+    *,
+    hint: Any,
+    sort: Mapping[str, Any] | None,
+    one: bool,
+) -> Iterator[tuple[int, bytes, dict[str, Any], MatchDetails]]:
+    """The targets of a write whose filter holds ``$text``: found as a find
+    would (through the text index), then read back by record id."""
+    spec = FindSpec(filter=filter_spec, sort=sort, limit=1 if one else None, hint=hint, show_record_id=True)
+    run = FindExecution(store, spec, ctx)
+    rest = split_text(filter_spec)[1]
+    matcher = compile_filter(rest, ctx) if rest else None
+    for found in list(run):
+        assert store is not None
+        rid = found["$recordId"]
+        data = store.get_raw(rid)
+        if data is None:
+            continue
+        doc = bson.decode(data, CODEC)
+        details = MatchDetails()
+        if matcher is not None:
+            matcher(doc, details)
+        yield rid, data, doc, details
 
 
 # -- update -------------------------------------------------------------------------

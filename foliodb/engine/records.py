@@ -132,6 +132,12 @@ class CollectionStore:
         self._delete_sql = f"DELETE FROM {table} WHERE rid = ?"
         self._get_sql = f"SELECT doc FROM {table} WHERE rid = ?"
         self._count_sql = f"SELECT count(*) FROM {table}"
+        # A capped collection keeps at most `size` bytes and `max` documents,
+        # evicting the oldest (lowest record id) after each insert.
+        options = info.options
+        self.cap_size: int | None = int(options["size"]) if options.get("capped") else None
+        self.cap_max: int | None = int(options.get("max") or 0) or None if options.get("capped") else None
+        self._cap_totals: list[int] | None = None  # [documents, bytes], loaded on first use
         self.refresh_indexes()
 
     def refresh_indexes(self) -> None:
@@ -177,6 +183,8 @@ class CollectionStore:
             for writer in self.writers:
                 self._remove_own_entries(writer, doc, rid)
             raise
+        if self.cap_size is not None:
+            self._after_capped_insert(1, len(data))
         return rid
 
     def insert_batch(self, docs: list[dict[str, Any]]) -> None:
@@ -204,6 +212,25 @@ class CollectionStore:
                 ]
             self._record_flags(writer)
             conn.executemany(writer.insert_sql, entries)
+        if self.cap_size is not None:
+            self._after_capped_insert(len(rows), sum(len(row) for row in rows))
+
+    def _after_capped_insert(self, documents: int, size: int) -> None:
+        """Evict the oldest documents until the collection fits its cap."""
+        if self._cap_totals is None:
+            row = self.conn.execute(f"SELECT count(*), coalesce(sum(length(doc)), 0) FROM {self.info.table}").fetchone()
+            self._cap_totals = [int(row[0]), int(row[1])]
+        else:
+            self._cap_totals[0] += documents
+            self._cap_totals[1] += size
+        totals = self._cap_totals
+        assert self.cap_size is not None
+        while totals[0] > 1 and (totals[1] > self.cap_size or (self.cap_max is not None and totals[0] > self.cap_max)):
+            rid, data = self.conn.execute(f"SELECT rid, doc FROM {self.info.table} ORDER BY rid LIMIT 1").fetchone()
+            self.delete(rid, bson.decode(data, CODEC))
+            totals[0] -= 1
+            totals[1] -= len(data)
+            self._cap_totals = totals  # delete() forgot them; they are known
 
     def _remove_own_entries(self, writer: IndexWriter, doc: dict[str, Any], rid: int) -> None:
         try:
@@ -263,6 +290,7 @@ class CollectionStore:
             added = {k: v for k, v in new_keys.items() if k not in old_keys}
             risky = risky or (writer.unique and bool(added))
             changes.append((writer, removed, added))
+        self._cap_totals = None
         if risky:
             with self.storage.savepoint():
                 self._write_update(rid, data, changes)
@@ -293,6 +321,7 @@ class CollectionStore:
 
     def delete(self, rid: int, doc: dict[str, Any]) -> None:
         conn = self.conn
+        self._cap_totals = None
         conn.execute(self._delete_sql, (rid,))
         for writer in self.writers:
             keys = writer.keys(doc)
@@ -302,6 +331,7 @@ class CollectionStore:
                 conn.executemany(writer.delete_sql, [(with_rid(k, rid),) for k in keys])
 
     def truncate(self) -> None:
+        self._cap_totals = None
         self.conn.execute(f"DELETE FROM {self.info.table}")
         for writer in self.writers:
             self.conn.execute(f"DELETE FROM {writer.table}")

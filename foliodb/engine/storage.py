@@ -53,8 +53,7 @@ class DBPathLock:
             raise CommandError(
                 ErrorCode.DBPathInUse,
                 f"Unable to lock the dbpath {directory!r}: it is in use by {owner}. "
-                "Only one process can open a FolioDB dbpath; to share it, run `foliodb serve "
-                f"--dbpath {directory}` and connect with a MongoDB driver.",
+                "Only one process can open a FolioDB dbpath at a time; close the other client first.",
             ) from None
         owner = f"pid {os.getpid()} on {socket.gethostname()} ({' '.join(sys.argv)[:200]})"
         os.ftruncate(fd, 0)

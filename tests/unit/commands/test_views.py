@@ -11,27 +11,33 @@ from pymongo.errors import OperationFailure
 @pytest.fixture
 def sales(db: Any) -> Any:
     db.orders.insert_many([{"_id": i, "status": ["pending", "shipped"][i % 2], "total": i * 10} for i in range(10)])
-    db.create_collection("shipped", viewOn="orders", pipeline=[{"$match": {"status": "shipped"}},
-                                                                {"$project": {"status": 0}}])
+    db.create_collection(
+        "shipped", viewOn="orders", pipeline=[{"$match": {"status": "shipped"}}, {"$project": {"status": 0}}]
+    )
     return db
 
 
 def test_find_count_distinct_aggregate_read_through_the_pipeline(sales: Any) -> None:
     assert list(sales.shipped.find({"total": {"$gt": 40}}).sort("total", -1)) == [
-        {"_id": 9, "total": 90}, {"_id": 7, "total": 70}, {"_id": 5, "total": 50}]
+        {"_id": 9, "total": 90},
+        {"_id": 7, "total": 70},
+        {"_id": 5, "total": 50},
+    ]
     assert sales.shipped.count_documents({}) == 5
     assert sales.shipped.estimated_document_count() == 5
     assert sales.shipped.distinct("total", {"total": {"$lt": 40}}) == [10, 30]
     assert list(sales.shipped.aggregate([{"$group": {"_id": None, "sum": {"$sum": "$total"}}}])) == [
-        {"_id": None, "sum": 250}]
+        {"_id": None, "sum": 250}
+    ]
 
 
 def test_views_of_views_and_lookup_into_a_view(sales: Any) -> None:
     sales.create_collection("big_shipped", viewOn="shipped", pipeline=[{"$match": {"total": {"$gte": 70}}}])
     assert [d["_id"] for d in sales.big_shipped.find()] == [7, 9]
     sales.customers.insert_one({"_id": "c", "order": 9})
-    joined = sales.customers.aggregate([{"$lookup": {"from": "big_shipped", "localField": "order",
-                                                     "foreignField": "_id", "as": "o"}}])
+    joined = sales.customers.aggregate(
+        [{"$lookup": {"from": "big_shipped", "localField": "order", "foreignField": "_id", "as": "o"}}]
+    )
     assert next(joined)["o"] == [{"_id": 9, "total": 90}]
 
 

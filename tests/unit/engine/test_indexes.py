@@ -365,3 +365,15 @@ def test_validate_detects_a_damaged_index(db: Any) -> None:
     engine.storage.conn.execute(f"DELETE FROM {table} WHERE key = (SELECT min(key) FROM {table})")
     result = db.command("validate", "c")
     assert result["valid"] is False and result["keysPerIndex"]["a_1"] == 4
+
+
+# https://www.mongodb.com/docs/manual/reference/operator/query/text/
+def test_text_filters_in_writes(db: Any) -> None:
+    db.posts.insert_many(
+        [{"_id": 1, "t": "MongoDB schema design"}, {"_id": 2, "t": "schema"}, {"_id": 3, "t": "cooking"}]
+    )
+    db.posts.create_index([("t", "text")])
+    assert db.posts.update_many({"$text": {"$search": "schema"}}, {"$set": {"tag": "s"}}).modified_count == 2
+    assert db.posts.find_one_and_delete({"$text": {"$search": "cooking"}})["_id"] == 3
+    assert db.posts.delete_many({"$and": [{"$text": {"$search": "mongodb"}}, {"_id": 1}]}).deleted_count == 1
+    assert [d["_id"] for d in db.posts.find()] == [2]
