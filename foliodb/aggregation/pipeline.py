@@ -54,9 +54,10 @@ from typing import Any, NamedTuple
 
 from foliodb.aggregation.env import PipelineEnv
 from foliodb.errors import CommandError, ErrorCode, location
-from foliodb.query.bsontypes import type_name
+from foliodb.query import metadata
 from foliodb.query.context import Context
 from foliodb.query.expr import Expr, Scope, compile_expression
+from foliodb.query.expr.core import METADATA
 from foliodb.query.registry import Registry
 
 Doc = dict[str, Any]
@@ -102,6 +103,9 @@ class Where:
             v = dict(ctx.variables)
             v["NOW"] = ctx.now
             v["ROOT"] = doc
+            meta = metadata.of(doc)
+            if meta is not None:
+                v[METADATA] = meta
             return v
 
         return vars_for
@@ -153,14 +157,6 @@ def memory_exceeded(stage: str) -> CommandError:
     return CommandError(
         ErrorCode.QueryExceededMemoryLimitNoDiskUseAllowed,
         f"Exceeded memory limit for {stage}, but didn't allow external sort. Pass allowDiskUse:true to opt in.",
-    )
-
-
-def wrong_type(field: str, value: Any, expected: str) -> CommandError:
-    """The IDL parser's error for a field of the wrong BSON type."""
-    return CommandError(
-        ErrorCode.TypeMismatch,
-        f"BSON field '{field}' is the wrong type '{type_name(value)}', expected type '{expected}'",
     )
 
 

@@ -40,7 +40,6 @@ from typing import Any
 from bson import Decimal128, Int64
 
 from foliodb.aggregation.accumulators import ACCUMULATORS, Accumulator, constant_value, is_numeric
-from foliodb.aggregation.fields import get_path
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import keystring
 from foliodb.query.bsontypes import type_name
@@ -52,6 +51,7 @@ from foliodb.query.expr.timezones import UTC, to_date
 from foliodb.query.paths import MISSING
 from foliodb.query.registry import Registry
 from foliodb.query.render import render
+from foliodb.query.reshape import get_path
 from foliodb.query.sort import compile_sort
 
 Doc = dict[str, Any]

@@ -24,7 +24,6 @@ from typing import Any
 from bson import Decimal128
 
 from foliodb.aggregation.accumulators import ACCUMULATORS, SumState, constant_value, is_numeric
-from foliodb.aggregation.fields import get_path
 from foliodb.aggregation.window import (
     CALENDAR_MONTHS,
     UNIT_MILLIS,
@@ -55,6 +54,7 @@ from foliodb.query.expr.arithmetic import divide, subtract
 from foliodb.query.expr.numeric import DECIMAL, decimal128, to_decimal
 from foliodb.query.paths import MISSING
 from foliodb.query.render import render
+from foliodb.query.reshape import get_path
 
 # --- rank family ---------------------------------------------------------------
 
@@ -212,27 +212,43 @@ def _window_arg(name: str, spec: Mapping[str, Any], sort_by: SortBy | None, scop
     return arg, bounds
 
 
-@WINDOW_FUNCTIONS.register("$derivative")
-def window_derivative(name: str, spec: Mapping[str, Any], sort_by: SortBy | None, scope: Scope) -> WindowFunction:
-    field = _single_sort_field(name, sort_by)
-    arg, bounds = _window_arg(name, spec, sort_by, scope)
-    value, unit = _unit_args(name, arg, scope)
-    if bounds is None:
-        raise failed("$derivative requires explicit window bounds")
-    return _Derivative(value, unit, bounds, field)
+class _OverSortField(WindowFunction):
+    """A function of (sortBy field, input) points: $derivative, $integral."""
 
-
-class _Derivative(WindowFunction):
     def __init__(self, value: Expr, unit: int | None, bounds: Bounds, field: tuple[str, ...]) -> None:
         self.value = value
-        self.unit = unit
+        self.unit = unit  # milliseconds per 'unit' when the sortBy field is a date
         self.bounds = bounds
         self.field = field
 
-    def compute(self, partition: list[Doc], vars_for: VarsFor) -> list[Any]:
+    @classmethod
+    def compile(
+        cls, name: str, spec: Mapping[str, Any], sort_by: SortBy | None, scope: Scope, bounds_required: bool
+    ) -> WindowFunction:
+        field = _single_sort_field(name, sort_by)
+        arg, bounds = _window_arg(name, spec, sort_by, scope)
+        value, unit = _unit_args(name, arg, scope)
+        if bounds is None:
+            if bounds_required:
+                raise failed(f"{name} requires explicit window bounds")
+            bounds = WHOLE
+        return cls(value, unit, bounds, field)
+
+    def _spans(self, partition: list[Doc]) -> list[tuple[int, int]]:
+        """Each document's window as a [lo, hi) range of positions."""
         values = range_values(partition, self.field, self.bounds.unit) if self.bounds.kind == "range" else None
+        return window_spans(self.bounds, len(partition), values)
+
+
+@WINDOW_FUNCTIONS.register("$derivative")
+def window_derivative(name: str, spec: Mapping[str, Any], sort_by: SortBy | None, scope: Scope) -> WindowFunction:
+    return _Derivative.compile(name, spec, sort_by, scope, bounds_required=True)
+
+
+class _Derivative(_OverSortField):
+    def compute(self, partition: list[Doc], vars_for: VarsFor) -> list[Any]:
         out: list[Any] = []
-        for lo, hi in window_spans(self.bounds, len(partition), values):
+        for lo, hi in self._spans(partition):
             if hi - lo < 1:
                 out.append(None)
                 continue
@@ -266,20 +282,11 @@ class _Derivative(WindowFunction):
 
 @WINDOW_FUNCTIONS.register("$integral")
 def window_integral(name: str, spec: Mapping[str, Any], sort_by: SortBy | None, scope: Scope) -> WindowFunction:
-    field = _single_sort_field(name, sort_by)
-    arg, bounds = _window_arg(name, spec, sort_by, scope)
-    value, unit = _unit_args(name, arg, scope)
-    return _Integral(value, unit, bounds or WHOLE, field)
+    return _Integral.compile(name, spec, sort_by, scope, bounds_required=False)
 
 
-class _Integral(WindowFunction):
+class _Integral(_OverSortField):
     """Trapezoidal rule over the window's (sortBy, input) points."""
-
-    def __init__(self, value: Expr, unit: int | None, bounds: Bounds, field: tuple[str, ...]) -> None:
-        self.value = value
-        self.unit = unit
-        self.bounds = bounds
-        self.field = field
 
     def compute(self, partition: list[Doc], vars_for: VarsFor) -> list[Any]:
         points = []
@@ -301,9 +308,8 @@ class _Integral(WindowFunction):
         # trapezoid: (y0 + y1) * (x1 - x0) / 2.0, zero where a value is NaN).
         segments = [_trapezoid(points[i - 1], points[i]) for i in range(1, len(points))]
         nan = [any(is_nan(v) for v in point) for point in points]
-        values = range_values(partition, self.field, self.bounds.unit) if self.bounds.kind == "range" else None
         out: list[Any] = []
-        for lo, hi in window_spans(self.bounds, len(partition), values):
+        for lo, hi in self._spans(partition):
             if hi - lo < 1:
                 out.append(None)
                 continue

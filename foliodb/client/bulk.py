@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bson import ObjectId
-from bson.raw_bson import RawBSONDocument
 from pymongo import common
 from pymongo.errors import DocumentTooLarge, InvalidOperation
 from pymongo.results import BulkWriteResult
 
 from foliodb.client import _reply
+from foliodb.client.arguments import command_doc, statement
+from foliodb.client.codec import with_id
 
 if TYPE_CHECKING:
     from foliodb.client.collection import Collection
@@ -47,10 +47,7 @@ class Bulk:
     # -- called by pymongo's request classes ---------------------------------------
 
     def add_insert(self, document: Any) -> None:
-        common.validate_is_document_type("document", document)
-        if not isinstance(document, RawBSONDocument) and "_id" not in document:
-            document["_id"] = ObjectId()
-        self.ops.append((INSERT, self.collection._encode_in(document)))
+        self.ops.append((INSERT, self.collection._codec.encode(with_id(document))))
 
     def add_update(
         self,
@@ -65,10 +62,7 @@ class Bulk:
         **_: Any,
     ) -> None:
         common.validate_ok_for_update(update)
-        statement = self._statement(selector, update, multi, upsert, collation, hint, sort)
-        if array_filters is not None:
-            statement["arrayFilters"] = array_filters
-        self.ops.append((UPDATE, statement))
+        self._add_update(selector, update, multi, upsert, collation, array_filters, hint, sort)
 
     def add_replace(
         self,
@@ -81,39 +75,29 @@ class Bulk:
         **_: Any,
     ) -> None:
         common.validate_ok_for_replace(replacement)
-        self.ops.append((UPDATE, self._statement(selector, replacement, False, upsert, collation, hint, sort)))
+        self._add_update(selector, replacement, False, upsert, collation, None, hint, sort)
 
     def add_delete(
         self, selector: Mapping[str, Any], limit: int, collation: Any = None, hint: Any = None, **_: Any
     ) -> None:
-        statement: dict[str, Any] = {"q": self.collection._encode_in(selector), "limit": limit}
-        if collation is not None:
-            statement["collation"] = collation
-        if hint is not None:
-            statement["hint"] = hint if isinstance(hint, str) else dict(_pairs(hint))
-        self.ops.append((DELETE, statement))
+        fields = {"q": self.collection._codec.encode(selector), "limit": limit}
+        self.ops.append((DELETE, statement(fields, collation=collation, hint=hint)))
 
-    def _statement(
+    def _add_update(
         self,
         selector: Mapping[str, Any],
         update: Any,
         multi: bool,
         upsert: bool | None,
         collation: Any,
+        array_filters: Any,
         hint: Any,
         sort: Any,
-    ) -> dict[str, Any]:
-        u = self.collection._encode_in(update) if isinstance(update, Mapping) else update
-        statement: dict[str, Any] = {"q": self.collection._encode_in(selector), "u": u, "multi": multi}
-        if upsert is not None:
-            statement["upsert"] = bool(upsert)
-        if collation is not None:
-            statement["collation"] = collation
-        if hint is not None:
-            statement["hint"] = hint if isinstance(hint, str) else dict(_pairs(hint))
-        if sort is not None:
-            statement["sort"] = dict(_pairs(sort))
-        return statement
+    ) -> None:
+        codec = self.collection._codec
+        fields = {"q": codec.encode(selector), "u": codec.encode_update(update), "multi": multi}
+        upsert = None if upsert is None else bool(upsert)
+        self.ops.append((UPDATE, statement(fields, upsert, collation, hint, sort, array_filters)))
 
     # -- running ---------------------------------------------------------------------
 
@@ -148,17 +132,12 @@ class Bulk:
         }
         acknowledged = True
         for kind, batch in self._runs():
-            cmd: dict[str, Any] = {
-                kind: self.collection.name,
-                _LIST_FIELD[kind]: [op for _, op in batch],
-                "ordered": self.ordered,
-            }
-            if self.bypass:
-                cmd["bypassDocumentValidation"] = True
-            if self.comment is not None:
-                cmd["comment"] = self.comment
-            if self.let is not None and kind != INSERT:
-                cmd["let"] = self.let
+            cmd = command_doc(
+                {kind: self.collection.name, _LIST_FIELD[kind]: [op for _, op in batch], "ordered": self.ordered},
+                bypassDocumentValidation=True if self.bypass else None,
+                comment=self.comment,
+                let=None if kind == INSERT else self.let,
+            )
             acknowledged = self.collection._write_concern_doc(cmd)
             reply = _reply.check(self.collection._command(cmd))
             n = reply.get("n", 0)
@@ -189,11 +168,3 @@ class Bulk:
             result["writeErrors"].sort(key=lambda e: e["index"])
             _reply.raise_bulk_error(result)
         return BulkWriteResult(result, True)
-
-
-def _pairs(spec: Any) -> list[tuple[str, Any]]:
-    if isinstance(spec, Mapping):
-        return list(spec.items())
-    if isinstance(spec, str):
-        return [(spec, 1)]
-    return [(item, 1) if isinstance(item, str) else (item[0], item[1]) for item in spec]

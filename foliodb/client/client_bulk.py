@@ -17,16 +17,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bson import ObjectId
-from bson.raw_bson import RawBSONDocument
 from pymongo import common
 from pymongo.errors import ClientBulkWriteException, InvalidOperation, OperationFailure
 from pymongo.results import ClientBulkWriteResult, DeleteResult, InsertOneResult, UpdateResult
 from pymongo.write_concern import WriteConcern
 
 from foliodb.client import _reply
-from foliodb.client.collection import encode_in, is_plain
-from foliodb.client.cursor import sort_spec
+from foliodb.client.arguments import command_doc, statement
+from foliodb.client.codec import DocumentCodec, with_id
 
 if TYPE_CHECKING:
     from foliodb.client.mongo_client import MongoClient
@@ -54,19 +52,12 @@ class ClientBulk:
         self.verbose = verbose_results
         self.ops: list[tuple[str, dict[str, Any]]] = []
         self.namespaces: list[str] = []
-        self._codec = client.codec_options
-        self._plain = is_plain(self._codec)
-
-    def _in(self, doc: Any) -> Any:
-        return encode_in(doc, self._codec, self._plain)
+        self._codec = DocumentCodec(client.codec_options)
 
     # -- called by pymongo's request classes ---------------------------------------
 
     def add_insert(self, namespace: str, document: Any) -> None:
-        common.validate_is_document_type("document", document)
-        if not isinstance(document, RawBSONDocument) and "_id" not in document:
-            document["_id"] = ObjectId()
-        self._add("insert", namespace, {"document": self._in(document)})
+        self._add("insert", namespace, {"document": self._codec.encode(with_id(document))})
 
     def add_update(
         self,
@@ -81,9 +72,7 @@ class ClientBulk:
         sort: Any = None,
     ) -> None:
         common.validate_ok_for_update(update)
-        op = self._update(selector, update, multi, upsert, collation, hint, sort)
-        if array_filters is not None:
-            op["arrayFilters"] = array_filters
+        op = self._update(selector, update, multi, upsert, collation, array_filters, hint, sort)
         self._add("update", namespace, op)
 
     def add_replace(
@@ -97,7 +86,8 @@ class ClientBulk:
         sort: Any = None,
     ) -> None:
         common.validate_ok_for_replace(replacement)
-        self._add("replace", namespace, self._update(selector, replacement, False, upsert, collation, hint, sort))
+        op = self._update(selector, replacement, False, upsert, collation, None, hint, sort)
+        self._add("replace", namespace, op)
 
     def add_delete(
         self,
@@ -107,9 +97,8 @@ class ClientBulk:
         collation: Mapping[str, Any] | None = None,
         hint: Any = None,
     ) -> None:
-        op: dict[str, Any] = {"filter": self._in(selector), "multi": multi}
-        _options(op, collation=collation, hint=_hint(hint))
-        self._add("delete", namespace, op)
+        fields = {"filter": self._codec.encode(selector), "multi": multi}
+        self._add("delete", namespace, statement(fields, collation=collation, hint=hint))
 
     def _update(
         self,
@@ -118,18 +107,12 @@ class ClientBulk:
         multi: bool,
         upsert: bool | None,
         collation: Any,
+        array_filters: Any,
         hint: Any,
         sort: Any,
     ) -> dict[str, Any]:
-        mods = self._in(mods) if isinstance(mods, Mapping) else mods
-        op: dict[str, Any] = {"filter": self._in(selector), "updateMods": mods, "multi": multi}
-        return _options(
-            op,
-            upsert=upsert,
-            collation=collation,
-            hint=_hint(hint),
-            sort=sort_spec(sort) if sort is not None else None,
-        )
+        fields = {"filter": self._codec.encode(selector), "updateMods": self._codec.encode_update(mods), "multi": multi}
+        return statement(fields, upsert, collation, hint, sort, array_filters)
 
     def _add(self, kind: str, namespace: str, op: dict[str, Any]) -> None:
         self.ops.append((kind, op))
@@ -152,8 +135,7 @@ class ClientBulk:
         }
         if self.write_concern.document:
             cmd["writeConcern"] = self.write_concern.document
-        _options(cmd, bypassDocumentValidation=self.bypass, comment=self.comment, let=self.let)
-        return cmd
+        return command_doc(cmd, bypassDocumentValidation=self.bypass, comment=self.comment, let=self.let)
 
     def execute(self) -> ClientBulkWriteResult:
         if not self.ops:
@@ -221,14 +203,3 @@ class ClientBulk:
             result["deleteResults"][idx] = DeleteResult(dict(entry), acknowledged=True)
         else:
             result["updateResults"][idx] = UpdateResult(dict(entry), acknowledged=True, in_client_bulk=True)
-
-
-def _options(doc: dict[str, Any], **options: Any) -> dict[str, Any]:
-    doc.update((key, value) for key, value in options.items() if value is not None)
-    return doc
-
-
-def _hint(hint: Any) -> Any:
-    if hint is None or isinstance(hint, str):
-        return hint
-    return sort_spec(hint)

@@ -10,11 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import bson
-from bson import ObjectId
-from bson.binary import UuidRepresentation
 from bson.codec_options import CodecOptions
-from bson.raw_bson import RawBSONDocument
 from pymongo import common
 from pymongo.collection import ReturnDocument
 from pymongo.errors import InvalidName, InvalidOperation
@@ -24,15 +20,17 @@ from pymongo.results import DeleteResult, InsertManyResult, InsertOneResult, Upd
 from pymongo.write_concern import WriteConcern
 
 from foliodb.client import _reply
+from foliodb.client.arguments import command_doc, index_spec, projection_doc, sort_spec, statement
 from foliodb.client.bulk import Bulk
-from foliodb.client.cursor import CommandCursor, Cursor, projection_doc, sort_spec
-from foliodb.engine.catalog import CODEC
+from foliodb.client.codec import DocumentCodec, with_id
+from foliodb.client.cursor import CommandCursor, Cursor
+from foliodb.client.handle import Handle
 
 if TYPE_CHECKING:
     from foliodb.client.database import Database
 
 
-class Collection:
+class Collection(Handle):
     def __init__(
         self,
         database: Database,
@@ -57,46 +55,17 @@ class Collection:
             )
         if "\x00" in name:
             raise InvalidName("collection names must not contain the null character")
-        self._database = database
-        self._name = name
-        self._codec_options = codec_options or database.codec_options
-        self._read_preference = read_preference or database.read_preference
-        self._write_concern = write_concern or database.write_concern
-        self._read_concern = read_concern or database.read_concern
-        # Documents cross into the engine as plain dicts; a client with
-        # non-default codec options gets pymongo's exact conversions by a
-        # BSON round trip, as on the wire.
-        self._plain_codec = is_plain(self._codec_options)
-
-    # -- identity --------------------------------------------------------------------
-
-    @property
-    def name(self) -> str:
-        return self._name
+        super().__init__(database, name, codec_options, read_preference, write_concern, read_concern)
+        # Documents cross into the engine as plain dicts (see codec.py).
+        self._codec = DocumentCodec(self._codec_options)
 
     @property
     def full_name(self) -> str:
-        return f"{self._database.name}.{self._name}"
+        return f"{self.database.name}.{self._name}"
 
     @property
     def database(self) -> Database:
-        return self._database
-
-    @property
-    def codec_options(self) -> CodecOptions:
-        return self._codec_options
-
-    @property
-    def read_preference(self) -> Any:
-        return self._read_preference
-
-    @property
-    def write_concern(self) -> WriteConcern:
-        return self._write_concern
-
-    @property
-    def read_concern(self) -> ReadConcern:
-        return self._read_concern
+        return self._parent  # type: ignore[no-any-return]
 
     def __getattr__(self, name: str) -> Collection:
         if name.startswith("_"):
@@ -108,41 +77,13 @@ class Collection:
 
     def __getitem__(self, name: str) -> Collection:
         return Collection(
-            self._database,
+            self.database,
             f"{self._name}.{name}",
             self._codec_options,
             self._read_preference,
             self._write_concern,
             self._read_concern,
         )
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Collection):
-            return self._database == other._database and self._name == other._name
-        return NotImplemented
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    def __hash__(self) -> int:
-        return hash((self._database.name, self._name))
-
-    def __repr__(self) -> str:
-        return f"Collection({self._database!r}, {self._name!r})"
-
-    def __bool__(self) -> bool:
-        raise NotImplementedError(
-            "Collection objects do not implement truth value testing or bool(). Please compare with None "
-            "instead: collection is not None"
-        )
-
-    def __iter__(self) -> Collection:
-        return self
-
-    def __next__(self) -> None:
-        raise TypeError("'Collection' object is not iterable")
-
-    next = __next__
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         if "." not in self._name:
@@ -155,35 +96,10 @@ class Collection:
             "on a 'Collection' object it is failing because no such method exists."
         )
 
-    def with_options(
-        self,
-        codec_options: CodecOptions | None = None,
-        read_preference: Any = None,
-        write_concern: WriteConcern | None = None,
-        read_concern: ReadConcern | None = None,
-    ) -> Collection:
-        return Collection(
-            self._database,
-            self._name,
-            codec_options or self._codec_options,
-            read_preference or self._read_preference,
-            write_concern or self._write_concern,
-            read_concern or self._read_concern,
-        )
-
     # -- plumbing -------------------------------------------------------------------
 
     def _command(self, cmd: dict[str, Any]) -> dict[str, Any]:
-        return self._database._command(cmd)
-
-    def _encode_in(self, doc: Any) -> Any:
-        return encode_in(doc, self._codec_options, self._plain_codec)
-
-    def _decode_out(self, docs: list[dict[str, Any]]) -> list[Any]:
-        if self._plain_codec:
-            return docs
-        options = self._codec_options
-        return [bson.decode(bson.encode(doc, codec_options=CODEC), options) for doc in docs]
+        return self.database._command(cmd)
 
     def _write_concern_doc(self, cmd: dict[str, Any]) -> bool:
         """Add a non-default write concern to ``cmd``; is it acknowledged?"""
@@ -192,23 +108,16 @@ class Collection:
             cmd["writeConcern"] = concern.document
         return concern is None or concern.acknowledged
 
-    @staticmethod
-    def _options(cmd: dict[str, Any], **options: Any) -> dict[str, Any]:
-        for key, value in options.items():
-            if value is not None:
-                cmd[key] = value
-        return cmd
-
     # -- inserts ----------------------------------------------------------------------
 
     def insert_one(
         self, document: Any, bypass_document_validation: bool | None = None, session: Any = None, comment: Any = None
     ) -> InsertOneResult:
-        common.validate_is_document_type("document", document)
-        if not isinstance(document, RawBSONDocument) and "_id" not in document:
-            document["_id"] = ObjectId()
-        cmd: dict[str, Any] = {"insert": self._name, "documents": [self._encode_in(document)]}
-        self._options(cmd, bypassDocumentValidation=bypass_document_validation or None, comment=comment)
+        cmd = command_doc(
+            {"insert": self._name, "documents": [self._codec.encode(with_id(document))]},
+            bypassDocumentValidation=bypass_document_validation or None,
+            comment=comment,
+        )
         acknowledged = self._write_concern_doc(cmd)
         _reply.check_single_write(self._command(cmd))
         return InsertOneResult(document.get("_id"), acknowledged)
@@ -251,23 +160,16 @@ class Collection:
     ) -> UpdateResult:
         common.validate_is_mapping("filter", filter)
         common.validate_boolean("upsert", upsert)
-        statement: dict[str, Any] = {
-            "q": self._encode_in(filter),
-            "u": self._encode_in(update) if isinstance(update, Mapping) else update,
-            "multi": multi,
-            "upsert": upsert,
-        }
+        fields = {"q": self._codec.encode(filter), "u": self._codec.encode_update(update), "multi": multi}
         if array_filters is not None:
             common.validate_list("array_filters", array_filters)
-            statement["arrayFilters"] = array_filters
-        if hint is not None:
-            statement["hint"] = _index_spec(hint)
-        if collation is not None:
-            statement["collation"] = collation
-        if sort is not None:
-            statement["sort"] = sort_spec(sort)
-        cmd: dict[str, Any] = {"update": self._name, "updates": [statement]}
-        self._options(cmd, let=let, comment=comment, bypassDocumentValidation=bypass_document_validation or None)
+        update_statement = statement(fields, upsert, collation, hint, sort, array_filters)
+        cmd = command_doc(
+            {"update": self._name, "updates": [update_statement]},
+            let=let,
+            comment=comment,
+            bypassDocumentValidation=bypass_document_validation or None,
+        )
         acknowledged = self._write_concern_doc(cmd)
         reply = _reply.check_single_write(self._command(cmd))
         raw = dict(reply)
@@ -348,13 +250,8 @@ class Collection:
 
     def _delete(self, filter: Any, limit: int, collation: Any, hint: Any, let: Any, comment: Any) -> DeleteResult:
         common.validate_is_mapping("filter", filter)
-        statement: dict[str, Any] = {"q": self._encode_in(filter), "limit": limit}
-        if hint is not None:
-            statement["hint"] = _index_spec(hint)
-        if collation is not None:
-            statement["collation"] = collation
-        cmd: dict[str, Any] = {"delete": self._name, "deletes": [statement]}
-        self._options(cmd, let=let, comment=comment)
+        delete_statement = statement({"q": self._codec.encode(filter), "limit": limit}, None, collation, hint)
+        cmd = command_doc({"delete": self._name, "deletes": [delete_statement]}, let=let, comment=comment)
         acknowledged = self._write_concern_doc(cmd)
         reply = _reply.check_single_write(self._command(cmd))
         return DeleteResult({"n": reply.get("n", 0), "ok": 1.0} if acknowledged else {}, acknowledged)
@@ -413,12 +310,12 @@ class Collection:
             # The common case, without a Cursor: one find of one document.
             cmd = {
                 "find": self._name,
-                "filter": self._encode_in(filter) if filter else {},
+                "filter": self._codec.encode(filter) if filter else {},
                 "limit": 1,
                 "singleBatch": True,
             }
             batch = _reply.check(self._command(cmd))["cursor"]["firstBatch"]
-            return self._decode_out(batch)[0] if batch else None
+            return self._codec.decode(batch)[0] if batch else None
         cursor = self.find(filter, *args, **kwargs)
         for doc in cursor.limit(-1):
             return doc
@@ -428,7 +325,7 @@ class Collection:
         self, filter: Mapping[str, Any], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> int:
         common.validate_is_mapping("filter", filter)
-        pipeline: list[dict[str, Any]] = [{"$match": self._encode_in(filter)}]
+        pipeline: list[dict[str, Any]] = [{"$match": self._codec.encode(filter)}]
         if "skip" in kwargs:
             pipeline.append({"$skip": kwargs.pop("skip")})
         if "limit" in kwargs:
@@ -436,20 +333,14 @@ class Collection:
         pipeline.append({"$group": {"_id": 1, "n": {"$sum": 1}}})
         cmd: dict[str, Any] = {"aggregate": self._name, "pipeline": pipeline, "cursor": {}}
         if "hint" in kwargs:
-            cmd["hint"] = _index_spec(kwargs.pop("hint"))
+            cmd["hint"] = index_spec(kwargs.pop("hint"))
         if "maxTimeMS" in kwargs:
             cmd["maxTimeMS"] = kwargs.pop("maxTimeMS")
-        if comment is not None:
-            cmd["comment"] = comment
-        cmd.update(kwargs)
-        batch = _reply.check(self._command(cmd))["cursor"]["firstBatch"]
+        batch = _reply.check(self._command(command_doc(cmd, kwargs, comment=comment)))["cursor"]["firstBatch"]
         return int(batch[0]["n"]) if batch else 0
 
     def estimated_document_count(self, comment: Any = None, **kwargs: Any) -> int:
-        cmd: dict[str, Any] = {"count": self._name}
-        if comment is not None:
-            cmd["comment"] = comment
-        cmd.update(kwargs)
+        cmd = command_doc({"count": self._name}, kwargs, comment=comment)
         return int(_reply.check(self._command(cmd))["n"])
 
     def distinct(
@@ -463,16 +354,15 @@ class Collection:
     ) -> list[Any]:
         if not isinstance(key, str):
             raise TypeError(f"key must be an instance of str, not {type(key)}")
-        cmd: dict[str, Any] = {"distinct": self._name, "key": key}
-        if filter is not None:
-            cmd["query"] = self._encode_in(dict(filter))
-        if hint is not None:
-            cmd["hint"] = _index_spec(hint)
-        if comment is not None:
-            cmd["comment"] = comment
-        cmd.update(kwargs)
+        cmd = command_doc(
+            {"distinct": self._name, "key": key},
+            kwargs,
+            query=None if filter is None else self._codec.encode(dict(filter)),
+            hint=index_spec(hint),
+            comment=comment,
+        )
         values = _reply.check(self._command(cmd))["values"]
-        return self._decode_out([{"v": values}])[0]["v"] if not self._plain_codec else values
+        return self._codec.decode([{"v": values}])[0]["v"]
 
     def aggregate(
         self,
@@ -483,14 +373,17 @@ class Collection:
         **kwargs: Any,
     ) -> CommandCursor:
         common.validate_list("pipeline", pipeline)
-        cmd: dict[str, Any] = {"aggregate": self._name, "pipeline": [self._encode_in(dict(s)) for s in pipeline]}
         batch_size = kwargs.pop("batchSize", None)
-        cmd["cursor"] = {"batchSize": batch_size} if batch_size is not None else {}
-        if let is not None:
-            cmd["let"] = let
-        if comment is not None:
-            cmd["comment"] = comment
-        cmd.update((key, _index_spec(value) if key == "hint" else value) for key, value in kwargs.items())
+        cmd = command_doc(
+            {
+                "aggregate": self._name,
+                "pipeline": [self._codec.encode(dict(s)) for s in pipeline],
+                "cursor": {"batchSize": batch_size} if batch_size is not None else {},
+            },
+            {key: index_spec(value) if key == "hint" else value for key, value in kwargs.items()},
+            let=let,
+            comment=comment,
+        )
         if _writes(pipeline):
             self._write_concern_doc(cmd)
         reply = _reply.check(self._command(cmd))
@@ -514,25 +407,28 @@ class Collection:
         common.validate_is_mapping("filter", filter)
         if not isinstance(return_document, bool):
             raise ValueError("return_document must be ReturnDocument.BEFORE or ReturnDocument.AFTER")
-        cmd: dict[str, Any] = {"findAndModify": self._name, "query": self._encode_in(filter)}
-        if projection is not None:
-            cmd["fields"] = projection_doc(projection)
-        if sort is not None:
-            cmd["sort"] = sort_spec(sort)
+        query = self._codec.encode(filter)
+        fields = projection_doc(projection)
+        order = None if sort is None else sort_spec(sort)
         if upsert is not None:
             common.validate_boolean("upsert", upsert)
-            cmd["upsert"] = upsert
         if array_filters is not None:
             common.validate_list("array_filters", array_filters)
-            cmd["arrayFilters"] = array_filters
-        if hint is not None:
-            cmd["hint"] = _index_spec(hint)
-        self._options(cmd, let=let, comment=comment)
-        cmd.update(kwargs)
+        cmd = command_doc(
+            {"findAndModify": self._name, "query": query},
+            kwargs,
+            fields=fields,
+            sort=order,
+            upsert=upsert,
+            arrayFilters=array_filters,
+            hint=index_spec(hint),
+            let=let,
+            comment=comment,
+        )
         self._write_concern_doc(cmd)
         reply = _reply.check(self._command(cmd))
         value = reply.get("value")
-        return self._decode_out([value])[0] if value is not None else None
+        return self._codec.decode([value])[0] if value is not None else None
 
     def find_one_and_delete(
         self,
@@ -563,7 +459,7 @@ class Collection:
         **kwargs: Any,
     ) -> Any:
         common.validate_ok_for_replace(replacement)
-        kwargs["update"] = self._encode_in(replacement)
+        kwargs["update"] = self._codec.encode(replacement)
         kwargs["new"] = return_document
         return self._find_and_modify(
             filter, projection, sort, upsert, return_document, None, hint, let, comment, **kwargs
@@ -586,7 +482,7 @@ class Collection:
     ) -> Any:
         common.validate_ok_for_update(update)
         common.validate_list_or_none("array_filters", array_filters)
-        kwargs["update"] = self._encode_in(update) if isinstance(update, Mapping) else update
+        kwargs["update"] = self._codec.encode_update(update)
         kwargs["new"] = return_document
         return self._find_and_modify(
             filter, projection, sort, upsert, return_document, array_filters, hint, let, comment, **kwargs
@@ -607,11 +503,9 @@ class Collection:
             if not isinstance(model, IndexModel):
                 raise TypeError(f"{model!r} is not an instance of pymongo.operations.IndexModel")
             docs.append(dict(model.document))
-        cmd: dict[str, Any] = {"createIndexes": self._name, "indexes": docs}
-        if comment is not None:
-            cmd["comment"] = comment
-        cmd.update(kwargs)
-        _reply.check(self._command(cmd))
+        _reply.check(
+            self._command(command_doc({"createIndexes": self._name, "indexes": docs}, kwargs, comment=comment))
+        )
         return [doc["name"] for doc in docs]
 
     def drop_index(self, index_or_name: Any, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
@@ -620,26 +514,15 @@ class Collection:
             name = IndexModel(index_or_name).document["name"]
         if not isinstance(name, str):
             raise TypeError("index_or_name must be an instance of str or list")
-        cmd: dict[str, Any] = {"dropIndexes": self._name, "index": name}
-        if comment is not None:
-            cmd["comment"] = comment
-        cmd.update(kwargs)
-        _reply.check(self._command(cmd))
+        _reply.check(self._command(command_doc({"dropIndexes": self._name, "index": name}, kwargs, comment=comment)))
 
     def drop_indexes(self, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
-        cmd: dict[str, Any] = {"dropIndexes": self._name, "index": "*"}
-        if comment is not None:
-            cmd["comment"] = comment
-        cmd.update(kwargs)
-        reply = self._command(cmd)
+        reply = self._command(command_doc({"dropIndexes": self._name, "index": "*"}, kwargs, comment=comment))
         if reply.get("code") != 26:  # dropping the indexes of a missing collection is fine
             _reply.check(reply)
 
     def list_indexes(self, session: Any = None, comment: Any = None) -> CommandCursor:
-        cmd: dict[str, Any] = {"listIndexes": self._name, "cursor": {}}
-        if comment is not None:
-            cmd["comment"] = comment
-        reply = self._command(cmd)
+        reply = self._command(command_doc({"listIndexes": self._name, "cursor": {}}, comment=comment))
         if reply.get("code") == 26:  # pymongo yields nothing for a missing collection
             reply = {"cursor": {"id": 0, "firstBatch": [], "ns": self.full_name}, "ok": 1.0}
         return CommandCursor(self, _reply.check(reply))
@@ -655,7 +538,7 @@ class Collection:
     # -- collection ---------------------------------------------------------------------------
 
     def drop(self, session: Any = None, comment: Any = None, encrypted_fields: Any = None) -> None:
-        self._database.drop_collection(self._name, comment=comment)
+        self.database.drop_collection(self._name, comment=comment)
 
     def rename(self, new_name: str, session: Any = None, comment: Any = None, **kwargs: Any) -> dict[str, Any]:
         if not isinstance(new_name, str):
@@ -666,47 +549,19 @@ class Collection:
             raise InvalidName("collection names must not start or end with '.'")
         if "$" in new_name and not new_name.startswith("oplog.$main"):
             raise InvalidName("collection names must not contain '$'")
-        cmd: dict[str, Any] = {"renameCollection": self.full_name, "to": f"{self._database.name}.{new_name}"}
-        if comment is not None:
-            cmd["comment"] = comment
-        cmd.update(kwargs)
-        return dict(_reply.check(self._database.client.admin._command(cmd)))
+        cmd = command_doc(
+            {"renameCollection": self.full_name, "to": f"{self.database.name}.{new_name}"}, kwargs, comment=comment
+        )
+        return dict(_reply.check(self.database.client.admin._command(cmd)))
 
     def options(self, session: Any = None, comment: Any = None) -> dict[str, Any]:
-        for info in self._database.list_collections(filter={"name": self._name}, comment=comment):
+        for info in self.database.list_collections(filter={"name": self._name}, comment=comment):
             options = dict(info.get("options", {}))
             return options
         return {}
 
     def watch(self, *args: Any, **kwargs: Any) -> Any:
         raise InvalidOperation("change streams are not implemented in FolioDB yet")
-
-
-def encode_in(doc: Any, options: CodecOptions, plain: bool) -> Any:
-    """A caller's document as the engine takes it: plain dicts pass as they
-    are; anything else goes through BSON with the caller's codec options."""
-    if isinstance(doc, RawBSONDocument):
-        return bson.decode(doc.raw, CODEC)
-    if plain:
-        return doc
-    return bson.decode(bson.encode(doc, codec_options=options), CODEC)
-
-
-def is_plain(options: CodecOptions) -> bool:
-    return (
-        options.document_class is dict
-        and not options.tz_aware
-        and options.uuid_representation == UuidRepresentation.UNSPECIFIED
-        and not options.type_registry._encoder_map
-        and not options.type_registry._decoder_map
-        and options.unicode_decode_error_handler == "strict"
-    )
-
-
-def _index_spec(hint: Any) -> Any:
-    if hint is None or isinstance(hint, str):
-        return hint
-    return sort_spec(hint)
 
 
 def _writes(pipeline: Sequence[Mapping[str, Any]]) -> bool:

@@ -16,32 +16,13 @@ from typing import TYPE_CHECKING, Any
 from pymongo.errors import InvalidOperation
 
 from foliodb.client._reply import check
+from foliodb.client.arguments import index_spec, projection_doc, sort_spec
 
 if TYPE_CHECKING:
     from foliodb.client.collection import Collection
 
-ASCENDING = 1
 # The options a clone must not share with its original.
 _SPEC_ATTRS = ("_filter", "_sort", "_projection", "_hint", "_max", "_min", "_let", "_collation", "_comment")
-
-
-def sort_spec(key_or_list: Any, direction: Any = None) -> dict[str, Any]:
-    """A sort document from pymongo's accepted forms: a key and a
-    direction, a list of (key, direction) pairs, or a mapping."""
-    if isinstance(key_or_list, str):
-        return {key_or_list: ASCENDING if direction is None else direction}
-    if isinstance(key_or_list, Mapping):
-        return dict(key_or_list)
-    if isinstance(key_or_list, (list, tuple)):
-        out: dict[str, Any] = {}
-        for item in key_or_list:
-            if isinstance(item, str):
-                out[item] = ASCENDING
-            else:
-                key, value = item
-                out[key] = value
-        return out
-    raise TypeError("first item in each key pair must be an instance of str")
 
 
 class _BatchCursor:
@@ -62,7 +43,7 @@ class _BatchCursor:
         reply = check(self._collection.database._command(cmd))
         cursor = reply["cursor"]
         self._cursor_id = int(cursor["id"])
-        self._buffer.extend(self._collection._decode_out(cursor["nextBatch"]))
+        self._buffer.extend(self._collection._codec.decode(cursor["nextBatch"]))
         if not self._cursor_id:
             self._killed = True
 
@@ -164,13 +145,13 @@ class Cursor(_BatchCursor):
             raise ValueError("skip must be >= 0")
         if not isinstance(batch_size, int) or batch_size < 0:
             raise ValueError("batch_size must be >= 0")
-        self._filter = collection._encode_in(dict(filter)) if filter else {}
+        self._filter = collection._codec.encode(dict(filter)) if filter else {}
         self._projection = projection_doc(projection)
         self._skip = skip
         self._limit = limit
         self._batch_size = batch_size
         self._sort = sort_spec(sort) if sort is not None else None
-        self._hint = _hint_spec(hint)
+        self._hint = index_spec(hint)
         self._max_time_ms = max_time_ms
         self._comment = comment
         self._collation = collation
@@ -227,7 +208,7 @@ class Cursor(_BatchCursor):
 
     def hint(self, index: Any) -> Cursor:
         self._check_unstarted()
-        self._hint = _hint_spec(index)
+        self._hint = index_spec(index)
         return self
 
     def max_time_ms(self, max_time_ms: int | None) -> Cursor:
@@ -346,7 +327,7 @@ class Cursor(_BatchCursor):
         reply = check(self._collection.database._command(self._find_command()))
         cursor = reply["cursor"]
         self._cursor_id = int(cursor["id"])
-        self._buffer.extend(self._collection._decode_out(cursor["firstBatch"]))
+        self._buffer.extend(self._collection._codec.decode(cursor["firstBatch"]))
         if not self._cursor_id:
             self._killed = True
 
@@ -418,7 +399,7 @@ class CommandCursor(_BatchCursor):
         self._collection = collection
         cursor = reply["cursor"]
         self._cursor_id = int(cursor["id"])
-        self._buffer = deque(collection._decode_out(cursor.get("firstBatch", [])))
+        self._buffer = deque(collection._codec.decode(cursor.get("firstBatch", [])))
         self._batch_size = batch_size
         self._killed = not self._cursor_id
         self._retrieved = 0
@@ -452,21 +433,3 @@ class CommandCursor(_BatchCursor):
 
     def close(self) -> None:
         self._kill()
-
-
-def projection_doc(projection: Any) -> dict[str, Any] | None:
-    if projection is None:
-        return None
-    if isinstance(projection, Mapping):
-        return dict(projection)
-    if isinstance(projection, (list, tuple, set, frozenset)):
-        if not all(isinstance(p, str) for p in projection):
-            raise TypeError("projection must be a list of key names")
-        return dict.fromkeys(projection, 1) or {"_id": 1}
-    raise TypeError("projection must be an instance of dict, a list, or None")
-
-
-def _hint_spec(hint: Any) -> Any:
-    if hint is None or isinstance(hint, str):
-        return hint
-    return sort_spec(hint)

@@ -13,14 +13,16 @@ from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
 from foliodb.client import _reply
+from foliodb.client.arguments import command_doc
 from foliodb.client.collection import Collection
 from foliodb.client.cursor import CommandCursor
+from foliodb.client.handle import Handle
 
 if TYPE_CHECKING:
     from foliodb.client.mongo_client import MongoClient
 
 
-class Database:
+class Database(Handle):
     def __init__(
         self,
         client: MongoClient,
@@ -37,39 +39,14 @@ class Database:
         for ch in (" ", ".", "$", "/", "\\", "\x00", '"'):
             if ch in name:
                 raise InvalidName(f"database names cannot contain the character {ch!r}")
-        self._client = client
-        self._name = name
-        self._codec_options = codec_options or client.codec_options
-        self._read_preference = read_preference or client.read_preference
-        self._write_concern = write_concern or client.write_concern
-        self._read_concern = read_concern or client.read_concern
-
-    @property
-    def name(self) -> str:
-        return self._name
+        super().__init__(client, name, codec_options, read_preference, write_concern, read_concern)
 
     @property
     def client(self) -> MongoClient:
-        return self._client
-
-    @property
-    def codec_options(self) -> CodecOptions:
-        return self._codec_options
-
-    @property
-    def read_preference(self) -> Any:
-        return self._read_preference
-
-    @property
-    def write_concern(self) -> WriteConcern:
-        return self._write_concern
-
-    @property
-    def read_concern(self) -> ReadConcern:
-        return self._read_concern
+        return self._parent  # type: ignore[no-any-return]
 
     def _command(self, cmd: Mapping[str, Any]) -> dict[str, Any]:
-        return self._client._execute(self._name, cmd)
+        return self.client._execute(self._name, cmd)
 
     def __getattr__(self, name: str) -> Collection:
         if name.startswith("_"):
@@ -91,50 +68,6 @@ class Database:
     ) -> Collection:
         return Collection(self, name, codec_options, read_preference, write_concern, read_concern)
 
-    def with_options(
-        self,
-        codec_options: CodecOptions | None = None,
-        read_preference: Any = None,
-        write_concern: WriteConcern | None = None,
-        read_concern: ReadConcern | None = None,
-    ) -> Database:
-        return Database(
-            self._client,
-            self._name,
-            codec_options or self._codec_options,
-            read_preference or self._read_preference,
-            write_concern or self._write_concern,
-            read_concern or self._read_concern,
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Database):
-            return self._client == other._client and self._name == other._name
-        return NotImplemented
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    def __hash__(self) -> int:
-        return hash(self._name)
-
-    def __repr__(self) -> str:
-        return f"Database({self._client!r}, {self._name!r})"
-
-    def __bool__(self) -> bool:
-        raise NotImplementedError(
-            "Database objects do not implement truth value testing or bool(). Please compare with None "
-            "instead: database is not None"
-        )
-
-    def __iter__(self) -> Database:
-        return self
-
-    def __next__(self) -> None:
-        raise TypeError("'Database' object is not iterable")
-
-    next = __next__
-
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
             f"'Database' object is not callable. If you meant to call the '{self._name}' method on a "
@@ -155,10 +88,7 @@ class Database:
         comment: Any = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        if isinstance(command, str):
-            cmd: dict[str, Any] = {command: value}
-        else:
-            cmd = dict(command)
+        cmd: dict[str, Any] = {command: value} if isinstance(command, str) else dict(command)
         cmd.update(kwargs)
         if comment is not None:
             cmd["comment"] = comment
@@ -183,20 +113,18 @@ class Database:
         collection = Collection(self, name, codec_options, read_preference, write_concern, read_concern)
         if check_exists and name in self.list_collection_names(filter={"name": name}):
             raise CollectionInvalid(f"collection {name} already exists")
-        cmd: dict[str, Any] = {"create": name}
-        cmd.update(kwargs)
-        _reply.check(self._command(cmd))
+        _reply.check(self._command(command_doc({"create": name}, kwargs)))
         return collection
 
     def list_collections(
         self, session: Any = None, filter: Mapping[str, Any] | None = None, comment: Any = None, **kwargs: Any
     ) -> CommandCursor:
-        cmd: dict[str, Any] = {"listCollections": 1, "cursor": {}}
-        if filter is not None:
-            cmd["filter"] = dict(filter)
-        if comment is not None:
-            cmd["comment"] = comment
-        cmd.update(kwargs)
+        cmd = command_doc(
+            {"listCollections": 1, "cursor": {}},
+            kwargs,
+            filter=None if filter is None else dict(filter),
+            comment=comment,
+        )
         reply = _reply.check(self._command(cmd))
         return CommandCursor(self["$cmd"], reply, ns_collection="$cmd.listCollections")
 
@@ -218,14 +146,8 @@ class Database:
         comment: Any = None,
         encrypted_fields: Any = None,
     ) -> dict[str, Any]:
-        name = name_or_collection.name if isinstance(name_or_collection, Collection) else name_or_collection
-        if not isinstance(name, str):
-            raise TypeError("name_or_collection must be an instance of str or Collection")
-        cmd: dict[str, Any] = {"drop": name}
-        if comment is not None:
-            cmd["comment"] = comment
-        reply = self._command(cmd)
-        return dict(_reply.check(reply))
+        cmd = command_doc({"drop": _collection_name(name_or_collection)}, comment=comment)
+        return dict(_reply.check(self._command(cmd)))
 
     def validate_collection(
         self,
@@ -236,12 +158,8 @@ class Database:
         background: bool | None = None,
         comment: Any = None,
     ) -> dict[str, Any]:
-        name = name_or_collection.name if isinstance(name_or_collection, Collection) else name_or_collection
-        if not isinstance(name, str):
-            raise TypeError("name_or_collection must be an instance of str or Collection")
-        cmd: dict[str, Any] = {"validate": name, "scandata": scandata, "full": full}
-        if comment is not None:
-            cmd["comment"] = comment
+        name = _collection_name(name_or_collection)
+        cmd = command_doc({"validate": name, "scandata": scandata, "full": full}, comment=comment)
         result = dict(_reply.check(self._command(cmd)))
         if not result.get("valid", False):
             raise CollectionInvalid(f"{name} invalid: {result!r}")
@@ -268,3 +186,10 @@ class Database:
 
     def watch(self, *args: Any, **kwargs: Any) -> Any:
         raise InvalidOperation("change streams are not implemented in FolioDB yet")
+
+
+def _collection_name(name_or_collection: str | Collection) -> str:
+    name = name_or_collection.name if isinstance(name_or_collection, Collection) else name_or_collection
+    if not isinstance(name, str):
+        raise TypeError("name_or_collection must be an instance of str or Collection")
+    return name

@@ -23,11 +23,13 @@ from pymongo.results import ClientBulkWriteResult
 from pymongo.write_concern import WriteConcern
 
 from foliodb.client import _reply
+from foliodb.client.arguments import command_doc
 from foliodb.client.client_bulk import ClientBulk
 from foliodb.client.cursor import CommandCursor
 from foliodb.client.database import Database
+from foliodb.client.handle import Options
+from foliodb.client.session import ClientSession
 from foliodb.commands import Executor
-from foliodb.engine.engine import open_engine
 from foliodb.errors import CommandError
 
 DEFAULT_PATH = "./foliodb-data"
@@ -41,7 +43,7 @@ _UUID_REPRESENTATIONS = {
 }
 
 
-class MongoClient:
+class MongoClient(Options):
     HOST = DEFAULT_PATH
     PORT = 0
 
@@ -78,23 +80,25 @@ class MongoClient:
             codec_kwargs["tzinfo"] = options["tzinfo"]
         if "unicode_decode_error_handler" in options:
             codec_kwargs["unicode_decode_error_handler"] = options["unicode_decode_error_handler"]
-        self._codec_options = CodecOptions(**codec_kwargs)
         concern: dict[str, Any] = {key: options[key] for key in ("w", "j", "wtimeoutms", "fsync") if key in options}
         if "wtimeoutms" in concern:
             concern["wtimeout"] = concern.pop("wtimeoutms")
-        self._write_concern = WriteConcern(**concern) if concern else WriteConcern()
-        self._read_concern = ReadConcern(options.get("readconcernlevel"))
-        self._read_preference = ReadPreference.PRIMARY
+        super().__init__(
+            CodecOptions(**codec_kwargs),
+            ReadPreference.PRIMARY,
+            WriteConcern(**concern) if concern else WriteConcern(),
+            ReadConcern(options.get("readconcernlevel")),
+        )
         self._path = path
         try:
-            self._engine = open_engine(path)
+            self._executor = Executor.open(path)
         except CommandError as exc:
             _reply.check(exc.to_reply())
             raise
-        self._executor = Executor(self._engine)
         self._closed = False
         if "ttlmonitorsleepsecs" in options:
-            self._engine.parameters["ttlMonitorSleepSecs"] = options["ttlmonitorsleepsecs"]
+            seconds = options["ttlmonitorsleepsecs"]
+            _reply.check(self._execute("admin", {"setParameter": 1, "ttlMonitorSleepSecs": seconds}))
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -104,22 +108,6 @@ class MongoClient:
         return self._executor.execute(db, cmd)
 
     # -- properties ------------------------------------------------------------------------
-
-    @property
-    def codec_options(self) -> CodecOptions:
-        return self._codec_options
-
-    @property
-    def write_concern(self) -> WriteConcern:
-        return self._write_concern
-
-    @property
-    def read_concern(self) -> ReadConcern:
-        return self._read_concern
-
-    @property
-    def read_preference(self) -> Any:
-        return self._read_preference
 
     @property
     def address(self) -> None:
@@ -160,14 +148,11 @@ class MongoClient:
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, MongoClient):
-            return self._engine is other._engine
+            return self._executor.engine is other._executor.engine
         return NotImplemented
 
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
     def __hash__(self) -> int:
-        return hash(id(self._engine))
+        return hash(id(self._executor.engine))
 
     def __repr__(self) -> str:
         return f"MongoClient({self._path!r})"
@@ -181,11 +166,7 @@ class MongoClient:
     # -- operations -----------------------------------------------------------------------
 
     def list_databases(self, session: Any = None, comment: Any = None, **kwargs: Any) -> CommandCursor:
-        cmd: dict[str, Any] = {"listDatabases": 1}
-        if comment is not None:
-            cmd["comment"] = comment
-        cmd.update(kwargs)
-        reply = _reply.check(self._execute("admin", cmd))
+        reply = _reply.check(self._execute("admin", command_doc({"listDatabases": 1}, kwargs, comment=comment)))
         cursor = {"cursor": {"id": 0, "firstBatch": reply["databases"], "ns": "admin.$cmd"}, "ok": 1.0}
         return CommandCursor(self.admin["$cmd"], cursor)
 
@@ -196,10 +177,7 @@ class MongoClient:
         name = name_or_database.name if isinstance(name_or_database, Database) else name_or_database
         if not isinstance(name, str):
             raise TypeError("name_or_database must be an instance of str or a Database")
-        cmd: dict[str, Any] = {"dropDatabase": 1}
-        if comment is not None:
-            cmd["comment"] = comment
-        _reply.check(self._execute(name, cmd))
+        _reply.check(self._execute(name, command_doc({"dropDatabase": 1}, comment=comment)))
 
     def bulk_write(
         self,
@@ -228,6 +206,16 @@ class MongoClient:
                 raise TypeError(f"{model!r} is not a valid request") from None
         return bulk.execute()
 
+    def start_session(
+        self, causal_consistency: bool | None = None, default_transaction_options: Any = None, snapshot: bool = False
+    ) -> ClientSession:
+        if self._closed:
+            raise InvalidOperation("Cannot use MongoClient after close")
+        return ClientSession(self, causal_consistency)
+
+    def watch(self, *args: Any, **kwargs: Any) -> Any:
+        raise InvalidOperation("change streams are not implemented in FolioDB yet")
+
     def server_info(self, session: Any = None) -> dict[str, Any]:
         return dict(_reply.check(self._execute("admin", {"buildinfo": 1})))
 
@@ -236,7 +224,6 @@ class MongoClient:
             return
         self._closed = True
         self._executor.close()
-        self._engine.release()
 
     def __del__(self) -> None:
         if not getattr(self, "_closed", True):

@@ -15,5 +15,6 @@ from foliodb.commands import (  # noqa: F401  (each module registers its command
     write,
 )
 from foliodb.commands.executor import Executor, Request
+from foliodb.engine.catalog import CODEC  # how documents cross the command layer
 
-__all__ = ["Executor", "Request"]
+__all__ = ["CODEC", "Executor", "Request"]

@@ -25,6 +25,7 @@ from foliodb.commands.write import apply_replacement, prepare_insert
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.query import FindExecution, FindSpec
 from foliodb.errors import CommandError, ErrorCode
+from foliodb.query import metadata
 from foliodb.query.context import Context
 
 
@@ -48,7 +49,9 @@ class EngineEnv:
         pipeline = compile_pipeline(view_pipeline + list(stages), env)
         filter_spec, sort, limit = pipeline.pushdown()
         store = self.engine.store(db or self.db, source)
-        spec = FindSpec(filter=filter_spec, sort=sort, limit=limit, allow_disk_use=self.allow_disk_use)
+        spec = FindSpec(
+            filter=filter_spec, sort=sort, limit=limit, allow_disk_use=self.allow_disk_use, keep_metadata=True
+        )
         docs = iter(FindExecution(store, spec, env.ctx, self.request.check_time))
         return pipeline.run(docs, pushed=True)
 
@@ -78,7 +81,7 @@ class EngineEnv:
             temp_name = f"tmp.agg_out.{uuid.uuid4().hex}"
             temp = engine.create_collection(db, temp_name)
             for doc in docs:
-                temp.insert(prepare_insert(dict(doc)))
+                temp.insert(prepare_insert(metadata.strip(dict(doc))))
             target = engine.store(db, coll)
             if target is None:
                 engine.rename_collection(db, temp_name, db, coll, drop_target=False)
@@ -109,14 +112,14 @@ class EngineEnv:
     def insert(self, coll: str, doc: Mapping[str, Any], db: str | None = None) -> None:
         with self.engine.storage.write():
             store = self.engine.ensure_collection(db or self.db, coll)
-            store.insert(prepare_insert(dict(doc)))
+            store.insert(prepare_insert(metadata.strip(dict(doc))))
 
     def replace(self, coll: str, filter: Mapping[str, Any], doc: Mapping[str, Any], db: str | None = None) -> None:
         store = self.engine.store(db or self.db, coll)
         if store is None:
             raise CommandError(ErrorCode.NamespaceNotFound, f"ns does not exist: {db or self.db}.{coll}")
         with self.engine.storage.write():
-            apply_replacement(store, filter, dict(doc), self.ctx)
+            apply_replacement(store, filter, metadata.strip(dict(doc)), self.ctx)
 
     def coll_stats(self, coll: str, spec: Mapping[str, Any]) -> dict[str, Any]:
         store = self.engine.store(self.db, coll)
@@ -194,4 +197,4 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         raise CommandError(ErrorCode.InvalidNamespace, "aggregate requires a collection name or 1")
     if batch_size is None:
         batch_size = DEFAULT_FIRST_BATCH
-    return cursor_reply(request, ns, docs, batch_size)
+    return cursor_reply(request, ns, map(metadata.strip, docs), batch_size)

@@ -11,8 +11,11 @@ import os
 import platform
 import socket
 import time
+import uuid
 from collections.abc import Mapping
 from typing import Any
+
+from bson.binary import Binary, UuidRepresentation
 
 import foliodb
 from foliodb.commands import params
@@ -221,3 +224,9 @@ def cmd_validate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if store is None:
         raise CommandError(ErrorCode.NamespaceNotFound, f"Collection '{request.db}.{name}' does not exist to validate.")
     return validate_collection(store)
+
+
+@COMMANDS.register("startSession")
+def cmd_startSession(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    """A session id; sessions carry no state in FolioDB (one node, no transactions yet)."""
+    return {"id": {"id": Binary.from_uuid(uuid.uuid4(), UuidRepresentation.STANDARD)}, "timeoutMinutes": 30, "ok": 1.0}

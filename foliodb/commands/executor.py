@@ -19,7 +19,7 @@ from bson import ObjectId
 
 from foliodb.commands import params, registry
 from foliodb.commands.cursors import CursorManager
-from foliodb.engine.engine import Engine
+from foliodb.engine.engine import Engine, open_engine
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.context import Context
 from foliodb.query.expr import Scope, compile_expression, root_variables
@@ -97,5 +97,12 @@ class Executor:
             log.exception("internal error running %r", dict(command) if isinstance(command, Mapping) else command)
             return CommandError(ErrorCode.InternalError, f"internal error: {type(exc).__name__}: {exc}").to_reply()
 
+    @classmethod
+    def open(cls, path: str) -> Executor:
+        """An executor over the dbpath's engine (shared within the process)."""
+        return cls(open_engine(path))
+
     def close(self) -> None:
+        """Done with it: close its cursors and release the engine."""
         self.cursors.kill_all()
+        self.engine.release()

@@ -21,7 +21,7 @@ from typing import Any
 
 from bson import DBRef
 
-from foliodb.engine.hashing import hash64
+from foliodb.query.hashing import hash64
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import keystring
 from foliodb.query.compare import UNDEFINED

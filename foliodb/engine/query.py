@@ -23,6 +23,7 @@ from foliodb.engine.records import CollectionStore
 from foliodb.engine.sorter import sort_documents
 from foliodb.engine.text import TextIndex, TextQuery, parse_text, split_text
 from foliodb.errors import CommandError, ErrorCode
+from foliodb.query import metadata
 from foliodb.query.context import Context
 from foliodb.query.filter import MatchDetails, compile_filter
 from foliodb.query.paths import split
@@ -31,9 +32,6 @@ from foliodb.query.projection import compile_projection
 from foliodb.query.sort import compile_sort
 
 SORT_MEMORY_LIMIT = 100 * 1024 * 1024
-# Where a document carries its text score between the scan and the
-# projection: a field name no application uses.
-TEXT_SCORE = "$$textScore"
 
 
 @dataclass
@@ -46,6 +44,8 @@ class FindSpec:
     hint: Any = None
     allow_disk_use: bool = True
     show_record_id: bool = False
+    # Leave metadata ($text scores) on the documents, for a pipeline's stages.
+    keep_metadata: bool = False
 
 
 @dataclass
@@ -167,7 +167,7 @@ class FindExecution:
             key = self.sort.key
             if self.text is not None:
                 sort = self.sort
-                key = lambda doc: sort.key(doc, {"textScore": doc.get(TEXT_SCORE)})  # noqa: E731
+                key = lambda doc: sort.key(doc, metadata.of(doc))  # noqa: E731
             top = None if spec.limit is None else spec.skip + spec.limit
             docs = sort_documents(
                 docs,
@@ -188,7 +188,9 @@ class FindExecution:
             if skip:
                 skip -= 1
                 continue
-            meta = {"textScore": doc.pop(TEXT_SCORE)} if self.text is not None else None
+            meta = metadata.of(doc) if self.text is not None else None
+            if meta is not None and not spec.keep_metadata:
+                doc.pop(metadata.FIELD)
             if projection is not None:
                 details = None
                 if positional:
@@ -228,7 +230,7 @@ class FindExecution:
                 index, query = text
                 if not query.matches(index, doc):
                     continue
-                doc[TEXT_SCORE] = index.score(doc, query.terms)
+                doc[metadata.FIELD] = {"textScore": index.score(doc, query.terms)}
             self.stats.n_matched += 1
             if show_record_id:
                 doc["$recordId"] = rid

@@ -19,15 +19,16 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from foliodb.aggregation.accumulators import is_numeric
-from foliodb.aggregation.fields import get_path, set_path, split_path
-from foliodb.aggregation.pipeline import LIMITS, STAGES, Docs, Stage, Where, wrong_type
+from foliodb.aggregation.pipeline import LIMITS, STAGES, Docs, Stage, Where
 from foliodb.aggregation.window import add_numbers, add_time, is_integral, parse_time_unit
 from foliodb.engine.sorter import sort_documents
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import keystring
 from foliodb.query.bsontypes import type_name
 from foliodb.query.compare import DATE, bracket, compare
+from foliodb.query.idl import check_fields, wrong_type
 from foliodb.query.paths import MISSING
+from foliodb.query.reshape import get_path, set_path, split_path
 from foliodb.query.sort import compile_sort
 
 
@@ -39,16 +40,8 @@ def _step_up(value: Any, step: Any, unit: str | None) -> Any:
 
 def _range(spec: Any) -> tuple[Any, str | None, Any]:
     if not isinstance(spec, Mapping):
-        raise CommandError(
-            ErrorCode.TypeMismatch,
-            f"BSON field '$densify.range' is the wrong type '{type_name(spec)}', expected type 'object'",
-        )
-    for key in spec:
-        if key not in ("step", "unit", "bounds"):
-            raise location(40415, f"BSON field '$densify.range.{key}' is an unknown field.")
-    for key in ("step", "bounds"):
-        if key not in spec:
-            raise location(40414, f"BSON field '$densify.range.{key}' is missing but a required field")
+        raise wrong_type("$densify.range", spec, "object")
+    check_fields(spec, "$densify.range", ("step", "unit", "bounds"), ("step", "bounds"))
     step = spec["step"]
     if not is_numeric(step) or compare(step, 0) <= 0:
         raise location(5733401, "The step parameter in a range statement must be a strictly positive numeric value")
@@ -98,18 +91,10 @@ def stage_densify(spec: Any, where: Where) -> Stage:
         raise CommandError(
             ErrorCode.FailedToParse, f"The $densify stage specification must be an object, found {type_name(spec)}"
         )
-    for key in spec:
-        if key not in ("field", "partitionByFields", "range"):
-            raise location(40415, f"BSON field '$densify.{key}' is an unknown field.")
-    for key in ("field", "range"):
-        if key not in spec:
-            raise location(40414, f"BSON field '$densify.{key}' is missing but a required field")
+    check_fields(spec, "$densify", ("field", "partitionByFields", "range"), ("field", "range"))
     field = spec["field"]
     if not isinstance(field, str):
-        raise CommandError(
-            ErrorCode.TypeMismatch,
-            f"BSON field '$densify.field' is the wrong type '{type_name(field)}', expected type 'string'",
-        )
+        raise wrong_type("$densify.field", field, "string")
     field_parts = split_path(field)
     partition_fields = spec.get("partitionByFields", [])
     if not isinstance(partition_fields, list) or not all(isinstance(f, str) for f in partition_fields):

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from foliodb.aggregation.fields import check_field_name
 from foliodb.aggregation.pipeline import STAGES, Docs, Pipeline, Stage, Where, compile_stages, optimize
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query.bsontypes import type_name
 from foliodb.query.render import render
+from foliodb.query.reshape import check_field_name
 
 
 @STAGES.register("$facet")

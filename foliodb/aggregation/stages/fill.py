@@ -16,6 +16,7 @@ from typing import Any
 from foliodb.aggregation.pipeline import STAGES, Stage, Where
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query.bsontypes import type_name
+from foliodb.query.idl import check_fields
 
 _FIELDS = ("partitionBy", "partitionByFields", "sortBy", "output")
 
@@ -26,11 +27,7 @@ def stage_fill(spec: Any, where: Where) -> list[Stage]:
         raise CommandError(
             ErrorCode.FailedToParse, f"The $fill stage specification must be an object, found {type_name(spec)}"
         )
-    for key in spec:
-        if key not in _FIELDS:
-            raise location(40415, f"BSON field '$fill.{key}' is an unknown field.")
-    if "output" not in spec:
-        raise location(40414, "BSON field '$fill.output' is missing but a required field")
+    check_fields(spec, "$fill", _FIELDS, ("output",))
     output = spec["output"]
     if not isinstance(output, Mapping) or not output:
         raise location(6050203, "The output field in '$fill' must contain an object with at least one element")
@@ -39,9 +36,7 @@ def stage_fill(spec: Any, where: Where) -> list[Stage]:
     for field, field_spec in output.items():
         if not isinstance(field_spec, Mapping):
             raise location(6050200, "Each fill output specification must be an object with exactly one field")
-        for key in field_spec:
-            if key not in ("method", "value"):
-                raise location(40415, f"BSON field '$fill.{key}' is an unknown field.")
+        check_fields(field_spec, "$fill", ("method", "value"))
         if "method" in field_spec:
             if "value" in field_spec:
                 raise location(

@@ -22,7 +22,6 @@ from typing import Any
 
 from bson import Int64
 
-from foliodb.aggregation.fields import set_path, split_path
 from foliodb.aggregation.pipeline import STAGES, Docs, ScopedEnv, Stage, Where, compile_stages, stage_entry
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import keystring
@@ -30,8 +29,10 @@ from foliodb.query.bsontypes import type_name
 from foliodb.query.compare import REGEX, bracket
 from foliodb.query.expr import Expr
 from foliodb.query.expr.core import check_variable_name
+from foliodb.query.idl import unknown_field
 from foliodb.query.paths import MISSING, leaf_values
 from foliodb.query.render import render
+from foliodb.query.reshape import set_path, split_path
 
 
 def _failed(message: str) -> CommandError:
@@ -282,7 +283,7 @@ def stage_unionWith(spec: Any, where: Where) -> Stage:
             elif key == "pipeline":
                 pipeline = sub_pipeline(value, where, "$unionWith")
             else:
-                raise location(40415, f"BSON field '$unionWith.{key}' is an unknown field.")
+                raise unknown_field("$unionWith", key)
         if coll is None and not _starts_with_documents(pipeline):
             raise _failed(
                 "$unionWith stage without explicit collection must have a pipeline with $documents as first stage"

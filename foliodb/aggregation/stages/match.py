@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from foliodb.aggregation.pipeline import STAGES, Docs, Stage, Where, keep_all
-from foliodb.errors import location
+from foliodb.aggregation.pipeline import STAGES, Docs, Stage, Where, has_text, keep_all
+from foliodb.engine.text import split_text
+from foliodb.errors import ErrorCode, location
 from foliodb.query.filter import compile_filter
 
 
@@ -23,7 +24,17 @@ def stage_match(spec: Any, where: Where) -> Stage:
         raise location(15959, "the match filter must be an expression in an object")
     if "$where" in spec:
         raise location(16395, "$where is not allowed inside of a $match aggregation expression")
-    match = compile_filter(spec, where.env.ctx)
+    if has_text(spec):
+        # Only a pipeline's first $match may hold $text (the pipeline compiler
+        # checks), and that one always goes to the query planner, which runs
+        # the text search; the stage itself checks the other conditions.
+        text, rest = split_text(spec)
+        if text is None:
+            raise location(ErrorCode.BadValue, "$text is only allowed at the top level of a $match filter")
+        spec_to_check = rest or {}
+    else:
+        spec_to_check = spec
+    match = compile_filter(spec_to_check, where.env.ctx)
 
     def run(docs: Docs) -> Docs:
         for doc in docs:

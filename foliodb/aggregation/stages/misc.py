@@ -19,6 +19,7 @@ from typing import Any
 from foliodb.aggregation.pipeline import STAGES, Docs, Stage, Where
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query.bsontypes import type_name
+from foliodb.query.idl import unknown_field, wrong_type
 from foliodb.query.paths import MISSING
 from foliodb.query.render import render
 
@@ -60,12 +61,9 @@ def stage_collStats(spec: Any, where: Where) -> Stage:
         raise location(5447000, f"$collStats must take a nested object but found: $collStats: {render(spec)}")
     for key, value in spec.items():
         if key not in _COLL_STATS_FIELDS:
-            raise location(40415, f"BSON field '$collStats.{key}' is an unknown field.")
+            raise unknown_field("$collStats", key)
         if not isinstance(value, Mapping):
-            raise CommandError(
-                ErrorCode.TypeMismatch,
-                f"BSON field '$collStats.{key}' is the wrong type '{type_name(value)}', expected type 'object'",
-            )
+            raise wrong_type(f"$collStats.{key}", value, "object")
     coll = _current_collection(where, "$collStats")
     env = where.env
 

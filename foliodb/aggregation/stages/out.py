@@ -21,7 +21,6 @@ from typing import Any
 
 from bson import ObjectId
 
-from foliodb.aggregation.fields import split_path
 from foliodb.aggregation.pipeline import (
     STAGES,
     Docs,
@@ -35,8 +34,10 @@ from foliodb.aggregation.pipeline import (
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query.bsontypes import type_name
 from foliodb.query.expr.core import check_variable_name
+from foliodb.query.idl import check_fields, missing_field, wrong_type
 from foliodb.query.paths import MISSING, get_plain
 from foliodb.query.render import render
+from foliodb.query.reshape import split_path
 
 
 def _with_id(doc: dict[str, Any]) -> dict[str, Any]:
@@ -58,21 +59,16 @@ def stage_out(spec: Any, where: Where) -> Stage:
     if isinstance(spec, str):
         coll = spec
     elif isinstance(spec, Mapping):
-        for key in spec:
-            if key not in ("db", "coll", "timeseries"):
-                raise location(40415, f"BSON field '$out.{key}' is an unknown field.")
+        check_fields(spec, "$out", ("db", "coll", "timeseries"))
         if "timeseries" in spec:
             raise CommandError(
                 ErrorCode.NotImplemented, "$out to a time-series collection is not implemented in FolioDB yet"
             )
         for key in ("db", "coll"):
             if key not in spec:
-                raise location(40414, f"BSON field '$out.{key}' is missing but a required field")
+                raise missing_field("$out", key)
             if not isinstance(spec[key], str):
-                raise CommandError(
-                    ErrorCode.TypeMismatch,
-                    f"BSON field '$out.{key}' is the wrong type '{type_name(spec[key])}', expected type 'string'",
-                )
+                raise wrong_type(f"$out.{key}", spec[key], "string")
         db, coll = spec["db"], spec["coll"]
     else:
         raise location(16990, f"$out only supports a string or object argument, but found {type_name(spec)}")
@@ -97,9 +93,7 @@ def _into(value: Any) -> tuple[str | None, str]:
     if isinstance(value, str):
         return None, value
     if isinstance(value, Mapping):
-        for key in value:
-            if key not in ("db", "coll"):
-                raise location(40415, f"BSON field '$merge.into.{key}' is an unknown field.")
+        check_fields(value, "$merge.into", ("db", "coll"))
         coll = value.get("coll")
         db = value.get("db")
         if not isinstance(coll, str) or (db is not None and not isinstance(db, str)):
@@ -130,11 +124,8 @@ def stage_merge(spec: Any, where: Where) -> Stage:
         spec = {"into": spec}
     if not isinstance(spec, Mapping):
         raise location(51182, f"$merge only supports a string or object argument, but found {type_name(spec)}")
-    for key in spec:
-        if key not in ("into", "on", "let", "whenMatched", "whenNotMatched", "targetCollectionVersion"):
-            raise location(40415, f"BSON field '$merge.{key}' is an unknown field.")
-    if "into" not in spec:
-        raise location(40414, "BSON field '$merge.into' is missing but a required field")
+    known = ("into", "on", "let", "whenMatched", "whenNotMatched", "targetCollectionVersion")
+    check_fields(spec, "$merge", known, ("into",))
     db, coll = _into(spec["into"])
     _check_collection_name(coll)
     on = _on_fields(spec.get("on", "_id"))

@@ -8,33 +8,44 @@ https://www.mongodb.com/docs/manual/reference/operator/aggregation/redact/
 
 ``$project`` and ``$unset`` use the projection compiler shared with ``find``
 (:func:`foliodb.query.projection.compile_projection` with ``find=False``);
-``$addFields``/``$set`` use :mod:`foliodb.aggregation.fields`.
+``$addFields``/``$set``, ``$unset``'s and ``$replaceRoot``'s checks and the
+non-document error of ``$replaceRoot``/``$replaceWith`` are shared with update
+pipelines in :mod:`foliodb.query.reshape`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from foliodb.aggregation.fields import apply_tree, parse_tree, split_path
 from foliodb.aggregation.pipeline import STAGES, Docs, Stage, Where
-from foliodb.errors import CommandError, location
-from foliodb.query.bsontypes import type_name
+from foliodb.errors import location
+from foliodb.query import metadata
 from foliodb.query.compare import BOOL, NUMBER, bracket, number_value
 from foliodb.query.paths import MISSING
-from foliodb.query.projection import compile_projection
-from foliodb.query.render import render, render_document
+from foliodb.query.projection import Projection, compile_projection
+from foliodb.query.render import render
+from foliodb.query.reshape import (
+    apply_tree,
+    compile_add_fields,
+    new_root_spec,
+    replacement,
+    unset_fields,
+)
 
 
-def _projection_stage(
-    name: str, spec: Mapping[str, Any], shown: Any, where: Where, keeps: Callable[[str], bool]
-) -> Stage:
-    projection = compile_projection(spec, where.env.ctx, find=False)
+def _projection_stage(name: str, projection: Projection, shown: Any, keeps: Callable[[str], bool]) -> Stage:
     apply = projection.apply
 
     def run(docs: Docs) -> Docs:
         for doc in docs:
-            yield apply(doc)
+            meta = metadata.of(doc)
+            if meta is None:
+                yield apply(doc)
+            else:
+                out = apply(doc, None, meta)
+                out[metadata.FIELD] = meta  # a projection keeps the metadata
+                yield out
 
     return Stage(name, shown, run, keeps=keeps)
 
@@ -52,8 +63,7 @@ def _flag(value: Any) -> bool | None:
 
 @STAGES.register("$project")
 def stage_project(spec: Any, where: Where) -> Stage:
-    if not isinstance(spec, Mapping):
-        raise location(15969, "$project specification must be an object")
+    projection = compile_projection(spec, where.env.ctx, find=False)
     excluded = {k.split(".", 1)[0] for k, v in spec.items() if k != "_id" and _flag(v) is False}
     touched = {k.split(".", 1)[0] for k in spec}
     if excluded:
@@ -68,33 +78,20 @@ def stage_project(spec: Any, where: Where) -> Stage:
         def keeps(field: str) -> bool:
             return field in kept
 
-    return _projection_stage("$project", spec, spec, where, keeps)
+    return _projection_stage("$project", projection, spec, keeps)
 
 
 @STAGES.register("$unset")
 def stage_unset(spec: Any, where: Where) -> Stage:
-    if isinstance(spec, str):
-        names = [spec]
-    elif isinstance(spec, list):
-        if not all(isinstance(s, str) for s in spec):
-            raise location(31120, "$unset specification must be a string or an array containing only string values")
-        names = spec
-    else:
-        raise location(31002, "$unset specification must be a string or an array")
-    for name in names:
-        split_path(name)
+    names = unset_fields(spec)
+    projection = compile_projection(dict.fromkeys(names, 0), where.env.ctx, find=False)
     touched = {n.split(".", 1)[0] for n in names}
-    return _projection_stage("$unset", dict.fromkeys(names, 0), spec, where, lambda f: f not in touched)
+    return _projection_stage("$unset", projection, spec, lambda f: f not in touched)
 
 
 def _add_fields(name: str) -> Callable[[Any, Where], Stage]:
     def compile_stage(spec: Any, where: Where) -> Stage:
-        if not isinstance(spec, Mapping):
-            raise location(40272, f"{name} specification stage must be an object, got {type_name(spec)}")
-        try:
-            tree = parse_tree(spec, where.scope)
-        except CommandError as error:
-            raise CommandError(error.code, f"Invalid {name} :: caused by :: {error.errmsg}") from None
+        tree = compile_add_fields(name, spec, where.scope)
         vars_for = where.variables()
 
         def run(docs: Docs) -> Docs:
@@ -117,30 +114,14 @@ def _replace(name: str, spec: Any, where: Where, what: str) -> Stage:
 
     def run(docs: Docs) -> Docs:
         for doc in docs:
-            value = new_root(doc, vars_for(doc))
-            if not isinstance(value, dict):
-                shown = "MISSING" if value is MISSING else render(value)
-                kind = "missing" if value is MISSING else type_name(value)
-                raise location(
-                    40228,
-                    f"{what} must evaluate to an object, but resulting value was: {shown}. "
-                    f"Type of resulting value: '{kind}'. Input document: {render_document(doc)}",
-                )
-            yield value
+            yield replacement(new_root(doc, vars_for(doc)), doc, what)
 
     return Stage(name, spec, run)
 
 
 @STAGES.register("$replaceRoot")
 def stage_replaceRoot(spec: Any, where: Where) -> Stage:
-    if not isinstance(spec, Mapping):
-        raise location(40229, f"expected an object as specification for $replaceRoot stage, got {type_name(spec)}")
-    for key in spec:
-        if key != "newRoot":
-            raise location(40415, f"BSON field '$replaceRoot.{key}' is an unknown field.")
-    if "newRoot" not in spec:
-        raise location(40414, "BSON field '$replaceRoot.newRoot' is missing but a required field")
-    stage = _replace("$replaceRoot", spec["newRoot"], where, "'newRoot' expression")
+    stage = _replace("$replaceRoot", new_root_spec(spec), where, "'newRoot' expression")
     stage.spec = spec
     return stage
 

@@ -23,6 +23,7 @@ from typing import Any
 from foliodb.aggregation.pipeline import LIMITS, STAGES, Docs, Stage, Where, keep_all
 from foliodb.engine.sorter import sort_documents
 from foliodb.errors import location
+from foliodb.query import metadata
 from foliodb.query.compare import is_number, number_value
 from foliodb.query.expr.numeric import to_long
 from foliodb.query.render import render
@@ -30,7 +31,10 @@ from foliodb.query.sort import compile_sort
 
 
 def sort_stage(spec: Mapping[str, Any], where: Where, limit: int | None = None) -> Stage:
-    key = compile_sort(spec, stage=True).key
+    sort = compile_sort(spec, stage=True)
+    key = sort.key
+    if sort.meta_fields:
+        key = lambda doc: sort.key(doc, metadata.of(doc))  # noqa: E731
     allow_disk_use = where.env.allow_disk_use
 
     def run(docs: Docs) -> Docs:

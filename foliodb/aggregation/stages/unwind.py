@@ -17,11 +17,11 @@ from typing import Any
 
 from bson import Int64
 
-from foliodb.aggregation.fields import get_path, set_path, split_path
 from foliodb.aggregation.pipeline import STAGES, Docs, Stage, Where
 from foliodb.errors import location
 from foliodb.query.bsontypes import type_name
 from foliodb.query.paths import MISSING
+from foliodb.query.reshape import get_path, set_path, split_path
 
 
 def _path(value: Any) -> tuple[str, ...]:

@@ -17,14 +17,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from foliodb.aggregation.fields import set_path, split_path
-from foliodb.aggregation.pipeline import LIMITS, STAGES, Docs, Stage, Where, approx_size, wrong_type
+from foliodb.aggregation.pipeline import LIMITS, STAGES, Docs, Stage, Where, approx_size
 from foliodb.aggregation.window import SortBy, WindowFunction, compile_window_function, sort_by_spec
 from foliodb.engine.sorter import sort_documents
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import keystring
 from foliodb.query.bsontypes import type_name
+from foliodb.query.idl import check_fields, wrong_type
 from foliodb.query.paths import MISSING
+from foliodb.query.reshape import set_path, split_path
 
 
 def _partition_too_big() -> CommandError:
@@ -41,11 +42,7 @@ def stage_setWindowFields(spec: Any, where: Where) -> Stage:
             ErrorCode.FailedToParse,
             f"the $setWindowFields stage specification must be an object, found {type_name(spec)}",
         )
-    for key in spec:
-        if key not in ("partitionBy", "sortBy", "output"):
-            raise location(40415, f"BSON field '$setWindowFields.{key}' is an unknown field.")
-    if "output" not in spec:
-        raise location(40414, "BSON field '$setWindowFields.output' is missing but a required field")
+    check_fields(spec, "$setWindowFields", ("partitionBy", "sortBy", "output"), ("output",))
     output = spec["output"]
     if not isinstance(output, Mapping):
         raise CommandError(

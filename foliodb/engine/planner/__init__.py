@@ -24,7 +24,7 @@ from typing import Any
 import bson
 
 from foliodb.engine.catalog import CODEC, IndexInfo
-from foliodb.engine.hashing import hash64
+from foliodb.query.hashing import hash64
 from foliodb.engine.index_keys import wildcard_projected
 from foliodb.engine.planner.bounds import (
     ALL,

@@ -26,7 +26,7 @@ from typing import Any
 
 from bson import Int64
 
-from foliodb.errors import CommandError, bad_value, location, type_mismatch
+from foliodb.errors import bad_value, location
 from foliodb.query.expr.array import is_array
 from foliodb.query.expr.core import (
     EXPR_OPS,
@@ -40,7 +40,6 @@ from foliodb.query.expr.core import (
     nullish,
     operands,
     show,
-    type_of,
 )
 from foliodb.query.expr.numeric import (
     DECIMAL,
@@ -53,6 +52,7 @@ from foliodb.query.expr.numeric import (
     to_double,
     to_long,
 )
+from foliodb.query.idl import check_fields, wrong_type
 from foliodb.query.paths import MISSING
 from foliodb.query.render import render
 
@@ -154,25 +154,23 @@ _from_accumulator("$stdDevSamp", _std_dev(True))
 # --- $median, $percentile --------------------------------------------------------
 
 
-def _idl_unknown(name: str, key: str) -> CommandError:
-    return location(40415, f"BSON field '{name}.{key}' is an unknown field.")
+def check_quantile_spec(name: str, arg: Mapping[str, Any]) -> None:
+    """The fields of a $percentile/$median specification and its 'method',
+    checked as MongoDB's IDL parser checks them (the accumulators of the
+    same names share this)."""
+    allowed = ("input", "p", "method") if name == "$percentile" else ("input", "method")
+    check_fields(arg, name, allowed, allowed)
+    method = arg["method"]
+    if not is_string(method):
+        raise wrong_type(f"{name}.method", method, "string")
+    if method != "approximate":
+        raise bad_value("Currently only 'approximate' can be used as percentile 'method'.")
 
 
 def _percentiles(arg: Any, scope: Scope, name: str, code: int) -> tuple[Expr, list[float]]:
     if not isinstance(arg, Mapping):
         raise location(code, f"specification must be an object; found {name}: {render(arg)}")
-    allowed = ("input", "p", "method") if name == "$percentile" else ("input", "method")
-    for key in arg:
-        if key not in allowed:
-            raise _idl_unknown(name, key)
-    for key in allowed:
-        if key not in arg:
-            raise location(40414, f"BSON field '{name}.{key}' is missing but a required field")
-    method = arg["method"]
-    if not is_string(method):
-        raise type_mismatch(f"BSON field '{name}.method' is the wrong type '{type_of(method)}', expected type 'string'")
-    if method != "approximate":
-        raise bad_value("Currently only 'approximate' can be used as percentile 'method'.")
+    check_quantile_spec(name, arg)
     source = compile_expression(arg["input"], scope)
     if name == "$median":
         return source, [0.5]

@@ -13,7 +13,7 @@ Values are equal as MongoDB compares them (``1 == 1.0``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from foliodb.errors import CommandError, ErrorCode, location
@@ -77,20 +77,34 @@ def expr_last(arg: Any, scope: Scope) -> Expr:
     return lambda doc, vars: element_at("$last", 1, array(doc, vars), -1)
 
 
+def array_operands(
+    items: list[Expr], doc: Any, vars: dict[str, Any], not_array: Callable[[Any], CommandError]
+) -> list[list[Any]] | None:
+    """The values of ``items``, which must be arrays, in order: None at the
+    first null or missing one, ``not_array(value)`` raised at the first other
+    non-array."""
+    arrays = []
+    for item in items:
+        v = item(doc, vars)
+        if nullish(v):
+            return None
+        if not is_array(v):
+            raise not_array(v)
+        arrays.append(v)
+    return arrays
+
+
+def _not_array_to_concat(v: Any) -> CommandError:
+    return location(28664, f"$concatArrays only supports arrays, not {type_of(v)}")
+
+
 @EXPR_OPS.register("$concatArrays")
 def expr_concatArrays(arg: Any, scope: Scope) -> Expr:
     items = operands(arg, "$concatArrays", 0, None, scope)
 
     def concat_arrays(doc: Any, vars: dict[str, Any]) -> Any:
-        out: list[Any] = []
-        for item in items:
-            v = item(doc, vars)
-            if nullish(v):
-                return None
-            if not is_array(v):
-                raise location(28664, f"$concatArrays only supports arrays, not {type_of(v)}")
-            out.extend(v)
-        return out
+        arrays = array_operands(items, doc, vars, _not_array_to_concat)
+        return None if arrays is None else [x for array in arrays for x in array]
 
     return concat_arrays
 

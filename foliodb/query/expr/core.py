@@ -53,9 +53,8 @@ def _unknown(name: str) -> CommandError:
     return CommandError(ErrorCode.InvalidPipelineOperator, f"Unrecognized expression '{name}'")
 
 
-# $function needs server-side JavaScript; $toHashedIndexKey needs MongoDB's
-# exact hash of index keys.
-EXPR_OPS: Registry[ExprOp] = Registry("expression", _unknown, unbuilt=("$function", "$toHashedIndexKey"))
+# $function needs server-side JavaScript.
+EXPR_OPS: Registry[ExprOp] = Registry("expression", _unknown, unbuilt=("$function",))
 
 
 class Scope:

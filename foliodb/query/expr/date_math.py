@@ -79,6 +79,17 @@ def parse_day_of_week(value: Any, name: str) -> int:
     return day
 
 
+def _week_start(unit: str, start_of_week: Expr | None, doc: Any, vars: dict[str, Any], name: str) -> int | None:
+    """The first day of a week for ``unit`` ("week" reads 'startOfWeek',
+    Sunday by default); None when 'startOfWeek' is null or missing."""
+    if unit != "week" or start_of_week is None:
+        return _SUNDAY
+    w = start_of_week(doc, vars)
+    if nullish(w):
+        return None
+    return parse_day_of_week(w, name)
+
+
 def _with_context(zone: ZoneExpr, name: str) -> ZoneExpr:
     def zone_in_context(doc: Any, vars: dict[str, Any]) -> TimeZone | None:
         try:
@@ -239,12 +250,9 @@ def expr_dateDiff(arg: Any, scope: Scope) -> Expr:
             values.append(v)
         first, second, u = values
         unit_name = parse_unit(u, "$dateDiff")
-        sow = _SUNDAY
-        if unit_name == "week" and start_of_week is not None:
-            w = start_of_week(doc, vars)
-            if nullish(w):
-                return None
-            sow = parse_day_of_week(w, "$dateDiff")
+        sow = _week_start(unit_name, start_of_week, doc, vars, "$dateDiff")
+        if sow is None:
+            return None
         tz = zone(doc, vars)
         if tz is None:
             return None
@@ -321,12 +329,9 @@ def expr_dateTrunc(arg: Any, scope: Scope) -> Expr:
         if nullish(u):
             return None
         unit_name = parse_unit(u, "$dateTrunc")
-        sow = _SUNDAY
-        if unit_name == "week" and start_of_week is not None:
-            w = start_of_week(doc, vars)
-            if nullish(w):
-                return None
-            sow = parse_day_of_week(w, "$dateTrunc")
+        sow = _week_start(unit_name, start_of_week, doc, vars, "$dateTrunc")
+        if sow is None:
+            return None
         tz = zone(doc, vars)
         if tz is None:
             return None

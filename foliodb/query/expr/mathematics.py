@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import decimal
 import math
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -86,24 +87,23 @@ def _positive_or_nan(x: float) -> bool:
     return x > 0 or x != x
 
 
-@unary_numeric("$ln")
-def _ln(v: Any, k: Kind) -> Any:
-    if k is Kind.DECIMAL and v.to_decimal() > 0:
-        return decimal128(DECIMAL.ln(v.to_decimal()))
-    x = to_double(v)
-    if not _positive_or_nan(x):
-        raise location(28766, f"$ln's argument must be a positive number, but is {show_double(x)}")
-    return math.log(x)
+def _logarithm(
+    name: str, code: int, of_decimal: Callable[[Decimal], Decimal], of_float: Callable[[float], float]
+) -> None:
+    """A logarithm of a positive number (NaN passes; a positive decimal stays decimal)."""
+
+    @unary_numeric(name)
+    def logarithm(v: Any, k: Kind) -> Any:
+        if k is Kind.DECIMAL and v.to_decimal() > 0:
+            return decimal128(of_decimal(v.to_decimal()))
+        x = to_double(v)
+        if not _positive_or_nan(x):
+            raise location(code, f"{name}'s argument must be a positive number, but is {show_double(x)}")
+        return of_float(x)
 
 
-@unary_numeric("$log10")
-def _log10(v: Any, k: Kind) -> Any:
-    if k is Kind.DECIMAL and v.to_decimal() > 0:
-        return decimal128(DECIMAL.log10(v.to_decimal()))
-    x = to_double(v)
-    if not _positive_or_nan(x):
-        raise location(28761, f"$log10's argument must be a positive number, but is {show_double(x)}")
-    return math.log10(x)
+_logarithm("$ln", 28766, DECIMAL.ln, math.log)
+_logarithm("$log10", 28761, DECIMAL.log10, math.log10)
 
 
 @unary_numeric("$sqrt")

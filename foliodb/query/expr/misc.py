@@ -23,8 +23,19 @@ from bson import DBRef, Int64, Timestamp
 from foliodb.errors import location, type_mismatch
 from foliodb.query.compare import binary_parts
 from foliodb.query.expr.arithmetic import unary_numeric
-from foliodb.query.expr.core import EXPR_OPS, METADATA, Expr, Scope, is_string, nullish, operands, type_of
+from foliodb.query.expr.core import (
+    EXPR_OPS,
+    METADATA,
+    Expr,
+    Scope,
+    compile_expression,
+    is_string,
+    nullish,
+    operands,
+    type_of,
+)
 from foliodb.query.expr.numeric import Kind, int_or_long, kind
+from foliodb.query.hashing import hash64
 from foliodb.query.paths import MISSING
 
 META_NAMES = frozenset(
@@ -63,6 +74,18 @@ def expr_meta(arg: Any, scope: Scope) -> Expr:
     if arg not in META_NAMES:
         raise location(17308, f"Unsupported argument to $meta: {arg}")
     return lambda doc, vars: vars.get(METADATA, {}).get(arg, MISSING)
+
+
+@EXPR_OPS.register("$toHashedIndexKey")
+def expr_toHashedIndexKey(arg: Any, scope: Scope) -> Expr:
+    """The value's hash as a hashed index stores it (missing hashes as null)."""
+    operand = compile_expression(arg, scope)
+
+    def to_hashed(doc: Any, vars: dict[str, Any]) -> Any:
+        v = operand(doc, vars)
+        return hash64(None if v is MISSING else v)
+
+    return to_hashed
 
 
 @EXPR_OPS.register("$binarySize")

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import bisect
 import functools
+from collections.abc import Callable
 from typing import Any
 
-from foliodb.errors import location
-from foliodb.query.expr.array import is_array
+from foliodb.errors import CommandError, location
+from foliodb.query.expr.array import array_operands, is_array
 from foliodb.query.expr.core import EXPR_OPS, Expr, Scope, compare_values, nullish, operands, truthy, type_of
 
 _KEY = functools.cmp_to_key(compare_values)
@@ -67,20 +68,20 @@ def expr_setEquals(arg: Any, scope: Scope) -> Expr:
     return set_equals
 
 
+def _not_array(name: str, code: int) -> Callable[[Any], CommandError]:
+    return lambda v: location(code, f"All operands of {name} must be arrays. One argument is of type: {type_of(v)}")
+
+
 @EXPR_OPS.register("$setIntersection")
 def expr_setIntersection(arg: Any, scope: Scope) -> Expr:
     items = operands(arg, "$setIntersection", 0, None, scope)
 
     def set_intersection(doc: Any, vars: dict[str, Any]) -> Any:
+        arrays = array_operands(items, doc, vars, _not_array("$setIntersection", 17047))
+        if arrays is None:
+            return None
         common: ValueSet | None = None
-        for item in items:
-            v = item(doc, vars)
-            if nullish(v):
-                return None
-            if not is_array(v):
-                raise location(
-                    17047, f"All operands of $setIntersection must be arrays. One argument is of type: {type_of(v)}"
-                )
+        for v in arrays:
             values = ValueSet(v)
             common = values if common is None else ValueSet(x for x in common.values if x in values)
         return [] if common is None else common.values
@@ -93,19 +94,18 @@ def expr_setUnion(arg: Any, scope: Scope) -> Expr:
     items = operands(arg, "$setUnion", 0, None, scope)
 
     def set_union(doc: Any, vars: dict[str, Any]) -> Any:
-        everything: list[Any] = []
-        for item in items:
-            v = item(doc, vars)
-            if nullish(v):
-                return None
-            if not is_array(v):
-                raise location(
-                    17043, f"All operands of $setUnion must be arrays. One argument is of type: {type_of(v)}"
-                )
-            everything.extend(v)
-        return ValueSet(everything).values
+        arrays = array_operands(items, doc, vars, _not_array("$setUnion", 17043))
+        return None if arrays is None else ValueSet(x for array in arrays for x in array).values
 
     return set_union
+
+
+def _both_arrays(name: str, a: Any, b: Any, codes: tuple[int, int]) -> None:
+    for value, which, code in ((a, "First", codes[0]), (b, "Second", codes[1])):
+        if not is_array(value):
+            raise location(
+                code, f"both operands of {name} must be arrays. {which} argument is of type: {type_of(value)}"
+            )
 
 
 @EXPR_OPS.register("$setDifference")
@@ -116,14 +116,7 @@ def expr_setDifference(arg: Any, scope: Scope) -> Expr:
         a, b = left(doc, vars), right(doc, vars)
         if nullish(a) or nullish(b):
             return None
-        if not is_array(a):
-            raise location(
-                17048, f"both operands of $setDifference must be arrays. First argument is of type: {type_of(a)}"
-            )
-        if not is_array(b):
-            raise location(
-                17049, f"both operands of $setDifference must be arrays. Second argument is of type: {type_of(b)}"
-            )
+        _both_arrays("$setDifference", a, b, (17048, 17049))
         excluded = ValueSet(b)
         seen: list[Any] = []  # sort keys of the values kept so far
         out: list[Any] = []
@@ -145,14 +138,7 @@ def expr_setIsSubset(arg: Any, scope: Scope) -> Expr:
 
     def set_is_subset(doc: Any, vars: dict[str, Any]) -> Any:
         a, b = left(doc, vars), right(doc, vars)
-        if not is_array(a):
-            raise location(
-                17046, f"both operands of $setIsSubset must be arrays. First argument is of type: {type_of(a)}"
-            )
-        if not is_array(b):
-            raise location(
-                17042, f"both operands of $setIsSubset must be arrays. Second argument is of type: {type_of(b)}"
-            )
+        _both_arrays("$setIsSubset", a, b, (17046, 17042))
         container = ValueSet(b)
         return all(x in container for x in a)
 

@@ -15,7 +15,7 @@ Regular expressions ($regexFind...) are in :mod:`foliodb.query.expr.regex`.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from bson import Code, Timestamp
@@ -165,30 +165,24 @@ def expr_substrCP(arg: Any, scope: Scope) -> Expr:
     return substr_cp
 
 
-@EXPR_OPS.register("$strLenBytes")
-def expr_strLenBytes(arg: Any, scope: Scope) -> Expr:
-    (operand,) = operands(arg, "$strLenBytes", 1, 1, scope)
+def _str_len(name: str, code: int, length: Callable[[str], int]) -> None:
+    def compile_str_len(arg: Any, scope: Scope) -> Expr:
+        (operand,) = operands(arg, name, 1, 1, scope)
 
-    def str_len_bytes(doc: Any, vars: dict[str, Any]) -> Any:
-        v = operand(doc, vars)
-        if not is_string(v):
-            raise location(34473, f"$strLenBytes requires a string argument, found: {type_of(v)}")
-        return len(v.encode())
+        def str_len(doc: Any, vars: dict[str, Any]) -> Any:
+            v = operand(doc, vars)
+            if not is_string(v):
+                raise location(code, f"{name} requires a string argument, found: {type_of(v)}")
+            return length(v)
 
-    return str_len_bytes
+        return str_len
+
+    compile_str_len.__name__ = f"expr_{name[1:]}"
+    EXPR_OPS.register(name)(compile_str_len)
 
 
-@EXPR_OPS.register("$strLenCP")
-def expr_strLenCP(arg: Any, scope: Scope) -> Expr:
-    (operand,) = operands(arg, "$strLenCP", 1, 1, scope)
-
-    def str_len_cp(doc: Any, vars: dict[str, Any]) -> Any:
-        v = operand(doc, vars)
-        if not is_string(v):
-            raise location(34471, f"$strLenCP requires a string argument, found: {type_of(v)}")
-        return len(v)
-
-    return str_len_cp
+_str_len("$strLenBytes", 34473, lambda s: len(s.encode()))
+_str_len("$strLenCP", 34471, len)
 
 
 def _index_of(name: str, codes: tuple[int, int], by_bytes: bool) -> None:

@@ -46,14 +46,14 @@ def open_in_another_process(path: Path) -> str:
 
 def test_a_second_process_cannot_open_a_dbpath_in_use(tmp_path: Path) -> None:
     # DESIGN / DBPATH_IN_USE: the second process gets DBPathInUse (98), naming the
-    # owner and suggesting `foliodb serve`; once the first closes, it may open.
+    # owner; once the first closes, it may open.
     path = tmp_path / "data"
     client = foliodb.MongoClient(str(path))
     client.db.items.insert_one({"_id": 1})
     out = open_in_another_process(path)
     assert out.startswith("98 DBPathInUse ")
     assert f"pid {os.getpid()}" in out
-    assert "foliodb serve" in out
+    assert "close the other client first" in out
     client.close()
     assert open_in_another_process(path) == "opened 1"
 

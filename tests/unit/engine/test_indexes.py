@@ -360,7 +360,7 @@ def test_validate_detects_a_damaged_index(db: Any) -> None:
     db.c.create_index("a")
     db.c.insert_many([{"a": i} for i in range(5)])
     assert db.validate_collection("c")["valid"]
-    engine = db.client._engine
+    engine = db.client._executor.engine
     table = engine.catalog.get("test", "c").indexes["a_1"].table
     engine.storage.conn.execute(f"DELETE FROM {table} WHERE key = (SELECT min(key) FROM {table})")
     result = db.command("validate", "c")

@@ -126,7 +126,7 @@ def test_unknown_and_unbuilt_errors_name_the_operator():
         compile_expression({"$bogus": 1})
     assert raised.value.errmsg == "Unrecognized expression '$bogus'"
     assert raised.value.code_name == "InvalidPipelineOperator"
-    assert "$toHashedIndexKey" in EXPR_OPS.unbuilt
+    assert "$function" in EXPR_OPS.unbuilt
 
 
 @pytest.mark.parametrize(
@@ -177,3 +177,8 @@ def test_each_evaluation_sees_its_own_variables():
     fn = compile_expression({"$add": ["$a", "$$ROOT.a"]})
     assert fn({"a": 1}, root_variables({"a": 1}, {}, NOW)) == 2
     assert fn({"a": 5}, root_variables({"a": 5}, {}, NOW)) == 10
+
+
+def test_to_hashed_index_key_is_mongodbs_hash():
+    # https://www.mongodb.com/docs/manual/reference/operator/aggregation/toHashedIndexKey/
+    assert compile_expression({"$toHashedIndexKey": "string to hash"})({}, {}) == 763543691661428748

@@ -16,8 +16,8 @@ from typing import Any
 
 import bson
 from bson import Int64
+from bson.codec_options import CodecOptions, DatetimeConversion
 
-from foliodb.engine.catalog import CODEC
 from foliodb.query import compare as cmp
 
 # BSONType canonicalType() values.
@@ -41,6 +41,7 @@ _CANONICAL = {
     cmp.MAXKEY: 100,
 }
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_CODEC = CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_AUTO)
 
 
 def hash64(value: Any, seed: int = 0) -> Int64:
@@ -85,6 +86,6 @@ def _value_bytes(value: Any) -> bytes:
     """The raw bytes of a BSON element's value (after type and name)."""
     if value is None:
         return b""
-    data = bson.encode({"": value}, codec_options=CODEC)
+    data = bson.encode({"": value}, codec_options=_CODEC)
     # document: int32 size, type byte, "" + NUL, value..., trailing NUL
     return data[4 + 1 + 1 : -1]

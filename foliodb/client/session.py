@@ -1,0 +1,91 @@
+"""Client sessions, as far as an embedded single-node engine has them.
+
+A session exists so pymongo code that opens one keeps working: every
+operation may take ``session=`` and, on one process with one engine, reads
+already see every acknowledged write (causal consistency holds trivially).
+Multi-document transactions are not built yet: starting one raises
+OperationFailure with NotImplemented (238) rather than pretending to be
+atomic.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from bson.binary import Binary, UuidRepresentation
+from pymongo.errors import InvalidOperation, OperationFailure
+
+if TYPE_CHECKING:
+    from foliodb.client.mongo_client import MongoClient
+
+NOT_IMPLEMENTED = 238
+
+
+def _no_transactions() -> OperationFailure:
+    return OperationFailure(
+        "multi-document transactions are not implemented in FolioDB yet",
+        NOT_IMPLEMENTED,
+        {"ok": 0.0, "code": NOT_IMPLEMENTED, "codeName": "NotImplemented"},
+    )
+
+
+class ClientSession:
+    def __init__(self, client: MongoClient, causal_consistency: bool | None = None) -> None:
+        self._client = client
+        self._id = {"id": Binary.from_uuid(uuid.uuid4(), UuidRepresentation.STANDARD)}
+        self._ended = False
+        self._causal = True if causal_consistency is None else causal_consistency
+
+    @property
+    def client(self) -> MongoClient:
+        return self._client
+
+    @property
+    def session_id(self) -> dict[str, Any]:
+        if self._ended:
+            raise InvalidOperation("Cannot use ended session")
+        return self._id
+
+    @property
+    def has_ended(self) -> bool:
+        return self._ended
+
+    @property
+    def in_transaction(self) -> bool:
+        return False
+
+    @property
+    def cluster_time(self) -> None:
+        return None
+
+    @property
+    def operation_time(self) -> None:
+        return None
+
+    def advance_cluster_time(self, cluster_time: Any) -> None:
+        """Nothing to advance: one node, no cluster time."""
+
+    def advance_operation_time(self, operation_time: Any) -> None:
+        """Nothing to advance: one node, no operation time."""
+
+    def start_transaction(self, *args: Any, **kwargs: Any) -> Any:
+        raise _no_transactions()
+
+    def with_transaction(self, callback: Any, *args: Any, **kwargs: Any) -> Any:
+        raise _no_transactions()
+
+    def commit_transaction(self) -> None:
+        raise InvalidOperation("No transaction started")
+
+    def abort_transaction(self) -> None:
+        raise InvalidOperation("No transaction started")
+
+    def end_session(self) -> None:
+        self._ended = True
+
+    def __enter__(self) -> ClientSession:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.end_session()

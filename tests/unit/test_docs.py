@@ -1,0 +1,268 @@
+"""The documentation stays true: the compatibility table is what
+scripts/gen_compat.py generates from the registries today, every relative
+link in README.md and docs/*.md points to a file (and heading) that exists,
+every Python example in the docs runs and prints what it says, and the rows
+of docs/differences.md still describe FolioDB.
+
+A document's Python blocks run in order, in one namespace, in an empty
+directory (so ``MongoClient("./data")`` starts empty). What a block prints must be
+what its comments say: a ``print(...)`` line's trailing ``# text`` and the
+comment-only lines right after it are its expected output, line by line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+MARKDOWN = [ROOT / "README.md", *DOCS]
+
+_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+_FENCE = re.compile(r"^```python\n(?P<code>.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+def _load_generator() -> Any:
+    spec = importlib.util.spec_from_file_location("gen_compat", ROOT / "scripts" / "gen_compat.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_compatibility_table_is_current() -> None:
+    generated = _load_generator().render()
+    committed = (ROOT / "docs" / "compatibility.md").read_text(encoding="utf-8")
+    assert committed == generated, "docs/compatibility.md is stale: run python scripts/gen_compat.py"
+
+
+def _relative_links(path: Path) -> list[str]:
+    text = path.read_text(encoding="utf-8")
+    # Links inside code are examples, not links.
+    text = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    text = re.sub(r"`[^`\n]*`", "", text)
+    return [t for t in _LINK.findall(text) if not re.match(r"[a-z][a-z0-9+.-]*:", t)]
+
+
+def _anchors(path: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.DOTALL)
+    headings = re.findall(r"^#+ (.+)$", text, flags=re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+def _broken(path: Path, target: str) -> bool:
+    file_part, _, anchor = target.partition("#")
+    linked = (path.parent / file_part).resolve() if file_part else path
+    if not linked.exists():
+        return True
+    return bool(anchor) and linked.suffix == ".md" and anchor not in _anchors(linked)
+
+
+@pytest.mark.parametrize("path", MARKDOWN, ids=lambda p: p.name)
+def test_relative_links_resolve(path: Path) -> None:
+    assert [target for target in _relative_links(path) if _broken(path, target)] == []
+
+
+def test_link_checker_sees_links_and_anchors() -> None:
+    # If the patterns broke, the test above would pass vacuously.
+    guide = ROOT / "docs" / "guide.md"
+    links = _relative_links(guide)
+    assert "differences.md" in links and "#performance" in links
+    assert _broken(guide, "#no-such-heading") and _broken(guide, "no-such-file.md")
+    assert "accumulators-group-bucket-bucketauto" in _anchors(ROOT / "docs" / "compatibility.md")
+
+
+def _python_blocks(path: Path) -> list[tuple[int, str]]:
+    text = path.read_text(encoding="utf-8")
+    return [(text.count("\n", 0, m.start("code")) + 1, m.group("code")) for m in _FENCE.finditer(text)]
+
+
+def test_guide_has_examples() -> None:
+    assert len(_python_blocks(ROOT / "docs" / "guide.md")) >= 10
+
+
+def expected_output(code: str) -> list[str]:
+    """The output a block's comments promise (see the module docstring)."""
+    expected: list[str] = []
+    after_print = False
+    for line in code.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("print("):
+            inline = re.search(r"\)\s+# ?(.*)$", line)
+            if inline:
+                expected.append(inline.group(1))
+            after_print = True
+        elif stripped.startswith("#") and after_print:
+            expected.append(stripped[1:].removeprefix(" "))
+        else:
+            after_print = False
+    return expected
+
+
+def test_expected_output_reads_comments() -> None:
+    code = "x = 1  # not output\nprint(x)  # 1\nfor i in (2, 3):\n    print(i)\n# 2\n# 3\ny = 4\n# a remark\n"
+    assert expected_output(code) == ["1", "2", "3"]
+
+
+@pytest.mark.parametrize("path", [p for p in MARKDOWN if _python_blocks(p)], ids=lambda p: p.name)
+def test_python_examples_run(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    # The examples show explain output, which depends on the index paths being on.
+    monkeypatch.delenv("FOLIODB_NO_INDEXES", raising=False)
+    namespace: dict[str, Any] = {"__name__": "__docs__"}
+    try:
+        for line, code in _python_blocks(path):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                exec(compile(code, f"{path.name}:{line}", "exec"), namespace)
+            assert out.getvalue().splitlines() == expected_output(code), f"{path.name}, block at line {line}"
+    finally:
+        # Release dbpath locks even when an example fails half-way.
+        for value in namespace.values():
+            close = getattr(value, "close", None)
+            if type(value).__name__ == "MongoClient" and callable(close):
+                close()
+
+
+# -- docs/differences.md ------------------------------------------------------------
+# Each row of the table was checked by hand; these checks keep the rows true. When
+# one fails, FolioDB changed (perhaps a bug got fixed): update the row, then the check.
+
+
+def _code(fn: Any) -> Any:
+    from pymongo.errors import OperationFailure
+
+    try:
+        fn()
+    except OperationFailure as exc:
+        return exc.code
+    return None
+
+
+def _row_collation(db: Any) -> None:
+    db.c.insert_many([{"s": "abc"}, {"s": "ABC"}])
+    strength2 = {"locale": "en", "strength": 2}
+    assert _code(lambda: db.c.find_one({"s": "abc"}, collation=strength2)) == 238
+    assert _code(lambda: list(db.c.aggregate([{"$match": {"s": "abc"}}], collation=strength2))) == 238
+    assert _code(lambda: db.c.create_index("s", unique=True, collation=strength2)) == 238
+
+
+def _row_sessions(db: Any) -> None:
+    assert _code(lambda: db.client.admin.command("commitTransaction")) == 238
+    with db.client.start_session() as session:
+        db.c.insert_one({"a": 1}, session=session)
+        assert db.c.find_one({"a": 1}, session=session) is not None
+        assert _code(lambda: session.with_transaction(lambda s: None)) == 238
+
+
+def _row_change_streams(db: Any) -> None:
+    from pymongo.errors import InvalidOperation
+
+    for target in (db.c, db, db.client):
+        with pytest.raises(InvalidOperation):
+            target.watch()
+    assert _code(lambda: list(db.c.aggregate([{"$changeStream": {}}]))) == 238
+
+
+def _row_geo(db: Any) -> None:
+    assert _code(lambda: db.c.create_index([("loc", "2dsphere")])) == 238
+    assert _code(lambda: db.c.find_one({"loc": {"$geoWithin": {"$centerSphere": [[0, 0], 1]}}})) == 238
+
+
+def _row_text_in_or(db: Any) -> None:
+    db.c.insert_one({"t": "mongodb schema"})
+    db.c.create_index([("t", "text")])
+    query = {"$text": {"$search": "mongodb"}}
+    assert db.c.distinct("t", query) == ["mongodb schema"]
+    (scored,) = db.c.aggregate([{"$match": query}, {"$project": {"_id": 0, "s": {"$meta": "textScore"}}}])
+    assert scored["s"] > 0
+    assert db.c.update_many(query, {"$set": {"x": 1}}).modified_count == 1
+    assert db.c.count_documents(query) == 1
+    assert _code(lambda: db.c.find_one({"$or": [query, {"x": 2}]})) == 2
+
+
+def _row_text_languages(db: Any) -> None:
+    db.c.insert_one({"t": "und die Katze", "language": "german"})
+    db.c.create_index([("t", "text")])
+    assert db.c.find_one({"$text": {"$search": "die", "$language": "german"}}) is not None
+
+
+def _row_percentile(db: Any) -> None:
+    db.c.insert_many([{"x": x} for x in range(1, 11)])
+    spec = {"input": "$x", "p": [0.25, 0.5], "method": "approximate"}
+    (out,) = db.c.aggregate([{"$group": {"_id": None, "p": {"$percentile": spec}}}])
+    assert out["p"] == [3.0, 5.0]  # ranks ceil(2.5)-1 = 2 and ceil(5)-1 = 4 of 1..10
+
+
+def _row_javascript(db: Any) -> None:
+    assert _code(lambda: db.c.find_one({"$where": "true"})) == 2
+    assert _code(lambda: db.command("mapReduce", "c", map="", reduce="", out={"inline": 1})) == 238
+
+
+def _row_capped(db: Any) -> None:
+    db.create_collection("capped", capped=True, size=4096, max=2)
+    db.capped.insert_many([{"i": i} for i in range(3)])
+    assert [d["i"] for d in db.capped.find()] == [1, 2]
+    assert _code(lambda: db.command("convertToCapped", "capped", size=4096)) == 238
+
+
+def _row_timeseries(db: Any) -> None:
+    assert _code(lambda: db.create_collection("series", timeseries={"timeField": "at"})) == 238
+    assert _code(lambda: db.create_collection("clustered", clusteredIndex={"key": {"_id": 1}, "unique": True})) == 238
+
+
+def _row_nesting(db: Any) -> None:
+    doc: Any = 1
+    for _ in range(200):
+        doc = {"a": doc}
+    assert db.c.insert_one(doc).acknowledged
+
+
+def _row_write_concern(db: Any) -> None:
+    from pymongo import WriteConcern
+
+    assert db.get_collection("c", write_concern=WriteConcern(w=2)).insert_one({}).acknowledged
+
+
+def _row_covered(db: Any) -> None:
+    db.c.create_index([("a", 1), ("b", 1)])
+    db.c.insert_many([{"a": 1, "b": 2}, {"a": 2, "b": 3}])
+    projection = {"_id": 0, "a": 1, "b": 1}
+    uncovered = db.c.find({"a": 1}, projection).explain()["queryPlanner"]["winningPlan"]["stage"]
+    covered = db.c.find({"a": 1, "b": {"$gt": 0}}, projection).explain()["queryPlanner"]["winningPlan"]["stage"]
+    assert (uncovered, covered) == ("PROJECTION_SIMPLE", "PROJECTION_COVERED")
+
+
+DIFFERENCE_ROWS = {
+    "Collation": _row_collation,
+    "Sessions and transactions": _row_sessions,
+    "Change streams": _row_change_streams,
+    "Geospatial": _row_geo,
+    "`$text` inside `$or`": _row_text_in_or,
+    "Text search languages": _row_text_languages,
+    "`$percentile`, `$median`": _row_percentile,
+    "Server-side JavaScript": _row_javascript,
+    "Capped collections": _row_capped,
+    "Time-series and clustered collections": _row_timeseries,
+    "Nesting depth": _row_nesting,
+    "Replication, `w` > 1": _row_write_concern,
+    "Covered queries": _row_covered,
+}
+
+
+@pytest.mark.parametrize("area", DIFFERENCE_ROWS)
+def test_differences_row_holds(area: str, db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FOLIODB_NO_INDEXES", raising=False)
+    table = (ROOT / "docs" / "differences.md").read_text(encoding="utf-8")
+    assert f"\n| {area} |" in table, f"no row {area!r} in docs/differences.md"
+    DIFFERENCE_ROWS[area](db)
