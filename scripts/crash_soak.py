@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.crash.harness import run_trial  # noqa: E402
+from tests.crash.harness import run_trial
 
 
 def main() -> None:

@@ -21,10 +21,10 @@ from typing import Any
 
 from bson import DBRef
 
-from foliodb.query.hashing import hash64
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import keystring
 from foliodb.query.compare import UNDEFINED
+from foliodb.query.hashing import hash64
 from foliodb.query.paths import MISSING, is_index
 
 UNDEFINED_KEY = bytes([UNDEFINED + 16])

@@ -420,7 +420,11 @@ def _operator(path: str, parts: tuple[str, ...], op: str, arg: Any, ops: Mapping
         return _Negated(_Leaf(op, specified, parts, compile_filter({path: {positive: arg}}, ctx), reasons))
     if op == "$exists":
         leaf = _Leaf(
-            op, specified, parts, compile_filter({path: {op: True}}, ctx), ("path does not exist", "path does exist"),
+            op,
+            specified,
+            parts,
+            compile_filter({path: {op: True}}, ctx),
+            ("path does not exist", "path does exist"),
             style="exists",
         )
         return leaf if truthy(arg) else _Negated(leaf)

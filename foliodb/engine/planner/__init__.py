@@ -24,7 +24,6 @@ from typing import Any
 import bson
 
 from foliodb.engine.catalog import CODEC, IndexInfo
-from foliodb.query.hashing import hash64
 from foliodb.engine.index_keys import wildcard_projected
 from foliodb.engine.planner.bounds import (
     ALL,
@@ -43,6 +42,7 @@ from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import compare as cmp
 from foliodb.query import keystring
 from foliodb.query.filter import is_operator_doc
+from foliodb.query.hashing import hash64
 
 TRIAL_RESULTS = 101
 TRIAL_WORKS = 10_000

@@ -215,7 +215,8 @@ INVALID_SCHEMAS: list[tuple[Any, int, str, str]] = [
     ({"type": "int"}, 2, "Unknown type name alias: int", JSON_TYPES),
     ({"bsonType": "foo"}, 2, "Unknown type name alias: foo", TYPE_ALIASES),
     (
-        {"bsonType": "missing"}, 2,
+        {"bsonType": "missing"},
+        2,
         "'missing' is not a legal type name. To query for non-existence of a field, use {$exists:false}.",
         TYPE_ALIASES,
     ),
@@ -224,15 +225,20 @@ INVALID_SCHEMAS: list[tuple[Any, int, str, str]] = [
     ({"type": [1]}, 14, "$jsonSchema keyword 'type' array elements must be strings", KEYWORDS),
     ({"type": ["string", "string"]}, 9, "$jsonSchema keyword 'type' has duplicate value: string", KEYWORDS),
     (
-        {"type": "object", "bsonType": "object"}, 9,
-        "Cannot specify both $jsonSchema keywords 'type' and 'bsonType'", EXTENSIONS,
+        {"type": "object", "bsonType": "object"},
+        9,
+        "Cannot specify both $jsonSchema keywords 'type' and 'bsonType'",
+        EXTENSIONS,
     ),
     (
-        {"encrypt": {}}, 224,
-        "Encryption-related validator keywords are not allowed in this context", KEYWORDS,
+        {"encrypt": {}},
+        224,
+        "Encryption-related validator keywords are not allowed in this context",
+        KEYWORDS,
     ),
     (
-        {"bsonType": "binData", "encrypt": {}}, 9,
+        {"bsonType": "binData", "encrypt": {}},
+        9,
         "$jsonSchema keyword 'encrypt' cannot be used in conjunction with 'bsonType', "
         "'encrypt' implies type 'bsonType::BinData'",
         KEYWORDS,
@@ -240,8 +246,10 @@ INVALID_SCHEMAS: list[tuple[Any, int, str, str]] = [
     ({"minimum": "1"}, 14, "$jsonSchema keyword 'minimum' must be a number", KEYWORDS),
     ({"maximum": None}, 14, "$jsonSchema keyword 'maximum' must be a number", KEYWORDS),
     (
-        {"exclusiveMinimum": True}, 9,
-        "$jsonSchema keyword 'minimum' must be a present if exclusiveMinimum is present", KEYWORDS,
+        {"exclusiveMinimum": True},
+        9,
+        "$jsonSchema keyword 'minimum' must be a present if exclusiveMinimum is present",
+        KEYWORDS,
     ),
     ({"maximum": 1, "exclusiveMaximum": 1}, 14, "$jsonSchema keyword 'exclusiveMaximum' must be a boolean", KEYWORDS),
     ({"multipleOf": 0}, 9, "$jsonSchema keyword 'multipleOf' must have a positive value", KEYWORDS),
@@ -253,63 +261,91 @@ INVALID_SCHEMAS: list[tuple[Any, int, str, str]] = [
     ({"maxProperties": float("nan")}, 9, "Expected an integer, but found NaN in: maxProperties: nan.0", KEYWORDS),
     ({"pattern": 1}, 14, "$jsonSchema keyword 'pattern' must be a string", KEYWORDS),
     (prop({"pattern": "a\x00b"}), 2, "Regular expression cannot contain an embedded null byte", KEYWORDS),
-    ({"required": "a"}, 14, "$jsonSchema keyword 'required' must be an array, but found an element of type string", KEYWORDS),
+    (
+        {"required": "a"},
+        14,
+        "$jsonSchema keyword 'required' must be an array, but found an element of type string",
+        KEYWORDS,
+    ),
     ({"required": []}, 9, "$jsonSchema keyword 'required' cannot be an empty array", KEYWORDS),
     ({"required": ["a", "a"]}, 9, "$jsonSchema keyword 'required' array cannot contain duplicate values", KEYWORDS),
     (
-        {"required": [1]}, 14,
-        "$jsonSchema keyword 'required' must be an array of strings, but found an element of type: int", KEYWORDS,
+        {"required": [1]},
+        14,
+        "$jsonSchema keyword 'required' must be an array of strings, but found an element of type: int",
+        KEYWORDS,
     ),
     ({"properties": 1}, 14, "$jsonSchema keyword 'properties' must be an object", KEYWORDS),
     ({"properties": {"a": 1}}, 14, "Nested schema for $jsonSchema property 'a' must be an object", KEYWORDS),
     (prop({"bogus": 1}), 9, "Unknown $jsonSchema keyword: bogus", KEYWORDS),
-    ({"additionalProperties": 1}, 14, "$jsonSchema keyword 'additionalProperties' must be an object or a boolean", KEYWORDS),
+    (
+        {"additionalProperties": 1},
+        14,
+        "$jsonSchema keyword 'additionalProperties' must be an object or a boolean",
+        KEYWORDS,
+    ),
     ({"patternProperties": []}, 14, "$jsonSchema keyword 'patternProperties' must be an object", KEYWORDS),
     (
-        {"patternProperties": {"^a": 1}}, 14,
-        "$jsonSchema keyword 'patternProperties' has property '^a' which is not an object", KEYWORDS,
+        {"patternProperties": {"^a": 1}},
+        14,
+        "$jsonSchema keyword 'patternProperties' has property '^a' which is not an object",
+        KEYWORDS,
     ),
     ({"dependencies": 1}, 14, "$jsonSchema keyword 'dependencies' must be an object", KEYWORDS),
     (
-        {"dependencies": {"a": 1}}, 14,
-        "property 'a' in $jsonSchema keyword 'dependencies' must be either an object or an array", KEYWORDS,
+        {"dependencies": {"a": 1}},
+        14,
+        "property 'a' in $jsonSchema keyword 'dependencies' must be either an object or an array",
+        KEYWORDS,
     ),
     (
-        {"dependencies": {"a": []}}, 9,
-        "property 'a' in $jsonSchema keyword 'dependencies' cannot be an empty array", KEYWORDS,
+        {"dependencies": {"a": []}},
+        9,
+        "property 'a' in $jsonSchema keyword 'dependencies' cannot be an empty array",
+        KEYWORDS,
     ),
     (
-        {"dependencies": {"a": [1]}}, 14,
+        {"dependencies": {"a": [1]}},
+        14,
         "array 'a' in $jsonSchema keyword 'dependencies' can only contain strings, but found element of type: int",
         KEYWORDS,
     ),
     (
-        {"dependencies": {"a": ["b", "b"]}}, 9,
-        "array 'a' in $jsonSchema keyword 'dependencies' contains duplicate element: b", KEYWORDS,
+        {"dependencies": {"a": ["b", "b"]}},
+        9,
+        "array 'a' in $jsonSchema keyword 'dependencies' contains duplicate element: b",
+        KEYWORDS,
     ),
     ({"enum": []}, 9, "$jsonSchema keyword 'enum' cannot be an empty array", KEYWORDS),
     ({"enum": 1}, 14, "$jsonSchema keyword 'enum' must be an array, but found an element of type int", KEYWORDS),
     ({"enum": [1, 1.0]}, 9, "$jsonSchema keyword 'enum' array cannot contain duplicate values.", KEYWORDS),
     (
-        {"enum": [{"a": 1, "b": 2}, {"b": 2, "a": 1}]}, 9,
-        "$jsonSchema keyword 'enum' array cannot contain duplicate values.", KEYWORDS,
+        {"enum": [{"a": 1, "b": 2}, {"b": 2, "a": 1}]},
+        9,
+        "$jsonSchema keyword 'enum' array cannot contain duplicate values.",
+        KEYWORDS,
     ),
     ({"allOf": []}, 2, "$jsonSchema keyword 'allOf' must be a non-empty array", KEYWORDS),
     ({"anyOf": {}}, 14, "$jsonSchema keyword 'anyOf' must be an array", KEYWORDS),
     (
-        {"oneOf": [1]}, 14,
-        "$jsonSchema keyword 'oneOf' must be an array of objects, but found an element of type int", KEYWORDS,
+        {"oneOf": [1]},
+        14,
+        "$jsonSchema keyword 'oneOf' must be an array of objects, but found an element of type int",
+        KEYWORDS,
     ),
     ({"not": []}, 14, "$jsonSchema keyword 'not' must be an object, but found an element of type array", KEYWORDS),
     ({"items": 1}, 14, "$jsonSchema keyword 'items' must be an array or an object, not int", KEYWORDS),
     (
-        {"items": ["x"]}, 14,
+        {"items": ["x"]},
+        14,
         "$jsonSchema keyword 'items' requires that each element of the array is an object, but found a string",
         KEYWORDS,
     ),
     (
-        {"additionalItems": 1}, 14,
-        "$jsonSchema keyword 'additionalItems' must be either an object or a boolean, but got a int", KEYWORDS,
+        {"additionalItems": 1},
+        14,
+        "$jsonSchema keyword 'additionalItems' must be either an object or a boolean, but got a int",
+        KEYWORDS,
     ),
     ({"uniqueItems": 1}, 14, "$jsonSchema keyword 'uniqueItems' must be a boolean", KEYWORDS),
     ({"title": 1}, 14, "$jsonSchema keyword 'title' must be of type string", KEYWORDS),
@@ -381,8 +417,12 @@ STUDENTS = {
     "required": ["address", "major", "name", "year"],
     "properties": {
         "name": {"bsonType": "string", "description": "'name' must be a string and is required"},
-        "year": {"bsonType": "int", "minimum": 2017, "maximum": 3017,
-                 "description": "'year' must be an integer in [ 2017, 3017 ] and is required"},
+        "year": {
+            "bsonType": "int",
+            "minimum": 2017,
+            "maximum": 3017,
+            "description": "'year' must be an integer in [ 2017, 3017 ] and is required",
+        },
         "gpa": {"bsonType": ["double"], "description": "'gpa' must be a double if the field exists"},
     },
 }
@@ -392,29 +432,64 @@ EXPLAIN_CASES: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any], str]] 
     # The manual's students example: gpa is an int where a double is required.
     (
         STUDENTS,
-        {"name": "Alice", "year": 2019, "major": "History", "gpa": 3, "address": {"city": "NYC", "street": "33rd Street"}},
-        {"operatorName": "$jsonSchema", "title": "Student Object Validation",
-         "schemaRulesNotSatisfied": [props(failed("gpa", type_error("bsonType", ["double"], 3, "int"),
-                                                  description="'gpa' must be a double if the field exists"))]},
+        {
+            "name": "Alice",
+            "year": 2019,
+            "major": "History",
+            "gpa": 3,
+            "address": {"city": "NYC", "street": "33rd Street"},
+        },
+        {
+            "operatorName": "$jsonSchema",
+            "title": "Student Object Validation",
+            "schemaRulesNotSatisfied": [
+                props(
+                    failed(
+                        "gpa",
+                        type_error("bsonType", ["double"], 3, "int"),
+                        description="'gpa' must be a double if the field exists",
+                    )
+                )
+            ],
+        },
         SPECIFY,
     ),
     # The manual's contacts example: phone required, status in an enum.
     (
-        {"bsonType": "object", "required": ["phone"],
-         "properties": {"phone": {"bsonType": "string", "description": "must be a string and is required"},
-                        "status": {"enum": ["Unknown", "Incomplete"], "description": "can only be one of the enum values"}}},
+        {
+            "bsonType": "object",
+            "required": ["phone"],
+            "properties": {
+                "phone": {"bsonType": "string", "description": "must be a string and is required"},
+                "status": {"enum": ["Unknown", "Incomplete"], "description": "can only be one of the enum values"},
+            },
+        },
         {"email": "info@mongodb.com", "status": "Complete"},
-        rules(props(failed("status", leaf("enum", {"enum": ["Unknown", "Incomplete"]}, "value was not found in enum",
-                                          "Complete"), description="can only be one of the enum values")),
-              {"operatorName": "required", "specifiedAs": {"required": ["phone"]}, "missingProperties": ["phone"]}),
+        rules(
+            props(
+                failed(
+                    "status",
+                    leaf("enum", {"enum": ["Unknown", "Incomplete"]}, "value was not found in enum", "Complete"),
+                    description="can only be one of the enum values",
+                )
+            ),
+            {"operatorName": "required", "specifiedAs": {"required": ["phone"]}, "missingProperties": ["phone"]},
+        ),
         INVALID,
     ),
     # Rules come in MongoDB's order: maximum before minimum.
     (
         prop({"minimum": 10, "maximum": -10}),
         {"a": 5},
-        rules(props(failed("a", leaf("maximum", {"maximum": -10}, "comparison failed", 5),
-                           leaf("minimum", {"minimum": 10}, "comparison failed", 5)))),
+        rules(
+            props(
+                failed(
+                    "a",
+                    leaf("maximum", {"maximum": -10}, "comparison failed", 5),
+                    leaf("minimum", {"minimum": 10}, "comparison failed", 5),
+                )
+            )
+        ),
         KEYWORDS,
     ),
     (
@@ -439,7 +514,9 @@ EXPLAIN_CASES: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any], str]] 
     (
         prop({"type": "string", "minLength": 4}),
         {"a": "foo"},
-        rules(props(failed("a", leaf("minLength", {"minLength": 4}, "specified string length was not satisfied", "foo")))),
+        rules(
+            props(failed("a", leaf("minLength", {"minLength": 4}, "specified string length was not satisfied", "foo")))
+        ),
         KEYWORDS,
     ),
     (
@@ -457,118 +534,251 @@ EXPLAIN_CASES: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any], str]] 
     (
         prop({"multipleOf": 2.1}),
         {"a": 1.1},
-        rules(props(failed("a", leaf("multipleOf", {"multipleOf": 2.1},
-                                     "considered value is not a multiple of the specified value", 1.1)))),
+        rules(
+            props(
+                failed(
+                    "a",
+                    leaf(
+                        "multipleOf",
+                        {"multipleOf": 2.1},
+                        "considered value is not a multiple of the specified value",
+                        1.1,
+                    ),
+                )
+            )
+        ),
         KEYWORDS,
     ),
     (
         prop({"minItems": 2}),
         {"a": [1]},
-        rules(props(failed("a", leaf("minItems", {"minItems": 2}, "array did not match specified length", [1],
-                                     numberOfItems=1)))),
+        rules(
+            props(
+                failed(
+                    "a", leaf("minItems", {"minItems": 2}, "array did not match specified length", [1], numberOfItems=1)
+                )
+            )
+        ),
         KEYWORDS,
     ),
     (
         prop({"uniqueItems": True}),
         {"a": [1, 2, 3, 3, 4, 4]},
-        rules(props(failed("a", leaf("uniqueItems", {"uniqueItems": True}, "found a duplicate item",
-                                     [1, 2, 3, 3, 4, 4], duplicatedValue=3)))),
+        rules(
+            props(
+                failed(
+                    "a",
+                    leaf(
+                        "uniqueItems",
+                        {"uniqueItems": True},
+                        "found a duplicate item",
+                        [1, 2, 3, 3, 4, 4],
+                        duplicatedValue=3,
+                    ),
+                )
+            )
+        ),
         KEYWORDS,
     ),
     (
         prop({"items": {"type": "string"}}),
         {"a": [1, "A", {}]},
-        rules(props(failed("a", {"operatorName": "items", "reason": "At least one item did not match the sub-schema",
-                                 "itemIndex": 0, "details": [type_error("type", "string", 1, "int")]}))),
+        rules(
+            props(
+                failed(
+                    "a",
+                    {
+                        "operatorName": "items",
+                        "reason": "At least one item did not match the sub-schema",
+                        "itemIndex": 0,
+                        "details": [type_error("type", "string", 1, "int")],
+                    },
+                )
+            )
+        ),
         KEYWORDS,
     ),
     (
         prop({"items": [{"bsonType": "int"}, {"bsonType": "string"}]}),
         {"a": ["x", 2]},
-        rules(props(failed("a", {"operatorName": "items", "details": [
-            {"itemIndex": 0, "details": [type_error("bsonType", "int", "x", "string")]},
-            {"itemIndex": 1, "details": [type_error("bsonType", "string", 2, "int")]},
-        ]}))),
+        rules(
+            props(
+                failed(
+                    "a",
+                    {
+                        "operatorName": "items",
+                        "details": [
+                            {"itemIndex": 0, "details": [type_error("bsonType", "int", "x", "string")]},
+                            {"itemIndex": 1, "details": [type_error("bsonType", "string", 2, "int")]},
+                        ],
+                    },
+                )
+            )
+        ),
         KEYWORDS,
     ),
     (
         prop({"items": [{}], "additionalItems": False}),
         {"a": [1, 2, 3]},
-        rules(props(failed("a", {"operatorName": "additionalItems", "specifiedAs": {"additionalItems": False},
-                                 "reason": "found additional items", "additionalItems": [2, 3]}))),
+        rules(
+            props(
+                failed(
+                    "a",
+                    {
+                        "operatorName": "additionalItems",
+                        "specifiedAs": {"additionalItems": False},
+                        "reason": "found additional items",
+                        "additionalItems": [2, 3],
+                    },
+                )
+            )
+        ),
         KEYWORDS,
     ),
     (
         prop({"items": [{}], "additionalItems": {"bsonType": "int"}}),
         {"a": [1, 2, "x"]},
-        rules(props(failed("a", {"operatorName": "additionalItems",
-                                 "reason": "At least one additional item did not match the sub-schema",
-                                 "itemIndex": 2, "details": [type_error("bsonType", "int", "x", "string")]}))),
+        rules(
+            props(
+                failed(
+                    "a",
+                    {
+                        "operatorName": "additionalItems",
+                        "reason": "At least one additional item did not match the sub-schema",
+                        "itemIndex": 2,
+                        "details": [type_error("bsonType", "int", "x", "string")],
+                    },
+                )
+            )
+        ),
         KEYWORDS,
     ),
     (
         {"properties": {"_id": {}}, "additionalProperties": False},
         {"_id": 1, "b": 2, "c": 3},
-        rules({"operatorName": "additionalProperties", "specifiedAs": {"additionalProperties": False},
-               "additionalProperties": ["b", "c"]}),
+        rules(
+            {
+                "operatorName": "additionalProperties",
+                "specifiedAs": {"additionalProperties": False},
+                "additionalProperties": ["b", "c"],
+            }
+        ),
         KEYWORDS,
     ),
     (
         {"properties": {"_id": {}}, "additionalProperties": {"bsonType": "int", "description": "ints only"}},
         {"_id": 1, "b": 2, "c": "x"},
-        rules({"operatorName": "additionalProperties", "description": "ints only",
-               "reason": "at least one additional property did not match the subschema", "failingProperty": "c",
-               "details": [type_error("bsonType", "int", "x", "string")]}),
+        rules(
+            {
+                "operatorName": "additionalProperties",
+                "description": "ints only",
+                "reason": "at least one additional property did not match the subschema",
+                "failingProperty": "c",
+                "details": [type_error("bsonType", "int", "x", "string")],
+            }
+        ),
         KEYWORDS,
     ),
     (
         {"patternProperties": {"^s": {"bsonType": "string"}}},
         {"sa": 1, "sb": "ok"},
-        rules({"operatorName": "patternProperties", "details": [
-            {"propertyName": "sa", "regexMatched": "^s", "details": [type_error("bsonType", "string", 1, "int")]},
-        ]}),
+        rules(
+            {
+                "operatorName": "patternProperties",
+                "details": [
+                    {
+                        "propertyName": "sa",
+                        "regexMatched": "^s",
+                        "details": [type_error("bsonType", "string", 1, "int")],
+                    },
+                ],
+            }
+        ),
         KEYWORDS,
     ),
     (
         {"minProperties": 3},
         {"_id": 1},
-        rules({"operatorName": "minProperties", "specifiedAs": {"minProperties": 3},
-               "reason": "specified number of properties was not satisfied", "numberOfProperties": 1}),
+        rules(
+            {
+                "operatorName": "minProperties",
+                "specifiedAs": {"minProperties": 3},
+                "reason": "specified number of properties was not satisfied",
+                "numberOfProperties": 1,
+            }
+        ),
         KEYWORDS,
     ),
     (
         {"dependencies": {"card": ["billing", "name"], "x": {"required": ["y"]}}},
         {"card": 1, "name": "n", "x": 1},
-        rules({"operatorName": "dependencies", "failingDependencies": [
-            {"conditionalProperty": "card", "missingProperties": ["billing"]},
-            {"conditionalProperty": "x", "details": [
-                {"operatorName": "required", "specifiedAs": {"required": ["y"]}, "missingProperties": ["y"]}]},
-        ]}),
+        rules(
+            {
+                "operatorName": "dependencies",
+                "failingDependencies": [
+                    {"conditionalProperty": "card", "missingProperties": ["billing"]},
+                    {
+                        "conditionalProperty": "x",
+                        "details": [
+                            {"operatorName": "required", "specifiedAs": {"required": ["y"]}, "missingProperties": ["y"]}
+                        ],
+                    },
+                ],
+            }
+        ),
         KEYWORDS,
     ),
     (
         prop({"anyOf": [{"type": "string"}, {"maximum": 3}]}),
         {"a": 4},
-        rules(props(failed("a", {"operatorName": "anyOf", "schemasNotSatisfied": [
-            {"index": 0, "details": [type_error("type", "string", 4, "int")]},
-            {"index": 1, "details": [leaf("maximum", {"maximum": 3}, "comparison failed", 4)]},
-        ]}))),
+        rules(
+            props(
+                failed(
+                    "a",
+                    {
+                        "operatorName": "anyOf",
+                        "schemasNotSatisfied": [
+                            {"index": 0, "details": [type_error("type", "string", 4, "int")]},
+                            {"index": 1, "details": [leaf("maximum", {"maximum": 3}, "comparison failed", 4)]},
+                        ],
+                    },
+                )
+            )
+        ),
         KEYWORDS,
     ),
     (
         {"allOf": [{"properties": {"a": {"minimum": 1}}}, {"title": "b rule", "properties": {"b": {"minimum": 2}}}]},
         {"a": 1, "b": 0},
-        rules({"operatorName": "allOf", "schemasNotSatisfied": [
-            {"index": 1, "title": "b rule",
-             "details": [props(failed("b", leaf("minimum", {"minimum": 2}, "comparison failed", 0)))]},
-        ]}),
+        rules(
+            {
+                "operatorName": "allOf",
+                "schemasNotSatisfied": [
+                    {
+                        "index": 1,
+                        "title": "b rule",
+                        "details": [props(failed("b", leaf("minimum", {"minimum": 2}, "comparison failed", 0)))],
+                    },
+                ],
+            }
+        ),
         KEYWORDS,
     ),
     (
         prop({"oneOf": [{"minimum": 1}, {"maximum": 3}]}),
         {"a": 2},
-        rules(props(failed("a", {"operatorName": "oneOf", "reason": "more than one subschema matched",
-                                 "matchingSchemaIndexes": [0, 1]}))),
+        rules(
+            props(
+                failed(
+                    "a",
+                    {
+                        "operatorName": "oneOf",
+                        "reason": "more than one subschema matched",
+                        "matchingSchemaIndexes": [0, 1],
+                    },
+                )
+            )
+        ),
         KEYWORDS,
     ),
     (
@@ -586,16 +796,24 @@ EXPLAIN_CASES: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any], str]] 
     (
         {"enum": [1, "x"]},
         {"_id": 1},
-        rules({"operatorName": "enum", "specifiedAs": {"enum": [1, "x"]}, "reason": "expression always evaluates to false"}),
+        rules(
+            {
+                "operatorName": "enum",
+                "specifiedAs": {"enum": [1, "x"]},
+                "reason": "expression always evaluates to false",
+            }
+        ),
         KEYWORDS,
     ),
     # A top-level type without object: the whole schema always evaluates to false.
     (
         {"type": "number", "properties": {"a": {"minimum": 1}}},
         {"a": 1},
-        {"operatorName": "$jsonSchema",
-         "specifiedAs": {"$jsonSchema": {"type": "number", "properties": {"a": {"minimum": 1}}}},
-         "reason": "expression always evaluates to false"},
+        {
+            "operatorName": "$jsonSchema",
+            "specifiedAs": {"$jsonSchema": {"type": "number", "properties": {"a": {"minimum": 1}}}},
+            "reason": "expression always evaluates to false",
+        },
         KEYWORDS,
     ),
     # A missing required property is the required rule's to report, even with a type.
@@ -661,7 +879,13 @@ def order(**changes: Any) -> dict[str, Any]:
 # (document, valid, manual page)
 ORDERS: list[tuple[dict[str, Any], bool, str]] = [
     (order(), True, SPECIFY),
-    (order(items=[{"sku": "A", "quantity": 1, "price": Decimal128("1.10")}, {"sku": "B", "quantity": 3, "price": 4}]), True, SPECIFY),
+    (
+        order(
+            items=[{"sku": "A", "quantity": 1, "price": Decimal128("1.10")}, {"sku": "B", "quantity": 3, "price": 4}]
+        ),
+        True,
+        SPECIFY,
+    ),
     (order(status="shipped", total=19.0), True, SPECIFY),
     (order(user_id=str(USER)), False, SPECIFY),
     (order(items=[]), False, SPECIFY),
@@ -690,7 +914,9 @@ def test_orders_validator_details() -> None:
         "itemIndex": 1,
         "details": [props(failed("quantity", leaf("minimum", {"minimum": 1}, "comparison failed", 0)))],
     }
-    status_error = leaf("enum", {"enum": ORDERS_SCHEMA["properties"]["status"]["enum"]}, "value was not found in enum", "lost")
+    status_error = leaf(
+        "enum", {"enum": ORDERS_SCHEMA["properties"]["status"]["enum"]}, "value was not found in enum", "lost"
+    )
     assert compile_json_schema(ORDERS_SCHEMA).explain(doc) == rules(
         props(failed("items", item_error), failed("status", status_error))
     )
@@ -703,13 +929,18 @@ def test_orders_validator_details() -> None:
 def test_bson_type_and_enum_accept_every_value_of_their_own(value: Any) -> None:
     # TYPE_ALIASES: every BSON value has its alias; KEYWORDS: enum uses MongoDB equality.
     alias = bsontypes.type_name(value)
-    assert compile_json_schema({"required": ["a"], "properties": {"a": {"bsonType": alias, "enum": [value]}}})({"a": value})
+    assert compile_json_schema({"required": ["a"], "properties": {"a": {"bsonType": alias, "enum": [value]}}})(
+        {"a": value}
+    )
 
 
 SCHEMAS_UNDER_TEST = [
     ORDERS_SCHEMA,
-    {"properties": {"a": {"anyOf": [{"bsonType": "string", "maxLength": 2}, {"items": {"minimum": 0}}]}},
-     "dependencies": {"b": ["c"]}, "patternProperties": {"^x": {"not": {"bsonType": "null"}}}},
+    {
+        "properties": {"a": {"anyOf": [{"bsonType": "string", "maxLength": 2}, {"items": {"minimum": 0}}]}},
+        "dependencies": {"b": ["c"]},
+        "patternProperties": {"^x": {"not": {"bsonType": "null"}}},
+    },
     {"required": ["a"], "additionalProperties": {"uniqueItems": True}, "properties": {"_id": {}}},
 ]
 
