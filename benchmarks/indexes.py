@@ -184,7 +184,7 @@ class IndexPlan:
     sizes: tuple[int, ...] = (10_000, 100_000, 1_000_000)
     peer_max: int = 100_000
     budget: float = 2.0  # seconds per round of one query workload
-    rounds: int = 3
+    rounds: int = 5
     find_user: int = 2000
     find_one: int = 5000
     build_budget: float = 300.0

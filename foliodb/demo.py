@@ -37,7 +37,7 @@ ORDER_2 = _oid(0x401)
 def catalogue() -> dict[str, list[dict[str, Any]]]:
     """The demo documents, by collection."""
     day = datetime.datetime(2026, 3, 1)
-    categories = [
+    categories: list[dict[str, Any]] = [
         {
             "_id": CAT_OUTDOORS,
             "slug": "outdoors",
@@ -66,7 +66,7 @@ def catalogue() -> dict[str, list[dict[str, Any]]]:
             ],
         },
     ]
-    products = [
+    products: list[dict[str, Any]] = [
         {
             "_id": PRODUCT_SHEARS,
             "slug": "wheelbarrow-9092",
@@ -138,7 +138,7 @@ def catalogue() -> dict[str, list[dict[str, Any]]]:
             "tags": ["seeds", "vegetables"],
         },
     ]
-    users = [
+    users: list[dict[str, Any]] = [
         {
             "_id": USER_KYLE,
             "username": "kbanker",
@@ -180,7 +180,7 @@ def catalogue() -> dict[str, list[dict[str, Any]]]:
             "pricing": dict(product["pricing"]),
         }
 
-    orders = [
+    orders: list[dict[str, Any]] = [
         {
             "_id": ORDER_1,
             "user_id": USER_KYLE,
@@ -200,7 +200,7 @@ def catalogue() -> dict[str, list[dict[str, Any]]]:
             "sub_total": 5 * products[2]["pricing"]["sale"],
         },
     ]
-    reviews = [
+    reviews: list[dict[str, Any]] = [
         {
             "_id": _oid(0x500),
             "product_id": PRODUCT_SHEARS,

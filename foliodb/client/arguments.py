@@ -81,3 +81,9 @@ def statement(
         sort=None if sort is None else sort_spec(sort),
         arrayFilters=array_filters,
     )
+
+
+def validate_boolean(option: str, value: Any) -> None:
+    """pymongo's check of a boolean option (its TypeError message)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{option} must be True or False, was: {option}={value!r}")

@@ -26,7 +26,7 @@ from foliodb.commands import CODEC
 class DocumentCodec:
     __slots__ = ("options", "plain")
 
-    def __init__(self, options: CodecOptions) -> None:
+    def __init__(self, options: CodecOptions[Any]) -> None:
         self.options = options
         self.plain = is_plain(options)
 
@@ -49,7 +49,7 @@ class DocumentCodec:
         return [bson.decode(bson.encode(doc, codec_options=CODEC), self.options) for doc in docs]
 
 
-def is_plain(options: CodecOptions) -> bool:
+def is_plain(options: CodecOptions[Any]) -> bool:
     return (
         options.document_class is dict
         and not options.tz_aware

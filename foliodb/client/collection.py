@@ -20,7 +20,7 @@ from pymongo.results import DeleteResult, InsertManyResult, InsertOneResult, Upd
 from pymongo.write_concern import WriteConcern
 
 from foliodb.client import _reply
-from foliodb.client.arguments import command_doc, index_spec, projection_doc, sort_spec, statement
+from foliodb.client.arguments import command_doc, index_spec, projection_doc, sort_spec, statement, validate_boolean
 from foliodb.client.bulk import Bulk
 from foliodb.client.codec import DocumentCodec, with_id
 from foliodb.client.cursor import CommandCursor, Cursor
@@ -35,7 +35,7 @@ class Collection(Handle):
         self,
         database: Database,
         name: str,
-        codec_options: CodecOptions | None = None,
+        codec_options: CodecOptions[Any] | None = None,
         read_preference: Any = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
@@ -65,7 +65,7 @@ class Collection(Handle):
 
     @property
     def database(self) -> Database:
-        return self._parent  # type: ignore[no-any-return]
+        return self._parent
 
     def __getattr__(self, name: str) -> Collection:
         if name.startswith("_"):
@@ -159,7 +159,7 @@ class Collection(Handle):
         bypass_document_validation: bool | None,
     ) -> UpdateResult:
         common.validate_is_mapping("filter", filter)
-        common.validate_boolean("upsert", upsert)
+        validate_boolean("upsert", upsert)
         fields = {"q": self._codec.encode(filter), "u": self._codec.encode_update(update), "multi": multi}
         if array_filters is not None:
             common.validate_list("array_filters", array_filters)
@@ -411,7 +411,7 @@ class Collection(Handle):
         fields = projection_doc(projection)
         order = None if sort is None else sort_spec(sort)
         if upsert is not None:
-            common.validate_boolean("upsert", upsert)
+            validate_boolean("upsert", upsert)
         if array_filters is not None:
             common.validate_list("array_filters", array_filters)
         cmd = command_doc(

@@ -27,7 +27,7 @@ class Database(Handle):
         self,
         client: MongoClient,
         name: str,
-        codec_options: CodecOptions | None = None,
+        codec_options: CodecOptions[Any] | None = None,
         read_preference: Any = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
@@ -43,7 +43,7 @@ class Database(Handle):
 
     @property
     def client(self) -> MongoClient:
-        return self._parent  # type: ignore[no-any-return]
+        return self._parent
 
     def _command(self, cmd: Mapping[str, Any]) -> dict[str, Any]:
         return self.client._execute(self._name, cmd)
@@ -61,7 +61,7 @@ class Database(Handle):
     def get_collection(
         self,
         name: str,
-        codec_options: CodecOptions | None = None,
+        codec_options: CodecOptions[Any] | None = None,
         read_preference: Any = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
@@ -83,7 +83,7 @@ class Database(Handle):
         check: bool = True,
         allowable_errors: Sequence[str | int] | None = None,
         read_preference: Any = None,
-        codec_options: CodecOptions | None = None,
+        codec_options: CodecOptions[Any] | None = None,
         session: Any = None,
         comment: Any = None,
         **kwargs: Any,
@@ -102,7 +102,7 @@ class Database(Handle):
     def create_collection(
         self,
         name: str,
-        codec_options: CodecOptions | None = None,
+        codec_options: CodecOptions[Any] | None = None,
         read_preference: Any = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,

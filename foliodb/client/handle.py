@@ -20,7 +20,7 @@ from pymongo.write_concern import WriteConcern
 class Options:
     def __init__(
         self,
-        codec_options: CodecOptions,
+        codec_options: CodecOptions[Any],
         read_preference: Any,
         write_concern: WriteConcern,
         read_concern: ReadConcern,
@@ -31,7 +31,7 @@ class Options:
         self._read_concern = read_concern
 
     @property
-    def codec_options(self) -> CodecOptions:
+    def codec_options(self) -> CodecOptions[Any]:
         return self._codec_options
 
     @property
@@ -52,7 +52,7 @@ class Handle(Options):
         self,
         parent: Any,
         name: str,
-        codec_options: CodecOptions | None = None,
+        codec_options: CodecOptions[Any] | None = None,
         read_preference: Any = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
@@ -72,7 +72,7 @@ class Handle(Options):
 
     def with_options(
         self,
-        codec_options: CodecOptions | None = None,
+        codec_options: CodecOptions[Any] | None = None,
         read_preference: Any = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,

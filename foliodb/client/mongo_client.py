@@ -134,7 +134,7 @@ class MongoClient(Options):
     def get_database(
         self,
         name: str | None = None,
-        codec_options: CodecOptions | None = None,
+        codec_options: CodecOptions[Any] | None = None,
         read_preference: Any = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,

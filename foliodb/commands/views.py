@@ -26,9 +26,9 @@ def is_view(request: Request, name: str) -> bool:
     return info is not None and info.is_view
 
 
-def find_stages(spec: FindSpec) -> list[dict[str, Any]]:
+def find_stages(spec: FindSpec) -> list[Mapping[str, Any]]:
     """A find's options as pipeline stages, in the order find applies them."""
-    stages: list[dict[str, Any]] = []
+    stages: list[Mapping[str, Any]] = []
     if spec.filter:
         stages.append({"$match": dict(spec.filter)})
     if spec.sort:

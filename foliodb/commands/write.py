@@ -67,6 +67,7 @@ def prepare_insert(doc: Any) -> dict[str, Any]:
     """The document as stored: ``_id`` first (generated when missing) and valid."""
     if not isinstance(doc, Mapping):
         raise CommandError(ErrorCode.TypeMismatch, "BSON field 'insert.documents' is the wrong type, expected object")
+    out: dict[str, Any]
     if "_id" not in doc:
         out = {"_id": ObjectId()}
         out.update(doc)

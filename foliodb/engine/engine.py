@@ -140,7 +140,7 @@ class Engine:
         """(the collection a name reads from, the view pipelines to apply
         first); a plain collection resolves to itself and no pipeline."""
         pipeline: list[Any] = []
-        seen = set()
+        seen: set[str] = set()
         info = self.catalog.get(db, name)
         while info is not None and info.is_view:
             if name in seen:

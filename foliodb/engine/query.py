@@ -164,10 +164,11 @@ class FindExecution:
         docs = self._matching()
         spec = self.spec
         if self.sort is not None:
-            key = self.sort.key
-            if self.text is not None:
-                sort = self.sort
-                key = lambda doc: sort.key(doc, metadata.of(doc))  # noqa: E731
+            sort = self.sort
+
+            def key(doc: dict[str, Any]) -> bytes:
+                return sort.key(doc, metadata.of(doc))
+
             top = None if spec.limit is None else spec.skip + spec.limit
             docs = sort_documents(
                 docs,

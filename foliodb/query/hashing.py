@@ -41,7 +41,7 @@ _CANONICAL = {
     cmp.MAXKEY: 100,
 }
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_CODEC = CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_AUTO)
+_CODEC: CodecOptions[dict[str, Any]] = CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_AUTO)
 
 
 def hash64(value: Any, seed: int = 0) -> Int64:

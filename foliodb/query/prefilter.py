@@ -45,7 +45,8 @@ def _alternatives(cond: Any) -> list[bytes] | None:
             return [needle] if needle is not None else None
         if list(cond) == ["$in"] and isinstance(cond["$in"], list) and cond["$in"]:
             needles = [_needle(v) for v in cond["$in"]]
-            return None if any(n is None for n in needles) else needles  # type: ignore[misc]
+            present = [n for n in needles if n is not None]
+            return present if len(present) == len(needles) else None
         if list(cond) == ["$all"] and isinstance(cond["$all"], list) and cond["$all"]:
             needle = _needle(cond["$all"][0])
             return [needle] if needle is not None else None

@@ -31,7 +31,7 @@ def stage_match(spec: Any, where: Where) -> Stage:
         text, rest = split_text(spec)
         if text is None:
             raise location(ErrorCode.BadValue, "$text is only allowed at the top level of a $match filter")
-        spec_to_check = rest or {}
+        spec_to_check: Mapping[str, Any] = rest or {}
     else:
         spec_to_check = spec
     match = compile_filter(spec_to_check, where.env.ctx)

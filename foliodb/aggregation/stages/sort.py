@@ -32,9 +32,10 @@ from foliodb.query.sort import compile_sort
 
 def sort_stage(spec: Mapping[str, Any], where: Where, limit: int | None = None) -> Stage:
     sort = compile_sort(spec, stage=True)
-    key = sort.key
-    if sort.meta_fields:
-        key = lambda doc: sort.key(doc, metadata.of(doc))  # noqa: E731
+
+    def key(doc: Any) -> bytes:
+        return sort.key(doc, metadata.of(doc))
+
     allow_disk_use = where.env.allow_disk_use
 
     def run(docs: Docs) -> Docs:

@@ -24,10 +24,9 @@ from typing import Any
 import bson
 
 from foliodb.engine.catalog import CODEC, IndexInfo
-from foliodb.engine.index_keys import wildcard_projected
+from foliodb.engine.index_keys import NULL_KEY, wildcard_projected
 from foliodb.engine.planner.bounds import (
     ALL,
-    NULL_KEY,
     Interval,
     condition_intervals,
     contains,

@@ -244,18 +244,12 @@ class OrScan(AccessStage):
     def __init__(self, scans: list[AccessStage]) -> None:
         self.scans = scans
 
-    @property  # type: ignore[override]
-    def keys_examined(self) -> int:
-        return sum(scan.keys_examined for scan in self.scans)
-
-    @property  # type: ignore[override]
-    def docs_examined(self) -> int:
-        return sum(scan.docs_examined for scan in self.scans)
-
     def rows(self) -> Iterator[tuple[int, bytes]]:
         seen: set[int] = set()
         for scan in self.scans:
             for rid, data in scan.rows():
+                self.keys_examined = sum(s.keys_examined for s in self.scans)
+                self.docs_examined = sum(s.docs_examined for s in self.scans)
                 if rid not in seen:
                     seen.add(rid)
                     yield rid, data

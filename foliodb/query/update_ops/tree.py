@@ -392,7 +392,7 @@ class RenameNode:
         value = self._find_source(st.root)
         if value is MISSING:
             return
-        chain = [st.root]  # the destination's existing ancestors
+        chain: list[Any] = [st.root]  # the destination's existing ancestors
         for part in taken if to_create else taken[:-1]:
             chain.append(chain[-1][_child_key(chain[-1], part)])
         for i in range(len(chain) - 1, 0, -1):
