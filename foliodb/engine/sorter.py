@@ -100,6 +100,29 @@ class _Spill:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class _Sizer:
+    """Estimates documents' memory: every 16th is encoded and measured, the
+    others count as the running average (encoding each one costs as much as
+    the sort itself)."""
+
+    __slots__ = ("count", "measured", "total")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.measured = 0
+        self.total = 0
+
+    def size(self, doc: dict[str, Any]) -> int:
+        n = self.count
+        self.count = n + 1
+        if n & 15 == 0:
+            size = len(bson.encode(doc))
+            self.measured += 1
+            self.total += size
+            return size
+        return self.total // self.measured
+
+
 def _too_much(max_memory_bytes: int) -> CommandError:
     return CommandError(
         ErrorCode.QueryExceededMemoryLimitNoDiskUseAllowed,
@@ -145,10 +168,11 @@ def _gather_all(
     held: list[_Entry] = []
     used = 0
     spill: _Spill | None = None
+    sizer = _Sizer()
     for seq, doc in enumerate(docs):
         k = key(doc)
         held.append((k, seq, doc))
-        used += len(bson.encode(doc)) + len(k)
+        used += sizer.size(doc) + len(k)
         if used > max_memory:
             if not allow_disk:
                 raise _too_much(max_memory)
@@ -172,6 +196,7 @@ def _gather_top(
     used = 0
     spill: _Spill | None = None
     cutoff: bytes | None = None  # keys >= this cannot make the top ``keep``
+    sizer = _Sizer()
     for seq, doc in enumerate(docs):
         k = key(doc)
         if cutoff is not None and k >= cutoff:
@@ -181,11 +206,11 @@ def _gather_top(
             # A later entry with an equal key loses the tie.
             if k >= worst.key:
                 continue
-            size = len(bson.encode(doc)) + len(k)
+            size = sizer.size(doc) + len(k)
             heapq.heapreplace(heap, _Worst(k, seq, doc, size))
             used += size - worst.size
         else:
-            size = len(bson.encode(doc)) + len(k)
+            size = sizer.size(doc) + len(k)
             heapq.heappush(heap, _Worst(k, seq, doc, size))
             used += size
         if used > max_memory:
