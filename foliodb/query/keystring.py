@@ -17,13 +17,18 @@ is reserved as the end-of-container marker), then the body:
 null, MinKey,  nothing
 MaxKey,
 undefined
-number         class byte: 0x01 NaN, 0x02 -inf, 0x03 negative, 0x04 zero,
-               0x05 positive, 0x06 +inf. Finite non-zero values are written
-               as 0.d1d2...dn x 10**e (d1 != 0, no trailing zeros): a 2-byte
-               big-endian ``e + 0x8000``, then the digits two per byte
-               (``10*d_i + d_{i+1} + 1``, a lone last digit padded with 0),
-               then 0x00. Negative numbers complement the exponent, digit and
-               terminator bytes, so a larger magnitude sorts lower.
+number         0x01 for NaN (below every number). Otherwise 0x02, then the
+               largest double ``d`` not above the value, as 8 order-preserving
+               bytes (IEEE bits, sign bit flipped, all bits flipped when
+               negative; -0.0 as 0.0), then 0x00 when the value is exactly
+               ``d``, else 0x01 and the remainder ``value - d`` (> 0) as a
+               positive decimal 0.d1d2...dn x 10**e: 2-byte big-endian
+               ``e + 0x8000``, the digits two per byte (``10*d_i + d_{i+1} +
+               1``, a lone last digit padded with 0), then 0x00. Doubles, and
+               integers up to 2**53, never need the slow remainder; int64s
+               beyond it and Decimal128s between doubles do. (A Decimal128
+               below -DBL_MAX is ``d`` = -inf with the complemented decimal
+               of its magnitude as the remainder part.)
 string,        UTF-8 with 0x00 escaped as 0x00 0xFF, terminated by 0x00 0x01
 symbol, code
 object         per element: value type byte, field name as a string, value
@@ -42,6 +47,10 @@ code w/ scope  code as a string, then the scope as an object body
 from __future__ import annotations
 
 import datetime
+import decimal
+import math
+import struct
+import sys
 from decimal import Decimal
 from typing import Any
 
@@ -62,11 +71,16 @@ T_OBJECTID = _TYPE[cmp.OBJECTID]
 END = b"\x00"
 
 _NAN = b"\x01"
-_NEG_INF = b"\x02"
-_NEG = b"\x03"
-_ZERO = b"\x04"
-_POS = b"\x05"
-_POS_INF = b"\x06"
+_FINITE = b"\x02"
+_EXACT = b"\x00"
+_INEXACT = b"\x01"
+_DBL_MAX = sys.float_info.max
+_PACK = struct.Struct(">d").pack
+_UNPACK_BITS = struct.Struct(">Q").unpack
+_PACK_BITS = struct.Struct(">Q").pack
+_SIGN = 1 << 63
+_ALL = (1 << 64) - 1
+_WIDE = decimal.Context(prec=10_000, Emax=999_999, Emin=-999_999, traps=[])
 
 _COMPLEMENT = bytes(255 - i for i in range(256))
 _DIGIT_PAIRS = {f"{i:02d}": bytes([i + 1]) for i in range(100)}
@@ -141,55 +155,59 @@ def _string(text: str) -> bytes:
     return data + b"\x00\x01"
 
 
+def _ordered(d: float) -> bytes:
+    """8 bytes whose order is the doubles' order (-inf first, +inf last)."""
+    (bits,) = _UNPACK_BITS(_PACK(d + 0.0))  # + 0.0 turns -0.0 into 0.0
+    return _PACK_BITS(bits ^ _ALL if bits & _SIGN else bits | _SIGN)
+
+
 def _number(value: Any) -> bytes:
     cls = value.__class__
     if cls is float:
         if value != value:
             return _NAN
-        if value in (float("inf"), float("-inf")):
-            return _POS_INF if value > 0 else _NEG_INF
-        if value.is_integer():
-            return _integer(int(value))
-        return _decimal(Decimal(value))
+        return _FINITE + _ordered(value) + _EXACT
     if cls is Decimal128:
-        d = value.to_decimal()
-        if d.is_nan():
-            return _NAN
-        if d.is_infinite():
-            return _NEG_INF if d.is_signed() else _POS_INF
-        return _decimal(d)
-    return _integer(int(value))
+        return _decimal_number(value.to_decimal())
+    n = int(value)
+    if -(2**53) <= n <= 2**53:
+        return _FINITE + _ordered(float(n)) + _EXACT
+    return _decimal_number(Decimal(n))
 
 
-def _integer(n: int) -> bytes:
-    if n == 0:
-        return _ZERO
-    digits = str(-n if n < 0 else n)
-    exponent = len(digits)
-    return _finite(n < 0, exponent, digits.rstrip("0"))
+def _decimal_number(x: Decimal) -> bytes:
+    """A number given exactly as a Decimal (int64s beyond 2**53, Decimal128s)."""
+    if x.is_nan():
+        return _NAN
+    if x.is_infinite() or x.is_zero():
+        return _FINITE + _ordered(float(x)) + _EXACT
+    d = float(x)  # the nearest double, or an infinity beyond the doubles
+    if d == float("-inf"):
+        return _FINITE + _ordered(d) + _INEXACT + _positive_decimal(-x).translate(_COMPLEMENT)
+    if d == float("inf"):
+        d = _DBL_MAX
+    elif Decimal(d) > x:
+        d = math.nextafter(d, float("-inf"))
+    rest = _WIDE.subtract(x, Decimal(d))
+    if rest.is_zero():
+        return _FINITE + _ordered(d) + _EXACT
+    return _FINITE + _ordered(d) + _INEXACT + _positive_decimal(rest)
 
 
-def _decimal(d: Decimal) -> bytes:
-    if d.is_zero():
-        return _ZERO
-    sign, digit_tuple, exp = d.as_tuple()
-    digits = "".join(map(str, digit_tuple)).lstrip("0")
+def _positive_decimal(x: Decimal) -> bytes:
+    """A positive decimal as 0.d1d2...dn x 10**e: exponent, digit pairs, 0x00."""
+    _, digit_tuple, exp = x.as_tuple()
     assert isinstance(exp, int)
+    digits = "".join(map(str, digit_tuple)).lstrip("0")
     exponent = len(digits) + exp
-    return _finite(bool(sign), exponent, digits.rstrip("0"))
-
-
-def _finite(negative: bool, exponent: int, digits: str) -> bytes:
+    digits = digits.rstrip("0")
     if len(digits) % 2:
         digits += "0"
-    body = (
+    return (
         (exponent + 0x8000).to_bytes(2, "big")
         + b"".join(_DIGIT_PAIRS[digits[i : i + 2]] for i in range(0, len(digits), 2))
         + END
     )
-    if negative:
-        return _NEG + body.translate(_COMPLEMENT)
-    return _POS + body
 
 
 # -- decoding ----------------------------------------------------------------------
@@ -303,35 +321,37 @@ def _decode_body(r: _Reader, b: int) -> Any:
 
 
 def _decode_number(r: _Reader) -> Any:
-    cls = r.byte()
-    if cls == _NAN[0]:
+    if r.byte() == _NAN[0]:
         return float("nan")
-    if cls == _NEG_INF[0]:
-        return float("-inf")
-    if cls == _POS_INF[0]:
-        return float("inf")
-    if cls == _ZERO[0]:
-        return 0
-    negative = cls == _NEG[0]
-    # The body of a negative number is complemented once more.
-    inner = _Reader(r.data, r.pos, (r.mask == 0xFF) ^ negative)
-    exponent = int.from_bytes(inner.take(2), "big") - 0x8000
+    (bits,) = _UNPACK_BITS(r.take(8))
+    bits = bits ^ _SIGN if bits & _SIGN else bits ^ _ALL
+    (d,) = struct.unpack(">d", _PACK_BITS(bits))
+    if r.byte() == _EXACT[0]:
+        if d.is_integer() and abs(d) < 2**63:
+            n = int(d)
+            return n if -(2**31) <= n < 2**31 else Int64(n)
+        return d
+    if d == float("-inf"):
+        inner = _Reader(r.data, r.pos, r.mask != 0xFF)
+        value = -_decode_positive_decimal(inner)
+        r.pos = inner.pos
+    else:
+        value = _WIDE.add(Decimal(d), _decode_positive_decimal(r))
+    if value == value.to_integral_value() and -(2**63) <= value < 2**63:
+        return Int64(int(value))
+    return Decimal128(value)
+
+
+def _decode_positive_decimal(r: _Reader) -> Decimal:
+    exponent = int.from_bytes(r.take(2), "big") - 0x8000
     digits = []
     while True:
-        pair = inner.byte()
+        pair = r.byte()
         if pair == 0:
             break
         digits.append(f"{pair - 1:02d}")
-    r.pos = inner.pos
     text = "".join(digits).rstrip("0") or "0"
-    value = Decimal(("-" if negative else "") + "0." + text) * (Decimal(10) ** exponent)
-    if value == value.to_integral_value():
-        n = int(value)
-        if -(2**31) <= n < 2**31:
-            return n
-        if -(2**63) <= n < 2**63:
-            return Int64(n)
-    return float(value)
+    return Decimal("0." + text).scaleb(exponent, _WIDE)
 
 
 def _date(millis: int) -> Any:
