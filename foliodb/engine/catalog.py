@@ -14,6 +14,7 @@ MongoDB.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import uuid
 from dataclasses import dataclass, field
@@ -70,9 +71,9 @@ class IndexInfo:
         # The _id index is unique without saying so in its spec.
         return self.name == "_id_" or bool(self.spec.get("unique", False))
 
-    @property
+    @functools.cached_property
     def kind(self) -> str:
-        """ "btree", "hashed", "wildcard" or "text"."""
+        """ "btree", "hashed", "wildcard" or "text" (the key never changes)."""
         key = self.key
         if "_fts" in key:
             return "text"

@@ -16,7 +16,7 @@ from typing import Any
 import bson
 
 from foliodb.engine.catalog import CODEC
-from foliodb.engine.planner import Plan, choose_plan, field_conditions, id_point_keys, includes_null
+from foliodb.engine.planner import Plan, choose_plan, exact_by_index, field_conditions, id_point_keys, includes_null
 from foliodb.engine.planner.bounds import condition_intervals
 from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan, OrScan, TextScan
 from foliodb.engine.records import CollectionStore
@@ -25,7 +25,7 @@ from foliodb.engine.text import TextIndex, TextQuery, parse_text, split_text
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import metadata
 from foliodb.query.context import Context
-from foliodb.query.filter import MatchDetails, compile_filter
+from foliodb.query.filter import MatchDetails, Matcher, compile_filter
 from foliodb.query.paths import split
 from foliodb.query.prefilter import Prefilter, compile_prefilter, needle_groups
 from foliodb.query.projection import compile_projection
@@ -91,7 +91,15 @@ class FindExecution:
             if store is not None:
                 self.plan = Plan(IdLookup(store, id_keys))
         else:
-            self.matcher = compile_filter(rest, ctx) if rest else None
+            compiled: list[Matcher] = []
+
+            def matcher(doc: Any, details: Any = None) -> bool:
+                # Compiled on first use: a plan whose index answers the filter
+                # exactly never needs it.
+                if not compiled:
+                    compiled.append(compile_filter(rest, ctx))
+                return compiled[0](doc, details)
+
             self.prefilter = compile_prefilter(rest)
             if text_arg is not None:
                 self.plan = self._text_plan(store, text_arg)
@@ -99,11 +107,20 @@ class FindExecution:
                 self.plan = choose_plan(
                     store,
                     filter_spec,
-                    self.matcher,
+                    matcher,
                     self.sort.fields if self.sort is not None else None,
                     self.sort.natural if self.sort is not None else None,
                     spec.hint,
                 )
+            access = self.plan.access if self.plan is not None else None
+            exact = (
+                isinstance(access, IndexScan)
+                and exact_by_index(filter_spec, access.index)
+                and not (self.projection is not None and self.projection.uses_positional)
+            )
+            if rest and not exact:
+                # Compiled now, so a bad filter fails before any result.
+                self.matcher = compiled[0] if compiled else compile_filter(rest, ctx)
         if self.plan is not None and isinstance(self.plan.access, CollScan):
             # The scan's SQL drops records that lack the filter's needles.
             self.plan.access.needles = needle_groups(rest)

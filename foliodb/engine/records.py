@@ -32,6 +32,7 @@ from foliodb.query.render import render_document
 
 MAX_BSON_SIZE = 16 * 1024 * 1024
 SCAN_BATCH = 256
+PLAN_CACHE_SIZE = 1000
 
 
 class IndexWriter:
@@ -143,10 +144,17 @@ class CollectionStore:
     def refresh_indexes(self) -> None:
         """Rebuild the index writers after the index set changed."""
         self.writers = [IndexWriter(index) for index in self.info.indexes.values()]
+        # The planner's cache: query shape -> the name of the index that won.
+        self.plan_cache: dict[Any, str] = {}
         id_table = self.info.id_index.table
         self._by_id_sql = (
             f"SELECT c.rid, c.doc FROM {id_table} AS i JOIN {self.info.table} AS c ON c.rid = i.rid WHERE i.key = ?"
         )
+
+    def remember_plan(self, shape: Any, index_name: str) -> None:
+        if len(self.plan_cache) >= PLAN_CACHE_SIZE:
+            self.plan_cache.clear()  # crude but bounded; shapes are few in practice
+        self.plan_cache[shape] = index_name
 
     # -- writes (inside Storage.write) --------------------------------------
 

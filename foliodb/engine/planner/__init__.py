@@ -16,12 +16,14 @@ candidates the plan is a collection scan.
 
 from __future__ import annotations
 
+import datetime
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import bson
+from bson import Int64, ObjectId
 
 from foliodb.engine.catalog import CODEC, IndexInfo
 from foliodb.engine.index_keys import NULL_KEY, wildcard_projected
@@ -42,6 +44,7 @@ from foliodb.query import compare as cmp
 from foliodb.query import keystring
 from foliodb.query.filter import is_operator_doc
 from foliodb.query.hashing import hash64
+from foliodb.query.paths import is_index
 
 TRIAL_RESULTS = 101
 TRIAL_WORKS = 10_000
@@ -216,36 +219,45 @@ def _wildcard_candidates(index: IndexInfo, conditions: dict[str, list[Any]]) -> 
 
 
 def candidates(
-    store: CollectionStore, filter_spec: Mapping[str, Any] | None, sort: list[tuple[str, int]] | None
+    store: CollectionStore,
+    filter_spec: Mapping[str, Any] | None,
+    sort: list[tuple[str, int]] | None,
+    only: IndexInfo | None = None,
 ) -> list[Candidate]:
+    """The usable indexes for a query (just ``only``, when given)."""
     conditions = field_conditions(filter_spec)
     out: list[Candidate] = []
-    for index in store.info.indexes.values():
-        spec = index.spec
-        if spec.get("hidden") or index.kind == "text":
-            continue
-        partial = spec.get("partialFilterExpression")
-        if partial is not None and not implies(conditions, partial):
-            continue
-        if index.kind == "wildcard":
-            out.extend(_wildcard_candidates(index, conditions))
-            continue
-        per_field = [
-            _hashed_intervals(conditions.get(name, []))
-            if direction == "hashed"
-            else _field_intervals(conditions.get(name, []), index.multikey)
-            for name, direction in index.key.items()
-        ]
-        if spec.get("sparse") and all(includes_null(iv) for iv in per_field):
-            continue
-        intervals = [iv if iv is not None else [ALL] for iv in per_field]
-        direction = _sort_direction(index, intervals, sort or [])
-        if per_field[0] is None and not direction:
-            continue
-        if per_field[0] is None and (partial is not None or spec.get("sparse")) and not conditions:
-            continue
-        out.append(Candidate(index, intervals, direction or 1, bool(direction)))
+    for index in (only,) if only is not None else store.info.indexes.values():
+        out.extend(_index_candidates(index, conditions, sort))
     return out
+
+
+def _index_candidates(
+    index: IndexInfo, conditions: dict[str, list[Any]], sort: list[tuple[str, int]] | None
+) -> list[Candidate]:
+    spec = index.spec
+    if spec.get("hidden") or index.kind == "text":
+        return []
+    partial = spec.get("partialFilterExpression")
+    if partial is not None and not implies(conditions, partial):
+        return []
+    if index.kind == "wildcard":
+        return _wildcard_candidates(index, conditions)
+    per_field = [
+        _hashed_intervals(conditions.get(name, []))
+        if direction == "hashed"
+        else _field_intervals(conditions.get(name, []), index.multikey)
+        for name, direction in index.key.items()
+    ]
+    if spec.get("sparse") and all(includes_null(iv) for iv in per_field):
+        return []
+    intervals = [iv if iv is not None else [ALL] for iv in per_field]
+    direction = _sort_direction(index, intervals, sort or [])
+    if per_field[0] is None and not direction:
+        return []
+    if per_field[0] is None and (partial is not None or spec.get("sparse")) and not conditions:
+        return []
+    return [Candidate(index, intervals, direction or 1, bool(direction))]
 
 
 def _index_scan(store: CollectionStore, candidate: Candidate) -> IndexScan | None:
@@ -276,6 +288,31 @@ def id_point_keys(filter_spec: Mapping[str, Any] | None) -> list[bytes] | None:
     return [keystring.encode(cond)]
 
 
+_EXACT_TYPES = (str, ObjectId, int, Int64, bool, datetime.datetime)
+
+
+def exact_by_index(filter_spec: Mapping[str, Any] | None, index: IndexInfo) -> bool:
+    """Does scanning ``index`` for ``filter_spec`` yield exactly its matches?
+
+    True for one equality with a plain scalar on the index's leading field
+    (a path without array positions): an entry in that key range means the
+    field, or one of its array elements, equals the value - which is what
+    the equality means - so fetched documents need no second check.
+    """
+    if not filter_spec or len(filter_spec) != 1 or index.kind != "btree":
+        return False
+    ((path, cond),) = filter_spec.items()
+    if path != next(iter(index.key)) or path.startswith("$") or any(is_index(p) for p in path.split(".")):
+        return False
+    if is_operator_doc(cond):
+        if list(cond) != ["$eq"]:
+            return False
+        cond = cond["$eq"]
+    if isinstance(cond, float):
+        return cond == cond  # NaN keys are exact too, but keep it simple
+    return isinstance(cond, _EXACT_TYPES) and not (isinstance(cond, datetime.datetime) and cond.tzinfo)
+
+
 def choose_plan(
     store: CollectionStore,
     filter_spec: Mapping[str, Any] | None,
@@ -295,6 +332,16 @@ def choose_plan(
             return Plan(IdLookup(store, keys))
         if indexes_disabled():
             return Plan(CollScan(store))
+    shape = None if hinted is not None else (query_shape(filter_spec), tuple(sort or ()))
+    cached = store.plan_cache.get(shape) if shape is not None else None
+    if cached is not None:
+        # The winner for queries of this shape, if it serves this one too
+        # (a partial index may not: it depends on the values).
+        found = candidates(store, filter_spec, sort, only=store.info.indexes.get(cached))
+        scans = [(c, s) for c in found if (s := _index_scan(store, c)) is not None]
+        if len(scans) == 1:
+            candidate, scan = scans[0]
+            return Plan(scan, candidate.provides_sort)
     found = candidates(store, filter_spec, sort)
     if hinted is not None:
         found = [c for c in found if c.index is hinted]
@@ -309,8 +356,22 @@ def choose_plan(
         return Plan(union_scan or CollScan(store))
     if len(scans) == 1:
         candidate, scan = scans[0]
-        return Plan(scan, candidate.provides_sort)
-    return _trial(store, scans, matcher, bool(sort))
+        plan = Plan(scan, candidate.provides_sort)
+    else:
+        plan = _trial(store, scans, matcher, bool(sort))
+    if shape is not None and isinstance(plan.access, IndexScan):
+        store.remember_plan(shape, plan.access.index.name)
+    return plan
+
+
+def query_shape(filter_spec: Any) -> Any:
+    """A filter without its values: operators, paths and value types, which is
+    what decides which index serves it (MongoDB's query shape)."""
+    if isinstance(filter_spec, Mapping):
+        return tuple((key, query_shape(value)) for key, value in filter_spec.items())
+    if isinstance(filter_spec, list):
+        return ("[]", *(query_shape(v) for v in filter_spec[:8]), len(filter_spec) > 8)
+    return cmp.bracket(filter_spec)
 
 
 def _or_plan(store: CollectionStore, filter_spec: Mapping[str, Any] | None) -> OrScan | None:

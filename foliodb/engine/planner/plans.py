@@ -8,6 +8,7 @@ match), sorts and projects them. Each stage counts what it examined, for
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -80,6 +81,22 @@ class IdLookup(AccessStage):
         }
 
 
+@functools.lru_cache(maxsize=256)
+def _scan_statements(table: str, coll: str) -> dict[tuple[bool, bool, bool], str]:
+    """The SELECTs of an index scan by (keys only, forward, bounded above)."""
+    fetch = f"SELECT i.key, c.rid, c.doc FROM {table} AS i JOIN {coll} AS c ON c.rid = i.rid WHERE "
+    keys_only = f"SELECT i.key, i.rid, NULL FROM {table} AS i WHERE "
+    return {
+        (covered, forward, bounded): select
+        + ("i.key >= ?" + (" AND i.key < ?" if bounded else ""))
+        + (" ORDER BY i.key" if forward else " ORDER BY i.key DESC")
+        + " LIMIT ?"
+        for covered, select in ((False, fetch), (True, keys_only))
+        for forward in (True, False)
+        for bounded in (True, False)
+    }
+
+
 class IndexScan(AccessStage):
     """Records through an index's key ranges (IXSCAN, with the FETCH of each
     record in the same SQL statement). A multikey index can list a record
@@ -103,18 +120,7 @@ class IndexScan(AccessStage):
         self.keys_examined = 0
         self.docs_examined = 0
         self.covered = False  # set by the query layer: keys alone answer it
-        table, coll = index.table, store.info.table
-        fetch = f"SELECT i.key, c.rid, c.doc FROM {table} AS i JOIN {coll} AS c ON c.rid = i.rid WHERE "
-        keys_only = f"SELECT i.key, i.rid, NULL FROM {table} AS i WHERE "
-        self._sql = {
-            (covered, forward, bounded): select
-            + ("i.key >= ?" + (" AND i.key < ?" if bounded else ""))
-            + (" ORDER BY i.key" if forward else " ORDER BY i.key DESC")
-            + " LIMIT ?"
-            for covered, select in ((False, fetch), (True, keys_only))
-            for forward in (True, False)
-            for bounded in (True, False)
-        }
+        self._sql = _scan_statements(index.table, store.info.table)
 
     def rows(self) -> Iterator[tuple[int, bytes]]:
         seen: set[int] | None = set() if self.index.multikey else None
@@ -143,7 +149,7 @@ class IndexScan(AccessStage):
         conn = self.store.conn
         mutex = self.store.storage.mutex
         start, stop = key_range.start, key_range.stop
-        batch = 8  # small first: a limit-1 query reads one batch
+        batch = 32  # small first: a limit-1 query reads one short batch
         forward = self.direction > 0
         while True:
             bounded = stop is not None
