@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import foliodb
+from foliodb.demo import run as run_demo
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -15,10 +17,13 @@ def main(argv: list[str] | None = None) -> int:
     demo = commands.add_parser("demo", help="load the e-commerce catalogue example and run its queries")
     demo.add_argument("dbpath", nargs="?", default="./foliodb-demo", help="database directory (default ./foliodb-demo)")
     args = parser.parse_args(argv)
-    if args.command == "demo":
-        from foliodb.demo import run
-
-        run(args.dbpath)
+    try:
+        if args.command == "demo":
+            run_demo(args.dbpath)
+    except BrokenPipeError:
+        # The reader went away (say, `| head`): stop quietly, as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return 0
 
 
