@@ -27,7 +27,7 @@ from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import keystring
 from foliodb.query.filter import compile_filter
 from foliodb.query.keystring import is_canonical
-from foliodb.query.paths import MISSING, get_expr
+from foliodb.query.paths import MISSING, reach
 from foliodb.query.render import render_document
 
 MAX_BSON_SIZE = 16 * 1024 * 1024
@@ -66,7 +66,8 @@ class IndexWriter:
         self.delete_sql = f"DELETE FROM {self.table} WHERE key = ?"
 
     def keys(self, doc: dict[str, Any]) -> dict[bytes, tuple[Any, ...]]:
-        """The entry keys (record id appended when not unique) of a document."""
+        """The value keys of a document (the record id not yet appended),
+        each with the values that made it; {} when the index skips it."""
         if self.is_id:
             value = doc["_id"]
             if not self.info.lossy and not is_canonical(value):
@@ -116,7 +117,8 @@ class IndexWriter:
 
 
 def _absent(doc: dict[str, Any], parts: tuple[str, ...]) -> bool:
-    return get_expr(doc, parts) is MISSING
+    """Does the path reach nothing (what a sparse index leaves out)?"""
+    return all(value is MISSING for value, _ in reach(doc, parts, expand=False))
 
 
 class CollectionStore:
