@@ -63,8 +63,8 @@ from benchmarks.pipelines import (
     MontyDBMemoryPipelines,
     Pipelines,
 )
-from benchmarks.report import fmt_rate, fmt_ratio
-from benchmarks.run import RESULTS, machine
+from benchmarks.report import fmt_rate, fmt_ratio, targets_block
+from benchmarks.run import machine, output_path, save
 from benchmarks.workloads import BATCH, Outcome, Profiler, _describe
 
 OURS = "foliodb-disk"
@@ -403,13 +403,7 @@ def markdown(doc: dict[str, Any]) -> str:
     for name, info in doc["contenders"].items():
         note = f": {info['note']}" if info["note"] else ""
         out.append(f"- {name} ({info['package']} {info['version']}, {info['storage']}){note}")
-    out.append("\nTargets and checks:\n")
-    if doc["targets"]:
-        out.append("```")
-        out.extend(check["line"] for check in doc["targets"])
-        out.append("```")
-    else:
-        out.append("none checked.")
+    out.extend(targets_block(doc, "Targets and checks", "none checked."))
     return "\n".join(out)
 
 
@@ -526,12 +520,7 @@ def main(argv: list[str] | None = None) -> None:
     doc["elapsed_seconds"] = round(time.perf_counter() - clock, 1)
     compare(doc)
     doc["targets"] = targets(doc)
-    suffix = "-profile" if args.profile else "-quick" if args.quick else ""
-    path = Path(args.out) if args.out else RESULTS / f"{started:%Y-%m-%d}-{host}-aggregation{suffix}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=1, default=str) + "\n")
-    print(markdown(doc))
-    print(f"\nwritten {path} in {doc['elapsed_seconds']} s")
+    save(doc, output_path(args, host, f"{started:%Y-%m-%d}", "aggregation"), markdown(doc))
 
 
 if __name__ == "__main__":

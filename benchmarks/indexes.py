@@ -65,8 +65,8 @@ from benchmarks.peers import (
     PymongoStyle,
     version,
 )
-from benchmarks.report import fmt_rate, fmt_ratio
-from benchmarks.run import RESULTS, machine
+from benchmarks.report import fmt_rate, fmt_ratio, targets_block
+from benchmarks.run import machine, output_path, save
 from benchmarks.workloads import BATCH, Outcome, Profiler, _timed
 
 FIELD = "user_id"
@@ -526,13 +526,7 @@ def markdown(doc: dict[str, Any]) -> str:
         limited = "" if reach == int(sizes[-1]) else f"; measured up to {reach:,} documents"
         note = f": {info['note']}" if info["note"] else ""
         out.append(f"- {name} ({info['package']} {info['version']}, {info['storage']}{limited}){note}")
-    out.append("\nTargets:\n")
-    if doc["targets"]:
-        out.append("```")
-        out.extend(check["line"] for check in doc["targets"])
-        out.append("```")
-    else:
-        out.append(f"not checked: {OURS} was not measured.")
+    out.extend(targets_block(doc, "Targets", f"not checked: {OURS} was not measured."))
     return "\n".join(out)
 
 
@@ -627,12 +621,7 @@ def main(argv: list[str] | None = None) -> None:
     doc["elapsed_seconds"] = round(time.perf_counter() - clock, 1)
     add_ratios(doc)
     doc["targets"] = targets(doc)
-    suffix = "-profile" if args.profile else "-quick" if args.quick else ""
-    path = Path(args.out) if args.out else RESULTS / f"{started:%Y-%m-%d}-{host}-indexes{suffix}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=1, default=str) + "\n")
-    print(markdown(doc))
-    print(f"\nwritten {path} in {doc['elapsed_seconds']} s")
+    save(doc, output_path(args, host, f"{started:%Y-%m-%d}", "indexes"), markdown(doc))
 
 
 if __name__ == "__main__":

@@ -151,11 +151,17 @@ def markdown(doc: dict[str, Any]) -> str:
     for name, info in doc["contenders"].items():
         note = f": {info['note']}" if info["note"] else ""
         out.append(f"- {name} ({info['package']} {info['version'] or 'version not recorded'}, {info['storage']}){note}")
-    out.append("\nTargets:\n")
+    out.extend(targets_block(doc, "Targets", f"not checked: {FOLIODB} was not measured."))
+    return "\n".join(out)
+
+
+def targets_block(doc: dict[str, Any], title: str, if_none: str) -> list[str]:
+    """The report's closing lines: the PASS/FAIL lines in a code block."""
+    out = [f"\n{title}:\n"]
     if doc["targets"]:
         out.append("```")
         out.extend(check["line"] for check in doc["targets"])
         out.append("```")
     else:
-        out.append(f"not checked: {FOLIODB} was not measured.")
-    return "\n".join(out)
+        out.append(if_none)
+    return out

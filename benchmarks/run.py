@@ -185,11 +185,20 @@ def machine() -> dict[str, Any]:
     }
 
 
-def output_path(args: argparse.Namespace, host: str, day: str) -> Path:
+def output_path(args: argparse.Namespace, host: str, day: str, kind: str = "") -> Path:
+    """Where a run's JSON goes: ``--out``, else results/<day>-<host>[-kind][-quick|-profile].json."""
     if args.out:
         return Path(args.out)
     suffix = "-profile" if args.profile else "-quick" if args.quick else ""
-    return RESULTS / f"{day}-{host}{suffix}.json"
+    return RESULTS / f"{day}-{host}{'-' + kind if kind else ''}{suffix}.json"
+
+
+def save(doc: dict[str, Any], path: Path, text: str) -> None:
+    """Write a run's JSON and print its report."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    print(text)
+    print(f"\nwritten {path} in {doc['elapsed_seconds']} s")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -266,11 +275,7 @@ def main(argv: list[str] | None = None) -> None:
     doc["elapsed_seconds"] = round(time.perf_counter() - clock, 1)
     doc["targets"] = report.targets(doc)
 
-    path = output_path(args, host, started.strftime("%Y-%m-%d"))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=1) + "\n")
-    print(report.markdown(doc))
-    print(f"\nwritten {path} in {doc['elapsed_seconds']} s")
+    save(doc, output_path(args, host, started.strftime("%Y-%m-%d")), report.markdown(doc))
 
 
 if __name__ == "__main__":
