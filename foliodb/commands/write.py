@@ -36,7 +36,7 @@ from foliodb.commands.registry import COMMANDS
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.planner import id_point_keys, plan_access
 from foliodb.engine.planner.plans import IdLookup
-from foliodb.engine.query import FindExecution, FindSpec
+from foliodb.engine.query import FindExecution, FindSpec, raw_narrowing
 from foliodb.engine.records import CollectionStore
 from foliodb.engine.text import split_text
 from foliodb.errors import CommandError, ErrorCode
@@ -44,7 +44,6 @@ from foliodb.query import bsontypes
 from foliodb.query import compare as cmp
 from foliodb.query.context import Context
 from foliodb.query.filter import MatchDetails, compile_filter
-from foliodb.query.prefilter import compile_prefilter
 from foliodb.query.projection import compile_projection
 from foliodb.query.sort import compile_sort
 from foliodb.query.update import CompiledUpdate, compile_update, seed_from_filter
@@ -328,7 +327,7 @@ def matching(
             yield best[1], best[2], best[3], best[4]
         return
     seen: set[int] = set()
-    prefilter = compile_prefilter(filter_spec)
+    prefilter = raw_narrowing(access, filter_spec)
     for rid, data in access.rows():
         if rid in seen or (prefilter is not None and not prefilter(data)):
             continue

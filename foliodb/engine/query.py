@@ -100,7 +100,6 @@ class FindExecution:
                     compiled.append(compile_filter(rest, ctx))
                 return compiled[0](doc, details)
 
-            self.prefilter = compile_prefilter(rest)
             if text_arg is not None:
                 self.plan = self._text_plan(store, text_arg)
             elif store is not None:
@@ -121,9 +120,8 @@ class FindExecution:
             if rest and not exact:
                 # Compiled now, so a bad filter fails before any result.
                 self.matcher = compiled[0] if compiled else compile_filter(rest, ctx)
-        if self.plan is not None and isinstance(self.plan.access, CollScan):
-            # The scan's SQL drops records that lack the filter's needles.
-            self.plan.access.needles = needle_groups(rest)
+        if self.plan is not None and not isinstance(self.plan.access, IdLookup):
+            self.prefilter = raw_narrowing(self.plan.access, rest)
         self.covered = self._covered_fields()
         if self.sort is not None and (
             (not self.sort.fields and not self.sort.meta_fields) or (self.plan is not None and self.plan.provides_sort)
@@ -271,6 +269,16 @@ class FindExecution:
                 continue
             self.stats.n_matched += 1
             yield doc
+
+
+def raw_narrowing(access: AccessStage, filter_spec: Mapping[str, Any] | None) -> Prefilter | None:
+    """Skip records that cannot match before decoding them (see
+    :mod:`foliodb.query.prefilter`): a collection scan's SQL does it itself;
+    for other access paths, the Python test this returns does."""
+    if isinstance(access, CollScan):
+        access.needles = needle_groups(filter_spec)
+        return None
+    return compile_prefilter(filter_spec)
 
 
 def _inclusion_fields(projection: Mapping[str, Any]) -> set[str] | None:
