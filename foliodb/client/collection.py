@@ -8,7 +8,7 @@ mistakes raise the same TypeError/ValueError messages.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bson.codec_options import CodecOptions
 from pymongo import common
@@ -23,11 +23,13 @@ from foliodb.client import _reply
 from foliodb.client.arguments import command_doc, index_spec, projection_doc, sort_spec, statement, validate_boolean
 from foliodb.client.bulk import Bulk
 from foliodb.client.codec import DocumentCodec, with_id
-from foliodb.client.cursor import CommandCursor, Cursor
+from foliodb.client.cursor import CommandCursor, Cursor, RawBatchCommandCursor, RawBatchCursor
 from foliodb.client.handle import Handle
 
 if TYPE_CHECKING:
     from foliodb.client.database import Database
+
+_C = TypeVar("_C", bound=CommandCursor)
 
 
 class Collection(Handle):
@@ -303,6 +305,9 @@ class Collection(Handle):
     def find(self, *args: Any, **kwargs: Any) -> Cursor:
         return Cursor(self, *args, **kwargs)
 
+    def find_raw_batches(self, *args: Any, **kwargs: Any) -> RawBatchCursor:
+        return RawBatchCursor(self, *args, **kwargs)
+
     def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
         if filter is not None and not isinstance(filter, Mapping):
             filter = {"_id": filter}
@@ -372,6 +377,26 @@ class Collection(Handle):
         comment: Any = None,
         **kwargs: Any,
     ) -> CommandCursor:
+        return self._aggregate(CommandCursor, pipeline, let, comment, kwargs)
+
+    def aggregate_raw_batches(
+        self,
+        pipeline: Sequence[Mapping[str, Any]],
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> RawBatchCommandCursor:
+        return self._aggregate(RawBatchCommandCursor, pipeline, let, comment, kwargs)
+
+    def _aggregate(
+        self,
+        cursor_class: type[_C],
+        pipeline: Sequence[Mapping[str, Any]],
+        let: Mapping[str, Any] | None,
+        comment: Any,
+        kwargs: dict[str, Any],
+    ) -> _C:
         common.validate_list("pipeline", pipeline)
         batch_size = kwargs.pop("batchSize", None)
         cmd = command_doc(
@@ -387,7 +412,7 @@ class Collection(Handle):
         if _writes(pipeline):
             self._write_concern_doc(cmd)
         reply = _reply.check(self._command(cmd))
-        return CommandCursor(self, reply, batch_size or 0)
+        return cursor_class(self, reply, batch_size or 0)
 
     # -- find and modify ------------------------------------------------------------------
 
@@ -534,6 +559,33 @@ class Collection(Handle):
             index["key"] = list(index["key"].items())
             info[index.pop("name")] = index
         return info
+
+    # Atlas Search indexes: the commands answer 238 (NotImplemented), as documented in differences.md.
+
+    def create_search_index(self, model: Any, session: Any = None, comment: Any = None, **kwargs: Any) -> str:
+        return self.create_search_indexes([model], session=session, comment=comment, **kwargs)[0]
+
+    def create_search_indexes(
+        self, models: Sequence[Any], session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> list[str]:
+        indexes = [getattr(model, "document", model) for model in models]
+        cmd = command_doc({"createSearchIndexes": self._name, "indexes": indexes}, kwargs, comment=comment)
+        return [index["name"] for index in _reply.check(self._command(cmd))["indexesCreated"]]
+
+    def drop_search_index(self, name: str, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
+        _reply.check(self._command(command_doc({"dropSearchIndex": self._name, "name": name}, kwargs, comment=comment)))
+
+    def update_search_index(
+        self, name: str, definition: Mapping[str, Any], session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> None:
+        cmd = {"updateSearchIndex": self._name, "name": name, "definition": definition}
+        _reply.check(self._command(command_doc(cmd, kwargs, comment=comment)))
+
+    def list_search_indexes(
+        self, name: str | None = None, session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> CommandCursor:
+        stage = {"$listSearchIndexes": {"name": name} if name is not None else {}}
+        return self.aggregate([stage], comment=comment, **kwargs)
 
     # -- collection ---------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+import bson
 from pymongo.errors import InvalidOperation
 
 from foliodb.client._reply import check
@@ -58,6 +59,18 @@ class _BatchCursor:
             return self._buffer.popleft()
         self._killed = True
         raise StopIteration
+
+    def _next_raw_batch(self) -> bytes:
+        """The rest of the current batch, its documents' BSON concatenated (pymongo's raw batch cursors)."""
+        if not self._buffer and self._cursor_id and not self._killed:
+            self._get_more()
+        if not self._buffer:
+            self._killed = True
+            raise StopIteration
+        batch = b"".join(bson.encode(doc) for doc in self._buffer)
+        self._retrieved += len(self._buffer)
+        self._buffer.clear()
+        return batch
 
     def _kill(self) -> None:
         if self._cursor_id and not self._killed:
@@ -433,3 +446,26 @@ class CommandCursor(_BatchCursor):
 
     def close(self) -> None:
         self._kill()
+
+
+class RawBatchCursor(Cursor):
+    """``find_raw_batches``: each item is one batch of BSON bytes, for decoding with ``bson.decode_all``."""
+
+    def __next__(self) -> bytes:  # type: ignore[override]
+        if not self._started:
+            self._start()
+        return self._next_raw_batch()
+
+    next = __next__  # type: ignore[assignment]
+
+    def __getitem__(self, index: int | slice) -> Any:
+        raise InvalidOperation("Cannot call __getitem__ on RawBatchCursor")
+
+
+class RawBatchCommandCursor(CommandCursor):
+    """``aggregate_raw_batches``: each item is one batch of BSON bytes."""
+
+    def __next__(self) -> bytes:  # type: ignore[override]
+        return self._next_raw_batch()
+
+    next = __next__  # type: ignore[assignment]

@@ -113,6 +113,31 @@ class MongoClient(Options):
     def address(self) -> None:
         return None
 
+    # Topology answers of a single embedded node, so code that inspects them keeps working.
+    @property
+    def nodes(self) -> frozenset[tuple[str, int]]:
+        return frozenset()
+
+    @property
+    def primary(self) -> None:
+        return None
+
+    @property
+    def secondaries(self) -> set[tuple[str, int]]:
+        return set()
+
+    @property
+    def arbiters(self) -> set[tuple[str, int]]:
+        return set()
+
+    @property
+    def is_primary(self) -> bool:
+        return True
+
+    @property
+    def is_mongos(self) -> bool:
+        return False
+
     @property
     def dbpath(self) -> str:
         return self._path

@@ -169,6 +169,11 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         raise CommandError(
             ErrorCode.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument"
         )
+    if explain:
+        # The legacy form of explain; the registry lookup keeps explain.py (which builds on this module) out of
+        # this module's imports.
+        inner = {key: value for key, value in cmd.items() if key != "explain"}
+        return COMMANDS.get("explain")(request, {"explain": inner, "verbosity": "queryPlanner"})
     batch_size = params.field(cursor_opts or {}, "batchSize", "integer", "aggregate.cursor")
     let = params.field(cmd, "let", "object", "aggregate")
     params.collation(cmd, "aggregate")

@@ -73,6 +73,7 @@ def parse_find(cmd: Mapping[str, Any], command: str = "find") -> tuple[FindSpec,
         hint=fields.get("hint"),
         allow_disk_use=fields.get("allowDiskUse", True),
         show_record_id=fields.get("showRecordId", False),
+        return_key=fields.get("returnKey", False),
     )
     return spec, fields
 

@@ -52,5 +52,8 @@ COMMANDS: Registry[Handler] = Registry(
         "fsync",
         "profile",
         "planCacheClear",
+        "createSearchIndexes",
+        "dropSearchIndex",
+        "updateSearchIndex",
     ),
 )

@@ -16,6 +16,7 @@ from typing import Any
 import bson
 
 from foliodb.engine.catalog import CODEC
+from foliodb.engine.index_keys import EMPTY_ARRAY
 from foliodb.engine.planner import Plan, choose_plan, exact_by_index, field_conditions, id_point_keys, includes_null
 from foliodb.engine.planner.bounds import condition_intervals
 from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan, OrScan, TextScan
@@ -26,7 +27,7 @@ from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import metadata
 from foliodb.query.context import Context
 from foliodb.query.filter import MatchDetails, Matcher, compile_filter
-from foliodb.query.paths import split
+from foliodb.query.paths import MISSING, split
 from foliodb.query.prefilter import Prefilter, compile_prefilter, needle_groups
 from foliodb.query.projection import compile_projection
 from foliodb.query.sort import compile_sort
@@ -44,6 +45,7 @@ class FindSpec:
     hint: Any = None
     allow_disk_use: bool = True
     show_record_id: bool = False
+    return_key: bool = False
     # Leave metadata ($text scores) on the documents, for a pipeline's stages.
     keep_metadata: bool = False
 
@@ -207,7 +209,9 @@ class FindExecution:
             meta = metadata.of(doc) if self.text is not None else None
             if meta is not None and not spec.keep_metadata:
                 doc.pop(metadata.FIELD)
-            if projection is not None:
+            if spec.return_key:
+                doc = self._index_key(doc)
+            elif projection is not None:
                 details = None
                 if positional:
                     details = MatchDetails()
@@ -269,6 +273,23 @@ class FindExecution:
                 continue
             self.stats.n_matched += 1
             yield doc
+
+    def _index_key(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """returnKey: the key of the index entry that produced ``doc``, named by
+        the key pattern's fields; ``{}`` when no index was used."""
+        access = self.plan.access if self.plan is not None else None
+        if isinstance(access, IdLookup):
+            return {"_id": doc["_id"]}
+        if not isinstance(access, IndexScan):
+            return {}
+        writer = next(w for w in access.store.writers if w.info.name == access.index.name)
+        keys = writer.keys(doc)
+        if not keys:
+            return {}
+        # A multikey document has several entries; the scan met the first in its direction.
+        first = min(keys) if access.direction > 0 else max(keys)
+        values = [None if v is MISSING or v is EMPTY_ARRAY else v for v in keys[first]]
+        return dict(zip(access.index.key, values, strict=False))
 
 
 def raw_narrowing(access: AccessStage, filter_spec: Mapping[str, Any] | None) -> Prefilter | None:

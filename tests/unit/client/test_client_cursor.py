@@ -173,3 +173,40 @@ def test_projection_as_a_list_of_names(coll: Any) -> None:
     # CURSOR / find(): a projection may be a list of field names to include.
     assert coll.find({"_id": 4}, ["x"]).to_list() == [{"_id": 4, "x": 1}]
     assert coll.find({"_id": 4}, {"_id": False}).to_list() == [{"x": 1}]
+
+
+RAW_BATCHES = "https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html#pymongo.collection.Collection.find_raw_batches"
+RETURN_KEY = "https://www.mongodb.com/docs/manual/reference/method/cursor.returnKey/"
+
+
+def test_find_raw_batches_are_bson_batches(coll: Any) -> None:
+    # RAW_BATCHES: each item is one batch, decodable with bson.decode_all.
+    import bson
+
+    batches = list(coll.find_raw_batches({"x": {"$ne": 1}}, sort=[("_id", ASCENDING)], batch_size=3))
+    assert all(isinstance(batch, bytes) for batch in batches)
+    assert [len(bson.decode_all(batch)) for batch in batches] == [3, 3, 1]
+    assert [doc["_id"] for batch in batches for doc in bson.decode_all(batch)] == [0, 2, 3, 5, 6, 8, 9]
+
+
+def test_aggregate_raw_batches(coll: Any) -> None:
+    import bson
+
+    batches = list(coll.aggregate_raw_batches([{"$match": {"x": 0}}, {"$sort": {"_id": -1}}]))
+    assert [doc["_id"] for batch in batches for doc in bson.decode_all(batch)] == [9, 6, 3, 0]
+
+
+def test_return_key_gives_the_index_key_or_nothing(coll: Any) -> None:
+    # RETURN_KEY: only the index keys; no fields when the query uses no index.
+    assert list(coll.find({"x": 2}, return_key=True)) == [{}, {}, {}]
+    coll.create_index([("x", ASCENDING), ("_id", DESCENDING)])
+    assert list(coll.find({"x": 2}, return_key=True)) == [{"x": 2, "_id": 8}, {"x": 2, "_id": 5}, {"x": 2, "_id": 2}]
+    assert list(coll.find({"_id": 4}, return_key=True)) == [{"_id": 4}]
+
+
+def test_aggregate_command_with_explain_returns_the_plan(coll: Any) -> None:
+    # https://www.mongodb.com/docs/manual/reference/command/aggregate/ : explain "returns information on the
+    # processing of the pipeline" instead of a cursor.
+    reply = coll.database.command("aggregate", coll.name, pipeline=[{"$match": {"x": 1}}], explain=True)
+    assert "cursor" not in reply
+    assert reply["queryPlanner"]["winningPlan"]["stage"] == "COLLSCAN"

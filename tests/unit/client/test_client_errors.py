@@ -249,3 +249,27 @@ def test_an_update_growing_a_document_past_16_mib_fails(coll: Any) -> None:
         coll.update_one({"_id": 1}, {"$set": {"big": BIG}})
     assert info.value.code == 17419
     assert coll.find_one(1) == {"_id": 1, "email": "a@example.com", "a": 1}
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda c: c.create_search_index({"name": "s", "definition": {"mappings": {"dynamic": True}}}),
+        lambda c: c.drop_search_index("s"),
+        lambda c: c.update_search_index("s", {"mappings": {"dynamic": True}}),
+        lambda c: list(c.list_search_indexes()),
+    ],
+)
+def test_search_index_helpers_answer_not_implemented(client: Any, call: Callable[[Any], Any]) -> None:
+    # Atlas Search needs mongot; FolioDB answers 238 rather than pretending (docs/differences.md).
+    with pytest.raises(OperationFailure) as info:
+        call(client.test.coll)
+    assert info.value.code == 238
+
+
+def test_topology_properties_are_not_databases(client: Any) -> None:
+    # pymongo's MongoClient.nodes / is_primary / is_mongos describe the deployment; a single embedded node.
+    assert client.nodes == frozenset()
+    assert client.is_primary is True
+    assert client.is_mongos is False
+    assert client.primary is None
