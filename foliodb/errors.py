@@ -82,6 +82,7 @@ class ErrorCode(IntEnum):
     TransactionCommitted = 256
     TransactionTooLarge = 257
     OperationNotSupportedInTransaction = 263
+    UnsupportedOpQueryCommand = 352
     AmbiguousIndexKeyPattern = 359
     NoQueryExecutionPlans = 291
     QueryExceededMemoryLimitNoDiskUseAllowed = 292
