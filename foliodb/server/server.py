@@ -78,9 +78,14 @@ class Server:
             thread = threading.Thread(
                 target=self._serve, args=(connection,), name=f"foliodb-conn{connection_id}", daemon=True
             )
+            # Registered and started under the lock, so shutdown() sees every
+            # connection thread started, and none registered after its snapshot.
             with self._lock:
+                if self.stopping.is_set():
+                    sock.close()
+                    return
                 self._connections[connection_id] = (sock, thread)
-            thread.start()
+                thread.start()
 
     def _serve(self, connection: Connection) -> None:
         try:
