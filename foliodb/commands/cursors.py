@@ -30,11 +30,43 @@ CURSOR_TIMEOUT_SECONDS = 600.0
 MAX_BATCH_BYTES = 16 * 1024 * 1024
 
 
+class Lookahead(Iterator[dict[str, Any]]):
+    """A result stream that can tell it is exhausted without losing a document.
+
+    A batch that fills up exactly at the last result would otherwise leave a
+    cursor open that only the next getMore finds empty; MongoDB's plans know
+    their end (a limit reached, a sort drained) and answer cursor id 0 at once.
+    """
+
+    def __init__(self, source: Iterator[dict[str, Any]]) -> None:
+        self.source = source
+        self.pending: list[dict[str, Any]] = []
+
+    def __next__(self) -> dict[str, Any]:
+        if self.pending:
+            return self.pending.pop()
+        return next(self.source)
+
+    def exhausted(self) -> bool:
+        if self.pending:
+            return False
+        try:
+            self.pending.append(next(self.source))
+        except StopIteration:
+            return True
+        return False
+
+    def close(self) -> None:
+        close = getattr(self.source, "close", None)
+        if close is not None:
+            close()
+
+
 @dataclass
 class Cursor:
     id: int
     ns: str
-    source: Iterator[dict[str, Any]]
+    source: Lookahead
     no_timeout: bool = False
     last_used: float = 0.0
     lsid: Any = None
@@ -47,7 +79,8 @@ class CursorManager:
         self._ids = itertools.count(random.randrange(1 << 40, 1 << 50))
 
     def open(self, ns: str, source: Iterator[dict[str, Any]], **options: Any) -> Cursor:
-        cursor = Cursor(next(self._ids), ns, source, last_used=time.monotonic(), **options)
+        lookahead = source if isinstance(source, Lookahead) else Lookahead(source)
+        cursor = Cursor(next(self._ids), ns, lookahead, last_used=time.monotonic(), **options)
         with self._lock:
             self._reap()
             self._cursors[cursor.id] = cursor
@@ -71,9 +104,7 @@ class CursorManager:
             cursor = self._cursors.pop(cursor_id, None)
         if cursor is None:
             return False
-        close = getattr(cursor.source, "close", None)
-        if close is not None:
-            close()
+        cursor.source.close()
         return True
 
     def kill_all(self) -> None:
@@ -90,7 +121,7 @@ class CursorManager:
         return len(self._cursors)
 
 
-def take_batch(source: Iterator[dict[str, Any]], size: int | None) -> tuple[list[dict[str, Any]], bool]:
+def take_batch(source: Lookahead, size: int | None) -> tuple[list[dict[str, Any]], bool]:
     """Up to ``size`` documents (None: no count limit) and whether the
     source is exhausted."""
     if size is not None and size <= 0:
@@ -104,13 +135,13 @@ def take_batch(source: Iterator[dict[str, Any]], size: int | None) -> tuple[list
             append(doc)
             total += 200  # cheap estimate; exact sizes are the wire layer's business
             if total >= MAX_BATCH_BYTES:
-                return batch, False
+                return batch, source.exhausted()
         return batch, True
     for doc in itertools.islice(source, size):
         append(doc)
     if len(batch) < size:
         return batch, True
-    return batch, False
+    return batch, source.exhausted()
 
 
 def cursor_reply(
@@ -123,16 +154,13 @@ def cursor_reply(
     **options: Any,
 ) -> dict[str, Any]:
     """Reply with the first batch, opening a cursor for the rest."""
-    batch, done = take_batch(source, batch_size)
+    lookahead = Lookahead(source)
+    batch, done = take_batch(lookahead, batch_size)
     cursor_id = 0
     if not done and not single_batch:
-        # A source that turns out empty right after a full batch still needs a
-        # cursor: MongoDB reports the end on the next getMore.
-        cursor_id = request.cursors.open(ns, source, **options).id
+        cursor_id = request.cursors.open(ns, lookahead, **options).id
     elif not done:
-        close = getattr(source, "close", None)
-        if close is not None:
-            close()
+        lookahead.close()
     return {"cursor": {first: batch, "id": Int64(cursor_id), "ns": ns}, "ok": 1.0}
 
 

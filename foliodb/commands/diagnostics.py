@@ -31,6 +31,7 @@ MAX_WIRE_VERSION = 25
 MAX_BSON_OBJECT_SIZE = 16 * 1024 * 1024
 MAX_MESSAGE_SIZE = 48_000_000
 MAX_WRITE_BATCH_SIZE = 100_000
+FEATURE_COMPATIBILITY_VERSION = "8.0"
 _STARTED = time.time()
 
 
@@ -116,6 +117,17 @@ def cmd_whatsmyuri(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     return {"you": request.extra.get("peer", "embedded"), "ok": 1.0}
 
 
+@COMMANDS.register("getLog")
+def cmd_getLog(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    # FolioDB logs through Python's logging, not an in-memory ring: the logs exist and are empty.
+    name = cmd["getLog"]
+    if name == "*":
+        return {"names": ["global", "startupWarnings"], "ok": 1.0}
+    if name not in ("global", "startupWarnings"):
+        raise CommandError(ErrorCode.OperationFailed, f"No log named '{name}'")
+    return {"totalLinesWritten": 0, "log": [], "ok": 1.0}
+
+
 @COMMANDS.register("connectionStatus")
 def cmd_connectionStatus(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     return {"authInfo": {"authenticatedUsers": [], "authenticatedUserRoles": []}, "ok": 1.0}
@@ -137,8 +149,9 @@ def cmd_getParameter(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]
     value = cmd["getParameter"]
     if value == "*" or (isinstance(value, Mapping) and value.get("allParameters")):
         return {**parameters, "ok": 1.0}
-    wanted = [k for k in cmd if k not in ("getParameter", "comment", "$db", "lsid")]
-    reply = {k: parameters[k] for k in wanted if k in parameters}
+    wanted = [k for k in cmd if k != "getParameter" and k not in params.GENERIC_FIELDS]
+    known = {**parameters, "featureCompatibilityVersion": {"version": FEATURE_COMPATIBILITY_VERSION}}
+    reply = {k: known[k] for k in wanted if k in known}
     if wanted and not reply:
         raise CommandError(ErrorCode.InvalidOptions, "no option found to get")
     reply["ok"] = 1.0
@@ -150,7 +163,7 @@ def cmd_setParameter(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]
     parameters = request.engine.parameters
     reply: dict[str, Any] = {}
     for key, value in cmd.items():
-        if key in ("setParameter", "comment", "$db", "lsid"):
+        if key == "setParameter" or key in params.GENERIC_FIELDS:
             continue
         if key not in parameters:
             raise CommandError(

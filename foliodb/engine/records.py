@@ -31,6 +31,9 @@ from foliodb.query.paths import MISSING, reach
 from foliodb.query.render import render_document
 
 MAX_BSON_SIZE = 16 * 1024 * 1024
+# "MongoDB supports no more than 100 levels of nesting for BSON documents";
+# each document or array is a level, the top-level document the first.
+MAX_NESTING_DEPTH = 100
 SCAN_BATCH = 256
 PLAN_CACHE_SIZE = 1000
 
@@ -172,6 +175,15 @@ class CollectionStore:
                 ErrorCode.BSONObjectTooLarge,
                 f"object to insert too large. size in bytes: {len(data)}, max size: {MAX_BSON_SIZE}",
             )
+        # Each nested level needs a 0x03 (document) or 0x04 (array) type byte, so
+        # the byte count (C speed) rules most documents out before any walk.
+        if data.count(3) + data.count(4) >= MAX_NESTING_DEPTH and _too_deep(doc):
+            message = (
+                f"Resulting document after update exceeds {MAX_NESTING_DEPTH} levels of nesting"
+                if after_update
+                else f"cannot insert document because it exceeds {MAX_NESTING_DEPTH} levels of nesting"
+            )
+            raise CommandError(ErrorCode.Overflow, message)
         return data
 
     def insert(self, doc: dict[str, Any], data: bytes | None = None) -> int:
@@ -391,3 +403,16 @@ class CollectionStore:
     def data_size(self) -> int:
         row = self.conn.execute(f"SELECT coalesce(sum(length(doc)), 0) FROM {self.info.table}").fetchone()
         return int(row[0])
+
+
+def _too_deep(doc: dict[str, Any]) -> bool:
+    """Whether ``doc`` nests documents and arrays past MAX_NESTING_DEPTH (iterative: no recursion limit)."""
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_NESTING_DEPTH:
+            return True
+        for child in value.values() if isinstance(value, dict) else value:
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1))
+    return False

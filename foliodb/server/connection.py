@@ -107,7 +107,7 @@ class Connection:
             return self.hello(message.db, cmd)
         if name == "shutdown":
             return self.shutdown(cmd)
-        return self.server.executor.execute(message.db, cmd, connection_id=self.id)
+        return self.server.executor.execute(message.db, cmd, connection_id=self.id, peer=self.peer)
 
     def hello(self, db: str, cmd: Mapping[str, Any]) -> dict[str, Any]:
         waited = cmd.get("topologyVersion")
@@ -121,7 +121,7 @@ class Connection:
             and waited.get("processId") == self.server.executor.process_id
         ):
             self.server.stopping.wait(max_await / 1000.0)
-        reply = self.server.executor.execute(db, cmd, connection_id=self.id)
+        reply = self.server.executor.execute(db, cmd, connection_id=self.id, peer=self.peer)
         if reply.get("ok") != 1.0:
             return reply
         if cmd.get("helloOk"):

@@ -3,6 +3,8 @@ pymongo clients of it. Real drivers connect to ``server.uri``."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,32 @@ import pymongo
 import pytest
 
 from foliodb.server import Server
+
+NODE_DIR = Path(__file__).parent / "node"
+
+
+def _install_node_clients() -> None:
+    """``npm ci`` the pinned Node.js clients (mongodb driver, mongosh) once per
+    checkout, so the README's one test command runs them too. Their tests skip,
+    saying why, when npm is absent or the install fails (no registry)."""
+    npm = shutil.which("npm")
+    if npm is None or (NODE_DIR / "node_modules").is_dir():
+        return
+    try:
+        subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=NODE_DIR,
+            check=True,
+            timeout=600,
+            capture_output=True,
+        )
+    except (subprocess.SubprocessError, OSError) as exc:
+        print(f"tests/clients: npm ci failed, the Node.js client tests will skip: {exc}")
+        shutil.rmtree(NODE_DIR / "node_modules", ignore_errors=True)
+
+
+# Before the test modules in this directory are collected (their skip marks look for node_modules).
+_install_node_clients()
 
 
 class RunningServer:

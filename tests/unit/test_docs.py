@@ -221,13 +221,6 @@ def _row_timeseries(db: Any) -> None:
     assert _code(lambda: db.create_collection("clustered", clusteredIndex={"key": {"_id": 1}, "unique": True})) == 238
 
 
-def _row_nesting(db: Any) -> None:
-    doc: Any = 1
-    for _ in range(200):
-        doc = {"a": doc}
-    assert db.c.insert_one(doc).acknowledged
-
-
 def _row_write_concern(db: Any) -> None:
     from pymongo import WriteConcern
 
@@ -254,7 +247,6 @@ DIFFERENCE_ROWS = {
     "Server-side JavaScript": _row_javascript,
     "Capped collections": _row_capped,
     "Time-series and clustered collections": _row_timeseries,
-    "Nesting depth": _row_nesting,
     "Replication, `w` > 1": _row_write_concern,
     "Covered queries": _row_covered,
 }

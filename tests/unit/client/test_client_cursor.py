@@ -210,3 +210,15 @@ def test_aggregate_command_with_explain_returns_the_plan(coll: Any) -> None:
     reply = coll.database.command("aggregate", coll.name, pipeline=[{"$match": {"x": 1}}], explain=True)
     assert "cursor" not in reply
     assert reply["queryPlanner"]["winningPlan"]["stage"] == "COLLSCAN"
+
+
+def test_cursor_id_is_zero_once_the_results_end(coll: Any) -> None:
+    # GET_MORE: the server closes a cursor whose results are exhausted (a limit reached,
+    # or a batch that ends exactly at the last document), so no killCursors is needed.
+    db = coll.database
+    assert db.command("find", coll.name, limit=3, batchSize=3)["cursor"]["id"] == 0
+    assert db.command("find", coll.name, batchSize=N)["cursor"]["id"] == 0
+    first = db.command("find", coll.name, limit=4, batchSize=2)["cursor"]
+    assert first["id"] != 0
+    last = db.command("getMore", first["id"], collection=coll.name, batchSize=2)["cursor"]
+    assert (len(last["nextBatch"]), last["id"]) == (2, 0)

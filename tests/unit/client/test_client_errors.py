@@ -273,3 +273,30 @@ def test_topology_properties_are_not_databases(client: Any) -> None:
     assert client.is_primary is True
     assert client.is_mongos is False
     assert client.primary is None
+
+
+def nested(levels: int) -> dict[str, Any]:
+    """A document ``levels`` deep, the top-level document counting as the first."""
+    doc: dict[str, Any] = {"s": 1}
+    for _ in range(levels - 1):
+        doc = {"s": doc}
+    return doc
+
+
+def test_nesting_deeper_than_100_levels_is_refused(client: Any) -> None:
+    # LIMITS, "Nested Depth for BSON Documents": no more than 100 levels; each document or array is one.
+    coll = client.test.deep
+    assert coll.insert_one(nested(100)).acknowledged
+    with pytest.raises(WriteError) as too_deep:
+        coll.insert_one(nested(101))
+    assert too_deep.value.code == 15  # Overflow
+    arrays: Any = 1
+    for _ in range(100):
+        arrays = [arrays]
+    with pytest.raises(WriteError):
+        coll.insert_one({"a": arrays})  # 1 document + 100 arrays
+    target = coll.insert_one({"n": 1}).inserted_id
+    with pytest.raises(WriteError) as by_update:
+        coll.update_one({"_id": target}, {"$set": {"deep": nested(100)}})
+    assert by_update.value.code == 15
+    assert coll.count_documents({}) == 2

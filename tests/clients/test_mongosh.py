@@ -1,0 +1,201 @@
+"""``mongosh`` (pinned in node/package.json) against ``foliodb serve``.
+
+mongosh runs on the machine's node from node/node_modules, with HOME in the
+test's tmp_path (its logs and config go there) and telemetry off. A mongosh
+start costs ~1.3 s, so each test is one mongosh process.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import textwrap
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bson import ObjectId, json_util
+
+from tests.clients.conftest import RunningServer
+
+NODE_DIR = Path(__file__).parent / "node"
+NODE = shutil.which("node")
+MONGOSH = NODE_DIR / "node_modules" / "mongosh" / "bin" / "mongosh.js"
+
+pytestmark = [
+    pytest.mark.clients,
+    pytest.mark.skipif(NODE is None, reason="the `node` binary is not on PATH"),
+    pytest.mark.skipif(
+        not (NODE_DIR / "node_modules").is_dir(),
+        reason="tests/clients/node/node_modules is missing: npm is absent or `npm ci` failed (see the output)",
+    ),
+]
+
+# Commands that real mongod also refuses (not on Atlas), which mongosh sends and tolerates.
+EXPECTED_REFUSALS = {"atlasVersion"}
+
+
+def run_mongosh(tmp_path: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    assert NODE is not None
+    assert MONGOSH.is_file(), f"{MONGOSH} is missing: node_modules is incomplete, run `npm ci` in {NODE_DIR}"
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env = dict(os.environ, HOME=str(home), MONGOSH_FORCE_DISABLE_TELEMETRY_FOR_TESTING="1")
+    return subprocess.run(
+        [NODE, str(MONGOSH), "--norc", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+
+
+Seen = list[tuple[Mapping[str, Any], Mapping[str, Any]]]
+
+
+def record_commands(server: RunningServer, monkeypatch: pytest.MonkeyPatch) -> Seen:
+    """Every (command, reply) the server's executor answers from now on (hello included)."""
+    executor = server.server.executor
+    original = executor.execute
+    seen: Seen = []
+
+    def execute(db: str, cmd: Mapping[str, Any], **kwargs: Any) -> dict[str, Any]:
+        reply = original(db, cmd, **kwargs)
+        seen.append((cmd, reply))
+        return reply
+
+    monkeypatch.setattr(executor, "execute", execute)
+    return seen
+
+
+EVAL = textwrap.dedent(
+    """
+    const coll = db.books;
+    const many = coll.insertMany([
+      { _id: 1, title: 'Dune', year: 1965, genre: 'sf' },
+      { _id: 2, title: 'Neuromancer', year: 1984, genre: 'sf' },
+      { _id: 3, title: 'Emma', year: 1815, genre: 'classic' },
+      { _id: 4, title: 'Anathem', year: 2008, genre: 'sf' },
+    ]);
+    const one = coll.insertOne({ title: 'Middlemarch', year: 1871, genre: 'classic' });
+    const upd = coll.updateOne({ _id: 1 }, { $set: { read: true }, $inc: { copies: 2 } });
+    ({
+      version: db.version(),
+      ping: db.adminCommand({ ping: 1 }),
+      dbName: db.getName(),
+      manyIds: many.insertedIds,
+      oneId: one.insertedId,
+      modified: upd.modifiedCount,
+      find: coll.find({ year: { $gt: 1900 } }, { _id: 0, title: 1, year: 1 }).sort({ year: -1 }).batchSize(2).toArray(),
+      count: coll.countDocuments({ genre: 'sf' }),
+      agg: coll.aggregate([
+        { $group: { _id: '$genre', n: { $sum: 1 }, first: { $min: '$year' } } },
+        { $sort: { _id: 1 } },
+      ]).toArray(),
+    })
+    """
+)
+
+
+@pytest.mark.clients
+def test_eval_insert_find_aggregate(server: RunningServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = record_commands(server, monkeypatch)
+    proc = run_mongosh(tmp_path, server.uri + "shelldb", "--quiet", "--json=canonical", "--eval", EVAL)
+    assert proc.returncode == 0, f"mongosh exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    out = json_util.loads(proc.stdout)
+
+    assert out["version"] == "8.0.0"
+    assert out["ping"] == {"ok": 1}
+    assert out["dbName"] == "shelldb"
+    assert out["manyIds"] == {"0": 1, "1": 2, "2": 3, "3": 4}
+    assert isinstance(out["oneId"], ObjectId)
+    assert out["modified"] == 1
+    assert out["find"] == [
+        {"title": "Anathem", "year": 2008},
+        {"title": "Neuromancer", "year": 1984},
+        {"title": "Dune", "year": 1965},
+    ]
+    assert out["count"] == 3
+    assert out["agg"] == [
+        {"_id": "classic", "n": 2, "first": 1815},
+        {"_id": "sf", "n": 3, "first": 1965},
+    ]
+    # batchSize(2) for three documents: the shell's driver needed a getMore.
+    assert [reply["ok"] for cmd, reply in seen if "getMore" in cmd] == [1.0]
+
+    with server.client() as client:
+        coll = client.shelldb["books"]
+        assert coll.count_documents({}) == 5
+        assert coll.find_one({"_id": 1}) == {
+            "_id": 1,
+            "title": "Dune",
+            "year": 1965,
+            "genre": "sf",
+            "read": True,
+            "copies": 2,
+        }
+        assert coll.find_one({"_id": out["oneId"]}, {"_id": 0}) == {
+            "title": "Middlemarch",
+            "year": 1871,
+            "genre": "classic",
+        }
+
+
+@pytest.mark.clients
+def test_eval_error_exits_nonzero_with_the_server_error(server: RunningServer, tmp_path: Path) -> None:
+    proc = run_mongosh(
+        tmp_path,
+        server.uri + "shelldb",
+        "--quiet",
+        "--json=canonical",
+        "--eval",
+        "db.c.insertOne({ _id: 'k' }); db.c.insertOne({ _id: 'k' })",
+    )
+    assert proc.returncode == 1, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    error = json_util.loads(proc.stdout)
+    assert error["name"] == "MongoServerError"
+    assert error["code"] == 11000
+    assert error["message"].startswith("E11000 duplicate key error collection: shelldb.c index: _id_")
+    assert error["keyValue"] == {"_id": "k"}
+    with server.client() as client:
+        assert list(client.shelldb["c"].find()) == [{"_id": "k"}]
+
+
+@pytest.mark.clients
+def test_interactive_session_over_stdin(server: RunningServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shell's full start (greeting, startup checks), then typed commands."""
+    seen = record_commands(server, monkeypatch)
+    typed = "\n".join(
+        [
+            "db.version()",
+            "use shelldb",
+            "db.notes.insertOne({ _id: 1, text: 'hi' }).acknowledged",
+            "db.notes.countDocuments()",
+            "db.notes.findOne()",
+            "show collections",
+            "exit",
+        ]
+    )
+    proc = run_mongosh(tmp_path, server.uri, stdin=typed + "\n")
+    assert proc.returncode == 0, f"mongosh exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    assert "Using MongoDB:\t\t8.0.0" in proc.stdout
+    assert "test> 8.0.0" in proc.stdout
+    assert "switched to db shelldb" in proc.stdout
+    assert "shelldb> true" in proc.stdout
+    assert "shelldb> 1" in proc.stdout
+    assert "{ _id: 1, text: 'hi' }" in proc.stdout
+    assert "shelldb> notes" in proc.stdout
+    assert "Error" not in proc.stdout and proc.stderr == ""
+    with server.client() as client:
+        assert list(client.shelldb["notes"].find()) == [{"_id": 1, "text": "hi"}]
+
+    refused = {
+        json_util.dumps({k: v for k, v in cmd.items() if k not in ("lsid", "$db")}): reply.get("errmsg")
+        for cmd, reply in seen
+        if reply.get("ok") != 1 and next(iter(cmd)) not in EXPECTED_REFUSALS
+    }
+    assert not refused, f"mongosh's startup commands that FolioDB refused (mongod answers them): {refused}"
