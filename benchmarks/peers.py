@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
+import sys
 from abc import abstractmethod
 from datetime import datetime
 from typing import Any
@@ -31,6 +33,7 @@ from benchmarks.workloads import Contender
 UPDATE = {"$inc": {"total": 1}, "$set": {"status": "shipped"}}
 
 NOTES = {
+    "foliodb-server": "pymongo 4 over loopback TCP to `foliodb serve` (a child process) on the same disk settings",
     "mongomock": "memory only; no _id index: find_one, update_one and delete_one by _id scan the collection",
     "montydb-flatfile": "no indexes (_id lookups scan); default cache_modified=0: every write rewrites the JSON file",
     "montydb-sqlite": "no indexes (_id lookups scan); journal_mode=WAL with SQLite's default synchronous=FULL",
@@ -100,6 +103,29 @@ class FolioDBMemory(PymongoStyle):
         import foliodb
 
         return foliodb.MongoClient(":memory:")
+
+
+class FolioDBServer(PymongoStyle):
+    """pymongo over loopback TCP to a ``foliodb serve`` child on disk: the wire's cost."""
+
+    name = "foliodb-server"
+    storage = "disk"
+    package = "foliodb"
+
+    def make_client(self, workdir: str) -> Any:
+        import pymongo
+
+        command = [sys.executable, "-m", "foliodb", "serve", "--dbpath", os.path.join(workdir, "served"), "--port", "0"]
+        self.server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        assert self.server.stdout is not None
+        first = self.server.stdout.readline()  # "... waiting for connections on HOST:PORT (dbpath ...)"
+        host, port = first.split(" on ", 1)[1].split(" ", 1)[0].rsplit(":", 1)
+        return pymongo.MongoClient(host, int(port))
+
+    def close(self) -> None:
+        super().close()
+        self.server.terminate()
+        self.server.wait(timeout=60)
 
 
 class Mongomock(PymongoStyle):

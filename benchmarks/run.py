@@ -31,6 +31,7 @@ from benchmarks.peers import (
     NOTES,
     FolioDBDisk,
     FolioDBMemory,
+    FolioDBServer,
     MongitaDisk,
     MongitaMemory,
     Mongomock,
@@ -50,6 +51,7 @@ CONTENDERS: dict[str, type[Contender]] = {
         Floor,
         FolioDBDisk,
         FolioDBMemory,
+        FolioDBServer,
         Mongomock,
         MontyDBFlatfile,
         MontyDBSqlite,
@@ -62,7 +64,7 @@ CONTENDERS: dict[str, type[Contender]] = {
     )
 }
 FAMILIES = {
-    "foliodb": ["foliodb-disk", "foliodb-memory"],
+    "foliodb": ["foliodb-disk", "foliodb-memory", "foliodb-server"],
     "montydb": ["montydb-flatfile", "montydb-sqlite", "montydb-memory"],
     "mongita": ["mongita-disk", "mongita-memory"],
     "tinydb": ["tinydb-json", "tinydb-memory"],
