@@ -7,11 +7,16 @@ import logging
 import os
 import signal
 import sys
+from typing import Any
+
+from pymongo.errors import PyMongoError
 
 import foliodb
 from foliodb.demo import run as run_demo
 from foliodb.errors import CommandError
 from foliodb.server import DEFAULT_PORT, Server
+from foliodb.tools.dump import dump
+from foliodb.tools.restore import restore
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,12 +29,30 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--dbpath", default="./data", help="database directory (default ./data)")
     serve.add_argument("--bind_ip", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks one)")
+    for name, help_text in (
+        ("dump", "write databases in mongodump's format (mongorestore loads them into MongoDB)"),
+        ("restore", "load a dump in mongodump's format (from mongodump or foliodb dump)"),
+    ):
+        tool = commands.add_parser(name, help=help_text)
+        source = tool.add_mutually_exclusive_group()
+        source.add_argument("--dbpath", default=None, help="an embedded database directory (default ./data)")
+        source.add_argument("--uri", default=None, help="a MongoDB connection string instead (foliodb serve, MongoDB)")
+        if name == "dump":
+            tool.add_argument("--out", "-o", default="dump", help="the dump directory (default ./dump)")
+            tool.add_argument("--db", "-d", default=None, help="only this database")
+            tool.add_argument("--collection", "-c", default=None, help="only this collection (with --db)")
+            tool.add_argument("--gzip", action="store_true", help="compress every file (.gz)")
+        else:
+            tool.add_argument("dir", nargs="?", default="dump", help="the dump directory (default ./dump)")
+            tool.add_argument("--drop", action="store_true", help="drop each collection before restoring it")
     args = parser.parse_args(argv)
     try:
         if args.command == "demo":
             run_demo(args.dbpath)
         elif args.command == "serve":
             return run_server(args.dbpath, args.bind_ip, args.port)
+        elif args.command in ("dump", "restore"):
+            return run_tool(args)
     except BrokenPipeError:
         # The reader went away (say, `| head`): stop quietly, as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -50,6 +73,39 @@ def run_server(dbpath: str, host: str, port: int) -> int:
     # One line a script can wait for, naming the port (useful with --port 0).
     print(f"foliodb {foliodb.__version__} waiting for connections on {host}:{port} (dbpath {dbpath})", flush=True)
     server.serve_forever()
+    return 0
+
+
+def run_tool(args: argparse.Namespace) -> int:
+    if args.uri is not None:
+        import pymongo
+
+        client: Any = pymongo.MongoClient(args.uri)
+    else:
+        client = foliodb.MongoClient(args.dbpath or "./data")
+    try:
+        if args.command == "dump":
+            if args.collection is not None and args.db is None:
+                print("foliodb dump: --collection needs --db", file=sys.stderr)
+                return 2
+            dumped = dump(client, args.out, db=args.db, collection=args.collection, gzip=args.gzip)
+            for ns, count in dumped.documents.items():
+                print(f"dumped {count} documents from {ns}")
+            for ns in dumped.views:
+                print(f"dumped view {ns}")
+        else:
+            restored = restore(client, args.dir, drop=args.drop)
+            for ns, count in restored.documents.items():
+                refused = restored.failures.get(ns, 0)
+                extra = f", {refused} refused (duplicate _id)" if refused else ""
+                print(f"restored {count} documents to {ns}{extra}, {restored.indexes.get(ns, 0)} indexes")
+            for ns in restored.views:
+                print(f"restored view {ns}")
+    except (PyMongoError, OSError, ValueError) as exc:
+        print(f"foliodb {args.command}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        client.close()
     return 0
 
 

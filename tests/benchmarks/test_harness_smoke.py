@@ -25,7 +25,7 @@ def test_quick_run_reports_every_workload(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     assert doc["sizes"] == [200]
     results = doc["results"]["200"]
-    assert set(results) == {"floor", "foliodb-disk", "foliodb-memory"}
+    assert set(results) == {"floor", "foliodb-disk", "foliodb-memory", "foliodb-server"}
     for name, records in results.items():
         assert set(records) == WORKLOADS, name
     for workload, record in results["floor"].items():
