@@ -29,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--dbpath", default="./data", help="database directory (default ./data)")
     serve.add_argument("--bind_ip", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks one)")
+    serve.add_argument("--auth", action="store_true", help="require users (SCRAM) and check their roles")
     for name, help_text in (
         ("dump", "write databases in mongodump's format (mongorestore loads them into MongoDB)"),
         ("restore", "load a dump in mongodump's format (from mongodump or foliodb dump)"),
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "demo":
             run_demo(args.dbpath)
         elif args.command == "serve":
-            return run_server(args.dbpath, args.bind_ip, args.port)
+            return run_server(args.dbpath, args.bind_ip, args.port, args.auth)
         elif args.command in ("dump", "restore"):
             return run_tool(args)
     except BrokenPipeError:
@@ -60,10 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run_server(dbpath: str, host: str, port: int) -> int:
+def run_server(dbpath: str, host: str, port: int, auth: bool) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     try:
-        server = Server(dbpath, host, port)
+        server = Server(dbpath, host, port, auth=auth)
         host, port = server.start()
     except (OSError, CommandError) as exc:
         print(f"foliodb serve: {exc}", file=sys.stderr)

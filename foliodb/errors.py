@@ -21,6 +21,7 @@ class ErrorCode(IntEnum):
     GraphContainsCycle = 5
     UnknownError = 8
     FailedToParse = 9
+    UserNotFound = 11
     UnsupportedFormat = 12
     Unauthorized = 13
     TypeMismatch = 14
@@ -37,6 +38,7 @@ class ErrorCode(IntEnum):
     PathNotViable = 28
     NonExistentPath = 29
     InvalidPath = 30
+    RoleNotFound = 31
     CannotBackfillArray = 34
     ConflictingUpdateOperators = 40
     CursorNotFound = 43
@@ -82,6 +84,7 @@ class ErrorCode(IntEnum):
     TransactionCommitted = 256
     TransactionTooLarge = 257
     OperationNotSupportedInTransaction = 263
+    MechanismUnavailable = 334
     UnsupportedOpQueryCommand = 352
     AmbiguousIndexKeyPattern = 359
     NoQueryExecutionPlans = 291

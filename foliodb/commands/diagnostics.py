@@ -21,6 +21,7 @@ import foliodb
 from foliodb.commands import params
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
+from foliodb.commands.users import find_user
 from foliodb.commands.write import collection_name
 from foliodb.engine.validate import validate_collection
 from foliodb.errors import CommandError, ErrorCode
@@ -130,7 +131,18 @@ def cmd_getLog(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
 
 @COMMANDS.register("connectionStatus")
 def cmd_connectionStatus(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    return {"authInfo": {"authenticatedUsers": [], "authenticatedUserRoles": []}, "ok": 1.0}
+    users = request.extra.get("users", [])  # (db, user) pairs the server's connection authenticated
+    roles: list[dict[str, Any]] = []
+    for db, name in users:
+        user = find_user(request.engine, db, name)
+        roles.extend(r for r in (user["roles"] if user else []) if r not in roles)
+    return {
+        "authInfo": {
+            "authenticatedUsers": [{"user": name, "db": db} for db, name in users],
+            "authenticatedUserRoles": roles,
+        },
+        "ok": 1.0,
+    }
 
 
 @COMMANDS.register("getCmdLineOpts")

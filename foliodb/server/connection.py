@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.server import wire
+from foliodb.server.authentication import SASL_COMMANDS, Authenticator
 
 if TYPE_CHECKING:
     from foliodb.server.server import Server
@@ -49,6 +50,7 @@ class Connection:
         self.sock = sock
         self.id = connection_id
         self.peer = _peer(sock)
+        self.auth = Authenticator(server.executor.engine, server.auth, _is_loopback(self.peer))
 
     def run(self) -> None:
         """Serve requests until the peer closes, the stream breaks or the server stops."""
@@ -105,9 +107,16 @@ class Connection:
             ).to_reply()
         if name in _HELLO:
             return self.hello(message.db, cmd)
+        if name in SASL_COMMANDS:
+            return self.auth.sasl(message.db, cmd)
+        refusal = self.auth.refusal(message.db, cmd)
+        if refusal is not None:
+            return refusal.to_reply()
         if name == "shutdown":
             return self.shutdown(cmd)
-        return self.server.executor.execute(message.db, cmd, connection_id=self.id, peer=self.peer)
+        return self.server.executor.execute(
+            message.db, cmd, connection_id=self.id, peer=self.peer, users=list(self.auth.users)
+        )
 
     def hello(self, db: str, cmd: Mapping[str, Any]) -> dict[str, Any]:
         waited = cmd.get("topologyVersion")
@@ -126,6 +135,7 @@ class Connection:
             return reply
         if cmd.get("helloOk"):
             reply["helloOk"] = True
+        reply.update(self.auth.hello_fields(cmd))
         offered = cmd.get("compression")
         if isinstance(offered, list):
             # The client may then compress its requests with any of these; replies
@@ -134,7 +144,7 @@ class Connection:
         return reply
 
     def shutdown(self, cmd: Mapping[str, Any]) -> dict[str, Any]:
-        if not _is_loopback(self.peer):
+        if not self.server.auth and not _is_loopback(self.peer):
             return CommandError(ErrorCode.Unauthorized, "shutdown must run from localhost").to_reply()
         # As mongod: the server goes away; the caller sees its connection close.
         threading.Thread(target=self.server.shutdown, name="foliodb-shutdown", daemon=True).start()

@@ -24,10 +24,11 @@ DEFAULT_PORT = 27017
 
 
 class Server:
-    def __init__(self, dbpath: str, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
+    def __init__(self, dbpath: str, host: str = "127.0.0.1", port: int = DEFAULT_PORT, auth: bool = False) -> None:
         self.dbpath = dbpath
         self.host = host
         self.port = port
+        self.auth = auth  # every command outside the handshake needs an authorized user
         self.executor = Executor.open(dbpath)
         self.stopping = threading.Event()
         self.stopped = threading.Event()

@@ -1,0 +1,236 @@
+"""User management: createUser, updateUser, dropUser,
+dropAllUsersFromDatabase, usersInfo, grantRolesToUser, revokeRolesFromUser.
+
+Users live where MongoDB keeps them, in ``admin.system.users``, one document
+per user with ``_id`` ``"<db>.<user>"`` and SCRAM credentials (salted keys,
+never the password). The embedded client can manage them; only
+``foliodb serve --auth`` enforces them.
+
+Manual: https://www.mongodb.com/docs/manual/reference/command/nav-user-management/
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from bson.binary import Binary, UuidRepresentation
+
+from foliodb.auth import scram
+from foliodb.auth.roles import ADMIN_ONLY, BUILT_IN_ROLES
+from foliodb.commands import params
+from foliodb.commands.executor import Request
+from foliodb.commands.registry import COMMANDS
+from foliodb.engine.engine import Engine
+from foliodb.engine.records import CollectionStore
+from foliodb.errors import CommandError, ErrorCode
+from foliodb.query import keystring
+
+USERS_DB, USERS_COLLECTION = "admin", "system.users"
+
+
+def _store(engine: Engine, create: bool = False) -> CollectionStore | None:
+    if create:
+        return engine.ensure_collection(USERS_DB, USERS_COLLECTION)
+    return engine.store(USERS_DB, USERS_COLLECTION)
+
+
+def find_user(engine: Engine, db: str, name: str) -> dict[str, Any] | None:
+    """The ``admin.system.users`` document of ``name@db``, or None."""
+    store = _store(engine)
+    if store is None:
+        return None
+    row = store.row_by_id_key(keystring.encode(f"{db}.{name}"))
+    return store.get(row[0]) if row is not None else None
+
+
+def has_users(engine: Engine) -> bool:
+    store = _store(engine)
+    return store is not None and store.count() > 0
+
+
+def _all_users(engine: Engine) -> list[dict[str, Any]]:
+    store = _store(engine)
+    if store is None:
+        return []
+    users = [store.get(rid) for rid, _ in store.scan()]
+    return sorted((u for u in users if u is not None), key=lambda u: u["_id"])
+
+
+def _user_name(cmd: Mapping[str, Any], command: str) -> str:
+    name = cmd[command]
+    if not isinstance(name, str) or not name:
+        raise CommandError(ErrorCode.BadValue, f"{command} must be a non-empty string")
+    return name
+
+
+def _roles(value: Any, db: str, command: str) -> list[dict[str, str]]:
+    """``roles`` as ``[{role, db}]``: a bare name means a role of the command's database."""
+    if not isinstance(value, list):
+        raise CommandError(ErrorCode.BadValue, f"BSON field '{command}.roles' must be an array")
+    out: list[dict[str, str]] = []
+    for item in value:
+        if isinstance(item, str):
+            role = {"role": item, "db": db}
+        elif isinstance(item, Mapping) and isinstance(item.get("role"), str) and isinstance(item.get("db"), str):
+            role = {"role": item["role"], "db": item["db"]}
+        else:
+            raise CommandError(ErrorCode.BadValue, "roles must be role names or {role: <name>, db: <database>}")
+        if role["role"] not in BUILT_IN_ROLES or (role["role"] in ADMIN_ONLY and role["db"] != "admin"):
+            raise CommandError(ErrorCode.RoleNotFound, f"Could not find role: {role['role']}@{role['db']}")
+        if role not in out:
+            out.append(role)
+    return out
+
+
+def _mechanisms(cmd: Mapping[str, Any], command: str) -> tuple[str, ...]:
+    value = params.field(cmd, "mechanisms", "array", command)
+    if value is None:
+        return scram.MECHANISMS
+    if not value or any(m not in scram.MECHANISMS for m in value):
+        raise CommandError(ErrorCode.BadValue, f"mechanisms must be a non-empty subset of {list(scram.MECHANISMS)}")
+    return tuple(value)
+
+
+def _not_found(db: str, name: str) -> CommandError:
+    return CommandError(ErrorCode.UserNotFound, f'Could not find user "{name}" for db "{db}"')
+
+
+@COMMANDS.register("createUser")
+def cmd_createUser(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    name = _user_name(cmd, "createUser")
+    password = params.required(cmd, "pwd", "string", "createUser")
+    roles = _roles(params.required(cmd, "roles", "array", "createUser"), request.db, "createUser")
+    mechanisms = _mechanisms(cmd, "createUser")
+    custom = params.field(cmd, "customData", "object", "createUser")
+    engine = request.engine
+    with engine.storage.write():
+        if find_user(engine, request.db, name) is not None:
+            raise CommandError(51003, f'User "{name}@{request.db}" already exists')
+        doc: dict[str, Any] = {
+            "_id": f"{request.db}.{name}",
+            "userId": Binary.from_uuid(uuid.uuid4(), UuidRepresentation.STANDARD),
+            "user": name,
+            "db": request.db,
+            "credentials": scram.credentials(name, password, mechanisms),
+            "roles": roles,
+        }
+        if custom is not None:
+            doc["customData"] = dict(custom)
+        store = _store(engine, create=True)
+        assert store is not None
+        store.insert(doc)
+    return {"ok": 1.0}
+
+
+def _replace(request: Request, name: str, change: Any) -> None:
+    engine = request.engine
+    with engine.storage.write():
+        store = _store(engine)
+        row = store.row_by_id_key(keystring.encode(f"{request.db}.{name}")) if store is not None else None
+        old = store.get(row[0]) if store is not None and row is not None else None
+        if store is None or row is None or old is None:
+            raise _not_found(request.db, name)
+        new = change(dict(old))
+        store.update(row[0], old, new)
+
+
+@COMMANDS.register("updateUser")
+def cmd_updateUser(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    name = _user_name(cmd, "updateUser")
+    password = params.field(cmd, "pwd", "string", "updateUser")
+    roles = params.field(cmd, "roles", "array", "updateUser")
+    custom = params.field(cmd, "customData", "object", "updateUser")
+    if password is None and roles is None and custom is None and "mechanisms" not in cmd:
+        raise CommandError(ErrorCode.BadValue, "Must specify at least one field to update in updateUser")
+    new_roles = _roles(roles, request.db, "updateUser") if roles is not None else None
+    mechanisms = _mechanisms(cmd, "updateUser") if "mechanisms" in cmd else None
+
+    def change(user: dict[str, Any]) -> dict[str, Any]:
+        if password is not None:
+            user["credentials"] = scram.credentials(name, password, mechanisms or tuple(user["credentials"]))
+        elif mechanisms is not None:
+            user["credentials"] = {m: c for m, c in user["credentials"].items() if m in mechanisms}
+        if new_roles is not None:
+            user["roles"] = new_roles
+        if custom is not None:
+            user["customData"] = dict(custom)
+        return user
+
+    _replace(request, name, change)
+    return {"ok": 1.0}
+
+
+@COMMANDS.register("grantRolesToUser", "revokeRolesFromUser")
+def cmd_grantRolesToUser(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    command = next(iter(cmd))
+    name = _user_name(cmd, command)
+    roles = _roles(params.required(cmd, "roles", "array", command), request.db, command)
+
+    def change(user: dict[str, Any]) -> dict[str, Any]:
+        if command == "grantRolesToUser":
+            user["roles"] = user["roles"] + [r for r in roles if r not in user["roles"]]
+        else:
+            user["roles"] = [r for r in user["roles"] if r not in roles]
+        return user
+
+    _replace(request, name, change)
+    return {"ok": 1.0}
+
+
+@COMMANDS.register("dropUser")
+def cmd_dropUser(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    name = _user_name(cmd, "dropUser")
+    engine = request.engine
+    with engine.storage.write():
+        store = _store(engine)
+        row = store.row_by_id_key(keystring.encode(f"{request.db}.{name}")) if store is not None else None
+        user = store.get(row[0]) if store is not None and row is not None else None
+        if store is None or row is None or user is None:
+            raise _not_found(request.db, name)
+        store.delete(row[0], user)
+    return {"ok": 1.0}
+
+
+@COMMANDS.register("dropAllUsersFromDatabase")
+def cmd_dropAllUsersFromDatabase(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    engine = request.engine
+    removed = 0
+    with engine.storage.write():
+        store = _store(engine)
+        for user in _all_users(engine):
+            if user["db"] == request.db and store is not None:
+                row = store.row_by_id_key(keystring.encode(user["_id"]))
+                if row is not None:
+                    store.delete(row[0], user)
+                    removed += 1
+    return {"n": removed, "ok": 1.0}
+
+
+@COMMANDS.register("usersInfo")
+def cmd_usersInfo(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    wanted = cmd["usersInfo"]
+    show_credentials = bool(params.field(cmd, "showCredentials", "bool", "usersInfo", default=False))
+    users = _all_users(request.engine)
+    if cmd.get("forAllDBs"):
+        chosen = users
+    elif wanted == 1 or wanted == 1.0:
+        chosen = [u for u in users if u["db"] == request.db]
+    else:
+        names = {_user_ref(item, request.db) for item in (wanted if isinstance(wanted, list) else [wanted])}
+        chosen = [u for u in users if (u["db"], u["user"]) in names]
+    out = []
+    for user in chosen:
+        entry = {k: v for k, v in user.items() if k != "credentials" or show_credentials}
+        entry["mechanisms"] = sorted(user["credentials"])
+        out.append(entry)
+    return {"users": out, "ok": 1.0}
+
+
+def _user_ref(item: Any, db: str) -> tuple[str, str]:
+    if isinstance(item, str):
+        return db, item
+    if isinstance(item, Mapping) and isinstance(item.get("user"), str) and isinstance(item.get("db"), str):
+        return item["db"], item["user"]
+    raise CommandError(ErrorCode.BadValue, "usersInfo takes 1, a user name, {user, db} or an array of them")
