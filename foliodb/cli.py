@@ -9,13 +9,16 @@ import signal
 import sys
 from typing import Any
 
+from bson import json_util
 from pymongo.errors import PyMongoError
 
 import foliodb
+from foliodb.advisor import advise, render
+from foliodb.advisor.advise import DEFAULT_SAMPLE
 from foliodb.demo import run as run_demo
 from foliodb.errors import CommandError
 from foliodb.server import DEFAULT_PORT, Server
-from foliodb.tools.dump import dump
+from foliodb.tools.dump import SYSTEM_DATABASES, dump
 from foliodb.tools.restore import restore
 
 
@@ -46,6 +49,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             tool.add_argument("dir", nargs="?", default="dump", help="the dump directory (default ./dump)")
             tool.add_argument("--drop", action="store_true", help="drop each collection before restoring it")
+    advise_cmd = commands.add_parser("advise", help="schema-design recommendations for a database, with evidence")
+    advise_source = advise_cmd.add_mutually_exclusive_group()
+    advise_source.add_argument("--dbpath", default=None, help="an embedded database directory (default ./data)")
+    advise_source.add_argument("--uri", default=None, help="a MongoDB connection string instead")
+    advise_cmd.add_argument("--db", "-d", default=None, help="only this database (default: every user database)")
+    advise_cmd.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, help="documents sampled per collection")
+    advise_cmd.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     try:
         if args.command == "demo":
@@ -54,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_server(args.dbpath, args.bind_ip, args.port, args.auth)
         elif args.command in ("dump", "restore"):
             return run_tool(args)
+        elif args.command == "advise":
+            return run_advisor(args)
     except BrokenPipeError:
         # The reader went away (say, `| head`): stop quietly, as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -77,13 +89,33 @@ def run_server(dbpath: str, host: str, port: int, auth: bool) -> int:
     return 0
 
 
-def run_tool(args: argparse.Namespace) -> int:
+def _client(args: argparse.Namespace) -> Any:
     if args.uri is not None:
         import pymongo
 
-        client: Any = pymongo.MongoClient(args.uri)
+        return pymongo.MongoClient(args.uri)
+    return foliodb.MongoClient(args.dbpath or "./data")
+
+
+def run_advisor(args: argparse.Namespace) -> int:
+    client = _client(args)
+    try:
+        names = [args.db] if args.db else [n for n in client.list_database_names() if n not in SYSTEM_DATABASES]
+        report = {name: advise(client[name], sample_size=args.sample) for name in names}
+    except (PyMongoError, OSError) as exc:
+        print(f"foliodb advise: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        client.close()
+    if args.json:
+        print(json_util.dumps({name: [r.as_dict() for r in recs] for name, recs in report.items()}, indent=1))
     else:
-        client = foliodb.MongoClient(args.dbpath or "./data")
+        print("\n\n".join(render(name, recs) for name, recs in report.items()) or "no databases")
+    return 0
+
+
+def run_tool(args: argparse.Namespace) -> int:
+    client = _client(args)
     try:
         if args.command == "dump":
             if args.collection is not None and args.db is None:

@@ -1,0 +1,119 @@
+"""Index advice from the queries that ran: the profiler's ``system.profile``
+entries (MongoDB's, or FolioDB's), grouped by query shape.
+
+A shape that scans (``COLLSCAN``, or far more documents examined than
+returned) gets an index in MongoDB's ESR order: the fields it tests for
+equality, then the fields it sorts on, then the fields it tests by range.
+
+Manual: https://www.mongodb.com/docs/manual/tutorial/equality-sort-range-guideline/
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from foliodb.advisor.rules import Recommendation
+
+EXAMINED_PER_RETURNED = 10  # a query examining more than this per document returned wants an index
+_RANGE = frozenset({"$gt", "$gte", "$lt", "$lte", "$ne", "$nin", "$regex", "$exists"})
+
+
+@dataclass
+class Shape:
+    collection: str
+    equality: tuple[str, ...]
+    sort: tuple[tuple[str, int], ...]
+    ranges: tuple[str, ...]
+    runs: int = 0
+    examined: int = 0
+    returned: int = 0
+    millis: int = 0
+    example: dict[str, Any] = field(default_factory=dict)
+
+    def index_key(self) -> list[tuple[str, int]]:
+        key: list[tuple[str, int]] = [(name, 1) for name in self.equality]
+        key += [(name, direction) for name, direction in self.sort if name not in self.equality]
+        key += [(name, 1) for name in self.ranges if name not in dict(key)]
+        return key
+
+
+def query_shape(collection: str, filter_spec: Mapping[str, Any], sort: Mapping[str, Any] | None) -> Shape:
+    equality: list[str] = []
+    ranges: list[str] = []
+    for name, condition in filter_spec.items():
+        if name.startswith("$"):
+            continue  # $and/$or/$expr: no single index order to propose
+        operators = set(condition) if isinstance(condition, Mapping) and condition else set()
+        if operators and all(op.startswith("$") for op in operators):
+            if operators <= {"$eq", "$in"}:
+                equality.append(name)
+            elif operators & _RANGE:
+                ranges.append(name)
+        else:
+            equality.append(name)
+    sort_key = tuple((str(k), 1 if v == 1 else -1) for k, v in (sort or {}).items() if isinstance(v, int))
+    return Shape(collection, tuple(sorted(equality)), sort_key, tuple(sorted(ranges)))
+
+
+def shapes_from_profile(database: Any) -> list[Shape]:
+    """Query shapes of the profiler's find, count, update, delete and aggregate entries in ``database``."""
+    if "system.profile" not in database.list_collection_names():
+        return []
+    shapes: dict[tuple[Any, ...], Shape] = {}
+    for entry in database["system.profile"].find({"op": {"$in": ["query", "update", "remove", "command"]}}):
+        for collection, filter_spec, sort in _queries(entry):
+            shape = query_shape(collection, filter_spec, sort)
+            key = (shape.collection, shape.equality, shape.sort, shape.ranges)
+            current = shapes.setdefault(key, shape)
+            current.runs += 1
+            current.examined += int(entry.get("docsExamined", 0))
+            current.returned += int(entry.get("nreturned", entry.get("nMatched", 0)) or 0)
+            current.millis += int(entry.get("millis", 0))
+            current.example = current.example or {"filter": dict(filter_spec), "sort": dict(sort or {})}
+    return list(shapes.values())
+
+
+def _queries(entry: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any], Mapping[str, Any] | None]]:
+    command = entry.get("command") or {}
+    ns = str(entry.get("ns", ""))
+    collection = ns.partition(".")[2]
+    if "find" in command:
+        yield collection, command.get("filter") or {}, command.get("sort")
+    elif "count" in command:
+        yield collection, command.get("query") or {}, None
+    elif "aggregate" in command:
+        pipeline = command.get("pipeline") or []
+        if pipeline and isinstance(pipeline[0], Mapping) and "$match" in pipeline[0]:
+            sort = pipeline[1].get("$sort") if len(pipeline) > 1 and isinstance(pipeline[1], Mapping) else None
+            yield collection, pipeline[0]["$match"], sort
+    elif "q" in command:  # an update or delete statement
+        yield collection, command.get("q") or {}, None
+
+
+def index_advice(database: Any, shapes: list[Shape]) -> Iterator[Recommendation]:
+    for shape in sorted(shapes, key=lambda s: -s.examined):
+        key = shape.index_key()
+        if not key or shape.examined <= EXAMINED_PER_RETURNED * max(shape.returned, 1):
+            continue
+        existing = [list(index["key"].items()) for index in database[shape.collection].list_indexes()]
+        if any(index[: len(key)] == key for index in existing):
+            continue
+        spec = ", ".join(f'"{name}": {direction}' for name, direction in key)
+        yield Recommendation(
+            "index",
+            shape.collection,
+            f"{shape.runs} queries of shape {shape.example} examined {shape.examined} documents to return "
+            f"{shape.returned}: an index in equality-sort-range order serves them.",
+            {
+                "runs": shape.runs,
+                "docs_examined": shape.examined,
+                "returned": shape.returned,
+                "millis": shape.millis,
+                "equality": list(shape.equality),
+                "sort": [list(s) for s in shape.sort],
+                "range": list(shape.ranges),
+            },
+            action=f"db.{shape.collection}.createIndex({{{spec}}})",
+        )
