@@ -93,27 +93,39 @@ def _queries(entry: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any],
 
 
 def index_advice(database: Any, shapes: list[Shape]) -> Iterator[Recommendation]:
-    for shape in sorted(shapes, key=lambda s: -s.examined):
-        key = shape.index_key()
-        if not key or shape.examined <= EXAMINED_PER_RETURNED * max(shape.returned, 1):
-            continue
-        existing = [list(index["key"].items()) for index in database[shape.collection].list_indexes()]
+    """One index per collection and key, leaving out keys that a longer proposed key starts with."""
+    wanted: dict[tuple[str, tuple[tuple[str, int], ...]], list[Shape]] = {}
+    for shape in shapes:
+        key = tuple(shape.index_key())
+        if key and shape.examined > EXAMINED_PER_RETURNED * max(shape.returned, 1):
+            wanted.setdefault((shape.collection, key), []).append(shape)
+    keys = list(wanted)
+    for collection, key in keys:
+        longer = [k for c, k in keys if c == collection and len(k) > len(key) and k[: len(key)] == key]
+        if longer:
+            wanted[(collection, longer[0])] += wanted.pop((collection, key))
+    for (collection, key), served in sorted(wanted.items(), key=lambda item: -sum(s.examined for s in item[1])):
+        existing = [tuple(index["key"].items()) for index in database[collection].list_indexes()]
         if any(index[: len(key)] == key for index in existing):
             continue
+        runs = sum(s.runs for s in served)
+        examined = sum(s.examined for s in served)
+        returned = sum(s.returned for s in served)
         spec = ", ".join(f'"{name}": {direction}' for name, direction in key)
         yield Recommendation(
             "index",
-            shape.collection,
-            f"{shape.runs} queries of shape {shape.example} examined {shape.examined} documents to return "
-            f"{shape.returned}: an index in equality-sort-range order serves them.",
+            collection,
+            f"{runs} queries of {len(served)} shape(s), such as {served[0].example}, examined {examined} "
+            f"documents to return {returned}: an index in equality-sort-range order serves them.",
             {
-                "runs": shape.runs,
-                "docs_examined": shape.examined,
-                "returned": shape.returned,
-                "millis": shape.millis,
-                "equality": list(shape.equality),
-                "sort": [list(s) for s in shape.sort],
-                "range": list(shape.ranges),
+                "runs": runs,
+                "docs_examined": examined,
+                "returned": returned,
+                "millis": sum(s.millis for s in served),
+                "shapes": [
+                    {"equality": list(s.equality), "sort": [list(x) for x in s.sort], "range": list(s.ranges)}
+                    for s in served
+                ],
             },
-            action=f"db.{shape.collection}.createIndex({{{spec}}})",
+            action=f"db.{collection}.createIndex({{{spec}}})",
         )

@@ -12,6 +12,7 @@ from foliodb.commands import (  # noqa: F401  (each module registers its command
     explain,
     find,
     indexes,
+    profiler,
     users,
     write,
 )

@@ -13,11 +13,11 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bson import ObjectId
 
-from foliodb.commands import params, registry
+from foliodb.commands import params, profiler, registry
 from foliodb.commands.cursors import CursorManager
 from foliodb.engine.engine import Engine, open_engine
 from foliodb.errors import CommandError, ErrorCode
@@ -25,6 +25,9 @@ from foliodb.query.context import Context
 from foliodb.query.expr import Scope, compile_expression, root_variables
 from foliodb.query.expr.core import check_variable_name
 from foliodb.query.paths import MISSING
+
+if TYPE_CHECKING:
+    from foliodb.engine.query import FindExecution
 
 log = logging.getLogger("foliodb")
 
@@ -39,6 +42,8 @@ class Request:
     deadline: float | None = None  # time.monotonic() deadline from maxTimeMS
     lsid: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # The finds this command ran (for the profiler's docsExamined, keysExamined and planSummary).
+    executions: list[FindExecution] = field(default_factory=list)
 
     @property
     def engine(self) -> Engine:
@@ -88,7 +93,14 @@ class Executor:
             if max_time:
                 request.deadline = time.monotonic() + max_time / 1000.0
             with self.engine.mutex:
-                return handler(request, command)
+                started = time.perf_counter()
+                try:
+                    reply = handler(request, command)
+                except CommandError as exc:
+                    reply = exc.to_reply()
+                if self.engine.profiling:
+                    profiler.record(request, command, reply, int((time.perf_counter() - started) * 1000))
+                return reply
         except CommandError as exc:
             return exc.to_reply()
         except RecursionError:

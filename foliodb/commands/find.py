@@ -80,7 +80,9 @@ def parse_find(cmd: Mapping[str, Any], command: str = "find") -> tuple[FindSpec,
 
 def execution(request: Request, name: str, spec: FindSpec, let: Mapping[str, Any] | None = None) -> FindExecution:
     store = request.engine.store(request.db, name)
-    return FindExecution(store, spec, request.context(let), request.check_time)
+    run = FindExecution(store, spec, request.context(let), request.check_time)
+    request.executions.append(run)
+    return run
 
 
 def documents(

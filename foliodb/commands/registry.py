@@ -47,7 +47,6 @@ COMMANDS: Registry[Handler] = Registry(
         "currentOp",
         "killOp",
         "fsync",
-        "profile",
         "planCacheClear",
         "createSearchIndexes",
         "dropSearchIndex",

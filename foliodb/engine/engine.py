@@ -66,6 +66,8 @@ class Engine:
         self.closed = False
         # Server-wide parameters (getParameter/setParameter).
         self.parameters: dict[str, Any] = {"ttlMonitorSleepSecs": 60, "ttlMonitorEnabled": True}
+        # Profiling settings per database (the profile command's ProfileSettings); empty: none.
+        self.profiling: dict[str, Any] = {}
         self.ttl = TTLMonitor(self)
         self.ttl.start()
 
