@@ -63,7 +63,8 @@ def _given_shapes(
 def render(database_name: str, recommendations: list[Recommendation]) -> str:
     if not recommendations:
         return f"{database_name}: nothing to recommend."
-    lines = [f"{database_name}: {len(recommendations)} recommendations"]
+    count = len(recommendations)
+    lines = [f"{database_name}: {count} recommendation{'' if count == 1 else 's'}"]
     for n, rec in enumerate(recommendations, 1):
         lines.append(f"\n{n}. [{rec.kind}] {rec.collection}: {rec.message}")
         if rec.action:

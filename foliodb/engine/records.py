@@ -400,6 +400,11 @@ class CollectionStore:
     def count(self) -> int:
         return int(self.conn.execute(self._count_sql).fetchone()[0])
 
+    def count_through(self, rid: int, reverse: bool = False) -> int:
+        """Records from the start of a scan in that direction up to ``rid``, included."""
+        condition = "rid >= ?" if reverse else "rid <= ?"
+        return int(self.conn.execute(f"SELECT count(*) FROM {self.info.table} WHERE {condition}", (rid,)).fetchone()[0])
+
     def data_size(self) -> int:
         row = self.conn.execute(f"SELECT coalesce(sum(length(doc)), 0) FROM {self.info.table}").fetchone()
         return int(row[0])

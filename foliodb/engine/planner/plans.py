@@ -42,11 +42,29 @@ class CollScan(AccessStage):
         self.store = store
         self.direction = direction
         self.needles = needles or []
+        self._produced = 0
+        self._last_rid: int | None = None
+        self._finished = False
 
     def rows(self) -> Iterator[tuple[int, bytes]]:
         for row in self.store.scan(reverse=self.direction < 0, needles=self.needles):
-            self.docs_examined += 1
+            self._produced += 1
+            self._last_rid = row[0]
             yield row
+        self._finished = True
+
+    @property
+    def docs_examined(self) -> int:  # type: ignore[override]
+        """Records the scan passed over, as MongoDB counts them: with needles,
+        SQLite skipped some without Python seeing them, so they are counted
+        (only when asked: explain, the profiler) from the position reached."""
+        if not self.needles:
+            return self._produced
+        if self._finished:
+            return self.store.count()
+        if self._last_rid is None:
+            return 0
+        return self.store.count_through(self._last_rid, reverse=self.direction < 0)
 
     def explain(self) -> dict[str, Any]:
         return {"stage": "COLLSCAN", "direction": "forward" if self.direction > 0 else "backward"}

@@ -172,7 +172,7 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         client.shop.posts.insert_many([{"comments": [{"b": 1}] * (n * 150)} for n in range(3)])
     assert main(["advise", "--dbpath", str(tmp_path / "data")]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("shop: 1 recommendations") and "[bucket] posts" in out
+    assert out.startswith("shop: 1 recommendation\n") and "[bucket] posts" in out
     assert main(["advise", "--dbpath", str(tmp_path / "data"), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert [r["kind"] for r in report["shop"]] == ["bucket"]

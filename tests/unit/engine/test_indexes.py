@@ -377,3 +377,20 @@ def test_text_filters_in_writes(db: Any) -> None:
     assert db.posts.find_one_and_delete({"$text": {"$search": "cooking"}})["_id"] == 3
     assert db.posts.delete_many({"$and": [{"$text": {"$search": "mongodb"}}, {"_id": 1}]}).deleted_count == 1
     assert [d["_id"] for d in db.posts.find()] == [2]
+
+
+@pytest.mark.parametrize(
+    ("cursor", "examined"),
+    [
+        (lambda c: c.find({"title": "post 3"}), 50),  # a full scan examines every document
+        (lambda c: c.find({"title": "post 3"}).limit(1), 4),  # stopped at the 4th document
+        (lambda c: c.find({"title": "post 3"}).sort("$natural", -1).limit(1), 47),  # backward from the last
+    ],
+)
+def test_collscan_docs_examined_counts_the_documents_passed_over(client: Any, cursor: Any, examined: int) -> None:
+    # executionStats.totalDocsExamined counts every document the COLLSCAN read, matching or not;
+    # FolioDB's SQL-side prefilter skips non-matching ones before decoding, and still counts them.
+    coll = client.test.posts
+    coll.insert_many([{"_id": i, "title": f"post {i}"} for i in range(50)])
+    stats = cursor(coll).explain()["executionStats"]
+    assert (stats["totalDocsExamined"], stats["nReturned"]) == (examined, 1)
