@@ -124,16 +124,20 @@ def cmd_createUser(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     return {"ok": 1.0}
 
 
+def _existing(engine: Engine, db: str, name: str) -> tuple[CollectionStore, int, dict[str, Any]]:
+    """(the users store, the record id, the document) of ``name@db``; UserNotFound if absent."""
+    store = _store(engine)
+    row = store.row_by_id_key(keystring.encode(f"{db}.{name}")) if store is not None else None
+    user = store.get(row[0]) if store is not None and row is not None else None
+    if store is None or row is None or user is None:
+        raise _not_found(db, name)
+    return store, row[0], user
+
+
 def _replace(request: Request, name: str, change: Any) -> None:
-    engine = request.engine
-    with engine.storage.write():
-        store = _store(engine)
-        row = store.row_by_id_key(keystring.encode(f"{request.db}.{name}")) if store is not None else None
-        old = store.get(row[0]) if store is not None and row is not None else None
-        if store is None or row is None or old is None:
-            raise _not_found(request.db, name)
-        new = change(dict(old))
-        store.update(row[0], old, new)
+    with request.engine.storage.write():
+        store, rid, old = _existing(request.engine, request.db, name)
+        store.update(rid, old, change(dict(old)))
 
 
 @COMMANDS.register("updateUser")
@@ -182,14 +186,9 @@ def cmd_grantRolesToUser(request: Request, cmd: Mapping[str, Any]) -> dict[str, 
 @COMMANDS.register("dropUser")
 def cmd_dropUser(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = _user_name(cmd, "dropUser")
-    engine = request.engine
-    with engine.storage.write():
-        store = _store(engine)
-        row = store.row_by_id_key(keystring.encode(f"{request.db}.{name}")) if store is not None else None
-        user = store.get(row[0]) if store is not None and row is not None else None
-        if store is None or row is None or user is None:
-            raise _not_found(request.db, name)
-        store.delete(row[0], user)
+    with request.engine.storage.write():
+        store, rid, user = _existing(request.engine, request.db, name)
+        store.delete(rid, user)
     return {"ok": 1.0}
 
 

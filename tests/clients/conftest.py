@@ -40,6 +40,12 @@ def _install_node_clients() -> None:
 # Before the test modules in this directory are collected (their skip marks look for node_modules).
 _install_node_clients()
 
+NODE = shutil.which("node")
+needs_node_clients = pytest.mark.skipif(
+    NODE is None or not (NODE_DIR / "node_modules").is_dir(),
+    reason="the Node.js clients are missing: no `node` on PATH, or npm absent or `npm ci` failed (see the output)",
+)
+
 
 class RunningServer:
     def __init__(self, dbpath: Path) -> None:

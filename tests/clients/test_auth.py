@@ -8,7 +8,6 @@ https://www.mongodb.com/docs/manual/core/localhost-exception/
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,11 +18,11 @@ import pytest
 from pymongo.errors import OperationFailure
 
 from foliodb.server import Server
+from tests.clients.conftest import NODE_DIR, needs_node_clients
 from tests.clients.test_mongosh import run_mongosh
 
 pytestmark = pytest.mark.clients
 
-NODE_DIR = Path(__file__).parent / "node"
 ROOT_USER, ROOT_PASSWORD = "admin", "s3cret,=ünï"  # ',' and '=' are escaped in SCRAM; SASLprep keeps ü
 
 
@@ -199,10 +198,7 @@ def test_without_auth_credentials_still_log_in(tmp_path: Path) -> None:
         server.shutdown()
 
 
-@pytest.mark.skipif(
-    shutil.which("node") is None or not (NODE_DIR / "node_modules").is_dir(),
-    reason="node or tests/clients/node/node_modules is missing",
-)
+@needs_node_clients
 def test_node_driver_and_mongosh_log_in(auth_server: AuthServer, tmp_path: Path) -> None:
     uri = f"mongodb://{ROOT_USER}:s3cret%2C%3D%C3%BCn%C3%AF@{auth_server.host}:{auth_server.port}/admin"
     script = (

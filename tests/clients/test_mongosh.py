@@ -8,7 +8,6 @@ start costs ~1.3 s, so each test is one mongosh process.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import textwrap
 from collections.abc import Mapping
@@ -18,20 +17,11 @@ from typing import Any
 import pytest
 from bson import ObjectId, json_util
 
-from tests.clients.conftest import RunningServer
+from tests.clients.conftest import NODE, NODE_DIR, RunningServer, needs_node_clients
 
-NODE_DIR = Path(__file__).parent / "node"
-NODE = shutil.which("node")
 MONGOSH = NODE_DIR / "node_modules" / "mongosh" / "bin" / "mongosh.js"
 
-pytestmark = [
-    pytest.mark.clients,
-    pytest.mark.skipif(NODE is None, reason="the `node` binary is not on PATH"),
-    pytest.mark.skipif(
-        not (NODE_DIR / "node_modules").is_dir(),
-        reason="tests/clients/node/node_modules is missing: npm is absent or `npm ci` failed (see the output)",
-    ),
-]
+pytestmark = [pytest.mark.clients, needs_node_clients]
 
 # Commands that real mongod also refuses (not on Atlas), which mongosh sends and tolerates.
 EXPECTED_REFUSALS = {"atlasVersion"}

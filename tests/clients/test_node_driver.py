@@ -7,28 +7,16 @@ values worked out here and checks the data again through pymongo.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 from bson import Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp, json_util
 from bson.binary import UUID_SUBTYPE
 
-from tests.clients.conftest import RunningServer
+from tests.clients.conftest import NODE, NODE_DIR, RunningServer, needs_node_clients
 
-NODE_DIR = Path(__file__).parent / "node"
-NODE = shutil.which("node")
-
-pytestmark = [
-    pytest.mark.clients,
-    pytest.mark.skipif(NODE is None, reason="the `node` binary is not on PATH"),
-    pytest.mark.skipif(
-        not (NODE_DIR / "node_modules").is_dir(),
-        reason="tests/clients/node/node_modules is missing: npm is absent or `npm ci` failed (see the output)",
-    ),
-]
+pytestmark = [pytest.mark.clients, needs_node_clients]
 
 
 def run_node(script: str, server: RunningServer, db: str) -> dict[str, Any]:
