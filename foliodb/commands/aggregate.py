@@ -52,8 +52,7 @@ class EngineEnv:
         spec = FindSpec(
             filter=filter_spec, sort=sort, limit=limit, allow_disk_use=self.allow_disk_use, keep_metadata=True
         )
-        run = FindExecution(store, spec, env.ctx, self.request.check_time)
-        self.request.executions.append(run)
+        run = self.request.track(FindExecution(store, spec, env.ctx, self.request.check_time))
         return pipeline.run(iter(run), pushed=True)
 
     # -- PipelineEnv ---------------------------------------------------------------------

@@ -42,8 +42,15 @@ class Request:
     deadline: float | None = None  # time.monotonic() deadline from maxTimeMS
     lsid: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
-    # The finds this command ran (for the profiler's docsExamined, keysExamined and planSummary).
-    executions: list[FindExecution] = field(default_factory=list)
+    # What this command's finds examined, for the profiler (kept only while profiling).
+    scans: ScanTotals = field(default_factory=lambda: ScanTotals())
+
+    def track(self, run: FindExecution) -> FindExecution:
+        """Count ``run`` in :attr:`scans` when the profiler is on for this database."""
+        settings = self.engine.profiling.get(self.db)
+        if settings is not None and settings.level:
+            self.scans.add(run)
+        return run
 
     @property
     def engine(self) -> Engine:
@@ -68,6 +75,36 @@ class Request:
     def check_time(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise CommandError(ErrorCode.MaxTimeMSExpired, "operation exceeded time limit")
+
+
+@dataclass
+class ScanTotals:
+    """Keys and documents examined by a command's finds, and their plans.
+
+    Finished finds are folded into the totals as they pile up, so a $lookup
+    running one find per input document holds a bounded number of them."""
+
+    keys: int = 0
+    docs: int = 0
+    plans: dict[str, None] = field(default_factory=dict)  # an ordered set of plan summaries
+    running: list[FindExecution] = field(default_factory=list)
+
+    def add(self, run: FindExecution) -> None:
+        self.running.append(run)
+        if len(self.running) > 64:
+            self.fold(done_only=True)
+
+    def fold(self, done_only: bool) -> None:
+        keep = []
+        for run in self.running:
+            access = run.plan.access if run.plan is not None else None
+            if done_only and not run.stats.finished:
+                keep.append(run)
+            elif access is not None:
+                self.keys += access.keys_examined
+                self.docs += access.docs_examined
+                self.plans[access.summary()] = None
+        self.running = keep
 
 
 class Executor:

@@ -80,9 +80,7 @@ def parse_find(cmd: Mapping[str, Any], command: str = "find") -> tuple[FindSpec,
 
 def execution(request: Request, name: str, spec: FindSpec, let: Mapping[str, Any] | None = None) -> FindExecution:
     store = request.engine.store(request.db, name)
-    run = FindExecution(store, spec, request.context(let), request.check_time)
-    request.executions.append(run)
-    return run
+    return request.track(FindExecution(store, spec, request.context(let), request.check_time))
 
 
 def documents(

@@ -24,7 +24,6 @@ from bson import ObjectId, json_util
 
 from foliodb.commands import params
 from foliodb.commands.registry import COMMANDS
-from foliodb.engine.planner.plans import CollScan, IdLookup, IndexScan
 from foliodb.errors import CommandError, ErrorCode
 
 if TYPE_CHECKING:
@@ -88,16 +87,10 @@ def record(request: Request, cmd: Mapping[str, Any], reply: Mapping[str, Any], m
         "ns": f"{request.db}.{target if isinstance(target, str) else '$cmd'}",
         "command": _command_for_entry(cmd, request.db),
     }
-    keys = docs = 0
-    plans = []
-    for run in request.executions:
-        access = run.plan.access if run.plan is not None else None
-        if access is not None:
-            keys += access.keys_examined
-            docs += access.docs_examined
-            plans.append(_plan_summary(access))
-    if plans:
-        entry.update(keysExamined=keys, docsExamined=docs, planSummary=", ".join(dict.fromkeys(plans)))
+    scans = request.scans
+    scans.fold(done_only=False)
+    if scans.plans:
+        entry.update(keysExamined=scans.keys, docsExamined=scans.docs, planSummary=", ".join(scans.plans))
     cursor = reply.get("cursor")
     if isinstance(cursor, Mapping):
         entry["nreturned"] = len(cursor.get("firstBatch", cursor.get("nextBatch", [])))
@@ -133,14 +126,3 @@ def _command_for_entry(cmd: Mapping[str, Any], db: str) -> dict[str, Any]:
     if len(bson.encode(command)) <= MAX_COMMAND_BYTES:
         return command
     return {"$truncated": json_util.dumps(command)[:1024] + "...", "comment": cmd.get("comment")}
-
-
-def _plan_summary(access: Any) -> str:
-    if isinstance(access, CollScan):
-        return "COLLSCAN"
-    if isinstance(access, IdLookup):
-        return "IDHACK"
-    if isinstance(access, IndexScan):
-        key = ", ".join(f"{name}: {direction}" for name, direction in access.index.key.items())
-        return f"IXSCAN {{ {key} }}"
-    return str(getattr(access, "stage", type(access).__name__))

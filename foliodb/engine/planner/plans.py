@@ -30,6 +30,10 @@ class AccessStage:
     def explain(self) -> dict[str, Any]:
         raise NotImplementedError
 
+    def summary(self) -> str:
+        """The plan as the profiler's and the log's ``planSummary`` show it."""
+        return self.stage
+
 
 class CollScan(AccessStage):
     """Every record, in record-id (insertion) order or its reverse. With
@@ -121,6 +125,10 @@ class IndexScan(AccessStage):
     under several keys; each record is produced once."""
 
     stage = "IXSCAN"
+
+    def summary(self) -> str:
+        key = ", ".join(f"{name}: {direction}" for name, direction in self.index.key.items())
+        return f"IXSCAN {{ {key} }}"
 
     def __init__(
         self,
@@ -264,6 +272,9 @@ class OrScan(AccessStage):
     """The union of index scans, one per ``$or`` branch, each record once."""
 
     stage = "OR"
+
+    def summary(self) -> str:
+        return ", ".join(dict.fromkeys(scan.summary() for scan in self.scans))
 
     def __init__(self, scans: list[AccessStage]) -> None:
         self.scans = scans
