@@ -73,6 +73,7 @@ class ErrorCode(IntEnum):
     OptionNotSupportedOnView = 167
     InvalidPipelineOperator = 168
     CannotIndexParallelArrays = 171
+    QueryPlanKilled = 175
     InvalidIndexSpecificationOption = 197
     NoSuchSession = 206
     IllegalOpMsgFlag = 223

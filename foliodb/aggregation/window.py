@@ -42,7 +42,7 @@ from bson import Decimal128, Int64
 from foliodb.aggregation.accumulators import ACCUMULATORS, Accumulator, constant_value, is_numeric
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import keystring
-from foliodb.query.bsontypes import type_name
+from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.compare import DATE, bracket, compare, date_millis
 from foliodb.query.expr import Scope
 from foliodb.query.expr.date_math import date_add
@@ -82,10 +82,10 @@ TIME_UNITS = frozenset(UNIT_MILLIS) | frozenset(CALENDAR_MONTHS)
 
 
 def parse_time_unit(value: Any) -> str:
-    if not isinstance(value, str) or value not in TIME_UNITS:
+    if not is_string(value) or value not in TIME_UNITS:
         raise CommandError(
             ErrorCode.FailedToParse,
-            f"unknown time unit value: {render(value) if not isinstance(value, str) else value}",
+            f"unknown time unit value: {render(value) if not is_string(value) else value}",
         )
     return value
 
@@ -113,7 +113,7 @@ WHOLE = Bounds("documents", UNBOUNDED, UNBOUNDED)
 
 
 def _bound(spec: Any, scope: Scope, check: Callable[[Any], Any]) -> Any:
-    if isinstance(spec, str):
+    if is_string(spec):
         if spec in (UNBOUNDED, CURRENT):
             return spec
         raise failed("Window bounds must be 'unbounded', 'current', or a number.")
@@ -174,7 +174,7 @@ def parse_bounds(spec: Any, sort_by: SortBy | None, scope: Scope) -> Bounds:
     if unit is not MISSING:
         if len(spec) != 2:
             raise failed("'window' field that specifies unit cannot have other fields besides 'range'")
-        if not isinstance(unit, str):
+        if not is_string(unit):
             raise failed("'unit' must be a string")
         time_unit = parse_time_unit(unit)
 

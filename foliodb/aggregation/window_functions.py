@@ -47,7 +47,7 @@ from foliodb.aggregation.window import (
     window_spans,
 )
 from foliodb.errors import CommandError, ErrorCode, location
-from foliodb.query.bsontypes import type_name
+from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.compare import DATE, bracket, compare, is_nan
 from foliodb.query.expr import Expr, Scope, compile_expression
 from foliodb.query.expr.arithmetic import divide, subtract
@@ -184,7 +184,7 @@ def _unit_args(name: str, arg: Any, scope: Scope) -> tuple[Expr, int | None]:
         if key == "input":
             value = compile_expression(spec, scope)
         elif key == "unit":
-            if not isinstance(spec, str):
+            if not is_string(spec):
                 raise failed(f"unit' must be a string, but got {type_name(spec)}")
             parsed = parse_time_unit(spec)
             if parsed in CALENDAR_MONTHS:

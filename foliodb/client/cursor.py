@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import bson
+from pymongo import CursorType
 from pymongo.errors import InvalidOperation
 
 from foliodb.client._reply import check
@@ -35,6 +36,7 @@ class _BatchCursor:
     _batch_size: int
     _killed: bool
     _retrieved: int
+    _tailable = False
 
     def _get_more(self) -> None:
         assert self._cursor_id
@@ -57,7 +59,8 @@ class _BatchCursor:
         if self._buffer:
             self._retrieved += 1
             return self._buffer.popleft()
-        self._killed = True
+        if not (self._tailable and self._cursor_id):
+            self._killed = True  # a tailable cursor with nothing new yet stays open, as pymongo's does
         raise StopIteration
 
     def _next_raw_batch(self) -> bytes:
@@ -171,6 +174,10 @@ class Cursor(_BatchCursor):
         self._allow_disk_use = allow_disk_use
         self._let = let
         self._no_cursor_timeout = no_cursor_timeout
+        if cursor_type not in (CursorType.NON_TAILABLE, CursorType.TAILABLE, CursorType.TAILABLE_AWAIT):
+            raise ValueError("not a valid value for cursor_type")
+        self._tailable = cursor_type != CursorType.NON_TAILABLE
+        self._await_data = cursor_type == CursorType.TAILABLE_AWAIT
         self._max = max
         self._min = min
         self._return_key = return_key
@@ -227,6 +234,13 @@ class Cursor(_BatchCursor):
     def max_time_ms(self, max_time_ms: int | None) -> Cursor:
         self._check_unstarted()
         self._max_time_ms = max_time_ms
+        return self
+
+    def max_await_time_ms(self, max_await_time_ms: int | None) -> Cursor:
+        """Accepted for TAILABLE_AWAIT cursors; FolioDB's getMore answers at once (see commands/tailable.py)."""
+        if max_await_time_ms is not None and (not isinstance(max_await_time_ms, int) or max_await_time_ms < 0):
+            raise TypeError("max_await_time_ms must be an integer or None")
+        self._check_unstarted()
         return self
 
     def comment(self, comment: Any) -> Cursor:
@@ -322,6 +336,10 @@ class Cursor(_BatchCursor):
             cmd["let"] = self._let
         if self._no_cursor_timeout:
             cmd["noCursorTimeout"] = True
+        if self._tailable:
+            cmd["tailable"] = True
+        if self._await_data:
+            cmd["awaitData"] = True
         if self._max is not None:
             cmd["max"] = self._max
         if self._min is not None:

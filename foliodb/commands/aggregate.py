@@ -26,6 +26,7 @@ from foliodb.engine.catalog import CODEC
 from foliodb.engine.query import FindExecution, FindSpec
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import metadata
+from foliodb.query.bsontypes import is_string
 from foliodb.query.context import Context
 
 
@@ -181,7 +182,7 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     ctx = request.context(let)
     env = EngineEnv(request, ctx, allow_disk_use)
     writes = bool(stages) and isinstance(stages[-1], Mapping) and any(k in ("$out", "$merge") for k in stages[-1])
-    if isinstance(target, str):
+    if is_string(target):
         ns = f"{request.db}.{target}"
         if writes:
             with request.engine.storage.write():

@@ -15,6 +15,7 @@ from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.write import NOT_UPSERTED, UpdateStatement, Writes, finish, ordered_flag, run_delete, run_update
 from foliodb.errors import CommandError, ErrorCode
+from foliodb.query.bsontypes import is_string
 
 BULK_WRITE_NS = "admin.$cmd.bulkWrite"
 
@@ -57,7 +58,7 @@ def cmd_bulkWrite(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
 
 def _namespace(entry: Any) -> tuple[str, str]:
     ns = entry.get("ns") if isinstance(entry, Mapping) else None
-    if not isinstance(ns, str):
+    if not is_string(ns):
         raise CommandError(ErrorCode.TypeMismatch, "BSON field 'bulkWrite.nsInfo.ns' is missing or not a string")
     db, dot, name = ns.partition(".")
     if not dot or not db or not name:

@@ -21,6 +21,7 @@ from foliodb.commands.write import collection_name
 from foliodb.engine.catalog import CollectionInfo
 from foliodb.engine.engine import ID_INDEX_SPEC
 from foliodb.errors import CommandError, ErrorCode
+from foliodb.query.bsontypes import is_string
 from foliodb.query.filter import compile_filter
 from foliodb.query.validation import compile_validator
 
@@ -164,7 +165,7 @@ def cmd_renameCollection(request: Request, cmd: Mapping[str, Any]) -> dict[str, 
         raise CommandError(ErrorCode.Unauthorized, "renameCollection may only be run against the admin database.")
     source = cmd["renameCollection"]
     target = params.field(cmd, "to", "string", "renameCollection")
-    if not isinstance(source, str) or "." not in source:
+    if not is_string(source) or "." not in source:
         raise CommandError(ErrorCode.InvalidNamespace, f"Invalid source namespace: {source}")
     if target is None or "." not in target:
         raise CommandError(ErrorCode.InvalidNamespace, f"Invalid target namespace: {target}")

@@ -48,6 +48,9 @@ class Lookahead(Iterator[dict[str, Any]]):
         return next(self.source)
 
     def exhausted(self) -> bool:
+        if getattr(self.source, "tailable", False):
+            # A tailable source that runs out waits for inserts; only a reached limit ends it.
+            return bool(getattr(self.source, "finished", False))
         if self.pending:
             return False
         try:
@@ -136,10 +139,10 @@ def take_batch(source: Lookahead, size: int | None) -> tuple[list[dict[str, Any]
             total += 200  # cheap estimate; exact sizes are the wire layer's business
             if total >= MAX_BATCH_BYTES:
                 return batch, source.exhausted()
-        return batch, True
+        return batch, source.exhausted() if getattr(source.source, "tailable", False) else True
     for doc in itertools.islice(source, size):
         append(doc)
-    if len(batch) < size:
+    if len(batch) < size and not getattr(source.source, "tailable", False):
         return batch, True
     return batch, source.exhausted()
 

@@ -12,6 +12,7 @@ from foliodb.commands import params
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
+from foliodb.commands.tailable import tail_source
 from foliodb.commands.views import is_view, view_documents
 from foliodb.commands.write import collection_name
 from foliodb.engine.query import FindExecution, FindSpec
@@ -102,7 +103,16 @@ def cmd_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
             ErrorCode.BadValue, f"BSON field 'batchSize' value must be >= 0, actual value '{batch_size}'"
         )
     single_batch = fields.get("singleBatch", False)
-    run = documents(request, name, spec, fields.get("let"))
+    if fields.get("awaitData") and not fields.get("tailable"):
+        raise CommandError(ErrorCode.FailedToParse, "Cannot set 'awaitData' without also setting 'tailable'")
+    run: Iterator[dict[str, Any]]
+    if fields.get("tailable"):
+        db = request.db
+        run = tail_source(
+            lambda: request.engine.store(db, name), f"{db}.{name}", spec, request.context(fields.get("let"))
+        )
+    else:
+        run = documents(request, name, spec, fields.get("let"))
     if batch_size is None:
         batch_size = DEFAULT_FIRST_BATCH
     if spec.limit is not None and (batch_size == 0 or spec.limit < batch_size) and single_batch:

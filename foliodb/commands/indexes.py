@@ -18,6 +18,7 @@ from foliodb.engine.catalog import CollectionInfo, IndexInfo
 from foliodb.engine.text import language_of
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import compare as cmp
+from foliodb.query.bsontypes import is_string
 from foliodb.query.filter import compile_filter
 from foliodb.query.render import render_document
 
@@ -73,7 +74,7 @@ def normalize_spec(raw: Any) -> dict[str, Any]:
     if not key:
         raise _spec_error(raw, "Index keys cannot be empty.")
     name = raw.get("name")
-    if not isinstance(name, str):
+    if not is_string(name):
         raise _spec_error(
             raw, "The 'name' field is a required property of an index specification", ErrorCode.FailedToParse
         )
@@ -84,7 +85,7 @@ def normalize_spec(raw: Any) -> dict[str, Any]:
             raise _spec_error(raw, "Index keys cannot be an empty field.")
         if field_name.startswith("$") and field_name != "$**" and not field_name.endswith(".$**"):
             raise _spec_error(raw, "Index key contains an illegal field name: field name starts with '$'.")
-        if isinstance(direction, str):
+        if is_string(direction):
             if direction not in _SPECIAL_TYPES:
                 if direction in ("2d", "2dsphere", "geoHaystack"):
                     raise CommandError(
@@ -289,7 +290,7 @@ def _conflicting(info: CollectionInfo, spec: dict[str, Any]) -> IndexInfo | None
 
 
 def find_index(info: CollectionInfo, selector: Any) -> IndexInfo:
-    if isinstance(selector, str):
+    if is_string(selector):
         index = info.indexes.get(selector)
         if index is None:
             raise CommandError(ErrorCode.IndexNotFound, f"index not found with name [{selector}]")

@@ -25,6 +25,7 @@ from bson import ObjectId, json_util
 from foliodb.commands import params
 from foliodb.commands.registry import COMMANDS
 from foliodb.errors import CommandError, ErrorCode
+from foliodb.query.bsontypes import is_string
 
 if TYPE_CHECKING:
     from foliodb.commands.executor import Request
@@ -84,7 +85,7 @@ def record(request: Request, cmd: Mapping[str, Any], reply: Mapping[str, Any], m
     entry: dict[str, Any] = {
         "_id": ObjectId(),  # FolioDB's record store keys every document by _id (mongod's entries have none)
         "op": _OPS.get(request.command_name, "command"),
-        "ns": f"{request.db}.{target if isinstance(target, str) else '$cmd'}",
+        "ns": f"{request.db}.{target if is_string(target) else '$cmd'}",
         "command": _command_for_entry(cmd, request.db),
     }
     scans = request.scans

@@ -26,6 +26,7 @@ from foliodb.engine.engine import Engine
 from foliodb.engine.records import CollectionStore
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import keystring
+from foliodb.query.bsontypes import is_string
 
 USERS_DB, USERS_COLLECTION = "admin", "system.users"
 
@@ -60,7 +61,7 @@ def _all_users(engine: Engine) -> list[dict[str, Any]]:
 
 def _user_name(cmd: Mapping[str, Any], command: str) -> str:
     name = cmd[command]
-    if not isinstance(name, str) or not name:
+    if not is_string(name) or not name:
         raise CommandError(ErrorCode.BadValue, f"{command} must be a non-empty string")
     return name
 
@@ -71,7 +72,7 @@ def _roles(value: Any, db: str, command: str) -> list[dict[str, str]]:
         raise CommandError(ErrorCode.BadValue, f"BSON field '{command}.roles' must be an array")
     out: list[dict[str, str]] = []
     for item in value:
-        if isinstance(item, str):
+        if is_string(item):
             role = {"role": item, "db": db}
         elif isinstance(item, Mapping) and isinstance(item.get("role"), str) and isinstance(item.get("db"), str):
             role = {"role": item["role"], "db": item["db"]}
@@ -228,7 +229,7 @@ def cmd_usersInfo(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _user_ref(item: Any, db: str) -> tuple[str, str]:
-    if isinstance(item, str):
+    if is_string(item):
         return db, item
     if isinstance(item, Mapping) and isinstance(item.get("user"), str) and isinstance(item.get("db"), str):
         return item["db"], item["user"]

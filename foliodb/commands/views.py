@@ -19,6 +19,7 @@ from foliodb.commands.aggregate import EngineEnv
 from foliodb.commands.executor import Request
 from foliodb.engine.query import FindSpec
 from foliodb.errors import CommandError, ErrorCode
+from foliodb.query.bsontypes import is_string
 
 
 def is_view(request: Request, name: str) -> bool:
@@ -52,7 +53,7 @@ def view_documents(
 def check_view_options(request: Request, options: Mapping[str, Any]) -> dict[str, Any]:
     """The options of a new view, checked (its pipeline compiles, writes no stage)."""
     view_on = options.get("viewOn")
-    if not isinstance(view_on, str) or not view_on:
+    if not is_string(view_on) or not view_on:
         raise CommandError(ErrorCode.TypeMismatch, "'viewOn' option must be a non-empty string")
     pipeline = options.get("pipeline", [])
     if not isinstance(pipeline, list):

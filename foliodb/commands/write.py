@@ -42,6 +42,7 @@ from foliodb.engine.text import split_text
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import bsontypes
 from foliodb.query import compare as cmp
+from foliodb.query.bsontypes import is_string
 from foliodb.query.context import Context
 from foliodb.query.filter import MatchDetails, compile_filter
 from foliodb.query.projection import compile_projection
@@ -54,7 +55,7 @@ log = logging.getLogger("foliodb")
 
 def collection_name(cmd: Mapping[str, Any], command: str) -> str:
     name = cmd[command]
-    if not isinstance(name, str):
+    if not is_string(name):
         raise CommandError(
             ErrorCode.InvalidNamespace,
             f"collection name has invalid type {bsontypes.type_name(name)}",

@@ -19,6 +19,7 @@ from foliodb.engine.records import CollectionStore
 from foliodb.engine.storage import Storage
 from foliodb.engine.ttl import TTLMonitor
 from foliodb.errors import CommandError, ErrorCode
+from foliodb.query.bsontypes import is_string
 
 _ENGINES: dict[str, Engine] = {}
 _ENGINES_LOCK = threading.Lock()
@@ -41,7 +42,7 @@ def open_engine(path: str) -> Engine:
 
 
 def validate_db_name(name: str) -> None:
-    if not isinstance(name, str) or not name:
+    if not is_string(name) or not name:
         raise CommandError(ErrorCode.InvalidNamespace, "Invalid database name: ''")
     bad = set('/\\. "$\x00')
     if any(ch in bad for ch in name) or len(name) >= 64:
@@ -49,7 +50,7 @@ def validate_db_name(name: str) -> None:
 
 
 def validate_collection_name(db: str, name: str) -> None:
-    if not isinstance(name, str) or not name:
+    if not is_string(name) or not name:
         raise CommandError(ErrorCode.InvalidNamespace, f"Invalid namespace specified '{db}.'")
     if "$" in name or "\x00" in name or name.startswith("."):
         raise CommandError(ErrorCode.InvalidNamespace, f"Invalid collection name: {name}")

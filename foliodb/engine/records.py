@@ -397,6 +397,11 @@ class CollectionStore:
                 return
             last = rows[-1][0]
 
+    def rows_from(self, rid: int, limit: int) -> list[tuple[int, bytes]]:
+        """Up to ``limit`` (record id, BSON) from ``rid`` on, in record-id order."""
+        sql = f"SELECT rid, doc FROM {self.info.table} WHERE rid >= ? ORDER BY rid LIMIT ?"
+        return list(self.conn.execute(sql, (rid, limit)).fetchall())
+
     def count(self) -> int:
         return int(self.conn.execute(self._count_sql).fetchone()[0])
 

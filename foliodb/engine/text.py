@@ -30,6 +30,7 @@ from typing import Any
 import snowballstemmer
 
 from foliodb.errors import CommandError, ErrorCode, bad_value
+from foliodb.query.bsontypes import is_string
 from foliodb.query.paths import MISSING, get_expr, split
 
 # MongoDB's language names and their ISO codes, to Snowball's algorithms.
@@ -83,7 +84,7 @@ _TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*", re.UNICODE)
 
 
 def language_of(name: Any) -> str:
-    if not isinstance(name, str) or name.lower() not in LANGUAGES:
+    if not is_string(name) or name.lower() not in LANGUAGES:
         raise CommandError(ErrorCode.BadValue, f"language override unsupported: {name}")
     return LANGUAGES[name.lower()]
 
@@ -130,7 +131,7 @@ class TextIndex:
 
     def language(self, doc: Mapping[str, Any]) -> str:
         value = doc.get(self.language_override)
-        return language_of(value) if isinstance(value, str) else self.default_language
+        return language_of(value) if is_string(value) else self.default_language
 
     def strings(self, doc: Mapping[str, Any]) -> Iterator[tuple[str, float, str]]:
         """(field path, weight, string) of every indexed string in ``doc``."""
@@ -139,7 +140,7 @@ class TextIndex:
                 yield from ((p, weight, s) for p, s in _all_strings(doc, ""))
                 continue
             for value in _flat(get_expr(doc, split(path))):
-                if isinstance(value, str):
+                if is_string(value):
                     yield path, weight, value
 
     def doc_terms(self, doc: Mapping[str, Any]) -> set[str]:
@@ -181,7 +182,7 @@ def _flat(value: Any) -> Iterator[Any]:
 
 
 def _all_strings(value: Any, prefix: str) -> Iterator[tuple[str, str]]:
-    if isinstance(value, str):
+    if is_string(value):
         yield prefix, value
     elif isinstance(value, dict):
         for key, item in value.items():
@@ -230,7 +231,7 @@ def parse_text(arg: Any, index: TextIndex) -> TextQuery:
         if key not in _SEARCH_KEYS:
             raise bad_value(f"extra fields in $text: {key}")
     search = arg.get("$search")
-    if not isinstance(search, str):
+    if not is_string(search):
         raise bad_value("$search requires a string value" if "$search" in arg else "$text requires a $search field")
     language_name = arg.get("$language")
     language = language_of(language_name) if language_name is not None else None

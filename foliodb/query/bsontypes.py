@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import re
 import uuid
-from typing import Any
+from typing import Any, TypeGuard
 
 from bson import Code, DBRef, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
 from bson.binary import Binary
@@ -102,3 +102,8 @@ def type_name(value: Any) -> str:
 
 
 NUMERIC_TYPES = frozenset({"int", "long", "double", "decimal"})
+
+
+def is_string(value: Any) -> TypeGuard[str]:
+    """A BSON string: ``bson.Code`` subclasses str but is JavaScript (and unhashable)."""
+    return isinstance(value, str) and not isinstance(value, Code)

@@ -40,7 +40,7 @@ from bson import Decimal128, Int64
 
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import compare as cmp
-from foliodb.query.bsontypes import type_name
+from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.context import Context
 from foliodb.query.expr import EXPR_OPS, Scope, compile_expression, root_variables, truthy
 from foliodb.query.filter import FIELD_OPS, Leaf, MatchDetails
@@ -167,7 +167,7 @@ def _safe_int(value: Any) -> int:
 
 
 def _meta(arg: Any) -> Computed:
-    if not isinstance(arg, str):
+    if not is_string(arg):
         raise location(17307, "$meta only supports string arguments")
     if arg not in META_NAMES:
         raise location(17308, f"Unsupported argument to $meta: {arg}")

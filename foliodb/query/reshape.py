@@ -180,12 +180,13 @@ def _apply_value(value: Any, tree: FieldTree, root: Any, vars: dict[str, Any]) -
 def unset_fields(spec: Any) -> list[str]:
     """The field paths an ``$unset`` removes (each checked as a FieldPath);
     the stage is the exclusion projection of these paths."""
-    names = [spec] if isinstance(spec, str) else spec
+    # A Code value is a str to Python, but JavaScript to BSON: not a field name.
+    names = [spec] if type_name(spec) == "string" else spec
     if not isinstance(names, list):
         raise location(31002, "$unset specification must be a string or an array")
     if not names:
         raise location(31119, "$unset specification must be a string or an array with at least one field")
-    if not all(isinstance(n, str) for n in names):
+    if not all(type_name(n) == "string" for n in names):
         raise location(31120, "$unset specification must be a string or an array containing only string values")
     for name in names:
         split_path(name)

@@ -42,6 +42,7 @@ from bson import DBRef
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import compare as cmp
 from foliodb.query import keystring
+from foliodb.query.bsontypes import is_string
 from foliodb.query.paths import MISSING, is_index
 from foliodb.query.projection import field_path
 from foliodb.query.render import render
@@ -202,7 +203,7 @@ def _meta_part(name: str, value: Mapping[str, Any]) -> str:
     if len(value) != 1:
         raise CommandError(ErrorCode.FailedToParse, "Cannot have additional keys in a $meta sort specification")
     arg = value["$meta"]
-    if not isinstance(arg, str) or arg not in META_SORTS:
+    if not is_string(arg) or arg not in META_SORTS:
         raise location(31138, f"Illegal $meta sort: $meta: {render(arg)}")
     return arg
 

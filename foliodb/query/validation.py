@@ -39,6 +39,7 @@ from typing import Any, Protocol
 from foliodb.errors import CommandError, ErrorCode, bad_value, type_mismatch
 from foliodb.query import bsontypes, jsonschema, paths
 from foliodb.query import compare as cmp
+from foliodb.query.bsontypes import is_string
 from foliodb.query.context import Context
 from foliodb.query.expr import Scope, compile_expression, root_variables, truthy
 from foliodb.query.filter import Matcher, compile_filter, is_operator_doc
@@ -123,7 +124,7 @@ def compile_validator(
 
 
 def _check_option(command: str, field: str, value: Any, expected: str) -> None:
-    ok = isinstance(value, Mapping) if expected == "object" else isinstance(value, str)
+    ok = isinstance(value, Mapping) if expected == "object" else is_string(value)
     if not ok:
         raise type_mismatch(
             f"BSON field '{command}.{field}' is the wrong type '{bsontypes.type_name(value)}', "

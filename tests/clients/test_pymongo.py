@@ -267,3 +267,14 @@ def test_shutdown_command_stops_the_server(server: RunningServer) -> None:
         with contextlib.suppress(pymongo.errors.AutoReconnect):
             client.admin.command("shutdown")
         assert server.server.stopped.wait(10)
+
+
+def test_tailable_cursor_over_the_wire(wire_client: Client) -> None:
+    wire_client.db.create_collection("events", capped=True, size=8192)
+    events = wire_client.db.events
+    events.insert_many([{"n": n} for n in range(3)])
+    cursor = events.find(cursor_type=pymongo.CursorType.TAILABLE_AWAIT).max_await_time_ms(50)
+    assert [d["n"] for d in cursor] == [0, 1, 2] and cursor.alive
+    events.insert_one({"n": 3})
+    assert [d["n"] for d in cursor] == [3]
+    cursor.close()

@@ -12,6 +12,7 @@ from bson import Decimal128, Int64
 from bson.decimal128 import create_decimal128_context
 
 from foliodb.errors import CommandError, location
+from foliodb.query.bsontypes import is_string
 from foliodb.query.expr import Expr, Scope, compile_expression
 from foliodb.query.paths import MISSING
 from foliodb.query.registry import Registry
@@ -84,7 +85,7 @@ def constant_value(spec: Any, scope: Scope) -> Any:
 
 
 def _references_fields(spec: Any) -> bool:
-    if isinstance(spec, str):
+    if is_string(spec):
         return spec.startswith("$")
     if isinstance(spec, Mapping):
         if len(spec) == 1 and "$literal" in spec:

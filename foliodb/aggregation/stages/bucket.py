@@ -41,7 +41,7 @@ from foliodb.aggregation.stages.group import group_documents
 from foliodb.engine.sorter import sort_documents
 from foliodb.errors import location
 from foliodb.query import keystring
-from foliodb.query.bsontypes import INT32_MAX, INT32_MIN, type_name
+from foliodb.query.bsontypes import INT32_MAX, INT32_MIN, is_string, type_name
 from foliodb.query.compare import bracket, compare
 from foliodb.query.expr import Expr
 from foliodb.query.paths import MISSING
@@ -49,7 +49,7 @@ from foliodb.query.render import render
 
 
 def _is_group_by(spec: Any) -> bool:
-    if isinstance(spec, str):
+    if is_string(spec):
         return len(spec) > 1 and spec.startswith("$")
     return isinstance(spec, Mapping) and bool(spec) and next(iter(spec)).startswith("$")
 
@@ -338,7 +338,7 @@ _SERIES: dict[str, tuple[int, ...] | None] = {
 
 
 def rounder(name: Any) -> Rounder:
-    if not isinstance(name, str):
+    if not is_string(name):
         raise location(
             40261, f"The $bucketAuto 'granularity' field must be a string, but found type: {type_name(name)}"
         )

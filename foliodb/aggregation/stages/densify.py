@@ -24,7 +24,7 @@ from foliodb.aggregation.window import add_numbers, add_time, is_integral, parse
 from foliodb.engine.sorter import sort_documents
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import keystring
-from foliodb.query.bsontypes import type_name
+from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.compare import DATE, bracket, compare
 from foliodb.query.idl import check_fields, wrong_type
 from foliodb.query.paths import MISSING
@@ -73,7 +73,7 @@ def _range(spec: Any) -> tuple[Any, str | None, Any]:
                 raise location(5733410, "A bounding array of dates must specify a unit")
         else:
             raise location(5946800, "Explicit bounds must be numeric or dates")
-    elif isinstance(bounds, str):
+    elif is_string(bounds):
         if bounds not in ("full", "partition"):
             raise location(5946802, "Bounds string must either be 'full' or 'partition'")
     else:
@@ -93,11 +93,11 @@ def stage_densify(spec: Any, where: Where) -> Stage:
         )
     check_fields(spec, "$densify", ("field", "partitionByFields", "range"), ("field", "range"))
     field = spec["field"]
-    if not isinstance(field, str):
+    if not is_string(field):
         raise wrong_type("$densify.field", field, "string")
     field_parts = split_path(field)
     partition_fields = spec.get("partitionByFields", [])
-    if not isinstance(partition_fields, list) or not all(isinstance(f, str) for f in partition_fields):
+    if not isinstance(partition_fields, list) or not all(is_string(f) for f in partition_fields):
         raise wrong_type("$densify.partitionByFields", partition_fields, "array")
     for name in partition_fields:
         if name.startswith(field):

@@ -15,7 +15,7 @@ from typing import Any
 
 from foliodb.aggregation.pipeline import STAGES, Stage, Where
 from foliodb.errors import CommandError, ErrorCode, location
-from foliodb.query.bsontypes import type_name
+from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.idl import check_fields
 
 _FIELDS = ("partitionBy", "partitionByFields", "sortBy", "output")
@@ -58,7 +58,7 @@ def stage_fill(spec: Any, where: Where) -> list[Stage]:
         window_spec["partitionBy"] = spec["partitionBy"]
     if "partitionByFields" in spec:
         fields = spec["partitionByFields"]
-        if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+        if not isinstance(fields, list) or not all(is_string(f) for f in fields):
             raise CommandError(
                 ErrorCode.TypeMismatch,
                 f"BSON field '$fill.partitionByFields' is the wrong type '{type_name(fields)}', expected type 'array'",

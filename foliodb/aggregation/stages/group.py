@@ -30,7 +30,7 @@ from foliodb.aggregation.accumulators import Accumulator, State, compile_accumul
 from foliodb.aggregation.pipeline import LIMITS, STAGES, Docs, Stage, Where, approx_size, memory_exceeded
 from foliodb.errors import location
 from foliodb.query import keystring
-from foliodb.query.bsontypes import INT32_MAX
+from foliodb.query.bsontypes import INT32_MAX, is_string
 from foliodb.query.expr import Expr
 from foliodb.query.paths import MISSING
 
@@ -147,7 +147,7 @@ def stage_group(spec: Any, where: Where) -> Stage:
 
 @STAGES.register("$count")
 def stage_count(spec: Any, where: Where) -> Stage:
-    if not isinstance(spec, str):
+    if not is_string(spec):
         raise location(40156, "the count field must be a non-empty string")
     if not spec:
         raise location(40157, "the count field must be a non-empty string")
@@ -170,7 +170,7 @@ def stage_sortByCount(spec: Any, where: Where) -> list[Stage]:
     if isinstance(spec, Mapping):
         if not spec or not next(iter(spec)).startswith("$"):
             raise location(40147, message)
-    elif isinstance(spec, str):
+    elif is_string(spec):
         if len(spec) < 2 or not spec.startswith("$"):
             raise location(40148, message)
     else:

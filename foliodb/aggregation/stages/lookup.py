@@ -25,7 +25,7 @@ from bson import Int64
 from foliodb.aggregation.pipeline import STAGES, Docs, ScopedEnv, Stage, Where, compile_stages, stage_entry
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import keystring
-from foliodb.query.bsontypes import type_name
+from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.compare import REGEX, bracket
 from foliodb.query.expr import Expr
 from foliodb.query.expr.core import check_variable_name
@@ -41,7 +41,7 @@ def _failed(message: str) -> CommandError:
 
 def _namespace(value: Any) -> tuple[str | None, str]:
     """``from``/``coll``: a collection name, or ``{db, coll}``."""
-    if isinstance(value, str):
+    if is_string(value):
         return None, value
     if isinstance(value, Mapping) and isinstance(value.get("coll"), str) and isinstance(value.get("db"), str):
         return value["db"], value["coll"]
@@ -105,7 +105,7 @@ def stage_lookup(spec: Any, where: Where) -> Stage:
             has_let = True
         elif key == "from":
             db, coll = _namespace(value)
-        elif not isinstance(value, str):
+        elif not is_string(value):
             raise _failed(f"$lookup argument '{key}: {render(value)}' must be a string, found {type_name(value)}")
         elif key in ("as", "localField", "foreignField"):
             strings[key] = value
@@ -206,7 +206,7 @@ def stage_graphLookup(spec: Any, where: Where) -> Stage:
             if key == "from" and isinstance(value, Mapping):
                 db, strings[key] = _namespace(value)
                 continue
-            if not isinstance(value, str):
+            if not is_string(value):
                 raise location(40103, f"expected string as argument for {key}, found: {render(value)}")
             strings[key] = value
         else:
@@ -274,7 +274,7 @@ def stage_unionWith(spec: Any, where: Where) -> Stage:
     db: str | None = None
     coll: str | None = None
     pipeline: list[Any] = []
-    if isinstance(spec, str):
+    if is_string(spec):
         coll = spec
     elif isinstance(spec, Mapping):
         for key, value in spec.items():
@@ -305,7 +305,7 @@ def stage_unionWith(spec: Any, where: Where) -> Stage:
 
 
 def _union_namespace(value: Any) -> tuple[str | None, str]:
-    if isinstance(value, str):
+    if is_string(value):
         return None, value
     if isinstance(value, Mapping):
         return _namespace(value)

@@ -32,7 +32,7 @@ from foliodb.aggregation.pipeline import (
     stage_entry,
 )
 from foliodb.errors import CommandError, ErrorCode, location
-from foliodb.query.bsontypes import type_name
+from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.expr.core import check_variable_name
 from foliodb.query.idl import check_fields, missing_field, wrong_type
 from foliodb.query.paths import MISSING, get_plain
@@ -56,7 +56,7 @@ def _check_collection_name(coll: str) -> None:
 @STAGES.register("$out")
 def stage_out(spec: Any, where: Where) -> Stage:
     db: str | None = None
-    if isinstance(spec, str):
+    if is_string(spec):
         coll = spec
     elif isinstance(spec, Mapping):
         check_fields(spec, "$out", ("db", "coll", "timeseries"))
@@ -67,7 +67,7 @@ def stage_out(spec: Any, where: Where) -> Stage:
         for key in ("db", "coll"):
             if key not in spec:
                 raise missing_field("$out", key)
-            if not isinstance(spec[key], str):
+            if not is_string(spec[key]):
                 raise wrong_type(f"$out.{key}", spec[key], "string")
         db, coll = spec["db"], spec["coll"]
     else:
@@ -90,13 +90,13 @@ _UPDATE_STAGES = frozenset({"$addFields", "$set", "$project", "$unset", "$replac
 
 
 def _into(value: Any) -> tuple[str | None, str]:
-    if isinstance(value, str):
+    if is_string(value):
         return None, value
     if isinstance(value, Mapping):
         check_fields(value, "$merge.into", ("db", "coll"))
         coll = value.get("coll")
         db = value.get("db")
-        if not isinstance(coll, str) or (db is not None and not isinstance(db, str)):
+        if not is_string(coll) or (db is not None and not is_string(db)):
             raise location(
                 51178,
                 f"$merge 'into' field must specify a 'coll' that is not empty, null or undefined: {render(value)}",
@@ -106,8 +106,8 @@ def _into(value: Any) -> tuple[str | None, str]:
 
 
 def _on_fields(value: Any) -> list[str]:
-    names = [value] if isinstance(value, str) else value
-    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+    names = [value] if is_string(value) else value
+    if not isinstance(names, list) or not names or not all(is_string(n) for n in names):
         raise location(
             51186, f"$merge 'on' field  must be either a string or an array of strings, but found {type_name(value)}"
         )
@@ -120,7 +120,7 @@ def _on_fields(value: Any) -> list[str]:
 
 @STAGES.register("$merge")
 def stage_merge(spec: Any, where: Where) -> Stage:
-    if isinstance(spec, str):
+    if is_string(spec):
         spec = {"into": spec}
     if not isinstance(spec, Mapping):
         raise location(51182, f"$merge only supports a string or object argument, but found {type_name(spec)}")
@@ -131,7 +131,7 @@ def stage_merge(spec: Any, where: Where) -> Stage:
     on = _on_fields(spec.get("on", "_id"))
     matched = spec.get("whenMatched", "merge")
     not_matched = spec.get("whenNotMatched", "insert")
-    if isinstance(matched, str) and matched not in _MATCHED_MODES:
+    if is_string(matched) and matched not in _MATCHED_MODES:
         raise CommandError(
             ErrorCode.BadValue, f"Enumeration value '{matched}' for field 'whenMatched' is not a valid value."
         )
@@ -139,7 +139,7 @@ def stage_merge(spec: Any, where: Where) -> Stage:
         raise CommandError(
             ErrorCode.TypeMismatch, f"BSON field '$merge.whenMatched' is the wrong type '{type_name(matched)}'"
         )
-    if not isinstance(not_matched, str) or not_matched not in _NOT_MATCHED_MODES:
+    if not is_string(not_matched) or not_matched not in _NOT_MATCHED_MODES:
         raise CommandError(
             ErrorCode.BadValue,
             f"Enumeration value '{render(not_matched)}' for field 'whenNotMatched' is not a valid value.",

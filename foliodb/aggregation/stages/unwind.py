@@ -19,13 +19,13 @@ from bson import Int64
 
 from foliodb.aggregation.pipeline import STAGES, Docs, Stage, Where
 from foliodb.errors import location
-from foliodb.query.bsontypes import type_name
+from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.paths import MISSING
 from foliodb.query.reshape import get_path, set_path, split_path
 
 
 def _path(value: Any) -> tuple[str, ...]:
-    if not isinstance(value, str):
+    if not is_string(value):
         raise location(28808, f"expected a string as the path for $unwind stage, got {type_name(value)}")
     if not value.startswith("$"):
         raise location(28818, "path option to $unwind stage should be prefixed with a '$': " + value)
@@ -36,7 +36,7 @@ def _path(value: Any) -> tuple[str, ...]:
 def stage_unwind(spec: Any, where: Where) -> Stage:
     index_field: tuple[str, ...] | None = None
     preserve = False
-    if isinstance(spec, str):
+    if is_string(spec):
         parts = _path(spec)
     elif isinstance(spec, Mapping):
         path_spec: Any = MISSING
@@ -52,8 +52,8 @@ def stage_unwind(spec: Any, where: Where) -> Stage:
                     )
                 preserve = value
             elif key == "includeArrayIndex":
-                if not isinstance(value, str) or not value:
-                    shown = type_name(value) if not isinstance(value, str) else "empty string"
+                if not is_string(value) or not value:
+                    shown = type_name(value) if not is_string(value) else "empty string"
                     raise location(
                         28810,
                         f"expected a non-empty string for the includeArrayIndex option to $unwind stage, got {shown}",

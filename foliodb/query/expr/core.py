@@ -29,12 +29,13 @@ variable can have that name.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final, TypeGuard
+from typing import Any, Final
 
-from bson import Code, MinKey
+from bson import MinKey
 
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import paths
+from foliodb.query.bsontypes import is_string as is_string  # the operator modules import it from here
 from foliodb.query.bsontypes import type_name
 from foliodb.query.compare import NUMBER, bracket, compare, number_value
 from foliodb.query.paths import MISSING
@@ -100,11 +101,6 @@ def compile_expression(spec: Any, scope: Scope | None = None) -> Expr:
 
         return array_expr
     return constant(spec)
-
-
-def is_string(value: Any) -> TypeGuard[str]:
-    """A BSON string: ``bson.Code`` subclasses str but is JavaScript."""
-    return isinstance(value, str) and not isinstance(value, Code)
 
 
 def constant(value: Any) -> Expr:

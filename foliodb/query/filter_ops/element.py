@@ -11,6 +11,7 @@ from typing import Any
 from foliodb.errors import bad_value, failed_to_parse, type_mismatch
 from foliodb.query import bsontypes
 from foliodb.query import compare as cmp
+from foliodb.query.bsontypes import is_string
 from foliodb.query.context import Context
 from foliodb.query.expr.core import truthy
 from foliodb.query.filter import FIELD_OPS, Clause, Leaf, Not
@@ -34,7 +35,7 @@ def type_names(arg: Any, op: str = "$type") -> frozenset[str]:
         raise failed_to_parse(f"{op} must match at least one type")
     names: set[str] = set()
     for item in items:
-        if isinstance(item, str):
+        if is_string(item):
             if item == "number":
                 names |= bsontypes.NUMERIC_TYPES
             elif item in bsontypes.TYPE_NUMBERS:

@@ -14,7 +14,7 @@ from bson import Regex
 
 from foliodb.errors import CommandError, ErrorCode, bad_value, failed_to_parse, location
 from foliodb.query import compare as cmp
-from foliodb.query.bsontypes import INT64_MAX, INT64_MIN
+from foliodb.query.bsontypes import INT64_MAX, INT64_MIN, is_string
 from foliodb.query.context import Context
 from foliodb.query.expr import Scope, compile_expression, root_variables, truthy
 from foliodb.query.filter import FIELD_OPS, TOP_OPS, Clause, Leaf, Matcher
@@ -62,7 +62,7 @@ def filter_regex_pattern(pattern: str, options: str) -> re.Pattern[str]:
 def to_python_regex(value: Any) -> re.Pattern[str]:
     if isinstance(value, Regex):
         flags = value.flags
-        letters = flags if isinstance(flags, str) else cmp.regex_parts(value)[1]
+        letters = flags if is_string(flags) else cmp.regex_parts(value)[1]
         return filter_regex_pattern(value.pattern, "".join(ch for ch in letters if ch in _FLAGS))
     return value  # already an re.Pattern
 
@@ -91,7 +91,7 @@ def filter_regex(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
     flags = ""
     for name, value in spec.items():
         if name == "$regex":
-            if isinstance(value, str):
+            if is_string(value):
                 pattern = value
             elif cmp.bracket(value) == cmp.REGEX:
                 pattern, regex_flags = cmp.regex_parts(value)
@@ -102,7 +102,7 @@ def filter_regex(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
             else:
                 raise bad_value("$regex has to be a string")
         elif name == "$options":
-            if not isinstance(value, str):
+            if not is_string(value):
                 raise bad_value("$options has to be a string")
             if flags:
                 raise location(51075, "options set in both $regex and $options")

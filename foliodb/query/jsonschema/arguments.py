@@ -15,6 +15,7 @@ from bson import Decimal128
 from foliodb.errors import bad_value, failed_to_parse, type_mismatch
 from foliodb.query import bsontypes
 from foliodb.query import compare as cmp
+from foliodb.query.bsontypes import is_string
 from foliodb.query.render import render
 
 _JSON_TYPES = {"array": "array", "boolean": "bool", "null": "null", "object": "object", "string": "string"}
@@ -63,8 +64,8 @@ def parse_types(keyword: str, spec: Any) -> Types:
     if not isinstance(spec, (str, list)):
         raise type_mismatch(f"$jsonSchema keyword '{keyword}' must be either a string or an array of strings")
     aliases: list[str] = []
-    for alias in [spec] if isinstance(spec, str) else spec:
-        if not isinstance(alias, str):
+    for alias in [spec] if is_string(spec) else spec:
+        if not is_string(alias):
             raise type_mismatch(f"$jsonSchema keyword '{keyword}' array elements must be strings")
         if alias == "integer":
             raise failed_to_parse("$jsonSchema type 'integer' is not currently supported.")

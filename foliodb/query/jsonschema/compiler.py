@@ -10,6 +10,7 @@ from typing import Any
 
 from foliodb.errors import CommandError, ErrorCode, failed_to_parse, type_mismatch
 from foliodb.query import bsontypes
+from foliodb.query.bsontypes import is_string
 from foliodb.query.jsonschema.arguments import parse_types
 from foliodb.query.jsonschema.arrays import array_rules
 from foliodb.query.jsonschema.logical import logical_rules
@@ -94,7 +95,7 @@ def compile_subschema(schema: Mapping[str, Any], top: bool) -> Schema:
         if keyword not in _KEYWORDS:
             raise failed_to_parse(f"Unknown $jsonSchema keyword: {keyword}")
     for keyword in ("description", "title"):
-        if keyword in schema and not isinstance(schema[keyword], str):
+        if keyword in schema and not is_string(schema[keyword]):
             raise type_mismatch(f"$jsonSchema keyword '{keyword}' must be of type string")
     if "type" in schema and "bsonType" in schema:
         raise failed_to_parse("Cannot specify both $jsonSchema keywords 'type' and 'bsonType'")

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from foliodb.errors import failed_to_parse, type_mismatch
+from foliodb.query.bsontypes import is_string
 from foliodb.query.filter_ops.evaluation import compile_regex
 from foliodb.query.jsonschema.arguments import Types, non_negative_long, type_of
 from foliodb.query.jsonschema.rules import ANNOTATIONS, Compile, Detail, Rule, Schema, object_rule
@@ -85,7 +86,7 @@ def _parse_required(arg: Any) -> list[str]:
         )
     names: list[str] = []
     for name in arg:
-        if not isinstance(name, str):
+        if not is_string(name):
             raise type_mismatch(
                 "$jsonSchema keyword 'required' must be an array of strings, "
                 f"but found an element of type: {type_of(name)}"
@@ -213,7 +214,7 @@ def _dependencies(spec: Any, top: bool, compile_sub: Compile) -> Rule:
             deps.append((name, compile_sub(dep, top)))
         elif isinstance(dep, list):
             deps.append((name, _property_dependency(name, dep)))
-        elif isinstance(dep, str) and name in ANNOTATIONS:
+        elif is_string(dep) and name in ANNOTATIONS:
             continue  # MongoDB allows annotations among the dependencies
         else:
             raise type_mismatch(
@@ -248,7 +249,7 @@ def _property_dependency(name: str, names: list[Any]) -> list[str]:
         raise failed_to_parse(f"property '{name}' in $jsonSchema keyword 'dependencies' cannot be an empty array")
     seen: list[str] = []
     for n in names:
-        if not isinstance(n, str):
+        if not is_string(n):
             raise type_mismatch(
                 f"array '{name}' in $jsonSchema keyword 'dependencies' can only contain strings, "
                 f"but found element of type: {type_of(n)}"

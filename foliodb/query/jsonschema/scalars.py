@@ -12,6 +12,7 @@ from typing import Any
 
 from foliodb.errors import bad_value, failed_to_parse, type_mismatch
 from foliodb.query import compare as cmp
+from foliodb.query.bsontypes import is_string
 from foliodb.query.filter_ops.evaluation import compile_regex
 from foliodb.query.jsonschema.arguments import Types
 from foliodb.query.jsonschema.rules import Detail, Rule, leaf, length_rules, restrict
@@ -22,7 +23,7 @@ def scalar_rules(schema: Mapping[str, Any], top: bool, types: Types | None) -> l
     rules: list[Rule] = []
     if "pattern" in schema:
         pattern = schema["pattern"]
-        if not isinstance(pattern, str):
+        if not is_string(pattern):
             raise type_mismatch("$jsonSchema keyword 'pattern' must be a string")
         if not top:
             if "\x00" in pattern:

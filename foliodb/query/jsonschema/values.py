@@ -15,6 +15,7 @@ from bson import DBRef, Decimal128
 
 from foliodb.query import bsontypes, keystring
 from foliodb.query import compare as cmp
+from foliodb.query.bsontypes import is_string
 from foliodb.query.paths import MISSING
 
 
@@ -31,7 +32,7 @@ def is_array(value: Any) -> bool:
 
 
 def _is_string(value: Any) -> bool:
-    return isinstance(value, str)
+    return is_string(value)
 
 
 KIND_TEST: dict[str, Callable[[Any], bool]] = {
