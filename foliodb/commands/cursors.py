@@ -157,6 +157,13 @@ def cursor_reply(
     **options: Any,
 ) -> dict[str, Any]:
     """Reply with the first batch, opening a cursor for the rest."""
+    if single_batch and batch_size:
+        # No cursor either way, so no need to know whether more would follow (find_one's path).
+        batch = list(itertools.islice(source, batch_size))
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
+        return {"cursor": {first: batch, "id": Int64(0), "ns": ns}, "ok": 1.0}
     lookahead = Lookahead(source)
     batch, done = take_batch(lookahead, batch_size)
     cursor_id = 0

@@ -42,14 +42,18 @@ class Request:
     deadline: float | None = None  # time.monotonic() deadline from maxTimeMS
     lsid: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
-    # What this command's finds examined, for the profiler (kept only while profiling).
-    scans: ScanTotals = field(default_factory=lambda: ScanTotals())
+    # What this command's finds examined, for the profiler: None unless it profiles this database.
+    scans: ScanTotals | None = None
 
     def track(self, run: FindExecution) -> FindExecution:
         """Count ``run`` in :attr:`scans` when the profiler is on for this database."""
-        settings = self.engine.profiling.get(self.db)
-        if settings is not None and settings.level:
-            self.scans.add(run)
+        profiling = self.engine.profiling
+        if profiling:
+            settings = profiling.get(self.db)
+            if settings is not None and settings.level:
+                if self.scans is None:
+                    self.scans = ScanTotals()
+                self.scans.add(run)
         return run
 
     @property

@@ -89,8 +89,9 @@ def record(request: Request, cmd: Mapping[str, Any], reply: Mapping[str, Any], m
         "command": _command_for_entry(cmd, request.db),
     }
     scans = request.scans
-    scans.fold(done_only=False)
-    if scans.plans:
+    if scans is not None:
+        scans.fold(done_only=False)
+    if scans is not None and scans.plans:
         entry.update(keysExamined=scans.keys, docsExamined=scans.docs, planSummary=", ".join(scans.plans))
     cursor = reply.get("cursor")
     if isinstance(cursor, Mapping):
