@@ -68,6 +68,14 @@ class EngineEnv:
         ctx = self.ctx
         if variables:
             ctx = Context(variables={**self.ctx.variables, **variables}, now=self.ctx.now)
+        field_match = _field_match(pipeline)
+        if field_match is not None:
+            source, view_pipeline = self.engine.resolve_view(db or self.db, coll)
+            if not view_pipeline:
+                # $lookup's per-document match is a find: no pipeline to compile.
+                store = self.engine.store(db or self.db, source)
+                spec = FindSpec(filter=field_match, allow_disk_use=self.allow_disk_use)
+                return iter(self.request.track(FindExecution(store, spec, ctx, self.request.check_time)))
         return self.source(coll, pipeline, db, ctx)
 
     def collection_exists(self, coll: str, db: str | None = None) -> bool:
@@ -156,6 +164,16 @@ class EngineEnv:
             }
             for index in info.indexes.values()
         ]
+
+
+def _field_match(stages: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The filter of a pipeline that is one ``$match`` on fields only (as $lookup builds per document)."""
+    if len(stages) != 1 or len(stages[0]) != 1:
+        return None
+    spec = stages[0].get("$match")
+    if not isinstance(spec, Mapping) or any(not is_string(k) or k.startswith("$") for k in spec):
+        return None
+    return spec
 
 
 @COMMANDS.register("aggregate")
