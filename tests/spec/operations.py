@@ -267,7 +267,8 @@ def op_rename(coll: Any, args: dict[str, Any]) -> Any:
 
 
 def op_createCollection(db: Any, args: dict[str, Any]) -> Any:
-    db.create_collection(args.pop("collection"), **args)
+    # The spec's createCollection is the create command alone (no listCollections first).
+    db.create_collection(args.pop("collection"), check_exists=False, **args)
 
 
 def op_dropCollection(db: Any, args: dict[str, Any]) -> Any:

@@ -12,10 +12,11 @@ creates the entities, runs the operations judging ``expectResult`` and
 
 What the runner does not judge, and how that ends:
 
-* ``expectEvents`` (command monitoring) is ignored: results, errors and
-  outcomes are still judged. A test asserting nothing but events still runs
-  its operations (an error fails it) and is then skipped as "only asserts
-  command events".
+* ``expectEvents`` (command monitoring) is judged when the target's clients
+  emit command events (``Target.monitors_commands``: pymongo over the wire);
+  otherwise it is ignored while results, errors and outcomes are still
+  judged, and a test asserting nothing but events runs its operations (an
+  error fails it) and is then skipped as "only asserts command events".
 * Tests needing what an embedded database cannot offer are skipped with the
   reason: fail points, non-simple collation, sessions when the client has no
   ``start_session``, a client-level ``bulk_write`` the client lacks, other
@@ -38,6 +39,7 @@ from pymongo.read_concern import ReadConcern
 from pymongo.results import BulkWriteResult
 from pymongo.write_concern import WriteConcern
 
+from tests.spec.events import CommandRecorder, check_events
 from tests.spec.matching import MISSING, Matcher, MatchError, exactly_equal
 from tests.spec.operations import (
     CURSOR_OPERATIONS,
@@ -57,7 +59,9 @@ SIMPLE_COLLATION = {"locale": "simple"}
 
 
 class Target(Protocol):
-    def open_client(self, uri_options: Mapping[str, Any]) -> Any: ...
+    monitors_commands: bool  # whether open_client's clients take a pymongo CommandListener
+
+    def open_client(self, uri_options: Mapping[str, Any], listener: Any = None) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -184,6 +188,7 @@ class Run:
         self.kinds: dict[str, str] = {}
         self.clients: list[Any] = []
         self.matcher = Matcher(self.entities)
+        self.recorders: dict[str, CommandRecorder] = {}
         self._parameters: dict[str, Any] | None = None
 
     def execute(self) -> None:
@@ -214,11 +219,16 @@ class Run:
             self._operation(op)
         for data in test.get("outcome", ()):
             self._outcome(data)
-        if only_events(test):
+        if self.target.monitors_commands:
+            for expected in test.get("expectEvents", ()):
+                if expected.get("eventType", "command") != "command":
+                    raise Skip(f"needs {expected['eventType']} events")
+                check_events(self.matcher, expected, self.recorders[expected["client"]])
+        elif only_events(test):
             raise Skip("only asserts command events (its operations ran without error)")
 
-    def _client(self, uri_options: Mapping[str, Any]) -> Any:
-        client = self.target.open_client(uri_options)
+    def _client(self, uri_options: Mapping[str, Any], listener: Any = None) -> Any:
+        client = self.target.open_client(uri_options, listener)
         self.clients.append(client)
         return client
 
@@ -264,7 +274,15 @@ class Run:
         if kind == "client":
             if "storeEventsAsEntities" in spec or "observeLogMessages" in spec:
                 raise Skip("needs stored events or log messages")
-            value = self._client(spec.get("uriOptions") or {})
+            recorder = None
+            if self.target.monitors_commands:
+                recorder = CommandRecorder(
+                    spec.get("observeEvents", ()),
+                    spec.get("ignoreCommandMonitoringEvents", ()),
+                    bool(spec.get("observeSensitiveCommands")),
+                )
+                self.recorders[name] = recorder
+            value = self._client(spec.get("uriOptions") or {}, recorder)
         elif kind == "database":
             value = self._entity(spec["client"], "client").get_database(
                 spec["databaseName"], **collection_options(spec.get("databaseOptions"))

@@ -26,25 +26,30 @@ CRUD = load_tests(Path(__file__).parent / "crud")
 
 
 class EmbeddedTarget:
-    """Clients of one fresh embedded dbpath."""
+    """Clients of one fresh embedded dbpath (no command monitoring)."""
+
+    monitors_commands = False
 
     def __init__(self, path: Path) -> None:
         self.path = str(path)
 
-    def open_client(self, uri_options: Mapping[str, Any]) -> Any:
+    def open_client(self, uri_options: Mapping[str, Any], listener: Any = None) -> Any:
         return foliodb.MongoClient(self.path, **uri_options)
 
 
 class ServerTarget:
-    """pymongo clients of one FolioDB server over a fresh dbpath."""
+    """pymongo clients of one FolioDB server over a fresh dbpath; they emit command events."""
+
+    monitors_commands = True
 
     def __init__(self, path: Path) -> None:
         self.server = Server(str(path), "127.0.0.1", 0)
         host, port = self.server.start()
         self.uri = f"mongodb://{host}:{port}/"
 
-    def open_client(self, uri_options: Mapping[str, Any]) -> Any:
-        return pymongo.MongoClient(self.uri, serverSelectionTimeoutMS=5000, **uri_options)
+    def open_client(self, uri_options: Mapping[str, Any], listener: Any = None) -> Any:
+        listeners = [listener] if listener is not None else []
+        return pymongo.MongoClient(self.uri, serverSelectionTimeoutMS=5000, event_listeners=listeners, **uri_options)
 
 
 @pytest.mark.parametrize("spec", CRUD, ids=[spec.id for spec in CRUD])
