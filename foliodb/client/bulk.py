@@ -134,7 +134,7 @@ class Bulk:
         for kind, batch in self._runs():
             cmd = command_doc(
                 {kind: self.collection.name, _LIST_FIELD[kind]: [op for _, op in batch], "ordered": self.ordered},
-                bypassDocumentValidation=True if self.bypass else None,
+                bypassDocumentValidation=self.bypass,
                 comment=self.comment,
                 let=None if kind == INSERT else self.let,
             )

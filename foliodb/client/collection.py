@@ -117,7 +117,7 @@ class Collection(Handle):
     ) -> InsertOneResult:
         cmd = command_doc(
             {"insert": self._name, "documents": [self._codec.encode(with_id(document))]},
-            bypassDocumentValidation=bypass_document_validation or None,
+            bypassDocumentValidation=bypass_document_validation,
             comment=comment,
         )
         acknowledged = self._write_concern_doc(cmd)
@@ -170,7 +170,7 @@ class Collection(Handle):
             {"update": self._name, "updates": [update_statement]},
             let=let,
             comment=comment,
-            bypassDocumentValidation=bypass_document_validation or None,
+            bypassDocumentValidation=bypass_document_validation,
         )
         acknowledged = self._write_concern_doc(cmd)
         reply = _reply.check_single_write(self._command(cmd))
@@ -399,20 +399,26 @@ class Collection(Handle):
     ) -> _C:
         common.validate_list("pipeline", pipeline)
         batch_size = kwargs.pop("batchSize", None)
+        writes = _writes(pipeline)
         cmd = command_doc(
             {
                 "aggregate": self._name,
                 "pipeline": [self._codec.encode(dict(s)) for s in pipeline],
-                "cursor": {"batchSize": batch_size} if batch_size is not None else {},
+                # pymongo sends no batch size with $out/$merge: the first batch is empty anyway.
+                "cursor": {"batchSize": batch_size} if batch_size is not None and not writes else {},
             },
             {key: index_spec(value) if key == "hint" else value for key, value in kwargs.items()},
             let=let,
             comment=comment,
         )
-        if _writes(pipeline):
+        if self.read_concern.document:
+            cmd["readConcern"] = self.read_concern.document
+        if writes:
             self._write_concern_doc(cmd)
         reply = _reply.check(self._command(cmd))
-        return cursor_class(self, reply, batch_size or 0)
+        cursor = cursor_class(self, reply, batch_size or 0)
+        cursor._comment = comment  # sent again with each getMore, as pymongo does
+        return cursor
 
     # -- find and modify ------------------------------------------------------------------
 

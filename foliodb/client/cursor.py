@@ -37,12 +37,19 @@ class _BatchCursor:
     _killed: bool
     _retrieved: int
     _tailable = False
+    _comment: Any = None
+
+    def _get_more_batch_size(self) -> int:
+        return self._batch_size
 
     def _get_more(self) -> None:
         assert self._cursor_id
         cmd: dict[str, Any] = {"getMore": self._cursor_id, "collection": self._ns_collection()}
-        if self._batch_size:
-            cmd["batchSize"] = self._batch_size
+        batch_size = self._get_more_batch_size()
+        if batch_size:
+            cmd["batchSize"] = batch_size
+        if self._comment is not None:
+            cmd["comment"] = self._comment  # as pymongo sends it on getMore (MongoDB 4.4+)
         reply = check(self._collection.database._command(cmd))
         cursor = reply["cursor"]
         self._cursor_id = int(cursor["id"])
@@ -319,11 +326,12 @@ class Cursor(_BatchCursor):
             cmd["limit"] = abs(self._limit)
             if self._limit < 0:
                 cmd["singleBatch"] = True
-        batch = self._batch_size
-        if self._limit and (not batch or abs(self._limit) < batch):
-            batch = abs(self._limit)
-        if batch:
-            cmd["batchSize"] = batch
+        if self._batch_size:
+            # pymongo's rule: a batch as large as the limit asks for one more, to spare a getMore.
+            cmd["batchSize"] = self._batch_size + 1 if self._limit == self._batch_size else self._batch_size
+        read_concern = self._collection.read_concern.document
+        if read_concern:
+            cmd["readConcern"] = read_concern
         if self._max_time_ms is not None:
             cmd["maxTimeMS"] = self._max_time_ms
         if self._comment is not None:
@@ -349,6 +357,13 @@ class Cursor(_BatchCursor):
         if self._show_record_id:
             cmd["showRecordId"] = True
         return cmd
+
+    def _get_more_batch_size(self) -> int:
+        # pymongo's: what is left of the limit, at most a batch.
+        if self._limit:
+            left = abs(self._limit) - self._retrieved
+            return min(left, self._batch_size) if self._batch_size else left
+        return self._batch_size
 
     def _start(self) -> None:
         self._started = True

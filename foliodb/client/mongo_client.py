@@ -17,6 +17,7 @@ from bson.binary import UuidRepresentation
 from bson.codec_options import CodecOptions
 from pymongo import common
 from pymongo.errors import InvalidOperation
+from pymongo.monitoring import CommandListener
 from pymongo.read_concern import ReadConcern
 from pymongo.read_preferences import ReadPreference
 from pymongo.results import ClientBulkWriteResult
@@ -28,6 +29,7 @@ from foliodb.client.client_bulk import ClientBulk
 from foliodb.client.cursor import CommandCursor
 from foliodb.client.database import Database
 from foliodb.client.handle import Options
+from foliodb.client.monitoring import publish_command_events
 from foliodb.client.session import ClientSession
 from foliodb.commands import Executor
 from foliodb.errors import CommandError
@@ -96,6 +98,10 @@ class MongoClient(Options):
             _reply.check(exc.to_reply())
             raise
         self._closed = False
+        # pymongo's command monitoring: listeners see every command this client runs.
+        self._command_listeners = [
+            listener for listener in options.get("event_listeners") or () if isinstance(listener, CommandListener)
+        ]
         if "ttlmonitorsleepsecs" in options:
             seconds = options["ttlmonitorsleepsecs"]
             _reply.check(self._execute("admin", {"setParameter": 1, "ttlMonitorSleepSecs": seconds}))
@@ -105,6 +111,8 @@ class MongoClient(Options):
     def _execute(self, db: str, cmd: Mapping[str, Any]) -> dict[str, Any]:
         if self._closed:
             raise InvalidOperation("Cannot use MongoClient after close")
+        if self._command_listeners:
+            return publish_command_events(self._command_listeners, self._executor, db, cmd)
         return self._executor.execute(db, cmd)
 
     # -- properties ------------------------------------------------------------------------

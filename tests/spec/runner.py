@@ -13,7 +13,8 @@ creates the entities, runs the operations judging ``expectResult`` and
 What the runner does not judge, and how that ends:
 
 * ``expectEvents`` (command monitoring) is judged when the target's clients
-  emit command events (``Target.monitors_commands``: pymongo over the wire);
+  emit command events (``Target.monitors_commands``: both the embedded client
+  and pymongo over the wire do);
   otherwise it is ignored while results, errors and outcomes are still
   judged, and a test asserting nothing but events runs its operations (an
   error fails it) and is then skipped as "only asserts command events".

@@ -26,15 +26,16 @@ CRUD = load_tests(Path(__file__).parent / "crud")
 
 
 class EmbeddedTarget:
-    """Clients of one fresh embedded dbpath (no command monitoring)."""
+    """Clients of one fresh embedded dbpath; they publish pymongo's command events."""
 
-    monitors_commands = False
+    monitors_commands = True
 
     def __init__(self, path: Path) -> None:
         self.path = str(path)
 
     def open_client(self, uri_options: Mapping[str, Any], listener: Any = None) -> Any:
-        return foliodb.MongoClient(self.path, **uri_options)
+        listeners = [listener] if listener is not None else []
+        return foliodb.MongoClient(self.path, event_listeners=listeners, **uri_options)
 
 
 class ServerTarget:
