@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -118,6 +118,10 @@ class Executor:
         self.engine = engine
         self.cursors = CursorManager()
         self.process_id = ObjectId()  # topologyVersion.processId of hello
+        # serverStatus.opcounters: documents inserted, statements updated and deleted, commands run.
+        self.opcounters = dict.fromkeys(("insert", "query", "update", "delete", "getmore", "command"), 0)
+        # serverStatus.connections, when a server runs this executor: () -> {current, available, totalCreated}.
+        self.connection_stats: Callable[[], dict[str, int]] | None = None
 
     def execute(self, db: str, command: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
         try:
@@ -141,6 +145,7 @@ class Executor:
                     reply = exc.to_reply()
                 if self.engine.profiling:
                     profiler.record(request, command, reply, int((time.perf_counter() - started) * 1000))
+                self._count(name, command)
                 return reply
         except CommandError as exc:
             return exc.to_reply()
@@ -149,6 +154,21 @@ class Executor:
         except Exception as exc:  # a FolioDB bug: report it, keep serving
             log.exception("internal error running %r", dict(command) if isinstance(command, Mapping) else command)
             return CommandError(ErrorCode.InternalError, f"internal error: {type(exc).__name__}: {exc}").to_reply()
+
+    def _count(self, name: str, command: Mapping[str, Any]) -> None:
+        counters = self.opcounters
+        if name == "insert":
+            documents = command.get("documents")
+            counters["insert"] += len(documents) if isinstance(documents, list) else 0
+        elif name in ("update", "delete"):
+            statements = command.get("updates" if name == "update" else "deletes")
+            counters[name] += len(statements) if isinstance(statements, list) else 0
+        elif name == "find":
+            counters["query"] += 1
+        elif name == "getMore":
+            counters["getmore"] += 1
+        else:
+            counters["command"] += 1
 
     @classmethod
     def open(cls, path: str) -> Executor:

@@ -21,6 +21,7 @@ from foliodb.server.connection import Connection
 log = logging.getLogger("foliodb.server")
 
 DEFAULT_PORT = 27017
+MAX_CONNECTIONS = 1_000_000  # what serverStatus reports as available, as mongod's default limit
 
 
 class Server:
@@ -36,7 +37,9 @@ class Server:
         self._connections: dict[int, tuple[socket.socket, threading.Thread]] = {}
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
+        self._created = 0
         self._accept_thread: threading.Thread | None = None
+        self.executor.connection_stats = self._connection_stats
 
     @property
     def address(self) -> tuple[str, int]:
@@ -86,7 +89,13 @@ class Server:
                     sock.close()
                     return
                 self._connections[connection_id] = (sock, thread)
+                self._created += 1
                 thread.start()
+
+    def _connection_stats(self) -> dict[str, int]:
+        with self._lock:
+            current = len(self._connections)
+        return {"current": current, "available": MAX_CONNECTIONS - current, "totalCreated": self._created}
 
     def _serve(self, connection: Connection) -> None:
         try:

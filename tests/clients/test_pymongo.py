@@ -278,3 +278,24 @@ def test_tailable_cursor_over_the_wire(wire_client: Client) -> None:
     events.insert_one({"n": 3})
     assert [d["n"] for d in cursor] == [3]
     cursor.close()
+
+
+def test_server_status_counts_operations_and_connections(server: RunningServer) -> None:
+    # https://www.mongodb.com/docs/manual/reference/command/serverStatus/#opcounters : inserts count
+    # documents, updates and deletes count statements, queries count finds.
+    with server.client() as client:
+        before = client.admin.command("serverStatus")["opcounters"]
+        client.db.c.insert_many([{"a": i} for i in range(5)])
+        client.db.c.update_many({}, {"$set": {"b": 1}})
+        client.db.c.find_one()
+        client.db.c.delete_one({})
+        status = client.admin.command("serverStatus")
+        after = status["opcounters"]
+        assert {k: after[k] - before[k] for k in ("insert", "update", "query", "delete")} == {
+            "insert": 5,
+            "update": 1,
+            "query": 1,
+            "delete": 1,
+        }
+        connections = status["connections"]
+        assert connections["current"] >= 1 and connections["totalCreated"] >= connections["current"]
