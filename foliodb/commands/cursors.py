@@ -17,10 +17,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import bson
 from bson import Int64
+from bson.raw_bson import RawBSONDocument
 
 from foliodb.commands import params
 from foliodb.commands.registry import COMMANDS
+from foliodb.engine.catalog import CODEC
 from foliodb.errors import CommandError, ErrorCode
 
 # The reply batch limit: MongoDB stops a batch at 16 MiB of documents; the
@@ -28,6 +31,7 @@ from foliodb.errors import CommandError, ErrorCode
 DEFAULT_FIRST_BATCH = 101
 CURSOR_TIMEOUT_SECONDS = 600.0
 MAX_BATCH_BYTES = 16 * 1024 * 1024
+RAW = bson.CodecOptions(document_class=RawBSONDocument)
 
 
 class Lookahead(Iterator[dict[str, Any]]):
@@ -124,19 +128,23 @@ class CursorManager:
         return len(self._cursors)
 
 
-def take_batch(source: Lookahead, size: int | None) -> tuple[list[dict[str, Any]], bool]:
+def take_batch(source: Lookahead, size: int | None, measure: bool = False) -> tuple[list[Any], bool]:
     """Up to ``size`` documents (None: no count limit) and whether the
-    source is exhausted."""
+    source is exhausted. With ``measure`` (replies that go over the wire) the
+    documents are encoded here, once, and a batch stops before 16 MiB, as
+    MongoDB's do: a reply must fit the 48 MB message limit."""
     if size is not None and size <= 0:
         size = None
-    batch: list[dict[str, Any]] = []
+    if measure:
+        return _take_measured(source, size)
+    batch: list[Any] = []
     append = batch.append
     if size is None:
         # Without a count limit, stop at the reply size limit instead.
         total = 0
         for doc in source:
             append(doc)
-            total += 200  # cheap estimate; exact sizes are the wire layer's business
+            total += 200  # an estimate: in-process replies are not bound by the message limit
             if total >= MAX_BATCH_BYTES:
                 return batch, source.exhausted()
         return batch, source.exhausted() if getattr(source.source, "tailable", False) else True
@@ -145,6 +153,26 @@ def take_batch(source: Lookahead, size: int | None) -> tuple[list[dict[str, Any]
     if len(batch) < size and not getattr(source.source, "tailable", False):
         return batch, True
     return batch, source.exhausted()
+
+
+def _take_measured(source: Lookahead, size: int | None) -> tuple[list[Any], bool]:
+    batch: list[Any] = []
+    total = 0
+    for doc in source:
+        data = bson.encode(doc, codec_options=CODEC)
+        if batch and total + len(data) > MAX_BATCH_BYTES:
+            source.pending.append(doc)  # the next batch starts with it
+            return batch, False
+        batch.append(RawBSONDocument(data, RAW))
+        total += len(data)
+        if size is not None and len(batch) >= size:
+            return batch, source.exhausted()
+    return batch, source.exhausted() if getattr(source.source, "tailable", False) else True
+
+
+def over_the_wire(request: Any) -> bool:
+    """Whether the reply goes to a client over the wire (the server passes its connection id)."""
+    return request.extra.get("connection_id") is not None
 
 
 def cursor_reply(
@@ -157,15 +185,16 @@ def cursor_reply(
     **options: Any,
 ) -> dict[str, Any]:
     """Reply with the first batch, opening a cursor for the rest."""
-    if single_batch and batch_size:
-        # No cursor either way, so no need to know whether more would follow (find_one's path).
+    if single_batch and batch_size and (batch_size == 1 or not over_the_wire(request)):
+        # No cursor either way, so no need to know whether more would follow (find_one's path);
+        # over the wire only for one document, which always fits a reply.
         batch = list(itertools.islice(source, batch_size))
         close = getattr(source, "close", None)
         if close is not None:
             close()
         return {"cursor": {first: batch, "id": Int64(0), "ns": ns}, "ok": 1.0}
     lookahead = Lookahead(source)
-    batch, done = take_batch(lookahead, batch_size)
+    batch, done = take_batch(lookahead, batch_size, measure=over_the_wire(request))
     cursor_id = 0
     if not done and not single_batch:
         cursor_id = request.cursors.open(ns, lookahead, **options).id
@@ -188,7 +217,7 @@ def cmd_getMore(request: Any, cmd: Mapping[str, Any]) -> dict[str, Any]:
     batch_size = params.field(cmd, "batchSize", "integer", "getMore")
     cursor = request.cursors.get(int(cursor_id), ns)
     try:
-        batch, done = take_batch(cursor.source, batch_size)
+        batch, done = take_batch(cursor.source, batch_size, measure=over_the_wire(request))
     except BaseException:
         request.cursors.kill(cursor.id)
         raise

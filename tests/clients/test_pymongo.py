@@ -299,3 +299,12 @@ def test_server_status_counts_operations_and_connections(server: RunningServer) 
         }
         connections = status["connections"]
         assert connections["current"] >= 1 and connections["totalCreated"] >= connections["current"]
+
+
+def test_batches_stop_at_16_mib(wire_client: Client) -> None:
+    # GET_MORE: a batch holds at most 16 MiB of documents, whatever batchSize asks, so a reply
+    # stays under the 48 MB message limit (pymongo refuses larger ones).
+    coll = wire_client.db.big
+    coll.insert_many([{"_id": i, "blob": "y" * (5 * 1024 * 1024)} for i in range(10)])
+    assert [d["_id"] for d in coll.find({}, batch_size=100)] == list(range(10))
+    assert [d["_id"] for d in coll.aggregate([{"$sort": {"_id": -1}}], batchSize=100)] == list(range(9, -1, -1))
