@@ -63,3 +63,7 @@ class PipelineEnv(Protocol):
     def index_stats(self, coll: str) -> list[dict[str, Any]]:
         """One ``$indexStats`` document per index."""
         ...
+
+    def current_ops(self, idle_connections: bool) -> list[dict[str, Any]]:
+        """The ``$currentOp`` documents."""
+        ...

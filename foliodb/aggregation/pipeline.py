@@ -169,7 +169,6 @@ def _unknown_stage(name: str) -> CommandError:
 _UNBUILT = (
     "$changeStream",
     "$changeStreamSplitLargeEvent",
-    "$currentOp",
     "$listSessions",
     "$listLocalSessions",
     "$listSampledQueries",
@@ -191,7 +190,7 @@ _UNBUILT = (
 STAGES: Registry[StageCompiler] = Registry("aggregation stage", _unknown_stage, unbuilt=_UNBUILT)
 
 # Placement rules, checked for every stage before its compiler runs.
-FIRST_ONLY = frozenset({"$collStats", "$indexStats", "$documents"})
+FIRST_ONLY = frozenset({"$collStats", "$indexStats", "$documents", "$currentOp"})
 LAST_ONLY = frozenset({"$out", "$merge"})
 NOT_IN_FACET = frozenset({"$collStats", "$facet", "$indexStats", "$out", "$merge", "$documents"})
 WRITES = frozenset({"$out", "$merge"})

@@ -7,6 +7,7 @@ from foliodb.commands import (  # noqa: F401  (each module registers its command
     aggregate,
     bulk_write,
     collections,
+    current_op,
     cursors,
     diagnostics,
     explain,

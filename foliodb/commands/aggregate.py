@@ -18,6 +18,7 @@ import bson
 
 from foliodb.aggregation.pipeline import compile_pipeline
 from foliodb.commands import params
+from foliodb.commands.current_op import current_ops
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
@@ -149,6 +150,9 @@ class EngineEnv:
             zero = {"latency": 0, "ops": 0}
             out["latencyStats"] = {"reads": zero, "writes": zero, "commands": zero, "transactions": zero}
         return out
+
+    def current_ops(self, idle_connections: bool) -> list[dict[str, Any]]:
+        return current_ops(self.request, idle_connections)
 
     def index_stats(self, coll: str) -> list[dict[str, Any]]:
         info = self.engine.catalog.get(self.db, coll)

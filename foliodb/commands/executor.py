@@ -9,6 +9,7 @@ reply carrying the Python exception, never as a traceback in the caller.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -82,6 +83,19 @@ class Request:
 
 
 @dataclass
+class CurrentOp:
+    """A command from a server connection, for $currentOp: waiting for the engine, then running."""
+
+    opid: int
+    db: str
+    command: Mapping[str, Any]
+    connection_id: int
+    client: str
+    started: float = field(default_factory=time.monotonic)
+    waiting: bool = True
+
+
+@dataclass
 class ScanTotals:
     """Keys and documents examined by a command's finds, and their plans.
 
@@ -122,6 +136,11 @@ class Executor:
         self.opcounters = dict.fromkeys(("insert", "query", "update", "delete", "getmore", "command"), 0)
         # serverStatus.connections, when a server runs this executor: () -> {current, available, totalCreated}.
         self.connection_stats: Callable[[], dict[str, int]] | None = None
+        # $currentOp's idle connections, when a server runs this executor: () -> [(connection id, client)].
+        self.connection_list: Callable[[], list[tuple[int, str]]] | None = None
+        # Commands from server connections, running or waiting for the engine: opid -> op.
+        self.operations: dict[int, CurrentOp] = {}
+        self._opids = itertools.count(1)
 
     def execute(self, db: str, command: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
         try:
@@ -137,16 +156,16 @@ class Executor:
                 )
             if max_time:
                 request.deadline = time.monotonic() + max_time / 1000.0
-            with self.engine.mutex:
-                started = time.perf_counter()
-                try:
-                    reply = handler(request, command)
-                except CommandError as exc:
-                    reply = exc.to_reply()
-                if self.engine.profiling:
-                    profiler.record(request, command, reply, int((time.perf_counter() - started) * 1000))
-                self._count(name, command)
-                return reply
+            op = None
+            if "connection_id" in extra:  # $currentOp lists what server connections are doing
+                op = CurrentOp(next(self._opids), db, command, extra["connection_id"], extra.get("peer", ""))
+                self.operations[op.opid] = op
+            try:
+                return self._run(request, handler, db, name, command, op)
+            finally:
+                if op is not None:
+                    self.operations.pop(op.opid, None)
+
         except CommandError as exc:
             return exc.to_reply()
         except RecursionError:
@@ -154,6 +173,28 @@ class Executor:
         except Exception as exc:  # a FolioDB bug: report it, keep serving
             log.exception("internal error running %r", dict(command) if isinstance(command, Mapping) else command)
             return CommandError(ErrorCode.InternalError, f"internal error: {type(exc).__name__}: {exc}").to_reply()
+
+    def _run(
+        self,
+        request: Request,
+        handler: registry.Handler,
+        db: str,
+        name: str,
+        command: Mapping[str, Any],
+        op: CurrentOp | None,
+    ) -> dict[str, Any]:
+        with self.engine.mutex:
+            if op is not None:
+                op.waiting = False
+            started = time.perf_counter()
+            try:
+                reply = handler(request, command)
+            except CommandError as exc:
+                reply = exc.to_reply()
+            if self.engine.profiling:
+                profiler.record(request, command, reply, int((time.perf_counter() - started) * 1000))
+            self._count(name, command)
+            return reply
 
     def _count(self, name: str, command: Mapping[str, Any]) -> None:
         counters = self.opcounters

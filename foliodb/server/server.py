@@ -34,12 +34,13 @@ class Server:
         self.stopping = threading.Event()
         self.stopped = threading.Event()
         self._listener: socket.socket | None = None
-        self._connections: dict[int, tuple[socket.socket, threading.Thread]] = {}
+        self._connections: dict[int, tuple[socket.socket, threading.Thread, str]] = {}
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._created = 0
         self._accept_thread: threading.Thread | None = None
         self.executor.connection_stats = self._connection_stats
+        self.executor.connection_list = self._connection_list
 
     @property
     def address(self) -> tuple[str, int]:
@@ -88,7 +89,7 @@ class Server:
                 if self.stopping.is_set():
                     sock.close()
                     return
-                self._connections[connection_id] = (sock, thread)
+                self._connections[connection_id] = (sock, thread, connection.peer)
                 self._created += 1
                 thread.start()
 
@@ -96,6 +97,10 @@ class Server:
         with self._lock:
             current = len(self._connections)
         return {"current": current, "available": MAX_CONNECTIONS - current, "totalCreated": self._created}
+
+    def _connection_list(self) -> list[tuple[int, str]]:
+        with self._lock:
+            return [(connection_id, peer) for connection_id, (_, _, peer) in self._connections.items()]
 
     def _serve(self, connection: Connection) -> None:
         try:
@@ -116,10 +121,10 @@ class Server:
             self._listener.close()
         with self._lock:
             connections = list(self._connections.values())
-        for sock, _thread in connections:
+        for sock, _thread, _peer in connections:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-        for _sock, thread in connections:
+        for _sock, thread, _peer in connections:
             if thread is not threading.current_thread():
                 thread.join(timeout=10)
         if self._accept_thread is not None and self._accept_thread is not threading.current_thread():

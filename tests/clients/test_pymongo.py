@@ -308,3 +308,22 @@ def test_batches_stop_at_16_mib(wire_client: Client) -> None:
     coll.insert_many([{"_id": i, "blob": "y" * (5 * 1024 * 1024)} for i in range(10)])
     assert [d["_id"] for d in coll.find({}, batch_size=100)] == list(range(10))
     assert [d["_id"] for d in coll.aggregate([{"$sort": {"_id": -1}}], batchSize=100)] == list(range(9, -1, -1))
+
+
+def test_current_op_lists_operations_and_idle_connections(server: RunningServer) -> None:
+    # https://www.mongodb.com/docs/manual/reference/operator/aggregation/currentOp/
+    with server.client() as client, server.client() as other:
+        other.admin.command("ping")  # a second application connection, idle now
+        active = list(client.admin.aggregate([{"$currentOp": {}}]))
+        assert [(op["active"], op["op"], op["waitingForLock"]) for op in active] == [(True, "command", False)]
+        assert active[0]["command"]["aggregate"] == 1 and active[0]["ns"] == "admin.$cmd"
+        everything = list(client.admin.aggregate([{"$currentOp": {"idleConnections": True}}]))
+        idle = [op for op in everything if not op["active"]]
+        assert len(idle) >= 1 and all(op["desc"].startswith("conn") for op in everything)
+        # The command form filters with the fields it is given.
+        assert client.admin.command("currentOp", active=False)["inprog"] == []
+        idle_again = client.admin.command({"currentOp": 1, "$all": True, "active": False})["inprog"]
+        assert idle_again and all(not op["active"] for op in idle_again)
+        with pytest.raises(OperationFailure) as wrong_place:
+            list(client.shop.orders.aggregate([{"$currentOp": {}}]))
+        assert wrong_place.value.code == 73

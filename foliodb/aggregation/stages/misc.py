@@ -73,6 +73,40 @@ def stage_collStats(spec: Any, where: Where) -> Stage:
     return Stage("$collStats", spec, run)
 
 
+_CURRENT_OP_OPTIONS = (
+    "allUsers",
+    "idleConnections",
+    "idleCursors",
+    "idleSessions",
+    "localOps",
+    "backtrace",
+    "truncateOps",
+    "targetAllNodes",
+)
+
+
+@STAGES.register("$currentOp")
+def stage_currentOp(spec: Any, where: Where) -> Stage:
+    if not isinstance(spec, Mapping):
+        raise wrong_type("$currentOp", spec, "object")
+    for key, value in spec.items():
+        if key not in _CURRENT_OP_OPTIONS:
+            raise unknown_field("$currentOp", key)
+        if not isinstance(value, bool):
+            raise wrong_type(f"$currentOp.{key}", value, "bool")
+    env = where.env
+    if env.coll is not None or env.db != "admin":
+        raise CommandError(
+            ErrorCode.InvalidNamespace, "$currentOp must be run against the 'admin' database with {aggregate: 1}"
+        )
+    idle = bool(spec.get("idleConnections", False))
+
+    def run(docs: Docs) -> Docs:
+        yield from env.current_ops(idle)
+
+    return Stage("$currentOp", spec, run)
+
+
 @STAGES.register("$indexStats")
 def stage_indexStats(spec: Any, where: Where) -> Stage:
     if not isinstance(spec, Mapping) or spec:
