@@ -315,8 +315,10 @@ def test_current_op_lists_operations_and_idle_connections(server: RunningServer)
     with server.client() as client, server.client() as other:
         other.admin.command("ping")  # a second application connection, idle now
         active = list(client.admin.aggregate([{"$currentOp": {}}]))
-        assert [(op["active"], op["op"], op["waitingForLock"]) for op in active] == [(True, "command", False)]
-        assert active[0]["command"]["aggregate"] == 1 and active[0]["ns"] == "admin.$cmd"
+        assert all(op["active"] for op in active)
+        # Only this aggregate runs; a driver monitor's hello may be finishing at the same moment.
+        (mine,) = [op for op in active if "aggregate" in op["command"]]
+        assert (mine["op"], mine["waitingForLock"], mine["ns"]) == ("command", False, "admin.$cmd")
         everything = list(client.admin.aggregate([{"$currentOp": {"idleConnections": True}}]))
         idle = [op for op in everything if not op["active"]]
         assert len(idle) >= 1 and all(op["desc"].startswith("conn") for op in everything)

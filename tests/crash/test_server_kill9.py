@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pymongo
@@ -71,7 +72,11 @@ def test_acknowledged_wire_writes_survive_kill9(tmp_path: Path, seed: int) -> No
 
     writer = threading.Thread(target=write)
     writer.start()
-    threading.Event().wait(rng.uniform(0.3, 0.8))
+    # Kill only once writes are flowing (a slow machine may take a while to connect), then at a random moment.
+    deadline = time.monotonic() + 30
+    while len(inserted) < 20 and writer.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(rng.uniform(0.05, 0.5))
     server.send_signal(signal.SIGKILL)
     server.wait(timeout=10)
     stop.set()
