@@ -141,8 +141,10 @@ class EngineEnv:
                 "size": size,
                 "count": count,
                 "avgObjSize": size // count if count else 0,
-                "storageSize": size,
+                "storageSize": store.storage_size() if store is not None else 0,
                 "nindexes": len(store.info.indexes) if store is not None else 0,
+                "totalIndexSize": sum(store.index_sizes().values()) if store is not None else 0,
+                "indexSizes": store.index_sizes() if store is not None else {},
             }
         if "count" in spec:
             out["count"] = count

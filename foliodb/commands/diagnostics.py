@@ -200,12 +200,14 @@ def cmd_endSessions(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
 def cmd_dbStats(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     engine = request.engine
     collections = engine.collections(request.db)
-    objects = size = indexes = 0
+    objects = size = storage = index_size = indexes = 0
     for info in collections:
         store = engine.store(request.db, info.name)
         assert store is not None
         objects += store.count()
         size += store.data_size()
+        storage += store.storage_size()
+        index_size += sum(store.index_sizes().values())
         indexes += len(info.indexes)
     return {
         "db": request.db,
@@ -214,9 +216,10 @@ def cmd_dbStats(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         "objects": objects,
         "avgObjSize": size / objects if objects else 0,
         "dataSize": size,
-        "storageSize": size,
+        "storageSize": storage,
         "indexes": indexes,
-        "indexSize": 0,
+        "indexSize": index_size,
+        "totalSize": storage + index_size,
         "ok": 1.0,
     }
 
@@ -229,14 +232,16 @@ def cmd_collStats(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         raise CommandError(ErrorCode.NamespaceNotFound, f"Collection [{request.db}.{name}] not found.")
     count = store.count()
     size = store.data_size()
+    index_sizes = store.index_sizes()
     return {
         "ns": store.info.ns,
         "count": count,
         "size": size,
         "avgObjSize": size // count if count else 0,
-        "storageSize": size,
+        "storageSize": store.storage_size(),
         "nindexes": len(store.info.indexes),
-        "indexSizes": {name: 0 for name in store.info.indexes},
+        "totalIndexSize": sum(index_sizes.values()),
+        "indexSizes": index_sizes,
         "capped": bool(store.info.options.get("capped", False)),
         "ok": 1.0,
     }

@@ -410,6 +410,15 @@ class CollectionStore:
         condition = "rid >= ?" if reverse else "rid <= ?"
         return int(self.conn.execute(f"SELECT count(*) FROM {self.info.table} WHERE {condition}", (rid,)).fetchone()[0])
 
+    def storage_size(self) -> int:
+        """Bytes on disk (or in memory) of the records' pages; the data size where that is unknown."""
+        size = self.storage.table_bytes(self.info.table)
+        return self.data_size() if size is None else size
+
+    def index_sizes(self) -> dict[str, int]:
+        """Bytes of each index's pages, by index name (0 where unknown)."""
+        return {name: self.storage.table_bytes(index.table) or 0 for name, index in self.info.indexes.items()}
+
     def data_size(self) -> int:
         row = self.conn.execute(f"SELECT coalesce(sum(length(doc)), 0) FROM {self.info.table}").fetchone()
         return int(row[0])

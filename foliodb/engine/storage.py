@@ -141,6 +141,19 @@ class Storage:
     def in_write(self) -> bool:
         return self._depth > 0
 
+    def table_bytes(self, table: str) -> int | None:
+        """Bytes of the pages holding ``table`` and its SQLite indexes (the ``dbstat``
+        virtual table); None where this SQLite lacks it."""
+        with self.mutex:
+            try:
+                row = self.conn.execute(
+                    "SELECT sum(pgsize) FROM dbstat WHERE name IN (SELECT name FROM sqlite_master WHERE tbl_name = ?)",
+                    (table,),
+                ).fetchone()
+            except sqlite3.OperationalError:
+                return None
+        return int(row[0] or 0)
+
     def sync(self) -> None:
         """Make committed writes survive power loss (``j: true``)."""
         if self.memory:
