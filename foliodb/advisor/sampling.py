@@ -8,7 +8,6 @@ and its elements' fields under the same prefix.
 
 from __future__ import annotations
 
-import datetime
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +15,8 @@ from typing import Any
 import bson
 from bson import ObjectId
 from bson.raw_bson import RawBSONDocument
+
+from foliodb.query.bsontypes import type_name as bson_type_name
 
 MAX_SAMPLED_IDS = 200  # reference candidates kept per path
 
@@ -42,24 +43,13 @@ class CollectionSample:
     indexes: list[dict[str, Any]]
 
 
+_NUMBERS = frozenset({"int", "long", "double", "decimal"})
+
+
 def type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, ObjectId):
-        return "objectId"
-    if isinstance(value, datetime.datetime):
-        return "date"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, int | float):
-        return "number"
-    if value is None:
-        return "null"
-    return type(value).__name__
+    """BSON's type alias, with the four number types as one ("number"): the rules ask what kind of value."""
+    name = bson_type_name(value)
+    return "number" if name in _NUMBERS else name
 
 
 def sample_collection(database: Any, name: str, size: int) -> CollectionSample:
