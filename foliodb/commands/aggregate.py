@@ -137,14 +137,15 @@ class EngineEnv:
         count = store.count() if store is not None else 0
         size = store.data_size() if store is not None else 0
         if "storageStats" in spec:
+            index_sizes = store.index_sizes() if store is not None else {}
             out["storageStats"] = {
                 "size": size,
                 "count": count,
                 "avgObjSize": size // count if count else 0,
                 "storageSize": store.storage_size() if store is not None else 0,
-                "nindexes": len(store.info.indexes) if store is not None else 0,
-                "totalIndexSize": sum(store.index_sizes().values()) if store is not None else 0,
-                "indexSizes": store.index_sizes() if store is not None else {},
+                "nindexes": len(index_sizes),
+                "totalIndexSize": sum(index_sizes.values()),
+                "indexSizes": index_sizes,
             }
         if "count" in spec:
             out["count"] = count

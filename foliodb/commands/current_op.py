@@ -18,14 +18,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from foliodb.commands import params
+from foliodb.commands.profiler import OP_NAMES
 from foliodb.commands.registry import COMMANDS
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.filter import compile_filter
 
 if TYPE_CHECKING:
     from foliodb.commands.executor import Request
-
-_OP_NAMES = {"find": "query", "insert": "insert", "update": "update", "delete": "remove", "getMore": "getmore"}
 
 
 def current_ops(request: Request, idle_connections: bool) -> list[dict[str, Any]]:
@@ -51,7 +50,7 @@ def current_ops(request: Request, idle_connections: bool) -> list[dict[str, Any]
                 "opid": op.opid,
                 "secs_running": int(running),
                 "microsecs_running": int(running * 1_000_000),
-                "op": _OP_NAMES.get(name, "command"),
+                "op": OP_NAMES.get(name, "command"),
                 "ns": f"{op.db}.{op.command[name] if isinstance(op.command[name], str) else '$cmd'}",
                 "command": dict(op.command),
                 "waitingForLock": op.waiting,

@@ -45,6 +45,8 @@ class Lookahead(Iterator[dict[str, Any]]):
     def __init__(self, source: Iterator[dict[str, Any]]) -> None:
         self.source = source
         self.pending: list[dict[str, Any]] = []
+        # A tailable source (commands/tailable.py) that runs out waits for inserts; only a reached limit ends it.
+        self.tailable = bool(getattr(source, "tailable", False))
 
     def __next__(self) -> dict[str, Any]:
         if self.pending:
@@ -52,8 +54,7 @@ class Lookahead(Iterator[dict[str, Any]]):
         return next(self.source)
 
     def exhausted(self) -> bool:
-        if getattr(self.source, "tailable", False):
-            # A tailable source that runs out waits for inserts; only a reached limit ends it.
+        if self.tailable:
             return bool(getattr(self.source, "finished", False))
         if self.pending:
             return False
@@ -62,6 +63,10 @@ class Lookahead(Iterator[dict[str, Any]]):
         except StopIteration:
             return True
         return False
+
+    def ran_out(self) -> bool:
+        """Whether a source that just stopped yielding has ended (a tailable one may not have)."""
+        return self.exhausted() if self.tailable else True
 
     def close(self) -> None:
         close = getattr(self.source, "close", None)
@@ -147,11 +152,11 @@ def take_batch(source: Lookahead, size: int | None, measure: bool = False) -> tu
             total += 200  # an estimate: in-process replies are not bound by the message limit
             if total >= MAX_BATCH_BYTES:
                 return batch, source.exhausted()
-        return batch, source.exhausted() if getattr(source.source, "tailable", False) else True
+        return batch, source.ran_out()
     for doc in itertools.islice(source, size):
         append(doc)
-    if len(batch) < size and not getattr(source.source, "tailable", False):
-        return batch, True
+    if len(batch) < size:
+        return batch, source.ran_out()
     return batch, source.exhausted()
 
 
@@ -167,7 +172,7 @@ def _take_measured(source: Lookahead, size: int | None) -> tuple[list[Any], bool
         total += len(data)
         if size is not None and len(batch) >= size:
             return batch, source.exhausted()
-    return batch, source.exhausted() if getattr(source.source, "tailable", False) else True
+    return batch, source.ran_out()
 
 
 def over_the_wire(request: Any) -> bool:

@@ -35,7 +35,7 @@ log = logging.getLogger("foliodb")
 PROFILE_COLLECTION = "system.profile"
 PROFILE_SIZE = 1024 * 1024
 MAX_COMMAND_BYTES = 50 * 1024
-_OPS = {"find": "query", "insert": "insert", "update": "update", "delete": "remove", "getMore": "getmore"}
+OP_NAMES = {"find": "query", "insert": "insert", "update": "update", "delete": "remove", "getMore": "getmore"}
 # Never profiled: the handshake, and the profiler's own commands.
 _SKIPPED = frozenset({"hello", "isMaster", "ismaster", "profile", "saslStart", "saslContinue", "ping", "endSessions"})
 
@@ -84,7 +84,7 @@ def record(request: Request, cmd: Mapping[str, Any], reply: Mapping[str, Any], m
     engine = request.engine
     entry: dict[str, Any] = {
         "_id": ObjectId(),  # FolioDB's record store keys every document by _id (mongod's entries have none)
-        "op": _OPS.get(request.command_name, "command"),
+        "op": OP_NAMES.get(request.command_name, "command"),
         "ns": f"{request.db}.{target if is_string(target) else '$cmd'}",
         "command": _command_for_entry(cmd, request.db),
     }

@@ -20,7 +20,7 @@ from foliodb.engine.index_keys import EMPTY_ARRAY
 from foliodb.engine.planner import Plan, choose_plan, exact_by_index, field_conditions, id_point_keys, includes_null
 from foliodb.engine.planner.bounds import condition_intervals
 from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan, OrScan, TextScan
-from foliodb.engine.records import CollectionStore
+from foliodb.engine.records import CollectionStore, IndexWriter
 from foliodb.engine.sorter import sort_documents
 from foliodb.engine.text import TextIndex, TextQuery, parse_text, split_text
 from foliodb.errors import CommandError, ErrorCode
@@ -73,6 +73,7 @@ class FindExecution:
         self.ctx = ctx
         self.check_time = check_time
         self.stats = ExecStats()
+        self._key_writer: IndexWriter | None = None  # returnKey's index, found on first use
         # Compile everything first, so errors surface before any result.
         self.sort = compile_sort(spec.sort) if spec.sort else None
         self.projection = compile_projection(spec.projection, ctx, find=True) if spec.projection else None
@@ -282,8 +283,9 @@ class FindExecution:
             return {"_id": doc["_id"]}
         if not isinstance(access, IndexScan):
             return {}
-        writer = next(w for w in access.store.writers if w.info.name == access.index.name)
-        keys = writer.keys(doc)
+        if self._key_writer is None:
+            self._key_writer = next(w for w in access.store.writers if w.info.name == access.index.name)
+        keys = self._key_writer.keys(doc)
         if not keys:
             return {}
         # A multikey document has several entries; the scan met the first in its direction.
