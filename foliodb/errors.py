@@ -80,6 +80,7 @@ class ErrorCode(IntEnum):
     QueryFeatureNotAllowed = 224
     TransactionTooOld = 225
     NotImplemented = 238
+    IndexBuildAborted = 276
     ConversionFailure = 241
     NoSuchTransaction = 251
     TransactionCommitted = 256

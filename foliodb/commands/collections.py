@@ -57,10 +57,11 @@ def cmd_create(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         )
     if "viewOn" in cmd:
         options = check_view_options(request, cmd)
-        existing = request.engine.catalog.get(request.db, name)
-        if existing is not None and existing.options == options:
-            return {"ok": 1.0}
-        request.engine.create_view(request.db, name, options)
+        with request.engine.storage.write():
+            existing = request.engine.catalog.get(request.db, name)
+            if existing is not None and existing.options == options:
+                return {"ok": 1.0}
+            request.engine.create_view(request.db, name, options)
         return {"ok": 1.0}
     options = {}
     for key, value in cmd.items():
@@ -80,24 +81,26 @@ def cmd_create(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         # MongoDB's rounding: at least 4096 bytes, else a multiple of 256.
         options["size"] = 4096 if size <= 4096 else (size + 255) // 256 * 256
     check_validation(options, "create")
-    existing = request.engine.catalog.get(request.db, name)
-    if existing is not None:
-        if existing.options == options:
-            return {"ok": 1.0}  # MongoDB 7+: creating the same collection again is a no-op
-        raise CommandError(ErrorCode.NamespaceExists, f"Collection {request.db}.{name} already exists.")
-    request.engine.create_collection(request.db, name, options)
+    with request.engine.storage.write():
+        existing = request.engine.catalog.get(request.db, name)
+        if existing is not None:
+            if existing.options == options:
+                return {"ok": 1.0}  # MongoDB 7+: creating the same collection again is a no-op
+            raise CommandError(ErrorCode.NamespaceExists, f"Collection {request.db}.{name} already exists.")
+        request.engine.create_collection(request.db, name, options)
     return {"ok": 1.0}
 
 
 @COMMANDS.register("drop")
 def cmd_drop(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "drop")
-    info = request.engine.catalog.get(request.db, name)
-    if info is None:
-        # MongoDB 7+ answers ok for a missing collection.
-        return {"ok": 1.0}
-    n_indexes = len(info.indexes)
-    request.engine.drop_collection(request.db, name)
+    with request.engine.storage.write():
+        info = request.engine.catalog.get(request.db, name)
+        if info is None:
+            # MongoDB 7+ answers ok for a missing collection.
+            return {"ok": 1.0}
+        n_indexes = len(info.indexes)
+        request.engine.drop_collection(request.db, name)
     return {"nIndexesWas": n_indexes, "ns": f"{request.db}.{name}", "ok": 1.0}
 
 
@@ -180,22 +183,22 @@ def cmd_renameCollection(request: Request, cmd: Mapping[str, Any]) -> dict[str, 
 def cmd_collMod(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "collMod")
     engine = request.engine
-    info = engine.catalog.get(request.db, name)
-    if info is None:
-        raise CommandError(ErrorCode.NamespaceNotFound, f"ns does not exist: {request.db}.{name}")
-    options = dict(info.options)
-    for key, value in cmd.items():
-        if key == "collMod" or key in _IGNORED:
-            continue
-        if key in ("validator", "validationLevel", "validationAction", "expireAfterSeconds"):
-            options[key] = value
-        elif key == "index":
-            return modify_index(request, info, value)
-        else:
-            raise CommandError(ErrorCode.InvalidOptions, f"BSON field 'collMod.{key}' is an unknown field.")
-    check_validation(options, "collMod")
     with engine.storage.write():
-        engine.catalog.set_options(info, options)
+        info = engine.catalog.get(request.db, name)
+        if info is None:
+            raise CommandError(ErrorCode.NamespaceNotFound, f"ns does not exist: {request.db}.{name}")
+        options = dict(info.options)
+        for key, value in cmd.items():
+            if key == "collMod" or key in _IGNORED:
+                continue
+            if key in ("validator", "validationLevel", "validationAction", "expireAfterSeconds"):
+                options[key] = value
+            elif key == "index":
+                return modify_index(request, request.db, name, value)
+            else:
+                raise CommandError(ErrorCode.InvalidOptions, f"BSON field 'collMod.{key}' is an unknown field.")
+        check_validation(options, "collMod")
+        engine.draft().set_options(info, options)
     return {"ok": 1.0}
 
 

@@ -1,12 +1,19 @@
-"""What the server is doing: the ``currentOp`` command and the documents of
-the ``$currentOp`` stage.
+"""What the server is doing: the ``currentOp`` command, the documents of the
+``$currentOp`` stage, and ``killOp``.
 
-Commands run one at a time, so at most one operation is active; others from
-server connections wait for the engine (``waitingForLock: true``). With
-``idleConnections`` (``$all`` for the command) the server's other
-connections are listed too.
+Every running command is listed - from server connections and from embedded
+clients alike - with its opid, namespace, command, running time,
+``waitingForLock`` (waiting for the writer), ``planSummary`` and, for an index
+build, ``progress`` and ``msg``. These commands never wait for another one:
+they read only the executor's table of operations. Passwords in a listed
+command show as ``"xxx"``, as mongod shows them. With ``idleConnections``
+(``$all`` for the command) the server's idle connections are listed too.
+
+``killOp`` marks an operation killed; it stops with Interrupted (11601) at its
+next interruption check (see :mod:`foliodb.interrupt`), within milliseconds.
 
 Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/currentOp/
+https://www.mongodb.com/docs/manual/reference/command/killOp/
 """
 
 from __future__ import annotations
@@ -25,39 +32,20 @@ from foliodb.query.filter import compile_filter
 
 if TYPE_CHECKING:
     from foliodb.commands.executor import Request
+    from foliodb.interrupt import Operation
 
 
 def current_ops(request: Request, idle_connections: bool) -> list[dict[str, Any]]:
-    """``$currentOp`` documents: the operations of server connections, this one included."""
+    """``$currentOp`` documents: the running operations, this one included."""
     executor = request.executor
     now = time.monotonic()
     host = socket.gethostname()
     out = []
     busy: set[int] = set()
     for op in list(executor.operations.values()):
-        busy.add(op.connection_id)
-        name = next(iter(op.command))
-        running = max(now - op.started, 0.0)
-        out.append(
-            {
-                "type": "op",
-                "host": host,
-                "desc": f"conn{op.connection_id}",
-                "connectionId": op.connection_id,
-                "client": op.client,
-                "active": True,
-                "currentOpTime": datetime.datetime.now(datetime.UTC).isoformat(),
-                "opid": op.opid,
-                "secs_running": int(running),
-                "microsecs_running": int(running * 1_000_000),
-                "op": OP_NAMES.get(name, "command"),
-                "ns": f"{op.db}.{op.command[name] if isinstance(op.command[name], str) else '$cmd'}",
-                "command": dict(op.command),
-                "waitingForLock": op.waiting,
-                "numYields": 0,
-                "locks": {},
-            }
-        )
+        if op.connection_id is not None:
+            busy.add(op.connection_id)
+        out.append(_describe(op, now, host))
     if idle_connections and executor.connection_list is not None:
         for connection_id, client in executor.connection_list():
             if connection_id not in busy:
@@ -75,6 +63,45 @@ def current_ops(request: Request, idle_connections: bool) -> list[dict[str, Any]
     return out
 
 
+def _describe(op: Operation, now: float, host: str) -> dict[str, Any]:
+    command = op.command
+    name = next(iter(command))
+    running = max(now - op.started, 0.0)
+    target = command[name]
+    doc: dict[str, Any] = {"type": "op", "host": host}
+    if op.connection_id is not None:
+        doc.update(desc=f"conn{op.connection_id}", connectionId=op.connection_id, client=op.client)
+    else:
+        doc["desc"] = "embedded"
+    doc.update(
+        active=True,
+        currentOpTime=datetime.datetime.now(datetime.UTC).isoformat(),
+        opid=op.opid,
+        secs_running=int(running),
+        microsecs_running=int(running * 1_000_000),
+        op=OP_NAMES.get(name, "command"),
+        ns=f"{op.db}.{target if isinstance(target, str) else '$cmd'}",
+        command=_redacted(command),
+    )
+    if op.plan_summary is not None:
+        doc["planSummary"] = op.plan_summary
+    if op.progress is not None:
+        done, total = op.progress
+        percent = done * 100 // total if total else 100
+        doc["msg"] = f"Index Build: scanning collection Index Build: scanning collection: {done}/{total} {percent}%"
+        doc["progress"] = {"done": done, "total": total}
+    doc.update(waitingForLock=op.waiting_for_lock, killPending=op.killed, numYields=0, locks={})
+    return doc
+
+
+def _redacted(command: Mapping[str, Any]) -> dict[str, Any]:
+    """The command as currentOp shows it: a password as ``"xxx"``."""
+    shown = dict(command)
+    if "pwd" in shown:
+        shown["pwd"] = "xxx"
+    return shown
+
+
 @COMMANDS.register("currentOp")
 def cmd_currentOp(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if request.db != "admin":
@@ -86,3 +113,18 @@ def cmd_currentOp(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     matcher = compile_filter(conditions) if conditions else None
     ops = [op for op in current_ops(request, include_idle) if matcher is None or matcher(op)]
     return {"inprog": ops, "ok": 1.0}
+
+
+@COMMANDS.register("killOp")
+def cmd_killOp(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    if request.db != "admin":
+        raise CommandError(ErrorCode.Unauthorized, "killOp may only be run against the admin database.")
+    opid = cmd.get("op")
+    if opid is None:
+        raise CommandError(ErrorCode.FailedToParse, 'Did not provide "op" field')
+    if isinstance(opid, bool) or not isinstance(opid, int | float):
+        raise CommandError(ErrorCode.TypeMismatch, '"op" field must be a number')
+    op = request.executor.operations.get(int(opid))
+    if op is not None:
+        op.killed = True
+    return {"info": "attempting to kill op", "ok": 1.0}

@@ -1,10 +1,14 @@
 """Run a command document and answer with MongoDB's reply document.
 
 This is the one path every operation takes, from the embedded facade and from
-the wire: ``Executor.execute(db, command)``. It finds the handler, holds the
-engine's mutex for the command, and turns errors into error replies, so the
-two front ends cannot disagree. A bug in FolioDB surfaces as an InternalError
-reply carrying the Python exception, never as a traceback in the caller.
+the wire: ``Executor.execute(db, command)``. It finds the handler, runs it as
+one *operation* - registered for ``currentOp``/``killOp``, bound to the thread
+for interruption checks (:mod:`foliodb.interrupt`), and reading one storage
+snapshot (:mod:`foliodb.engine.storage`) - and turns errors into error
+replies, so the two front ends cannot disagree. Commands run concurrently:
+nothing here serializes them (writes serialize at the storage's writer). A
+bug in FolioDB surfaces as an InternalError reply carrying the Python
+exception, never as a traceback in the caller.
 """
 
 from __future__ import annotations
@@ -18,10 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from bson import ObjectId
 
+from foliodb import interrupt
 from foliodb.commands import params, profiler, registry
 from foliodb.commands.cursors import CursorManager
 from foliodb.engine.engine import Engine, open_engine
 from foliodb.errors import CommandError, ErrorCode
+from foliodb.interrupt import Operation
 from foliodb.query.context import Context
 from foliodb.query.expr import Scope, compile_expression, root_variables
 from foliodb.query.expr.core import check_variable_name
@@ -78,21 +84,11 @@ class Request:
         return ctx
 
     def check_time(self) -> None:
+        """Stop a cursor's work past this command's deadline, or when the running operation (this
+        one, or the getMore continuing its cursor) was killed."""
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise CommandError(ErrorCode.MaxTimeMSExpired, "operation exceeded time limit")
-
-
-@dataclass
-class CurrentOp:
-    """A command from a server connection, for $currentOp: waiting for the engine, then running."""
-
-    opid: int
-    db: str
-    command: Mapping[str, Any]
-    connection_id: int
-    client: str
-    started: float = field(default_factory=time.monotonic)
-    waiting: bool = True
+        interrupt.check()
 
 
 @dataclass
@@ -138,34 +134,22 @@ class Executor:
         self.connection_stats: Callable[[], dict[str, int]] | None = None
         # $currentOp's idle connections, when a server runs this executor: () -> [(connection id, client)].
         self.connection_list: Callable[[], list[tuple[int, str]]] | None = None
-        # Commands from server connections, running or waiting for the engine: opid -> op.
-        self.operations: dict[int, CurrentOp] = {}
+        # The commands running now, from server connections and embedded clients: opid -> op.
+        self.operations: dict[int, Operation] = {}
         self._opids = itertools.count(1)
 
     def execute(self, db: str, command: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
+        op = Operation(next(self._opids), db, command, None, extra.get("connection_id"), extra.get("peer", ""))
+        operations = self.operations
+        operations[op.opid] = op
+        previous = interrupt.bind(op)
+        storage = self.engine.storage
         try:
-            if not command:
-                raise CommandError(ErrorCode.FailedToParse, "Empty command")
-            name = next(iter(command))
-            handler = registry.COMMANDS.get(name)
-            request = Request(self, db, name, extra=extra)
-            max_time = params.field(command, "maxTimeMS", "integer", name)
-            if max_time is not None and max_time < 0:
-                raise CommandError(
-                    ErrorCode.BadValue, f"BSON field 'maxTimeMS' value must be >= 0, actual value '{max_time}'"
-                )
-            if max_time:
-                request.deadline = time.monotonic() + max_time / 1000.0
-            op = None
-            if "connection_id" in extra:  # $currentOp lists what server connections are doing
-                op = CurrentOp(next(self._opids), db, command, extra["connection_id"], extra.get("peer", ""))
-                self.operations[op.opid] = op
+            storage.begin_operation()
             try:
-                return self._run(request, handler, db, name, command, op)
+                return self._run(op, db, command, extra)
             finally:
-                if op is not None:
-                    self.operations.pop(op.opid, None)
-
+                storage.end_operation()
         except CommandError as exc:
             return exc.to_reply()
         except RecursionError:
@@ -173,28 +157,32 @@ class Executor:
         except Exception as exc:  # a FolioDB bug: report it, keep serving
             log.exception("internal error running %r", dict(command) if isinstance(command, Mapping) else command)
             return CommandError(ErrorCode.InternalError, f"internal error: {type(exc).__name__}: {exc}").to_reply()
+        finally:
+            interrupt.bind(previous)
+            del operations[op.opid]
 
-    def _run(
-        self,
-        request: Request,
-        handler: registry.Handler,
-        db: str,
-        name: str,
-        command: Mapping[str, Any],
-        op: CurrentOp | None,
-    ) -> dict[str, Any]:
-        with self.engine.mutex:
-            if op is not None:
-                op.waiting = False
-            started = time.perf_counter()
-            try:
-                reply = handler(request, command)
-            except CommandError as exc:
-                reply = exc.to_reply()
-            if self.engine.profiling:
-                profiler.record(request, command, reply, int((time.perf_counter() - started) * 1000))
-            self._count(name, command)
-            return reply
+    def _run(self, op: Operation, db: str, command: Mapping[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+        if not command:
+            raise CommandError(ErrorCode.FailedToParse, "Empty command")
+        name = next(iter(command))
+        handler = registry.COMMANDS.get(name)
+        request = Request(self, db, name, extra=extra)
+        max_time = params.field(command, "maxTimeMS", "integer", name)
+        if max_time is not None and max_time < 0:
+            raise CommandError(
+                ErrorCode.BadValue, f"BSON field 'maxTimeMS' value must be >= 0, actual value '{max_time}'"
+            )
+        if max_time:
+            request.deadline = op.deadline = time.monotonic() + max_time / 1000.0
+        started = time.perf_counter()
+        try:
+            reply = handler(request, command)
+        except CommandError as exc:
+            reply = exc.to_reply()
+        if self.engine.profiling:
+            profiler.record(request, command, reply, int((time.perf_counter() - started) * 1000))
+        self._count(name, command)
+        return reply
 
     def _count(self, name: str, command: Mapping[str, Any]) -> None:
         counters = self.opcounters

@@ -221,23 +221,26 @@ def cmd_createIndexes(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
     specs = [normalize_spec(raw) for raw in raw_specs]
     engine = request.engine
     created_collection = False
-    with engine.storage.write():
-        store = engine.store(request.db, name)
-        if store is None:
-            store = engine.ensure_collection(request.db, name)
-            created_collection = True
-        before = len(store.info.indexes)
-        to_build = []
-        for spec in specs:
-            existing = _conflicting(store.info, spec)
-            if existing is None:
-                to_build.append(spec)
-        for spec in to_build:
-            engine.build_index(store, spec)
-        after = len(store.info.indexes)
+    while True:
+        with engine.storage.write():
+            store = engine.store(request.db, name)
+            if store is None:
+                store = engine.ensure_collection(request.db, name)
+                created_collection = True
+            before = len(store.info.indexes)
+            in_progress = next((spec["name"] for spec in specs if spec["name"] in store.info.building), None)
+            if in_progress is None:
+                to_build = [spec for spec in specs if _conflicting(store.info, spec) is None]
+                build = engine.begin_index_build(store, to_build) if to_build else None
+                break
+        # The same index is being built by another command: wait for it, then look again.
+        engine.wait_for_build(request.db, name, in_progress)
+    if build is not None:
+        engine.run_index_build(build)
+    info = engine.catalog.get(request.db, name)
     reply: dict[str, Any] = {
         "numIndexesBefore": before,
-        "numIndexesAfter": after,
+        "numIndexesAfter": len(info.indexes) if info is not None else before,
         "createdCollectionAutomatically": created_collection,
         "ok": 1.0,
     }
@@ -313,24 +316,33 @@ def cmd_dropIndexes(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     command = next(iter(cmd))
     name = collection_name(cmd, command)
     engine = request.engine
-    store = engine.store(request.db, name)
-    if store is None:
-        raise CommandError(ErrorCode.NamespaceNotFound, f"ns not found {request.db}.{name}")
     selector = cmd.get("index")
-    before = len(store.info.indexes)
-    if selector == "*":
-        targets = [i for i in store.info.indexes.values() if i.name != "_id_"]
-    elif isinstance(selector, list):
-        targets = [find_index(store.info, s) for s in selector]
-    else:
-        targets = [find_index(store.info, selector)]
-    for index in targets:
-        if index.name == "_id_":
-            raise CommandError(ErrorCode.InvalidOptions, "cannot drop _id index")
     with engine.storage.write():
+        store = engine.store(request.db, name)
+        if store is None:
+            raise CommandError(ErrorCode.NamespaceNotFound, f"ns not found {request.db}.{name}")
+        info = store.info
+        before = len(info.indexes)
+        if selector == "*":
+            # As mongod: every index but _id, builds in progress aborted too.
+            targets = [i for i in [*info.indexes.values(), *info.building.values()] if i.name != "_id_"]
+        elif isinstance(selector, list):
+            targets = [_find_index_or_build(info, s) for s in selector]
+        else:
+            targets = [_find_index_or_build(info, selector)]
         for index in targets:
-            engine.drop_index(store, index)
+            if index.name == "_id_":
+                raise CommandError(ErrorCode.InvalidOptions, "cannot drop _id index")
+        for index in targets:
+            engine.drop_index(info, index)
     return {"nIndexesWas": before, "ok": 1.0}
+
+
+def _find_index_or_build(info: CollectionInfo, selector: Any) -> IndexInfo:
+    """An index to drop: a ready one, or one being built (whose build it aborts, as mongod's dropIndexes does)."""
+    if is_string(selector) and selector in info.building:
+        return info.building[selector]
+    return find_index(info, selector)
 
 
 @COMMANDS.register("listIndexes")
@@ -345,8 +357,10 @@ def cmd_listIndexes(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     return cursor_reply(request, f"{request.db}.$cmd.listIndexes.{name}", iter(specs), batch_size)
 
 
-def modify_index(request: Request, info: CollectionInfo, change: Any) -> dict[str, Any]:
-    """collMod's ``index`` option: hide/unhide an index or change its TTL."""
+def modify_index(request: Request, db: str, name: str, change: Any) -> dict[str, Any]:
+    """collMod's ``index`` option: hide/unhide an index or change its TTL (inside the collMod's write)."""
+    info = request.engine.catalog.get(db, name)
+    assert info is not None
     if not isinstance(change, Mapping):
         raise CommandError(ErrorCode.TypeMismatch, "collMod 'index' must be a document")
     if "name" in change:
@@ -372,10 +386,6 @@ def modify_index(request: Request, info: CollectionInfo, change: Any) -> dict[st
         reply["expireAfterSeconds_old"] = spec["expireAfterSeconds"]
         reply["expireAfterSeconds_new"] = change["expireAfterSeconds"]
         spec["expireAfterSeconds"] = change["expireAfterSeconds"]
-    with request.engine.storage.write():
-        request.engine.catalog.update_index_spec(index, spec)
-    store = request.engine.store(info.db, info.name)
-    if store is not None:
-        store.refresh_indexes()
+    request.engine.draft().update_index_spec(info, index, spec)
     reply["ok"] = 1.0
     return reply

@@ -44,7 +44,6 @@ COMMANDS: Registry[Handler] = Registry(
         "logout",
         "compact",
         "reIndex",
-        "killOp",
         "fsync",
         "planCacheClear",
         "createSearchIndexes",

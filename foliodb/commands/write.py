@@ -255,11 +255,13 @@ def cmd_insert(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "insert")
     docs = params.required(cmd, "documents", "array", "insert")
     ordered = ordered_flag(cmd, "insert")
-    target = Writes(request, cmd, "insert").target(request.db, name)
+    writes = Writes(request, cmd, "insert")
     n = 0
     errors: list[dict[str, Any]] = []
     storage = request.engine.storage
     with storage.write():
+        # Looked up inside the write: the collection's newest indexes and validator.
+        target = writes.target(request.db, name)
         store = target.ensure_store()
         if len(docs) > 1 and target.validator is None:
             # The fast path: every document in one executemany per table.

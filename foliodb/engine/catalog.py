@@ -1,19 +1,32 @@
 """The catalog: databases, collections, their options and index definitions.
 
-Stored in two SQLite tables and mirrored in memory (the cache is the only
-thing read on the hot path; it is rebuilt from the tables on open, and
-updated in the same transaction that changes the tables)::
+Stored in SQLite tables and mirrored in memory::
 
     catalog_collections(id, db, name, uuid, options BSON)
-    catalog_indexes(id, collection_id, name, spec BSON, multikey)
+    catalog_indexes(id, collection_id, name, spec BSON, multikey, lossy, building)
+    catalog_meta(key, value)            the next collection and index ids
 
 Collection ``N`` keeps its documents in table ``c<N>`` and index ``M`` its
-entries in ``i<M>``. A database exists while it holds a collection, as in
-MongoDB.
+entries in ``i<M>``. Ids are never reused, so a table name always means the
+same collection or index. A database exists while it holds a collection, as
+in MongoDB.
+
+Versions. A :class:`Catalog` is one version of the mirror and never changes
+once published (apart from the monotonic multikey/lossy flags of its
+indexes, which only make plans more careful). A write transaction that
+changes the catalog works on a :class:`CatalogDraft`: a copy of the
+published version whose changed collections are copied on first write; the
+storage publishes it when the transaction commits and drops it when it rolls
+back. Readers keep using the version their snapshot began with.
+
+An index being built (``building``) is in its collection's ``building``
+map, not in ``indexes``: writes maintain it, the planner and listIndexes do
+not see it until the build commits it as ready.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sqlite3
 import uuid
@@ -45,7 +58,12 @@ CREATE TABLE IF NOT EXISTS catalog_indexes (
     spec BLOB NOT NULL,
     multikey INTEGER NOT NULL DEFAULT 0,
     lossy INTEGER NOT NULL DEFAULT 0,
+    building INTEGER NOT NULL DEFAULT 0,
     UNIQUE (collection_id, name)
+);
+CREATE TABLE IF NOT EXISTS catalog_meta (
+    key TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
 );
 """
 
@@ -57,6 +75,8 @@ class IndexInfo:
     spec: dict[str, Any]  # as listIndexes shows it: {v, key, name, unique, ...}
     multikey: bool = False  # some document gave several keys
     lossy: bool = False  # some key does not decode back to its value's type
+    # While the index is being built: the duplicate-key error a concurrent write met (the build fails on it).
+    build_error: Any = field(default=None, repr=False, compare=False)
 
     @property
     def table(self) -> str:
@@ -101,6 +121,9 @@ class CollectionInfo:
     uuid: uuid.UUID
     options: dict[str, Any]
     indexes: dict[str, IndexInfo] = field(default_factory=dict)
+    building: dict[str, IndexInfo] = field(default_factory=dict)  # indexes being built
+    # The engine's record store for this version of the collection (built on first use).
+    store: Any = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def table(self) -> str:
@@ -121,25 +144,36 @@ class CollectionInfo:
 
 
 class Catalog:
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        conn.executescript(_SCHEMA)
-        self.collections: dict[tuple[str, str], CollectionInfo] = {}
-        self.reload()
+    """One version of the catalog (see the module docstring)."""
 
-    def reload(self) -> None:
-        """Rebuild the cache from the tables (after a rolled-back change)."""
-        conn = self.conn
-        self.collections = {}
+    def __init__(self, collections: dict[tuple[str, str], CollectionInfo]) -> None:
+        self.collections = collections
+        self.by_id = {info.id: info for info in collections.values()}
+
+    @classmethod
+    def load(cls, conn: sqlite3.Connection) -> Catalog:
+        """The catalog stored in the file; index builds a crash interrupted are dropped."""
+        conn.executescript(_SCHEMA)
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(catalog_indexes)")}
+        if "building" not in columns:  # a file from before concurrent index builds
+            conn.execute("ALTER TABLE catalog_indexes ADD COLUMN building INTEGER NOT NULL DEFAULT 0")
+        for (iid,) in conn.execute("SELECT id FROM catalog_indexes WHERE building = 1").fetchall():
+            # Never acknowledged: the build's createIndexes failed with the crash.
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(f"DROP TABLE IF EXISTS i{iid}")
+            conn.execute("DELETE FROM catalog_indexes WHERE id = ?", (iid,))
+            conn.execute("COMMIT")
+        collections: dict[tuple[str, str], CollectionInfo] = {}
         by_id: dict[int, CollectionInfo] = {}
         for cid, db, name, uid, options in conn.execute("SELECT id, db, name, uuid, options FROM catalog_collections"):
             info = CollectionInfo(cid, db, name, uuid.UUID(bytes=uid), bson.decode(options, CODEC))
-            self.collections[(db, name)] = info
+            collections[(db, name)] = info
             by_id[cid] = info
         for iid, cid, name, spec, multikey, lossy in conn.execute(
             "SELECT id, collection_id, name, spec, multikey, lossy FROM catalog_indexes ORDER BY id"
         ):
             by_id[cid].indexes[name] = IndexInfo(iid, name, bson.decode(spec, CODEC), bool(multikey), bool(lossy))
+        return cls(collections)
 
     def get(self, db: str, name: str) -> CollectionInfo | None:
         return self.collections.get((db, name))
@@ -150,63 +184,121 @@ class Catalog:
     def in_database(self, db: str) -> list[CollectionInfo]:
         return [info for (d, _), info in sorted(self.collections.items()) if d == db]
 
-    # The mutators below run inside a storage write transaction.
+
+def set_flag(conn: sqlite3.Connection, index: IndexInfo, flag: str) -> None:
+    """Set the ``multikey`` or ``lossy`` flag of an index (never cleared), in
+    the writer's transaction; the flag is visible at once in every version,
+    which only makes plans more careful."""
+    assert flag in ("multikey", "lossy")
+    conn.execute(f"UPDATE catalog_indexes SET {flag} = 1 WHERE id = ?", (index.id,))
+    setattr(index, flag, True)
+
+
+class CatalogDraft:
+    """The catalog a write transaction changes: the published version, its
+    changed collections copied on first change. Every method runs on the
+    writer connection inside that transaction."""
+
+    def __init__(self, base: Catalog, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.catalog = Catalog(dict(base.collections))
+        self._owned: set[int] = set()  # ids of the collections copied into this draft
+
+    def finish(self) -> Catalog:
+        """The version to publish (the draft must not be used after)."""
+        return self.catalog
+
+    def _own(self, info: CollectionInfo) -> CollectionInfo:
+        """This draft's copy of a collection, made on its first change; the
+        change to come makes its cached store stale."""
+        current = self.catalog.by_id[info.id]
+        if info.id in self._owned:
+            current.store = None
+            return current
+        copy = dataclasses.replace(current, indexes=dict(current.indexes), building=dict(current.building))
+        self.catalog.collections[(copy.db, copy.name)] = copy
+        self.catalog.by_id[copy.id] = copy
+        self._owned.add(copy.id)
+        return copy
+
+    def _next_id(self, key: str, table: str) -> int:
+        """A fresh id, above every id ever handed out (ids are never reused)."""
+        row = self.conn.execute("SELECT value FROM catalog_meta WHERE key = ?", (key,)).fetchone()
+        highest = self.conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0]
+        new = max(int(row[0]) if row else 1, int(highest) + 1)
+        self.conn.execute("INSERT OR REPLACE INTO catalog_meta (key, value) VALUES (?, ?)", (key, new + 1))
+        return new
 
     def add_collection(self, db: str, name: str, options: dict[str, Any]) -> CollectionInfo:
         uid = uuid.uuid4()
-        cur = self.conn.execute(
-            "INSERT INTO catalog_collections (db, name, uuid, options) VALUES (?, ?, ?, ?)",
-            (db, name, uid.bytes, bson.encode(options)),
+        cid = self._next_id("next_collection_id", "catalog_collections")
+        self.conn.execute(
+            "INSERT INTO catalog_collections (id, db, name, uuid, options) VALUES (?, ?, ?, ?, ?)",
+            (cid, db, name, uid.bytes, bson.encode(options)),
         )
-        cid = cur.lastrowid
-        assert cid is not None
         info = CollectionInfo(cid, db, name, uid, options)
         if not info.is_view:
             self.conn.execute(f"CREATE TABLE {info.table} (rid INTEGER PRIMARY KEY, doc BLOB NOT NULL)")
-        self.collections[(db, name)] = info
+        self.catalog.collections[(db, name)] = info
+        self.catalog.by_id[cid] = info
+        self._owned.add(cid)
         return info
 
-    def set_options(self, info: CollectionInfo, options: dict[str, Any]) -> None:
+    def set_options(self, info: CollectionInfo, options: dict[str, Any]) -> CollectionInfo:
+        info = self._own(info)
         self.conn.execute("UPDATE catalog_collections SET options = ? WHERE id = ?", (bson.encode(options), info.id))
         info.options = options
+        return info
 
     def remove_collection(self, info: CollectionInfo) -> None:
-        for index in list(info.indexes.values()):
+        info = self._own(info)
+        for index in [*info.indexes.values(), *info.building.values()]:
             self.remove_index(info, index)
         if not info.is_view:
             self.conn.execute(f"DROP TABLE {info.table}")
         self.conn.execute("DELETE FROM catalog_collections WHERE id = ?", (info.id,))
-        del self.collections[(info.db, info.name)]
+        del self.catalog.collections[(info.db, info.name)]
+        del self.catalog.by_id[info.id]
 
-    def rename_collection(self, info: CollectionInfo, db: str, name: str) -> None:
+    def rename_collection(self, info: CollectionInfo, db: str, name: str) -> CollectionInfo:
+        info = self._own(info)
         self.conn.execute("UPDATE catalog_collections SET db = ?, name = ? WHERE id = ?", (db, name, info.id))
-        del self.collections[(info.db, info.name)]
+        del self.catalog.collections[(info.db, info.name)]
         info.db, info.name = db, name
-        self.collections[(db, name)] = info
+        self.catalog.collections[(db, name)] = info
+        return info
 
-    def add_index(self, info: CollectionInfo, spec: dict[str, Any]) -> IndexInfo:
-        cur = self.conn.execute(
-            "INSERT INTO catalog_indexes (collection_id, name, spec) VALUES (?, ?, ?)",
-            (info.id, spec["name"], bson.encode(spec)),
+    def add_index(self, info: CollectionInfo, spec: dict[str, Any], building: bool = False) -> IndexInfo:
+        """A new index, empty: ready at once, or (``building``) maintained by
+        writes but hidden until :meth:`index_ready`."""
+        info = self._own(info)
+        iid = self._next_id("next_index_id", "catalog_indexes")
+        self.conn.execute(
+            "INSERT INTO catalog_indexes (id, collection_id, name, spec, building) VALUES (?, ?, ?, ?, ?)",
+            (iid, info.id, spec["name"], bson.encode(spec), int(building)),
         )
-        iid = cur.lastrowid
-        assert iid is not None
         index = IndexInfo(iid, spec["name"], spec)
         self.conn.execute(f"CREATE TABLE {index.table} (key BLOB PRIMARY KEY, rid INTEGER NOT NULL) WITHOUT ROWID")
-        info.indexes[index.name] = index
+        (info.building if building else info.indexes)[index.name] = index
         return index
 
-    def update_index_spec(self, index: IndexInfo, spec: dict[str, Any]) -> None:
-        self.conn.execute("UPDATE catalog_indexes SET spec = ? WHERE id = ?", (bson.encode(spec), index.id))
-        index.spec = spec
+    def index_ready(self, info: CollectionInfo, index: IndexInfo) -> None:
+        """A built index joins the ones queries use."""
+        info = self._own(info)
+        self.conn.execute("UPDATE catalog_indexes SET building = 0 WHERE id = ?", (index.id,))
+        del info.building[index.name]
+        info.indexes[index.name] = index
 
-    def set_flag(self, index: IndexInfo, flag: str) -> None:
-        """Set the ``multikey`` or ``lossy`` flag of an index (never cleared)."""
-        assert flag in ("multikey", "lossy")
-        self.conn.execute(f"UPDATE catalog_indexes SET {flag} = 1 WHERE id = ?", (index.id,))
-        setattr(index, flag, True)
+    def update_index_spec(self, info: CollectionInfo, index: IndexInfo, spec: dict[str, Any]) -> IndexInfo:
+        info = self._own(info)
+        self.conn.execute("UPDATE catalog_indexes SET spec = ? WHERE id = ?", (bson.encode(spec), index.id))
+        updated = dataclasses.replace(index, spec=spec)
+        info.indexes[index.name] = updated
+        return updated
 
     def remove_index(self, info: CollectionInfo, index: IndexInfo) -> None:
+        info = self._own(info)
         self.conn.execute(f"DROP TABLE {index.table}")
         self.conn.execute("DELETE FROM catalog_indexes WHERE id = ?", (index.id,))
-        del info.indexes[index.name]
+        info.indexes.pop(index.name, None)
+        info.building.pop(index.name, None)

@@ -3,18 +3,39 @@
 One :class:`Engine` per dbpath per process: :func:`open_engine` hands every
 client of the same path the same engine (counted), so two clients in one
 process share it instead of fighting over the dbpath lock.
+
+Catalog changes (create, drop, rename, collMod, index changes) look the
+catalog up and change it inside one write transaction, so two of them never
+act on the same stale version; readers keep the version of their snapshot
+(see :mod:`foliodb.engine.storage`).
+
+Index builds do not hold the writer for their whole run (MongoDB's hybrid
+builds, made simpler by a serialized writer): the index is first committed as
+*building* - every later write maintains its entries, but no query sees it -
+then the existing documents are indexed in chunks, each chunk one short write
+transaction reading the chunk's documents as they are now, and finally the
+index is committed as ready. Because a chunk reads the current documents and
+writes maintain the index for every change after the first commit, the index
+ends exactly right. A unique-key clash seen by a concurrent write is recorded
+and fails the build at its end (as mongod's build fails on a constraint
+violation), and a failed, killed or aborted build removes its index.
+Collections small enough to index in one chunk are built in one transaction.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import bson
 
-from foliodb.engine.catalog import CODEC, Catalog, CollectionInfo, IndexInfo
+from foliodb import interrupt
+from foliodb.engine.catalog import CODEC, Catalog, CatalogDraft, CollectionInfo, IndexInfo
 from foliodb.engine.records import CollectionStore
 from foliodb.engine.storage import Storage
 from foliodb.engine.ttl import TTLMonitor
@@ -25,6 +46,8 @@ _ENGINES: dict[str, Engine] = {}
 _ENGINES_LOCK = threading.Lock()
 
 ID_INDEX_SPEC = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
+# Documents indexed per write transaction of an index build: a few milliseconds of the writer.
+BUILD_CHUNK = 1000
 
 
 def open_engine(path: str) -> Engine:
@@ -34,7 +57,7 @@ def open_engine(path: str) -> Engine:
     key = os.path.realpath(path)
     with _ENGINES_LOCK:
         engine = _ENGINES.get(key)
-        if engine is None or engine.closed:
+        if engine is None or engine.closed or engine.storage.forked:
             engine = Engine(path)
             _ENGINES[key] = engine
         engine.users += 1
@@ -56,13 +79,20 @@ def validate_collection_name(db: str, name: str) -> None:
         raise CommandError(ErrorCode.InvalidNamespace, f"Invalid collection name: {name}")
 
 
+@dataclass
+class IndexBuild:
+    """A build in progress: its collection and the indexes it fills."""
+
+    collection_id: int
+    names: list[str]
+    index_ids: list[int]
+    total: int  # documents when it began (the progress figure's total)
+
+
 class Engine:
     def __init__(self, path: str) -> None:
         self.path = path
         self.storage = Storage(path)
-        self.catalog = Catalog(self.storage.conn)
-        self.storage.rollback_hooks.append(self._after_rollback)
-        self._stores: dict[int, CollectionStore] = {}
         self.users = 1 if path == ":memory:" else 0
         self.closed = False
         # Server-wide parameters (getParameter/setParameter).
@@ -73,12 +103,22 @@ class Engine:
         self.ttl.start()
 
     @property
-    def mutex(self) -> threading.RLock:
-        return self.storage.mutex
+    def catalog(self) -> Catalog:
+        """The catalog version of this thread's reads (the newest inside a write)."""
+        return self.storage.catalog()
 
-    def _after_rollback(self) -> None:
-        self.catalog.reload()
-        self._stores.clear()
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """An operation outside any command (authentication's user lookups): its reads share one snapshot."""
+        self.storage.begin_operation()
+        try:
+            yield
+        finally:
+            self.storage.end_operation()
+
+    def draft(self) -> CatalogDraft:
+        """The catalog the current write transaction changes."""
+        return self.storage.catalog_draft()
 
     def release(self) -> None:
         """One user is done; the last one closes the storage."""
@@ -87,8 +127,8 @@ class Engine:
             if self.users > 0 or self.closed:
                 return
             self.closed = True
-            if self.path != ":memory:":
-                _ENGINES.pop(os.path.realpath(self.path), None)
+            if self.path != ":memory:" and _ENGINES.get(os.path.realpath(self.path)) is self:
+                del _ENGINES[os.path.realpath(self.path)]
         self.ttl.stop()
         self.storage.close()
 
@@ -99,28 +139,31 @@ class Engine:
         info = self.catalog.get(db, name)
         if info is None or info.is_view:
             return None
-        store = self._stores.get(info.id)
-        if store is None or store.info is not info:
-            store = CollectionStore(self.storage, self.catalog, info)
-            self._stores[info.id] = store
+        return self.store_of(info)
+
+    def store_of(self, info: CollectionInfo) -> CollectionStore:
+        store: CollectionStore | None = info.store
+        if store is None:
+            store = info.store = CollectionStore(self.storage, info)
         return store
 
     def create_collection(self, db: str, name: str, options: Mapping[str, Any] | None = None) -> CollectionStore:
         """A new collection with its _id index."""
         validate_db_name(db)
         validate_collection_name(db, name)
-        if self.catalog.get(db, name) is not None:
-            raise CommandError(ErrorCode.NamespaceExists, f"Collection {db}.{name} already exists.")
         with self.storage.write():
-            info = self.catalog.add_collection(db, name, dict(options or {}))
-            self.catalog.add_index(info, dict(ID_INDEX_SPEC))
-        store = self.store(db, name)
+            if self.catalog.get(db, name) is not None:
+                raise CommandError(ErrorCode.NamespaceExists, f"Collection {db}.{name} already exists.")
+            draft = self.draft()
+            info = draft.add_collection(db, name, dict(options or {}))
+            draft.add_index(info, dict(ID_INDEX_SPEC))
+            store = self.store(db, name)
         assert store is not None
         return store
 
     def ensure_collection(self, db: str, name: str) -> CollectionStore:
         """The collection, created implicitly (as a first insert does) if
-        missing; a view cannot be written."""
+        missing; a view cannot be written. Called inside a write."""
         store = self.store(db, name)
         if store is None:
             info = self.catalog.get(db, name)
@@ -134,57 +177,57 @@ class Engine:
     def create_view(self, db: str, name: str, options: Mapping[str, Any]) -> None:
         validate_db_name(db)
         validate_collection_name(db, name)
-        if self.catalog.get(db, name) is not None:
-            raise CommandError(ErrorCode.NamespaceExists, f"Namespace {db}.{name} already exists")
         with self.storage.write():
-            self.catalog.add_collection(db, name, dict(options))
+            if self.catalog.get(db, name) is not None:
+                raise CommandError(ErrorCode.NamespaceExists, f"Namespace {db}.{name} already exists")
+            self.draft().add_collection(db, name, dict(options))
 
     def resolve_view(self, db: str, name: str) -> tuple[str, list[Any]]:
         """(the collection a name reads from, the view pipelines to apply
         first); a plain collection resolves to itself and no pipeline."""
         pipeline: list[Any] = []
         seen: set[str] = set()
-        info = self.catalog.get(db, name)
+        catalog = self.catalog
+        info = catalog.get(db, name)
         while info is not None and info.is_view:
             if name in seen:
                 raise CommandError(ErrorCode.GraphContainsCycle, f"View cycle detected: {sorted(seen)}")
             seen.add(name)
             pipeline = list(info.options.get("pipeline", [])) + pipeline
             name = info.options["viewOn"]
-            info = self.catalog.get(db, name)
+            info = catalog.get(db, name)
         return name, pipeline
 
     def drop_collection(self, db: str, name: str) -> bool:
-        info = self.catalog.get(db, name)
-        if info is None:
-            return False
         with self.storage.write():
-            self.catalog.remove_collection(info)
-        self._stores.pop(info.id, None)
+            info = self.catalog.get(db, name)
+            if info is None:
+                return False
+            self.draft().remove_collection(info)
         return True
 
     def drop_database(self, db: str) -> None:
         with self.storage.write():
             for info in self.catalog.in_database(db):
-                self.catalog.remove_collection(info)
-                self._stores.pop(info.id, None)
+                self.draft().remove_collection(info)
 
     def rename_collection(self, db: str, name: str, to_db: str, to_name: str, drop_target: bool) -> None:
         validate_db_name(to_db)
         validate_collection_name(to_db, to_name)
-        info = self.catalog.get(db, name)
-        if info is None:
-            raise CommandError(ErrorCode.NamespaceNotFound, "Source collection " + f"{db}.{name} does not exist")
-        if (db, name) == (to_db, to_name):
-            raise CommandError(ErrorCode.IllegalOperation, "Can't rename a collection to itself")
-        target = self.catalog.get(to_db, to_name)
         with self.storage.write():
+            catalog = self.catalog
+            info = catalog.get(db, name)
+            if info is None:
+                raise CommandError(ErrorCode.NamespaceNotFound, "Source collection " + f"{db}.{name} does not exist")
+            if (db, name) == (to_db, to_name):
+                raise CommandError(ErrorCode.IllegalOperation, "Can't rename a collection to itself")
+            target = catalog.get(to_db, to_name)
+            draft = self.draft()
             if target is not None:
                 if not drop_target:
                     raise CommandError(ErrorCode.NamespaceExists, "target namespace exists")
-                self.catalog.remove_collection(target)
-                self._stores.pop(target.id, None)
-            self.catalog.rename_collection(info, to_db, to_name)
+                draft.remove_collection(target)
+            draft.rename_collection(info, to_db, to_name)
 
     def collections(self, db: str) -> list[CollectionInfo]:
         return self.catalog.in_database(db)
@@ -194,23 +237,98 @@ class Engine:
 
     # -- indexes -----------------------------------------------------------------
 
-    def build_index(self, store: CollectionStore, spec: dict[str, Any]) -> IndexInfo:
-        """Create an index and fill it from the collection's documents, in one
-        transaction: a failure (say, a duplicate under a unique index) leaves
-        nothing behind."""
-        with self.storage.write():
-            index = self.catalog.add_index(store.info, spec)
-            store.refresh_indexes()
-            writer = next(w for w in store.writers if w.info is index)
-            try:
-                for rid, data in store.scan():
-                    store.add_entries(writer, bson.decode(data, CODEC), rid)
-            except BaseException:
-                store.refresh_indexes()
-                raise
-        return index
+    def begin_index_build(self, store: CollectionStore, specs: list[dict[str, Any]]) -> IndexBuild | None:
+        """Inside a write: add the indexes. A collection that fits one chunk is
+        indexed here, in this transaction (None is returned); a larger one gets
+        its indexes as *building*, to be filled by :meth:`run_index_build`
+        after this transaction commits."""
+        draft = self.draft()
+        info = store.info
+        total = store.count()
+        building = total > BUILD_CHUNK
+        indexes = [draft.add_index(info, spec, building=building) for spec in specs]
+        if building:
+            return IndexBuild(info.id, [i.name for i in indexes], [i.id for i in indexes], total)
+        if total:
+            filled = self.store_of(draft.catalog.by_id[info.id])
+            ids = {index.id for index in indexes}
+            writers = [w for w in filled.writers if w.info.id in ids]
+            for rid, data in filled.scan():
+                doc = bson.decode(data, CODEC)
+                for writer in writers:
+                    filled.add_entries(writer, doc, rid)
+        return None
 
-    def drop_index(self, store: CollectionStore, index: IndexInfo) -> None:
+    def run_index_build(self, build: IndexBuild) -> None:
+        """Fill a building index chunk by chunk, then make it ready; on any
+        failure (a duplicate key, killOp, maxTimeMS, the collection or index
+        dropped meanwhile) remove what the build added, and raise."""
+        op = interrupt.current()
+        done = 0
+        last = 0
+        try:
+            while True:
+                interrupt.check()
+                with self.storage.write():
+                    store, _ = self._building(build)
+                    writers = [w for w in store.writers if w.info.id in build.index_ids]
+                    rows = store.rows_from(last + 1, BUILD_CHUNK)
+                    for rid, data in rows:
+                        doc = bson.decode(data, CODEC)
+                        for writer in writers:
+                            store.add_build_entries(writer, doc, rid)
+                done += len(rows)
+                if op is not None:
+                    op.progress = (done, max(build.total, done))
+                if len(rows) < BUILD_CHUNK:
+                    break
+                last = rows[-1][0]
+            with self.storage.write():
+                store, indexes = self._building(build)
+                for index in indexes:
+                    if index.build_error is not None:
+                        raise index.build_error
+                draft = self.draft()
+                for index in indexes:
+                    draft.index_ready(store.info, index)
+        except BaseException:
+            self._abandon_build(build)
+            raise
+
+    def _building(self, build: IndexBuild) -> tuple[CollectionStore, list[IndexInfo]]:
+        """The current store and indexes of a build; IndexBuildAborted when they went away."""
+        info = self.catalog.by_id.get(build.collection_id)
+        if info is None:
+            raise CommandError(ErrorCode.IndexBuildAborted, "Index build aborted: the collection was dropped")
+        indexes = []
+        for name, index_id in zip(build.names, build.index_ids, strict=True):
+            index = info.building.get(name)
+            if index is None or index.id != index_id:
+                raise CommandError(ErrorCode.IndexBuildAborted, f"Index build aborted: index '{name}' was dropped")
+            indexes.append(index)
+        return self.store_of(info), indexes
+
+    def _abandon_build(self, build: IndexBuild) -> None:
         with self.storage.write():
-            self.catalog.remove_index(store.info, index)
-        store.refresh_indexes()
+            info = self.catalog.by_id.get(build.collection_id)
+            if info is None:
+                return
+            for name, index_id in zip(build.names, build.index_ids, strict=True):
+                index = info.building.get(name)
+                if index is not None and index.id == index_id:
+                    self.draft().remove_index(info, index)
+
+    def wait_for_build(self, db: str, name: str, index_name: str) -> None:
+        """Until no index named ``index_name`` is being built on the collection
+        (a second createIndexes of it waits for the first, as mongod's does)."""
+        while True:
+            self.storage.end_view()
+            info = self.catalog.get(db, name)
+            if info is None or index_name not in info.building:
+                return
+            interrupt.check()
+            time.sleep(0.02)
+
+    def drop_index(self, info: CollectionInfo, index: IndexInfo) -> None:
+        """Inside a write: drop a ready index, or abort a build in progress."""
+        self.draft().remove_index(info, index)

@@ -19,7 +19,7 @@ from typing import Any
 
 import bson
 
-from foliodb.engine.catalog import CODEC, Catalog, CollectionInfo, IndexInfo
+from foliodb.engine.catalog import CODEC, Catalog, CollectionInfo, IndexInfo, set_flag
 from foliodb.engine.index_keys import EMPTY_ARRAY, document_keys, hashed_document_keys, wildcard_keys, with_rid
 from foliodb.engine.storage import Storage
 from foliodb.engine.text import TextIndex
@@ -41,8 +41,11 @@ PLAN_CACHE_SIZE = 1000
 class IndexWriter:
     """Maintains one index's entries; compiled from its definition once."""
 
-    def __init__(self, info: IndexInfo) -> None:
+    def __init__(self, info: IndexInfo, building: bool = False) -> None:
         self.info = info
+        # An index being built: a unique-key clash is recorded for the build to
+        # fail on, instead of failing the write (see engine.py).
+        self.building = building
         self.table = info.table
         self.fields = info.fields
         self.unique = info.unique
@@ -125,13 +128,16 @@ def _absent(doc: dict[str, Any], parts: tuple[str, ...]) -> bool:
 
 
 class CollectionStore:
-    """Records and index entries of one collection."""
+    """Records and index entries of one version of a collection (its
+    :class:`CollectionInfo`): writers for all its indexes, those being built
+    included."""
 
-    def __init__(self, storage: Storage, catalog: Catalog, info: CollectionInfo) -> None:
+    def __init__(self, storage: Storage, info: CollectionInfo) -> None:
         self.storage = storage
-        self.catalog = catalog
         self.info = info
-        self.conn: sqlite3.Connection = storage.conn
+        # Writes go through the writer connection, only inside Storage.write().
+        self.conn: sqlite3.Connection = storage.writer
+        self._checked: Catalog | None = None  # the last catalog version this store was found alive in
         table = info.table
         self._insert_sql = f"INSERT INTO {table} (doc) VALUES (?)"
         self._update_sql = f"UPDATE {table} SET doc = ? WHERE rid = ?"
@@ -144,17 +150,13 @@ class CollectionStore:
         self.cap_size: int | None = int(options["size"]) if options.get("capped") else None
         self.cap_max: int | None = int(options.get("max") or 0) or None if options.get("capped") else None
         self._cap_totals: list[int] | None = None  # [documents, bytes], loaded on first use
-        self.refresh_indexes()
 
-    def refresh_indexes(self) -> None:
-        """Rebuild the index writers after the index set changed."""
-        self.writers = [IndexWriter(index) for index in self.info.indexes.values()]
+        self.writers = [IndexWriter(index) for index in info.indexes.values()]
+        self.writers += [IndexWriter(index, building=True) for index in info.building.values()]
         # The planner's cache: query shape -> the name of the index that won.
         self.plan_cache: dict[Any, str] = {}
-        id_table = self.info.id_index.table
-        self._by_id_sql = (
-            f"SELECT c.rid, c.doc FROM {id_table} AS i JOIN {self.info.table} AS c ON c.rid = i.rid WHERE i.key = ?"
-        )
+        id_table = info.id_index.table
+        self._by_id_sql = f"SELECT c.rid, c.doc FROM {id_table} AS i JOIN {table} AS c ON c.rid = i.rid WHERE i.key = ?"
 
     def remember_plan(self, shape: Any, index_name: str) -> None:
         if len(self.plan_cache) >= PLAN_CACHE_SIZE:
@@ -278,20 +280,44 @@ class CollectionStore:
             else:
                 self.conn.executemany(writer.insert_sql, [(with_rid(k, rid), rid) for k in keys])
         except sqlite3.IntegrityError:
+            self._duplicate(writer, keys, rid)
+
+    def add_build_entries(self, writer: IndexWriter, doc: dict[str, Any], rid: int) -> None:
+        """An index build's entries for one document; entries that writes made
+        since the build began may already be there."""
+        keys = writer.keys(doc)
+        self._record_flags(writer)
+        insert = f"INSERT OR IGNORE INTO {writer.table} (key, rid) VALUES (?, ?)"
+        if writer.unique:
             for key, values in keys.items():
                 row = self.conn.execute(f"SELECT rid FROM {writer.table} WHERE key = ?", (key,)).fetchone()
                 if row is not None and row[0] != rid:
-                    raise writer.duplicate_error(self.info.ns, values) from None
-            raise
+                    raise writer.duplicate_error(self.info.ns, values)
+            self.conn.executemany(insert, [(k, rid) for k in keys])
+        else:
+            self.conn.executemany(insert, [(with_rid(k, rid), rid) for k in keys])
+
+    def _duplicate(self, writer: IndexWriter, keys: dict[bytes, tuple[Any, ...]], rid: int) -> None:
+        """After an IntegrityError on a unique index: the duplicate-key error
+        (recorded on an index being built, for its build to fail on)."""
+        for key, values in keys.items():
+            row = self.conn.execute(f"SELECT rid FROM {writer.table} WHERE key = ?", (key,)).fetchone()
+            if row is not None and row[0] != rid:
+                error = writer.duplicate_error(self.info.ns, values)
+                if writer.building:
+                    writer.info.build_error = error
+                    return
+                raise error from None
+        raise sqlite3.IntegrityError(f"index {writer.info.name}: constraint failed")
 
     def _record_flags(self, writer: IndexWriter) -> None:
         """Note in the catalog what a document taught an index about itself."""
         if writer.mark_multikey:
             writer.mark_multikey = False
-            self.catalog.set_flag(writer.info, "multikey")
+            set_flag(self.conn, writer.info, "multikey")
         if writer.mark_lossy:
             writer.mark_lossy = False
-            self.catalog.set_flag(writer.info, "lossy")
+            set_flag(self.conn, writer.info, "lossy")
 
     def update(self, rid: int, old: dict[str, Any], new: dict[str, Any], data: bytes | None = None) -> None:
         """Replace a record's document, changing only the index entries that
@@ -335,11 +361,7 @@ class CollectionStore:
                 else:
                     conn.executemany(writer.insert_sql, [(with_rid(k, rid), rid) for k in added])
             except sqlite3.IntegrityError:
-                for key, values in added.items():
-                    row = conn.execute(f"SELECT rid FROM {writer.table} WHERE key = ?", (key,)).fetchone()
-                    if row is not None and row[0] != rid:
-                        raise writer.duplicate_error(self.info.ns, values) from None
-                raise
+                self._duplicate(writer, added, rid)
 
     def delete(self, rid: int, doc: dict[str, Any]) -> None:
         conn = self.conn
@@ -358,26 +380,47 @@ class CollectionStore:
         for writer in self.writers:
             self.conn.execute(f"DELETE FROM {writer.table}")
 
-    # -- reads ---------------------------------------------------------------
+    # -- reads (the engine's one read interface) ---------------------------------
+
+    def _reader(self) -> sqlite3.Connection:
+        """The connection to read through now, once this collection is known
+        to be the same in the catalog version that goes with it."""
+        view = self.storage.view()
+        catalog = view.catalog
+        if catalog is not self._checked:
+            assert catalog is not None
+            current = catalog.by_id.get(self.info.id)
+            if current is None or (current.db, current.name) != (self.info.db, self.info.name):
+                raise CommandError(ErrorCode.QueryPlanKilled, f"collection dropped or renamed: {self.info.ns}")
+            self._checked = catalog
+        return view.conn
+
+    def _index_reader(self, index: IndexInfo) -> sqlite3.Connection:
+        """:meth:`_reader`, once ``index`` is known to be still there (QueryPlanKilled if it was dropped)."""
+        conn = self._reader()
+        current = self.storage.catalog().by_id[self.info.id]
+        found = current.indexes.get(index.name) or current.building.get(index.name)
+        if found is None or found.id != index.id:
+            raise CommandError(ErrorCode.QueryPlanKilled, f"index '{index.name}' dropped")
+        return conn
 
     def get(self, rid: int) -> dict[str, Any] | None:
-        row = self.conn.execute(self._get_sql, (rid,)).fetchone()
+        row = self._reader().execute(self._get_sql, (rid,)).fetchone()
         return None if row is None else bson.decode(row[0], CODEC)
 
     def get_raw(self, rid: int) -> bytes | None:
-        row = self.conn.execute(self._get_sql, (rid,)).fetchone()
+        row = self._reader().execute(self._get_sql, (rid,)).fetchone()
         return None if row is None else row[0]
 
     def row_by_id_key(self, key: bytes) -> tuple[int, bytes] | None:
         """(rid, BSON) of the document whose ``_id`` encodes to ``key``."""
-        row: tuple[int, bytes] | None = self.conn.execute(self._by_id_sql, (key,)).fetchone()
+        row: tuple[int, bytes] | None = self._reader().execute(self._by_id_sql, (key,)).fetchone()
         return row
 
     def scan(self, reverse: bool = False, needles: list[list[bytes]] | None = None) -> Iterator[tuple[int, bytes]]:
         """Every (record id, BSON) in record-id order, read in batches so
         nothing is held open between them; with ``needles``, only records
         holding one needle of each group (SQLite's ``instr`` on the BLOB)."""
-        conn = self.conn
         table = self.info.table
         where = "rid < ?" if reverse else "rid > ?"
         args: list[Any] = []
@@ -388,8 +431,7 @@ class CollectionStore:
         sql = f"SELECT rid, doc FROM {table} WHERE {where} ORDER BY rid {order} LIMIT ?"
         last = (1 << 62) if reverse else 0
         while True:
-            with self.storage.mutex:
-                rows = conn.execute(sql, (last, *args, SCAN_BATCH)).fetchall()
+            rows = self._reader().execute(sql, (last, *args, SCAN_BATCH)).fetchall()
             if not rows:
                 return
             yield from rows
@@ -397,18 +439,37 @@ class CollectionStore:
                 return
             last = rows[-1][0]
 
+    def index_rows(self, index: IndexInfo, sql: str, args: tuple[Any, ...]) -> list[tuple[bytes, int, bytes | None]]:
+        """One batch of an index scan: ``sql`` (an access stage's statement over
+        ``index``) with its arguments."""
+        conn = self._index_reader(index)
+        rows: list[tuple[bytes, int, bytes | None]] = conn.execute(sql, args).fetchall()
+        return rows
+
+    def index_rids(self, index: IndexInfo, low: bytes, high: bytes) -> list[int]:
+        """The distinct record ids of ``index``'s entries with low <= key < high."""
+        conn = self._index_reader(index)
+        sql = f"SELECT DISTINCT rid FROM {index.table} WHERE key >= ? AND key < ?"
+        return [row[0] for row in conn.execute(sql, (low, high)).fetchall()]
+
+    def index_entries(self, index: IndexInfo) -> set[tuple[bytes, int]]:
+        """Every (key, rid) entry of ``index`` (validate)."""
+        conn = self._reader()
+        return set(conn.execute(f"SELECT key, rid FROM {index.table}").fetchall())
+
     def rows_from(self, rid: int, limit: int) -> list[tuple[int, bytes]]:
         """Up to ``limit`` (record id, BSON) from ``rid`` on, in record-id order."""
         sql = f"SELECT rid, doc FROM {self.info.table} WHERE rid >= ? ORDER BY rid LIMIT ?"
-        return list(self.conn.execute(sql, (rid, limit)).fetchall())
+        return list(self._reader().execute(sql, (rid, limit)).fetchall())
 
     def count(self) -> int:
-        return int(self.conn.execute(self._count_sql).fetchone()[0])
+        return int(self._reader().execute(self._count_sql).fetchone()[0])
 
     def count_through(self, rid: int, reverse: bool = False) -> int:
         """Records from the start of a scan in that direction up to ``rid``, included."""
         condition = "rid >= ?" if reverse else "rid <= ?"
-        return int(self.conn.execute(f"SELECT count(*) FROM {self.info.table} WHERE {condition}", (rid,)).fetchone()[0])
+        sql = f"SELECT count(*) FROM {self.info.table} WHERE {condition}"
+        return int(self._reader().execute(sql, (rid,)).fetchone()[0])
 
     def storage_size(self) -> int:
         """Bytes on disk (or in memory) of the records' pages; the data size where that is unknown."""
@@ -420,7 +481,7 @@ class CollectionStore:
         return {name: self.storage.table_bytes(index.table) or 0 for name, index in self.info.indexes.items()}
 
     def data_size(self) -> int:
-        row = self.conn.execute(f"SELECT coalesce(sum(length(doc)), 0) FROM {self.info.table}").fetchone()
+        row = self._reader().execute(f"SELECT coalesce(sum(length(doc)), 0) FROM {self.info.table}").fetchone()
         return int(row[0])
 
 

@@ -1,6 +1,6 @@
-"""The SQLite storage under a dbpath: one file, one connection, one lock.
+"""The SQLite storage under a dbpath: one writer, a pool of snapshot readers.
 
-Layout of a dbpath directory::
+Layout of a dbpath directory (created 0700, its files 0600)::
 
     foliodb.sqlite      the data: catalog tables, a record table ``c<N>`` per
                         collection, an index table ``i<N>`` per index
@@ -8,18 +8,55 @@ Layout of a dbpath directory::
     foliodb.lock        holds an exclusive ``flock`` while a process has the
                         dbpath open, and names that process
 
+``:memory:`` is the same file layout in a private temporary file (in
+``/dev/shm`` where it exists), deleted at close: SQLite's in-memory databases
+allow one connection only, and snapshot isolation needs several.
+
 Durability (as MongoDB's default write concern): WAL mode with
 ``synchronous=NORMAL`` - a commit is in the WAL before the write is
 acknowledged, so a killed process loses nothing acknowledged, and a power
 loss leaves the file consistent (the newest commits may roll back).
 ``j=True`` additionally fsyncs the WAL before acknowledging.
 
-A kernel ``flock`` dies with its process, so a lock left by a killed
-process is simply taken over by the next opener.
+Concurrency
+-----------
+* **One writer.** Every change happens inside :meth:`Storage.write`: one
+  SQLite transaction on the writer connection, under the writer lock; nested
+  calls on a thread join the outermost one. Writers are serialized; a waiting
+  writer still stops at its deadline or ``killOp``.
+* **Readers see snapshots.** An *operation* (one command:
+  :meth:`begin_operation` ... :meth:`end_operation`, nested calls join) opens
+  a *view* at its first read: a pooled reader connection inside one SQLite
+  read transaction, plus the catalog version that goes with it. Every read of
+  the operation sees that one committed state. In WAL mode readers never wait
+  for the writer and the writer never waits for readers.
+* **Writes read the newest state.** Inside :meth:`write`, the thread's reads
+  go to the writer connection and see the transaction's own changes. A commit
+  ends the thread's view, so the operation's next read sees its own write.
+* **Catalog versions.** DDL builds a draft of the catalog (copy-on-write,
+  :class:`~foliodb.engine.catalog.CatalogDraft`) that the commit publishes.
+  ``ddl_seq`` is odd while a DDL commit is being published; a view pins the
+  published catalog only when ``ddl_seq`` was even and unchanged across the
+  start of its SQLite snapshot, so a view's catalog always describes the
+  tables its snapshot holds.
 
-Invariant: every change of records and index entries happens inside
-:meth:`Storage.write`, one SQLite transaction, so no crash can separate a
-document from its index entries.
+Invariants:
+
+* Every change of records and index entries happens inside :meth:`write`, one
+  SQLite transaction, so no crash can separate a document from its index
+  entries.
+* No statement stays active after the call that ran it returns (reads fetch
+  whole batches), so a view's connection can go back to the pool at any
+  operation boundary, and cursors take a new snapshot per batch as MongoDB's
+  yield between batches.
+* An idle pooled reader is outside any transaction, or inside one whose
+  snapshot is still the newest (its ``commits`` stamp equals the storage's);
+  the writer ends stale idle snapshots after its commits, so none pins the WAL.
+
+A kernel ``flock`` dies with its process, so a lock left by a killed process
+is simply taken over by the next opener. After ``fork()`` the child refuses
+to use the parent's storage (SQLite connections must not cross a fork) and
+never touches its connections or its lock.
 """
 
 from __future__ import annotations
@@ -30,13 +67,22 @@ import os
 import socket
 import sqlite3
 import sys
+import tempfile
 import threading
-from collections.abc import Callable, Iterator
+import time
+import uuid
+import weakref
+from collections.abc import Iterator
 
+from foliodb import interrupt
+from foliodb.engine.catalog import Catalog, CatalogDraft
 from foliodb.errors import CommandError, ErrorCode
 
 DATA_FILE = "foliodb.sqlite"
 LOCK_FILE = "foliodb.lock"
+# Idle reader connections kept for reuse; more are closed when released.
+MAX_IDLE_READERS = 32
+_MEMORY_PREFIX = "foliodb-memory-"
 
 
 class DBPathLock:
@@ -44,7 +90,7 @@ class DBPathLock:
 
     def __init__(self, directory: str) -> None:
         self.path = os.path.join(directory, LOCK_FILE)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -60,98 +106,339 @@ class DBPathLock:
         os.pwrite(fd, owner.encode(), 0)
         self._fd: int | None = fd
 
-    def release(self) -> None:
+    def release(self, forked: bool = False) -> None:
         if self._fd is not None:
-            os.ftruncate(self._fd, 0)
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            if not forked:  # a child shares the parent's lock: unlocking would free the parent's dbpath
+                os.ftruncate(self._fd, 0)
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
 
 
-class Storage:
-    """One SQLite connection shared by the process's users of a dbpath.
+class _Reader:
+    """A pooled reader connection and the snapshot it may still hold."""
 
-    All access goes through :attr:`mutex`; SQLite's own locking is only the
-    guard against other processes (which the dbpath lock already excludes).
-    """
+    __slots__ = ("catalog", "commits", "conn", "in_txn")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.in_txn = False
+        self.commits = -1  # the storage's commit count when the snapshot began
+        self.catalog: Catalog | None = None
+
+
+class _ThreadState(threading.local):
+    depth = 0  # operations open on this thread (nested ones join the outermost)
+    view: _Reader | None = None  # the operation's snapshot, opened at its first read
+    writing = 0  # depth of write() on this thread
+
+
+_STORAGES: weakref.WeakSet[Storage] = weakref.WeakSet()
+# Connections of storages inherited across fork(): kept referenced, so the
+# child never finalizes (closes, checkpoints) what belongs to the parent.
+_INHERITED: list[object] = []
+
+
+def _after_fork_in_child() -> None:
+    for storage in list(_STORAGES):
+        storage.forked = True
+        if storage._cleanup is not None:
+            storage._cleanup.detach()  # the parent's :memory: file is not the child's to remove
+        _INHERITED.append(storage.writer)
+        _INHERITED.extend(reader.conn for reader in storage._idle)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class Storage:
+    """The SQLite file of a dbpath: its writer, its readers, its catalog versions."""
 
     def __init__(self, path: str) -> None:
         self.memory = path == ":memory:"
         self.lock: DBPathLock | None = None
         if self.memory:
-            self.file = ":memory:"
+            self.file = _memory_file()
         else:
-            os.makedirs(path, exist_ok=True)
+            os.makedirs(path, mode=0o700, exist_ok=True)
             self.lock = DBPathLock(path)
             self.file = os.path.join(path, DATA_FILE)
         try:
-            self.conn = sqlite3.connect(self.file, isolation_level=None, check_same_thread=False, cached_statements=512)
-        except sqlite3.Error as exc:
+            # Created private before SQLite opens it: its -wal and -shm files take the same mode.
+            os.close(os.open(self.file, os.O_RDWR | os.O_CREAT, 0o600))
+            self.writer = self._connect()
+            self.writer.execute("PRAGMA journal_mode=WAL")
+            self.writer.execute(f"PRAGMA synchronous={'OFF' if self.memory else 'NORMAL'}")
+            self.writer.execute("PRAGMA cache_size=-65536")  # 64 MiB page cache
+            self.published: Catalog = Catalog.load(self.writer)
+        except (sqlite3.Error, OSError) as exc:
             if self.lock:
                 self.lock.release()
             raise CommandError(ErrorCode.InternalError, f"cannot open {self.file}: {exc}") from None
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.conn.execute("PRAGMA cache_size=-65536")  # 64 MiB page cache
-        self.conn.execute("PRAGMA temp_store=FILE")
-        self.mutex = threading.RLock()
-        self._depth = 0
+        self.draft: CatalogDraft | None = None  # the writer's catalog changes, published at commit
+        self.ddl_seq = 0  # odd while a catalog change is being published
+        self.commits = 0  # writer commits so far: a snapshot stamped with this count is the newest
+        self.pid = os.getpid()
+        self.forked = False
+        self.closed = False
+        # A :memory: file goes when its storage does, or at exit should close() never run.
+        self._cleanup = weakref.finalize(self, _remove_files, self.file) if self.memory else None
+        self._writer_lock = threading.Lock()
+        self._writer_view = _Reader(self.writer)  # its catalog: the published one, or the draft being changed
+        self._state = _ThreadState()
+        self._idle: list[_Reader] = []
+        self._idle_in_txn = 0  # idle readers left inside a snapshot (an upper bound)
         self._wal_fd: int | None = None
-        # Called after a rollback, so in-memory mirrors (the catalog) can
-        # forget changes that never reached the file.
-        self.rollback_hooks: list[Callable[[], None]] = []
+        _STORAGES.add(self)
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.file, isolation_level=None, check_same_thread=False, cached_statements=512)
+        conn.execute("PRAGMA temp_store=FILE")
+        return conn
+
+    # -- operations and their views --------------------------------------------
+
+    def begin_operation(self) -> None:
+        if self.forked:
+            raise CommandError(
+                ErrorCode.IllegalOperation,
+                f"this FolioDB client was opened by process {self.pid} and cannot be used after fork(); "
+                "open a new client in the child process",
+            )
+        if self.closed:
+            raise CommandError(ErrorCode.IllegalOperation, "the FolioDB engine is closed")
+        self._state.depth += 1
+
+    def end_operation(self) -> None:
+        state = self._state
+        state.depth -= 1
+        if not state.depth and state.view is not None:
+            self._release_view(state)
+
+    def end_view(self) -> None:
+        """End this thread's snapshot now; its next read opens a new one (a long wait sees new commits)."""
+        state = self._state
+        if state.view is not None and not state.writing:
+            self._release_view(state)
+
+    def view(self) -> _Reader:
+        """What this thread reads through now: the writer inside :meth:`write`,
+        else the operation's snapshot (opened on first use). Its ``conn`` and
+        ``catalog`` go together."""
+        state = self._state
+        if state.writing:
+            return self._writer_view
+        view = state.view
+        if view is None:
+            view = self._open_view(state)
+        return view
+
+    def reader(self) -> sqlite3.Connection:
+        return self.view().conn
+
+    def catalog(self) -> Catalog:
+        """The catalog version this thread's reads go with."""
+        catalog = self.view().catalog
+        assert catalog is not None
+        return catalog
+
+    def catalog_draft(self) -> CatalogDraft:
+        """The catalog the current write transaction changes (created on first use)."""
+        assert self._state.writing, "catalog changes happen inside Storage.write()"
+        if self.draft is None:
+            self.draft = CatalogDraft(self.published, self.writer)
+            self._writer_view.catalog = self.draft.catalog
+        return self.draft
+
+    def _open_view(self, state: _ThreadState) -> _Reader:
+        if not state.depth:
+            raise RuntimeError("FolioDB storage read outside an operation (a bug: reads run inside a command)")
+        reader = self._take_reader()
+        if reader.in_txn:
+            if reader.commits == self.commits:
+                state.view = reader  # nothing committed since: still the newest snapshot
+                return reader
+            reader.conn.execute("ROLLBACK")
+            reader.in_txn = False
+        conn = reader.conn
+        while True:
+            seq = self.ddl_seq
+            if seq & 1:
+                time.sleep(0)  # a catalog change is being published: a few microseconds
+                continue
+            commits = self.commits
+            catalog = self.published
+            conn.execute("BEGIN")
+            conn.execute("PRAGMA schema_version").fetchone()  # the read transaction (the snapshot) starts here
+            if self.ddl_seq == seq:
+                break
+            conn.execute("ROLLBACK")
+        reader.in_txn = True
+        reader.commits = commits
+        reader.catalog = catalog
+        state.view = reader
+        return reader
+
+    def _take_reader(self) -> _Reader:
+        try:
+            return self._idle.pop()
+        except IndexError:
+            pass
+        conn = self._connect()
+        conn.execute("PRAGMA query_only=1")
+        conn.execute("PRAGMA cache_size=-16384")  # 16 MiB; the OS page cache is shared
+        return _Reader(conn)
+
+    def _release_view(self, state: _ThreadState) -> None:
+        reader = state.view
+        assert reader is not None
+        state.view = None
+        if self.closed or self.forked:
+            if not self.forked:
+                reader.conn.close()
+            return
+        if reader.commits != self.commits:
+            reader.conn.execute("ROLLBACK")  # already stale: don't pin the WAL while idle
+            reader.in_txn = False
+        else:
+            self._idle_in_txn += 1
+        if len(self._idle) >= MAX_IDLE_READERS:
+            if reader.in_txn:
+                reader.conn.execute("ROLLBACK")
+            reader.conn.close()
+            return
+        self._idle.append(reader)
+
+    def _end_stale_snapshots(self) -> None:
+        """After a commit: end the snapshots idle readers still hold (now stale)."""
+        if not self._idle_in_txn:
+            return
+        self._idle_in_txn = 0
+        taken: list[_Reader] = []
+        while True:  # list.pop is atomic: each reader is either taken here or by one operation
+            try:
+                taken.append(self._idle.pop())
+            except IndexError:
+                break
+        for reader in taken:
+            if reader.in_txn:
+                reader.conn.execute("ROLLBACK")
+                reader.in_txn = False
+        self._idle.extend(taken)
+
+    # -- writes ------------------------------------------------------------------
 
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction; nested calls join the outermost one."""
-        with self.mutex:
-            if self._depth:
-                self._depth += 1
-                try:
-                    yield self.conn
-                finally:
-                    self._depth -= 1
-                return
-            self.conn.execute("BEGIN IMMEDIATE")
-            self._depth = 1
+        """A write transaction; nested calls on a thread join the outermost one."""
+        state = self._state
+        if state.writing:
+            state.writing += 1
             try:
-                yield self.conn
+                yield self.writer
+            finally:
+                state.writing -= 1
+            return
+        self._acquire_writer()
+        try:
+            self.writer.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self._writer_lock.release()
+            raise
+        self._writer_view.catalog = self.published  # the newest: every catalog change commits through here
+        state.writing = 1
+        try:
+            yield self.writer
+        except BaseException:
+            state.writing = 0
+            try:
+                self.draft = None
+                self.writer.execute("ROLLBACK")
+            finally:
+                self._writer_lock.release()
+            raise
+        state.writing = 0
+        try:
+            self._commit()
+        finally:
+            self._writer_lock.release()
+        if state.view is not None:
+            self._release_view(state)  # the operation's next read sees this write
+
+    def _acquire_writer(self) -> None:
+        lock = self._writer_lock
+        if lock.acquire(False):
+            return
+        op = interrupt.current()
+        if op is not None:
+            op.waiting_for_lock = True
+        try:
+            while not lock.acquire(timeout=0.05):
+                interrupt.check()  # maxTimeMS and killOp end a wait for the writer
+        finally:
+            if op is not None:
+                op.waiting_for_lock = False
+
+    def _commit(self) -> None:
+        draft = self.draft
+        if draft is None:
+            try:
+                self.writer.execute("COMMIT")
             except BaseException:
-                self._depth = 0
-                self.conn.execute("ROLLBACK")
-                for hook in self.rollback_hooks:
-                    hook()
+                self._rollback_failed_commit()
                 raise
-            self._depth = 0
-            self.conn.execute("COMMIT")
+        else:
+            self.ddl_seq += 1
+            try:
+                self.writer.execute("COMMIT")
+            except BaseException:
+                self.draft = None
+                self._rollback_failed_commit()
+                self.ddl_seq += 1
+                raise
+            self.published = draft.finish()
+            self.draft = None
+            self.ddl_seq += 1
+        self.commits += 1
+        self._end_stale_snapshots()
+
+    def _rollback_failed_commit(self) -> None:
+        if self.writer.in_transaction:
+            self.writer.execute("ROLLBACK")
 
     @contextlib.contextmanager
     def savepoint(self) -> Iterator[None]:
-        """A nested unit inside :meth:`write` that can fail on its own."""
-        self.conn.execute("SAVEPOINT unit")
+        """A nested unit inside :meth:`write` that can fail on its own. Catalog
+        changes do not happen inside one (a draft cannot roll back partway)."""
+        self.writer.execute("SAVEPOINT unit")
         try:
             yield
         except BaseException:
-            self.conn.execute("ROLLBACK TO unit")
-            self.conn.execute("RELEASE unit")
+            self.writer.execute("ROLLBACK TO unit")
+            self.writer.execute("RELEASE unit")
             raise
-        self.conn.execute("RELEASE unit")
+        self.writer.execute("RELEASE unit")
 
     @property
     def in_write(self) -> bool:
-        return self._depth > 0
+        return self._state.writing > 0
+
+    # -- sizes, durability, closing ------------------------------------------------
 
     def table_bytes(self, table: str) -> int | None:
         """Bytes of the pages holding ``table`` and its SQLite indexes (the ``dbstat``
         virtual table); None where this SQLite lacks it."""
-        with self.mutex:
-            try:
-                row = self.conn.execute(
+        try:
+            row = (
+                self.reader()
+                .execute(
                     "SELECT sum(pgsize) FROM dbstat WHERE name IN (SELECT name FROM sqlite_master WHERE tbl_name = ?)",
                     (table,),
-                ).fetchone()
-            except sqlite3.OperationalError:
-                return None
+                )
+                .fetchone()
+            )
+        except sqlite3.OperationalError:
+            return None
         return int(row[0] or 0)
 
     def sync(self) -> None:
@@ -166,10 +453,49 @@ class Storage:
         os.fsync(self._wal_fd)
 
     def close(self) -> None:
-        with self.mutex:
+        if self.closed:
+            return
+        self.closed = True
+        if self.forked:
+            if self.lock:
+                self.lock.release(forked=True)
+            return
+        with self._writer_lock:
             if self._wal_fd is not None:
                 os.close(self._wal_fd)
                 self._wal_fd = None
-            self.conn.close()
+            while self._idle:
+                self._idle.pop().conn.close()
+            self.writer.close()
             if self.lock:
                 self.lock.release()
+            if self._cleanup is not None:
+                self._cleanup()
+
+
+def _memory_file() -> str:
+    """A new private file for a ``:memory:`` database, after removing those of dead processes."""
+    directory = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    with contextlib.suppress(OSError):
+        for name in os.listdir(directory):
+            if name.startswith(_MEMORY_PREFIX) and name.endswith(".sqlite"):
+                pid = name[len(_MEMORY_PREFIX) :].split("-", 1)[0]
+                if pid.isdigit() and not _alive(int(pid)):
+                    _remove_files(os.path.join(directory, name))
+    return os.path.join(directory, f"{_MEMORY_PREFIX}{os.getpid()}-{uuid.uuid4().hex}.sqlite")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_files(path: str) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path + suffix)

@@ -7,7 +7,8 @@ earliest one when the field is an array of dates - is older than that many
 seconds. Documents whose field is missing or holds no date never expire.
 
 It finds candidates through the index's date range and re-checks each
-document before deleting it, one storage transaction per pass.
+document before deleting it, in write transactions of at most
+:data:`SWEEP_CHUNK` documents, so a large expiry never holds the writer long.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ log = logging.getLogger("foliodb.ttl")
 
 _DATE_START = bytes([cmp.DATE + 16])
 TICK_SECONDS = 0.2
+SWEEP_CHUNK = 1000
 
 
 def expired_before(doc: dict[str, Any], index: IndexInfo, cutoff_ms: int) -> bool:
@@ -42,11 +44,12 @@ def expired_before(doc: dict[str, Any], index: IndexInfo, cutoff_ms: int) -> boo
     return bool(dates) and min(dates) < cutoff_ms
 
 
-def sweep_index(store: CollectionStore, index: IndexInfo, now: datetime.datetime) -> int:
-    """Delete the documents ``index`` says have expired; returns how many."""
+def sweep_index(store: CollectionStore, index: IndexInfo, now: datetime.datetime) -> tuple[int, bool]:
+    """Inside a write: delete up to SWEEP_CHUNK of the documents ``index``
+    says have expired; (how many, whether candidates remain)."""
     seconds = index.spec.get("expireAfterSeconds")
     if not cmp.is_number(seconds):
-        return 0
+        return 0, False
     cutoff = now - datetime.timedelta(seconds=float(cmp.number_value(seconds)))
     cutoff_ms = cmp.date_millis(cutoff)
     _, descending = index.fields[0]
@@ -55,10 +58,9 @@ def sweep_index(store: CollectionStore, index: IndexInfo, now: datetime.datetime
         # Complemented keys: the dates before the cutoff sort after its key,
         # up to the end of the (complemented) date bracket.
         low, high = keystring.complement(high), bytes([keystring.complement(_DATE_START)[0] + 1])
-    sql = f"SELECT DISTINCT rid FROM {index.table} WHERE key >= ? AND key < ?"
-    rids = [row[0] for row in store.conn.execute(sql, (low, high))]
+    rids = store.index_rids(index, low, high)
     deleted = 0
-    for rid in rids:
+    for rid in rids[:SWEEP_CHUNK]:
         data = store.get_raw(rid)
         if data is None:
             continue
@@ -66,7 +68,7 @@ def sweep_index(store: CollectionStore, index: IndexInfo, now: datetime.datetime
         if expired_before(doc, index, cutoff_ms):
             store.delete(rid, doc)
             deleted += 1
-    return deleted
+    return deleted, len(rids) > SWEEP_CHUNK
 
 
 class TTLMonitor(threading.Thread):
@@ -100,16 +102,30 @@ class TTLMonitor(threading.Thread):
         engine = self.engine
         deleted = 0
         now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
-        with engine.mutex:
-            if engine.closed:
-                return 0
-            with engine.storage.write():
-                for info in list(engine.catalog.collections.values()):
-                    for index in list(info.indexes.values()):
-                        if "expireAfterSeconds" not in index.spec:
-                            continue
-                        store = engine.store(info.db, info.name)
-                        if store is not None:
-                            deleted += sweep_index(store, index, now)
+        storage = engine.storage
+        if engine.closed:
+            return 0
+        storage.begin_operation()
+        try:
+            targets = [
+                (info.db, info.name, index.name)
+                for info in engine.catalog.collections.values()
+                for index in info.indexes.values()
+                if "expireAfterSeconds" in index.spec
+            ]
+            storage.end_view()
+            for db, name, index_name in targets:
+                more = True
+                while more:
+                    with storage.write():
+                        store = engine.store(db, name)
+                        index = store.info.indexes.get(index_name) if store is not None else None
+                        if store is None or index is None:
+                            break
+                        count, more = sweep_index(store, index, now)
+                        deleted += count
+                        more = more and count > 0
+        finally:
+            storage.end_operation()
         self.passes += 1
         return deleted

@@ -77,7 +77,7 @@ class Authenticator:
             )
         payload = _payload(cmd.get("payload"))
         name = scram.client_first_user(payload)
-        with self.engine.mutex:
+        with self.engine.reading():
             user = find_user(self.engine, db, name)
         if user is None or mechanism not in user["credentials"]:
             raise _failed()
@@ -127,7 +127,7 @@ class Authenticator:
         wanted = cmd.get("saslSupportedMechs")
         if isinstance(wanted, str) and "." in wanted:
             db, _, name = wanted.partition(".")
-            with self.engine.mutex:
+            with self.engine.reading():
                 user = find_user(self.engine, db, name)
             if user is not None:
                 out["saslSupportedMechs"] = sorted(user["credentials"])
@@ -147,7 +147,7 @@ class Authenticator:
             return None
         if not self.users:
             if self.loopback and name == "createUser" and db == "admin":
-                with self.engine.mutex:
+                with self.engine.reading():
                     if not has_users(self.engine):
                         return None  # the localhost exception
             return CommandError(ErrorCode.Unauthorized, f"Command {name} requires authentication")
@@ -155,7 +155,7 @@ class Authenticator:
         if not needed:
             return None
         privileges: set[tuple[str, str]] = set()
-        with self.engine.mutex:
+        with self.engine.reading():
             for user_db, user_name in self.users:
                 user = find_user(self.engine, user_db, user_name)
                 if user is not None:  # a dropped user keeps nothing

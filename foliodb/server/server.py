@@ -2,7 +2,7 @@
 shared executor.
 
 A thread per connection suits an engine whose storage calls block (SQLite);
-commands are serialised by the engine's mutex, as in the embedded client.
+commands run concurrently, as in the embedded client (see foliodb/engine/storage.py).
 Stopping closes the listener and every connection, waits for their threads,
 then releases the engine (its last close checkpoints the WAL).
 """

@@ -159,6 +159,7 @@ class IndexScan(AccessStage):
                         continue
                     seen.add(rid)
                 self.docs_examined += 1
+                assert data is not None  # a fetching scan joins each entry to its record
                 yield rid, data
 
     def key_values(self) -> Iterator[tuple[int, list[Any]]]:
@@ -171,9 +172,8 @@ class IndexScan(AccessStage):
                 self.keys_examined += 1
                 yield rid, decode_key(key, descending)
 
-    def _scan(self, key_range: KeyRange, keys_only: bool) -> Iterator[tuple[bytes, int, bytes]]:
-        conn = self.store.conn
-        mutex = self.store.storage.mutex
+    def _scan(self, key_range: KeyRange, keys_only: bool) -> Iterator[tuple[bytes, int, bytes | None]]:
+        store, index = self.store, self.index
         start, stop = key_range.start, key_range.stop
         batch = 32  # small first: a limit-1 query reads one short batch
         forward = self.direction > 0
@@ -181,8 +181,7 @@ class IndexScan(AccessStage):
             bounded = stop is not None
             sql = self._sql[(keys_only, forward, bounded)]
             args = (start, stop, batch) if bounded else (start, batch)
-            with mutex:
-                rows = conn.execute(sql, args).fetchall()
+            rows = store.index_rows(index, sql, args)
             yield from rows
             if len(rows) < batch:
                 return
@@ -225,16 +224,12 @@ class TextScan(AccessStage):
         self.docs_examined = 0
 
     def rows(self) -> Iterator[tuple[int, bytes]]:
-        conn = self.store.conn
         rids: set[int] = set()
-        with self.store.storage.mutex:
-            for term in self.terms:
-                prefix = keystring.encode(term)
-                for (rid,) in conn.execute(
-                    f"SELECT rid FROM {self.index.table} WHERE key >= ? AND key < ?", (prefix, prefix + b"\xff")
-                ):
-                    self.keys_examined += 1
-                    rids.add(rid)
+        for term in self.terms:
+            prefix = keystring.encode(term)
+            found = self.store.index_rids(self.index, prefix, prefix + b"\xff")
+            self.keys_examined += len(found)
+            rids.update(found)
         for rid in sorted(rids):
             data = self.store.get_raw(rid)
             if data is not None:

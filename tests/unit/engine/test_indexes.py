@@ -361,8 +361,10 @@ def test_validate_detects_a_damaged_index(db: Any) -> None:
     db.c.insert_many([{"a": i} for i in range(5)])
     assert db.validate_collection("c")["valid"]
     engine = db.client._executor.engine
-    table = engine.catalog.get("test", "c").indexes["a_1"].table
-    engine.storage.conn.execute(f"DELETE FROM {table} WHERE key = (SELECT min(key) FROM {table})")
+    with engine.reading():
+        table = engine.catalog.get("test", "c").indexes["a_1"].table
+    # Damage the file behind the engine's back, as a faulty disk or a bug would.
+    engine.storage.writer.execute(f"DELETE FROM {table} WHERE key = (SELECT min(key) FROM {table})")
     result = db.command("validate", "c")
     assert result["valid"] is False and result["keysPerIndex"]["a_1"] == 4
 

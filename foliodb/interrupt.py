@@ -1,0 +1,99 @@
+"""The running operation of each thread: its deadline and its kill flag.
+
+Every command runs as an :class:`Operation` bound to the thread that runs it
+(:func:`bind`). Code that can run long - scans, sorts, ``$group``, expression
+loops, index builds, spills, lock waits - calls :func:`check` every so often;
+it raises MaxTimeMSExpired (50) once the operation's ``maxTimeMS`` deadline
+has passed, and Interrupted (11601) once ``killOp`` has marked it. Nothing
+else stops an operation: a check is the only place one can end early, so
+every long loop must reach one within a few milliseconds.
+
+This module sits beside :mod:`foliodb.errors` at the bottom of the package:
+``query/`` may use it, which keeps the expression and filter compilers free
+of any knowledge of commands or storage.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from foliodb.errors import CommandError, ErrorCode
+
+
+class Operation:
+    """One command being run: what ``currentOp`` shows and ``killOp`` marks."""
+
+    __slots__ = (
+        "client",
+        "command",
+        "connection_id",
+        "db",
+        "deadline",
+        "killed",
+        "opid",
+        "plan_summary",
+        "progress",
+        "started",
+        "waiting_for_lock",
+    )
+
+    def __init__(
+        self,
+        opid: int,
+        db: str,
+        command: Any,
+        deadline: float | None = None,
+        connection_id: int | None = None,
+        client: str = "",
+    ) -> None:
+        self.opid = opid
+        self.db = db
+        self.command = command
+        self.deadline = deadline  # time.monotonic() value from maxTimeMS; None: no limit
+        self.connection_id = connection_id  # None: an embedded client's operation
+        self.client = client
+        self.started = time.monotonic()
+        self.killed = False
+        self.waiting_for_lock = False
+        self.plan_summary: str | None = None
+        self.progress: tuple[int, int] | None = None  # (done, total) of an index build
+
+    def check(self) -> None:
+        if self.killed:
+            raise CommandError(ErrorCode.Interrupted, "operation was interrupted")
+        deadline = self.deadline
+        if deadline is not None and time.monotonic() > deadline:
+            raise CommandError(ErrorCode.MaxTimeMSExpired, "operation exceeded time limit")
+
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline (never negative); None without one."""
+        if self.deadline is None:
+            return None
+        return max(self.deadline - time.monotonic(), 0.0)
+
+
+class _Bound(threading.local):
+    op: Operation | None = None
+
+
+_bound = _Bound()
+
+
+def bind(op: Operation | None) -> Operation | None:
+    """Make ``op`` this thread's operation; returns the one it replaces."""
+    previous = _bound.op
+    _bound.op = op
+    return previous
+
+
+def current() -> Operation | None:
+    return _bound.op
+
+
+def check() -> None:
+    """Stop here if this thread's operation was killed or ran out of time."""
+    op = _bound.op
+    if op is not None:
+        op.check()
