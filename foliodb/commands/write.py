@@ -30,6 +30,7 @@ from typing import Any
 import bson
 from bson import ObjectId, Timestamp
 
+from foliodb import interrupt
 from foliodb.commands import params
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
@@ -319,7 +320,9 @@ def matching(
     exact = isinstance(access, IdLookup)
     if sort_key is not None and one:
         best: tuple[bytes, int, bytes, dict[str, Any], MatchDetails] | None = None
-        for rid, data in access.rows():
+        for n, (rid, data) in enumerate(access.rows()):
+            if not n & 63:
+                interrupt.check()
             doc = bson.decode(data, CODEC)
             details = MatchDetails()
             if matcher(doc, details):
@@ -331,7 +334,9 @@ def matching(
         return
     seen: set[int] = set()
     prefilter = raw_narrowing(access, filter_spec)
-    for rid, data in access.rows():
+    for n, (rid, data) in enumerate(access.rows()):
+        if not n & 63:
+            interrupt.check()
         if rid in seen or (prefilter is not None and not prefilter(data)):
             continue
         doc = bson.decode(data, CODEC)

@@ -15,6 +15,7 @@ from typing import Any
 
 import bson
 
+from foliodb import interrupt
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.index_keys import EMPTY_ARRAY
 from foliodb.engine.planner import Plan, choose_plan, exact_by_index, field_conditions, id_point_keys, includes_null
@@ -125,6 +126,9 @@ class FindExecution:
                 self.matcher = compiled[0] if compiled else compile_filter(rest, ctx)
         if self.plan is not None and not isinstance(self.plan.access, IdLookup):
             self.prefilter = raw_narrowing(self.plan.access, rest)
+            op = interrupt.current()
+            if op is not None and op.plan_summary is None:
+                op.plan_summary = self.plan.access.summary()  # currentOp's planSummary
         self.covered = self._covered_fields()
         if self.sort is not None and (
             (not self.sort.fields and not self.sort.meta_fields) or (self.plan is not None and self.plan.provides_sort)
@@ -263,7 +267,9 @@ class FindExecution:
         assert isinstance(access, IndexScan) and self.covered is not None
         paths = [split(name) for name in self.covered]
         matcher = self.matcher
-        for _rid, values in access.key_values():
+        for n, (_rid, values) in enumerate(access.key_values()):
+            if not n & 255:
+                interrupt.check()
             doc: dict[str, Any] = {}
             for parts, value in zip(paths, values, strict=True):
                 target = doc

@@ -5,16 +5,19 @@ yields ``docs`` ordered by ``key(doc)`` (plain ``bytes`` order), ties in input
 order (every entry carries its input sequence number, so the sort is stable
 and merging never compares documents).
 
-Memory: the documents held are measured by their BSON size plus their key.
-When that exceeds ``max_memory_bytes`` the held documents are sorted and
-written as a *run* (one table, rows in order) to a private temporary SQLite
-database; at the end the runs and what is still held are merged with
-``heapq.merge``, reading each run row by row. At most :data:`FAN_IN` runs are
-kept: reaching it merges them into one. So memory stays near
-``max_memory_bytes`` whatever the input size. Without ``allow_disk_use`` the
-first spill is MongoDB's error 292 instead. The database (a temporary
-directory, journal off) is deleted when the iterator finishes or is closed.
-Spilled documents come back BSON-decoded, as documents read from storage are.
+Memory: the sorter holds each document as its BSON encoding, and counts
+exactly what it holds - the encoding, the key and a fixed per-entry overhead
+(the tuple and the two bytes objects). Holding decoded documents instead
+would cost several times their BSON size, uncounted. When the count exceeds
+``max_memory_bytes`` the held entries are sorted and written as a *run* (one
+table, rows in order) to a private temporary SQLite database; at the end the
+runs and what is still held are merged with ``heapq.merge``, reading each run
+row by row. At most :data:`FAN_IN` runs are kept: reaching it merges them
+into one. So memory stays near ``max_memory_bytes`` whatever the input size.
+Without ``allow_disk_use`` the first spill is MongoDB's error 292 instead. The
+database (a temporary directory, journal off) is deleted when the iterator
+finishes or is closed. Documents come back decoded as documents read from
+storage are (the engine's codec). The loops check for interruption.
 
 With a ``limit``, only the best ``skip + limit`` entries are held (a heap);
 a spilled run is then a full top-k set, and any later key at or beyond its
@@ -33,12 +36,16 @@ from typing import Any
 
 import bson
 
+from foliodb import interrupt
+from foliodb.engine.catalog import CODEC
 from foliodb.errors import CommandError, ErrorCode
 
 DEFAULT_MAX_MEMORY_BYTES = 100 * 1024 * 1024
 FAN_IN = 64  # runs merged at once; more are first merged into one
 
-_Entry = tuple[bytes, int, Any]  # (key, input sequence, document or its BSON)
+_Entry = tuple[bytes, int, bytes]  # (key, input sequence, the document's BSON)
+# What one held entry costs beyond its key and BSON: the tuple, two bytes objects, the sequence int.
+ENTRY_OVERHEAD = 64 + 2 * 33 + 28
 
 
 class _Worst:
@@ -46,7 +53,7 @@ class _Worst:
 
     __slots__ = ("doc", "key", "seq", "size")
 
-    def __init__(self, key: bytes, seq: int, doc: dict[str, Any], size: int) -> None:
+    def __init__(self, key: bytes, seq: int, doc: bytes, size: int) -> None:
         self.key = key
         self.seq = seq
         self.doc = doc
@@ -74,7 +81,7 @@ class _Spill:
         self.db.execute("BEGIN")
         self.db.executemany(
             f"INSERT INTO {name} VALUES (?, ?, ?)",
-            ((k, seq, doc if isinstance(doc, bytes) else bson.encode(doc)) for k, seq, doc in entries),
+            entries,
         )
         self.db.execute("COMMIT")
         self.runs.append(name)
@@ -100,27 +107,8 @@ class _Spill:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class _Sizer:
-    """Estimates documents' memory: every 16th is encoded and measured, the
-    others count as the running average (encoding each one costs as much as
-    the sort itself)."""
-
-    __slots__ = ("count", "measured", "total")
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.measured = 0
-        self.total = 0
-
-    def size(self, doc: dict[str, Any]) -> int:
-        n = self.count
-        self.count = n + 1
-        if n & 15 == 0:
-            size = len(bson.encode(doc))
-            self.measured += 1
-            self.total += size
-            return size
-        return self.total // self.measured
+def _encode(doc: dict[str, Any]) -> bytes:
+    return bson.encode(doc, codec_options=CODEC)
 
 
 def _too_much(max_memory_bytes: int) -> CommandError:
@@ -155,8 +143,10 @@ def sort_documents(
         held.sort()  # sequence numbers are unique: documents are never compared
         merged: Iterator[_Entry] = iter(held) if spill is None else heapq.merge(spill.merged(spill.runs), held)
         stop = None if limit is None else skip + limit
-        for _, _, doc in islice(merged, skip, stop):
-            yield bson.decode(doc) if isinstance(doc, bytes) else doc
+        for n, (_, _, data) in enumerate(islice(merged, skip, stop)):
+            if not n & 255:
+                interrupt.check()
+            yield bson.decode(data, CODEC)
     finally:
         if spill is not None:
             spill.close()
@@ -168,11 +158,13 @@ def _gather_all(
     held: list[_Entry] = []
     used = 0
     spill: _Spill | None = None
-    sizer = _Sizer()
     for seq, doc in enumerate(docs):
+        if not seq & 255:
+            interrupt.check()
         k = key(doc)
-        held.append((k, seq, doc))
-        used += sizer.size(doc) + len(k)
+        data = _encode(doc)
+        held.append((k, seq, data))
+        used += len(data) + len(k) + ENTRY_OVERHEAD
         if used > max_memory:
             if not allow_disk:
                 raise _too_much(max_memory)
@@ -196,8 +188,9 @@ def _gather_top(
     used = 0
     spill: _Spill | None = None
     cutoff: bytes | None = None  # keys >= this cannot make the top ``keep``
-    sizer = _Sizer()
     for seq, doc in enumerate(docs):
+        if not seq & 255:
+            interrupt.check()
         k = key(doc)
         if cutoff is not None and k >= cutoff:
             continue
@@ -206,12 +199,14 @@ def _gather_top(
             # A later entry with an equal key loses the tie.
             if k >= worst.key:
                 continue
-            size = sizer.size(doc) + len(k)
-            heapq.heapreplace(heap, _Worst(k, seq, doc, size))
+            data = _encode(doc)
+            size = len(data) + len(k) + ENTRY_OVERHEAD
+            heapq.heapreplace(heap, _Worst(k, seq, data, size))
             used += size - worst.size
         else:
-            size = sizer.size(doc) + len(k)
-            heapq.heappush(heap, _Worst(k, seq, doc, size))
+            data = _encode(doc)
+            size = len(data) + len(k) + ENTRY_OVERHEAD
+            heapq.heappush(heap, _Worst(k, seq, data, size))
             used += size
         if used > max_memory:
             if not allow_disk:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from foliodb import interrupt
 from foliodb.aggregation.accumulators import is_numeric
 from foliodb.aggregation.pipeline import LIMITS, STAGES, Docs, Stage, Where
 from foliodb.aggregation.window import add_numbers, add_time, is_integral, parse_time_unit
@@ -149,7 +150,11 @@ def stage_densify(spec: Any, where: Where) -> Stage:
         """New documents for grid values from ``start`` below ``stop`` absent from ``existing``."""
         present = {keystring.encode(v) for v in existing}
         value = start
+        n = 0
         while compare(value, stop) < 0 or (inclusive and compare(value, stop) == 0):
+            n += 1
+            if not n & 255:
+                interrupt.check()
             if keystring.encode(value) not in present:
                 yield generated(value, partition)
             value = _step_up(value, step, unit)

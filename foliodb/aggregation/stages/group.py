@@ -26,6 +26,7 @@ from typing import Any
 
 from bson import Int64
 
+from foliodb import interrupt
 from foliodb.aggregation.accumulators import Accumulator, State, compile_accumulator
 from foliodb.aggregation.pipeline import LIMITS, STAGES, Docs, Stage, Where, approx_size, memory_exceeded
 from foliodb.errors import location
@@ -85,7 +86,9 @@ def group_documents(
     used = 0
     spill: SpillFile | None = None
     per_group = 64 + 48 * len(accumulators)
-    for doc in docs:
+    for n, doc in enumerate(docs):
+        if not n & 255:
+            interrupt.check()
         vars = vars_for(doc)
         key = key_of(doc, vars)
         if key is MISSING:

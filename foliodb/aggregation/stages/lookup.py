@@ -22,6 +22,7 @@ from typing import Any
 
 from bson import Int64
 
+from foliodb import interrupt
 from foliodb.aggregation.pipeline import STAGES, Docs, ScopedEnv, Stage, Where, compile_stages, stage_entry
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import keystring
@@ -153,7 +154,9 @@ def stage_lookup(spec: Any, where: Where) -> Stage:
 
     def run(docs: Docs) -> Docs:
         cache: list[dict[str, Any]] | None = None
-        for doc in docs:
+        for n, doc in enumerate(docs):
+            if not n & 63:
+                interrupt.check()
             if correlated:
                 found = foreign_docs(doc)
             else:
@@ -236,6 +239,7 @@ def stage_graphLookup(spec: Any, where: Where) -> Stage:
         found: dict[bytes, dict[str, Any]] = {}
         depth = 0
         while frontier and (max_depth is None or depth <= max_depth):
+            interrupt.check()
             values = []
             for v in frontier:
                 k = keystring.encode(v)

@@ -16,6 +16,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from foliodb import interrupt
 from foliodb.errors import location
 from foliodb.query import paths
 from foliodb.query.expr.array import is_array
@@ -79,7 +80,9 @@ def expr_filter(arg: Any, scope: Scope) -> Expr:
                     raise location(327392, f"$filter: limit must be greater than 0: {show(n)}")
         inner = dict(vars)
         out = []
-        for element in array:
+        for i, element in enumerate(array):
+            if not i & 255:
+                interrupt.check()
             inner[name] = element
             if truthy(cond(doc, inner)):
                 out.append(element)
@@ -113,7 +116,9 @@ def expr_map(arg: Any, scope: Scope) -> Expr:
             raise location(16883, f"input to $map must be an array not {type_of(array)}")
         inner = dict(vars)
         out = []
-        for element in array:
+        for i, element in enumerate(array):
+            if not i & 255:
+                interrupt.check()
             inner[name] = element
             v = each(doc, inner)
             out.append(None if v is MISSING else v)
@@ -147,7 +152,9 @@ def expr_reduce(arg: Any, scope: Scope) -> Expr:
             raise location(40080, f"$reduce requires that 'input' be an array, found: {show(array)}")
         value = initial(doc, vars)
         inner = dict(vars)
-        for element in array:
+        for i, element in enumerate(array):
+            if not i & 15:  # each step may itself be long (a growing $concatArrays)
+                interrupt.check()
             inner["this"] = element
             inner["value"] = value
             value = each(doc, inner)

@@ -5,7 +5,7 @@ Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/regex
 
 ``regex`` is a string or a BSON regex; ``options`` letters are i, m, s, x
 (u is accepted and changes nothing: strings are Unicode already). Patterns
-compile with :func:`foliodb.query.filter_ops.evaluation.compile_regex`; a
+compile with :func:`foliodb.query.pcre.compile_regex` (bounded in time); a
 constant pattern compiles, and fails, at compile time. A match reports its
 text, its code-point index and its groups (null for a group that did not
 take part). $regexFindAll reports non-overlapping matches left to right and,
@@ -15,7 +15,6 @@ regex finds nothing (null, [] or false).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,6 +31,7 @@ from foliodb.query.expr.core import (
     nullish,
     type_of,
 )
+from foliodb.query.pcre import Pattern, compile_regex
 
 _OPTION_LETTERS = frozenset("imsxu")
 
@@ -40,7 +40,7 @@ def _is_regex(value: Any) -> bool:
     return type_of(value) == "regex"
 
 
-def pattern_of(name: str, regex: Any, options: Any) -> re.Pattern[str] | None:
+def pattern_of(name: str, regex: Any, options: Any) -> Pattern | None:
     """The compiled pattern of a regex and options argument; None when the
     regex is null or missing."""
     if not (nullish(regex) or is_string(regex) or _is_regex(regex)):
@@ -65,21 +65,17 @@ def pattern_of(name: str, regex: Any, options: Any) -> re.Pattern[str] | None:
             raise location(51108, f"{name} invalid flag in regex options: {letter}")
     if pattern is None:
         return None
-    # Imported here: filter_ops imports this package, so a module-level
-    # import would be circular.
-    from foliodb.query.filter_ops.evaluation import compile_regex
-
     try:
         return compile_regex(pattern, flags)
     except CommandError as exc:
         raise location(51111, f"Invalid Regex in {name}: {exc.errmsg}") from None
 
 
-def _match_document(m: re.Match[str]) -> dict[str, Any]:
+def _match_document(m: Any) -> dict[str, Any]:
     return {"match": m.group(0), "idx": m.start(), "captures": list(m.groups())}
 
 
-def find_all(regex: re.Pattern[str], text: str) -> list[dict[str, Any]]:
+def find_all(regex: Pattern, text: str) -> list[dict[str, Any]]:
     out = []
     pos = 0
     while True:
@@ -113,13 +109,13 @@ def _regex_operator(name: str, run: Any, empty: Any) -> None:
         if constant_regex is not NOT_CONSTANT and constant_options is not NOT_CONSTANT:
             compiled = pattern_of(name, constant_regex, constant_options)
 
-            def pattern(doc: Any, vars: dict[str, Any]) -> re.Pattern[str] | None:
+            def pattern(doc: Any, vars: dict[str, Any]) -> Pattern | None:
                 return compiled
         else:
             regex_expr = compile_expression(regex_spec, scope)
             options_expr = compile_expression(options_spec, scope)
 
-            def pattern(doc: Any, vars: dict[str, Any]) -> re.Pattern[str] | None:
+            def pattern(doc: Any, vars: dict[str, Any]) -> Pattern | None:
                 return pattern_of(name, regex_expr(doc, vars), options_expr(doc, vars))
 
         def regex_operator(doc: Any, vars: dict[str, Any]) -> Any:
@@ -137,7 +133,7 @@ def _regex_operator(name: str, run: Any, empty: Any) -> None:
     EXPR_OPS.register(name)(compile_regex_operator)
 
 
-def _find(regex: re.Pattern[str], text: str) -> Any:
+def _find(regex: Pattern, text: str) -> Any:
     m = regex.search(text)
     return None if m is None else _match_document(m)
 

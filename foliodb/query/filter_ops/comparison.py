@@ -20,7 +20,7 @@ from foliodb.query import compare as cmp
 from foliodb.query import keystring
 from foliodb.query.context import Context
 from foliodb.query.filter import FIELD_OPS, TOP_OPS, Clause, Leaf, Matcher, Not, clause_matcher, is_operator_doc
-from foliodb.query.filter_ops.evaluation import regex_single, to_python_regex
+from foliodb.query.filter_ops.evaluation import regex_single, to_pattern
 
 
 def is_regex(value: Any) -> bool:
@@ -30,7 +30,7 @@ def is_regex(value: Any) -> bool:
 def equals(value: Any) -> Callable[[Any], bool]:
     """The equality test against ``value`` (regex values match strings)."""
     if is_regex(value):
-        return regex_single(to_python_regex(value), value)
+        return regex_single(to_pattern(value), value)
     cls = value.__class__
     if cls is str:
         return lambda v: v.__class__ is str and v == value

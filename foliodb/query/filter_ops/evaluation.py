@@ -5,8 +5,6 @@ Manual: https://www.mongodb.com/docs/manual/reference/operator/query-evaluation/
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -18,38 +16,14 @@ from foliodb.query.bsontypes import INT64_MAX, INT64_MIN, is_string
 from foliodb.query.context import Context
 from foliodb.query.expr import Scope, compile_expression, root_variables, truthy
 from foliodb.query.filter import FIELD_OPS, TOP_OPS, Clause, Leaf, Matcher
+from foliodb.query.pcre import OPTION_FLAGS, Pattern, compile_regex, from_python
 from foliodb.query.render import render
-
-_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE, "u": 0}
-
-
-@functools.lru_cache(maxsize=1024)
-def compile_regex(pattern: str, options: str) -> re.Pattern[str]:
-    """A Python regex for a MongoDB (PCRE) pattern and option letters."""
-    flags = 0
-    for letter in options:
-        if letter not in _FLAGS:
-            raise location(51108, f"invalid flag in regex options: {letter}")
-        flags |= _FLAGS[letter]
-    # PCRE's \z is Python's \Z; PCRE's \Z (end or before a final newline) has no
-    # exact twin, and (?=\n?\Z) is it.
-    translated = re.sub(r"(?<!\\)((?:\\\\)*)\\Z", r"\1(?=\\n?\\Z)", pattern)
-    translated = re.sub(r"(?<!\\)((?:\\\\)*)\\z", r"\1\\Z", translated)
-    # PCRE's named groups (?<name>...) and \k<name> are Python's (?P<name>...)
-    # and (?P=name); lookbehinds (?<= and (?<! stay as they are.
-    translated = re.sub(r"(?<!\\)((?:\\\\)*)\(\?<(?![=!])", r"\1(?P<", translated)
-    translated = re.sub(r"(?<!\\)((?:\\\\)*)\\k<(\w+)>", r"\1(?P=\2)", translated)
-    try:
-        return re.compile(translated, flags)
-    except re.error as exc:
-        raise location(51091, f"Regular expression is invalid: {exc}") from None
-
 
 # RegexMatchExpression's limit on a pattern's length (pcre's MaxPatternSize).
 _MAX_PATTERN = 32764
 
 
-def filter_regex_pattern(pattern: str, options: str) -> re.Pattern[str]:
+def filter_regex_pattern(pattern: str, options: str) -> Pattern:
     """A query regex ($regex, a regex value, $in's regexes), checked as
     RegexMatchExpression checks it."""
     if len(pattern.encode()) > _MAX_PATTERN:
@@ -59,15 +33,16 @@ def filter_regex_pattern(pattern: str, options: str) -> re.Pattern[str]:
     return compile_regex(pattern, options)
 
 
-def to_python_regex(value: Any) -> re.Pattern[str]:
+def to_pattern(value: Any) -> Pattern:
+    """The bounded pattern of a regex value (BSON's, or a Python ``re`` pattern)."""
     if isinstance(value, Regex):
         flags = value.flags
         letters = flags if is_string(flags) else cmp.regex_parts(value)[1]
-        return filter_regex_pattern(value.pattern, "".join(ch for ch in letters if ch in _FLAGS))
-    return value  # already an re.Pattern
+        return filter_regex_pattern(value.pattern, "".join(ch for ch in letters if ch in OPTION_FLAGS))
+    return from_python(value)
 
 
-def regex_single(regex: re.Pattern[str], original: Any) -> Callable[[Any], bool]:
+def regex_single(regex: Pattern, original: Any) -> Callable[[Any], bool]:
     """Does a value match: a string the regex finds in, or an equal regex."""
     search = regex.search
 

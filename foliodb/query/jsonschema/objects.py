@@ -12,11 +12,11 @@ from typing import Any
 
 from foliodb.errors import failed_to_parse, type_mismatch
 from foliodb.query.bsontypes import is_string
-from foliodb.query.filter_ops.evaluation import compile_regex
 from foliodb.query.jsonschema.arguments import Types, non_negative_long, type_of
 from foliodb.query.jsonschema.rules import ANNOTATIONS, Compile, Detail, Rule, Schema, object_rule
 from foliodb.query.jsonschema.values import as_object, lookup
 from foliodb.query.paths import MISSING
+from foliodb.query.pcre import compile_regex
 
 
 def object_rules(schema: Mapping[str, Any], top: bool, types: Types | None, compile_sub: Compile) -> list[Rule]:

@@ -13,10 +13,10 @@ from typing import Any
 from foliodb.errors import bad_value, failed_to_parse, type_mismatch
 from foliodb.query import compare as cmp
 from foliodb.query.bsontypes import is_string
-from foliodb.query.filter_ops.evaluation import compile_regex
 from foliodb.query.jsonschema.arguments import Types
 from foliodb.query.jsonschema.rules import Detail, Rule, leaf, length_rules, restrict
 from foliodb.query.jsonschema.values import as_decimal, in_bound, is_multiple
+from foliodb.query.pcre import compile_regex
 
 
 def scalar_rules(schema: Mapping[str, Any], top: bool, types: Types | None) -> list[Rule]:
