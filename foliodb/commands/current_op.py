@@ -5,7 +5,7 @@ Every running command is listed - from server connections and from embedded
 clients alike - with its opid, namespace, command, running time,
 ``waitingForLock`` (waiting for the writer), ``planSummary`` and, for an index
 build, ``progress`` and ``msg``. These commands never wait for another one:
-they read only the executor's table of operations. Passwords in a listed
+they read only the engine's table of operations. Passwords in a listed
 command show as ``"xxx"``, as mongod shows them. With ``idleConnections``
 (``$all`` for the command) the server's idle connections are listed too.
 

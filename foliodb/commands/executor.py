@@ -13,7 +13,6 @@ exception, never as a traceback in the caller.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -134,9 +133,9 @@ class Executor:
         self.connection_stats: Callable[[], dict[str, int]] | None = None
         # $currentOp's idle connections, when a server runs this executor: () -> [(connection id, client)].
         self.connection_list: Callable[[], list[tuple[int, str]]] | None = None
-        # The commands running now, from server connections and embedded clients: opid -> op.
-        self.operations: dict[int, Operation] = {}
-        self._opids = itertools.count(1)
+        # The commands running now on this engine, from every client and connection: opid -> op.
+        self.operations = engine.operations
+        self._opids = engine.opids
 
     def execute(self, db: str, command: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
         op = Operation(next(self._opids), db, command, None, extra.get("connection_id"), extra.get("peer", ""))

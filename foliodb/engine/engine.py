@@ -25,6 +25,7 @@ Collections small enough to index in one chunk are built in one transaction.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import threading
 import time
@@ -99,6 +100,9 @@ class Engine:
         self.parameters: dict[str, Any] = {"ttlMonitorSleepSecs": 60, "ttlMonitorEnabled": True}
         # Profiling settings per database (the profile command's ProfileSettings); empty: none.
         self.profiling: dict[str, Any] = {}
+        # The operations running on this engine (currentOp, killOp), from every client of it.
+        self.operations: dict[int, interrupt.Operation] = {}
+        self.opids = itertools.count(1)
         self.ttl = TTLMonitor(self)
         self.ttl.start()
 

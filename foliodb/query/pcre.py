@@ -51,17 +51,17 @@ class Pattern:
         """The first match at or after ``pos`` (a ``regex`` match object), or None."""
         limit = MATCH_TIME_LIMIT
         op = interrupt.current()
-        if op is not None and op.deadline is not None:
+        by_deadline = False
+        if op is not None:
+            op.check()
             remaining = op.remaining()
-            assert remaining is not None
-            if remaining <= 0.0:
-                op.check()
-            limit = min(limit, remaining)
+            if remaining is not None and remaining < limit:
+                limit, by_deadline = remaining, True
         try:
             return self._search(text, pos, None, None, False, limit)
         except TimeoutError:
-            if op is not None:
-                op.check()
+            if by_deadline:
+                raise CommandError(ErrorCode.MaxTimeMSExpired, "operation exceeded time limit") from None
             raise location(
                 51156,
                 f"Error occurred while executing the regular expression /{self.pattern}/: "
