@@ -61,6 +61,7 @@ never touches its connections or its lock.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import fcntl
 import os
@@ -113,6 +114,51 @@ class DBPathLock:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+class _WriterLock:
+    """The writer lock, handed over in arrival order: ``threading.Lock`` is not
+    fair, and a thread writing in a loop would take it back before a waiting
+    writer (an index build's next chunk, another connection) ever got it."""
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._held = False
+        self._waiters: collections.deque[threading.Lock] = collections.deque()
+
+    def acquire(self) -> None:
+        """Take the lock, waiting in line; a wait ends at the operation's deadline or killOp."""
+        with self._mutex:
+            if not self._held:
+                self._held = True
+                return
+            turn = threading.Lock()
+            turn.acquire()
+            self._waiters.append(turn)
+        op = interrupt.current()
+        if op is not None:
+            op.waiting_for_lock = True
+        try:
+            while not turn.acquire(timeout=0.05):
+                try:
+                    interrupt.check()  # maxTimeMS and killOp end a wait for the writer
+                except BaseException:
+                    with self._mutex:
+                        if turn in self._waiters:
+                            self._waiters.remove(turn)
+                            raise
+                    self.release()  # handed over meanwhile: pass it on
+                    raise
+        finally:
+            if op is not None:
+                op.waiting_for_lock = False
+
+    def release(self) -> None:
+        with self._mutex:
+            if self._waiters:
+                self._waiters.popleft().release()  # the next in line owns it now
+            else:
+                self._held = False
 
 
 class _Reader:
@@ -183,7 +229,7 @@ class Storage:
         self.closed = False
         # A :memory: file goes when its storage does, or at exit should close() never run.
         self._cleanup = weakref.finalize(self, _remove_files, self.file) if self.memory else None
-        self._writer_lock = threading.Lock()
+        self._writer_lock = _WriterLock()
         self._writer_view = _Reader(self.writer)  # its catalog: the published one, or the draft being changed
         self._state = _ThreadState()
         self._idle: list[_Reader] = []
@@ -339,7 +385,7 @@ class Storage:
             finally:
                 state.writing -= 1
             return
-        self._acquire_writer()
+        self._writer_lock.acquire()
         try:
             self.writer.execute("BEGIN IMMEDIATE")
         except BaseException:
@@ -364,20 +410,6 @@ class Storage:
             self._writer_lock.release()
         if state.view is not None:
             self._release_view(state)  # the operation's next read sees this write
-
-    def _acquire_writer(self) -> None:
-        lock = self._writer_lock
-        if lock.acquire(False):
-            return
-        op = interrupt.current()
-        if op is not None:
-            op.waiting_for_lock = True
-        try:
-            while not lock.acquire(timeout=0.05):
-                interrupt.check()  # maxTimeMS and killOp end a wait for the writer
-        finally:
-            if op is not None:
-                op.waiting_for_lock = False
 
     def _commit(self) -> None:
         draft = self.draft
@@ -460,7 +492,8 @@ class Storage:
             if self.lock:
                 self.lock.release(forked=True)
             return
-        with self._writer_lock:
+        self._writer_lock.acquire()
+        try:
             if self._wal_fd is not None:
                 os.close(self._wal_fd)
                 self._wal_fd = None
@@ -471,6 +504,8 @@ class Storage:
                 self.lock.release()
             if self._cleanup is not None:
                 self._cleanup()
+        finally:
+            self._writer_lock.release()
 
 
 def _memory_file() -> str:

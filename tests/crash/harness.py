@@ -45,6 +45,8 @@ def run_trial(path: str, seed: int, min_s: float = 0.05, max_s: float = 0.6) -> 
     inserted: set[int] = set()
     last_update: dict[int, int] = {}
     batches: list[str] = []
+    bad = [line for line in lines if line.startswith("bad ")]
+    assert not bad, f"a reader beside the writes saw: {bad[0]}"
     for line in lines:
         parts = line.split()
         if not parts:
@@ -69,3 +71,42 @@ def run_trial(path: str, seed: int, min_s: float = 0.05, max_s: float = 0.6) -> 
         report = client.crash.validate_collection("docs")
         assert report["valid"], report["errors"]
     return {"inserts": len(inserted), "updates": len(last_update), "batches": len(batches)}
+
+
+def run_build_trial(path: str, seed: int, max_s: float = 0.5) -> bool:
+    """A child building an index (while writing to its collection), killed at a
+    random moment; whether the build had been acknowledged. Raises
+    AssertionError unless, reopened, the index is there when acknowledged,
+    agrees with a collection scan whenever it is there, and validate passes."""
+    rng = random.Random(seed)
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.crash.writer", path, str(seed), "build"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env=env,
+    )
+    assert child.stdout is not None
+    first = child.stdout.readline()
+    if first != b"building\n":
+        raise AssertionError("builder died: " + (child.stderr.read().decode() if child.stderr else ""))
+    time.sleep(rng.uniform(0.02, max_s))
+    if child.poll() is not None:
+        raise AssertionError("builder died: " + (child.stderr.read().decode() if child.stderr else ""))
+    child.send_signal(signal.SIGKILL)
+    out, _ = child.communicate()
+    built = b"built\n" in out
+    name = f"k_{seed}"
+    with foliodb.MongoClient(path) as client:
+        coll = client.crash.big
+        names = [index["name"] for index in coll.list_indexes()]
+        assert not built or name in names, f"acknowledged index {name} lost"
+        if name in names:
+            for k in (0, 1, 500, 999):
+                via_index = {d["_id"] for d in coll.find({"k": k}, {"_id": 1}).hint(name)}
+                via_scan = {d["_id"] for d in coll.find({"k": k}, {"_id": 1}).hint({"$natural": 1})}
+                assert via_index == via_scan, f"index {name} disagrees with a scan for k={k}"
+        report = client.crash.validate_collection("big")
+        assert report["valid"], report["errors"]
+    return built
