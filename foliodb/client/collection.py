@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import pymongo.collection
 from bson.codec_options import CodecOptions
 from pymongo import common
 from pymongo.collection import ReturnDocument
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 _C = TypeVar("_C", bound=CommandCursor)
 
 
-class Collection(Handle):
+class Collection(Handle, pymongo.collection.Collection[Any]):
     def __init__(
         self,
         database: Database,
@@ -87,21 +88,10 @@ class Collection(Handle):
             self._read_concern,
         )
 
-    def __call__(self, *args: Any, **kwargs: Any) -> None:
-        if "." not in self._name:
-            raise TypeError(
-                f"'Collection' object is not callable. If you meant to call the '{self._name}' method on a "
-                "'Database' object it is failing because no such method exists."
-            )
-        raise TypeError(
-            f"'Collection' object is not callable. If you meant to call the '{self._name.split('.')[-1]}' method "
-            "on a 'Collection' object it is failing because no such method exists."
-        )
-
     # -- plumbing -------------------------------------------------------------------
 
-    def _command(self, cmd: dict[str, Any]) -> dict[str, Any]:
-        return self.database._command(cmd)
+    def _run_command(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        return self.database._run_command(cmd)
 
     def _write_concern_doc(self, cmd: dict[str, Any]) -> bool:
         """Add a non-default write concern to ``cmd``; is it acknowledged?"""
@@ -121,7 +111,7 @@ class Collection(Handle):
             comment=comment,
         )
         acknowledged = self._write_concern_doc(cmd)
-        _reply.check_single_write(self._command(cmd))
+        _reply.check_single_write(self._run_command(cmd))
         return InsertOneResult(document.get("_id"), acknowledged)
 
     def insert_many(
@@ -146,7 +136,7 @@ class Collection(Handle):
 
     # -- updates -------------------------------------------------------------------
 
-    def _update(
+    def _run_update(
         self,
         filter: Any,
         update: Any,
@@ -173,7 +163,7 @@ class Collection(Handle):
             bypassDocumentValidation=bypass_document_validation,
         )
         acknowledged = self._write_concern_doc(cmd)
-        reply = _reply.check_single_write(self._command(cmd))
+        reply = _reply.check_single_write(self._run_command(cmd))
         raw = dict(reply)
         raw.pop("ok", None)
         raw.setdefault("nModified", 0)
@@ -197,7 +187,7 @@ class Collection(Handle):
         comment: Any = None,
     ) -> UpdateResult:
         common.validate_ok_for_replace(replacement)
-        return self._update(
+        return self._run_update(
             filter, replacement, False, upsert, None, hint, collation, let, sort, comment, bypass_document_validation
         )
 
@@ -216,7 +206,7 @@ class Collection(Handle):
         comment: Any = None,
     ) -> UpdateResult:
         common.validate_ok_for_update(update)
-        return self._update(
+        return self._run_update(
             filter,
             update,
             False,
@@ -244,18 +234,18 @@ class Collection(Handle):
         comment: Any = None,
     ) -> UpdateResult:
         common.validate_ok_for_update(update)
-        return self._update(
+        return self._run_update(
             filter, update, True, upsert, array_filters, hint, collation, let, None, comment, bypass_document_validation
         )
 
     # -- deletes ------------------------------------------------------------------
 
-    def _delete(self, filter: Any, limit: int, collation: Any, hint: Any, let: Any, comment: Any) -> DeleteResult:
+    def _run_delete(self, filter: Any, limit: int, collation: Any, hint: Any, let: Any, comment: Any) -> DeleteResult:
         common.validate_is_mapping("filter", filter)
         delete_statement = statement({"q": self._codec.encode(filter), "limit": limit}, None, collation, hint)
         cmd = command_doc({"delete": self._name, "deletes": [delete_statement]}, let=let, comment=comment)
         acknowledged = self._write_concern_doc(cmd)
-        reply = _reply.check_single_write(self._command(cmd))
+        reply = _reply.check_single_write(self._run_command(cmd))
         return DeleteResult({"n": reply.get("n", 0), "ok": 1.0} if acknowledged else {}, acknowledged)
 
     def delete_one(
@@ -267,7 +257,7 @@ class Collection(Handle):
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
     ) -> DeleteResult:
-        return self._delete(filter, 1, collation, hint, let, comment)
+        return self._run_delete(filter, 1, collation, hint, let, comment)
 
     def delete_many(
         self,
@@ -278,7 +268,7 @@ class Collection(Handle):
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
     ) -> DeleteResult:
-        return self._delete(filter, 0, collation, hint, let, comment)
+        return self._run_delete(filter, 0, collation, hint, let, comment)
 
     # -- bulk -------------------------------------------------------------------------
 
@@ -319,7 +309,7 @@ class Collection(Handle):
                 "limit": 1,
                 "singleBatch": True,
             }
-            batch = _reply.check(self._command(cmd))["cursor"]["firstBatch"]
+            batch = _reply.check(self._run_command(cmd))["cursor"]["firstBatch"]
             return self._codec.decode(batch)[0] if batch else None
         cursor = self.find(filter, *args, **kwargs)
         for doc in cursor.limit(-1):
@@ -341,12 +331,12 @@ class Collection(Handle):
             cmd["hint"] = index_spec(kwargs.pop("hint"))
         if "maxTimeMS" in kwargs:
             cmd["maxTimeMS"] = kwargs.pop("maxTimeMS")
-        batch = _reply.check(self._command(command_doc(cmd, kwargs, comment=comment)))["cursor"]["firstBatch"]
+        batch = _reply.check(self._run_command(command_doc(cmd, kwargs, comment=comment)))["cursor"]["firstBatch"]
         return int(batch[0]["n"]) if batch else 0
 
     def estimated_document_count(self, comment: Any = None, **kwargs: Any) -> int:
         cmd = command_doc({"count": self._name}, kwargs, comment=comment)
-        return int(_reply.check(self._command(cmd))["n"])
+        return int(_reply.check(self._run_command(cmd))["n"])
 
     def distinct(
         self,
@@ -366,7 +356,7 @@ class Collection(Handle):
             hint=index_spec(hint),
             comment=comment,
         )
-        values = _reply.check(self._command(cmd))["values"]
+        values = _reply.check(self._run_command(cmd))["values"]
         return self._codec.decode([{"v": values}])[0]["v"]
 
     def aggregate(
@@ -377,19 +367,15 @@ class Collection(Handle):
         comment: Any = None,
         **kwargs: Any,
     ) -> CommandCursor:
-        return self._aggregate(CommandCursor, pipeline, let, comment, kwargs)
+        return self._run_aggregate(CommandCursor, pipeline, let, comment, kwargs)
 
-    def aggregate_raw_batches(
-        self,
-        pipeline: Sequence[Mapping[str, Any]],
-        session: Any = None,
-        let: Mapping[str, Any] | None = None,
-        comment: Any = None,
-        **kwargs: Any,
+    # pymongo annotates a RawBatchCursor here, but returns a RawBatchCommandCursor as this does.
+    def aggregate_raw_batches(  # type: ignore[override]
+        self, pipeline: Sequence[Mapping[str, Any]], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> RawBatchCommandCursor:
-        return self._aggregate(RawBatchCommandCursor, pipeline, let, comment, kwargs)
+        return self._run_aggregate(RawBatchCommandCursor, pipeline, kwargs.pop("let", None), comment, kwargs)
 
-    def _aggregate(
+    def _run_aggregate(
         self,
         cursor_class: type[_C],
         pipeline: Sequence[Mapping[str, Any]],
@@ -415,14 +401,12 @@ class Collection(Handle):
             cmd["readConcern"] = self.read_concern.document
         if writes:
             self._write_concern_doc(cmd)
-        reply = _reply.check(self._command(cmd))
-        cursor = cursor_class(self, reply, batch_size or 0)
-        cursor._comment = comment  # sent again with each getMore, as pymongo does
-        return cursor
+        reply = _reply.check(self._run_command(cmd))
+        return cursor_class(self, reply, batch_size or 0, comment=comment)  # comment: on each getMore too
 
     # -- find and modify ------------------------------------------------------------------
 
-    def _find_and_modify(
+    def _run_find_and_modify(
         self,
         filter: Any,
         projection: Any,
@@ -457,7 +441,7 @@ class Collection(Handle):
             comment=comment,
         )
         self._write_concern_doc(cmd)
-        reply = _reply.check(self._command(cmd))
+        reply = _reply.check(self._run_command(cmd))
         value = reply.get("value")
         return self._codec.decode([value])[0] if value is not None else None
 
@@ -473,7 +457,7 @@ class Collection(Handle):
         **kwargs: Any,
     ) -> Any:
         kwargs["remove"] = True
-        return self._find_and_modify(filter, projection, sort, None, False, None, hint, let, comment, **kwargs)
+        return self._run_find_and_modify(filter, projection, sort, None, False, None, hint, let, comment, **kwargs)
 
     def find_one_and_replace(
         self,
@@ -492,7 +476,7 @@ class Collection(Handle):
         common.validate_ok_for_replace(replacement)
         kwargs["update"] = self._codec.encode(replacement)
         kwargs["new"] = return_document
-        return self._find_and_modify(
+        return self._run_find_and_modify(
             filter, projection, sort, upsert, return_document, None, hint, let, comment, **kwargs
         )
 
@@ -515,7 +499,7 @@ class Collection(Handle):
         common.validate_list_or_none("array_filters", array_filters)
         kwargs["update"] = self._codec.encode_update(update)
         kwargs["new"] = return_document
-        return self._find_and_modify(
+        return self._run_find_and_modify(
             filter, projection, sort, upsert, return_document, array_filters, hint, let, comment, **kwargs
         )
 
@@ -535,7 +519,7 @@ class Collection(Handle):
                 raise TypeError(f"{model!r} is not an instance of pymongo.operations.IndexModel")
             docs.append(dict(model.document))
         _reply.check(
-            self._command(command_doc({"createIndexes": self._name, "indexes": docs}, kwargs, comment=comment))
+            self._run_command(command_doc({"createIndexes": self._name, "indexes": docs}, kwargs, comment=comment))
         )
         return [doc["name"] for doc in docs]
 
@@ -545,15 +529,17 @@ class Collection(Handle):
             name = IndexModel(index_or_name).document["name"]
         if not isinstance(name, str):
             raise TypeError("index_or_name must be an instance of str or list")
-        _reply.check(self._command(command_doc({"dropIndexes": self._name, "index": name}, kwargs, comment=comment)))
+        _reply.check(
+            self._run_command(command_doc({"dropIndexes": self._name, "index": name}, kwargs, comment=comment))
+        )
 
     def drop_indexes(self, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
-        reply = self._command(command_doc({"dropIndexes": self._name, "index": "*"}, kwargs, comment=comment))
+        reply = self._run_command(command_doc({"dropIndexes": self._name, "index": "*"}, kwargs, comment=comment))
         if reply.get("code") != 26:  # dropping the indexes of a missing collection is fine
             _reply.check(reply)
 
     def list_indexes(self, session: Any = None, comment: Any = None) -> CommandCursor:
-        reply = self._command(command_doc({"listIndexes": self._name, "cursor": {}}, comment=comment))
+        reply = self._run_command(command_doc({"listIndexes": self._name, "cursor": {}}, comment=comment))
         if reply.get("code") == 26:  # pymongo yields nothing for a missing collection
             reply = {"cursor": {"id": 0, "firstBatch": [], "ns": self.full_name}, "ok": 1.0}
         return CommandCursor(self, _reply.check(reply))
@@ -576,16 +562,18 @@ class Collection(Handle):
     ) -> list[str]:
         indexes = [getattr(model, "document", model) for model in models]
         cmd = command_doc({"createSearchIndexes": self._name, "indexes": indexes}, kwargs, comment=comment)
-        return [index["name"] for index in _reply.check(self._command(cmd))["indexesCreated"]]
+        return [index["name"] for index in _reply.check(self._run_command(cmd))["indexesCreated"]]
 
     def drop_search_index(self, name: str, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
-        _reply.check(self._command(command_doc({"dropSearchIndex": self._name, "name": name}, kwargs, comment=comment)))
+        _reply.check(
+            self._run_command(command_doc({"dropSearchIndex": self._name, "name": name}, kwargs, comment=comment))
+        )
 
     def update_search_index(
         self, name: str, definition: Mapping[str, Any], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> None:
         cmd = {"updateSearchIndex": self._name, "name": name, "definition": definition}
-        _reply.check(self._command(command_doc(cmd, kwargs, comment=comment)))
+        _reply.check(self._run_command(command_doc(cmd, kwargs, comment=comment)))
 
     def list_search_indexes(
         self, name: str | None = None, session: Any = None, comment: Any = None, **kwargs: Any
@@ -610,7 +598,7 @@ class Collection(Handle):
         cmd = command_doc(
             {"renameCollection": self.full_name, "to": f"{self.database.name}.{new_name}"}, kwargs, comment=comment
         )
-        return dict(_reply.check(self.database.client.admin._command(cmd)))
+        return dict(_reply.check(self.database.client.admin._run_command(cmd)))
 
     def options(self, session: Any = None, comment: Any = None) -> dict[str, Any]:
         for info in self.database.list_collections(filter={"name": self._name}, comment=comment):

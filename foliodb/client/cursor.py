@@ -14,8 +14,13 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import bson
+import pymongo.command_cursor
+import pymongo.cursor
 from pymongo import CursorType
+from pymongo.collation import Collation, validate_collation_or_none
+from pymongo.cursor_shared import _QUERY_OPTIONS
 from pymongo.errors import InvalidOperation
+from pymongo.message import _OPTIONS
 
 from foliodb.client._reply import check
 from foliodb.client.arguments import index_spec, projection_doc, sort_spec
@@ -38,6 +43,7 @@ class _BatchCursor:
     _retrieved: int
     _tailable = False
     _comment: Any = None
+    _max_await_time_ms: int | None = None
 
     def _get_more_batch_size(self) -> int:
         return self._batch_size
@@ -50,7 +56,9 @@ class _BatchCursor:
             cmd["batchSize"] = batch_size
         if self._comment is not None:
             cmd["comment"] = self._comment  # as pymongo sends it on getMore (MongoDB 4.4+)
-        reply = check(self._collection.database._command(cmd))
+        if self._max_await_time_ms is not None:
+            cmd["maxTimeMS"] = self._max_await_time_ms
+        reply = check(self._collection.database._run_command(cmd))
         cursor = reply["cursor"]
         self._cursor_id = int(cursor["id"])
         self._buffer.extend(self._collection._codec.decode(cursor["nextBatch"]))
@@ -84,7 +92,7 @@ class _BatchCursor:
 
     def _kill(self) -> None:
         if self._cursor_id and not self._killed:
-            self._collection.database._command({"killCursors": self._ns_collection(), "cursors": [self._cursor_id]})
+            self._collection.database._run_command({"killCursors": self._ns_collection(), "cursors": [self._cursor_id]})
         self._killed = True
         self._buffer.clear()
 
@@ -126,7 +134,7 @@ class _BatchCursor:
             self._kill()
 
 
-class Cursor(_BatchCursor):
+class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
     def __init__(
         self,
         collection: Collection,
@@ -140,7 +148,7 @@ class Cursor(_BatchCursor):
         allow_partial_results: bool = False,
         oplog_replay: bool = False,
         batch_size: int = 0,
-        collation: Mapping[str, Any] | None = None,
+        collation: Mapping[str, Any] | Collation | None = None,
         hint: Any = None,
         max_scan: Any = None,
         max_time_ms: int | None = None,
@@ -177,14 +185,26 @@ class Cursor(_BatchCursor):
         self._hint = index_spec(hint)
         self._max_time_ms = max_time_ms
         self._comment = comment
-        self._collation = collation
+        self._collation = validate_collation_or_none(collation)
         self._allow_disk_use = allow_disk_use
         self._let = let
-        self._no_cursor_timeout = no_cursor_timeout
-        if cursor_type not in (CursorType.NON_TAILABLE, CursorType.TAILABLE, CursorType.TAILABLE_AWAIT):
+        if cursor_type not in (
+            CursorType.NON_TAILABLE,
+            CursorType.TAILABLE,
+            CursorType.TAILABLE_AWAIT,
+            CursorType.EXHAUST,
+        ):
             raise ValueError("not a valid value for cursor_type")
-        self._tailable = cursor_type != CursorType.NON_TAILABLE
-        self._await_data = cursor_type == CursorType.TAILABLE_AWAIT
+        # pymongo's query flags: the cursor type's bits and the boolean options'.
+        flags = cursor_type
+        if no_cursor_timeout:
+            flags |= _QUERY_OPTIONS["no_timeout"]
+        if allow_partial_results:
+            flags |= _QUERY_OPTIONS["partial"]
+        if oplog_replay:
+            flags |= _QUERY_OPTIONS["oplog_replay"]
+        self._set_flags(flags)
+        self._max_scan = max_scan
         self._max = max
         self._min = min
         self._return_key = return_key
@@ -203,6 +223,30 @@ class Cursor(_BatchCursor):
         if self._started:
             raise InvalidOperation("cannot set options after executing query")
 
+    def _set_flags(self, flags: int) -> None:
+        self._query_flags = flags
+        self._tailable = bool(flags & _QUERY_OPTIONS["tailable_cursor"])
+        # Exhaust is a wire-protocol streaming mode; in process the batches come by getMore.
+        self._exhaust = bool(flags & _QUERY_OPTIONS["exhaust"])
+
+    def add_option(self, mask: int) -> Cursor:
+        """Set query flags by bitmask (``pymongo.cursor.Cursor.add_option``)."""
+        if not isinstance(mask, int):
+            raise TypeError(f"mask must be an int, not {type(mask)}")
+        self._check_unstarted()
+        if mask & _QUERY_OPTIONS["exhaust"] and self._limit:
+            raise InvalidOperation("Can't use limit and exhaust together.")
+        self._set_flags(self._query_flags | mask)
+        return self
+
+    def remove_option(self, mask: int) -> Cursor:
+        """Unset query flags by bitmask (``pymongo.cursor.Cursor.remove_option``)."""
+        if not isinstance(mask, int):
+            raise TypeError(f"mask must be an int, not {type(mask)}")
+        self._check_unstarted()
+        self._set_flags(self._query_flags & ~mask)
+        return self
+
     def sort(self, key_or_list: Any, direction: Any = None) -> Cursor:
         self._check_unstarted()
         self._sort = sort_spec(key_or_list, direction)
@@ -220,6 +264,8 @@ class Cursor(_BatchCursor):
     def limit(self, limit: int) -> Cursor:
         if not isinstance(limit, int) or isinstance(limit, bool):
             raise TypeError("limit must be an integer")
+        if self._exhaust:
+            raise InvalidOperation("Can't use limit and exhaust together.")
         self._check_unstarted()
         self._limit = limit
         return self
@@ -255,9 +301,15 @@ class Cursor(_BatchCursor):
         self._comment = comment
         return self
 
-    def collation(self, collation: Mapping[str, Any] | None) -> Cursor:
+    def collation(self, collation: Mapping[str, Any] | Collation | None) -> Cursor:
         self._check_unstarted()
-        self._collation = collation
+        self._collation = validate_collation_or_none(collation)
+        return self
+
+    def max_scan(self, max_scan: int | None) -> Cursor:
+        """Deprecated by pymongo; sent as ``maxScan``, which MongoDB 4.2+ no longer accepts."""
+        self._check_unstarted()
+        self._max_scan = max_scan
         return self
 
     def allow_disk_use(self, allow_disk_use: bool) -> Cursor:
@@ -342,12 +394,9 @@ class Cursor(_BatchCursor):
             cmd["allowDiskUse"] = self._allow_disk_use
         if self._let is not None:
             cmd["let"] = self._let
-        if self._no_cursor_timeout:
-            cmd["noCursorTimeout"] = True
-        if self._tailable:
-            cmd["tailable"] = True
-        if self._await_data:
-            cmd["awaitData"] = True
+        cmd.update((option, True) for option, bit in _OPTIONS.items() if self._query_flags & bit)
+        if self._max_scan:
+            cmd["maxScan"] = self._max_scan
         if self._max is not None:
             cmd["max"] = self._max
         if self._min is not None:
@@ -370,7 +419,7 @@ class Cursor(_BatchCursor):
         if self._empty:
             self._killed = True
             return
-        reply = check(self._collection.database._command(self._find_command()))
+        reply = check(self._collection.database._run_command(self._find_command()))
         cursor = reply["cursor"]
         self._cursor_id = int(cursor["id"])
         self._buffer.extend(self._collection._codec.decode(cursor["firstBatch"]))
@@ -432,17 +481,26 @@ class Cursor(_BatchCursor):
 
     def explain(self) -> dict[str, Any]:
         cmd = self._find_command()
-        reply = check(self._collection.database._command({"explain": cmd, "verbosity": "allPlansExecution"}))
+        reply = check(self._collection.database._run_command({"explain": cmd, "verbosity": "allPlansExecution"}))
         return dict(reply)
 
 
-class CommandCursor(_BatchCursor):
+# pymongo declares _collection as its own Collection[T]; the facade's is a subclass of it.
+class CommandCursor(_BatchCursor, pymongo.command_cursor.CommandCursor[Any]):  # type: ignore[misc]
     """The cursor of aggregate, listCollections, listIndexes..."""
 
     def __init__(
-        self, collection: Collection, reply: Mapping[str, Any], batch_size: int = 0, ns_collection: str | None = None
+        self,
+        collection: Collection,
+        reply: Mapping[str, Any],
+        batch_size: int = 0,
+        ns_collection: str | None = None,
+        comment: Any = None,
+        max_await_time_ms: int | None = None,
     ) -> None:
         self._collection = collection
+        self._comment = comment
+        self._max_await_time_ms = max_await_time_ms
         cursor = reply["cursor"]
         self._cursor_id = int(cursor["id"])
         self._buffer = deque(collection._codec.decode(cursor.get("firstBatch", [])))
@@ -481,7 +539,7 @@ class CommandCursor(_BatchCursor):
         self._kill()
 
 
-class RawBatchCursor(Cursor):
+class RawBatchCursor(Cursor, pymongo.cursor.RawBatchCursor[Any]):
     """``find_raw_batches``: each item is one batch of BSON bytes, for decoding with ``bson.decode_all``."""
 
     def __next__(self) -> bytes:  # type: ignore[override]
@@ -495,7 +553,7 @@ class RawBatchCursor(Cursor):
         raise InvalidOperation("Cannot call __getitem__ on RawBatchCursor")
 
 
-class RawBatchCommandCursor(CommandCursor):
+class RawBatchCommandCursor(CommandCursor, pymongo.command_cursor.RawBatchCommandCursor[Any]):  # type: ignore[misc]
     """``aggregate_raw_batches``: each item is one batch of BSON bytes."""
 
     def __next__(self) -> bytes:  # type: ignore[override]

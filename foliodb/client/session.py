@@ -31,6 +31,11 @@ def _no_transactions() -> OperationFailure:
 
 
 class ClientSession:
+    # What pymongo's own cursor code (gridfs's GridOutCursor) reads of a session it is given:
+    # an explicit session, never pymongo's implicit one, with no transaction's read preference.
+    _implicit = False
+    _attached_to_cursor = False
+
     def __init__(self, client: MongoClient, causal_consistency: bool | None = None) -> None:
         self._client = client
         self._id = {"id": Binary.from_uuid(uuid.uuid4(), UuidRepresentation.STANDARD)}
@@ -68,6 +73,10 @@ class ClientSession:
 
     def advance_operation_time(self, operation_time: Any) -> None:
         """Nothing to advance: one node, no operation time."""
+
+    def _txn_read_preference(self) -> None:
+        """pymongo's read preference of the running transaction: none runs."""
+        return None
 
     def start_transaction(self, *args: Any, **kwargs: Any) -> Any:
         raise _no_transactions()
