@@ -41,7 +41,6 @@ class _BatchCursor:
     _batch_size: int
     _killed: bool
     _retrieved: int
-    _tailable = False
     _comment: Any = None
     _max_await_time_ms: int | None = None
 
@@ -74,8 +73,8 @@ class _BatchCursor:
         if self._buffer:
             self._retrieved += 1
             return self._buffer.popleft()
-        if not (self._tailable and self._cursor_id):
-            self._killed = True  # a tailable cursor with nothing new yet stays open, as pymongo's does
+        if not self._cursor_id:
+            self._killed = True  # a server cursor still open (tailable, nothing new yet) stays alive, as pymongo's
         raise StopIteration
 
     def _next_raw_batch(self) -> bytes:
@@ -225,7 +224,6 @@ class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
 
     def _set_flags(self, flags: int) -> None:
         self._query_flags = flags
-        self._tailable = bool(flags & _QUERY_OPTIONS["tailable_cursor"])
         # Exhaust is a wire-protocol streaming mode; in process the batches come by getMore.
         self._exhaust = bool(flags & _QUERY_OPTIONS["exhaust"])
 
@@ -560,3 +558,6 @@ class RawBatchCommandCursor(CommandCursor, pymongo.command_cursor.RawBatchComman
         return self._next_raw_batch()
 
     next = __next__  # type: ignore[assignment]
+
+    def __getitem__(self, index: int) -> Any:
+        raise InvalidOperation("Cannot call __getitem__ on RawBatchCommandCursor")
