@@ -34,6 +34,10 @@ _C = TypeVar("_C", bound=CommandCursor)
 
 
 class Collection(Handle, pymongo.collection.Collection[Any]):
+    """pymongo's ``Collection`` (an instance of ``pymongo.collection.Collection``) over the embedded engine.
+
+    https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
+
     def __init__(
         self,
         database: Database,
@@ -64,10 +68,16 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
 
     @property
     def full_name(self) -> str:
+        """``<database>.<collection>``.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         return f"{self.database.name}.{self._name}"
 
     @property
     def database(self) -> Database:
+        """The Database this collection belongs to.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         return self._parent
 
     def __getattr__(self, name: str) -> Collection:
@@ -105,6 +115,9 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
     def insert_one(
         self, document: Any, bypass_document_validation: bool | None = None, session: Any = None, comment: Any = None
     ) -> InsertOneResult:
+        """Insert a document (given an ObjectId ``_id`` when it has none); an InsertOneResult.
+
+        https://www.mongodb.com/docs/manual/reference/command/insert/"""
         cmd = command_doc(
             {"insert": self._name, "documents": [self._codec.encode(with_id(document))]},
             bypassDocumentValidation=bypass_document_validation,
@@ -122,6 +135,9 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         session: Any = None,
         comment: Any = None,
     ) -> InsertManyResult:
+        """Insert documents, ordered or not; an InsertManyResult, or BulkWriteError.
+
+        https://www.mongodb.com/docs/manual/reference/command/insert/"""
         if not isinstance(documents, Iterable) or isinstance(documents, Mapping) or not documents:
             raise TypeError("documents must be a non-empty list")
         bulk = Bulk(self, ordered, bypass_document_validation, comment)
@@ -186,6 +202,9 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         sort: Any = None,
         comment: Any = None,
     ) -> UpdateResult:
+        """Replace the first matching document (or upsert); an UpdateResult.
+
+        https://www.mongodb.com/docs/manual/reference/command/update/"""
         common.validate_ok_for_replace(replacement)
         return self._run_update(
             filter, replacement, False, upsert, None, hint, collation, let, sort, comment, bypass_document_validation
@@ -205,6 +224,9 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         sort: Any = None,
         comment: Any = None,
     ) -> UpdateResult:
+        """Apply update operators or a pipeline to the first matching document; an UpdateResult.
+
+        https://www.mongodb.com/docs/manual/reference/command/update/"""
         common.validate_ok_for_update(update)
         return self._run_update(
             filter,
@@ -233,6 +255,9 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
     ) -> UpdateResult:
+        """Apply update operators or a pipeline to every matching document; an UpdateResult.
+
+        https://www.mongodb.com/docs/manual/reference/command/update/"""
         common.validate_ok_for_update(update)
         return self._run_update(
             filter, update, True, upsert, array_filters, hint, collation, let, None, comment, bypass_document_validation
@@ -257,6 +282,9 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
     ) -> DeleteResult:
+        """Delete the first matching document; a DeleteResult.
+
+        https://www.mongodb.com/docs/manual/reference/command/delete/"""
         return self._run_delete(filter, 1, collation, hint, let, comment)
 
     def delete_many(
@@ -268,6 +296,9 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
     ) -> DeleteResult:
+        """Delete every matching document; a DeleteResult.
+
+        https://www.mongodb.com/docs/manual/reference/command/delete/"""
         return self._run_delete(filter, 0, collation, hint, let, comment)
 
     # -- bulk -------------------------------------------------------------------------
@@ -281,6 +312,9 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         comment: Any = None,
         let: Mapping[str, Any] | None = None,
     ) -> Any:
+        """Run InsertOne/UpdateOne/.../DeleteMany requests in order or not; a BulkWriteResult.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         common.validate_list("requests", requests)
         bulk = Bulk(self, ordered, bypass_document_validation, comment, let)
         for request in requests:
@@ -293,12 +327,21 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
     # -- reads -------------------------------------------------------------------------
 
     def find(self, *args: Any, **kwargs: Any) -> Cursor:
+        """A lazy Cursor over the matching documents; nothing runs until it is iterated.
+
+        https://www.mongodb.com/docs/manual/reference/command/find/"""
         return Cursor(self, *args, **kwargs)
 
     def find_raw_batches(self, *args: Any, **kwargs: Any) -> RawBatchCursor:
+        """Like find, but each item is a batch of raw BSON bytes (``bson.decode_all``).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         return RawBatchCursor(self, *args, **kwargs)
 
     def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
+        """The first matching document, or None; a non-mapping filter matches ``_id``.
+
+        https://www.mongodb.com/docs/manual/reference/command/find/"""
         if filter is not None and not isinstance(filter, Mapping):
             filter = {"_id": filter}
         if not args and not kwargs:
@@ -319,6 +362,9 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
     def count_documents(
         self, filter: Mapping[str, Any], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> int:
+        """The number of matching documents, counted with an aggregation as pymongo does.
+
+        https://www.mongodb.com/docs/manual/reference/method/db.collection.countDocuments/"""
         common.validate_is_mapping("filter", filter)
         pipeline: list[dict[str, Any]] = [{"$match": self._codec.encode(filter)}]
         if "skip" in kwargs:
@@ -335,6 +381,9 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         return int(batch[0]["n"]) if batch else 0
 
     def estimated_document_count(self, comment: Any = None, **kwargs: Any) -> int:
+        """The collection's document count from its metadata (the ``count`` command).
+
+        https://www.mongodb.com/docs/manual/reference/command/count/"""
         cmd = command_doc({"count": self._name}, kwargs, comment=comment)
         return int(_reply.check(self._run_command(cmd))["n"])
 
@@ -347,6 +396,9 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         hint: Any = None,
         **kwargs: Any,
     ) -> list[Any]:
+        """The distinct values of a field among the matching documents.
+
+        https://www.mongodb.com/docs/manual/reference/command/distinct/"""
         if not isinstance(key, str):
             raise TypeError(f"key must be an instance of str, not {type(key)}")
         cmd = command_doc(
@@ -367,12 +419,18 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         comment: Any = None,
         **kwargs: Any,
     ) -> CommandCursor:
+        """Run an aggregation pipeline and return its CommandCursor.
+
+        https://www.mongodb.com/docs/manual/reference/command/aggregate/"""
         return self._run_aggregate(CommandCursor, pipeline, let, comment, kwargs)
 
     # pymongo annotates a RawBatchCursor here, but returns a RawBatchCommandCursor as this does.
     def aggregate_raw_batches(  # type: ignore[override]
         self, pipeline: Sequence[Mapping[str, Any]], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> RawBatchCommandCursor:
+        """Like aggregate, but each item is a batch of raw BSON bytes.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         return self._run_aggregate(RawBatchCommandCursor, pipeline, kwargs.pop("let", None), comment, kwargs)
 
     def _run_aggregate(
@@ -456,6 +514,9 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         comment: Any = None,
         **kwargs: Any,
     ) -> Any:
+        """Delete the first matching document (by ``sort``) and return it.
+
+        https://www.mongodb.com/docs/manual/reference/command/findAndModify/"""
         kwargs["remove"] = True
         return self._run_find_and_modify(filter, projection, sort, None, False, None, hint, let, comment, **kwargs)
 
@@ -473,6 +534,9 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         comment: Any = None,
         **kwargs: Any,
     ) -> Any:
+        """Replace the first matching document; return it as it was before, or after.
+
+        https://www.mongodb.com/docs/manual/reference/command/findAndModify/"""
         common.validate_ok_for_replace(replacement)
         kwargs["update"] = self._codec.encode(replacement)
         kwargs["new"] = return_document
@@ -495,6 +559,9 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         comment: Any = None,
         **kwargs: Any,
     ) -> Any:
+        """Update the first matching document; return it as it was before, or after.
+
+        https://www.mongodb.com/docs/manual/reference/command/findAndModify/"""
         common.validate_ok_for_update(update)
         common.validate_list_or_none("array_filters", array_filters)
         kwargs["update"] = self._codec.encode_update(update)
@@ -506,12 +573,18 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
     # -- indexes ---------------------------------------------------------------------------
 
     def create_index(self, keys: Any, session: Any = None, comment: Any = None, **kwargs: Any) -> str:
+        """Create one index from a key (``"a"``, ``[("a", 1), ("b", -1)]``) and options; its name.
+
+        https://www.mongodb.com/docs/manual/reference/command/createIndexes/"""
         model = IndexModel(keys, **kwargs)
         return self.create_indexes([model], comment=comment)[0]
 
     def create_indexes(
         self, indexes: Sequence[IndexModel], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> list[str]:
+        """Create indexes from IndexModels; their names.
+
+        https://www.mongodb.com/docs/manual/reference/command/createIndexes/"""
         common.validate_list("indexes", indexes)
         docs = []
         for model in indexes:
@@ -524,6 +597,9 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         return [doc["name"] for doc in docs]
 
     def drop_index(self, index_or_name: Any, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
+        """Drop an index by name or key.
+
+        https://www.mongodb.com/docs/manual/reference/command/dropIndexes/"""
         name = index_or_name
         if isinstance(index_or_name, list):
             name = IndexModel(index_or_name).document["name"]
@@ -534,17 +610,26 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         )
 
     def drop_indexes(self, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
+        """Drop every index but ``_id``'s.
+
+        https://www.mongodb.com/docs/manual/reference/command/dropIndexes/"""
         reply = self._run_command(command_doc({"dropIndexes": self._name, "index": "*"}, kwargs, comment=comment))
         if reply.get("code") != 26:  # dropping the indexes of a missing collection is fine
             _reply.check(reply)
 
     def list_indexes(self, session: Any = None, comment: Any = None) -> CommandCursor:
+        """A cursor over the index specifications (nothing for a missing collection).
+
+        https://www.mongodb.com/docs/manual/reference/command/listIndexes/"""
         reply = self._run_command(command_doc({"listIndexes": self._name, "cursor": {}}, comment=comment))
         if reply.get("code") == 26:  # pymongo yields nothing for a missing collection
             reply = {"cursor": {"id": 0, "firstBatch": [], "ns": self.full_name}, "ok": 1.0}
         return CommandCursor(self, _reply.check(reply))
 
     def index_information(self, session: Any = None, comment: Any = None) -> dict[str, Any]:
+        """The indexes as a dict of name to spec, keys as lists of (field, direction).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         info = {}
         for index in self.list_indexes(comment=comment):
             index = dict(index)
@@ -555,16 +640,25 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
     # Atlas Search indexes: the commands answer 238 (NotImplemented), as documented in differences.md.
 
     def create_search_index(self, model: Any, session: Any = None, comment: Any = None, **kwargs: Any) -> str:
+        """Atlas Search indexes are not available: the command answers NotImplemented (238).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         return self.create_search_indexes([model], session=session, comment=comment, **kwargs)[0]
 
     def create_search_indexes(
         self, models: Sequence[Any], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> list[str]:
+        """Atlas Search indexes are not available: the command answers NotImplemented (238).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         indexes = [getattr(model, "document", model) for model in models]
         cmd = command_doc({"createSearchIndexes": self._name, "indexes": indexes}, kwargs, comment=comment)
         return [index["name"] for index in _reply.check(self._run_command(cmd))["indexesCreated"]]
 
     def drop_search_index(self, name: str, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
+        """Atlas Search indexes are not available: the command answers NotImplemented (238).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         _reply.check(
             self._run_command(command_doc({"dropSearchIndex": self._name, "name": name}, kwargs, comment=comment))
         )
@@ -572,21 +666,33 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
     def update_search_index(
         self, name: str, definition: Mapping[str, Any], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> None:
+        """Atlas Search indexes are not available: the command answers NotImplemented (238).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         cmd = {"updateSearchIndex": self._name, "name": name, "definition": definition}
         _reply.check(self._run_command(command_doc(cmd, kwargs, comment=comment)))
 
     def list_search_indexes(
         self, name: str | None = None, session: Any = None, comment: Any = None, **kwargs: Any
     ) -> CommandCursor:
+        """The ``$listSearchIndexes`` stage's cursor (Atlas Search is not available).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         stage = {"$listSearchIndexes": {"name": name} if name is not None else {}}
         return self.aggregate([stage], comment=comment, **kwargs)
 
     # -- collection ---------------------------------------------------------------------------
 
     def drop(self, session: Any = None, comment: Any = None, encrypted_fields: Any = None) -> None:
+        """Drop this collection and its indexes.
+
+        https://www.mongodb.com/docs/manual/reference/command/drop/"""
         self.database.drop_collection(self._name, comment=comment)
 
     def rename(self, new_name: str, session: Any = None, comment: Any = None, **kwargs: Any) -> dict[str, Any]:
+        """Rename this collection within its database (``renameCollection``).
+
+        https://www.mongodb.com/docs/manual/reference/command/renameCollection/"""
         if not isinstance(new_name, str):
             raise TypeError("new_name must be an instance of str")
         if not new_name or ".." in new_name:
@@ -601,12 +707,18 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         return dict(_reply.check(self.database.client.admin._run_command(cmd)))
 
     def options(self, session: Any = None, comment: Any = None) -> dict[str, Any]:
+        """The options the collection was created with ({} for none, or a missing collection).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         for info in self.database.list_collections(filter={"name": self._name}, comment=comment):
             options = dict(info.get("options", {}))
             return options
         return {}
 
     def watch(self, *args: Any, **kwargs: Any) -> Any:
+        """Change streams are not implemented yet: raises InvalidOperation.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         raise InvalidOperation("change streams are not implemented in FolioDB yet")
 
 

@@ -42,6 +42,7 @@ class _BatchCursor:
     _killed: bool
     _retrieved: int
     _comment: Any = None
+    _session: Any = None
     _max_await_time_ms: int | None = None
 
     def _get_more_batch_size(self) -> int:
@@ -97,21 +98,36 @@ class _BatchCursor:
 
     @property
     def cursor_id(self) -> int | None:
+        """The server cursor's id; 0 once exhausted, None before the first batch.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
         return self._cursor_id
 
     @property
     def address(self) -> None:
+        """None: an embedded client has no server address.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
         return None
 
     @property
     def retrieved(self) -> int:
+        """How many documents have been returned so far.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
         return self._retrieved
 
     @property
     def session(self) -> Any:
-        return None
+        """The explicit session the cursor runs in, or None.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
+        return self._session
 
     def to_list(self, length: int | None = None) -> list[dict[str, Any]]:
+        """The remaining documents as a list, at most ``length`` of them.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
         if length is not None and length < 1:
             raise ValueError("to_list() length must be greater than 0")
         out = []
@@ -134,6 +150,10 @@ class _BatchCursor:
 
 
 class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
+    """pymongo's ``Cursor`` (an instance of ``pymongo.cursor.Cursor``): a lazy ``find``, getMore by getMore.
+
+    https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
+
     def __init__(
         self,
         collection: Collection,
@@ -246,11 +266,17 @@ class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
         return self
 
     def sort(self, key_or_list: Any, direction: Any = None) -> Cursor:
+        """Sort by a key and direction, or a list of (key, direction) pairs.
+
+        https://www.mongodb.com/docs/manual/reference/method/cursor.sort/"""
         self._check_unstarted()
         self._sort = sort_spec(key_or_list, direction)
         return self
 
     def skip(self, skip: int) -> Cursor:
+        """Skip the first ``skip`` matching documents.
+
+        https://www.mongodb.com/docs/manual/reference/method/cursor.skip/"""
         if not isinstance(skip, int) or isinstance(skip, bool):
             raise TypeError("skip must be an integer")
         if skip < 0:
@@ -260,6 +286,9 @@ class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
         return self
 
     def limit(self, limit: int) -> Cursor:
+        """Return at most ``abs(limit)`` documents (a negative limit: in one batch).
+
+        https://www.mongodb.com/docs/manual/reference/method/cursor.limit/"""
         if not isinstance(limit, int) or isinstance(limit, bool):
             raise TypeError("limit must be an integer")
         if self._exhaust:
@@ -269,6 +298,9 @@ class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
         return self
 
     def batch_size(self, batch_size: int) -> Cursor:
+        """Documents per batch (0: the server's default).
+
+        https://www.mongodb.com/docs/manual/reference/method/cursor.batchSize/"""
         if not isinstance(batch_size, int) or isinstance(batch_size, bool):
             raise TypeError("batch_size must be an integer")
         if batch_size < 0:
@@ -278,11 +310,17 @@ class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
         return self
 
     def hint(self, index: Any) -> Cursor:
+        """Use this index (a name or a key pattern).
+
+        https://www.mongodb.com/docs/manual/reference/method/cursor.hint/"""
         self._check_unstarted()
         self._hint = index_spec(index)
         return self
 
     def max_time_ms(self, max_time_ms: int | None) -> Cursor:
+        """A time limit for the query, in milliseconds (ExecutionTimeout past it).
+
+        https://www.mongodb.com/docs/manual/reference/method/cursor.maxTimeMS/"""
         self._check_unstarted()
         self._max_time_ms = max_time_ms
         return self
@@ -295,11 +333,17 @@ class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
         return self
 
     def comment(self, comment: Any) -> Cursor:
+        """A comment that the profiler, currentOp and the logs show with the query.
+
+        https://www.mongodb.com/docs/manual/reference/method/cursor.comment/"""
         self._check_unstarted()
         self._comment = comment
         return self
 
     def collation(self, collation: Mapping[str, Any] | Collation | None) -> Cursor:
+        """The collation (locale rules) for matching and sorting.
+
+        https://www.mongodb.com/docs/manual/reference/collation/"""
         self._check_unstarted()
         self._collation = validate_collation_or_none(collation)
         return self
@@ -311,21 +355,33 @@ class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
         return self
 
     def allow_disk_use(self, allow_disk_use: bool) -> Cursor:
+        """Allow sorts larger than memory to spill to disk.
+
+        https://www.mongodb.com/docs/manual/reference/method/cursor.allowDiskUse/"""
         self._check_unstarted()
         self._allow_disk_use = allow_disk_use
         return self
 
     def max(self, spec: Any) -> Cursor:
+        """The exclusive upper index bound (use with ``hint``).
+
+        https://www.mongodb.com/docs/manual/reference/method/cursor.max/"""
         self._check_unstarted()
         self._max = dict(sort_spec(spec))
         return self
 
     def min(self, spec: Any) -> Cursor:
+        """The inclusive lower index bound (use with ``hint``).
+
+        https://www.mongodb.com/docs/manual/reference/method/cursor.min/"""
         self._check_unstarted()
         self._min = dict(sort_spec(spec))
         return self
 
     def where(self, code: Any) -> Cursor:
+        """Add a ``$where`` JavaScript predicate to the filter.
+
+        https://www.mongodb.com/docs/manual/reference/operator/query/where/"""
         self._check_unstarted()
         self._filter = {"$and": [self._filter, {"$where": code}]} if self._filter else {"$where": code}
         return self
@@ -428,6 +484,9 @@ class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
         return self
 
     def __next__(self) -> dict[str, Any]:
+        """The next document; the first call runs ``find``, later batches come by ``getMore``.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
         if not self._started:
             self._start()
         return self._next_document()
@@ -436,16 +495,28 @@ class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
 
     @property
     def alive(self) -> bool:
+        """Whether the cursor may still return documents.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
         return not self._started or bool(self._buffer) or not self._killed
 
     @property
     def collection(self) -> Collection:
+        """The Collection this cursor reads.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
         return self._collection
 
     def close(self) -> None:
+        """Close the cursor, killing its server cursor.
+
+        https://www.mongodb.com/docs/manual/reference/command/killCursors/"""
         self._kill()
 
     def rewind(self) -> Cursor:
+        """Reset to the unevaluated state: iterating again runs the query again.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
         self._kill()
         self._started = False
         self._killed = False
@@ -475,9 +546,15 @@ class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
         return self.clone()
 
     def distinct(self, key: str) -> list[Any]:
+        """The distinct values of a field among this cursor's matches.
+
+        https://www.mongodb.com/docs/manual/reference/command/distinct/"""
         return self._collection.distinct(key, self._filter)
 
     def explain(self) -> dict[str, Any]:
+        """The query plan and execution statistics (``explain``, allPlansExecution).
+
+        https://www.mongodb.com/docs/manual/reference/command/explain/"""
         cmd = self._find_command()
         reply = check(self._collection.database._run_command({"explain": cmd, "verbosity": "allPlansExecution"}))
         return dict(reply)
@@ -515,25 +592,40 @@ class CommandCursor(_BatchCursor, pymongo.command_cursor.CommandCursor[Any]):  #
         return self
 
     def __next__(self) -> dict[str, Any]:
+        """The next document, by ``getMore`` when the batch runs out.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/command_cursor.html"""
         return self._next_document()
 
     next = __next__
 
     def try_next(self) -> dict[str, Any] | None:
+        """The next document, or None when none is available yet.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/command_cursor.html"""
         try:
             return self._next_document()
         except StopIteration:
             return None
 
     def batch_size(self, batch_size: int) -> CommandCursor:
+        """Documents per ``getMore`` batch.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/command_cursor.html"""
         self._batch_size = batch_size
         return self
 
     @property
     def alive(self) -> bool:
+        """Whether the cursor may still return documents.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/command_cursor.html"""
         return bool(self._buffer) or not self._killed
 
     def close(self) -> None:
+        """Close the cursor, killing its server cursor.
+
+        https://www.mongodb.com/docs/manual/reference/command/killCursors/"""
         self._kill()
 
 
@@ -541,6 +633,9 @@ class RawBatchCursor(Cursor, pymongo.cursor.RawBatchCursor[Any]):
     """``find_raw_batches``: each item is one batch of BSON bytes, for decoding with ``bson.decode_all``."""
 
     def __next__(self) -> bytes:  # type: ignore[override]
+        """The next batch, its documents' BSON concatenated.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
         if not self._started:
             self._start()
         return self._next_raw_batch()
@@ -555,6 +650,9 @@ class RawBatchCommandCursor(CommandCursor, pymongo.command_cursor.RawBatchComman
     """``aggregate_raw_batches``: each item is one batch of BSON bytes."""
 
     def __next__(self) -> bytes:  # type: ignore[override]
+        """The next batch, its documents' BSON concatenated.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/command_cursor.html"""
         return self._next_raw_batch()
 
     next = __next__  # type: ignore[assignment]

@@ -28,6 +28,10 @@ _Decoded = TypeVar("_Decoded", bound=Mapping[str, Any])  # a reply decoded with 
 
 
 class Database(Handle, pymongo.database.Database[Any]):
+    """pymongo's ``Database`` (an instance of ``pymongo.database.Database``) over the embedded engine.
+
+    https://pymongo.readthedocs.io/en/stable/api/pymongo/database.html"""
+
     def __init__(
         self,
         client: MongoClient,
@@ -48,6 +52,9 @@ class Database(Handle, pymongo.database.Database[Any]):
 
     @property
     def client(self) -> MongoClient:
+        """The MongoClient this database belongs to.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/database.html"""
         return self._parent
 
     def _run_command(self, cmd: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,6 +78,9 @@ class Database(Handle, pymongo.database.Database[Any]):
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
     ) -> Collection:
+        """The named Collection with these options; unset ones are the database's.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/database.html"""
         return Collection(self, name, codec_options, read_preference, write_concern, read_concern)
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
@@ -171,6 +181,9 @@ class Database(Handle, pymongo.database.Database[Any]):
         check_exists: bool | None = True,
         **kwargs: Any,
     ) -> Collection:
+        """Create a collection with options (capped, validator, collation, view...); CollectionInvalid if it exists.
+
+        https://www.mongodb.com/docs/manual/reference/command/create/"""
         collection = Collection(self, name, codec_options, read_preference, write_concern, read_concern)
         if check_exists and name in self.list_collection_names(filter={"name": name}):
             raise CollectionInvalid(f"collection {name} already exists")
@@ -180,6 +193,9 @@ class Database(Handle, pymongo.database.Database[Any]):
     def list_collections(
         self, session: Any = None, filter: Mapping[str, Any] | None = None, comment: Any = None, **kwargs: Any
     ) -> CommandCursor:
+        """A cursor over the ``listCollections`` entries (name, type, options, info).
+
+        https://www.mongodb.com/docs/manual/reference/command/listCollections/"""
         cmd = command_doc(
             {"listCollections": 1, "cursor": {}},
             kwargs,
@@ -192,6 +208,9 @@ class Database(Handle, pymongo.database.Database[Any]):
     def list_collection_names(
         self, session: Any = None, filter: Mapping[str, Any] | None = None, comment: Any = None, **kwargs: Any
     ) -> list[str]:
+        """The names of the collections and views, optionally filtered.
+
+        https://www.mongodb.com/docs/manual/reference/command/listCollections/"""
         if filter is None:
             kwargs["nameOnly"] = True
         else:
@@ -207,6 +226,9 @@ class Database(Handle, pymongo.database.Database[Any]):
         comment: Any = None,
         encrypted_fields: Any = None,
     ) -> dict[str, Any]:
+        """Drop a collection and its indexes (the ``drop`` command).
+
+        https://www.mongodb.com/docs/manual/reference/command/drop/"""
         cmd = command_doc({"drop": _collection_name(name_or_collection)}, comment=comment)
         return dict(_reply.check(self._run_command(cmd)))
 
@@ -219,6 +241,9 @@ class Database(Handle, pymongo.database.Database[Any]):
         background: bool | None = None,
         comment: Any = None,
     ) -> dict[str, Any]:
+        """Check a collection's documents and indexes (``validate``); CollectionInvalid if not valid.
+
+        https://www.mongodb.com/docs/manual/reference/command/validate/"""
         name = _collection_name(name_or_collection)
         cmd = command_doc({"validate": name, "scandata": scandata, "full": full}, comment=comment)
         result = dict(_reply.check(self._run_command(cmd)))
@@ -227,6 +252,9 @@ class Database(Handle, pymongo.database.Database[Any]):
         return result
 
     def aggregate(self, pipeline: Sequence[Mapping[str, Any]], session: Any = None, **kwargs: Any) -> CommandCursor:
+        """Run a database-level aggregation (``$currentOp``, ``$documents``...) and return its cursor.
+
+        https://www.mongodb.com/docs/manual/reference/command/aggregate/"""
         common.validate_list("pipeline", pipeline)
         cmd: dict[str, Any] = {"aggregate": 1, "pipeline": list(pipeline), "cursor": {}}
         batch_size = kwargs.pop("batchSize", None)
@@ -237,6 +265,9 @@ class Database(Handle, pymongo.database.Database[Any]):
         return CommandCursor(self["$cmd.aggregate"], reply, batch_size or 0, ns_collection="$cmd.aggregate")
 
     def dereference(self, dbref: DBRef, session: Any = None, comment: Any = None, **kwargs: Any) -> Any:
+        """The document a DBRef points to, or None.
+
+        https://www.mongodb.com/docs/manual/reference/database-references/"""
         if not isinstance(dbref, DBRef):
             raise TypeError(f"cannot dereference a {type(dbref)}")
         if dbref.database is not None and dbref.database != self._name:
@@ -246,6 +277,9 @@ class Database(Handle, pymongo.database.Database[Any]):
         return self[dbref.collection].find_one({"_id": dbref.id}, comment=comment, **kwargs)
 
     def watch(self, *args: Any, **kwargs: Any) -> Any:
+        """Change streams are not implemented yet: raises InvalidOperation.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/database.html"""
         raise InvalidOperation("change streams are not implemented in FolioDB yet")
 
 

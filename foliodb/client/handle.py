@@ -45,6 +45,7 @@ class Handle(common.BaseObject):
 
     @property
     def name(self) -> str:
+        """The name of this database or collection."""
         return self._name
 
     def with_options(
@@ -54,6 +55,9 @@ class Handle(common.BaseObject):
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
     ) -> Self:
+        """A copy with some of the four settings replaced (codec options, read preference, write and read concern).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/database.html"""
         return type(self)(
             self._parent,
             self._name,

@@ -132,39 +132,64 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
 
     @property
     def address(self) -> None:
+        """None: an embedded client has no server address.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         return None
 
     # Topology answers of a single embedded node, so code that inspects them keeps working.
     @property
     def nodes(self) -> frozenset[tuple[str, int]]:
+        """The set of known servers: empty for an embedded client.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         return frozenset()
 
     @property
     def primary(self) -> None:
+        """The primary's address: None, an embedded node has no address.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         return None
 
     @property
     def secondaries(self) -> set[tuple[str, int | None]]:
+        """The replica set's secondaries: none on an embedded single node.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         return set()
 
     @property
     def arbiters(self) -> set[tuple[str, int | None]]:
+        """The replica set's arbiters: none on an embedded single node.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         return set()
 
     @property
     def is_primary(self) -> bool:
+        """True: the embedded single node takes writes.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         return True
 
     @property
     def is_mongos(self) -> bool:
+        """False: the embedded engine is not a mongos router.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         return False
 
     @property
     def dbpath(self) -> str:
+        """The directory this client opened (or ``:memory:``)."""
         return self._path
 
     @property
     def admin(self) -> Database:
+        """The ``admin`` database.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         return Database(self, "admin")
 
     def __getattr__(self, name: str) -> Database:
@@ -185,6 +210,9 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
     ) -> Database:
+        """The named Database with these options; unset ones are the client's.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         if name is None:
             return self.get_default_database()
         return Database(self, name, codec_options, read_preference, write_concern, read_concern)
@@ -197,6 +225,9 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
     ) -> Database:
+        """The database ``default``, else ``test`` (a dbpath names no default database).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         return self.get_database(default or "test", codec_options, read_preference, write_concern, read_concern)
 
     def eq_props(self) -> tuple[Any, ...]:
@@ -223,16 +254,25 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
     # -- operations -----------------------------------------------------------------------
 
     def list_databases(self, session: Any = None, comment: Any = None, **kwargs: Any) -> CommandCursor:
+        """A cursor over the ``listDatabases`` entries (name, sizeOnDisk, empty).
+
+        https://www.mongodb.com/docs/manual/reference/command/listDatabases/"""
         reply = _reply.check(self._execute("admin", command_doc({"listDatabases": 1}, kwargs, comment=comment)))
         cursor = {"cursor": {"id": 0, "firstBatch": reply["databases"], "ns": "admin.$cmd"}, "ok": 1.0}
         return CommandCursor(self.admin["$cmd"], cursor)
 
     def list_database_names(self, session: Any = None, comment: Any = None) -> list[str]:
+        """The names of the databases that hold data.
+
+        https://www.mongodb.com/docs/manual/reference/command/listDatabases/"""
         return [db["name"] for db in self.list_databases(nameOnly=True, comment=comment)]
 
     def drop_database(
         self, name_or_database: str | pymongo.database.Database[Any], session: Any = None, comment: Any = None
     ) -> None:
+        """Drop a database and its collections (the ``dropDatabase`` command).
+
+        https://www.mongodb.com/docs/manual/reference/command/dropDatabase/"""
         name = name_or_database.name if isinstance(name_or_database, pymongo.database.Database) else name_or_database
         if not isinstance(name, str):
             raise TypeError("name_or_database must be an instance of str or a Database")
@@ -269,17 +309,29 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
     def start_session(  # type: ignore[override]
         self, causal_consistency: bool | None = None, default_transaction_options: Any = None, snapshot: bool = False
     ) -> ClientSession:
+        """A ClientSession: every operation takes ``session=`` (transactions are not built yet).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         if self._closed:
             raise InvalidOperation("Cannot use MongoClient after close")
         return ClientSession(self, causal_consistency)
 
     def watch(self, *args: Any, **kwargs: Any) -> Any:
+        """Change streams are not implemented yet: raises InvalidOperation.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         raise InvalidOperation("change streams are not implemented in FolioDB yet")
 
     def server_info(self, session: Any = None) -> dict[str, Any]:
+        """The ``buildInfo`` command's reply (version, versionArray...).
+
+        https://www.mongodb.com/docs/manual/reference/command/buildInfo/"""
         return dict(_reply.check(self._execute("admin", {"buildinfo": 1})))
 
     def close(self) -> None:
+        """Close the engine and release the dbpath; later operations raise InvalidOperation.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         if self._closed:
             return
         self._closed = True

@@ -19,7 +19,9 @@ from pymongo.monitoring import CommandListener
 
 import foliodb
 
-CURSOR_COMMAND = "https://pymongo.readthedocs.io/en/stable/api/pymongo/database.html#pymongo.database.Database.cursor_command"
+CURSOR_COMMAND = (
+    "https://pymongo.readthedocs.io/en/stable/api/pymongo/database.html#pymongo.database.Database.cursor_command"
+)
 GET_MORE = "https://www.mongodb.com/docs/manual/reference/command/getMore/"
 
 
