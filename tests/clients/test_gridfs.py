@@ -148,3 +148,16 @@ def test_bucket_find_rename_delete(db: Any, payload: bytes) -> None:
         bucket.delete(ids[1])
     bucket.upload_from_stream_with_id("fixed-id", "d", b"data")
     assert bucket.open_download_stream("fixed-id").read() == b"data"
+
+
+def test_an_explicit_session_is_carried_through(db: Any, payload: bytes) -> None:
+    # gridfs passes session= to every operation, and GridOutCursor (pymongo's own Cursor) holds it.
+    fs = gridfs.GridFS(db)
+    with db.client.start_session() as session:
+        file_id = fs.put(payload, filename="s", session=session)
+        found = fs.find({"filename": "s"}, session=session)
+        assert found.session is session
+        assert [f.read() == payload for f in found] == [True]
+        assert fs.get(file_id, session=session).length == SIZE
+        bucket = gridfs.GridFSBucket(db)
+        assert bucket.open_download_stream_by_name("s", session=session).read(4) == payload[:4]
