@@ -39,6 +39,8 @@ DEFAULT_PATH = "./foliodb-data"
 
 # Options of the embedded client that pymongo does not have.
 _FOLIODB_OPTIONS = ("ttlmonitorsleepsecs",)
+# Spellings the embedded client has always taken that pymongo's MongoClient refuses (it wants journal=).
+_ALIASES = {"j": "journal"}
 
 
 # pymongo declares _topology as an attribute; the hooks answer it with a property that raises.
@@ -67,6 +69,8 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
     ) -> None:
         path = _dbpath(host)
         foliodb_options = {key.lower(): kwargs.pop(key) for key in list(kwargs) if key.lower() in _FOLIODB_OPTIONS}
+        for key in [key for key in kwargs if key.lower() in _ALIASES]:
+            kwargs.setdefault(_ALIASES[key.lower()], kwargs.pop(key))
         keyword_opts = common._CaseInsensitiveDictionary(kwargs)
         keyword_opts["document_class"] = document_class or dict
         keyword_opts["tz_aware"] = bool(tz_aware)

@@ -269,3 +269,9 @@ def test_cursor_query_flags() -> None:
             list(coll.find().max_scan(5))
         assert info.value.code == 40415
     assert [cmd.get("noCursorTimeout") for cmd in sent] == [None, True, None, None, None]
+
+
+def test_j_is_taken_for_journal() -> None:
+    # The embedded client's documented j=True (docs/guide.md), which pymongo spells journal=True.
+    with foliodb.MongoClient(":memory:", j=True) as client:
+        assert client.write_concern.document == {"j": True}
