@@ -139,7 +139,7 @@ class Bulk:
                 let=None if kind == INSERT else self.let,
             )
             acknowledged = self.collection._write_concern_doc(cmd)
-            reply = _reply.check(self.collection._command(cmd))
+            reply = _reply.check(self.collection._run_command(cmd))
             n = reply.get("n", 0)
             if kind == INSERT:
                 result["nInserted"] += n

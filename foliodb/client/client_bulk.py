@@ -120,7 +120,7 @@ class ClientBulk:
 
     # -- running ---------------------------------------------------------------------
 
-    def _command(self) -> dict[str, Any]:
+    def _run_command(self) -> dict[str, Any]:
         ns_index: dict[str, int] = {}
         ops = []
         for (kind, op), namespace in zip(self.ops, self.namespaces, strict=True):
@@ -140,7 +140,7 @@ class ClientBulk:
     def execute(self) -> ClientBulkWriteResult:
         if not self.ops:
             raise InvalidOperation("No operations to execute")
-        reply = self.client._execute("admin", self._command())
+        reply = self.client._execute("admin", self._run_command())
         if not self.write_concern.acknowledged:
             return ClientBulkWriteResult(None, False, False)  # type: ignore[arg-type]
         result: dict[str, Any] = {

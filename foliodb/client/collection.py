@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import pymongo.collection
 from bson.codec_options import CodecOptions
 from pymongo import common
 from pymongo.collection import ReturnDocument
@@ -32,7 +33,11 @@ if TYPE_CHECKING:
 _C = TypeVar("_C", bound=CommandCursor)
 
 
-class Collection(Handle):
+class Collection(Handle, pymongo.collection.Collection[Any]):
+    """pymongo's ``Collection`` (an instance of ``pymongo.collection.Collection``) over the embedded engine.
+
+    https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
+
     def __init__(
         self,
         database: Database,
@@ -63,10 +68,16 @@ class Collection(Handle):
 
     @property
     def full_name(self) -> str:
+        """``<database>.<collection>``.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         return f"{self.database.name}.{self._name}"
 
     @property
     def database(self) -> Database:
+        """The Database this collection belongs to.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         return self._parent
 
     def __getattr__(self, name: str) -> Collection:
@@ -87,21 +98,10 @@ class Collection(Handle):
             self._read_concern,
         )
 
-    def __call__(self, *args: Any, **kwargs: Any) -> None:
-        if "." not in self._name:
-            raise TypeError(
-                f"'Collection' object is not callable. If you meant to call the '{self._name}' method on a "
-                "'Database' object it is failing because no such method exists."
-            )
-        raise TypeError(
-            f"'Collection' object is not callable. If you meant to call the '{self._name.split('.')[-1]}' method "
-            "on a 'Collection' object it is failing because no such method exists."
-        )
-
     # -- plumbing -------------------------------------------------------------------
 
-    def _command(self, cmd: dict[str, Any]) -> dict[str, Any]:
-        return self.database._command(cmd)
+    def _run_command(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        return self.database._run_command(cmd)
 
     def _write_concern_doc(self, cmd: dict[str, Any]) -> bool:
         """Add a non-default write concern to ``cmd``; is it acknowledged?"""
@@ -115,13 +115,16 @@ class Collection(Handle):
     def insert_one(
         self, document: Any, bypass_document_validation: bool | None = None, session: Any = None, comment: Any = None
     ) -> InsertOneResult:
+        """Insert a document (given an ObjectId ``_id`` when it has none); an InsertOneResult.
+
+        https://www.mongodb.com/docs/manual/reference/command/insert/"""
         cmd = command_doc(
             {"insert": self._name, "documents": [self._codec.encode(with_id(document))]},
             bypassDocumentValidation=bypass_document_validation,
             comment=comment,
         )
         acknowledged = self._write_concern_doc(cmd)
-        _reply.check_single_write(self._command(cmd))
+        _reply.check_single_write(self._run_command(cmd))
         return InsertOneResult(document.get("_id"), acknowledged)
 
     def insert_many(
@@ -132,6 +135,9 @@ class Collection(Handle):
         session: Any = None,
         comment: Any = None,
     ) -> InsertManyResult:
+        """Insert documents, ordered or not; an InsertManyResult, or BulkWriteError.
+
+        https://www.mongodb.com/docs/manual/reference/command/insert/"""
         if not isinstance(documents, Iterable) or isinstance(documents, Mapping) or not documents:
             raise TypeError("documents must be a non-empty list")
         bulk = Bulk(self, ordered, bypass_document_validation, comment)
@@ -146,7 +152,7 @@ class Collection(Handle):
 
     # -- updates -------------------------------------------------------------------
 
-    def _update(
+    def _run_update(
         self,
         filter: Any,
         update: Any,
@@ -173,7 +179,7 @@ class Collection(Handle):
             bypassDocumentValidation=bypass_document_validation,
         )
         acknowledged = self._write_concern_doc(cmd)
-        reply = _reply.check_single_write(self._command(cmd))
+        reply = _reply.check_single_write(self._run_command(cmd))
         raw = dict(reply)
         raw.pop("ok", None)
         raw.setdefault("nModified", 0)
@@ -196,8 +202,11 @@ class Collection(Handle):
         sort: Any = None,
         comment: Any = None,
     ) -> UpdateResult:
+        """Replace the first matching document (or upsert); an UpdateResult.
+
+        https://www.mongodb.com/docs/manual/reference/command/update/"""
         common.validate_ok_for_replace(replacement)
-        return self._update(
+        return self._run_update(
             filter, replacement, False, upsert, None, hint, collation, let, sort, comment, bypass_document_validation
         )
 
@@ -215,8 +224,11 @@ class Collection(Handle):
         sort: Any = None,
         comment: Any = None,
     ) -> UpdateResult:
+        """Apply update operators or a pipeline to the first matching document; an UpdateResult.
+
+        https://www.mongodb.com/docs/manual/reference/command/update/"""
         common.validate_ok_for_update(update)
-        return self._update(
+        return self._run_update(
             filter,
             update,
             False,
@@ -243,19 +255,22 @@ class Collection(Handle):
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
     ) -> UpdateResult:
+        """Apply update operators or a pipeline to every matching document; an UpdateResult.
+
+        https://www.mongodb.com/docs/manual/reference/command/update/"""
         common.validate_ok_for_update(update)
-        return self._update(
+        return self._run_update(
             filter, update, True, upsert, array_filters, hint, collation, let, None, comment, bypass_document_validation
         )
 
     # -- deletes ------------------------------------------------------------------
 
-    def _delete(self, filter: Any, limit: int, collation: Any, hint: Any, let: Any, comment: Any) -> DeleteResult:
+    def _run_delete(self, filter: Any, limit: int, collation: Any, hint: Any, let: Any, comment: Any) -> DeleteResult:
         common.validate_is_mapping("filter", filter)
         delete_statement = statement({"q": self._codec.encode(filter), "limit": limit}, None, collation, hint)
         cmd = command_doc({"delete": self._name, "deletes": [delete_statement]}, let=let, comment=comment)
         acknowledged = self._write_concern_doc(cmd)
-        reply = _reply.check_single_write(self._command(cmd))
+        reply = _reply.check_single_write(self._run_command(cmd))
         return DeleteResult({"n": reply.get("n", 0), "ok": 1.0} if acknowledged else {}, acknowledged)
 
     def delete_one(
@@ -267,7 +282,10 @@ class Collection(Handle):
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
     ) -> DeleteResult:
-        return self._delete(filter, 1, collation, hint, let, comment)
+        """Delete the first matching document; a DeleteResult.
+
+        https://www.mongodb.com/docs/manual/reference/command/delete/"""
+        return self._run_delete(filter, 1, collation, hint, let, comment)
 
     def delete_many(
         self,
@@ -278,7 +296,10 @@ class Collection(Handle):
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
     ) -> DeleteResult:
-        return self._delete(filter, 0, collation, hint, let, comment)
+        """Delete every matching document; a DeleteResult.
+
+        https://www.mongodb.com/docs/manual/reference/command/delete/"""
+        return self._run_delete(filter, 0, collation, hint, let, comment)
 
     # -- bulk -------------------------------------------------------------------------
 
@@ -291,6 +312,9 @@ class Collection(Handle):
         comment: Any = None,
         let: Mapping[str, Any] | None = None,
     ) -> Any:
+        """Run InsertOne/UpdateOne/.../DeleteMany requests in order or not; a BulkWriteResult.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         common.validate_list("requests", requests)
         bulk = Bulk(self, ordered, bypass_document_validation, comment, let)
         for request in requests:
@@ -303,12 +327,21 @@ class Collection(Handle):
     # -- reads -------------------------------------------------------------------------
 
     def find(self, *args: Any, **kwargs: Any) -> Cursor:
+        """A lazy Cursor over the matching documents; nothing runs until it is iterated.
+
+        https://www.mongodb.com/docs/manual/reference/command/find/"""
         return Cursor(self, *args, **kwargs)
 
     def find_raw_batches(self, *args: Any, **kwargs: Any) -> RawBatchCursor:
+        """Like find, but each item is a batch of raw BSON bytes (``bson.decode_all``).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         return RawBatchCursor(self, *args, **kwargs)
 
     def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
+        """The first matching document, or None; a non-mapping filter matches ``_id``.
+
+        https://www.mongodb.com/docs/manual/reference/command/find/"""
         if filter is not None and not isinstance(filter, Mapping):
             filter = {"_id": filter}
         if not args and not kwargs:
@@ -319,7 +352,7 @@ class Collection(Handle):
                 "limit": 1,
                 "singleBatch": True,
             }
-            batch = _reply.check(self._command(cmd))["cursor"]["firstBatch"]
+            batch = _reply.check(self._run_command(cmd))["cursor"]["firstBatch"]
             return self._codec.decode(batch)[0] if batch else None
         cursor = self.find(filter, *args, **kwargs)
         for doc in cursor.limit(-1):
@@ -329,6 +362,9 @@ class Collection(Handle):
     def count_documents(
         self, filter: Mapping[str, Any], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> int:
+        """The number of matching documents, counted with an aggregation as pymongo does.
+
+        https://www.mongodb.com/docs/manual/reference/method/db.collection.countDocuments/"""
         common.validate_is_mapping("filter", filter)
         pipeline: list[dict[str, Any]] = [{"$match": self._codec.encode(filter)}]
         if "skip" in kwargs:
@@ -341,12 +377,15 @@ class Collection(Handle):
             cmd["hint"] = index_spec(kwargs.pop("hint"))
         if "maxTimeMS" in kwargs:
             cmd["maxTimeMS"] = kwargs.pop("maxTimeMS")
-        batch = _reply.check(self._command(command_doc(cmd, kwargs, comment=comment)))["cursor"]["firstBatch"]
+        batch = _reply.check(self._run_command(command_doc(cmd, kwargs, comment=comment)))["cursor"]["firstBatch"]
         return int(batch[0]["n"]) if batch else 0
 
     def estimated_document_count(self, comment: Any = None, **kwargs: Any) -> int:
+        """The collection's document count from its metadata (the ``count`` command).
+
+        https://www.mongodb.com/docs/manual/reference/command/count/"""
         cmd = command_doc({"count": self._name}, kwargs, comment=comment)
-        return int(_reply.check(self._command(cmd))["n"])
+        return int(_reply.check(self._run_command(cmd))["n"])
 
     def distinct(
         self,
@@ -357,6 +396,9 @@ class Collection(Handle):
         hint: Any = None,
         **kwargs: Any,
     ) -> list[Any]:
+        """The distinct values of a field among the matching documents.
+
+        https://www.mongodb.com/docs/manual/reference/command/distinct/"""
         if not isinstance(key, str):
             raise TypeError(f"key must be an instance of str, not {type(key)}")
         cmd = command_doc(
@@ -366,7 +408,7 @@ class Collection(Handle):
             hint=index_spec(hint),
             comment=comment,
         )
-        values = _reply.check(self._command(cmd))["values"]
+        values = _reply.check(self._run_command(cmd))["values"]
         return self._codec.decode([{"v": values}])[0]["v"]
 
     def aggregate(
@@ -377,19 +419,21 @@ class Collection(Handle):
         comment: Any = None,
         **kwargs: Any,
     ) -> CommandCursor:
-        return self._aggregate(CommandCursor, pipeline, let, comment, kwargs)
+        """Run an aggregation pipeline and return its CommandCursor.
 
-    def aggregate_raw_batches(
-        self,
-        pipeline: Sequence[Mapping[str, Any]],
-        session: Any = None,
-        let: Mapping[str, Any] | None = None,
-        comment: Any = None,
-        **kwargs: Any,
+        https://www.mongodb.com/docs/manual/reference/command/aggregate/"""
+        return self._run_aggregate(CommandCursor, pipeline, let, comment, kwargs)
+
+    # pymongo annotates a RawBatchCursor here, but returns a RawBatchCommandCursor as this does.
+    def aggregate_raw_batches(  # type: ignore[override]
+        self, pipeline: Sequence[Mapping[str, Any]], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> RawBatchCommandCursor:
-        return self._aggregate(RawBatchCommandCursor, pipeline, let, comment, kwargs)
+        """Like aggregate, but each item is a batch of raw BSON bytes.
 
-    def _aggregate(
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
+        return self._run_aggregate(RawBatchCommandCursor, pipeline, kwargs.pop("let", None), comment, kwargs)
+
+    def _run_aggregate(
         self,
         cursor_class: type[_C],
         pipeline: Sequence[Mapping[str, Any]],
@@ -415,14 +459,12 @@ class Collection(Handle):
             cmd["readConcern"] = self.read_concern.document
         if writes:
             self._write_concern_doc(cmd)
-        reply = _reply.check(self._command(cmd))
-        cursor = cursor_class(self, reply, batch_size or 0)
-        cursor._comment = comment  # sent again with each getMore, as pymongo does
-        return cursor
+        reply = _reply.check(self._run_command(cmd))
+        return cursor_class(self, reply, batch_size or 0, comment=comment)  # comment: on each getMore too
 
     # -- find and modify ------------------------------------------------------------------
 
-    def _find_and_modify(
+    def _run_find_and_modify(
         self,
         filter: Any,
         projection: Any,
@@ -457,7 +499,7 @@ class Collection(Handle):
             comment=comment,
         )
         self._write_concern_doc(cmd)
-        reply = _reply.check(self._command(cmd))
+        reply = _reply.check(self._run_command(cmd))
         value = reply.get("value")
         return self._codec.decode([value])[0] if value is not None else None
 
@@ -472,8 +514,11 @@ class Collection(Handle):
         comment: Any = None,
         **kwargs: Any,
     ) -> Any:
+        """Delete the first matching document (by ``sort``) and return it.
+
+        https://www.mongodb.com/docs/manual/reference/command/findAndModify/"""
         kwargs["remove"] = True
-        return self._find_and_modify(filter, projection, sort, None, False, None, hint, let, comment, **kwargs)
+        return self._run_find_and_modify(filter, projection, sort, None, False, None, hint, let, comment, **kwargs)
 
     def find_one_and_replace(
         self,
@@ -489,10 +534,13 @@ class Collection(Handle):
         comment: Any = None,
         **kwargs: Any,
     ) -> Any:
+        """Replace the first matching document; return it as it was before, or after.
+
+        https://www.mongodb.com/docs/manual/reference/command/findAndModify/"""
         common.validate_ok_for_replace(replacement)
         kwargs["update"] = self._codec.encode(replacement)
         kwargs["new"] = return_document
-        return self._find_and_modify(
+        return self._run_find_and_modify(
             filter, projection, sort, upsert, return_document, None, hint, let, comment, **kwargs
         )
 
@@ -511,23 +559,32 @@ class Collection(Handle):
         comment: Any = None,
         **kwargs: Any,
     ) -> Any:
+        """Update the first matching document; return it as it was before, or after.
+
+        https://www.mongodb.com/docs/manual/reference/command/findAndModify/"""
         common.validate_ok_for_update(update)
         common.validate_list_or_none("array_filters", array_filters)
         kwargs["update"] = self._codec.encode_update(update)
         kwargs["new"] = return_document
-        return self._find_and_modify(
+        return self._run_find_and_modify(
             filter, projection, sort, upsert, return_document, array_filters, hint, let, comment, **kwargs
         )
 
     # -- indexes ---------------------------------------------------------------------------
 
     def create_index(self, keys: Any, session: Any = None, comment: Any = None, **kwargs: Any) -> str:
+        """Create one index from a key (``"a"``, ``[("a", 1), ("b", -1)]``) and options; its name.
+
+        https://www.mongodb.com/docs/manual/reference/command/createIndexes/"""
         model = IndexModel(keys, **kwargs)
         return self.create_indexes([model], comment=comment)[0]
 
     def create_indexes(
         self, indexes: Sequence[IndexModel], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> list[str]:
+        """Create indexes from IndexModels; their names.
+
+        https://www.mongodb.com/docs/manual/reference/command/createIndexes/"""
         common.validate_list("indexes", indexes)
         docs = []
         for model in indexes:
@@ -535,30 +592,44 @@ class Collection(Handle):
                 raise TypeError(f"{model!r} is not an instance of pymongo.operations.IndexModel")
             docs.append(dict(model.document))
         _reply.check(
-            self._command(command_doc({"createIndexes": self._name, "indexes": docs}, kwargs, comment=comment))
+            self._run_command(command_doc({"createIndexes": self._name, "indexes": docs}, kwargs, comment=comment))
         )
         return [doc["name"] for doc in docs]
 
     def drop_index(self, index_or_name: Any, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
+        """Drop an index by name or key.
+
+        https://www.mongodb.com/docs/manual/reference/command/dropIndexes/"""
         name = index_or_name
         if isinstance(index_or_name, list):
             name = IndexModel(index_or_name).document["name"]
         if not isinstance(name, str):
             raise TypeError("index_or_name must be an instance of str or list")
-        _reply.check(self._command(command_doc({"dropIndexes": self._name, "index": name}, kwargs, comment=comment)))
+        _reply.check(
+            self._run_command(command_doc({"dropIndexes": self._name, "index": name}, kwargs, comment=comment))
+        )
 
     def drop_indexes(self, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
-        reply = self._command(command_doc({"dropIndexes": self._name, "index": "*"}, kwargs, comment=comment))
+        """Drop every index but ``_id``'s.
+
+        https://www.mongodb.com/docs/manual/reference/command/dropIndexes/"""
+        reply = self._run_command(command_doc({"dropIndexes": self._name, "index": "*"}, kwargs, comment=comment))
         if reply.get("code") != 26:  # dropping the indexes of a missing collection is fine
             _reply.check(reply)
 
     def list_indexes(self, session: Any = None, comment: Any = None) -> CommandCursor:
-        reply = self._command(command_doc({"listIndexes": self._name, "cursor": {}}, comment=comment))
+        """A cursor over the index specifications (nothing for a missing collection).
+
+        https://www.mongodb.com/docs/manual/reference/command/listIndexes/"""
+        reply = self._run_command(command_doc({"listIndexes": self._name, "cursor": {}}, comment=comment))
         if reply.get("code") == 26:  # pymongo yields nothing for a missing collection
             reply = {"cursor": {"id": 0, "firstBatch": [], "ns": self.full_name}, "ok": 1.0}
         return CommandCursor(self, _reply.check(reply))
 
     def index_information(self, session: Any = None, comment: Any = None) -> dict[str, Any]:
+        """The indexes as a dict of name to spec, keys as lists of (field, direction).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         info = {}
         for index in self.list_indexes(comment=comment):
             index = dict(index)
@@ -569,36 +640,59 @@ class Collection(Handle):
     # Atlas Search indexes: the commands answer 238 (NotImplemented), as documented in differences.md.
 
     def create_search_index(self, model: Any, session: Any = None, comment: Any = None, **kwargs: Any) -> str:
+        """Atlas Search indexes are not available: the command answers NotImplemented (238).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         return self.create_search_indexes([model], session=session, comment=comment, **kwargs)[0]
 
     def create_search_indexes(
         self, models: Sequence[Any], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> list[str]:
+        """Atlas Search indexes are not available: the command answers NotImplemented (238).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         indexes = [getattr(model, "document", model) for model in models]
         cmd = command_doc({"createSearchIndexes": self._name, "indexes": indexes}, kwargs, comment=comment)
-        return [index["name"] for index in _reply.check(self._command(cmd))["indexesCreated"]]
+        return [index["name"] for index in _reply.check(self._run_command(cmd))["indexesCreated"]]
 
     def drop_search_index(self, name: str, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
-        _reply.check(self._command(command_doc({"dropSearchIndex": self._name, "name": name}, kwargs, comment=comment)))
+        """Atlas Search indexes are not available: the command answers NotImplemented (238).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
+        _reply.check(
+            self._run_command(command_doc({"dropSearchIndex": self._name, "name": name}, kwargs, comment=comment))
+        )
 
     def update_search_index(
         self, name: str, definition: Mapping[str, Any], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> None:
+        """Atlas Search indexes are not available: the command answers NotImplemented (238).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         cmd = {"updateSearchIndex": self._name, "name": name, "definition": definition}
-        _reply.check(self._command(command_doc(cmd, kwargs, comment=comment)))
+        _reply.check(self._run_command(command_doc(cmd, kwargs, comment=comment)))
 
     def list_search_indexes(
         self, name: str | None = None, session: Any = None, comment: Any = None, **kwargs: Any
     ) -> CommandCursor:
+        """The ``$listSearchIndexes`` stage's cursor (Atlas Search is not available).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         stage = {"$listSearchIndexes": {"name": name} if name is not None else {}}
         return self.aggregate([stage], comment=comment, **kwargs)
 
     # -- collection ---------------------------------------------------------------------------
 
     def drop(self, session: Any = None, comment: Any = None, encrypted_fields: Any = None) -> None:
+        """Drop this collection and its indexes.
+
+        https://www.mongodb.com/docs/manual/reference/command/drop/"""
         self.database.drop_collection(self._name, comment=comment)
 
     def rename(self, new_name: str, session: Any = None, comment: Any = None, **kwargs: Any) -> dict[str, Any]:
+        """Rename this collection within its database (``renameCollection``).
+
+        https://www.mongodb.com/docs/manual/reference/command/renameCollection/"""
         if not isinstance(new_name, str):
             raise TypeError("new_name must be an instance of str")
         if not new_name or ".." in new_name:
@@ -610,15 +704,21 @@ class Collection(Handle):
         cmd = command_doc(
             {"renameCollection": self.full_name, "to": f"{self.database.name}.{new_name}"}, kwargs, comment=comment
         )
-        return dict(_reply.check(self.database.client.admin._command(cmd)))
+        return dict(_reply.check(self.database.client.admin._run_command(cmd)))
 
     def options(self, session: Any = None, comment: Any = None) -> dict[str, Any]:
+        """The options the collection was created with ({} for none, or a missing collection).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         for info in self.database.list_collections(filter={"name": self._name}, comment=comment):
             options = dict(info.get("options", {}))
             return options
         return {}
 
     def watch(self, *args: Any, **kwargs: Any) -> Any:
+        """Change streams are not implemented yet: raises InvalidOperation.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         raise InvalidOperation("change streams are not implemented in FolioDB yet")
 
 

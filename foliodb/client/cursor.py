@@ -14,8 +14,13 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import bson
+import pymongo.command_cursor
+import pymongo.cursor
 from pymongo import CursorType
+from pymongo.collation import Collation, validate_collation_or_none
+from pymongo.cursor_shared import _QUERY_OPTIONS
 from pymongo.errors import InvalidOperation
+from pymongo.message import _OPTIONS
 
 from foliodb.client._reply import check
 from foliodb.client.arguments import index_spec, projection_doc, sort_spec
@@ -36,8 +41,9 @@ class _BatchCursor:
     _batch_size: int
     _killed: bool
     _retrieved: int
-    _tailable = False
     _comment: Any = None
+    _session: Any = None
+    _max_await_time_ms: int | None = None
 
     def _get_more_batch_size(self) -> int:
         return self._batch_size
@@ -50,7 +56,9 @@ class _BatchCursor:
             cmd["batchSize"] = batch_size
         if self._comment is not None:
             cmd["comment"] = self._comment  # as pymongo sends it on getMore (MongoDB 4.4+)
-        reply = check(self._collection.database._command(cmd))
+        if self._max_await_time_ms is not None:
+            cmd["maxTimeMS"] = self._max_await_time_ms
+        reply = check(self._collection.database._run_command(cmd))
         cursor = reply["cursor"]
         self._cursor_id = int(cursor["id"])
         self._buffer.extend(self._collection._codec.decode(cursor["nextBatch"]))
@@ -66,8 +74,8 @@ class _BatchCursor:
         if self._buffer:
             self._retrieved += 1
             return self._buffer.popleft()
-        if not (self._tailable and self._cursor_id):
-            self._killed = True  # a tailable cursor with nothing new yet stays open, as pymongo's does
+        if not self._cursor_id:
+            self._killed = True  # a server cursor still open (tailable, nothing new yet) stays alive, as pymongo's
         raise StopIteration
 
     def _next_raw_batch(self) -> bytes:
@@ -84,27 +92,42 @@ class _BatchCursor:
 
     def _kill(self) -> None:
         if self._cursor_id and not self._killed:
-            self._collection.database._command({"killCursors": self._ns_collection(), "cursors": [self._cursor_id]})
+            self._collection.database._run_command({"killCursors": self._ns_collection(), "cursors": [self._cursor_id]})
         self._killed = True
         self._buffer.clear()
 
     @property
     def cursor_id(self) -> int | None:
+        """The server cursor's id; 0 once exhausted, None before the first batch.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
         return self._cursor_id
 
     @property
     def address(self) -> None:
+        """None: an embedded client has no server address.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
         return None
 
     @property
     def retrieved(self) -> int:
+        """How many documents have been returned so far.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
         return self._retrieved
 
     @property
     def session(self) -> Any:
-        return None
+        """The explicit session the cursor runs in, or None.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
+        return self._session
 
     def to_list(self, length: int | None = None) -> list[dict[str, Any]]:
+        """The remaining documents as a list, at most ``length`` of them.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
         if length is not None and length < 1:
             raise ValueError("to_list() length must be greater than 0")
         out = []
@@ -126,7 +149,11 @@ class _BatchCursor:
             self._kill()
 
 
-class Cursor(_BatchCursor):
+class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
+    """pymongo's ``Cursor`` (an instance of ``pymongo.cursor.Cursor``): a lazy ``find``, getMore by getMore.
+
+    https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
+
     def __init__(
         self,
         collection: Collection,
@@ -140,7 +167,7 @@ class Cursor(_BatchCursor):
         allow_partial_results: bool = False,
         oplog_replay: bool = False,
         batch_size: int = 0,
-        collation: Mapping[str, Any] | None = None,
+        collation: Mapping[str, Any] | Collation | None = None,
         hint: Any = None,
         max_scan: Any = None,
         max_time_ms: int | None = None,
@@ -177,14 +204,26 @@ class Cursor(_BatchCursor):
         self._hint = index_spec(hint)
         self._max_time_ms = max_time_ms
         self._comment = comment
-        self._collation = collation
+        self._collation = validate_collation_or_none(collation)
         self._allow_disk_use = allow_disk_use
         self._let = let
-        self._no_cursor_timeout = no_cursor_timeout
-        if cursor_type not in (CursorType.NON_TAILABLE, CursorType.TAILABLE, CursorType.TAILABLE_AWAIT):
+        if cursor_type not in (
+            CursorType.NON_TAILABLE,
+            CursorType.TAILABLE,
+            CursorType.TAILABLE_AWAIT,
+            CursorType.EXHAUST,
+        ):
             raise ValueError("not a valid value for cursor_type")
-        self._tailable = cursor_type != CursorType.NON_TAILABLE
-        self._await_data = cursor_type == CursorType.TAILABLE_AWAIT
+        # pymongo's query flags: the cursor type's bits and the boolean options'.
+        flags = cursor_type
+        if no_cursor_timeout:
+            flags |= _QUERY_OPTIONS["no_timeout"]
+        if allow_partial_results:
+            flags |= _QUERY_OPTIONS["partial"]
+        if oplog_replay:
+            flags |= _QUERY_OPTIONS["oplog_replay"]
+        self._set_flags(flags)
+        self._max_scan = max_scan
         self._max = max
         self._min = min
         self._return_key = return_key
@@ -203,12 +242,41 @@ class Cursor(_BatchCursor):
         if self._started:
             raise InvalidOperation("cannot set options after executing query")
 
+    def _set_flags(self, flags: int) -> None:
+        self._query_flags = flags
+        # Exhaust is a wire-protocol streaming mode; in process the batches come by getMore.
+        self._exhaust = bool(flags & _QUERY_OPTIONS["exhaust"])
+
+    def add_option(self, mask: int) -> Cursor:
+        """Set query flags by bitmask (``pymongo.cursor.Cursor.add_option``)."""
+        if not isinstance(mask, int):
+            raise TypeError(f"mask must be an int, not {type(mask)}")
+        self._check_unstarted()
+        if mask & _QUERY_OPTIONS["exhaust"] and self._limit:
+            raise InvalidOperation("Can't use limit and exhaust together.")
+        self._set_flags(self._query_flags | mask)
+        return self
+
+    def remove_option(self, mask: int) -> Cursor:
+        """Unset query flags by bitmask (``pymongo.cursor.Cursor.remove_option``)."""
+        if not isinstance(mask, int):
+            raise TypeError(f"mask must be an int, not {type(mask)}")
+        self._check_unstarted()
+        self._set_flags(self._query_flags & ~mask)
+        return self
+
     def sort(self, key_or_list: Any, direction: Any = None) -> Cursor:
+        """Sort by a key and direction, or a list of (key, direction) pairs.
+
+        https://www.mongodb.com/docs/manual/reference/method/cursor.sort/"""
         self._check_unstarted()
         self._sort = sort_spec(key_or_list, direction)
         return self
 
     def skip(self, skip: int) -> Cursor:
+        """Skip the first ``skip`` matching documents.
+
+        https://www.mongodb.com/docs/manual/reference/method/cursor.skip/"""
         if not isinstance(skip, int) or isinstance(skip, bool):
             raise TypeError("skip must be an integer")
         if skip < 0:
@@ -218,13 +286,21 @@ class Cursor(_BatchCursor):
         return self
 
     def limit(self, limit: int) -> Cursor:
+        """Return at most ``abs(limit)`` documents (a negative limit: in one batch).
+
+        https://www.mongodb.com/docs/manual/reference/method/cursor.limit/"""
         if not isinstance(limit, int) or isinstance(limit, bool):
             raise TypeError("limit must be an integer")
+        if self._exhaust:
+            raise InvalidOperation("Can't use limit and exhaust together.")
         self._check_unstarted()
         self._limit = limit
         return self
 
     def batch_size(self, batch_size: int) -> Cursor:
+        """Documents per batch (0: the server's default).
+
+        https://www.mongodb.com/docs/manual/reference/method/cursor.batchSize/"""
         if not isinstance(batch_size, int) or isinstance(batch_size, bool):
             raise TypeError("batch_size must be an integer")
         if batch_size < 0:
@@ -234,11 +310,17 @@ class Cursor(_BatchCursor):
         return self
 
     def hint(self, index: Any) -> Cursor:
+        """Use this index (a name or a key pattern).
+
+        https://www.mongodb.com/docs/manual/reference/method/cursor.hint/"""
         self._check_unstarted()
         self._hint = index_spec(index)
         return self
 
     def max_time_ms(self, max_time_ms: int | None) -> Cursor:
+        """A time limit for the query, in milliseconds (ExecutionTimeout past it).
+
+        https://www.mongodb.com/docs/manual/reference/method/cursor.maxTimeMS/"""
         self._check_unstarted()
         self._max_time_ms = max_time_ms
         return self
@@ -251,31 +333,55 @@ class Cursor(_BatchCursor):
         return self
 
     def comment(self, comment: Any) -> Cursor:
+        """A comment that the profiler, currentOp and the logs show with the query.
+
+        https://www.mongodb.com/docs/manual/reference/method/cursor.comment/"""
         self._check_unstarted()
         self._comment = comment
         return self
 
-    def collation(self, collation: Mapping[str, Any] | None) -> Cursor:
+    def collation(self, collation: Mapping[str, Any] | Collation | None) -> Cursor:
+        """The collation (locale rules) for matching and sorting.
+
+        https://www.mongodb.com/docs/manual/reference/collation/"""
         self._check_unstarted()
-        self._collation = collation
+        self._collation = validate_collation_or_none(collation)
+        return self
+
+    def max_scan(self, max_scan: int | None) -> Cursor:
+        """Deprecated by pymongo; sent as ``maxScan``, which MongoDB 4.2+ no longer accepts."""
+        self._check_unstarted()
+        self._max_scan = max_scan
         return self
 
     def allow_disk_use(self, allow_disk_use: bool) -> Cursor:
+        """Allow sorts larger than memory to spill to disk.
+
+        https://www.mongodb.com/docs/manual/reference/method/cursor.allowDiskUse/"""
         self._check_unstarted()
         self._allow_disk_use = allow_disk_use
         return self
 
     def max(self, spec: Any) -> Cursor:
+        """The exclusive upper index bound (use with ``hint``).
+
+        https://www.mongodb.com/docs/manual/reference/method/cursor.max/"""
         self._check_unstarted()
         self._max = dict(sort_spec(spec))
         return self
 
     def min(self, spec: Any) -> Cursor:
+        """The inclusive lower index bound (use with ``hint``).
+
+        https://www.mongodb.com/docs/manual/reference/method/cursor.min/"""
         self._check_unstarted()
         self._min = dict(sort_spec(spec))
         return self
 
     def where(self, code: Any) -> Cursor:
+        """Add a ``$where`` JavaScript predicate to the filter.
+
+        https://www.mongodb.com/docs/manual/reference/operator/query/where/"""
         self._check_unstarted()
         self._filter = {"$and": [self._filter, {"$where": code}]} if self._filter else {"$where": code}
         return self
@@ -342,12 +448,9 @@ class Cursor(_BatchCursor):
             cmd["allowDiskUse"] = self._allow_disk_use
         if self._let is not None:
             cmd["let"] = self._let
-        if self._no_cursor_timeout:
-            cmd["noCursorTimeout"] = True
-        if self._tailable:
-            cmd["tailable"] = True
-        if self._await_data:
-            cmd["awaitData"] = True
+        cmd.update((option, True) for option, bit in _OPTIONS.items() if self._query_flags & bit)
+        if self._max_scan:
+            cmd["maxScan"] = self._max_scan
         if self._max is not None:
             cmd["max"] = self._max
         if self._min is not None:
@@ -370,7 +473,7 @@ class Cursor(_BatchCursor):
         if self._empty:
             self._killed = True
             return
-        reply = check(self._collection.database._command(self._find_command()))
+        reply = check(self._collection.database._run_command(self._find_command()))
         cursor = reply["cursor"]
         self._cursor_id = int(cursor["id"])
         self._buffer.extend(self._collection._codec.decode(cursor["firstBatch"]))
@@ -381,6 +484,9 @@ class Cursor(_BatchCursor):
         return self
 
     def __next__(self) -> dict[str, Any]:
+        """The next document; the first call runs ``find``, later batches come by ``getMore``.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
         if not self._started:
             self._start()
         return self._next_document()
@@ -389,16 +495,28 @@ class Cursor(_BatchCursor):
 
     @property
     def alive(self) -> bool:
+        """Whether the cursor may still return documents.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
         return not self._started or bool(self._buffer) or not self._killed
 
     @property
     def collection(self) -> Collection:
+        """The Collection this cursor reads.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
         return self._collection
 
     def close(self) -> None:
+        """Close the cursor, killing its server cursor.
+
+        https://www.mongodb.com/docs/manual/reference/command/killCursors/"""
         self._kill()
 
     def rewind(self) -> Cursor:
+        """Reset to the unevaluated state: iterating again runs the query again.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
         self._kill()
         self._started = False
         self._killed = False
@@ -428,21 +546,36 @@ class Cursor(_BatchCursor):
         return self.clone()
 
     def distinct(self, key: str) -> list[Any]:
+        """The distinct values of a field among this cursor's matches.
+
+        https://www.mongodb.com/docs/manual/reference/command/distinct/"""
         return self._collection.distinct(key, self._filter)
 
     def explain(self) -> dict[str, Any]:
+        """The query plan and execution statistics (``explain``, allPlansExecution).
+
+        https://www.mongodb.com/docs/manual/reference/command/explain/"""
         cmd = self._find_command()
-        reply = check(self._collection.database._command({"explain": cmd, "verbosity": "allPlansExecution"}))
+        reply = check(self._collection.database._run_command({"explain": cmd, "verbosity": "allPlansExecution"}))
         return dict(reply)
 
 
-class CommandCursor(_BatchCursor):
+# pymongo declares _collection as its own Collection[T]; the facade's is a subclass of it.
+class CommandCursor(_BatchCursor, pymongo.command_cursor.CommandCursor[Any]):  # type: ignore[misc]
     """The cursor of aggregate, listCollections, listIndexes..."""
 
     def __init__(
-        self, collection: Collection, reply: Mapping[str, Any], batch_size: int = 0, ns_collection: str | None = None
+        self,
+        collection: Collection,
+        reply: Mapping[str, Any],
+        batch_size: int = 0,
+        ns_collection: str | None = None,
+        comment: Any = None,
+        max_await_time_ms: int | None = None,
     ) -> None:
         self._collection = collection
+        self._comment = comment
+        self._max_await_time_ms = max_await_time_ms
         cursor = reply["cursor"]
         self._cursor_id = int(cursor["id"])
         self._buffer = deque(collection._codec.decode(cursor.get("firstBatch", [])))
@@ -459,32 +592,50 @@ class CommandCursor(_BatchCursor):
         return self
 
     def __next__(self) -> dict[str, Any]:
+        """The next document, by ``getMore`` when the batch runs out.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/command_cursor.html"""
         return self._next_document()
 
     next = __next__
 
     def try_next(self) -> dict[str, Any] | None:
+        """The next document, or None when none is available yet.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/command_cursor.html"""
         try:
             return self._next_document()
         except StopIteration:
             return None
 
     def batch_size(self, batch_size: int) -> CommandCursor:
+        """Documents per ``getMore`` batch.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/command_cursor.html"""
         self._batch_size = batch_size
         return self
 
     @property
     def alive(self) -> bool:
+        """Whether the cursor may still return documents.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/command_cursor.html"""
         return bool(self._buffer) or not self._killed
 
     def close(self) -> None:
+        """Close the cursor, killing its server cursor.
+
+        https://www.mongodb.com/docs/manual/reference/command/killCursors/"""
         self._kill()
 
 
-class RawBatchCursor(Cursor):
+class RawBatchCursor(Cursor, pymongo.cursor.RawBatchCursor[Any]):
     """``find_raw_batches``: each item is one batch of BSON bytes, for decoding with ``bson.decode_all``."""
 
     def __next__(self) -> bytes:  # type: ignore[override]
+        """The next batch, its documents' BSON concatenated.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
         if not self._started:
             self._start()
         return self._next_raw_batch()
@@ -495,10 +646,16 @@ class RawBatchCursor(Cursor):
         raise InvalidOperation("Cannot call __getitem__ on RawBatchCursor")
 
 
-class RawBatchCommandCursor(CommandCursor):
+class RawBatchCommandCursor(CommandCursor, pymongo.command_cursor.RawBatchCommandCursor[Any]):  # type: ignore[misc]
     """``aggregate_raw_batches``: each item is one batch of BSON bytes."""
 
     def __next__(self) -> bytes:  # type: ignore[override]
+        """The next batch, its documents' BSON concatenated.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/command_cursor.html"""
         return self._next_raw_batch()
 
     next = __next__  # type: ignore[assignment]
+
+    def __getitem__(self, index: int) -> Any:
+        raise InvalidOperation("Cannot call __getitem__ on RawBatchCommandCursor")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from bson.codec_options import CodecOptions
+import pymongo.collection
+import pymongo.database
+from bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from bson.dbref import DBRef
 from pymongo import common
 from pymongo.errors import CollectionInvalid, InvalidName, InvalidOperation
@@ -14,6 +16,7 @@ from pymongo.write_concern import WriteConcern
 
 from foliodb.client import _reply
 from foliodb.client.arguments import command_doc
+from foliodb.client.codec import DocumentCodec
 from foliodb.client.collection import Collection
 from foliodb.client.cursor import CommandCursor
 from foliodb.client.handle import Handle
@@ -21,8 +24,14 @@ from foliodb.client.handle import Handle
 if TYPE_CHECKING:
     from foliodb.client.mongo_client import MongoClient
 
+_Decoded = TypeVar("_Decoded", bound=Mapping[str, Any])  # a reply decoded with the caller's codec options
 
-class Database(Handle):
+
+class Database(Handle, pymongo.database.Database[Any]):
+    """pymongo's ``Database`` (an instance of ``pymongo.database.Database``) over the embedded engine.
+
+    https://pymongo.readthedocs.io/en/stable/api/pymongo/database.html"""
+
     def __init__(
         self,
         client: MongoClient,
@@ -43,9 +52,12 @@ class Database(Handle):
 
     @property
     def client(self) -> MongoClient:
+        """The MongoClient this database belongs to.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/database.html"""
         return self._parent
 
-    def _command(self, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    def _run_command(self, cmd: Mapping[str, Any]) -> dict[str, Any]:
         return self.client._execute(self._name, cmd)
 
     def __getattr__(self, name: str) -> Collection:
@@ -66,6 +78,9 @@ class Database(Handle):
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
     ) -> Collection:
+        """The named Collection with these options; unset ones are the database's.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/database.html"""
         return Collection(self, name, codec_options, read_preference, write_concern, read_concern)
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
@@ -76,9 +91,37 @@ class Database(Handle):
 
     # -- commands ----------------------------------------------------------------------
 
+    @overload
     def command(
         self,
-        command: str | Mapping[str, Any],
+        command: str | MutableMapping[str, Any],
+        value: Any = 1,
+        check: bool = True,
+        allowable_errors: Sequence[str | int] | None = None,
+        read_preference: Any = None,
+        codec_options: None = None,
+        session: Any = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]: ...
+
+    @overload
+    def command(
+        self,
+        command: str | MutableMapping[str, Any],
+        value: Any = 1,
+        check: bool = True,
+        allowable_errors: Sequence[str | int] | None = None,
+        read_preference: Any = None,
+        codec_options: CodecOptions[_Decoded] = ...,
+        session: Any = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> _Decoded: ...
+
+    def command(
+        self,
+        command: str | MutableMapping[str, Any],
         value: Any = 1,
         check: bool = True,
         allowable_errors: Sequence[str | int] | None = None,
@@ -87,17 +130,45 @@ class Database(Handle):
         session: Any = None,
         comment: Any = None,
         **kwargs: Any,
-    ) -> dict[str, Any]:
+    ) -> Any:
+        """Run a database command and return its reply, raising OperationFailure on an
+        error reply unless ``check`` is false or the error is allowed (pymongo's
+        ``Database.command``; https://www.mongodb.com/docs/manual/reference/command/)."""
         cmd: dict[str, Any] = {command: value} if isinstance(command, str) else dict(command)
         cmd.update(kwargs)
         if comment is not None:
             cmd["comment"] = comment
-        reply = self._command(cmd)
+        reply = self._run_command(cmd)
         if check and not reply.get("ok"):
             code = reply.get("code")
             if not allowable_errors or (code not in allowable_errors and reply.get("errmsg") not in allowable_errors):
                 _reply.check(reply)
-        return reply
+        return reply if codec_options is None else DocumentCodec(codec_options).decode([reply])[0]
+
+    def cursor_command(
+        self,
+        command: str | MutableMapping[str, Any],
+        value: Any = 1,
+        read_preference: Any = None,
+        codec_options: CodecOptions[Any] | None = None,
+        session: Any = None,
+        comment: Any = None,
+        max_await_time_ms: int | None = None,
+        **kwargs: Any,
+    ) -> CommandCursor:
+        """Run a command that opens a cursor (``find``, ``aggregate``, ``listCollections``...) and
+        iterate its results, getMore by getMore (pymongo 4.5+'s ``Database.cursor_command``).
+
+        ``comment`` and ``max_await_time_ms`` go on each getMore, as pymongo sends them; the
+        documents decode with ``codec_options`` (pymongo's default ones when None). A reply
+        without a cursor raises InvalidOperation."""
+        cmd: dict[str, Any] = {command: value} if isinstance(command, str) else dict(command)
+        cmd.update(kwargs)
+        reply = _reply.check(self._run_command(cmd))
+        if not reply.get("cursor"):
+            raise InvalidOperation("Command does not return a cursor.")
+        collection = self.get_collection("$cmd", codec_options=codec_options or DEFAULT_CODEC_OPTIONS)
+        return CommandCursor(collection, reply, comment=comment, max_await_time_ms=max_await_time_ms)
 
     def create_collection(
         self,
@@ -110,27 +181,36 @@ class Database(Handle):
         check_exists: bool | None = True,
         **kwargs: Any,
     ) -> Collection:
+        """Create a collection with options (capped, validator, collation, view...); CollectionInvalid if it exists.
+
+        https://www.mongodb.com/docs/manual/reference/command/create/"""
         collection = Collection(self, name, codec_options, read_preference, write_concern, read_concern)
         if check_exists and name in self.list_collection_names(filter={"name": name}):
             raise CollectionInvalid(f"collection {name} already exists")
-        _reply.check(self._command(command_doc({"create": name}, kwargs)))
+        _reply.check(self._run_command(command_doc({"create": name}, kwargs)))
         return collection
 
     def list_collections(
         self, session: Any = None, filter: Mapping[str, Any] | None = None, comment: Any = None, **kwargs: Any
     ) -> CommandCursor:
+        """A cursor over the ``listCollections`` entries (name, type, options, info).
+
+        https://www.mongodb.com/docs/manual/reference/command/listCollections/"""
         cmd = command_doc(
             {"listCollections": 1, "cursor": {}},
             kwargs,
             filter=None if filter is None else dict(filter),
             comment=comment,
         )
-        reply = _reply.check(self._command(cmd))
+        reply = _reply.check(self._run_command(cmd))
         return CommandCursor(self["$cmd"], reply, ns_collection="$cmd.listCollections")
 
     def list_collection_names(
         self, session: Any = None, filter: Mapping[str, Any] | None = None, comment: Any = None, **kwargs: Any
     ) -> list[str]:
+        """The names of the collections and views, optionally filtered.
+
+        https://www.mongodb.com/docs/manual/reference/command/listCollections/"""
         if filter is None:
             kwargs["nameOnly"] = True
         else:
@@ -141,41 +221,53 @@ class Database(Handle):
 
     def drop_collection(
         self,
-        name_or_collection: str | Collection,
+        name_or_collection: str | pymongo.collection.Collection[Any],
         session: Any = None,
         comment: Any = None,
         encrypted_fields: Any = None,
     ) -> dict[str, Any]:
+        """Drop a collection and its indexes (the ``drop`` command).
+
+        https://www.mongodb.com/docs/manual/reference/command/drop/"""
         cmd = command_doc({"drop": _collection_name(name_or_collection)}, comment=comment)
-        return dict(_reply.check(self._command(cmd)))
+        return dict(_reply.check(self._run_command(cmd)))
 
     def validate_collection(
         self,
-        name_or_collection: str | Collection,
+        name_or_collection: str | pymongo.collection.Collection[Any],
         scandata: bool = False,
         full: bool = False,
         session: Any = None,
         background: bool | None = None,
         comment: Any = None,
     ) -> dict[str, Any]:
+        """Check a collection's documents and indexes (``validate``); CollectionInvalid if not valid.
+
+        https://www.mongodb.com/docs/manual/reference/command/validate/"""
         name = _collection_name(name_or_collection)
         cmd = command_doc({"validate": name, "scandata": scandata, "full": full}, comment=comment)
-        result = dict(_reply.check(self._command(cmd)))
+        result = dict(_reply.check(self._run_command(cmd)))
         if not result.get("valid", False):
             raise CollectionInvalid(f"{name} invalid: {result!r}")
         return result
 
     def aggregate(self, pipeline: Sequence[Mapping[str, Any]], session: Any = None, **kwargs: Any) -> CommandCursor:
+        """Run a database-level aggregation (``$currentOp``, ``$documents``...) and return its cursor.
+
+        https://www.mongodb.com/docs/manual/reference/command/aggregate/"""
         common.validate_list("pipeline", pipeline)
         cmd: dict[str, Any] = {"aggregate": 1, "pipeline": list(pipeline), "cursor": {}}
         batch_size = kwargs.pop("batchSize", None)
         if batch_size is not None:
             cmd["cursor"] = {"batchSize": batch_size}
         cmd.update(kwargs)
-        reply = _reply.check(self._command(cmd))
+        reply = _reply.check(self._run_command(cmd))
         return CommandCursor(self["$cmd.aggregate"], reply, batch_size or 0, ns_collection="$cmd.aggregate")
 
     def dereference(self, dbref: DBRef, session: Any = None, comment: Any = None, **kwargs: Any) -> Any:
+        """The document a DBRef points to, or None.
+
+        https://www.mongodb.com/docs/manual/reference/database-references/"""
         if not isinstance(dbref, DBRef):
             raise TypeError(f"cannot dereference a {type(dbref)}")
         if dbref.database is not None and dbref.database != self._name:
@@ -185,11 +277,15 @@ class Database(Handle):
         return self[dbref.collection].find_one({"_id": dbref.id}, comment=comment, **kwargs)
 
     def watch(self, *args: Any, **kwargs: Any) -> Any:
+        """Change streams are not implemented yet: raises InvalidOperation.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/database.html"""
         raise InvalidOperation("change streams are not implemented in FolioDB yet")
 
 
-def _collection_name(name_or_collection: str | Collection) -> str:
-    name = name_or_collection.name if isinstance(name_or_collection, Collection) else name_or_collection
-    if not isinstance(name, str):
+def _collection_name(name_or_collection: str | pymongo.collection.Collection[Any]) -> str:
+    if isinstance(name_or_collection, pymongo.collection.Collection):
+        return name_or_collection.name
+    if not isinstance(name_or_collection, str):
         raise TypeError("name_or_collection must be an instance of str or Collection")
-    return name
+    return name_or_collection

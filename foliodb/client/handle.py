@@ -1,11 +1,14 @@
-"""What pymongo's MongoClient, Database and Collection have in common.
+"""What pymongo's Database and Collection have in common.
 
-:class:`Options`: the four settings each carries (codec options, read
-preference, write concern, read concern). :class:`Handle`: a named database or
-collection under a parent (the client, or the database), whose unset options
-are its parent's; it compares equal to a handle of the same kind, parent and
-name, and refuses truth testing and iteration with pymongo's messages (a
-handle would otherwise look true and iterable through ``__getattr__``).
+:class:`Handle`: a named database or collection under a parent (the client,
+or the database), whose unset options are its parent's; it compares equal to
+a handle of the same kind, parent and name. Truth testing and iteration are
+refused by the pymongo class's own ``__bool__`` and ``__next__``.
+
+A Handle is mixed in before a pymongo class (``pymongo.database.Database``,
+``pymongo.collection.Collection``) whose ``__init__`` never runs: the four
+settings (codec options, read preference, write concern, read concern) are
+set through ``pymongo.common.BaseObject``, whose accessors both share.
 """
 
 from __future__ import annotations
@@ -13,41 +16,12 @@ from __future__ import annotations
 from typing import Any, Self
 
 from bson.codec_options import CodecOptions
+from pymongo import common
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
 
-class Options:
-    def __init__(
-        self,
-        codec_options: CodecOptions[Any],
-        read_preference: Any,
-        write_concern: WriteConcern,
-        read_concern: ReadConcern,
-    ) -> None:
-        self._codec_options = codec_options
-        self._read_preference = read_preference
-        self._write_concern = write_concern
-        self._read_concern = read_concern
-
-    @property
-    def codec_options(self) -> CodecOptions[Any]:
-        return self._codec_options
-
-    @property
-    def read_preference(self) -> Any:
-        return self._read_preference
-
-    @property
-    def write_concern(self) -> WriteConcern:
-        return self._write_concern
-
-    @property
-    def read_concern(self) -> ReadConcern:
-        return self._read_concern
-
-
-class Handle(Options):
+class Handle(common.BaseObject):
     def __init__(
         self,
         parent: Any,
@@ -57,7 +31,10 @@ class Handle(Options):
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
     ) -> None:
-        super().__init__(
+        # BaseObject directly: the pymongo class next in the MRO must not initialise (it would
+        # reach for a real client's options).
+        common.BaseObject.__init__(
+            self,
             codec_options or parent.codec_options,
             read_preference or parent.read_preference,
             write_concern or parent.write_concern,
@@ -68,6 +45,7 @@ class Handle(Options):
 
     @property
     def name(self) -> str:
+        """The name of this database or collection."""
         return self._name
 
     def with_options(
@@ -77,6 +55,9 @@ class Handle(Options):
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
     ) -> Self:
+        """A copy with some of the four settings replaced (codec options, read preference, write and read concern).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/database.html"""
         return type(self)(
             self._parent,
             self._name,
@@ -96,18 +77,3 @@ class Handle(Options):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._parent!r}, {self._name!r})"
-
-    def __bool__(self) -> bool:
-        kind = type(self).__name__
-        raise NotImplementedError(
-            f"{kind} objects do not implement truth value testing or bool(). Please compare with None "
-            f"instead: {kind.lower()} is not None"
-        )
-
-    def __iter__(self) -> Self:
-        return self
-
-    def __next__(self) -> None:
-        raise TypeError(f"'{type(self).__name__}' object is not iterable")
-
-    next = __next__

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import pymongo
-from bson.binary import UuidRepresentation
+import pymongo.database
 from bson.codec_options import CodecOptions
 from pymongo import common
-from pymongo.errors import InvalidOperation
+from pymongo.client_options import ClientOptions
+from pymongo.driver_info import DriverInfo
+from pymongo.errors import ConfigurationError, InvalidOperation
 from pymongo.monitoring import CommandListener
 from pymongo.read_concern import ReadConcern
-from pymongo.read_preferences import ReadPreference
 from pymongo.results import ClientBulkWriteResult
 from pymongo.write_concern import WriteConcern
 
@@ -28,7 +29,7 @@ from foliodb.client.arguments import command_doc
 from foliodb.client.client_bulk import ClientBulk
 from foliodb.client.cursor import CommandCursor
 from foliodb.client.database import Database
-from foliodb.client.handle import Options
+from foliodb.client.driver_hooks import DriverHooks, no_network
 from foliodb.client.monitoring import publish_command_events
 from foliodb.client.session import ClientSession
 from foliodb.commands import Executor
@@ -36,61 +37,60 @@ from foliodb.errors import CommandError
 
 DEFAULT_PATH = "./foliodb-data"
 
-_UUID_REPRESENTATIONS = {
-    "unspecified": UuidRepresentation.UNSPECIFIED,
-    "standard": UuidRepresentation.STANDARD,
-    "pythonlegacy": UuidRepresentation.PYTHON_LEGACY,
-    "javalegacy": UuidRepresentation.JAVA_LEGACY,
-    "csharplegacy": UuidRepresentation.CSHARP_LEGACY,
-}
+# Options of the embedded client that pymongo does not have.
+_FOLIODB_OPTIONS = ("ttlmonitorsleepsecs",)
+# Spellings the embedded client has always taken that pymongo's MongoClient refuses (it wants journal=).
+_ALIASES = {"j": "journal"}
 
 
-class MongoClient(Options):
+# pymongo declares _topology as an attribute; the hooks answer it with a property that raises.
+class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
+    """pymongo's ``MongoClient`` over an embedded dbpath.
+
+    An instance of ``pymongo.MongoClient`` (so gridfs and libraries that check
+    for one accept it) whose pymongo ``__init__`` never runs: no topology, no
+    monitor threads, no sockets. Options are parsed and validated by pymongo
+    (``client.options`` is pymongo's ``ClientOptions``); every public method
+    is the facade's own. https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html
+    """
+
     HOST = DEFAULT_PATH
     PORT = 0
 
     def __init__(
         self,
-        host: str | None = None,
+        host: str | Sequence[str] | None = None,
         port: int | None = None,
-        document_class: type = dict,
+        document_class: type | None = None,
         tz_aware: bool | None = None,
         connect: bool | None = None,
         type_registry: Any = None,
         **kwargs: Any,
     ) -> None:
-        path = host if host is not None else DEFAULT_PATH
-        if not isinstance(path, str):
-            raise TypeError("host must be a dbpath string (a directory, or ':memory:')")
-        if path.startswith(("mongodb://", "mongodb+srv://")):
-            raise ValueError(
-                "foliodb.MongoClient opens a local dbpath; for a MongoDB server use foliodb.connect(uri), "
-                "which returns a pymongo.MongoClient"
-            )
-        options = {k.lower(): v for k, v in kwargs.items()}
-        uuid_rep = options.get("uuidrepresentation", "unspecified")
-        if isinstance(uuid_rep, str):
-            uuid_rep = _UUID_REPRESENTATIONS[uuid_rep.lower()]
-        codec_kwargs: dict[str, Any] = {
-            "document_class": document_class,
-            "tz_aware": bool(tz_aware),
-            "uuid_representation": uuid_rep,
-        }
+        path = _dbpath(host)
+        foliodb_options = {key.lower(): kwargs.pop(key) for key in list(kwargs) if key.lower() in _FOLIODB_OPTIONS}
+        for key in [key for key in kwargs if key.lower() in _ALIASES]:
+            kwargs.setdefault(_ALIASES[key.lower()], kwargs.pop(key))
+        keyword_opts = common._CaseInsensitiveDictionary(kwargs)
+        keyword_opts["document_class"] = document_class or dict
+        keyword_opts["tz_aware"] = bool(tz_aware)
         if type_registry is not None:
-            codec_kwargs["type_registry"] = type_registry
-        if "tzinfo" in options:
-            codec_kwargs["tzinfo"] = options["tzinfo"]
-        if "unicode_decode_error_handler" in options:
-            codec_kwargs["unicode_decode_error_handler"] = options["unicode_decode_error_handler"]
-        concern: dict[str, Any] = {key: options[key] for key in ("w", "j", "wtimeoutms", "fsync") if key in options}
-        if "wtimeoutms" in concern:
-            concern["wtimeout"] = concern.pop("wtimeoutms")
-        super().__init__(
-            CodecOptions(**codec_kwargs),
-            ReadPreference.PRIMARY,
-            WriteConcern(**concern) if concern else WriteConcern(),
-            ReadConcern(options.get("readconcernlevel")),
+            keyword_opts["type_registry"] = type_registry
+        # pymongo's own parsing and validation of its options (deprecated names, types, conflicts).
+        opts = self._validate_kwargs_and_update_opts(keyword_opts, common._CaseInsensitiveDictionary())
+        opts = self._normalize_and_validate_options(opts, set())
+        self._options = ClientOptions(opts.get("username"), opts.get("password"), None, opts)
+        if self._options.auto_encryption_opts is not None:
+            raise ConfigurationError("client-side field level encryption is not available on the embedded client")
+        common.BaseObject.__init__(
+            self,
+            self._options.codec_options,
+            self._options.read_preference,
+            self._options.write_concern,
+            self._options.read_concern,
         )
+        self._timeout = self._options.timeout
+        self._encrypter = None  # pymongo's cursors look for client-side encryption before each batch
         self._path = path
         try:
             self._executor = Executor.open(path)
@@ -99,11 +99,10 @@ class MongoClient(Options):
             raise
         self._closed = False
         # pymongo's command monitoring: listeners see every command this client runs.
-        self._command_listeners = [
-            listener for listener in options.get("event_listeners") or () if isinstance(listener, CommandListener)
-        ]
-        if "ttlmonitorsleepsecs" in options:
-            seconds = options["ttlmonitorsleepsecs"]
+        listeners: list[Any] = self._options.event_listeners
+        self._command_listeners = [listener for listener in listeners if isinstance(listener, CommandListener)]
+        if "ttlmonitorsleepsecs" in foliodb_options:
+            seconds = foliodb_options["ttlmonitorsleepsecs"]
             _reply.check(self._execute("admin", {"setParameter": 1, "ttlMonitorSleepSecs": seconds}))
 
     # -- plumbing ------------------------------------------------------------------------
@@ -118,40 +117,83 @@ class MongoClient(Options):
     # -- properties ------------------------------------------------------------------------
 
     @property
+    def options(self) -> ClientOptions:
+        """The client's options as pymongo parsed them (pymongo's ``ClientOptions``)."""
+        return self._options
+
+    @property
+    def topology_description(self) -> NoReturn:
+        """Not available: an embedded client has no server topology to describe."""
+        raise no_network("MongoClient.topology_description")
+
+    def append_metadata(self, driver_info: DriverInfo) -> None:
+        """Add a library's name and version to the client metadata, as pymongo 4.14+
+        does; the embedded client keeps it in ``options.pool_options.metadata``
+        (there is no connection handshake to send it in)."""
+        if not isinstance(driver_info, DriverInfo):
+            raise TypeError(f"driver_info must be an instance of DriverInfo, not {type(driver_info)}")
+        self._options.pool_options._update_metadata(driver_info)
+
+    @property
     def address(self) -> None:
+        """None: an embedded client has no server address.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         return None
 
     # Topology answers of a single embedded node, so code that inspects them keeps working.
     @property
     def nodes(self) -> frozenset[tuple[str, int]]:
+        """The set of known servers: empty for an embedded client.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         return frozenset()
 
     @property
     def primary(self) -> None:
+        """The primary's address: None, an embedded node has no address.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         return None
 
     @property
-    def secondaries(self) -> set[tuple[str, int]]:
+    def secondaries(self) -> set[tuple[str, int | None]]:
+        """The replica set's secondaries: none on an embedded single node.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         return set()
 
     @property
-    def arbiters(self) -> set[tuple[str, int]]:
+    def arbiters(self) -> set[tuple[str, int | None]]:
+        """The replica set's arbiters: none on an embedded single node.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         return set()
 
     @property
     def is_primary(self) -> bool:
+        """True: the embedded single node takes writes.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         return True
 
     @property
     def is_mongos(self) -> bool:
+        """False: the embedded engine is not a mongos router.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         return False
 
     @property
     def dbpath(self) -> str:
+        """The directory this client opened (or ``:memory:``)."""
         return self._path
 
     @property
     def admin(self) -> Database:
+        """The ``admin`` database.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         return Database(self, "admin")
 
     def __getattr__(self, name: str) -> Database:
@@ -172,20 +214,37 @@ class MongoClient(Options):
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
     ) -> Database:
+        """The named Database with these options; unset ones are the client's.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         if name is None:
             return self.get_default_database()
         return Database(self, name, codec_options, read_preference, write_concern, read_concern)
 
-    def get_default_database(self, default: str | None = None, **kwargs: Any) -> Database:
-        return self.get_database(default or "test", **kwargs)
+    def get_default_database(
+        self,
+        default: str | None = None,
+        codec_options: CodecOptions[Any] | None = None,
+        read_preference: Any = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+    ) -> Database:
+        """The database ``default``, else ``test`` (a dbpath names no default database).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
+        return self.get_database(default or "test", codec_options, read_preference, write_concern, read_concern)
+
+    def eq_props(self) -> tuple[Any, ...]:
+        """What makes two clients equal: the engine (one per open dbpath) they share."""
+        return (self._executor.engine,)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, MongoClient):
-            return self._executor.engine is other._executor.engine
+            return self.eq_props() == other.eq_props()
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(id(self._executor.engine))
+        return hash(self.eq_props())
 
     def __repr__(self) -> str:
         return f"MongoClient({self._path!r})"
@@ -199,15 +258,26 @@ class MongoClient(Options):
     # -- operations -----------------------------------------------------------------------
 
     def list_databases(self, session: Any = None, comment: Any = None, **kwargs: Any) -> CommandCursor:
+        """A cursor over the ``listDatabases`` entries (name, sizeOnDisk, empty).
+
+        https://www.mongodb.com/docs/manual/reference/command/listDatabases/"""
         reply = _reply.check(self._execute("admin", command_doc({"listDatabases": 1}, kwargs, comment=comment)))
         cursor = {"cursor": {"id": 0, "firstBatch": reply["databases"], "ns": "admin.$cmd"}, "ok": 1.0}
         return CommandCursor(self.admin["$cmd"], cursor)
 
     def list_database_names(self, session: Any = None, comment: Any = None) -> list[str]:
+        """The names of the databases that hold data.
+
+        https://www.mongodb.com/docs/manual/reference/command/listDatabases/"""
         return [db["name"] for db in self.list_databases(nameOnly=True, comment=comment)]
 
-    def drop_database(self, name_or_database: str | Database, session: Any = None, comment: Any = None) -> None:
-        name = name_or_database.name if isinstance(name_or_database, Database) else name_or_database
+    def drop_database(
+        self, name_or_database: str | pymongo.database.Database[Any], session: Any = None, comment: Any = None
+    ) -> None:
+        """Drop a database and its collections (the ``dropDatabase`` command).
+
+        https://www.mongodb.com/docs/manual/reference/command/dropDatabase/"""
+        name = name_or_database.name if isinstance(name_or_database, pymongo.database.Database) else name_or_database
         if not isinstance(name, str):
             raise TypeError("name_or_database must be an instance of str or a Database")
         _reply.check(self._execute(name, command_doc({"dropDatabase": 1}, comment=comment)))
@@ -239,20 +309,33 @@ class MongoClient(Options):
                 raise TypeError(f"{model!r} is not a valid request") from None
         return bulk.execute()
 
-    def start_session(
+    # The lead rebuilds sessions (issue 10); until then the facade's session is its own class.
+    def start_session(  # type: ignore[override]
         self, causal_consistency: bool | None = None, default_transaction_options: Any = None, snapshot: bool = False
     ) -> ClientSession:
+        """A ClientSession: every operation takes ``session=`` (transactions are not built yet).
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         if self._closed:
             raise InvalidOperation("Cannot use MongoClient after close")
         return ClientSession(self, causal_consistency)
 
     def watch(self, *args: Any, **kwargs: Any) -> Any:
+        """Change streams are not implemented yet: raises InvalidOperation.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         raise InvalidOperation("change streams are not implemented in FolioDB yet")
 
     def server_info(self, session: Any = None) -> dict[str, Any]:
+        """The ``buildInfo`` command's reply (version, versionArray...).
+
+        https://www.mongodb.com/docs/manual/reference/command/buildInfo/"""
         return dict(_reply.check(self._execute("admin", {"buildinfo": 1})))
 
     def close(self) -> None:
+        """Close the engine and release the dbpath; later operations raise InvalidOperation.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         if self._closed:
             return
         self._closed = True
@@ -263,6 +346,22 @@ class MongoClient(Options):
             # At interpreter shutdown the storage may already be gone.
             with contextlib.suppress(Exception):
                 self.close()
+
+
+def _dbpath(host: str | Sequence[str] | None) -> str:
+    """The dbpath ``host`` names: a string, or a list of one (as mongoengine passes it)."""
+    if host is None:
+        return DEFAULT_PATH
+    if isinstance(host, (list, tuple)) and len(host) == 1:
+        host = host[0]
+    if not isinstance(host, str):
+        raise TypeError("host must be a dbpath string (a directory, or ':memory:')")
+    if host.startswith(("mongodb://", "mongodb+srv://")):
+        raise ValueError(
+            "foliodb.MongoClient opens a local dbpath; for a MongoDB server use foliodb.connect(uri), "
+            "which returns a pymongo.MongoClient"
+        )
+    return host
 
 
 def connect(target: str = DEFAULT_PATH, **kwargs: Any) -> Any:
