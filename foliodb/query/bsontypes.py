@@ -98,6 +98,10 @@ def type_name(value: Any) -> str:
         return "binData"
     if hasattr(value, "keys"):
         return "object"
+    for base in cls.__mro__[1:]:  # a subclass of another BSON class (an ODM's ObjectId)
+        found = _BY_CLASS.get(base)
+        if found is not None:
+            return found
     raise TypeError(f"not a BSON value: {cls.__name__}")
 
 

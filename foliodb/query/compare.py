@@ -114,6 +114,10 @@ def _bracket_slow(value: Any) -> int:
         return BINDATA
     if hasattr(value, "keys"):
         return OBJECT
+    for base in type(value).__mro__[1:]:  # a subclass of another BSON class (an ODM's ObjectId)
+        found = _BRACKETS.get(base)
+        if found is not None:
+            return found
     raise TypeError(f"not a BSON value: {type(value).__name__}")
 
 

@@ -97,15 +97,9 @@ def test_aio_engine_with_motor(server_uri: str) -> None:
     asyncio.run(main())
 
 
-EMBEDDED_BUG = (
-    "bug outside the client: odmantic's ids are odmantic.bson.ObjectId, a subclass of bson.ObjectId; "
-    "the embedded client hands documents to the engine as they are, and query/compare.py's bracket() "
-    "(and query/bsontypes.py's type naming) find no slow path for ObjectId subclasses: "
-    "'TypeError: not a BSON value: ObjectId' (over the wire the value is decoded as bson.ObjectId)"
-)
 
 
-@pytest.fixture(params=["wire", pytest.param("embedded", marks=pytest.mark.xfail(strict=True, reason=EMBEDDED_BUG))])
+@pytest.fixture(params=["wire", "embedded"])
 def sync_client(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param == "wire":
         client: Any = pymongo.MongoClient(request.getfixturevalue("server_uri"), serverSelectionTimeoutMS=5000)
