@@ -90,6 +90,7 @@ class ErrorCode(IntEnum):
     AmbiguousIndexKeyPattern = 359
     NoQueryExecutionPlans = 291
     QueryExceededMemoryLimitNoDiskUseAllowed = 292
+    APIVersionError = 322
     APIStrictError = 323
     BSONObjectTooLarge = 10334
     DuplicateKey = 11000

@@ -13,6 +13,7 @@ from foliodb.commands import (  # noqa: F401  (each module registers its command
     explain,
     find,
     indexes,
+    parameters,
     profiler,
     users,
     write,

@@ -41,7 +41,6 @@ _CREATE_OPTIONS = {
     "timeseries",
     "changeStreamPreAndPostImages",
 }
-_IGNORED = {"writeConcern", "comment", "lsid", "$db", "txnNumber", "autocommit", "startTransaction", "$readPreference"}
 
 
 @COMMANDS.register("create")
@@ -64,7 +63,7 @@ def cmd_create(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         return {"ok": 1.0}
     options = {}
     for key, value in cmd.items():
-        if key == "create" or key in _IGNORED:
+        if key == "create" or key in params.GENERIC_FIELDS:
             continue
         if key == "pipeline":
             raise CommandError(ErrorCode.InvalidOptions, "'pipeline' requires 'viewOn' to also be specified")
@@ -185,7 +184,7 @@ def cmd_collMod(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         raise CommandError(ErrorCode.NamespaceNotFound, f"ns does not exist: {request.db}.{name}")
     options = dict(info.options)
     for key, value in cmd.items():
-        if key == "collMod" or key in _IGNORED:
+        if key == "collMod" or key in params.GENERIC_FIELDS:
             continue
         if key in ("validator", "validationLevel", "validationAction", "expireAfterSeconds"):
             options[key] = value

@@ -156,41 +156,6 @@ def cmd_listCommands(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]
     return {"commands": {name: {"help": ""} for name in COMMANDS.names()}, "ok": 1.0}
 
 
-@COMMANDS.register("getParameter")
-def cmd_getParameter(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    parameters = request.engine.parameters
-    value = cmd["getParameter"]
-    if value == "*" or (isinstance(value, Mapping) and value.get("allParameters")):
-        return {**parameters, "ok": 1.0}
-    wanted = [k for k in cmd if k != "getParameter" and k not in params.GENERIC_FIELDS]
-    known = {**parameters, "featureCompatibilityVersion": {"version": FEATURE_COMPATIBILITY_VERSION}}
-    reply = {k: known[k] for k in wanted if k in known}
-    if wanted and not reply:
-        raise CommandError(ErrorCode.InvalidOptions, "no option found to get")
-    reply["ok"] = 1.0
-    return reply
-
-
-@COMMANDS.register("setParameter")
-def cmd_setParameter(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    parameters = request.engine.parameters
-    reply: dict[str, Any] = {}
-    for key, value in cmd.items():
-        if key == "setParameter" or key in params.GENERIC_FIELDS:
-            continue
-        if key not in parameters:
-            raise CommandError(
-                ErrorCode.InvalidOptions,
-                f"attempted to set unrecognized parameter [{key}], use help:true to see options ",
-            )
-        reply["was"] = parameters[key]
-        parameters[key] = value
-    if not reply:
-        raise CommandError(ErrorCode.InvalidOptions, "no option found to set, use help:true to see options ")
-    reply["ok"] = 1.0
-    return reply
-
-
 @COMMANDS.register("endSessions", "killSessions", "refreshSessions", "killAllSessions")
 def cmd_endSessions(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     return {"ok": 1.0}

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from bson import ObjectId
 
-from foliodb.commands import params, profiler, registry
+from foliodb.commands import api_version, params, profiler, registry
 from foliodb.commands.cursors import CursorManager
 from foliodb.engine.engine import Engine, open_engine
 from foliodb.errors import CommandError, ErrorCode
@@ -148,6 +148,7 @@ class Executor:
                 raise CommandError(ErrorCode.FailedToParse, "Empty command")
             name = next(iter(command))
             handler = registry.COMMANDS.get(name)
+            api_version.check_api_parameters(name, command, self.engine.parameters)
             request = Request(self, db, name, extra=extra)
             max_time = params.field(command, "maxTimeMS", "integer", name)
             if max_time is not None and max_time < 0:
