@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import bson
+from bson import Int64
 
 from foliodb.aggregation.pipeline import compile_pipeline
 from foliodb.commands import params
@@ -228,4 +229,8 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         raise CommandError(ErrorCode.InvalidNamespace, "aggregate requires a collection name or 1")
     if batch_size is None:
         batch_size = DEFAULT_FIRST_BATCH
+    if batch_size == 0:
+        # batchSize 0: open the cursor, return nothing yet (pymongo's aggregate_raw_batches asks for this).
+        cursor = request.cursors.open(ns, map(metadata.strip, docs))
+        return {"cursor": {"firstBatch": [], "id": Int64(cursor.id), "ns": ns}, "ok": 1.0}
     return cursor_reply(request, ns, map(metadata.strip, docs), batch_size)
