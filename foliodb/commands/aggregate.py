@@ -23,7 +23,7 @@ from foliodb.commands.current_op import current_ops
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
-from foliodb.commands.write import apply_replacement, prepare_insert
+from foliodb.commands.write import apply_replacement, check_new_database, prepare_insert
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.query import FindExecution, FindSpec
 from foliodb.errors import CommandError, ErrorCode
@@ -44,16 +44,27 @@ class EngineEnv:
         self.allow_disk_use = allow_disk_use
 
     def source(
-        self, coll: str, stages: list[Mapping[str, Any]], db: str | None = None, ctx: Context | None = None
+        self,
+        coll: str,
+        stages: list[Mapping[str, Any]],
+        db: str | None = None,
+        ctx: Context | None = None,
+        hint: Any = None,
     ) -> Iterator[dict[str, Any]]:
-        """Run ``stages`` over a collection, leading stages through the planner."""
+        """Run ``stages`` over a collection, leading stages through the planner
+        (with the aggregate command's ``hint``, for its own collection)."""
         env = EngineEnv(self.request, ctx or self.ctx, self.allow_disk_use, coll)
         source, view_pipeline = self.engine.resolve_view(db or self.db, coll)
         pipeline = compile_pipeline(view_pipeline + list(stages), env)
         filter_spec, sort, limit = pipeline.pushdown()
         store = self.engine.store(db or self.db, source)
         spec = FindSpec(
-            filter=filter_spec, sort=sort, limit=limit, allow_disk_use=self.allow_disk_use, keep_metadata=True
+            filter=filter_spec,
+            sort=sort,
+            limit=limit,
+            hint=hint,
+            allow_disk_use=self.allow_disk_use,
+            keep_metadata=True,
         )
         run = self.request.track(FindExecution(store, spec, env.ctx, self.request.check_time))
         return pipeline.run(iter(run), pushed=True)
@@ -86,6 +97,12 @@ class EngineEnv:
     def replace_collection(self, coll: str, docs: Iterable[Mapping[str, Any]], db: str | None = None) -> None:
         db = db or self.db
         engine = self.engine
+        existing = engine.catalog.get(db, coll)
+        if existing is not None and existing.is_view:
+            raise CommandError(
+                ErrorCode.CommandNotSupportedOnView, f"Namespace {db}.{coll} is a view, not a collection"
+            )
+        check_new_database(engine, db)
         with engine.storage.write():
             # Results go to a temporary collection first: the pipeline may be
             # reading the very collection it replaces.
@@ -121,8 +138,11 @@ class EngineEnv:
         return None
 
     def insert(self, coll: str, doc: Mapping[str, Any], db: str | None = None) -> None:
+        db = db or self.db
         with self.engine.storage.write():
-            store = self.engine.ensure_collection(db or self.db, coll)
+            if self.engine.store(db, coll) is None:
+                check_new_database(self.engine, db)
+            store = self.engine.ensure_collection(db, coll)
             store.insert(prepare_insert(metadata.strip(dict(doc))))
 
     def replace(self, coll: str, filter: Mapping[str, Any], doc: Mapping[str, Any], db: str | None = None) -> None:
@@ -184,14 +204,29 @@ def _field_match(stages: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     return spec
 
 
+# aggregate's fields (mongod's aggregate.idl, the internal ones left out).
+AGGREGATE_FIELDS = {
+    "pipeline": "array",
+    "explain": "bool",
+    "allowDiskUse": "bool",
+    "cursor": "object",
+    "bypassDocumentValidation": "bool",
+    "collation": "object",
+    "hint": params.ANY,
+    "let": "object",
+}
+
+
 @COMMANDS.register("aggregate")
 def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     target = cmd["aggregate"]
-    stages = params.field(cmd, "pipeline", "array", "aggregate")
+    fields = params.parse(cmd, "aggregate", AGGREGATE_FIELDS)
+    params.read_concern(cmd)
+    stages = fields.get("pipeline")
     if stages is None:
         raise CommandError(ErrorCode.FailedToParse, "BSON field 'aggregate.pipeline' is missing but a required field")
-    cursor_opts = params.field(cmd, "cursor", "object", "aggregate")
-    explain = bool(params.field(cmd, "explain", "bool", "aggregate", default=False))
+    cursor_opts = fields.get("cursor")
+    explain = fields.get("explain", False)
     if cursor_opts is None and not explain:
         raise CommandError(
             ErrorCode.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument"
@@ -202,9 +237,10 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         inner = {key: value for key, value in cmd.items() if key != "explain"}
         return COMMANDS.get("explain")(request, {"explain": inner, "verbosity": "queryPlanner"})
     batch_size = params.field(cursor_opts or {}, "batchSize", "integer", "aggregate.cursor")
-    let = params.field(cmd, "let", "object", "aggregate")
+    let = fields.get("let")
     params.collation(cmd, "aggregate")
-    allow_disk_use = params.field(cmd, "allowDiskUse", "bool", "aggregate", default=True)
+    allow_disk_use = fields.get("allowDiskUse", True)
+    hint = fields.get("hint")
     ctx = request.context(let)
     env = EngineEnv(request, ctx, allow_disk_use)
     writes = bool(stages) and isinstance(stages[-1], Mapping) and any(k in ("$out", "$merge") for k in stages[-1])
@@ -212,10 +248,10 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         ns = f"{request.db}.{target}"
         if writes:
             with request.engine.storage.write():
-                for _ in env.source(target, stages):
+                for _ in env.source(target, stages, hint=hint):
                     pass
             return cursor_reply(request, ns, iter(()), batch_size)
-        docs = env.source(target, stages)
+        docs = env.source(target, stages, hint=hint)
     elif target == 1:
         ns = f"{request.db}.$cmd.aggregate"
         pipeline = compile_pipeline(list(stages), env)

@@ -17,7 +17,7 @@ from foliodb.commands.executor import Request
 from foliodb.commands.indexes import modify_index
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.views import check_view_options
-from foliodb.commands.write import collection_name
+from foliodb.commands.write import check_new_database, collection_name
 from foliodb.engine.catalog import CollectionInfo
 from foliodb.engine.engine import ID_INDEX_SPEC
 from foliodb.errors import CommandError, ErrorCode
@@ -59,6 +59,7 @@ def cmd_create(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         existing = request.engine.catalog.get(request.db, name)
         if existing is not None and existing.options == options:
             return {"ok": 1.0}
+        check_new_database(request.engine, request.db)
         request.engine.create_view(request.db, name, options)
         return {"ok": 1.0}
     options = {}
@@ -84,6 +85,7 @@ def cmd_create(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         if existing.options == options:
             return {"ok": 1.0}  # MongoDB 7+: creating the same collection again is a no-op
         raise CommandError(ErrorCode.NamespaceExists, f"Collection {request.db}.{name} already exists.")
+    check_new_database(request.engine, request.db)
     request.engine.create_collection(request.db, name, options)
     return {"ok": 1.0}
 
@@ -171,6 +173,7 @@ def cmd_renameCollection(request: Request, cmd: Mapping[str, Any]) -> dict[str, 
     db, _, name = source.partition(".")
     to_db, _, to_name = target.partition(".")
     drop_target = bool(params.field(cmd, "dropTarget", "bool", "renameCollection", default=False))
+    check_new_database(request.engine, to_db)
     request.engine.rename_collection(db, name, to_db, to_name, drop_target)
     return {"ok": 1.0}
 

@@ -34,6 +34,7 @@ from foliodb.commands import params
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
 from foliodb.engine.catalog import CODEC
+from foliodb.engine.engine import Engine
 from foliodb.engine.planner import id_point_keys, plan_access
 from foliodb.engine.planner.plans import IdLookup
 from foliodb.engine.query import FindExecution, FindSpec, raw_narrowing
@@ -61,6 +62,24 @@ def collection_name(cmd: Mapping[str, Any], command: str) -> str:
             f"collection name has invalid type {bsontypes.type_name(name)}",
         )
     return name
+
+
+def check_new_database(engine: Engine, db: str) -> None:
+    """Refuse to create database ``db`` when one differing only in case
+    exists (DatabaseDifferCase, 13297): mongod keeps database names unique
+    case-insensitively, since they become directory names on some systems.
+
+    Manual: https://www.mongodb.com/docs/manual/reference/limits/#mongodb-limit-Restriction-on-Case-Sensitivity"""
+    databases = engine.databases()
+    if db in databases:
+        return
+    folded = db.casefold()
+    existing = next((name for name in databases if name.casefold() == folded), None)
+    if existing is not None:
+        raise CommandError(
+            ErrorCode.DatabaseDifferCase,
+            f"db already exists with different case already have: [{existing}] trying to create [{db}]",
+        )
 
 
 def prepare_insert(doc: Any) -> dict[str, Any]:
@@ -159,6 +178,10 @@ class Target:
 
     def ensure_store(self) -> CollectionStore:
         """The collection, created implicitly (as a first insert does) if missing."""
+        store = self.store
+        if store is not None:
+            return store
+        check_new_database(self.engine, self.db)
         return self.engine.ensure_collection(self.db, self.name)
 
     def validate(self, doc: dict[str, Any], old: dict[str, Any] | None = None) -> None:
@@ -253,7 +276,7 @@ def apply_replacement(
 @COMMANDS.register("insert")
 def cmd_insert(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "insert")
-    docs = params.required(cmd, "documents", "array", "insert")
+    docs = params.write_batch(params.required(cmd, "documents", "array", "insert"))
     ordered = ordered_flag(cmd, "insert")
     target = Writes(request, cmd, "insert").target(request.db, name)
     n = 0
@@ -444,7 +467,7 @@ def run_update(writes: Writes, target: Target, statement: UpdateStatement) -> tu
 @COMMANDS.register("update")
 def cmd_update(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "update")
-    statements = params.required(cmd, "updates", "array", "update")
+    statements = params.write_batch(params.required(cmd, "updates", "array", "update"))
     ordered = ordered_flag(cmd, "update")
     writes = Writes(request, cmd, "update")
     n = modified = 0
@@ -489,7 +512,7 @@ def run_delete(writes: Writes, target: Target, filter_spec: Mapping[str, Any] | 
 @COMMANDS.register("delete")
 def cmd_delete(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "delete")
-    statements = params.required(cmd, "deletes", "array", "delete")
+    statements = params.write_batch(params.required(cmd, "deletes", "array", "delete"))
     ordered = ordered_flag(cmd, "delete")
     writes = Writes(request, cmd, "delete")
     n = 0
