@@ -17,8 +17,9 @@ from typing import Any
 import bson
 from bson import Int64
 
-from foliodb.aggregation.pipeline import compile_pipeline
-from foliodb.commands import params
+from foliodb.aggregation.pipeline import FIRST_ONLY, compile_pipeline
+from foliodb.commands import params, stats
+from foliodb.commands.accesses import counted
 from foliodb.commands.current_op import current_ops
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
 from foliodb.commands.executor import Request
@@ -55,7 +56,13 @@ class EngineEnv:
         (with the aggregate command's ``hint``, for its own collection)."""
         env = EngineEnv(self.request, ctx or self.ctx, self.allow_disk_use, coll)
         source, view_pipeline = self.engine.resolve_view(db or self.db, coll)
+        if stages and isinstance(stages[0], Mapping) and "$collStats" in stages[0]:
+            # $collStats reports on the namespace named, a view too: the view's pipeline is not applied.
+            source, view_pipeline = coll, []
         pipeline = compile_pipeline(view_pipeline + list(stages), env)
+        if pipeline.stages and pipeline.stages[0].name in FIRST_ONLY:
+            # $collStats, $indexStats...: a source stage that reads no documents, so runs no find.
+            return pipeline.run(iter(()))
         filter_spec, sort, limit = pipeline.pushdown()
         store = self.engine.store(db or self.db, source)
         spec = FindSpec(
@@ -66,7 +73,7 @@ class EngineEnv:
             allow_disk_use=self.allow_disk_use,
             keep_metadata=True,
         )
-        run = self.request.track(FindExecution(store, spec, env.ctx, self.request.check_time))
+        run = counted(self.request, store, FindExecution(store, spec, env.ctx, self.request.check_time))
         return pipeline.run(iter(run), pushed=True)
 
     # -- PipelineEnv ---------------------------------------------------------------------
@@ -88,7 +95,7 @@ class EngineEnv:
                 # $lookup's per-document match is a find: no pipeline to compile.
                 store = self.engine.store(db or self.db, source)
                 spec = FindSpec(filter=field_match, allow_disk_use=self.allow_disk_use)
-                return iter(self.request.track(FindExecution(store, spec, ctx, self.request.check_time)))
+                return iter(counted(self.request, store, FindExecution(store, spec, ctx, self.request.check_time)))
         return self.source(coll, pipeline, db, ctx)
 
     def collection_exists(self, coll: str, db: str | None = None) -> bool:
@@ -133,7 +140,7 @@ class EngineEnv:
 
     def find_one(self, coll: str, filter: Mapping[str, Any], db: str | None = None) -> dict[str, Any] | None:
         store = self.engine.store(db or self.db, coll)
-        for doc in FindExecution(store, FindSpec(filter=filter, limit=1), self.ctx):
+        for doc in counted(self.request, store, FindExecution(store, FindSpec(filter=filter, limit=1), self.ctx)):
             return doc
         return None
 
@@ -153,45 +160,13 @@ class EngineEnv:
             apply_replacement(store, filter, metadata.strip(dict(doc)), self.ctx)
 
     def coll_stats(self, coll: str, spec: Mapping[str, Any]) -> dict[str, Any]:
-        store = self.engine.store(self.db, coll)
-        out: dict[str, Any] = {"ns": f"{self.db}.{coll}", "host": "foliodb", "localTime": self.ctx.now}
-        count = store.count() if store is not None else 0
-        size = store.data_size() if store is not None else 0
-        if "storageStats" in spec:
-            index_sizes = store.index_sizes() if store is not None else {}
-            out["storageStats"] = {
-                "size": size,
-                "count": count,
-                "avgObjSize": size // count if count else 0,
-                "storageSize": store.storage_size() if store is not None else 0,
-                "nindexes": len(index_sizes),
-                "totalIndexSize": sum(index_sizes.values()),
-                "indexSizes": index_sizes,
-            }
-        if "count" in spec:
-            out["count"] = count
-        if "latencyStats" in spec:
-            zero = {"latency": 0, "ops": 0}
-            out["latencyStats"] = {"reads": zero, "writes": zero, "commands": zero, "transactions": zero}
-        return out
+        return stats.coll_stats(self.engine, self.db, coll, spec, self.ctx.now)
 
     def current_ops(self, idle_connections: bool) -> list[dict[str, Any]]:
         return current_ops(self.request, idle_connections)
 
     def index_stats(self, coll: str) -> list[dict[str, Any]]:
-        info = self.engine.catalog.get(self.db, coll)
-        if info is None:
-            return []
-        return [
-            {
-                "name": index.name,
-                "key": dict(index.key),
-                "host": "foliodb",
-                "accesses": {"ops": 0, "since": self.ctx.now},
-                "spec": dict(index.spec),
-            }
-            for index in info.indexes.values()
-        ]
+        return stats.index_stats(self.engine, self.db, coll)
 
 
 def _field_match(stages: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:

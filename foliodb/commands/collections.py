@@ -16,8 +16,9 @@ from foliodb.commands.cursors import cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.indexes import modify_index
 from foliodb.commands.registry import COMMANDS
+from foliodb.commands.stats import database_size
 from foliodb.commands.views import check_view_options
-from foliodb.commands.write import check_new_database, collection_name
+from foliodb.commands.write import SYSTEM_DATABASES, check_new_database, collection_name
 from foliodb.engine.catalog import CollectionInfo
 from foliodb.engine.engine import ID_INDEX_SPEC
 from foliodb.errors import CommandError, ErrorCode
@@ -144,13 +145,9 @@ def cmd_listDatabases(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
     engine = request.engine
     databases = []
     total = 0
-    for db in engine.databases():
-        size = 0
-        for info in engine.collections(db):
-            store = engine.store(db, info.name)
-            if store is not None:  # a view has no store
-                size += store.data_size()
-        entry: dict[str, Any] = {"name": db, "sizeOnDisk": size, "empty": size == 0}
+    for db in sorted({*engine.databases(), *SYSTEM_DATABASES}):
+        size = database_size(engine, db)
+        entry: dict[str, Any] = {"name": db, "sizeOnDisk": size, "empty": not engine.collections(db)}
         if not matcher(entry):
             continue
         total += size

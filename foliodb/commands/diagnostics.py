@@ -161,57 +161,6 @@ def cmd_endSessions(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     return {"ok": 1.0}
 
 
-@COMMANDS.register("dbStats")
-def cmd_dbStats(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    engine = request.engine
-    collections = engine.collections(request.db)
-    objects = size = storage = index_size = indexes = 0
-    for info in collections:
-        store = engine.store(request.db, info.name)
-        assert store is not None
-        objects += store.count()
-        size += store.data_size()
-        storage += store.storage_size()
-        index_size += sum(store.index_sizes().values())
-        indexes += len(info.indexes)
-    return {
-        "db": request.db,
-        "collections": len(collections),
-        "views": 0,
-        "objects": objects,
-        "avgObjSize": size / objects if objects else 0,
-        "dataSize": size,
-        "storageSize": storage,
-        "indexes": indexes,
-        "indexSize": index_size,
-        "totalSize": storage + index_size,
-        "ok": 1.0,
-    }
-
-
-@COMMANDS.register("collStats")
-def cmd_collStats(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    name = collection_name(cmd, "collStats")
-    store = request.engine.store(request.db, name)
-    if store is None:
-        raise CommandError(ErrorCode.NamespaceNotFound, f"Collection [{request.db}.{name}] not found.")
-    count = store.count()
-    size = store.data_size()
-    index_sizes = store.index_sizes()
-    return {
-        "ns": store.info.ns,
-        "count": count,
-        "size": size,
-        "avgObjSize": size // count if count else 0,
-        "storageSize": store.storage_size(),
-        "nindexes": len(store.info.indexes),
-        "totalIndexSize": sum(index_sizes.values()),
-        "indexSizes": index_sizes,
-        "capped": bool(store.info.options.get("capped", False)),
-        "ok": 1.0,
-    }
-
-
 @COMMANDS.register("validate")
 def cmd_validate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "validate")

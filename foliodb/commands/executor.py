@@ -20,6 +20,7 @@ from bson import ObjectId
 
 from foliodb.commands import api_version, params, profiler, registry
 from foliodb.commands.cursors import CursorManager
+from foliodb.engine import usage
 from foliodb.engine.engine import Engine, open_engine
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.context import Context
@@ -194,6 +195,7 @@ class Executor:
                 reply = exc.to_reply()
             if self.engine.profiling:
                 profiler.record(request, command, reply, int((time.perf_counter() - started) * 1000))
+            usage.command_finished(self.engine.catalog, db, name, command, time.perf_counter() - started)
             self._count(name, command)
             return reply
 

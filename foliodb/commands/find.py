@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from foliodb.commands import params
+from foliodb.commands.accesses import counted
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
@@ -82,7 +83,7 @@ def parse_find(cmd: Mapping[str, Any], command: str = "find") -> tuple[FindSpec,
 
 def execution(request: Request, name: str, spec: FindSpec, let: Mapping[str, Any] | None = None) -> FindExecution:
     store = request.engine.store(request.db, name)
-    return request.track(FindExecution(store, spec, request.context(let), request.check_time))
+    return counted(request, store, FindExecution(store, spec, request.context(let), request.check_time))
 
 
 def documents(
