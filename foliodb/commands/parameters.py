@@ -104,8 +104,10 @@ def cmd_getParameter(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]
     if arg == "*" or options.get("allParameters"):
         wanted = sorted(PARAMETERS)
     else:
-        wanted = [k for k in cmd if k != "getParameter" and k not in params.GENERIC_FIELDS and k in PARAMETERS]
-        if not wanted:
+        named = [k for k in cmd if k != "getParameter" and k not in params.GENERIC_FIELDS]
+        wanted = [k for k in named if k in PARAMETERS]
+        # Naming no parameter at all is no error (mongosh's startup sends {getParameter: "foo"}).
+        if named and not wanted:
             raise CommandError(ErrorCode.InvalidOptions, "no option found to get")
     reply = {name: show(request, name) for name in wanted}
     reply["ok"] = 1.0

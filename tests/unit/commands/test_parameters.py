@@ -92,6 +92,11 @@ def test_set_parameter_refused(client: Any, fields: dict[str, Any], db: str, cod
     assert client.admin.command("getParameter", "*")["ttlMonitorEnabled"] is True  # nothing was set
 
 
+def test_get_parameter_naming_none(client: Any) -> None:
+    # mongosh's startup (mongodb-build-info) sends {getParameter: "foo"} and takes success as no signal.
+    assert client.admin.command("getParameter", "foo") == {"ok": 1.0}
+
+
 def test_get_parameter_refused(client: Any) -> None:
     with pytest.raises(OperationFailure) as err:
         client.admin.command("getParameter", 1, noSuchParameter=1)
