@@ -66,6 +66,7 @@ class ErrorCode(IntEnum):
     CommandNotSupported = 115
     DocTooLargeForCapped = 116
     DocumentValidationFailure = 121
+    NotAReplicaSet = 123
     CommandFailed = 125
     CappedPositionLost = 136
     ExceededMemoryLimit = 146
@@ -91,9 +92,11 @@ class ErrorCode(IntEnum):
     AmbiguousIndexKeyPattern = 359
     NoQueryExecutionPlans = 291
     QueryExceededMemoryLimitNoDiskUseAllowed = 292
+    APIVersionError = 322
     APIStrictError = 323
     BSONObjectTooLarge = 10334
     DuplicateKey = 11000
+    DatabaseDifferCase = 13297
     Interrupted = 11601
 
 

@@ -13,7 +13,9 @@ from foliodb.commands import (  # noqa: F401  (each module registers its command
     explain,
     find,
     indexes,
+    parameters,
     profiler,
+    stats,
     users,
     write,
 )

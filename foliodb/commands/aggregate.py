@@ -15,14 +15,16 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import bson
+from bson import Int64
 
-from foliodb.aggregation.pipeline import compile_pipeline
-from foliodb.commands import params
+from foliodb.aggregation.pipeline import FIRST_ONLY, compile_pipeline
+from foliodb.commands import params, stats
+from foliodb.commands.accesses import counted
 from foliodb.commands.current_op import current_ops
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
-from foliodb.commands.write import apply_replacement, prepare_insert
+from foliodb.commands.write import apply_replacement, check_new_database, prepare_insert
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.query import FindExecution, FindSpec
 from foliodb.errors import CommandError, ErrorCode
@@ -43,18 +45,35 @@ class EngineEnv:
         self.allow_disk_use = allow_disk_use
 
     def source(
-        self, coll: str, stages: list[Mapping[str, Any]], db: str | None = None, ctx: Context | None = None
+        self,
+        coll: str,
+        stages: list[Mapping[str, Any]],
+        db: str | None = None,
+        ctx: Context | None = None,
+        hint: Any = None,
     ) -> Iterator[dict[str, Any]]:
-        """Run ``stages`` over a collection, leading stages through the planner."""
+        """Run ``stages`` over a collection, leading stages through the planner
+        (with the aggregate command's ``hint``, for its own collection)."""
         env = EngineEnv(self.request, ctx or self.ctx, self.allow_disk_use, coll)
         source, view_pipeline = self.engine.resolve_view(db or self.db, coll)
+        if stages and isinstance(stages[0], Mapping) and "$collStats" in stages[0]:
+            # $collStats reports on the namespace named, a view too: the view's pipeline is not applied.
+            source, view_pipeline = coll, []
         pipeline = compile_pipeline(view_pipeline + list(stages), env)
+        if pipeline.stages and pipeline.stages[0].name in FIRST_ONLY:
+            # $collStats, $indexStats...: a source stage that reads no documents, so runs no find.
+            return pipeline.run(iter(()))
         filter_spec, sort, limit = pipeline.pushdown()
         store = self.engine.store(db or self.db, source)
         spec = FindSpec(
-            filter=filter_spec, sort=sort, limit=limit, allow_disk_use=self.allow_disk_use, keep_metadata=True
+            filter=filter_spec,
+            sort=sort,
+            limit=limit,
+            hint=hint,
+            allow_disk_use=self.allow_disk_use,
+            keep_metadata=True,
         )
-        run = self.request.track(FindExecution(store, spec, env.ctx, self.request.check_time))
+        run = counted(self.request, store, FindExecution(store, spec, env.ctx, self.request.check_time))
         return pipeline.run(iter(run), pushed=True)
 
     # -- PipelineEnv ---------------------------------------------------------------------
@@ -76,7 +95,7 @@ class EngineEnv:
                 # $lookup's per-document match is a find: no pipeline to compile.
                 store = self.engine.store(db or self.db, source)
                 spec = FindSpec(filter=field_match, allow_disk_use=self.allow_disk_use)
-                return iter(self.request.track(FindExecution(store, spec, ctx, self.request.check_time)))
+                return iter(counted(self.request, store, FindExecution(store, spec, ctx, self.request.check_time)))
         return self.source(coll, pipeline, db, ctx)
 
     def collection_exists(self, coll: str, db: str | None = None) -> bool:
@@ -85,6 +104,12 @@ class EngineEnv:
     def replace_collection(self, coll: str, docs: Iterable[Mapping[str, Any]], db: str | None = None) -> None:
         db = db or self.db
         engine = self.engine
+        existing = engine.catalog.get(db, coll)
+        if existing is not None and existing.is_view:
+            raise CommandError(
+                ErrorCode.CommandNotSupportedOnView, f"Namespace {db}.{coll} is a view, not a collection"
+            )
+        check_new_database(engine, db)
         with engine.storage.write():
             # Results go to a temporary collection first: the pipeline may be
             # reading the very collection it replaces.
@@ -115,13 +140,16 @@ class EngineEnv:
 
     def find_one(self, coll: str, filter: Mapping[str, Any], db: str | None = None) -> dict[str, Any] | None:
         store = self.engine.store(db or self.db, coll)
-        for doc in FindExecution(store, FindSpec(filter=filter, limit=1), self.ctx):
+        for doc in counted(self.request, store, FindExecution(store, FindSpec(filter=filter, limit=1), self.ctx)):
             return doc
         return None
 
     def insert(self, coll: str, doc: Mapping[str, Any], db: str | None = None) -> None:
+        db = db or self.db
         with self.engine.storage.write():
-            store = self.engine.ensure_collection(db or self.db, coll)
+            if self.engine.store(db, coll) is None:
+                check_new_database(self.engine, db)
+            store = self.engine.ensure_collection(db, coll)
             store.insert(prepare_insert(metadata.strip(dict(doc))))
 
     def replace(self, coll: str, filter: Mapping[str, Any], doc: Mapping[str, Any], db: str | None = None) -> None:
@@ -132,45 +160,13 @@ class EngineEnv:
             apply_replacement(store, filter, metadata.strip(dict(doc)), self.ctx)
 
     def coll_stats(self, coll: str, spec: Mapping[str, Any]) -> dict[str, Any]:
-        store = self.engine.store(self.db, coll)
-        out: dict[str, Any] = {"ns": f"{self.db}.{coll}", "host": "foliodb", "localTime": self.ctx.now}
-        count = store.count() if store is not None else 0
-        size = store.data_size() if store is not None else 0
-        if "storageStats" in spec:
-            index_sizes = store.index_sizes() if store is not None else {}
-            out["storageStats"] = {
-                "size": size,
-                "count": count,
-                "avgObjSize": size // count if count else 0,
-                "storageSize": store.storage_size() if store is not None else 0,
-                "nindexes": len(index_sizes),
-                "totalIndexSize": sum(index_sizes.values()),
-                "indexSizes": index_sizes,
-            }
-        if "count" in spec:
-            out["count"] = count
-        if "latencyStats" in spec:
-            zero = {"latency": 0, "ops": 0}
-            out["latencyStats"] = {"reads": zero, "writes": zero, "commands": zero, "transactions": zero}
-        return out
+        return stats.coll_stats(self.engine, self.db, coll, spec, self.ctx.now)
 
     def current_ops(self, idle_connections: bool) -> list[dict[str, Any]]:
         return current_ops(self.request, idle_connections)
 
     def index_stats(self, coll: str) -> list[dict[str, Any]]:
-        info = self.engine.catalog.get(self.db, coll)
-        if info is None:
-            return []
-        return [
-            {
-                "name": index.name,
-                "key": dict(index.key),
-                "host": "foliodb",
-                "accesses": {"ops": 0, "since": self.ctx.now},
-                "spec": dict(index.spec),
-            }
-            for index in info.indexes.values()
-        ]
+        return stats.index_stats(self.engine, self.db, coll)
 
 
 def _field_match(stages: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
@@ -183,14 +179,29 @@ def _field_match(stages: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     return spec
 
 
+# aggregate's fields (mongod's aggregate.idl, the internal ones left out).
+AGGREGATE_FIELDS = {
+    "pipeline": "array",
+    "explain": "bool",
+    "allowDiskUse": "bool",
+    "cursor": "object",
+    "bypassDocumentValidation": "bool",
+    "collation": "object",
+    "hint": params.ANY,
+    "let": "object",
+}
+
+
 @COMMANDS.register("aggregate")
 def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     target = cmd["aggregate"]
-    stages = params.field(cmd, "pipeline", "array", "aggregate")
+    fields = params.parse(cmd, "aggregate", AGGREGATE_FIELDS)
+    params.read_concern(cmd)
+    stages = fields.get("pipeline")
     if stages is None:
         raise CommandError(ErrorCode.FailedToParse, "BSON field 'aggregate.pipeline' is missing but a required field")
-    cursor_opts = params.field(cmd, "cursor", "object", "aggregate")
-    explain = bool(params.field(cmd, "explain", "bool", "aggregate", default=False))
+    cursor_opts = fields.get("cursor")
+    explain = fields.get("explain", False)
     if cursor_opts is None and not explain:
         raise CommandError(
             ErrorCode.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument"
@@ -201,9 +212,10 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         inner = {key: value for key, value in cmd.items() if key != "explain"}
         return COMMANDS.get("explain")(request, {"explain": inner, "verbosity": "queryPlanner"})
     batch_size = params.field(cursor_opts or {}, "batchSize", "integer", "aggregate.cursor")
-    let = params.field(cmd, "let", "object", "aggregate")
+    let = fields.get("let")
     params.collation(cmd, "aggregate")
-    allow_disk_use = params.field(cmd, "allowDiskUse", "bool", "aggregate", default=True)
+    allow_disk_use = fields.get("allowDiskUse", True)
+    hint = fields.get("hint")
     ctx = request.context(let)
     env = EngineEnv(request, ctx, allow_disk_use)
     writes = bool(stages) and isinstance(stages[-1], Mapping) and any(k in ("$out", "$merge") for k in stages[-1])
@@ -211,10 +223,10 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         ns = f"{request.db}.{target}"
         if writes:
             with request.engine.storage.write():
-                for _ in env.source(target, stages):
+                for _ in env.source(target, stages, hint=hint):
                     pass
             return cursor_reply(request, ns, iter(()), batch_size)
-        docs = env.source(target, stages)
+        docs = env.source(target, stages, hint=hint)
     elif target == 1:
         ns = f"{request.db}.$cmd.aggregate"
         pipeline = compile_pipeline(list(stages), env)
@@ -228,4 +240,8 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         raise CommandError(ErrorCode.InvalidNamespace, "aggregate requires a collection name or 1")
     if batch_size is None:
         batch_size = DEFAULT_FIRST_BATCH
+    if batch_size == 0:
+        # batchSize 0: open the cursor, return nothing yet (pymongo's aggregate_raw_batches asks for this).
+        cursor = request.cursors.open(ns, map(metadata.strip, docs))
+        return {"cursor": {"firstBatch": [], "id": Int64(cursor.id), "ns": ns}, "ok": 1.0}
     return cursor_reply(request, ns, map(metadata.strip, docs), batch_size)

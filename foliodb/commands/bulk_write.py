@@ -29,7 +29,7 @@ def cmd_bulkWrite(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     ``{ok: 0, idx, code, codeName, errmsg, ...}``; the reply sums them up."""
     if request.db != "admin":
         raise CommandError(ErrorCode.Unauthorized, "bulkWrite may only be run against the admin database.")
-    ops = params.required(cmd, "ops", "array", "bulkWrite")
+    ops = params.write_batch(params.required(cmd, "ops", "array", "bulkWrite"))
     ns_info = params.required(cmd, "nsInfo", "array", "bulkWrite")
     namespaces = [_namespace(entry) for entry in ns_info]
     ordered = ordered_flag(cmd, "bulkWrite")

@@ -16,8 +16,9 @@ from foliodb.commands.cursors import cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.indexes import modify_index
 from foliodb.commands.registry import COMMANDS
+from foliodb.commands.stats import database_size
 from foliodb.commands.views import check_view_options
-from foliodb.commands.write import collection_name
+from foliodb.commands.write import SYSTEM_DATABASES, check_new_database, collection_name
 from foliodb.engine.catalog import CollectionInfo
 from foliodb.engine.engine import ID_INDEX_SPEC
 from foliodb.errors import CommandError, ErrorCode
@@ -41,7 +42,6 @@ _CREATE_OPTIONS = {
     "timeseries",
     "changeStreamPreAndPostImages",
 }
-_IGNORED = {"writeConcern", "comment", "lsid", "$db", "txnNumber", "autocommit", "startTransaction", "$readPreference"}
 
 
 @COMMANDS.register("create")
@@ -61,11 +61,12 @@ def cmd_create(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
             existing = request.engine.catalog.get(request.db, name)
             if existing is not None and existing.options == options:
                 return {"ok": 1.0}
+            check_new_database(request.engine, request.db)
             request.engine.create_view(request.db, name, options)
         return {"ok": 1.0}
     options = {}
     for key, value in cmd.items():
-        if key == "create" or key in _IGNORED:
+        if key == "create" or key in params.GENERIC_FIELDS:
             continue
         if key == "pipeline":
             raise CommandError(ErrorCode.InvalidOptions, "'pipeline' requires 'viewOn' to also be specified")
@@ -87,6 +88,7 @@ def cmd_create(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
             if existing.options == options:
                 return {"ok": 1.0}  # MongoDB 7+: creating the same collection again is a no-op
             raise CommandError(ErrorCode.NamespaceExists, f"Collection {request.db}.{name} already exists.")
+        check_new_database(request.engine, request.db)
         request.engine.create_collection(request.db, name, options)
     return {"ok": 1.0}
 
@@ -146,13 +148,9 @@ def cmd_listDatabases(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
     engine = request.engine
     databases = []
     total = 0
-    for db in engine.databases():
-        size = 0
-        for info in engine.collections(db):
-            store = engine.store(db, info.name)
-            if store is not None:  # a view has no store
-                size += store.data_size()
-        entry: dict[str, Any] = {"name": db, "sizeOnDisk": size, "empty": size == 0}
+    for db in sorted({*engine.databases(), *SYSTEM_DATABASES}):
+        size = database_size(engine, db)
+        entry: dict[str, Any] = {"name": db, "sizeOnDisk": size, "empty": not engine.collections(db)}
         if not matcher(entry):
             continue
         total += size
@@ -175,6 +173,7 @@ def cmd_renameCollection(request: Request, cmd: Mapping[str, Any]) -> dict[str, 
     db, _, name = source.partition(".")
     to_db, _, to_name = target.partition(".")
     drop_target = bool(params.field(cmd, "dropTarget", "bool", "renameCollection", default=False))
+    check_new_database(request.engine, to_db)
     request.engine.rename_collection(db, name, to_db, to_name, drop_target)
     return {"ok": 1.0}
 
@@ -189,7 +188,7 @@ def cmd_collMod(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
             raise CommandError(ErrorCode.NamespaceNotFound, f"ns does not exist: {request.db}.{name}")
         options = dict(info.options)
         for key, value in cmd.items():
-            if key == "collMod" or key in _IGNORED:
+            if key == "collMod" or key in params.GENERIC_FIELDS:
                 continue
             if key in ("validator", "validationLevel", "validationAction", "expireAfterSeconds"):
                 options[key] = value

@@ -156,95 +156,9 @@ def cmd_listCommands(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]
     return {"commands": {name: {"help": ""} for name in COMMANDS.names()}, "ok": 1.0}
 
 
-@COMMANDS.register("getParameter")
-def cmd_getParameter(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    parameters = request.engine.parameters
-    value = cmd["getParameter"]
-    if value == "*" or (isinstance(value, Mapping) and value.get("allParameters")):
-        return {**parameters, "ok": 1.0}
-    wanted = [k for k in cmd if k != "getParameter" and k not in params.GENERIC_FIELDS]
-    known = {**parameters, "featureCompatibilityVersion": {"version": FEATURE_COMPATIBILITY_VERSION}}
-    reply = {k: known[k] for k in wanted if k in known}
-    if wanted and not reply:
-        raise CommandError(ErrorCode.InvalidOptions, "no option found to get")
-    reply["ok"] = 1.0
-    return reply
-
-
-@COMMANDS.register("setParameter")
-def cmd_setParameter(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    parameters = request.engine.parameters
-    reply: dict[str, Any] = {}
-    for key, value in cmd.items():
-        if key == "setParameter" or key in params.GENERIC_FIELDS:
-            continue
-        if key not in parameters:
-            raise CommandError(
-                ErrorCode.InvalidOptions,
-                f"attempted to set unrecognized parameter [{key}], use help:true to see options ",
-            )
-        reply["was"] = parameters[key]
-        parameters[key] = value
-    if not reply:
-        raise CommandError(ErrorCode.InvalidOptions, "no option found to set, use help:true to see options ")
-    reply["ok"] = 1.0
-    return reply
-
-
 @COMMANDS.register("endSessions", "killSessions", "refreshSessions", "killAllSessions")
 def cmd_endSessions(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     return {"ok": 1.0}
-
-
-@COMMANDS.register("dbStats")
-def cmd_dbStats(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    engine = request.engine
-    collections = engine.collections(request.db)
-    objects = size = storage = index_size = indexes = 0
-    for info in collections:
-        store = engine.store(request.db, info.name)
-        assert store is not None
-        objects += store.count()
-        size += store.data_size()
-        storage += store.storage_size()
-        index_size += sum(store.index_sizes().values())
-        indexes += len(info.indexes)
-    return {
-        "db": request.db,
-        "collections": len(collections),
-        "views": 0,
-        "objects": objects,
-        "avgObjSize": size / objects if objects else 0,
-        "dataSize": size,
-        "storageSize": storage,
-        "indexes": indexes,
-        "indexSize": index_size,
-        "totalSize": storage + index_size,
-        "ok": 1.0,
-    }
-
-
-@COMMANDS.register("collStats")
-def cmd_collStats(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    name = collection_name(cmd, "collStats")
-    store = request.engine.store(request.db, name)
-    if store is None:
-        raise CommandError(ErrorCode.NamespaceNotFound, f"Collection [{request.db}.{name}] not found.")
-    count = store.count()
-    size = store.data_size()
-    index_sizes = store.index_sizes()
-    return {
-        "ns": store.info.ns,
-        "count": count,
-        "size": size,
-        "avgObjSize": size // count if count else 0,
-        "storageSize": store.storage_size(),
-        "nindexes": len(store.info.indexes),
-        "totalIndexSize": sum(index_sizes.values()),
-        "indexSizes": index_sizes,
-        "capped": bool(store.info.options.get("capped", False)),
-        "ok": 1.0,
-    }
 
 
 @COMMANDS.register("validate")

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 from bson import ObjectId
 
 from foliodb import interrupt
-from foliodb.commands import params, profiler, registry
+from foliodb.commands import api_version, params, profiler, registry
 from foliodb.commands.cursors import CursorManager
+from foliodb.engine import usage
 from foliodb.engine.engine import Engine, open_engine
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.interrupt import Operation
@@ -165,6 +166,7 @@ class Executor:
             raise CommandError(ErrorCode.FailedToParse, "Empty command")
         name = next(iter(command))
         handler = registry.COMMANDS.get(name)
+        api_version.check_api_parameters(name, command, self.engine.parameters)
         request = Request(self, db, name, extra=extra)
         max_time = params.field(command, "maxTimeMS", "integer", name)
         if max_time is not None and max_time < 0:
@@ -180,6 +182,9 @@ class Executor:
             reply = exc.to_reply()
         if self.engine.profiling:
             profiler.record(request, command, reply, int((time.perf_counter() - started) * 1000))
+        usage.command_finished(
+            self.engine.usage, self.engine.storage.published, db, name, command, time.perf_counter() - started
+        )
         self._count(name, command)
         return reply
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from foliodb.commands import params
+from foliodb.commands.accesses import counted
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
@@ -16,7 +17,7 @@ from foliodb.commands.tailable import tail_source
 from foliodb.commands.views import is_view, view_documents
 from foliodb.commands.write import collection_name
 from foliodb.engine.query import FindExecution, FindSpec
-from foliodb.errors import CommandError, ErrorCode
+from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import keystring
 from foliodb.query.paths import MISSING, leaf_values, split
 
@@ -57,6 +58,7 @@ def find_spec(cmd: Mapping[str, Any], command: str = "find") -> FindSpec:
 def parse_find(cmd: Mapping[str, Any], command: str = "find") -> tuple[FindSpec, dict[str, Any]]:
     """The find's spec and all its checked fields."""
     fields = params.parse(cmd, command, FIND_FIELDS)
+    params.read_concern(cmd)
     if "collation" in fields:
         params.collation(cmd, command)
     skip = fields.get("skip", 0)
@@ -81,7 +83,7 @@ def parse_find(cmd: Mapping[str, Any], command: str = "find") -> tuple[FindSpec,
 
 def execution(request: Request, name: str, spec: FindSpec, let: Mapping[str, Any] | None = None) -> FindExecution:
     store = request.engine.store(request.db, name)
-    return request.track(FindExecution(store, spec, request.context(let), request.check_time))
+    return counted(request, store, FindExecution(store, spec, request.context(let), request.check_time))
 
 
 def documents(
@@ -126,17 +128,31 @@ def cmd_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     return cursor_reply(request, ns, run, batch_size, single_batch, no_timeout=fields.get("noCursorTimeout", False))
 
 
+# count's fields (mongod's count.idl); "fields" is accepted and ignored, as mongod does.
+COUNT_FIELDS = {
+    "query": "object",
+    "limit": "integer",
+    "skip": "integer",
+    "hint": params.ANY,
+    "collation": "object",
+    "fields": params.ANY,
+}
+
+
 @COMMANDS.register("count")
 def cmd_count(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "count")
-    query = params.field(cmd, "query", "object", "count")
+    fields = params.parse(cmd, "count", COUNT_FIELDS)
+    params.read_concern(cmd)
     params.collation(cmd, "count")
-    skip = params.field(cmd, "skip", "integer", "count", default=0)
-    limit = params.field(cmd, "limit", "integer", "count", default=0)
+    query, hint = fields.get("query"), fields.get("hint")
+    skip, limit = fields.get("skip", 0), fields.get("limit", 0)
+    if skip < 0:
+        raise location(51024, f"BSON field 'skip' value must be >= 0, actual value '{skip}'")
     store = request.engine.store(request.db, name)
-    if store is not None and not query and not skip and not limit:
+    if store is not None and not query and not skip and not limit and hint is None:
         return {"n": store.count(), "ok": 1.0}
-    spec = FindSpec(filter=query, skip=max(skip, 0), limit=abs(limit) or None, hint=cmd.get("hint"))
+    spec = FindSpec(filter=query, skip=skip, limit=abs(limit) or None, hint=hint)
     n = sum(1 for _ in documents(request, name, spec))
     return {"n": n, "ok": 1.0}
 
@@ -148,6 +164,7 @@ def cmd_distinct(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if key is None:
         raise CommandError(ErrorCode.FailedToParse, "BSON field 'distinct.key' is missing but a required field")
     query = params.field(cmd, "query", "object", "distinct")
+    params.read_concern(cmd)
     params.collation(cmd, "distinct")
     spec = FindSpec(filter=query, hint=cmd.get("hint"))
     parts = split(key)

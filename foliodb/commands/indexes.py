@@ -100,14 +100,15 @@ def normalize_spec(raw: Any) -> dict[str, Any]:
     for option, value in raw.items():
         if option in ("key", "name", "v", "ns"):
             continue
+        if option == "dropDups":
+            continue  # obsolete since MongoDB 3.0: accepted and dropped, as mongod does
         if option not in _OPTIONS:
             raise _spec_error(
                 raw,
                 f"The field '{option}' is not valid for an index specification.",
                 ErrorCode.InvalidIndexSpecificationOption,
             )
-        if option == "background":
-            continue  # accepted and ignored, as MongoDB 4.2+ does
+        # "background" is kept (listIndexes shows it) though every build is the same.
         spec.setdefault(option, value)
     if "partialFilterExpression" in spec:
         if not isinstance(spec["partialFilterExpression"], Mapping):
@@ -127,24 +128,59 @@ def normalize_spec(raw: Any) -> dict[str, Any]:
                 "TTL indexes are single-field indexes, compound indexes do not support TTL.",
                 ErrorCode.CannotCreateIndex,
             )
-    if name == "_id_" or list(key) == ["_id"]:
-        if list(key.items()) != [("_id", 1)] and name == "_id_":
-            raise _spec_error(
-                raw,
-                "The index name '_id_' is reserved for the _id index, which must have key pattern {_id: 1}, found key: "
-                + render_document(dict(key)),
-                ErrorCode.BadValue,
-            )
-        if spec.get("unique") is False or spec.get("sparse") or "partialFilterExpression" in spec:
-            raise _spec_error(
-                raw,
-                "The field 'unique' is not valid for an _id index specification.",
-                ErrorCode.InvalidIndexSpecificationOption,
-            )
+    if _is_id_pattern(key):
+        _check_id_index(raw)
+    elif name == "_id_":
+        raise CommandError(
+            ErrorCode.BadValue,
+            "The index name '_id_' is reserved for the _id index, which must have key pattern {_id: 1}, found key: "
+            + render_document(dict(key)),
+        )
+    elif name == "*":
+        # dropIndexes' "*" means every index: no index may be named so.
+        raise CommandError(ErrorCode.BadValue, "The index name '*' is not valid.")
     return spec
 
 
 _SPECIAL_TYPES = ("text", "hashed")
+# The only fields an _id index specification may have (mongod's allowedIdIndexFieldNames).
+_ID_INDEX_FIELDS = frozenset({"collation", "name", "v", "key", "ns", "_id"})
+MAX_INDEXES = 64  # per collection, the _id index included
+
+
+def _is_id_pattern(key: Mapping[str, Any]) -> bool:
+    """mongod's isIdIndexPattern: ``{_id: 1}`` or ``{_id: -1}`` (by integer part)."""
+    if list(key) != ["_id"] or not cmp.is_number(key["_id"]):
+        return False
+    return int(cmp.number_value(key["_id"])) in (1, -1)
+
+
+def _check_id_index(raw: Mapping[str, Any]) -> None:
+    """An _id index spec names only the _id index: ``{_id: 1}`` and no
+    options (``unique``, ``expireAfterSeconds``... are 197)."""
+    shown = {**raw, "v": raw.get("v", 2)}
+    for option in shown:
+        if option not in _ID_INDEX_FIELDS:
+            raise CommandError(
+                ErrorCode.InvalidIndexSpecificationOption,
+                f"The field '{option}' is not valid for an _id index specification. Specification: "
+                + render_document(shown),
+            )
+    if cmp.number_value(raw["key"]["_id"]) != 1:
+        raise CommandError(
+            ErrorCode.BadValue,
+            "The field 'key' for an _id index must be {_id: 1}, but got " + render_document(dict(raw["key"])),
+        )
+
+
+def check_index_limit(info: CollectionInfo, new_specs: list[dict[str, Any]]) -> None:
+    """Refuse to grow a collection past 64 indexes, as mongod does (67)."""
+    for n, spec in enumerate(new_specs):
+        if len(info.indexes) + n >= MAX_INDEXES:
+            raise CommandError(
+                ErrorCode.CannotCreateIndex,
+                f"add index fails, too many indexes for {info.ns} key:{render_document(spec['key'])}",
+            )
 
 
 def _special_kind(raw: Mapping[str, Any], key: Mapping[str, Any], spec: dict[str, Any]) -> None:
@@ -231,6 +267,7 @@ def cmd_createIndexes(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
             in_progress = next((spec["name"] for spec in specs if spec["name"] in store.info.building), None)
             if in_progress is None:
                 to_build = [spec for spec in specs if _conflicting(store.info, spec) is None]
+                check_index_limit(store.info, to_build)
                 build = engine.begin_index_build(store, to_build) if to_build else None
                 break
         # The same index is being built by another command: wait for it, then look again.
@@ -252,6 +289,8 @@ def cmd_createIndexes(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
 def _conflicting(info: CollectionInfo, spec: dict[str, Any]) -> IndexInfo | None:
     """The identical existing index (creating it again is a no-op), or None;
     raises MongoDB's error when an existing index conflicts."""
+    if _is_id_pattern(spec["key"]) and "_id_" in info.indexes:
+        return info.indexes["_id_"]  # {_id: 1} under any name is the _id index: nothing to build
     same_name = info.indexes.get(spec["name"])
     if same_name is not None:
         if list(same_name.key.items()) == list(spec["key"].items()) and _identity(same_name.spec) == _identity(spec):
@@ -363,12 +402,14 @@ def modify_index(request: Request, db: str, name: str, change: Any) -> dict[str,
     assert info is not None
     if not isinstance(change, Mapping):
         raise CommandError(ErrorCode.TypeMismatch, "collMod 'index' must be a document")
+    if "name" in change and "keyPattern" in change:
+        raise CommandError(ErrorCode.InvalidOptions, "Cannot specify both key pattern and name.")
     if "name" in change:
         index = find_index(info, change["name"])
     elif "keyPattern" in change:
         index = find_index(info, change["keyPattern"])
     else:
-        raise CommandError(ErrorCode.InvalidOptions, "must specify either index name or key pattern")
+        raise CommandError(ErrorCode.InvalidOptions, "Must specify either index name or key pattern.")
     spec = dict(index.spec)
     reply: dict[str, Any] = {}
     if "hidden" in change:
@@ -381,11 +422,20 @@ def modify_index(request: Request, db: str, name: str, change: Any) -> dict[str,
         else:
             spec.pop("hidden", None)
     if "expireAfterSeconds" in change:
-        if "expireAfterSeconds" not in spec:
-            raise CommandError(ErrorCode.InvalidOptions, "no expireAfterSeconds field to update")
-        reply["expireAfterSeconds_old"] = spec["expireAfterSeconds"]
-        reply["expireAfterSeconds_new"] = change["expireAfterSeconds"]
-        spec["expireAfterSeconds"] = change["expireAfterSeconds"]
+        ttl = params.field(change, "expireAfterSeconds", "integer", "collMod.index")
+        if ttl < 0:
+            raise CommandError(ErrorCode.InvalidOptions, "TTL index 'expireAfterSeconds' option cannot be less than 0")
+        if "expireAfterSeconds" in spec:
+            reply["expireAfterSeconds_old"] = spec["expireAfterSeconds"]
+        # Since MongoDB 5.1 a non-TTL single-field index becomes a TTL index.
+        elif index.name == "_id_":
+            raise CommandError(ErrorCode.InvalidOptions, "the _id field does not support TTL indexes")
+        elif len(index.key) != 1:
+            raise CommandError(
+                ErrorCode.InvalidOptions, "TTL indexes are single-field indexes, compound indexes do not support TTL"
+            )
+        reply["expireAfterSeconds_new"] = ttl
+        spec["expireAfterSeconds"] = ttl
     request.engine.draft().update_index_spec(info, index, spec)
     reply["ok"] = 1.0
     return reply

@@ -139,3 +139,58 @@ def parse(cmd: Mapping[str, Any], command: str, schema: Mapping[str, str]) -> di
             continue
         out[name] = value if kind == ANY else field(cmd, name, kind, command)
     return out
+
+
+MAX_WRITE_BATCH_SIZE = 100_000  # mongod's maxWriteBatchSize (hello reports it)
+
+
+def write_batch(items: list[Any]) -> list[Any]:
+    """A write command's statements: between 1 and 100,000 of them, as mongod's
+    write command parser requires (InvalidLength, 16)."""
+    if not 1 <= len(items) <= MAX_WRITE_BATCH_SIZE:
+        raise CommandError(
+            ErrorCode.InvalidLength,
+            f"Write batch sizes must be between 1 and {MAX_WRITE_BATCH_SIZE}. Got {len(items)} operations.",
+        )
+    return items
+
+
+_READ_CONCERN_FIELDS = frozenset({"level", "afterOpTime", "afterClusterTime", "atClusterTime", "provenance"})
+_READ_CONCERN_LEVELS = frozenset({"local", "majority", "linearizable", "available", "snapshot"})
+
+
+def read_concern(cmd: Mapping[str, Any]) -> None:
+    """Check a read command's ``readConcern`` as a standalone mongod does:
+    FolioDB is one node, so ``local``, ``available`` and ``majority`` read the
+    same data, while ``snapshot`` (outside a transaction), ``linearizable``
+    and cluster times need a replica set.
+
+    Manual: https://www.mongodb.com/docs/manual/reference/read-concern/"""
+    value = cmd.get("readConcern")
+    if value is None:
+        return
+    if not isinstance(value, Mapping):
+        raise CommandError(
+            ErrorCode.TypeMismatch,
+            f"BSON field 'readConcern' is the wrong type '{bsontypes.type_name(value)}', expected type 'object'",
+        )
+    for name in value:
+        if name not in _READ_CONCERN_FIELDS:
+            raise CommandError(ErrorCode.InvalidOptions, f"Unrecognized option in readConcern: {name}")
+    level = value.get("level")
+    if level is not None and level not in _READ_CONCERN_LEVELS:
+        raise CommandError(
+            ErrorCode.FailedToParse,
+            "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or 'snapshot'",
+        )
+    if level == "snapshot":
+        raise CommandError(
+            ErrorCode.NotAReplicaSet, "node needs to be a replica set member to use readConcern: snapshot"
+        )
+    if level == "linearizable" or "afterOpTime" in value:
+        raise CommandError(ErrorCode.NotAReplicaSet, "node needs to be a replica set member to use read concern")
+    for name in ("afterClusterTime", "atClusterTime"):
+        if name in value:
+            raise CommandError(
+                ErrorCode.IllegalOperation, f"Cannot specify {name} readConcern without replication enabled"
+            )

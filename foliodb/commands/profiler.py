@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 import logging
 import random
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ from bson import ObjectId, json_util
 
 from foliodb.commands import params
 from foliodb.commands.registry import COMMANDS
+from foliodb.engine.planner.plans import AccessStage
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.bsontypes import is_string
 
@@ -69,19 +71,33 @@ def cmd_profile(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     return reply
 
 
-def record(request: Request, cmd: Mapping[str, Any], reply: Mapping[str, Any], millis: int) -> None:
-    """Write the profile entry of one finished command, if its database's level asks for one."""
-    settings = request.engine.profiling.get(request.db)
+def _settings(request: Request) -> ProfileSettings | None:
+    """The database's settings when it profiles this command, else None."""
+    settings: ProfileSettings | None = request.engine.profiling.get(request.db)
     if settings is None or settings.level == 0 or request.command_name in _SKIPPED:
-        return
+        return None
+    return settings
+
+
+def _sampled(settings: ProfileSettings, millis: int) -> bool:
     if settings.level == 1 and millis < settings.slowms:
+        return False
+    return settings.sample_rate >= 1.0 or random.random() < settings.sample_rate
+
+
+def record(request: Request, cmd: Mapping[str, Any], reply: Mapping[str, Any], millis: int) -> None:
+    """Write the profile entry of one finished command, if its database's level asks for one.
+
+    Reads of system.profile are profiled too, as mongod profiles them (so
+    counting the entries counts itself: mongoengine's query_counter relies on
+    it). An update or delete that ran has one entry per statement instead
+    (:class:`Statement`)."""
+    settings = _settings(request)
+    if settings is None or not _sampled(settings, millis):
         return
-    if settings.sample_rate < 1.0 and random.random() >= settings.sample_rate:
+    if request.command_name in ("update", "delete") and reply.get("ok") == 1.0:
         return
     target = cmd.get(request.command_name)
-    if target == PROFILE_COLLECTION or cmd.get("collection") == PROFILE_COLLECTION:
-        return
-    engine = request.engine
     entry: dict[str, Any] = {
         "_id": ObjectId(),  # FolioDB's record store keys every document by _id (mongod's entries have none)
         "op": OP_NAMES.get(request.command_name, "command"),
@@ -98,12 +114,55 @@ def record(request: Request, cmd: Mapping[str, Any], reply: Mapping[str, Any], m
         entry["nreturned"] = len(cursor.get("firstBatch", cursor.get("nextBatch", [])))
         if cursor.get("id"):
             entry["cursorid"] = cursor["id"]
-    elif request.command_name in ("insert", "delete") and "n" in reply:
-        entry["ninserted" if request.command_name == "insert" else "ndeleted"] = reply["n"]
-    elif request.command_name == "update" and "n" in reply:
-        entry.update(nMatched=reply["n"], nModified=reply.get("nModified", 0))
+    elif request.command_name == "insert" and "n" in reply:
+        entry["ninserted"] = reply["n"]
     if reply.get("ok") != 1.0:
         entry.update(ok=0.0, errCode=reply.get("code"), errName=reply.get("codeName"), errMsg=reply.get("errmsg"))
+    _write(request, entry, millis)
+
+
+class Statement:
+    """The profile entry of one statement of an update or delete command:
+    mongod profiles each on its own, ``command`` showing the statement
+    (``{q, u, multi, upsert}``, ``{q, limit}``) with what it examined and
+    changed. ``plans`` collects the access paths the statement ran."""
+
+    def __init__(self, request: Request, command: str, coll: str, statement: Any) -> None:
+        self.request = request
+        self.command = command
+        self.ns = f"{request.db}.{coll}"
+        self.statement = statement
+        self.plans: list[AccessStage] = []
+        self.started = time.perf_counter()
+
+    def finish(self, error: CommandError | None = None, **counts: int) -> None:
+        settings = _settings(self.request)
+        if settings is None:
+            return
+        millis = int((time.perf_counter() - self.started) * 1000)
+        if not _sampled(settings, millis):
+            return
+        shown = dict(self.statement) if isinstance(self.statement, Mapping) else {}
+        if self.command == "update":
+            shown.setdefault("multi", False)
+            shown.setdefault("upsert", False)
+        entry: dict[str, Any] = {
+            "_id": ObjectId(),
+            "op": OP_NAMES[self.command],
+            "ns": self.ns,
+            "command": shown,
+            "keysExamined": sum(access.keys_examined for access in self.plans),
+            "docsExamined": sum(access.docs_examined for access in self.plans),
+        }
+        entry.update({name: n for name, n in counts.items() if n or name != "nUpserted"})
+        # No access path: the collection does not exist (mongod's EOF plan).
+        entry["planSummary"] = ", ".join(dict.fromkeys(access.summary() for access in self.plans)) or "EOF"
+        if error is not None:
+            entry.update(ok=0.0, errCode=error.code, errName=error.code_name, errMsg=error.errmsg)
+        _write(self.request, entry, millis)
+
+
+def _write(request: Request, entry: dict[str, Any], millis: int) -> None:
     entry.update(
         millis=millis,
         ts=datetime.datetime.now(datetime.UTC).replace(tzinfo=None),
@@ -112,6 +171,7 @@ def record(request: Request, cmd: Mapping[str, Any], reply: Mapping[str, Any], m
         allUsers=[],
         user="",
     )
+    engine = request.engine
     try:
         with engine.storage.write():
             store = engine.store(request.db, PROFILE_COLLECTION) or engine.create_collection(
@@ -122,9 +182,17 @@ def record(request: Request, cmd: Mapping[str, Any], reply: Mapping[str, Any], m
         log.warning("could not write a profile entry for %s: %s", entry["ns"], exc)
 
 
+# Commands whose fields hold secrets, and those fields: mongod shows them as "xxx".
+_SECRETS = {"createUser": ("pwd",), "updateUser": ("pwd",)}
+
+
 def _command_for_entry(cmd: Mapping[str, Any], db: str) -> dict[str, Any]:
-    """The command as the entry shows it; past 50 KB, a truncated text, as mongod does."""
+    """The command as the entry shows it, secrets redacted; past 50 KB, a
+    truncated text, as mongod does."""
     command = {**cmd, "$db": db}
+    for name in _SECRETS.get(next(iter(cmd)), ()):
+        if name in command:
+            command[name] = "xxx"
     if len(bson.encode(command)) <= MAX_COMMAND_BYTES:
         return command
     return {"$truncated": json_util.dumps(command)[:1024] + "...", "comment": cmd.get("comment")}

@@ -31,12 +31,14 @@ import bson
 from bson import ObjectId, Timestamp
 
 from foliodb import interrupt
-from foliodb.commands import params
+from foliodb.commands import params, profiler
+from foliodb.commands.accesses import count_plan
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
 from foliodb.engine.catalog import CODEC
+from foliodb.engine.engine import Engine
 from foliodb.engine.planner import id_point_keys, plan_access
-from foliodb.engine.planner.plans import IdLookup
+from foliodb.engine.planner.plans import AccessStage, IdLookup
 from foliodb.engine.query import FindExecution, FindSpec, raw_narrowing
 from foliodb.engine.records import CollectionStore
 from foliodb.engine.text import split_text
@@ -62,6 +64,29 @@ def collection_name(cmd: Mapping[str, Any], command: str) -> str:
             f"collection name has invalid type {bsontypes.type_name(name)}",
         )
     return name
+
+
+# Databases every mongod has (system.version, system.sessions, startup_log live there):
+# listed, and reserved, even when FolioDB keeps nothing in them.
+SYSTEM_DATABASES = ("admin", "config", "local")
+
+
+def check_new_database(engine: Engine, db: str) -> None:
+    """Refuse to create database ``db`` when one differing only in case
+    exists (DatabaseDifferCase, 13297): mongod keeps database names unique
+    case-insensitively, since they become directory names on some systems.
+
+    Manual: https://www.mongodb.com/docs/manual/reference/limits/#mongodb-limit-Restriction-on-Case-Sensitivity"""
+    databases = [*engine.databases(), *SYSTEM_DATABASES]
+    if db in databases:
+        return
+    folded = db.casefold()
+    existing = next((name for name in databases if name.casefold() == folded), None)
+    if existing is not None:
+        raise CommandError(
+            ErrorCode.DatabaseDifferCase,
+            f"db already exists with different case already have: [{existing}] trying to create [{db}]",
+        )
 
 
 def prepare_insert(doc: Any) -> dict[str, Any]:
@@ -160,6 +185,10 @@ class Target:
 
     def ensure_store(self) -> CollectionStore:
         """The collection, created implicitly (as a first insert does) if missing."""
+        store = self.store
+        if store is not None:
+            return store
+        check_new_database(self.engine, self.db)
         return self.engine.ensure_collection(self.db, self.name)
 
     def validate(self, doc: dict[str, Any], old: dict[str, Any] | None = None) -> None:
@@ -254,7 +283,7 @@ def apply_replacement(
 @COMMANDS.register("insert")
 def cmd_insert(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "insert")
-    docs = params.required(cmd, "documents", "array", "insert")
+    docs = params.write_batch(params.required(cmd, "documents", "array", "insert"))
     ordered = ordered_flag(cmd, "insert")
     writes = Writes(request, cmd, "insert")
     n = 0
@@ -298,11 +327,14 @@ def matching(
     hint: Any = None,
     sort: Mapping[str, Any] | None = None,
     one: bool = False,
+    plans: list[AccessStage] | None = None,
 ) -> Iterator[tuple[int, bytes, dict[str, Any], MatchDetails]]:
     """(rid, BSON, document, match details) of the documents a write
-    targets, each at most once; with ``one``, only the first (by ``sort``)."""
+    targets, each at most once; with ``one``, only the first (by ``sort``).
+    The access path it chooses is appended to ``plans`` (for index accesses
+    and the profiler)."""
     if filter_spec and ("$text" in filter_spec or "$and" in filter_spec) and split_text(filter_spec)[0] is not None:
-        yield from _text_matching(store, filter_spec, ctx, hint=hint, sort=sort, one=one)
+        yield from _text_matching(store, filter_spec, ctx, hint=hint, sort=sort, one=one, plans=plans)
         return
     sort_key = compile_sort(sort) if sort else None
     id_keys = id_point_keys(filter_spec) if hint is None and sort_key is None else None
@@ -310,13 +342,18 @@ def matching(
         # IDHACK: an exact _id point lookup; no filter to compile or check
         # (and no array on the filter's path, so no positional details).
         if store is not None:
-            for rid, data in IdLookup(store, id_keys).rows():
+            lookup = IdLookup(store, id_keys)
+            if plans is not None:
+                plans.append(lookup)
+            for rid, data in lookup.rows():
                 yield rid, data, bson.decode(data, CODEC), MatchDetails()
         return
     matcher = compile_filter(filter_spec, ctx)
     if store is None:
         return
     access = plan_access(store, filter_spec, matcher, hint)
+    if plans is not None:
+        plans.append(access)
     exact = isinstance(access, IdLookup)
     if sort_key is not None and one:
         best: tuple[bytes, int, bytes, dict[str, Any], MatchDetails] | None = None
@@ -360,11 +397,14 @@ def _text_matching(
     hint: Any,
     sort: Mapping[str, Any] | None,
     one: bool,
+    plans: list[AccessStage] | None,
 ) -> Iterator[tuple[int, bytes, dict[str, Any], MatchDetails]]:
     """The targets of a write whose filter holds ``$text``: found as a find
     would (through the text index), then read back by record id."""
     spec = FindSpec(filter=filter_spec, sort=sort, limit=1 if one else None, hint=hint, show_record_id=True)
     run = FindExecution(store, spec, ctx)
+    if plans is not None and run.plan is not None:
+        plans.append(run.plan.access)
     rest = split_text(filter_spec)[1]
     matcher = compile_filter(rest, ctx) if rest else None
     for found in list(run):
@@ -425,8 +465,12 @@ class UpdateStatement:
 NOT_UPSERTED = object()
 
 
-def run_update(writes: Writes, target: Target, statement: UpdateStatement) -> tuple[int, int, Any]:
-    """(matched, modified, upserted _id or NOT_UPSERTED) of one update statement."""
+def run_update(
+    writes: Writes, target: Target, statement: UpdateStatement, plans: list[AccessStage] | None = None
+) -> tuple[int, int, Any]:
+    """(matched, modified, upserted _id or NOT_UPSERTED) of one update
+    statement; its access path is counted (and appended to ``plans``)."""
+    plans = [] if plans is None else plans
     ctx = writes.context(statement.constants)
     update = compile_update(statement.update, ctx, statement.array_filters)
     if statement.multi and update.is_replacement:
@@ -437,11 +481,19 @@ def run_update(writes: Writes, target: Target, statement: UpdateStatement) -> tu
     n = modified = 0
     if store is not None:
         for rid, data, doc, details in matching(
-            store, statement.filter, ctx, hint=statement.hint, sort=statement.sort, one=not statement.multi
+            store,
+            statement.filter,
+            ctx,
+            hint=statement.hint,
+            sort=statement.sort,
+            one=not statement.multi,
+            plans=plans,
         ):
             n += 1
             changed, _ = target.update(store, update, rid, data, doc, details)
             modified += changed
+        for access in plans:
+            count_plan(writes.request, store, access)
     if n == 0 and statement.upsert:
         doc = target.upsert(update, statement.filter)
         return 1, 0, doc["_id"]
@@ -451,7 +503,7 @@ def run_update(writes: Writes, target: Target, statement: UpdateStatement) -> tu
 @COMMANDS.register("update")
 def cmd_update(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "update")
-    statements = params.required(cmd, "updates", "array", "update")
+    statements = params.write_batch(params.required(cmd, "updates", "array", "update"))
     ordered = ordered_flag(cmd, "update")
     writes = Writes(request, cmd, "update")
     n = modified = 0
@@ -459,14 +511,20 @@ def cmd_update(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     errors: list[dict[str, Any]] = []
     with request.engine.storage.write():
         for i, raw in enumerate(statements):
+            statement_run = profiler.Statement(request, "update", name, raw)
             try:
                 statement = UpdateStatement.parse(raw, "update.updates", ("q", "u", "c"))
-                n_i, modified_i, upserted_id = run_update(writes, writes.target(request.db, name), statement)
+                n_i, modified_i, upserted_id = run_update(
+                    writes, writes.target(request.db, name), statement, statement_run.plans
+                )
             except CommandError as exc:
+                statement_run.finish(error=exc)
                 errors.append(exc.to_write_error(i))
                 if ordered:
                     break
                 continue
+            upserts = int(upserted_id is not NOT_UPSERTED)
+            statement_run.finish(nMatched=n_i - upserts, nModified=modified_i, nUpserted=upserts)
             n += n_i
             modified += modified_i
             if upserted_id is not NOT_UPSERTED:
@@ -483,33 +541,60 @@ def cmd_update(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
 # -- delete -------------------------------------------------------------------------
 
 
-def run_delete(writes: Writes, target: Target, filter_spec: Mapping[str, Any] | None, multi: bool, hint: Any) -> int:
+def run_delete(
+    writes: Writes,
+    target: Target,
+    filter_spec: Mapping[str, Any] | None,
+    multi: bool,
+    hint: Any,
+    plans: list[AccessStage] | None = None,
+) -> int:
+    """The documents one delete statement removed; its access path is
+    counted (and appended to ``plans``)."""
+    plans = [] if plans is None else plans
     store = target.store
     n = 0
-    for rid, _data, doc, _details in matching(store, filter_spec, writes.context(), hint=hint, one=not multi):
+    for rid, _data, doc, _details in matching(
+        store, filter_spec, writes.context(), hint=hint, one=not multi, plans=plans
+    ):
         assert store is not None
         store.delete(rid, doc)
         n += 1
+    if store is not None:
+        for access in plans:
+            count_plan(writes.request, store, access)
     return n
 
 
 @COMMANDS.register("delete")
 def cmd_delete(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "delete")
-    statements = params.required(cmd, "deletes", "array", "delete")
+    statements = params.write_batch(params.required(cmd, "deletes", "array", "delete"))
     ordered = ordered_flag(cmd, "delete")
     writes = Writes(request, cmd, "delete")
     n = 0
     errors: list[dict[str, Any]] = []
     with request.engine.storage.write():
         for i, statement in enumerate(statements):
+            statement_run = profiler.Statement(request, "delete", name, statement)
             try:
                 filter_spec, limit = _delete_statement(statement)
-                n += run_delete(writes, writes.target(request.db, name), filter_spec, limit == 0, statement.get("hint"))
+                deleted = run_delete(
+                    writes,
+                    writes.target(request.db, name),
+                    filter_spec,
+                    limit == 0,
+                    statement.get("hint"),
+                    statement_run.plans,
+                )
             except CommandError as exc:
+                statement_run.finish(error=exc)
                 errors.append(exc.to_write_error(i))
                 if ordered:
                     break
+                continue
+            statement_run.finish(ndeleted=deleted)
+            n += deleted
     reply: dict[str, Any] = {"n": n, "ok": 1.0}
     if errors:
         reply["writeErrors"] = errors
@@ -570,7 +655,11 @@ def cmd_findAndModify(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
     with request.engine.storage.write():
         target = writes.target(request.db, name)
         store = target.store
-        found = next(matching(store, filter_spec, ctx, hint=cmd.get("hint"), sort=sort, one=True), None)
+        plans: list[AccessStage] = []
+        found = next(matching(store, filter_spec, ctx, hint=cmd.get("hint"), sort=sort, one=True, plans=plans), None)
+        if store is not None:
+            for access in plans:
+                count_plan(request, store, access)
         if found is not None:
             assert store is not None
             rid, data, doc, details = found

@@ -40,6 +40,7 @@ from foliodb.engine.catalog import CODEC, Catalog, CatalogDraft, CollectionInfo,
 from foliodb.engine.records import CollectionStore
 from foliodb.engine.storage import Storage
 from foliodb.engine.ttl import TTLMonitor
+from foliodb.engine.usage import EngineUsage
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.bsontypes import is_string
 
@@ -100,6 +101,7 @@ class Engine:
         self.parameters: dict[str, Any] = {"ttlMonitorSleepSecs": 60, "ttlMonitorEnabled": True}
         # Profiling settings per database (the profile command's ProfileSettings); empty: none.
         self.profiling: dict[str, Any] = {}
+        self.usage = EngineUsage(self.storage.published)  # $indexStats, latencyStats
         # The operations running on this engine (currentOp, killOp), from every client of it.
         self.operations: dict[int, interrupt.Operation] = {}
         self.opids = itertools.count(1)

@@ -150,7 +150,7 @@ def is_operator_doc(value: Any) -> bool:
     if not isinstance(value, Mapping) or not value:
         return False
     first = next(iter(value))
-    return first.startswith("$") and first not in ("$ref", "$id", "$db")
+    return first.startswith("$") and first not in paths.DBREF_FIELDS
 
 
 def field_clause(value: Any, ctx: Context) -> Clause:

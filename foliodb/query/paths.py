@@ -8,7 +8,9 @@ A query path such as ``items.sku`` names *every* value it can reach:
   elements reach nothing; nested arrays are not entered implicitly;
 * a numeric component (``items.0``) also selects that array position (in
   its canonical spelling only: ``items.00`` names a field);
-* a DBRef is the document it is stored as, so ``ref.$id`` reaches its id;
+* a DBRef is the document it is stored as, so ``ref.$id`` reaches its id
+  (``$ref``, ``$id`` and ``$db`` are the only ``$``-prefixed names MongoDB
+  allows in a field path: :data:`DBREF_FIELDS`);
 * a path that stops at a missing field (or runs into a scalar) reaches
   *missing*, which equality with ``null`` matches and ``$exists`` does not;
 * at the end of the path an array offers each of its elements and then
@@ -42,6 +44,10 @@ class _Missing:
 
 MISSING: Final = _Missing()
 
+# The field names of a DBRef: the only "$"-prefixed path components MongoDB's
+# FieldPath accepts (https://www.mongodb.com/docs/manual/reference/database-references/).
+DBREF_FIELDS: Final = frozenset({"$ref", "$id", "$db"})
+
 
 def split(path: str) -> tuple[str, ...]:
     return tuple(path.split("."))
@@ -52,7 +58,7 @@ def is_index(component: str) -> bool:
     return component.isdigit() and component.isascii()
 
 
-def _document(value: Any) -> Mapping[str, Any] | None:
+def document_fields(value: Any) -> Mapping[str, Any] | None:
     """The fields a path can step into: a document's, or a DBRef's (BSON
     stores it as the document ``{$ref, $id, $db, ...}``); None for others."""
     if isinstance(value, dict):
@@ -60,6 +66,19 @@ def _document(value: Any) -> Mapping[str, Any] | None:
     if isinstance(value, DBRef):
         return value.as_doc()
     return None
+
+
+def stored_form(fields: dict[str, Any]) -> Any:
+    """A document as reading it back from BSON gives it: a DBRef when it has
+    a string ``$ref``, an ``$id`` and no non-string ``$db`` (pymongo's
+    decoding rule), else the document. Writers that step into a DBRef use it,
+    so the embedded client returns what the wire would."""
+    ref = fields.get("$ref")
+    db = fields.get("$db")
+    if not isinstance(ref, str) or "$id" not in fields or not (db is None or isinstance(db, str)):
+        return fields
+    extra = {k: v for k, v in fields.items() if k not in DBREF_FIELDS}
+    return DBRef(ref, fields["$id"], db, **extra)
 
 
 def reach(doc: Any, parts: tuple[str, ...], expand: bool = True) -> Iterator[tuple[Any, int | None]]:
@@ -90,11 +109,11 @@ def _reach(
             if n < len(value):
                 yield from _reach(value[n], parts, i + 1, n if pos is None else pos, expand)
         for n, element in enumerate(value):
-            fields = _document(element)
+            fields = document_fields(element)
             if fields is not None:
                 yield from _reach(fields.get(key, MISSING), parts, i + 1, n if pos is None else pos, expand)
     else:
-        fields = _document(value)
+        fields = document_fields(value)
         if fields is None:
             yield MISSING, pos
         else:
@@ -166,7 +185,7 @@ def get_plain(doc: Any, parts: tuple[str, ...]) -> Any:
                 return MISSING
             value = value[int(key)]
             continue
-        fields = _document(value)
+        fields = document_fields(value)
         if fields is None:
             return MISSING
         value = fields.get(key, MISSING)
@@ -183,7 +202,7 @@ def get_expr(doc: Any, parts: tuple[str, ...]) -> Any:
     for i, key in enumerate(parts):
         if isinstance(value, list):
             return _map_array(value, parts[i:])
-        fields = _document(value)
+        fields = document_fields(value)
         if fields is None:
             return MISSING
         value = fields.get(key, MISSING)
@@ -197,7 +216,7 @@ def _map_array(array: list[Any], parts: tuple[str, ...]) -> list[Any]:
     for element in array:
         if isinstance(element, list):
             result.append(_map_array(element, parts))
-        elif _document(element) is not None:
+        elif document_fields(element) is not None:
             v = get_expr(element, parts)
             if v is not MISSING:
                 result.append(v)
@@ -228,13 +247,13 @@ def _leaves(value: Any, parts: tuple[str, ...], i: int, out: list[Any]) -> None:
         for element in value:
             if isinstance(element, list):
                 continue
-            fields = _document(element)
+            fields = document_fields(element)
             if fields is None:
                 out.append(MISSING)
             else:
                 _leaves(fields.get(key, MISSING), parts, i + 1, out)
         return
-    fields = _document(value)
+    fields = document_fields(value)
     if fields is None:
         out.append(MISSING)
     else:

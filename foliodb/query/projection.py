@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bson import Decimal128, Int64
+from bson import DBRef, Decimal128, Int64
 
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import compare as cmp
@@ -44,7 +44,7 @@ from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.context import Context
 from foliodb.query.expr import EXPR_OPS, Scope, compile_expression, root_variables, truthy
 from foliodb.query.filter import FIELD_OPS, Leaf, MatchDetails
-from foliodb.query.paths import MISSING
+from foliodb.query.paths import DBREF_FIELDS, MISSING, stored_form
 from foliodb.query.render import render, render_document
 
 # (input document, $meta values or None, expression variables) -> value or MISSING
@@ -63,8 +63,6 @@ META_NAMES = frozenset({
     "vectorSearchScore", "score", "scoreDetails",
 })  # fmt: skip
 
-# Field names FieldPath lets start with '$' (DBRef's).
-_DOLLAR_FIELDS = frozenset({"$id", "$ref", "$db"})
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
@@ -111,7 +109,7 @@ def field_path(path: str) -> tuple[str, ...]:
     for part in parts:
         if not part:
             raise location(15998, "FieldPath field names may not be empty strings.")
-        if part[0] == "$" and part not in _DOLLAR_FIELDS:
+        if part[0] == "$" and part not in DBREF_FIELDS:
             raise location(
                 16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField."
             )
@@ -451,6 +449,9 @@ class _Exec:
     def project_value(self, value: Any) -> Any:
         if isinstance(value, dict):
             return self.project(value)
+        if isinstance(value, DBRef):
+            # A DBRef is projected as the document BSON stores it as.
+            return stored_form(self.project(dict(value.as_doc())))
         if isinstance(value, list):
             out = []
             for element in value:

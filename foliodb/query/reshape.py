@@ -29,11 +29,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NoReturn, Union
 
+from bson import DBRef
+
 from foliodb.errors import CommandError, location
 from foliodb.query.bsontypes import type_name
 from foliodb.query.expr import Expr, Scope, compile_expression
 from foliodb.query.idl import check_fields
-from foliodb.query.paths import MISSING
+from foliodb.query.paths import DBREF_FIELDS, MISSING, document_fields, stored_form
 from foliodb.query.render import render, render_document
 
 FieldTree = dict[str, Union[Expr, "FieldTree"]]
@@ -45,19 +47,25 @@ FieldTree = dict[str, Union[Expr, "FieldTree"]]
 def check_field_name(name: str) -> None:
     if not name:
         raise location(40352, "FieldPath cannot be constructed with empty string")
-    if name.startswith("$"):
+    _check_component(name)
+
+
+def _check_component(name: str) -> None:
+    # DBRef's $ref/$id/$db are the only "$"-prefixed names a FieldPath takes.
+    if name.startswith("$") and name not in DBREF_FIELDS:
         raise location(16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
 
 
 def split_path(path: str) -> tuple[str, ...]:
     """The components of a field path a stage writes, checked as MongoDB's
-    FieldPath checks them."""
-    check_field_name(path)
+    FieldPath checks them (component by component, in order)."""
+    if not path:
+        raise location(40352, "FieldPath cannot be constructed with empty string")
     parts = tuple(path.split("."))
-    if any(p == "" for p in parts):
-        raise location(15998, "FieldPath field names may not be empty strings.")
     for p in parts:
-        check_field_name(p)
+        if not p:
+            raise location(15998, "FieldPath field names may not be empty strings.")
+        _check_component(p)
     return parts
 
 
@@ -72,18 +80,20 @@ def set_path(doc: Mapping[str, Any], parts: tuple[str, ...], value: Any) -> dict
         else:
             out[head] = value
         return out
-    child = out.get(head)
-    out[head] = set_path(child if isinstance(child, dict) else {}, parts[1:], value)
+    child = document_fields(out.get(head))
+    out[head] = stored_form(set_path(child or {}, parts[1:], value))
     return out
 
 
 def get_path(doc: Any, parts: tuple[str, ...]) -> Any:
-    """The value at a dotted path through documents only (arrays stop it)."""
+    """The value at a dotted path through documents (and DBRefs) only:
+    arrays stop it."""
     value = doc
     for part in parts:
-        if not isinstance(value, dict):
+        fields = document_fields(value)
+        if fields is None:
             return MISSING
-        value = value.get(part, MISSING)
+        value = fields.get(part, MISSING)
         if value is MISSING:
             return MISSING
     return value
@@ -169,6 +179,8 @@ def apply_tree(doc: dict[str, Any], tree: FieldTree, root: Any, vars: dict[str, 
 def _apply_value(value: Any, tree: FieldTree, root: Any, vars: dict[str, Any]) -> Any:
     if isinstance(value, dict):
         return apply_tree(value, tree, root, vars)
+    if isinstance(value, DBRef):
+        return stored_form(apply_tree(dict(value.as_doc()), tree, root, vars))
     if isinstance(value, list):
         return [_apply_value(v, tree, root, vars) for v in value]
     return apply_tree({}, tree, root, vars)

@@ -109,6 +109,9 @@ def _as_document(element: Any) -> dict[str, Any] | None:
 
 @FIELD_OPS.register("$elemMatch")
 def filter_elemMatch(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
+    if isinstance(arg, DBRef):
+        # {$ref, $id} decodes as a DBRef; as a query it is the object of those fields (beanie sends it).
+        arg = arg.as_doc()
     if not isinstance(arg, Mapping):
         raise bad_value("$elemMatch needs an Object")
     # MongoDB decides the form by the first key alone: an operator that takes

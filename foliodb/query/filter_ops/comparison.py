@@ -21,6 +21,7 @@ from foliodb.query import keystring
 from foliodb.query.context import Context
 from foliodb.query.filter import FIELD_OPS, TOP_OPS, Clause, Leaf, Matcher, Not, clause_matcher, is_operator_doc
 from foliodb.query.filter_ops.evaluation import regex_single, to_pattern
+from foliodb.query.paths import DBREF_FIELDS
 
 
 def is_regex(value: Any) -> bool:
@@ -159,5 +160,5 @@ def _dbref_field(name: str) -> Callable[[Any, Context], Matcher]:
     return compile_dbref
 
 
-for _name in ("$ref", "$id", "$db"):
+for _name in sorted(DBREF_FIELDS):
     TOP_OPS.register(_name)(_dbref_field(_name))

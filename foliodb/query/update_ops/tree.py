@@ -35,7 +35,7 @@ import bson
 
 from foliodb.errors import CommandError, ErrorCode, bad_value
 from foliodb.query.compare import compare
-from foliodb.query.paths import MISSING, is_index
+from foliodb.query.paths import DBREF_FIELDS, MISSING, is_index
 from foliodb.query.update_ops.core import REMOVE, UNCHANGED, Modifier, Where, id_text, render_element
 
 MAX_PADDING = 1_500_000
@@ -355,7 +355,7 @@ def check_viability(elem: Any, taken: tuple[str, ...], to_create: tuple[str, ...
 def check_storable_name(name: str, inserting: bool) -> None:
     """An update may not write a top-level ``$``-prefixed field (DBRef
     fields aside); an upsert's insert may (it is validated as an insert)."""
-    if not name.startswith("$") or inserting or name in ("$ref", "$id", "$db"):
+    if not name.startswith("$") or inserting or name in DBREF_FIELDS:
         return
     raise CommandError(
         ErrorCode.DollarPrefixedFieldName,
