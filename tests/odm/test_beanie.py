@@ -173,14 +173,6 @@ def test_links_stored_as_references_and_fetched_on_demand(server_uri: str) -> No
     run(server_uri, scenario)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "server bug: $lookup with localField 'door.$id' (the $id of a DBRef) fails with 16410 "
-        "'FieldPath field names may not start with $', which MongoDB allows for DBRef fields; "
-        "beanie's fetch_links pipeline is built on it"
-    ),
-)
 def test_fetch_links_in_the_query(server_uri: str) -> None:
     async def scenario() -> None:
         await add_houses()
@@ -195,14 +187,6 @@ def test_fetch_links_in_the_query(server_uri: str) -> None:
     run(server_uri, scenario)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "server bug: $lookup with foreignField 'owner.$id' (the $id of a DBRef) fails with 16410 "
-        "'FieldPath field names may not start with $', which MongoDB allows for DBRef fields; "
-        "beanie fetches BackLinks with it"
-    ),
-)
 def test_back_links(server_uri: str) -> None:
     async def scenario() -> None:
         await add_houses()
