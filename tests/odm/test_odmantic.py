@@ -97,8 +97,6 @@ def test_aio_engine_with_motor(server_uri: str) -> None:
     asyncio.run(main())
 
 
-
-
 @pytest.fixture(params=["wire", "embedded"])
 def sync_client(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param == "wire":
