@@ -53,7 +53,7 @@ def open_client(dbpath: str | None, uri: str | None, read_only: bool) -> Any:
             raise ToolError(in_use_message(path)) from None
         raise ToolError(describe(exc)) from None
     except OSError as exc:
-        raise ToolError(f"cannot open the dbpath {path}: {os_reason(exc)}") from None
+        raise ToolError(f"cannot open the dbpath {path}: {os_reason(exc, with_file=False)}") from None
 
 
 def in_use_message(path: str) -> str:
@@ -70,6 +70,8 @@ def in_use_message(path: str) -> str:
     if "serve" in words:
         served = words[words.index("serve") + 1 :]
         port = _option(served, "--port") or str(DEFAULT_PORT)
+        if port == "0":  # the system chose it; the server printed it when it started
+            port = "<the port it printed>"
         address = _option(served, "--bind_ip") or "127.0.0.1"
         if address in ("0.0.0.0", "::"):
             address = "127.0.0.1"
@@ -100,7 +102,7 @@ def _option(words: list[str], name: str) -> str | None:
     return None
 
 
-def os_reason(exc: OSError) -> str:
+def os_reason(exc: OSError, with_file: bool = True) -> str:
     """An OSError in words, without Python's ``[Errno n]`` prefix."""
     if exc.errno in (errno.EACCES, errno.EPERM):
         reason = "permission denied"
@@ -108,7 +110,7 @@ def os_reason(exc: OSError) -> str:
         reason = "no space left on the device"
     else:
         reason = exc.strerror or str(exc)
-    return f"{reason} ({exc.filename})" if exc.filename else reason
+    return f"{reason} ({exc.filename})" if exc.filename and with_file else reason
 
 
 def describe(exc: BaseException) -> str:
