@@ -150,16 +150,18 @@ def import_documents(
         else:
             lines = _table(text, options)
         writer = _Writer(collection, options, report, reporter)
-        for line in lines:
-            if line.document is None:
-                report.failed += 1
-                writer.problem(f"line {line.number}: {line.problem}")
-                if options.stop_on_error:
+        try:
+            for line in lines:
+                if line.document is None:
+                    report.failed += 1
+                    writer.problem(f"line {line.number}: {line.problem}")
+                    if options.stop_on_error:
+                        break
+                    continue
+                if not writer.add(line):
                     break
-                continue
-            if not writer.add(line):
-                break
-        writer.flush()
+        finally:
+            writer.flush()  # what came before a fatal input error is imported, as mongoimport does
     return report
 
 

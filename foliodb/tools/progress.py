@@ -33,8 +33,15 @@ class Task:
         self._bar: Any = None
         self._last_log = time.monotonic()
         if reporter.mode == "bar":
+            in_bytes = unit == "bytes"
             self._bar = tqdm(
-                total=total, desc=label, unit=unit, unit_scale=True, file=reporter.stream, dynamic_ncols=True
+                total=total,
+                desc=label,
+                unit="B" if in_bytes else f" {unit}",
+                unit_scale=in_bytes,
+                unit_divisor=1024,
+                file=reporter.stream,
+                dynamic_ncols=True,
             )
 
     def advance(self, n: int) -> None:
