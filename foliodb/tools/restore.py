@@ -231,7 +231,8 @@ class _Restore:
                 else bson.decode_all(b"".join(batch), _DECODE)
             )
             try:
-                inserted = len(state.collection.insert_many(documents, ordered=False).inserted_ids)
+                state.collection.insert_many(documents, ordered=False)
+                inserted = len(documents)  # pymongo lists no inserted_ids for RawBSONDocuments
             except BulkWriteError as exc:
                 details = exc.details
                 inserted = details["nInserted"]
