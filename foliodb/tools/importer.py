@@ -37,6 +37,7 @@ Manual: https://www.mongodb.com/docs/database-tools/mongoimport/
 from __future__ import annotations
 
 import csv
+import datetime
 import io
 import json
 import re
@@ -44,8 +45,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from bson import json_util
-from bson.errors import BSONError
+from bson import ObjectId, json_util
+from bson.errors import BSONError, InvalidId
 from pymongo import DeleteOne, InsertOne, ReplaceOne, UpdateOne
 from pymongo.errors import BulkWriteError
 
@@ -67,7 +68,27 @@ MAX_DOCUMENT_TEXT = 64 * 1024 * 1024  # a JSON document this long without parsin
 MODES = ("insert", "upsert", "merge", "delete")
 PARSE_GRACE = ("autoCast", "skipField", "skipRow", "stop")
 _JSON_OPTIONS = json_util.JSONOptions(json_mode=json_util.JSONMode.RELAXED)
-_DECODER = json.JSONDecoder(object_pairs_hook=lambda pairs: json_util.object_pairs_hook(pairs, _JSON_OPTIONS))
+_ISO_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?(Z|[+-]\d\d:\d\d)")
+
+
+def _object(pairs: list[tuple[str, Any]]) -> Any:
+    """json_util's Extended JSON hook, with fast paths for the two wrappers exported
+    data is full of (``$oid``, and ``$date`` as an ISO string, which json_util reads
+    with strptime at a fifth of the speed); the results are the same."""
+    if len(pairs) == 1:
+        key, value = pairs[0]
+        if key == "$oid" and isinstance(value, str) and len(value) == 24:
+            try:
+                return ObjectId(value)
+            except InvalidId:
+                pass  # json_util raises its own error for it below
+        elif key == "$date" and isinstance(value, str) and _ISO_DATE.fullmatch(value):
+            moment = datetime.datetime.fromisoformat(value)
+            return moment.astimezone(datetime.UTC).replace(tzinfo=None)
+    return json_util.object_pairs_hook(pairs, _JSON_OPTIONS)
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_object)
 
 
 class InputError(ValueError):
