@@ -114,14 +114,24 @@ class ArchiveWriter:
         out = self.out
         out.write(_namespace_header(db, collection, False, 0))
         crc = count = 0
+        pending: list[bytes] = []
         for raw in documents:
-            out.write(raw)
-            crc = crc64.update(crc, raw)
+            pending.append(raw)
             count += 1
+            if len(pending) >= 1000:
+                crc = self._flush(pending, crc)
+        crc = self._flush(pending, crc)
         out.write(TERMINATOR)
         out.write(_namespace_header(db, collection, True, crc))
         out.write(TERMINATOR)
         return count
+
+    def _flush(self, pending: list[bytes], crc: int) -> int:
+        """Write the pending documents; the CRC with them, summed in one call."""
+        block = b"".join(pending)
+        pending.clear()
+        self.out.write(block)
+        return crc64.update(crc, block)
 
 
 def _namespace_header(db: str, collection: str, eof: bool, crc: int) -> bytes:
@@ -207,17 +217,17 @@ class ArchiveReader:
                 closed.add(namespace)
                 yield End(db, collection)
                 continue
-            crc = sums.get(namespace, 0)
             documents: list[bytes] = []
             size = 0
             while (doc := self._document_or_terminator()) is not None:
-                crc = crc64.update(crc, doc)
                 documents.append(doc)
                 size += len(doc)
                 if len(documents) >= self.batch or size >= self.batch_bytes:
+                    # One sum over the batch: a call per document would cost more than the sum.
+                    sums[namespace] = crc64.update(sums.get(namespace, 0), b"".join(documents))
                     yield Segment(db, collection, documents)
                     documents, size = [], 0
-            sums[namespace] = crc
+            sums[namespace] = crc64.update(sums.get(namespace, 0), b"".join(documents))
             yield Segment(db, collection, documents)
 
     def _read(self, n: int) -> bytes:
