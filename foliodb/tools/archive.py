@@ -140,11 +140,12 @@ def _namespace_header(db: str, collection: str, eof: bool, crc: int) -> bytes:
 
 @dataclass
 class Segment:
-    """A run of one namespace's documents, as raw BSON."""
+    """A run of one namespace's documents: their BSON, concatenated, and how many."""
 
     db: str
     collection: str
-    documents: list[bytes]
+    data: bytes
+    count: int
 
     @property
     def namespace(self) -> str:
@@ -223,12 +224,17 @@ class ArchiveReader:
                 documents.append(doc)
                 size += len(doc)
                 if len(documents) >= self.batch or size >= self.batch_bytes:
-                    # One sum over the batch: a call per document would cost more than the sum.
-                    sums[namespace] = crc64.update(sums.get(namespace, 0), b"".join(documents))
-                    yield Segment(db, collection, documents)
+                    yield self._segment(db, collection, documents, sums)
                     documents, size = [], 0
-            sums[namespace] = crc64.update(sums.get(namespace, 0), b"".join(documents))
-            yield Segment(db, collection, documents)
+            yield self._segment(db, collection, documents, sums)
+
+    @staticmethod
+    def _segment(db: str, collection: str, documents: list[bytes], sums: dict[str, int]) -> Segment:
+        data = b"".join(documents)
+        namespace = f"{db}.{collection}"
+        # One sum over the batch: a call per document would cost more than the sum.
+        sums[namespace] = crc64.update(sums.get(namespace, 0), data)
+        return Segment(db, collection, data, len(documents))
 
     def _read(self, n: int) -> bytes:
         data = self.stream.read(n)

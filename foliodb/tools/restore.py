@@ -56,6 +56,7 @@ from foliodb.tools.progress import SILENT, Reporter
 
 BATCH_DOCUMENTS = 1000
 BATCH_BYTES = 16 * 1024 * 1024
+_CHUNK = 1024 * 1024  # bytes read from a .bson file at a time
 TEMP_USERS, TEMP_ROLES = "tempusers", "temproles"  # mongorestore's --tempUsersColl, --tempRolesColl
 _DUPLICATE_KEY = 11000
 _COMMAND_NOT_FOUND = 59
@@ -107,8 +108,8 @@ def restore(client: Any, source: str, options: Options | None = None, reporter: 
                     continue
                 if data_path is not None:
                     with open_read(data_path, data_path.endswith(".gz")) as fh:
-                        for batch in _file_batches(fh, data_path):
-                            run.documents(namespace, batch)
+                        for data, count in _file_batches(fh, data_path):
+                            run.documents(namespace, data, count)
                 run.end(namespace)
         return run.finish()
     finally:
@@ -131,7 +132,7 @@ def restore_archive(
             if block.namespace not in wanted:
                 continue
             if isinstance(block, Segment):
-                run.documents(block.namespace, block.documents)
+                run.documents(block.namespace, block.data, block.count)
             elif isinstance(block, End):
                 run.end(block.namespace)
         return run.finish()
@@ -145,7 +146,8 @@ class _Namespace:
     metadata: dict[str, Any]
     collection: Any = None
     kind: str = "collection"  # "collection", "view", "users", "roles"
-    buffered: list[bytes] = field(default_factory=list)  # users and roles wait for the end
+    buffered: list[bytes] = field(default_factory=list)  # users and roles wait for the end (BSON runs)
+    buffered_count: int = 0
     pending: list[Future[None]] = field(default_factory=list)
 
 
@@ -207,13 +209,16 @@ class _Restore:
             return None
         return "collection"
 
-    def documents(self, namespace: str, batch: list[bytes]) -> None:
+    def documents(self, namespace: str, data: bytes, count: int) -> None:
+        """A batch of the namespace's documents: ``count`` of them, their BSON concatenated."""
         state = self.namespaces[namespace]
         if state.kind in ("users", "roles"):
-            state.buffered.extend(batch)
+            state.buffered.append(data)
+            state.buffered_count += count
             return
-        if state.kind == "view" or not batch:
+        if state.kind == "view" or not count:
             return
+        batch = data
         if self.pool is None:
             self._insert(state, batch)
         else:
@@ -223,13 +228,9 @@ class _Restore:
                 state.pending.pop(0).result()
             state.pending.append(self.pool.submit(self._insert, state, batch))
 
-    def _insert(self, state: _Namespace, batch: list[bytes]) -> None:
+    def _insert(self, state: _Namespace, batch: bytes) -> None:
         with _collector_paused():
-            documents = (
-                [RawBSONDocument(raw, _RAW) for raw in batch]
-                if self.codec is _RAW
-                else bson.decode_all(b"".join(batch), _DECODE)
-            )
+            documents = bson.decode_all(batch, self.codec)  # RawBSONDocuments for pymongo, else dicts
             try:
                 state.collection.insert_many(documents, ordered=False)
                 inserted = len(documents)  # pymongo lists no inserted_ids for RawBSONDocuments
@@ -318,7 +319,7 @@ class _Restore:
             if state.buffered:
                 admin[temp].insert_many(bson.decode_all(b"".join(state.buffered), _DECODE))
             merge["tempUsersCollection" if state.kind == "users" else "tempRolesCollection"] = f"admin.{temp}"
-            setattr(self.report, state.kind, len(state.buffered))
+            setattr(self.report, state.kind, state.buffered_count)
         try:
             admin.command({"_mergeAuthzCollections": 1, **merge, "drop": self.options.drop, "db": scope})
         except OperationFailure as exc:
@@ -390,21 +391,30 @@ def _read_metadata(path: str) -> dict[str, Any]:
     return metadata
 
 
-def _file_batches(fh: IO[bytes], path: str) -> Iterator[list[bytes]]:
-    """The file's documents in batches, read one length-prefixed BSON document at a time."""
-    batch: list[bytes] = []
-    size = 0
-    while header := fh.read(4):
-        length = int.from_bytes(header, "little", signed=True)
-        if len(header) < 4 or length < 5:
-            raise ValueError(f"{path}: corrupt BSON document length {length}")
-        body = fh.read(length - 4)
-        if len(body) < length - 4:
-            raise ValueError(f"{path}: truncated BSON document")
-        batch.append(header + body)
-        size += length
-        if len(batch) >= BATCH_DOCUMENTS or size >= BATCH_BYTES:
-            yield batch
-            batch, size = [], 0
-    if batch:
-        yield batch
+def _file_batches(fh: IO[bytes], path: str) -> Iterator[tuple[bytes, int]]:
+    """The file's documents in batches ``(BSON, count)``, read a chunk at a time and cut
+    at document boundaries: no read or copy per document."""
+    buffer, pos, count, eof = b"", 0, 0, False  # the batch so far is buffer[:pos], count documents
+    while not eof:
+        more = fh.read(_CHUNK)
+        eof = not more
+        buffer += more
+        while pos + 4 <= len(buffer):
+            length = int.from_bytes(buffer[pos : pos + 4], "little", signed=True)
+            if length < 5:
+                raise ValueError(f"{path}: corrupt BSON document length {length}")
+            if count and pos + length > BATCH_BYTES:
+                yield buffer[:pos], count
+                buffer, pos, count = buffer[pos:], 0, 0
+                continue
+            if pos + length > len(buffer):
+                break  # the document continues in the next chunk
+            pos += length
+            count += 1
+            if count == BATCH_DOCUMENTS:
+                yield buffer[:pos], count
+                buffer, pos, count = buffer[pos:], 0, 0
+    if pos < len(buffer):
+        raise ValueError(f"{path}: truncated BSON document")
+    if count:
+        yield buffer[:pos], count

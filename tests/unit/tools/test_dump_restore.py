@@ -169,3 +169,17 @@ def test_cli(source: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert capsys.readouterr().err == f"foliodb restore: no dump directory at {tmp_path / 'missing'}\n"
     assert main(["dump", "--dbpath", dbpath, "--collection", "products"]) == 1
     assert capsys.readouterr().err == "foliodb dump: --collection needs --db\n"
+
+
+def test_bson_files_are_cut_at_document_boundaries(tmp_path: Path) -> None:
+    # Documents larger than the 1 MiB read chunk, and a batch cut at 16 MiB, as mongorestore's.
+    directory = tmp_path / "dump" / "big"
+    directory.mkdir(parents=True)
+    docs = [{"_id": i, "blob": bytes([i]) * (700_000 + i)} for i in range(30)]
+    (directory / "c.bson").write_bytes(b"".join(bson.encode(d) for d in docs))
+    with foliodb.MongoClient(":memory:") as client:
+        assert restore(client, str(tmp_path / "dump")).documents == {"big.c": 30}
+        assert list(client.big.c.find()) == docs
+    (directory / "c.bson").write_bytes(bson.encode(docs[0]) + bson.encode(docs[1])[:-10])
+    with foliodb.MongoClient(":memory:") as client, pytest.raises(ValueError, match="truncated BSON document"):
+        restore(client, str(tmp_path / "dump"))
