@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -165,6 +166,7 @@ class _Restore:
         self.namespaces: dict[str, _Namespace] = {}
         self.codec = _RAW if _speaks_wire(client) else _DECODE
         self.pool = ThreadPoolExecutor(options.workers) if options.workers > 1 else None
+        self.counting = threading.Lock()
 
     # -- per namespace ------------------------------------------------------------
 
@@ -218,15 +220,14 @@ class _Restore:
             return
         if state.kind == "view" or not count:
             return
-        batch = data
         if self.pool is None:
-            self._insert(state, batch)
+            self._insert(state, data)
         else:
             # Bounded: at most two batches a worker in flight, so memory stays flat.
             state.pending = [f for f in state.pending if not f.done()]
             while len(state.pending) >= 2 * self.options.workers:
                 state.pending.pop(0).result()
-            state.pending.append(self.pool.submit(self._insert, state, batch))
+            state.pending.append(self.pool.submit(self._insert, state, data))
 
     def _insert(self, state: _Namespace, batch: bytes) -> None:
         with _collector_paused():
@@ -242,12 +243,13 @@ class _Restore:
                 self._count(self.report.skipped, state.target, len(duplicates))
                 if others:
                     self._count(self.report.failures, state.target, len(others))
-                    self.report.errors.setdefault(state.target, others[0]["errmsg"])
+                    with self.counting:
+                        self.report.errors.setdefault(state.target, others[0]["errmsg"])
         self._count(self.report.documents, state.target, inserted)
 
-    @staticmethod
-    def _count(counts: dict[str, int], key: str, n: int) -> None:
-        counts[key] = counts.get(key, 0) + n  # one statement: safe enough across insert workers under the GIL
+    def _count(self, counts: dict[str, int], key: str, n: int) -> None:
+        with self.counting:  # insert workers finish batches concurrently
+            counts[key] = counts.get(key, 0) + n
 
     def end(self, namespace: str) -> None:
         state = self.namespaces[namespace]
