@@ -153,9 +153,7 @@ def _legacy_text(value: Any) -> str:
         return str(int(value))
     if isinstance(value, float):
         return go_float(value)
-    if isinstance(value, str) and not isinstance(value, Code):
-        return value
-    if isinstance(value, Code):
+    if isinstance(value, str):  # JavaScript code (bson.Code) prints as its source too
         return str(value)
     if isinstance(value, ObjectId):
         return f"ObjectId({value})"
