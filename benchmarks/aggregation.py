@@ -426,7 +426,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--group-docs", type=int, default=None, help="documents for the $group (default 1000000)")
     parser.add_argument("--budget", type=float, default=None, help="seconds a workload may spend (default 30)")
     parser.add_argument("--rounds", type=int, default=None, help="runs per pipeline, the fastest kept (default 3)")
-    parser.add_argument("--out", default=None, help="the JSON file to write (default benchmarks/results/...)")
+    parser.add_argument("--out", default=None, help="the JSON file to write (default ./benchmark-results/...)")
     parser.add_argument("--workdir", default=None, help="where on-disk stores live (default: the temp dir)")
     parser.add_argument("--profile", default=None, help="a directory for cProfile output per workload")
     parser.add_argument("--report", default=None, help="print the tables and targets of an earlier results JSON")

@@ -540,7 +540,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=None, help="rounds per query workload (the fastest is kept)")
     parser.add_argument("--repeat", type=int, default=None, help="runs of the floor and FolioDB (default 3, quick 1)")
     parser.add_argument("--build-budget", type=float, default=None, help="seconds an index build may take")
-    parser.add_argument("--out", default=None, help="the JSON file to write (default benchmarks/results/...)")
+    parser.add_argument("--out", default=None, help="the JSON file to write (default ./benchmark-results/...)")
     parser.add_argument("--workdir", default=None, help="where on-disk stores live (default: the temp dir)")
     parser.add_argument("--profile", default=None, help="a directory for cProfile output per workload and size")
     parser.add_argument("--report", default=None, help="print the tables and targets of an earlier results JSON")

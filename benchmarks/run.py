@@ -70,7 +70,10 @@ FAMILIES = {
     "tinydb": ["tinydb-json", "tinydb-memory"],
 }
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
+# Runs write here, in the directory they start from (the repository root), unless --out says
+# otherwise: never inside the package tree. The published runs the docs cite live in
+# benchmarks/results/.
+RESULTS = Path("benchmark-results")
 
 
 def select(spec: str) -> list[str]:
@@ -188,7 +191,7 @@ def machine() -> dict[str, Any]:
 
 
 def output_path(args: argparse.Namespace, host: str, day: str, kind: str = "") -> Path:
-    """Where a run's JSON goes: ``--out``, else results/<day>-<host>[-kind][-quick|-profile].json."""
+    """Where a run's JSON goes: ``--out``, else benchmark-results/<day>-<host>[-kind][-quick|-profile].json."""
     if args.out:
         return Path(args.out)
     suffix = "-profile" if args.profile else "-quick" if args.quick else ""
@@ -210,7 +213,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke run: small counts, 0.5 s budgets, 2000 docs")
     parser.add_argument("--budget", type=float, default=None, help="seconds per workload (default 5, quick 0.5)")
     parser.add_argument("--repeat", type=int, default=None, help="runs of the floor and FolioDB (default 3, quick 1)")
-    parser.add_argument("--out", default=None, help="the JSON file to write (default benchmarks/results/...)")
+    parser.add_argument("--out", default=None, help="the JSON file to write (default ./benchmark-results/...)")
     parser.add_argument("--workdir", default=None, help="where on-disk stores live (default: the temp dir)")
     parser.add_argument("--profile", default=None, help="a directory for cProfile output per workload")
     parser.add_argument("--report", default=None, help="print the table and targets of an earlier results JSON")

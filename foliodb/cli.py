@@ -1,85 +1,247 @@
-"""The ``foliodb`` command: argument parsing only."""
+"""The ``foliodb`` command: argument parsing only.
+
+Every user error ends the command with one line on stderr,
+``foliodb <command>: <what went wrong>``, and exit status 1; never a traceback.
+Data goes to stdout (``export``, ``dump --archive``); progress and notes go to
+stderr (see :mod:`foliodb.tools.progress`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import errno
+import io
 import logging
 import os
 import signal
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import IO, Any, NoReturn
 
 from bson import json_util
-from pymongo.errors import PyMongoError
+from pymongo.errors import OperationFailure, PyMongoError
 
 import foliodb
 from foliodb.advisor import advise, render
 from foliodb.advisor.advise import DEFAULT_SAMPLE
 from foliodb.demo import run as run_demo
-from foliodb.errors import CommandError
+from foliodb.errors import CommandError, ErrorCode
 from foliodb.server import DEFAULT_PORT, Server
-from foliodb.tools.dump import SYSTEM_DATABASES, dump
-from foliodb.tools.restore import restore
+from foliodb.tools import files
+from foliodb.tools.dump import SKIPPED_DATABASES, dump, dump_archive
+from foliodb.tools.exporter import ExportOptions, export_documents
+from foliodb.tools.fields import read_field_file, split_fields
+from foliodb.tools.importer import ImportOptions, import_documents
+from foliodb.tools.progress import Reporter
+from foliodb.tools.restore import Options, RestoreReport, restore, restore_archive
+from foliodb.tools.target import ToolError, describe, in_use_message, open_client, os_reason
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="foliodb", description="FolioDB: an embedded MongoDB-compatible database.")
+class UsageError(Exception):
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog = prog
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a bad command line reported as one line and exit status 1."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self.prog, message)
+
+
+def port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is not a port number (0 to 65535; 0 picks a free one)")
+    return value
+
+
+def count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a count (a whole number, 0 or more)")
+    return value
+
+
+def positive(text: str) -> int:
+    value = count(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def extended_json(text: str) -> dict[str, Any]:
+    try:
+        value = json_util.loads(text)
+    except (ValueError, TypeError) as exc:
+        raise argparse.ArgumentTypeError(f"not a JSON document ({exc})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("not a JSON document")
+    return value
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="foliodb", description="FolioDB: an embedded MongoDB-compatible database.")
     parser.add_argument("--version", action="version", version=f"foliodb {foliodb.__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = commands.add_parser("demo", help="load the e-commerce catalogue example and run its queries")
     demo.add_argument("dbpath", nargs="?", default="./foliodb-demo", help="database directory (default ./foliodb-demo)")
     serve = commands.add_parser("serve", help="serve a database over MongoDB's wire protocol")
     serve.add_argument("--dbpath", default="./data", help="database directory (default ./data)")
     serve.add_argument("--bind_ip", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks one)")
+    serve.add_argument("--port", type=port, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks one)")
     serve.add_argument("--auth", action="store_true", help="require users (SCRAM) and check their roles")
-    for name, help_text in (
-        ("dump", "write databases in mongodump's format (mongorestore loads them into MongoDB)"),
-        ("restore", "load a dump in mongodump's format (from mongodump or foliodb dump)"),
-    ):
-        tool = commands.add_parser(name, help=help_text)
-        source = tool.add_mutually_exclusive_group()
-        source.add_argument("--dbpath", default=None, help="an embedded database directory (default ./data)")
-        source.add_argument("--uri", default=None, help="a MongoDB connection string instead (foliodb serve, MongoDB)")
-        if name == "dump":
-            tool.add_argument("--out", "-o", default="dump", help="the dump directory (default ./dump)")
-            tool.add_argument("--db", "-d", default=None, help="only this database")
-            tool.add_argument("--collection", "-c", default=None, help="only this collection (with --db)")
-            tool.add_argument("--gzip", action="store_true", help="compress every file (.gz)")
-        else:
-            tool.add_argument("dir", nargs="?", default="dump", help="the dump directory (default ./dump)")
-            tool.add_argument("--drop", action="store_true", help="drop each collection before restoring it")
-    advise_cmd = commands.add_parser("advise", help="schema-design recommendations for a database, with evidence")
-    advise_source = advise_cmd.add_mutually_exclusive_group()
-    advise_source.add_argument("--dbpath", default=None, help="an embedded database directory (default ./data)")
-    advise_source.add_argument("--uri", default=None, help="a MongoDB connection string instead")
+
+    dump_cmd = _tool(commands, "dump", "write databases in mongodump's format (mongorestore loads them into MongoDB)")
+    out = dump_cmd.add_mutually_exclusive_group()
+    out.add_argument("--out", "-o", default=None, help="the dump directory (default ./dump)")
+    out.add_argument("--archive", nargs="?", const="-", default=None, metavar="FILE", help=_ARCHIVE_OUT)
+    dump_cmd.add_argument("--db", "-d", default=None, help="only this database")
+    dump_cmd.add_argument("--collection", "-c", default=None, help="only this collection (with --db)")
+    dump_cmd.add_argument("--query", "-q", type=extended_json, default=None, help="only the documents matching it")
+    dump_cmd.add_argument("--gzip", action="store_true", help="compress the files (or the archive)")
+    dump_cmd.add_argument("--dumpDbUsersAndRoles", action="store_true", help="the --db database's users and roles too")
+
+    restore_cmd = _tool(commands, "restore", "load a dump in mongodump's format (from mongodump or foliodb dump)")
+    restore_cmd.add_argument("dir", nargs="?", default=None, help="the dump directory (default ./dump)")
+    restore_cmd.add_argument("--archive", nargs="?", const="-", default=None, metavar="FILE", help=_ARCHIVE_IN)
+    restore_cmd.add_argument("--gzip", action="store_true", help="the archive is compressed")
+    restore_cmd.add_argument("--drop", action="store_true", help="drop each collection before restoring it")
+    restore_cmd.add_argument("--nsInclude", action="append", default=[], metavar="PATTERN", help=_NS_PATTERN)
+    restore_cmd.add_argument("--nsExclude", action="append", default=[], metavar="PATTERN", help=_NS_PATTERN)
+    restore_cmd.add_argument("--nsFrom", action="append", default=[], metavar="PATTERN", help="rename from (pairs)")
+    restore_cmd.add_argument("--nsTo", action="append", default=[], metavar="PATTERN", help="rename to (pairs)")
+    restore_cmd.add_argument("--noIndexRestore", action="store_true", help="restore no index but _id")
+    restore_cmd.add_argument(
+        "--numInsertionWorkersPerCollection",
+        "--numInsertionWorkers",
+        "-j",
+        type=positive,
+        default=1,
+        dest="workers",
+        help="concurrent insert_many batches per collection (default 1)",
+    )
+    restore_cmd.add_argument("--restoreDbUsersAndRoles", action="store_true", help="restore $admin.system.* files")
+
+    import_cmd = _tool(commands, "import", "load JSON, CSV or TSV as mongoimport does")
+    import_cmd.add_argument("file", nargs="?", default=None, help="the input file (default: --file, else stdin)")
+    import_cmd.add_argument("--file", dest="file_option", default=None, help="the input file (default stdin)")
+    import_cmd.add_argument("--db", "-d", default="test", help="the database (default test)")
+    import_cmd.add_argument("--collection", "-c", default=None, help="the collection (default: the file's name)")
+    import_cmd.add_argument("--type", choices=("json", "csv", "tsv"), default="json", help="input format")
+    import_cmd.add_argument("--jsonArray", action="store_true", help="the input is one JSON array")
+    _field_options(import_cmd)
+    import_cmd.add_argument("--headerline", action="store_true", help="the first line names the fields (CSV, TSV)")
+    import_cmd.add_argument("--columnsHaveTypes", action="store_true", help="fields are typed: name.int32() ...")
+    import_cmd.add_argument("--parseGrace", choices=("autoCast", "skipField", "skipRow", "stop"), default="stop")
+    import_cmd.add_argument("--ignoreBlanks", action="store_true", help="leave empty CSV/TSV values out")
+    import_cmd.add_argument("--mode", choices=("insert", "upsert", "merge", "delete"), default=None)
+    import_cmd.add_argument("--upsertFields", default=None, help="fields that find the document to replace or merge")
+    import_cmd.add_argument("--drop", action="store_true", help="drop the collection first")
+    import_cmd.add_argument("--stopOnError", action="store_true", help="stop at the first bad line or write error")
+
+    export_cmd = _tool(commands, "export", "write a collection as JSON or CSV, as mongoexport does")
+    export_cmd.add_argument("--db", "-d", default="test", help="the database (default test)")
+    export_cmd.add_argument("--collection", "-c", required=True, help="the collection")
+    export_cmd.add_argument("--out", "-o", default="-", help="the output file (default stdout)")
+    export_cmd.add_argument("--type", choices=("json", "csv"), default="json", help="output format")
+    export_cmd.add_argument("--jsonFormat", choices=("relaxed", "canonical"), default="relaxed")
+    export_cmd.add_argument("--jsonArray", action="store_true", help="one JSON array")
+    export_cmd.add_argument("--pretty", action="store_true", help="indented JSON")
+    _field_options(export_cmd)
+    export_cmd.add_argument("--noHeaderLine", action="store_true", help="CSV without the field names line")
+    export_cmd.add_argument("--query", "-q", type=extended_json, default=None, help="only the documents matching it")
+    export_cmd.add_argument("--sort", type=extended_json, default=None, help="sort order, e.g. '{\"age\": 1}'")
+    export_cmd.add_argument("--skip", type=count, default=0)
+    export_cmd.add_argument("--limit", type=count, default=0)
+    export_cmd.add_argument("--assertExists", action="store_true", help="fail when the collection does not exist")
+
+    advise_cmd = _tool(commands, "advise", "schema-design recommendations for a database, with evidence")
     advise_cmd.add_argument("--db", "-d", default=None, help="only this database (default: every user database)")
-    advise_cmd.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, help="documents sampled per collection")
+    advise_cmd.add_argument("--sample", type=positive, default=DEFAULT_SAMPLE, help="documents sampled per collection")
     advise_cmd.add_argument("--json", action="store_true", help="print JSON instead of text")
-    args = parser.parse_args(argv)
+    return parser
+
+
+_ARCHIVE_OUT = "write one archive to FILE (a directory gets FILE/archive), or to stdout without FILE"
+_ARCHIVE_IN = "read one archive from FILE, or from stdin without FILE"
+_NS_PATTERN = "db.collection, * matches anything (repeatable)"
+
+
+def _tool(commands: Any, name: str, help_text: str) -> Parser:
+    tool: Parser = commands.add_parser(name, help=help_text)
+    source = tool.add_mutually_exclusive_group()
+    source.add_argument("--dbpath", default=None, help="an embedded database directory (default ./data)")
+    source.add_argument("--uri", default=None, help="a MongoDB connection string instead (foliodb serve, MongoDB)")
+    tool.add_argument("--quiet", action="store_true", help="no progress, no notes (problems are still shown)")
+    return tool
+
+
+def _field_options(tool: Parser) -> None:
+    fields = tool.add_mutually_exclusive_group()
+    fields.add_argument("--fields", "-f", default=None, help="comma-separated field names")
+    fields.add_argument("--fieldFile", default=None, help="a file of field names, one a line")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        print(f"{exc.prog}: {exc} (see {exc.prog} --help)", file=sys.stderr)
+        return 1
+    command = f"foliodb {args.command}"
     try:
         if args.command == "demo":
             run_demo(args.dbpath)
-        elif args.command == "serve":
+            return 0
+        if args.command == "serve":
             return run_server(args.dbpath, args.bind_ip, args.port, args.auth)
-        elif args.command in ("dump", "restore"):
-            return run_tool(args)
-        elif args.command == "advise":
-            return run_advisor(args)
+        return COMMANDS[args.command](args)
     except BrokenPipeError:
         # The reader went away (say, `| head`): stop quietly, as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    return 0
+    except KeyboardInterrupt:
+        print(f"{command}: interrupted", file=sys.stderr)
+        return 130
+    except OperationFailure as exc:
+        if exc.code == ErrorCode.DBPathInUse and args.command == "demo":
+            print(f"{command}: {in_use_message(args.dbpath)}", file=sys.stderr)
+        else:
+            print(f"{command}: {describe(exc)}", file=sys.stderr)
+        return 1
+    except (ToolError, PyMongoError, OSError, ValueError) as exc:
+        print(f"{command}: {describe(exc)}", file=sys.stderr)
+        return 1
 
 
 def run_server(dbpath: str, host: str, port: int, auth: bool) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     try:
         server = Server(dbpath, host, port, auth=auth)
+    except CommandError as exc:
+        message = in_use_message(dbpath) if exc.code == ErrorCode.DBPathInUse else exc.errmsg
+        print(f"foliodb serve: {message}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"foliodb serve: cannot open the dbpath {dbpath}: {os_reason(exc, with_file=False)}", file=sys.stderr)
+        return 1
+    try:
         host, port = server.start()
-    except (OSError, CommandError) as exc:
-        print(f"foliodb serve: {exc}", file=sys.stderr)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            reason = f"port {port} on {host} is in use by another process (choose another with --port; 0 picks one)"
+        else:
+            reason = f"cannot listen on {host}:{port}: {os_reason(exc)}"
+        print(f"foliodb serve: {reason}", file=sys.stderr)
         return 1
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: server.shutdown())
@@ -89,58 +251,189 @@ def run_server(dbpath: str, host: str, port: int, auth: bool) -> int:
     return 0
 
 
-def _client(args: argparse.Namespace) -> Any:
-    if args.uri is not None:
-        import pymongo
+def _with_client(args: argparse.Namespace, read_only: bool, work: Callable[[Any], int]) -> int:
+    client = open_client(args.dbpath, args.uri, read_only)
+    try:
+        return work(client)
+    finally:
+        client.close()
 
-        return pymongo.MongoClient(args.uri)
-    return foliodb.MongoClient(args.dbpath or "./data")
+
+def run_dump(args: argparse.Namespace) -> int:
+    if args.collection is not None and args.db is None:
+        raise ToolError("--collection needs --db")
+    if args.query is not None and args.collection is None:
+        raise ToolError("cannot dump using a query without a specified collection")
+    if args.dumpDbUsersAndRoles and (args.db is None or args.collection is not None):
+        raise ToolError("--dumpDbUsersAndRoles needs --db and no --collection")
+    reporter = Reporter(args.quiet)
+
+    def work(client: Any) -> int:
+        if args.archive is None:
+            out = args.out or "dump"
+            dump(client, out, args.db, args.collection, args.query, args.gzip, args.dumpDbUsersAndRoles, reporter)
+            return 0
+        path = args.archive
+        if path != files.STDIO and os.path.isdir(path):
+            path = os.path.join(path, "archive.gz" if args.gzip else "archive")  # as mongodump does
+        if path == files.STDIO and sys.stdout.isatty():
+            raise ToolError("will not write an archive to a terminal: give --archive=FILE or redirect stdout")
+        with files.open_write(path, args.gzip) as stream:
+            dump_archive(client, stream, args.db, args.collection, args.query, args.dumpDbUsersAndRoles, reporter)
+        return 0
+
+    return _with_client(args, True, work)
+
+
+def run_restore(args: argparse.Namespace) -> int:
+    if args.archive is not None and args.dir is not None:
+        raise ToolError("give the dump directory or --archive, not both")
+    options = Options(
+        drop=args.drop,
+        include=args.nsInclude,
+        exclude=args.nsExclude,
+        renames=(args.nsFrom, args.nsTo),
+        no_index_restore=args.noIndexRestore,
+        workers=args.workers,
+        restore_db_users_and_roles=args.restoreDbUsersAndRoles,
+    )
+    reporter = Reporter(args.quiet)
+
+    def work(client: Any) -> int:
+        if args.archive is None:
+            report = restore(client, args.dir or "dump", options, reporter)
+        else:
+            with files.open_read(args.archive, args.gzip) as stream:
+                report = restore_archive(client, stream, options, reporter)
+        _restore_summary(report, reporter)
+        return 0
+
+    if args.archive is None and not os.path.isdir(args.dir or "dump"):
+        raise ToolError(f"no dump directory at {args.dir or 'dump'}")
+    return _with_client(args, False, work)
+
+
+def _restore_summary(report: RestoreReport, reporter: Reporter) -> None:
+    for namespace in report.ignored:
+        reporter.note(f"skipped {namespace}")
+    restored = sum(report.documents.values())
+    failed = sum(report.failures.values())
+    skipped = sum(report.skipped.values())
+    extra = f" {skipped} document(s) skipped: their _id was already there." if skipped else ""
+    reporter.note(f"{restored} document(s) restored successfully. {failed} document(s) failed to restore.{extra}")
+
+
+def run_import(args: argparse.Namespace) -> int:
+    if args.file is not None and args.file_option is not None:
+        raise ToolError("give the input file once: as an argument or with --file")
+    path = args.file or args.file_option
+    collection = args.collection
+    if collection is None:
+        if path is None:
+            raise ToolError("no collection specified: give --collection (reading stdin)")
+        collection = os.path.splitext(os.path.basename(path))[0]
+    fields = _fields(args)
+    upsert_fields = split_fields(args.upsertFields) if args.upsertFields else None
+    mode = args.mode or ("upsert" if upsert_fields else "insert")
+    options = ImportOptions(
+        type=args.type,
+        json_array=args.jsonArray,
+        fields=fields,
+        header_line=args.headerline,
+        columns_have_types=args.columnsHaveTypes,
+        parse_grace=args.parseGrace,
+        ignore_blanks=args.ignoreBlanks,
+        mode=mode,
+        upsert_fields=upsert_fields,
+        stop_on_error=args.stopOnError,
+    )
+    reporter = Reporter(args.quiet)
+    size = os.path.getsize(path) if path is not None and os.path.isfile(path) else None
+    source: IO[bytes] = files.open_read(path or files.STDIO)
+
+    def work(client: Any) -> int:
+        target = client[args.db][collection]
+        if args.drop:
+            reporter.note(f"dropping: {args.db}.{collection}")
+            target.drop()
+        report = import_documents(target, source, options, size, reporter)
+        reporter.note(
+            f"{report.imported} document(s) imported successfully. {report.failed} document(s) failed to import."
+        )
+        return 1 if args.stopOnError and report.failed else 0
+
+    try:
+        return _with_client(args, False, work)
+    finally:
+        if path is not None:
+            source.close()
+
+
+def run_export(args: argparse.Namespace) -> int:
+    options = ExportOptions(
+        type=args.type,
+        json_format=args.jsonFormat,
+        json_array=args.jsonArray,
+        pretty=args.pretty,
+        fields=_fields(args),
+        no_header_line=args.noHeaderLine,
+        query=args.query,
+        sort=args.sort,
+        skip=args.skip,
+        limit=args.limit,
+    )
+    reporter = Reporter(args.quiet)
+
+    def work(client: Any) -> int:
+        if args.assertExists and not client[args.db].list_collection_names(filter={"name": args.collection}):
+            raise ToolError(f"collection {args.db}.{args.collection} does not exist")
+        with files.open_write(args.out) as raw:
+            text = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+            exported = export_documents(client[args.db][args.collection], text, options, reporter)
+            text.flush()
+            text.detach()
+        reporter.note(f"exported {exported} record{'s' if exported != 1 else ''}")
+        return 0
+
+    return _with_client(args, True, work)
+
+
+def _fields(args: argparse.Namespace) -> list[str] | None:
+    if args.fields is not None:
+        return split_fields(args.fields)
+    if args.fieldFile is not None:
+        return read_field_file(args.fieldFile)
+    return None
 
 
 def run_advisor(args: argparse.Namespace) -> int:
-    client = _client(args)
-    try:
-        names = [args.db] if args.db else [n for n in client.list_database_names() if n not in SYSTEM_DATABASES]
-        report = {name: advise(client[name], sample_size=args.sample) for name in names}
-    except (PyMongoError, OSError) as exc:
-        print(f"foliodb advise: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        client.close()
-    if args.json:
-        print(json_util.dumps({name: [r.as_dict() for r in recs] for name, recs in report.items()}, indent=1))
-    else:
-        print("\n\n".join(render(name, recs) for name, recs in report.items()) or "no databases")
-    return 0
+    reporter = Reporter(args.quiet)
 
-
-def run_tool(args: argparse.Namespace) -> int:
-    client = _client(args)
-    try:
-        if args.command == "dump":
-            if args.collection is not None and args.db is None:
-                print("foliodb dump: --collection needs --db", file=sys.stderr)
-                return 2
-            dumped = dump(client, args.out, db=args.db, collection=args.collection, gzip=args.gzip)
-            for ns, count in dumped.documents.items():
-                print(f"dumped {count} documents from {ns}")
-            for ns in dumped.views:
-                print(f"dumped view {ns}")
+    def work(client: Any) -> int:
+        names = [args.db] if args.db else [n for n in client.list_database_names() if n not in _NOT_ADVISED]
+        report = {}
+        with reporter.task("advise", len(names), "databases") as task:
+            for name in names:
+                report[name] = advise(client[name], sample_size=args.sample)
+                task.advance(1)
+        if args.json:
+            print(json_util.dumps({name: [r.as_dict() for r in recs] for name, recs in report.items()}, indent=1))
         else:
-            restored = restore(client, args.dir, drop=args.drop)
-            for ns, count in restored.documents.items():
-                refused = restored.failures.get(ns, 0)
-                extra = f", {refused} refused (duplicate _id)" if refused else ""
-                print(f"restored {count} documents to {ns}{extra}, {restored.indexes.get(ns, 0)} indexes")
-            for ns in restored.views:
-                print(f"restored view {ns}")
-    except (PyMongoError, OSError, ValueError) as exc:
-        print(f"foliodb {args.command}: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        client.close()
-    return 0
+            print("\n\n".join(render(name, recs) for name, recs in report.items()) or "no databases")
+        return 0
 
+    return _with_client(args, True, work)
+
+
+_NOT_ADVISED = ("admin", *SKIPPED_DATABASES)
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "dump": run_dump,
+    "restore": run_restore,
+    "import": run_import,
+    "export": run_export,
+    "advise": run_advisor,
+}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -59,6 +59,11 @@ SUPPORTED = "supported"
 NOT_YET = "not yet (NotImplemented 238)"
 MISSING = "missing"
 IGNORED = "accepted but ignored"
+REFUSED = "refused (no server-side JavaScript)"
+
+# Query operators that run JavaScript. FolioDB registers them only to refuse them as
+# mongod does with scripting disabled (BadValue, 2); their probe checks that they refuse.
+JAVASCRIPT_QUERY_OPERATORS = ("$where",)
 
 # ---------------------------------------------------------------------------
 # MongoDB 8.0's documented names, per family (the manual's index pages).
@@ -266,6 +271,8 @@ def registry_status(name: str, registries: Iterable[Registry[Any]], unbuilt: Ite
 
 
 def query_status(probe: Probe, name: str) -> str:
+    if name in JAVASCRIPT_QUERY_OPERATORS:
+        return javascript_status(probe, name)
     found = registry_status(name, (FIELD_OPS, TOP_OPS), (FIELD_OPS, TOP_OPS))
     if found is not None:
         return found
@@ -275,6 +282,17 @@ def query_status(probe: Probe, name: str) -> str:
     if top != MISSING:
         return top
     return outcome(lambda: db.c.find_one({"a": {name: 1}}), unknown_error(FIELD_OPS, name))
+
+
+def javascript_status(probe: Probe, name: str) -> str:
+    db = probe.fresh()
+    try:
+        db.c.find_one({name: "true"})
+    except OperationFailure as exc:
+        if exc.code == ErrorCode.BadValue:
+            return REFUSED
+        raise InconclusiveProbeError(f"{name}: {exc} (code {exc.code})") from None
+    return SUPPORTED
 
 
 def update_status(probe: Probe, name: str) -> str:
@@ -727,7 +745,9 @@ What FolioDB supports of each family of MongoDB names. Statuses:
 - **missing**: a documented MongoDB name FolioDB treats as unknown (the family's usual
   "unrecognized" error);
 - **accepted but ignored**: the request succeeds but does not have MongoDB's effect.
-  These are bugs; see [differences.md](differences.md).
+  These are bugs; see [differences.md](differences.md);
+- **refused (no server-side JavaScript)**: a name FolioDB knows and refuses with
+  `BadValue` (2), as `mongod` does with server-side JavaScript disabled.
 
 A name marked † is not on the MongoDB 8.0 manual's index page for the family: an
 alias, an internal name, a name MongoDB has removed, or one from a later release.
@@ -736,7 +756,7 @@ How each status is decided is in the script's docstring.
 
 
 def render_family(family: Family) -> str:
-    counts = {status: 0 for status in (SUPPORTED, NOT_YET, MISSING, IGNORED)}
+    counts = {status: 0 for status in (SUPPORTED, NOT_YET, MISSING, IGNORED, REFUSED)}
     for _, status, _ in family.rows:
         counts[status] += 1
     summary = ", ".join(f"{n} {status.split(' (')[0]}" for status, n in counts.items() if n)

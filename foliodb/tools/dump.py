@@ -1,40 +1,60 @@
-"""Write databases in mongodump's directory format, so ``mongorestore`` loads
-them into any MongoDB deployment.
+"""Write databases in mongodump's formats, so ``mongorestore`` loads them into
+any MongoDB deployment: a directory, or an archive (:mod:`foliodb.tools.archive`).
 
-Layout (as mongodump 100.x writes it)::
+Directory layout (as mongodump 100.x writes it)::
 
     OUT/<db>/<collection>.bson             the documents, BSON concatenated, natural order
-    OUT/<db>/<collection>.metadata.json    canonical Extended JSON:
+    OUT/<db>/<collection>.metadata.json    canonical Extended JSON, compact:
                                            {options, indexes, uuid, collectionName, type}
 
-A view has only its metadata file (``options`` holds ``viewOn`` and
-``pipeline``). With ``gzip`` every file gets a ``.gz`` suffix, as with
-``mongodump --gzip``. System collections and the ``admin``, ``config`` and
-``local`` databases are left out unless named, as mongodump does.
+A collection name becomes a file name as mongodump makes it (Go's
+``url.QueryEscape``; past 238 bytes, a prefix and a SHA-1). A view has only
+its metadata file (``options`` holds ``viewOn`` and ``pipeline``); in an
+archive it has an empty segment. With ``gzip`` every file gets a ``.gz``
+suffix; an archive is compressed whole.
+
+What is dumped, as mongodump decides it: every database but ``local`` and
+``config`` (or the one named); in ``admin`` every collection but
+``system.keys``, so the users (``admin.system.users``) and custom roles
+(``admin.system.roles``) travel with a full dump; elsewhere no ``system.*``
+collection but ``system.js``. ``dump_db_users_and_roles`` adds, for one named
+database, its users and roles as ``<db>/$admin.system.users.bson`` (and
+roles, and ``$admin.system.version``), as ``--dumpDbUsersAndRoles`` does.
 
 The source is any client with pymongo's API: FolioDB's embedded client, or
 pymongo connected to ``foliodb serve`` or to MongoDB itself.
 
-Format: https://www.mongodb.com/docs/database-tools/mongodump/#output
+Format: https://www.mongodb.com/docs/database-tools/mongodump/#output and
+mongo-tools' ``mongodump/prepare.go`` and ``metadata_dump.go``.
 """
 
 from __future__ import annotations
 
-import gzip as gzip_module
-import io
+import base64
+import hashlib
 import os
-from collections.abc import Mapping
+import urllib.parse
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 import bson
 from bson import json_util
 from bson.binary import Binary
 from bson.raw_bson import RawBSONDocument
 from bson.son import SON
+from pymongo.errors import PyMongoError
 
-SYSTEM_DATABASES = ("admin", "config", "local")
+import foliodb
+from foliodb.tools.archive import ArchiveWriter, Entry, Header
+from foliodb.tools.files import open_write
+from foliodb.tools.progress import SILENT, Reporter
+
+SKIPPED_DATABASES = ("local", "config")
+USER_COLLECTIONS = ("system.users", "system.roles", "system.version")
+TOOL_VERSION = f"foliodb {foliodb.__version__}"
 _CANONICAL = json_util.JSONOptions(json_mode=json_util.JSONMode.CANONICAL)
+_RAW = bson.CodecOptions(document_class=RawBSONDocument)
 
 
 @dataclass
@@ -45,45 +65,153 @@ class DumpReport:
     views: list[str] = field(default_factory=list)
 
 
+@dataclass
+class _Intent:
+    """One namespace to write: where it is read from and what it is called in the dump."""
+
+    db: str  # the dump's database (directory) and name
+    name: str
+    source_db: str
+    source: str
+    info: Mapping[str, Any] | None  # listCollections entry; None for the $admin.* files
+    filter: Mapping[str, Any]
+
+    @property
+    def namespace(self) -> str:
+        return f"{self.db}.{self.name}"
+
+    @property
+    def is_view(self) -> bool:
+        return self.info is not None and self.info.get("type") == "view"
+
+
 def dump(
     client: Any,
-    out: str,
+    out: str = "dump",
     db: str | None = None,
     collection: str | None = None,
     query: Mapping[str, Any] | None = None,
     gzip: bool = False,
+    dump_db_users_and_roles: bool = False,
+    reporter: Reporter = SILENT,
 ) -> DumpReport:
-    """Dump every user database (or ``db``, or one ``collection`` of it) under ``out``."""
-    if collection is not None and db is None:
-        raise ValueError("a collection can only be named together with its database")
+    """Dump every database (or ``db``, or one ``collection`` of it) under the directory ``out``."""
+    intents = _plan(client, db, collection, query, dump_db_users_and_roles)
     report = DumpReport()
-    names = [db] if db is not None else [n for n in client.list_database_names() if n not in SYSTEM_DATABASES]
-    for name in names:
-        database = client[name]
-        directory = os.path.join(out, name)
+    for intent in intents:
+        directory = os.path.join(out, intent.db)
         os.makedirs(directory, exist_ok=True)
-        for info in database.list_collections():
-            coll_name = info["name"]
-            if (collection is not None and coll_name != collection) or (
-                collection is None and coll_name.startswith("system.")
-            ):
-                continue
-            is_view = info.get("type") == "view"
-            _write_metadata(database, info, directory, gzip)
-            if is_view:
-                report.views.append(f"{name}.{coll_name}")
-                continue
-            raw = database.get_collection(coll_name, codec_options=bson.CodecOptions(document_class=RawBSONDocument))
+        stem = os.path.join(directory, file_stem(intent.name))
+        if intent.info is not None:
+            with _open(stem + ".metadata.json", gzip) as fh:
+                fh.write(metadata_json(client[intent.source_db], intent.info).encode())
+        if intent.is_view:
+            report.views.append(intent.namespace)
+            reporter.note(f"dumped view {intent.namespace}")
+            continue
+        with _open(stem + ".bson", gzip) as fh:
             count = 0
-            with _open(os.path.join(directory, f"{coll_name}.bson"), gzip) as fh:
-                for doc in raw.find(query or {}):
-                    fh.write(doc.raw)
-                    count += 1
-            report.documents[f"{name}.{coll_name}"] = count
+            for raw in _documents(client, intent, reporter):
+                fh.write(raw)
+                count += 1
+        report.documents[intent.namespace] = count
+        reporter.note(f"done dumping {intent.namespace} ({count} documents)")
     return report
 
 
-def _write_metadata(database: Any, info: Mapping[str, Any], directory: str, gzip: bool) -> None:
+def dump_archive(
+    client: Any,
+    stream: IO[bytes],
+    db: str | None = None,
+    collection: str | None = None,
+    query: Mapping[str, Any] | None = None,
+    dump_db_users_and_roles: bool = False,
+    reporter: Reporter = SILENT,
+) -> DumpReport:
+    """Dump as :func:`dump` does, into one archive written to ``stream``."""
+    intents = _plan(client, db, collection, query, dump_db_users_and_roles)
+    entries = [
+        Entry(
+            intent.db,
+            intent.name,
+            metadata_json(client[intent.source_db], intent.info) if intent.info is not None else "",
+            str(intent.info.get("type", "collection")) if intent.info is not None else "",
+        )
+        for intent in intents
+    ]
+    writer = ArchiveWriter(stream, Header(server_version=_server_version(client), tool_version=TOOL_VERSION), entries)
+    report = DumpReport()
+    for intent in _data_order(intents):
+        if intent.is_view:
+            writer.namespace(intent.db, intent.name, ())
+            report.views.append(intent.namespace)
+            reporter.note(f"dumped view {intent.namespace}")
+            continue
+        count = writer.namespace(intent.db, intent.name, _documents(client, intent, reporter))
+        report.documents[intent.namespace] = count
+        reporter.note(f"done dumping {intent.namespace} ({count} documents)")
+    return report
+
+
+def _plan(
+    client: Any,
+    db: str | None,
+    collection: str | None,
+    query: Mapping[str, Any] | None,
+    dump_db_users_and_roles: bool,
+) -> list[_Intent]:
+    if collection is not None and db is None:
+        raise ValueError("a collection can only be named together with its database")
+    if dump_db_users_and_roles and (db is None or collection is not None):
+        raise ValueError("dumping a database's users and roles needs that database, and no collection")
+    names = [db] if db is not None else [n for n in client.list_database_names() if n not in SKIPPED_DATABASES]
+    intents: list[_Intent] = []
+    for name in names:
+        for info in client[name].list_collections():
+            coll_name = info["name"]
+            if collection is not None:
+                if coll_name != collection:
+                    continue
+            elif _skipped_system(name, coll_name):
+                continue
+            intents.append(_Intent(name, coll_name, name, coll_name, info, query or {}))
+    if dump_db_users_and_roles and db != "admin":
+        assert db is not None
+        for source in USER_COLLECTIONS:
+            selector = {} if source == "system.version" else {"db": db}
+            intents.append(_Intent(db, f"$admin.{source}", "admin", source, None, selector))
+    return intents
+
+
+def _skipped_system(db: str, name: str) -> bool:
+    """mongodump's shouldSkipSystemNamespace, for the databases FolioDB can hold."""
+    if db == "admin":
+        return name == "system.keys"
+    return name.startswith("system.") and name != "system.js"
+
+
+def _data_order(intents: list[_Intent]) -> list[_Intent]:
+    """Users, roles and the auth version first, then the rest in discovery order, as mongodump writes them."""
+
+    def rank(intent: _Intent) -> int:
+        if intent.source_db == "admin" and intent.source in USER_COLLECTIONS:
+            return USER_COLLECTIONS.index(intent.source)
+        return len(USER_COLLECTIONS)
+
+    return sorted(intents, key=rank)
+
+
+def _documents(client: Any, intent: _Intent, reporter: Reporter) -> Iterator[bytes]:
+    raw = client[intent.source_db].get_collection(intent.source, codec_options=_RAW)
+    total = None if intent.filter else raw.estimated_document_count()
+    with reporter.task(intent.namespace, total) as task:
+        for doc in raw.find(intent.filter):
+            yield doc.raw
+            task.advance(1)
+
+
+def metadata_json(database: Any, info: Mapping[str, Any]) -> str:
+    """A namespace's ``.metadata.json`` text, as mongodump's Metadata struct marshals it."""
     name = info["name"]
     metadata: SON[str, Any] = SON()
     options = dict(info.get("options") or {})
@@ -96,12 +224,25 @@ def _write_metadata(database: Any, info: Mapping[str, Any], directory: str, gzip
     if isinstance(uuid, Binary):
         metadata["uuid"] = uuid.hex()
     metadata["collectionName"] = name
-    metadata["type"] = "view" if is_view else "collection"
-    with _open(os.path.join(directory, f"{name}.metadata.json"), gzip) as fh:
-        fh.write(json_util.dumps(metadata, json_options=_CANONICAL).encode())
+    metadata["type"] = info.get("type") or "collection"
+    return json_util.dumps(metadata, json_options=_CANONICAL, separators=(",", ":"), ensure_ascii=False)
 
 
-def _open(path: str, gzip: bool) -> io.BufferedIOBase:
-    if gzip:
-        return gzip_module.open(path + ".gz", "wb")
-    return open(path, "wb")
+def file_stem(name: str) -> str:
+    """A collection's file name without extension, as mongodump's outputPath makes it."""
+    escaped = urllib.parse.quote_plus(name, safe="")
+    if len(escaped) > 238:
+        digest = base64.urlsafe_b64encode(hashlib.sha1(name.encode()).digest()).rstrip(b"=").decode()
+        escaped = escaped[:208] + "%24" + digest
+    return escaped
+
+
+def _server_version(client: Any) -> str:
+    try:
+        return str(client.server_info().get("version", "unknown"))
+    except (PyMongoError, AttributeError):  # a peer without buildInfo: mongodump writes "unknown" then too
+        return "unknown"
+
+
+def _open(path: str, gzip: bool) -> IO[bytes]:
+    return open_write(path + ".gz" if gzip else path, gzip)

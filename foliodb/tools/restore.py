@@ -1,72 +1,380 @@
-"""Load a dump in mongodump's directory format (from ``mongodump`` or
-``foliodb dump``) through any client with pymongo's API: FolioDB's embedded
-client, or pymongo connected to ``foliodb serve`` or to MongoDB itself.
+"""Load a dump in mongodump's formats (from ``mongodump`` or ``foliodb dump``):
+a directory, or an archive (:mod:`foliodb.tools.archive`), through any client
+with pymongo's API: FolioDB's embedded client, or pymongo connected to
+``foliodb serve`` or to MongoDB itself.
 
-As ``mongorestore`` does: collections are created with their options, then
-filled in batches, then indexed from the metadata (``_id_`` comes with the
-collection); a document whose ``_id`` already exists is reported and skipped,
-not fatal; ``drop`` drops each collection first; views are created last,
-since they may read other collections. ``.gz`` files are read as gzip.
+As ``mongorestore`` does:
+
+- each namespace is created with its options (or, with ``drop``, dropped and
+  created), then filled with ``insert_many(ordered=False)`` batches of at most
+  1,000 documents or 16 MiB, then indexed from its metadata (``_id_`` comes
+  with the collection); views are created last, since they read other
+  collections;
+- into an existing collection, a document whose ``_id`` is already there is
+  counted as skipped and the rest go on; an existing view is left as it is
+  and reported; so a second restore without ``drop`` succeeds;
+- ``include`` / ``exclude`` patterns select source namespaces and
+  ``renames`` (``--nsFrom``/``--nsTo`` pairs) move them
+  (:mod:`foliodb.tools.namespaces`);
+- users and roles (``admin.system.users``, ``admin.system.roles``) are
+  restored with a full dump, and a database's ``$admin.system.*`` files (from
+  ``--dumpDbUsersAndRoles``) with ``restore_db_users_and_roles``: through
+  ``_mergeAuthzCollections`` from temporary collections, as mongorestore
+  does, or, where the server has no such command (FolioDB), by writing the
+  user documents themselves; ``admin.system.version`` is not restored;
+- other ``system.*`` collections are skipped.
+
+Documents reach an embedded client decoded once per batch (``decode_all``);
+a pymongo client gets them as ``RawBSONDocument`` and sends their bytes
+as they are.
 
 Format: https://www.mongodb.com/docs/database-tools/mongorestore/
 """
 
 from __future__ import annotations
 
-import gzip
-import io
+import gc
 import os
-from collections.abc import Iterator
+import threading
+import urllib.parse
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 import bson
 from bson import json_util
+from bson.codec_options import CodecOptions, DatetimeConversion
 from bson.raw_bson import RawBSONDocument
 from pymongo import IndexModel
-from pymongo.errors import BulkWriteError
+from pymongo.errors import BulkWriteError, OperationFailure
+
+from foliodb.tools.archive import ArchiveReader, End, Segment
+from foliodb.tools.files import open_read
+from foliodb.tools.namespaces import Matcher, Renamer, split
+from foliodb.tools.progress import SILENT, Reporter
 
 BATCH_DOCUMENTS = 1000
 BATCH_BYTES = 16 * 1024 * 1024
+_CHUNK = 1024 * 1024  # bytes read from a .bson file at a time
+TEMP_USERS, TEMP_ROLES = "tempusers", "temproles"  # mongorestore's --tempUsersColl, --tempRolesColl
 _DUPLICATE_KEY = 11000
+_COMMAND_NOT_FOUND = 59
+_DECODE = CodecOptions(document_class=dict, datetime_conversion=DatetimeConversion.DATETIME_AUTO)
+_RAW = CodecOptions(document_class=RawBSONDocument)
 
 
 @dataclass
 class RestoreReport:
-    documents: dict[str, int] = field(default_factory=dict)  # restored, per namespace
-    failures: dict[str, int] = field(default_factory=dict)  # refused (duplicate _id...), per namespace
+    documents: dict[str, int] = field(default_factory=dict)  # restored, per target namespace
+    skipped: dict[str, int] = field(default_factory=dict)  # already there (duplicate _id), per namespace
+    failures: dict[str, int] = field(default_factory=dict)  # refused for another reason, per namespace
+    errors: dict[str, str] = field(default_factory=dict)  # the first such refusal, per namespace
     indexes: dict[str, int] = field(default_factory=dict)
     views: list[str] = field(default_factory=list)
+    existing_views: list[str] = field(default_factory=list)  # left as they were
+    users: int = 0
+    roles: int = 0
+    ignored: list[str] = field(default_factory=list)  # source namespaces not restored, with the reason
 
 
-def restore(client: Any, source: str, drop: bool = False) -> RestoreReport:
+@dataclass
+class Options:
+    """What mongorestore's options ask for (see :func:`restore`)."""
+
+    drop: bool = False
+    include: Sequence[str] = ()
+    exclude: Sequence[str] = ()
+    renames: tuple[Sequence[str], Sequence[str]] = ((), ())
+    no_index_restore: bool = False
+    workers: int = 1
+    restore_db_users_and_roles: bool = False
+
+
+def restore(client: Any, source: str, options: Options | None = None, reporter: Reporter = SILENT) -> RestoreReport:
     """Restore every ``<db>/<collection>`` under the dump directory ``source``."""
     if not os.path.isdir(source):
         raise FileNotFoundError(f"no dump directory at {source!r}")
-    report = RestoreReport()
-    views: list[tuple[str, dict[str, Any]]] = []
-    for db_name in sorted(os.listdir(source)):
-        directory = os.path.join(source, db_name)
-        if not os.path.isdir(directory):
-            continue
-        for coll_name, metadata_path, data_path in _collections(directory):
-            metadata = _read_metadata(metadata_path) if metadata_path else {}
-            options = dict(metadata.get("options") or {})
-            if "viewOn" in options:
-                views.append((db_name, {"name": coll_name, **options}))
+    run = _Restore(client, options or Options(), reporter)
+    try:
+        for db_name in sorted(os.listdir(source)):
+            directory = os.path.join(source, db_name)
+            if not os.path.isdir(directory):
                 continue
-            _restore_collection(client[db_name], coll_name, options, metadata, data_path, drop, report)
-    for db_name, view in views:
-        database = client[db_name]
-        name = view.pop("name")
-        if drop:
+            for name, metadata_path, data_path in _directory_collections(directory):
+                metadata = _read_metadata(metadata_path) if metadata_path else {}
+                namespace = f"{db_name}.{metadata.get('collectionName') or name}"
+                if not run.begin(namespace, metadata):
+                    continue
+                if data_path is not None:
+                    with open_read(data_path, data_path.endswith(".gz")) as fh:
+                        for data, count in _file_batches(fh, data_path):
+                            run.documents(namespace, data, count)
+                run.end(namespace)
+        return run.finish()
+    finally:
+        run.close()
+
+
+def restore_archive(
+    client: Any, stream: IO[bytes], options: Options | None = None, reporter: Reporter = SILENT
+) -> RestoreReport:
+    """Restore a mongodump archive read from ``stream`` (already decompressed)."""
+    reader = ArchiveReader(stream, BATCH_DOCUMENTS, BATCH_BYTES)
+    run = _Restore(client, options or Options(), reporter)
+    try:
+        wanted = set()
+        for entry in reader.entries:
+            metadata = json_util.loads(entry.metadata) if entry.metadata else {}
+            if run.begin(entry.namespace, metadata):
+                wanted.add(entry.namespace)
+        for block in reader.blocks():
+            if block.namespace not in wanted:
+                continue
+            if isinstance(block, Segment):
+                run.documents(block.namespace, block.data, block.count)
+            elif isinstance(block, End):
+                run.end(block.namespace)
+        return run.finish()
+    finally:
+        run.close()
+
+
+@dataclass
+class _Namespace:
+    target: str
+    metadata: dict[str, Any]
+    collection: Any = None
+    kind: str = "collection"  # "collection", "view", "users", "roles"
+    buffered: list[bytes] = field(default_factory=list)  # users and roles wait for the end (BSON runs)
+    buffered_count: int = 0
+    pending: list[Future[None]] = field(default_factory=list)
+
+
+class _Restore:
+    """One restore: namespaces are begun, fed batches, ended; views and users come last."""
+
+    def __init__(self, client: Any, options: Options, reporter: Reporter) -> None:
+        self.client = client
+        self.options = options
+        self.reporter = reporter
+        self.include = Matcher(options.include)
+        self.exclude = Matcher(options.exclude)
+        self.renamer = Renamer(*options.renames)
+        self.report = RestoreReport()
+        self.namespaces: dict[str, _Namespace] = {}
+        self.codec = _RAW if _speaks_wire(client) else _DECODE
+        self.pool = ThreadPoolExecutor(options.workers) if options.workers > 1 else None
+        self.counting = threading.Lock()
+
+    # -- per namespace ------------------------------------------------------------
+
+    def begin(self, namespace: str, metadata: dict[str, Any]) -> bool:
+        """Prepare a source namespace; False when it is not restored."""
+        db, name = split(namespace)
+        kind = self._kind(db, name)
+        if kind is None:
+            return False
+        if (self.include and not self.include.matches(namespace)) or self.exclude.matches(namespace):
+            return False
+        if kind in ("users", "roles"):
+            self.namespaces[namespace] = _Namespace(namespace, metadata, kind=kind)
+            return True
+        target = self.renamer.rename(namespace)
+        target_db, target_name = split(target)
+        database = self.client[target_db]
+        options = dict(metadata.get("options") or {})
+        state = _Namespace(target, metadata)
+        if "viewOn" in options:
+            state.kind = "view"
+        else:
+            if self.options.drop:
+                database.drop_collection(target_name)
+            if not database.list_collection_names(filter={"name": target_name}):
+                database.create_collection(target_name, **options)
+            state.collection = database.get_collection(target_name, codec_options=self.codec)
+            self.report.documents.setdefault(target, 0)
+        self.namespaces[namespace] = state
+        return True
+
+    def _kind(self, db: str, name: str) -> str | None:
+        if db == "admin" and name in ("system.users", "system.roles"):
+            return name.removeprefix("system.")
+        if name in ("$admin.system.users", "$admin.system.roles"):
+            if self.options.restore_db_users_and_roles:
+                return name.removeprefix("$admin.system.")
+            self.report.ignored.append(f"{db}.{name} (restore it with --restoreDbUsersAndRoles)")
+            return None
+        if name.startswith(("system.", "$admin.")):
+            self.report.ignored.append(f"{db}.{name} (a system collection)")
+            return None
+        return "collection"
+
+    def documents(self, namespace: str, data: bytes, count: int) -> None:
+        """A batch of the namespace's documents: ``count`` of them, their BSON concatenated."""
+        state = self.namespaces[namespace]
+        if state.kind in ("users", "roles"):
+            state.buffered.append(data)
+            state.buffered_count += count
+            return
+        if state.kind == "view" or not count:
+            return
+        if self.pool is None:
+            self._insert(state, data)
+        else:
+            # Bounded: at most two batches a worker in flight, so memory stays flat.
+            state.pending = [f for f in state.pending if not f.done()]
+            while len(state.pending) >= 2 * self.options.workers:
+                state.pending.pop(0).result()
+            state.pending.append(self.pool.submit(self._insert, state, data))
+
+    def _insert(self, state: _Namespace, batch: bytes) -> None:
+        with _collector_paused():
+            documents = bson.decode_all(batch, self.codec)  # RawBSONDocuments for pymongo, else dicts
+            try:
+                state.collection.insert_many(documents, ordered=False)
+                inserted = len(documents)  # pymongo lists no inserted_ids for RawBSONDocuments
+            except BulkWriteError as exc:
+                details = exc.details
+                inserted = details["nInserted"]
+                duplicates = [e for e in details["writeErrors"] if e["code"] == _DUPLICATE_KEY]
+                others = [e for e in details["writeErrors"] if e["code"] != _DUPLICATE_KEY]
+                self._count(self.report.skipped, state.target, len(duplicates))
+                if others:
+                    self._count(self.report.failures, state.target, len(others))
+                    with self.counting:
+                        self.report.errors.setdefault(state.target, others[0]["errmsg"])
+        self._count(self.report.documents, state.target, inserted)
+
+    def _count(self, counts: dict[str, int], key: str, n: int) -> None:
+        with self.counting:  # insert workers finish batches concurrently
+            counts[key] = counts.get(key, 0) + n
+
+    def end(self, namespace: str) -> None:
+        state = self.namespaces[namespace]
+        for future in state.pending:
+            future.result()
+        state.pending = []
+        if state.kind != "collection":
+            return
+        restored = self.report.documents.get(state.target, 0)
+        skipped = self.report.skipped.get(state.target, 0)
+        extra = f", {skipped} already there (duplicate _id)" if skipped else ""
+        failed = self.report.failures.get(state.target, 0)
+        if failed:
+            extra += f", {failed} failed: {self.report.errors[state.target]}"
+        indexes = 0 if self.options.no_index_restore else self._indexes(state)
+        self.report.indexes[state.target] = indexes
+        self.reporter.note(f"restored {restored} documents to {state.target}{extra}, {indexes} indexes")
+
+    def _indexes(self, state: _Namespace) -> int:
+        models = []
+        for spec in state.metadata.get("indexes", []):
+            spec = dict(spec)
+            if spec.get("name") == "_id_":
+                continue
+            key = list(spec.pop("key").items())
+            spec.pop("v", None)
+            spec.pop("ns", None)  # written by servers before 4.4
+            models.append(IndexModel(key, **spec))
+        if models:
+            state.collection.create_indexes(models)
+        return len(models)
+
+    # -- at the end -------------------------------------------------------------------
+
+    def finish(self) -> RestoreReport:
+        for state in self.namespaces.values():
+            if state.kind == "view":
+                self._view(state)
+        users = [s for s in self.namespaces.values() if s.kind in ("users", "roles")]
+        if users:
+            self._users_and_roles(users)
+        return self.report
+
+    def _view(self, state: _Namespace) -> None:
+        db, name = split(state.target)
+        database = self.client[db]
+        options = dict(state.metadata.get("options") or {})
+        if self.options.drop:
             database.drop_collection(name)
-        database.create_collection(name, **view)
-        report.views.append(f"{db_name}.{name}")
-    return report
+        elif database.list_collection_names(filter={"name": name}):
+            self.report.existing_views.append(state.target)
+            self.reporter.note(f"view {state.target} already exists: left as it is")
+            return
+        database.create_collection(name, **options)
+        self.report.views.append(state.target)
+        self.reporter.note(f"restored view {state.target}")
+
+    def _users_and_roles(self, states: list[_Namespace]) -> None:
+        """As mongorestore's RestoreUsersOrRoles: fill temporary collections, merge them in."""
+        admin = self.client.admin
+        merge: dict[str, Any] = {}
+        scope = ""  # "" means every database's users, as for a full dump's admin.system.users
+        for state in states:
+            db, _ = split(state.target)
+            if db != "admin":
+                scope = db
+            temp = TEMP_USERS if state.kind == "users" else TEMP_ROLES
+            admin.drop_collection(temp)
+            if state.buffered:
+                admin[temp].insert_many(bson.decode_all(b"".join(state.buffered), _DECODE))
+            merge["tempUsersCollection" if state.kind == "users" else "tempRolesCollection"] = f"admin.{temp}"
+            setattr(self.report, state.kind, state.buffered_count)
+        try:
+            admin.command({"_mergeAuthzCollections": 1, **merge, "drop": self.options.drop, "db": scope})
+        except OperationFailure as exc:
+            if exc.code != _COMMAND_NOT_FOUND:
+                raise
+            self._write_users_and_roles(merge, scope)
+        finally:
+            for temp in (TEMP_USERS, TEMP_ROLES):
+                admin.drop_collection(temp)
+        self.reporter.note(f"restored {self.report.users} users and {self.report.roles} roles")
+
+    def _write_users_and_roles(self, merge: dict[str, Any], scope: str) -> None:
+        """What _mergeAuthzCollections does, for a server without it (FolioDB keeps users in
+        ``admin.system.users`` and lets a client write them): with ``drop``, the scope's
+        users are replaced; without, each dumped user replaces its namesake or is added."""
+        admin = self.client.admin
+        for option, target in (("tempUsersCollection", "system.users"), ("tempRolesCollection", "system.roles")):
+            if option not in merge:
+                continue
+            temp = merge[option].removeprefix("admin.")
+            if self.options.drop:
+                admin[target].delete_many({"db": scope} if scope else {})
+            for doc in admin[temp].find():
+                admin[target].replace_one({"_id": doc["_id"]}, doc, upsert=True)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+            self.pool = None
 
 
-def _collections(directory: str) -> Iterator[tuple[str, str | None, str | None]]:
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Decoded BSON holds no reference cycles, yet a batch's thousands of new
+    containers trigger the cycle collector over and over (a fifth of a
+    restore's time): it is paused for the batch and runs afterwards as usual."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _speaks_wire(client: Any) -> bool:
+    """pymongo's own client sends RawBSONDocument bytes as they are."""
+    import pymongo
+
+    return isinstance(client, pymongo.MongoClient)
+
+
+def _directory_collections(directory: str) -> Iterator[tuple[str, str | None, str | None]]:
     """``(collection, metadata file, data file)`` for each collection in a database directory."""
     found: dict[str, dict[str, str]] = {}
     for filename in os.listdir(directory):
@@ -74,83 +382,41 @@ def _collections(directory: str) -> Iterator[tuple[str, str | None, str | None]]
         for suffix, kind in ((".metadata.json", "metadata"), (".bson", "data")):
             if bare.endswith(suffix):
                 found.setdefault(bare.removesuffix(suffix), {})[kind] = os.path.join(directory, filename)
-    for name in sorted(found):
-        if name.startswith("system."):
-            continue  # system.users, system.views...: mongorestore handles them separately
-        files = found[name]
-        yield name, files.get("metadata"), files.get("data")
-
-
-def _open(path: str) -> io.BufferedIOBase:
-    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+    for stem in sorted(found):
+        files = found[stem]
+        yield urllib.parse.unquote_plus(stem), files.get("metadata"), files.get("data")
 
 
 def _read_metadata(path: str) -> dict[str, Any]:
-    with _open(path) as fh:
+    with open_read(path, path.endswith(".gz")) as fh:
         metadata: dict[str, Any] = json_util.loads(fh.read().decode())
     return metadata
 
 
-def _restore_collection(
-    database: Any,
-    name: str,
-    options: dict[str, Any],
-    metadata: dict[str, Any],
-    data_path: str | None,
-    drop: bool,
-    report: RestoreReport,
-) -> None:
-    ns = f"{database.name}.{name}"
-    if drop:
-        database.drop_collection(name)
-    if name not in database.list_collection_names(filter={"name": name}):
-        database.create_collection(name, **options)
-    coll = database[name]
-    restored = failed = 0
-    if data_path is not None:
-        for batch in _batches(data_path):
-            try:
-                restored += len(coll.insert_many(batch, ordered=False).inserted_ids)
-            except BulkWriteError as exc:
-                details = exc.details
-                restored += details["nInserted"]
-                failed += len(details["writeErrors"])
-                other = [e for e in details["writeErrors"] if e["code"] != _DUPLICATE_KEY]
-                if other:
-                    raise
-    report.documents[ns] = restored
-    if failed:
-        report.failures[ns] = failed
-    models = []
-    for spec in metadata.get("indexes", []):
-        spec = dict(spec)
-        if spec.get("name") == "_id_":
-            continue
-        key = list(spec.pop("key").items())
-        spec.pop("v", None)
-        spec.pop("ns", None)  # written by servers before 4.4
-        models.append(IndexModel(key, **spec))
-    if models:
-        coll.create_indexes(models)
-    report.indexes[ns] = len(models)
-
-
-def _batches(path: str) -> Iterator[list[RawBSONDocument]]:
-    """The file's documents, read one length-prefixed BSON document at a time."""
-    batch: list[RawBSONDocument] = []
-    size = 0
-    with _open(path) as fh:
-        while header := fh.read(4):
-            length = int.from_bytes(header, "little", signed=True)
-            if len(header) < 4 or length < 5:
+def _file_batches(fh: IO[bytes], path: str) -> Iterator[tuple[bytes, int]]:
+    """The file's documents in batches ``(BSON, count)``, read a chunk at a time and cut
+    at document boundaries: no read or copy per document."""
+    buffer, pos, count, eof = b"", 0, 0, False  # the batch so far is buffer[:pos], count documents
+    while not eof:
+        more = fh.read(_CHUNK)
+        eof = not more
+        buffer += more
+        while pos + 4 <= len(buffer):
+            length = int.from_bytes(buffer[pos : pos + 4], "little", signed=True)
+            if length < 5:
                 raise ValueError(f"{path}: corrupt BSON document length {length}")
-            body = fh.read(length - 4)
-            if len(body) < length - 4:
-                raise ValueError(f"{path}: truncated BSON document")
-            batch.append(RawBSONDocument(header + body, bson.CodecOptions(document_class=RawBSONDocument)))
-            size += length
-            if len(batch) >= BATCH_DOCUMENTS or size >= BATCH_BYTES:
-                yield batch
-                batch, size = [], 0
-    if batch:
-        yield batch
+            if count and pos + length > BATCH_BYTES:
+                yield buffer[:pos], count
+                buffer, pos, count = buffer[pos:], 0, 0
+                continue
+            if pos + length > len(buffer):
+                break  # the document continues in the next chunk
+            pos += length
+            count += 1
+            if count == BATCH_DOCUMENTS:
+                yield buffer[:pos], count
+                buffer, pos, count = buffer[pos:], 0, 0
+    if pos < len(buffer):
+        raise ValueError(f"{path}: truncated BSON document")
+    if count:
+        yield buffer[:pos], count

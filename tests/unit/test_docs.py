@@ -1,13 +1,22 @@
 """The documentation stays true: the compatibility table is what
 scripts/gen_compat.py generates from the registries today, every relative
 link in README.md and docs/*.md points to a file (and heading) that exists,
-every Python example in the docs runs and prints what it says, and the rows
-of docs/differences.md still describe FolioDB.
+every Python example in the docs runs and prints what it says, every command
+of README.md and docs/guide.md runs, the set-up commands agree with what CI
+runs, and the rows of docs/differences.md still describe FolioDB.
 
 A document's Python blocks run in order, in one namespace, in an empty
 directory (so ``MongoClient("./data")`` starts empty). What a block prints must be
 what its comments say: a ``print(...)`` line's trailing ``# text`` and the
 comment-only lines right after it are its expected output, line by line.
+
+A document's shell commands (each part of an ``&&`` chain) run in order, in
+another directory where ``./data`` already holds a small ``shop`` database,
+each bounded by a timeout: ``foliodb`` ones as ``python -m foliodb`` from this
+checkout and must succeed; ``foliodb serve`` runs on a free port (``--port 0``,
+so no test takes 27017) until it says it is listening, then stops. Commands of
+other programs (pip, venv, mongosh, mongorestore, the suite itself) are listed
+in ``NOT_RUN`` with the reason, so a new one fails until someone decides.
 """
 
 from __future__ import annotations
@@ -15,8 +24,12 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import os
 import re
+import shlex
+import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +145,116 @@ def test_python_examples_run(path: Path, tmp_path: Path, monkeypatch: pytest.Mon
             close = getattr(value, "close", None)
             if type(value).__name__ == "MongoClient" and callable(close):
                 close()
+
+
+# -- shell commands -------------------------------------------------------------------
+
+_SH_FENCE = re.compile(r"^```sh\n(?P<code>.*?)^```$", re.MULTILINE | re.DOTALL)
+COMMAND_DOCS = [ROOT / "README.md", ROOT / "docs" / "guide.md"]
+COMMAND_TIMEOUT = 60  # seconds, per command
+NOT_RUN = {
+    "python3 -m venv": "creates a virtual environment (the set-up line; see test_setup_commands_agree_with_ci)",
+    ". .venv/bin/activate": "activates it",
+    "python -m pip install": "installs packages from an index",
+    "python -m pytest": "the test suite itself",
+    "mongosh": "MongoDB's shell, a separate program (tests/clients/ drive it against foliodb serve)",
+    "mongorestore": "MongoDB's database tools, a separate program",
+    "foliodb advise --uri mongodb://db.example/": "needs a MongoDB deployment at db.example",
+}
+
+
+def shell_commands(path: Path) -> list[tuple[int, str]]:
+    """``(line, command)`` for each command of the document's ``sh`` blocks, comments dropped."""
+    text = path.read_text(encoding="utf-8")
+    out = []
+    for match in _SH_FENCE.finditer(text):
+        first = text.count("\n", 0, match.start("code")) + 1
+        for offset, line in enumerate(match.group("code").splitlines()):
+            words = shlex.split(line, comments=True)
+            if not words:
+                continue
+            for part in " ".join(shlex.quote(w) if w != "&&" else w for w in words).split(" && "):
+                out.append((first + offset, part.strip()))
+    return out
+
+
+def _not_run(command: str) -> str | None:
+    return next((why for prefix, why in NOT_RUN.items() if command.startswith(prefix)), None)
+
+
+def test_shell_commands_are_seen() -> None:
+    # If the fence pattern broke, the test below would pass vacuously.
+    commands = [c for _, c in shell_commands(ROOT / "README.md")]
+    assert "foliodb demo ./foliodb-demo" in commands and "python -m pytest" in commands
+    assert len(shell_commands(ROOT / "docs" / "guide.md")) >= 10
+
+
+def _seed(directory: Path) -> None:
+    import foliodb
+
+    with foliodb.MongoClient(str(directory / "data")) as client:
+        client.shop.orders.insert_many(
+            [{"_id": i, "user_id": i % 7, "status": ["pending", "shipped"][i % 2], "total": 10 * i} for i in range(40)]
+        )
+
+
+def _run_command(command: str, cwd: Path) -> None:
+    words = shlex.split(command)
+    argv = [sys.executable, "-m", "foliodb", *words[1:]]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if words[1:2] == ["serve"]:
+        argv = [w for i, w in enumerate(argv) if w != "--port" and argv[i - 1] != "--port"] + ["--port", "0"]
+        server = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            assert server.stdout is not None
+            first = server.stdout.readline().decode()
+            assert "waiting for connections" in first, (
+                f"{command}: {first}{server.stderr.read().decode() if server.stderr else ''}"
+            )
+        finally:
+            server.terminate()
+            server.communicate(timeout=COMMAND_TIMEOUT)
+        return
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, timeout=COMMAND_TIMEOUT)
+    assert done.returncode == 0, f"{command}: exit {done.returncode}: {done.stderr.decode()[-2000:]}"
+
+
+@pytest.mark.parametrize("path", COMMAND_DOCS, ids=lambda p: p.name)
+def test_shell_commands_run(path: Path, tmp_path: Path) -> None:
+    _seed(tmp_path)
+    for line, command in shell_commands(path):
+        if _not_run(command):
+            continue
+        assert command.startswith("foliodb "), f"{path.name}:{line}: {command!r} is neither run nor in NOT_RUN"
+        _run_command(command, tmp_path)
+
+
+def test_setup_commands_agree_with_ci() -> None:
+    """The README's two set-up lines install what .ci/run installs and run what it runs."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first_block = _SH_FENCE.search(readme)
+    assert first_block is not None
+    setup = [
+        " ".join(shlex.split(line, comments=True)).split(" && ") for line in first_block.group("code").splitlines()
+    ]
+    ci_script = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    ci = [shlex.split(line) for line in ci_script if line.startswith("python3 ")]
+    assert [w for w in ci[0] if w != "-q"] == ["python3", "-m", "pip", "install", "-e", ".[test]"]
+    assert ci[1] == ["python3", "-m", "pytest"]
+    assert len(setup) == 2
+    for chain in setup:
+        assert chain[:3] == ["python3 -m venv .venv", ". .venv/bin/activate", "python -m pip install -e .[test]"]
+    assert (setup[0][3:], setup[1][3:]) == (["foliodb demo ./foliodb-demo"], ["python -m pytest"])
+
+
+def test_install_extras_exist() -> None:
+    """Every ``pip install '.[extra]'`` in the docs names an extra pyproject.toml defines."""
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    named = set()
+    for path in [*MARKDOWN, ROOT / "CONTRIBUTING.md", ROOT / "benchmarks" / "README.md"]:
+        for group in re.findall(r"pip install[^\n]*?\.\[([a-z,]+)\]", path.read_text(encoding="utf-8")):
+            named.update(group.split(","))
+    assert named and named <= extras, named - extras
 
 
 # -- docs/differences.md ------------------------------------------------------------

@@ -21,7 +21,7 @@ from pymongo.errors import DuplicateKeyError
 import foliodb
 from foliodb.cli import main
 from foliodb.tools.dump import dump
-from foliodb.tools.restore import restore
+from foliodb.tools.restore import Options, restore
 from tests.bson_values import EDGE_VALUES
 
 
@@ -122,9 +122,9 @@ def test_restore_again_skips_existing_ids_and_drop_replaces(source: Any, tmp_pat
         copy.shop.products.update_one({"_id": 1}, {"$set": {"price": Int64(-1)}})
         again = restore(copy, str(tmp_path / "dump"))
         # As mongorestore: duplicate _ids are reported and skipped, the rest goes on.
-        assert (again.documents["shop.products"], again.failures["shop.products"]) == (0, 50)
+        assert (again.documents["shop.products"], again.skipped["shop.products"], again.failures) == (0, 50, {})
         assert copy.shop.products.find_one({"_id": 1})["price"] == -1
-        restore(copy, str(tmp_path / "dump"), drop=True)
+        restore(copy, str(tmp_path / "dump"), Options(drop=True))
         assert copy.shop.products.find_one({"_id": 1})["price"] == 100
 
 
@@ -158,10 +158,28 @@ def test_restores_what_mongodump_writes(tmp_path: Path) -> None:
 def test_cli(source: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source.close()  # one process per dbpath: the CLI opens it itself
     dbpath, out = str(tmp_path / "source"), str(tmp_path / "dump")
+    # Notes go to stderr, as mongodump's do: stdout may carry an archive.
     assert main(["dump", "--dbpath", dbpath, "--out", out, "--db", "shop"]) == 0
-    assert "dumped 50 documents from shop.products" in capsys.readouterr().out
+    assert "done dumping shop.products (50 documents)" in capsys.readouterr().err
     assert main(["restore", "--dbpath", str(tmp_path / "copy"), out]) == 0
-    assert "restored 50 documents to shop.products, 2 indexes" in capsys.readouterr().out
+    err = capsys.readouterr().err
+    assert "restored 50 documents to shop.products, 2 indexes" in err
+    assert "61 document(s) restored successfully. 0 document(s) failed to restore." in err
     assert main(["restore", "--dbpath", str(tmp_path / "copy"), str(tmp_path / "missing")]) == 1
-    assert "no dump directory" in capsys.readouterr().err
-    assert main(["dump", "--dbpath", dbpath, "--collection", "products"]) == 2
+    assert capsys.readouterr().err == f"foliodb restore: no dump directory at {tmp_path / 'missing'}\n"
+    assert main(["dump", "--dbpath", dbpath, "--collection", "products"]) == 1
+    assert capsys.readouterr().err == "foliodb dump: --collection needs --db\n"
+
+
+def test_bson_files_are_cut_at_document_boundaries(tmp_path: Path) -> None:
+    # Documents larger than the 1 MiB read chunk, and a batch cut at 16 MiB, as mongorestore's.
+    directory = tmp_path / "dump" / "big"
+    directory.mkdir(parents=True)
+    docs = [{"_id": i, "blob": bytes([i]) * (700_000 + i)} for i in range(30)]
+    (directory / "c.bson").write_bytes(b"".join(bson.encode(d) for d in docs))
+    with foliodb.MongoClient(":memory:") as client:
+        assert restore(client, str(tmp_path / "dump")).documents == {"big.c": 30}
+        assert list(client.big.c.find()) == docs
+    (directory / "c.bson").write_bytes(bson.encode(docs[0]) + bson.encode(docs[1])[:-10])
+    with foliodb.MongoClient(":memory:") as client, pytest.raises(ValueError, match="truncated BSON document"):
+        restore(client, str(tmp_path / "dump"))
