@@ -203,7 +203,9 @@ def test_restore_options(tmp_path: Path) -> None:
                 include=["shop.*"], exclude=["shop.users"], renames=(["shop.*"], ["copy.*"]), no_index_restore=True
             ),
         )
-        assert sorted(client.list_database_names()) == ["copy"]  # admin.system.users was not included
+        # admin, config and local are always listed, as by mongod; admin.system.users was not included.
+        assert sorted(client.list_database_names()) == ["admin", "config", "copy", "local"]
+        assert "system.users" not in client.admin.list_collection_names()
         assert client.copy.orders.count_documents({}) == 5 and "users" not in client.copy.list_collection_names()
         assert list(client.copy.orders.index_information()) == ["_id_"]
         assert report.views == ["copy.big"] and client.copy.big.count_documents({}) == 2
