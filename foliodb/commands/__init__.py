@@ -14,6 +14,7 @@ from foliodb.commands import (  # noqa: F401  (each module registers its command
     find,
     indexes,
     profiler,
+    roles,
     users,
     write,
 )

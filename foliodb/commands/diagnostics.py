@@ -121,13 +121,15 @@ def cmd_whatsmyuri(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
 
 @COMMANDS.register("getLog")
 def cmd_getLog(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    # FolioDB logs through Python's logging, not an in-memory ring: the logs exist and are empty.
+    # FolioDB logs through Python's logging, not an in-memory ring: the global log is empty here.
+    # startupWarnings are the server's (foliodb.server.server.startup_warnings), one JSON log line each.
     name = cmd["getLog"]
     if name == "*":
         return {"names": ["global", "startupWarnings"], "ok": 1.0}
     if name not in ("global", "startupWarnings"):
         raise CommandError(ErrorCode.OperationFailed, f"No log named '{name}'")
-    return {"totalLinesWritten": 0, "log": [], "ok": 1.0}
+    lines = list(request.extra.get("startup_warnings", ())) if name == "startupWarnings" else []
+    return {"totalLinesWritten": len(lines), "log": lines, "ok": 1.0}
 
 
 @COMMANDS.register("connectionStatus")
@@ -158,7 +160,7 @@ def cmd_listCommands(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]
 
 @COMMANDS.register("getParameter")
 def cmd_getParameter(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    parameters = request.engine.parameters
+    parameters = {**request.engine.parameters, "cursorTimeoutMillis": request.cursors.timeout_millis}
     value = cmd["getParameter"]
     if value == "*" or (isinstance(value, Mapping) and value.get("allParameters")):
         return {**parameters, "ok": 1.0}
@@ -177,6 +179,12 @@ def cmd_setParameter(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]
     reply: dict[str, Any] = {}
     for key, value in cmd.items():
         if key == "setParameter" or key in params.GENERIC_FIELDS:
+            continue
+        if key == "cursorTimeoutMillis":  # the executor's cursors' idle timeout
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise CommandError(ErrorCode.BadValue, "cursorTimeoutMillis must be an integer (milliseconds)")
+            reply["was"] = request.cursors.timeout_millis
+            request.cursors.timeout_millis = int(value)
             continue
         if key not in parameters:
             raise CommandError(
