@@ -29,6 +29,7 @@ from typing import Any
 
 import bson
 from bson import Int64
+from bson.errors import InvalidDocument
 from bson.raw_bson import RawBSONDocument
 
 from foliodb.auth.caller import CALLER
@@ -253,7 +254,10 @@ def _take_measured(source: Lookahead, size: int | None) -> tuple[list[Any], bool
     batch: list[Any] = []
     total = 0
     for doc in source:
-        data = bson.encode(doc, codec_options=CODEC)
+        try:
+            data = bson.encode(doc, codec_options=CODEC)
+        except InvalidDocument as exc:  # a key with a NUL byte, say, that a stage let through
+            raise CommandError(ErrorCode.BadValue, f"a result document cannot be returned as BSON: {exc}") from None
         if batch and total + len(data) > MAX_BATCH_BYTES:
             source.pending.append(doc)  # the next batch starts with it
             return batch, False

@@ -117,6 +117,13 @@ def no_restrictions(cmd: Mapping[str, Any]) -> None:
         raise CommandError(ErrorCode.NotImplemented, "authenticationRestrictions are not implemented in FolioDB")
 
 
+def _credentials(name: str, password: str, mechanisms: tuple[str, ...]) -> dict[str, Any]:
+    try:
+        return scram.credentials(name, password, mechanisms)
+    except ValueError as exc:  # SASLprep refuses the password (a prohibited or unassigned character)
+        raise CommandError(ErrorCode.BadValue, f"Error preparing the password: {exc}") from None
+
+
 def _mechanisms(cmd: Mapping[str, Any], command: str) -> tuple[str, ...]:
     value = params.field(cmd, "mechanisms", "array", command)
     if value is None:
@@ -150,7 +157,7 @@ def cmd_createUser(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
             "userId": Binary.from_uuid(uuid.uuid4(), UuidRepresentation.STANDARD),
             "user": name,
             "db": request.db,
-            "credentials": {"external": True} if password is None else scram.credentials(name, password, mechanisms),
+            "credentials": {"external": True} if password is None else _credentials(name, password, mechanisms),
             "roles": roles,
         }
         if custom is not None:
@@ -193,7 +200,7 @@ def cmd_updateUser(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
 
     def change(user: dict[str, Any]) -> dict[str, Any]:
         if password is not None:
-            user["credentials"] = scram.credentials(name, password, mechanisms or tuple(user["credentials"]))
+            user["credentials"] = _credentials(name, password, mechanisms or tuple(user["credentials"]))
         elif mechanisms is not None:
             user["credentials"] = {m: c for m, c in user["credentials"].items() if m in mechanisms}
         if new_roles is not None:

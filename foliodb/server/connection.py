@@ -303,7 +303,7 @@ class Connection:
         if isinstance(offered, list):
             # The client may then compress its requests with any of these; replies
             # use the compressor of the request they answer.
-            reply["compression"] = [name for name in offered if name in wire.COMPRESSORS]
+            reply["compression"] = [name for name in offered if isinstance(name, str) and name in wire.COMPRESSORS]
         return reply
 
     def shutdown(self, cmd: Mapping[str, Any]) -> dict[str, Any]:

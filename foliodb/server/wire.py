@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import bson
+from bson import Code
 from bson.errors import BSONError
 
 from foliodb.engine.catalog import CODEC
@@ -171,7 +172,7 @@ def _decode_op_msg(request_id: int, payload: bytes) -> Message:
             return message
         body[identifier] = docs
     db = body.pop("$db", None)
-    if not isinstance(db, str):
+    if not isinstance(db, str) or isinstance(db, Code):  # Code subclasses str but is JavaScript
         message.error = CommandError(40571, "OP_MSG requests require a $db argument")
         return message
     message.db = db
