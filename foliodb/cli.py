@@ -18,6 +18,8 @@ from foliodb.advisor.advise import DEFAULT_SAMPLE
 from foliodb.demo import run as run_demo
 from foliodb.errors import CommandError
 from foliodb.server import DEFAULT_PORT, Server
+from foliodb.server.tls import MODES as TLS_MODES
+from foliodb.server.tls import TLSError
 from foliodb.tools.dump import SYSTEM_DATABASES, dump
 from foliodb.tools.restore import restore
 
@@ -33,6 +35,13 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--bind_ip", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks one)")
     serve.add_argument("--auth", action="store_true", help="require users (SCRAM) and check their roles")
+    serve.add_argument("--tlsMode", choices=TLS_MODES, default="disabled", help="TLS, as mongod (default disabled)")
+    serve.add_argument("--tlsCertificateKeyFile", help="the server's certificate and key, one PEM file")
+    serve.add_argument("--tlsCAFile", help="CA certificates (PEM) that sign client certificates (MONGODB-X509)")
+    serve.add_argument(
+        "--tlsAllowConnectionsWithoutCertificates", action="store_true", help="with --tlsCAFile, certificates optional"
+    )
+    serve.add_argument("--maxConns", type=int, help="connection limit (default: 80%% of the soft RLIMIT_NOFILE)")
     for name, help_text in (
         ("dump", "write databases in mongodump's format (mongorestore loads them into MongoDB)"),
         ("restore", "load a dump in mongodump's format (from mongodump or foliodb dump)"),
@@ -61,7 +70,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "demo":
             run_demo(args.dbpath)
         elif args.command == "serve":
-            return run_server(args.dbpath, args.bind_ip, args.port, args.auth)
+            return run_server(
+                args.dbpath,
+                args.bind_ip,
+                args.port,
+                args.auth,
+                tls_mode=args.tlsMode,
+                tls_certificate_key_file=args.tlsCertificateKeyFile,
+                tls_ca_file=args.tlsCAFile,
+                tls_allow_connections_without_certificates=args.tlsAllowConnectionsWithoutCertificates,
+                max_conns=args.maxConns,
+            )
         elif args.command in ("dump", "restore"):
             return run_tool(args)
         elif args.command == "advise":
@@ -73,12 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run_server(dbpath: str, host: str, port: int, auth: bool) -> int:
+def run_server(dbpath: str, host: str, port: int, auth: bool, **options: Any) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     try:
-        server = Server(dbpath, host, port, auth=auth)
+        server = Server(dbpath, host, port, auth=auth, **options)
         host, port = server.start()
-    except (OSError, CommandError) as exc:
+    except (OSError, CommandError, TLSError) as exc:
         print(f"foliodb serve: {exc}", file=sys.stderr)
         return 1
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -50,7 +50,7 @@ def roles_table() -> list[str]:
     ]
     for name in sorted(BUILT_IN_ROLES):
         spec = BUILT_IN_ROLES[name]
-        db = "admin" if spec.admin_only else "<db>"
+        db = "admin" if spec.admin_only else "*db*"
         parents = ", ".join(f"{role}@{parent_db}" for role, parent_db in built_in_parents(name, db)) or "-"
         privileges = "<br>".join(
             f"{resource}: {', '.join(sorted(actions))}" for resource, actions in built_in_direct(name, db)
@@ -66,15 +66,15 @@ def commands_table() -> list[str]:
     for name in sorted(RULES, key=str.lower):
         rule = RULES[name]
         if rule.target == "open":
-            needs = "nothing (no authentication needed)"
+            needs = "nothing: no authentication needed"
         elif rule.target == "authenticated":
             needs = "an authenticated user"
         elif rule.target == "special":
             needs = rule.note
         else:
             needs = f"{', '.join(rule.actions)} on {resources[rule.target]}"
-        if rule.note and rule.target not in ("special",):
-            needs += f" ({rule.note})" if rule.target in ("open", "authenticated") else f"; {rule.note}"
+        if rule.note and rule.target != "special":
+            needs += f"; {rule.note}"
         lines.append(f"| `{name}` | {_cell(needs)} |")
     return lines
 
@@ -91,7 +91,7 @@ def generated() -> str:
         "",
         "### Built-in roles",
         "",
-        "`<db>` is the database a role is granted on. Resources: `database d` is d and its non-system",
+        "*db* is the database a role is granted on. Resources: `database d` is d and its non-system",
         "collections; `every database` is every non-system collection outside local and config;",
         "`collection c of every database` includes system collections named c.",
         "",

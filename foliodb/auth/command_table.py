@@ -48,6 +48,7 @@ from foliodb.auth.privileges import (
 )
 from foliodb.auth.redaction import redact
 from foliodb.errors import CommandError, ErrorCode
+from foliodb.query.bsontypes import is_string
 
 
 @dataclass
@@ -95,7 +96,7 @@ def _target(db: str, cmd: Mapping[str, Any]) -> Resource:
     """``<db>.<the command's value>``; a value that names no collection is checked on the database,
     and the handler refuses it."""
     value = cmd[next(iter(cmd))]
-    return namespace(db, value) if isinstance(value, str) and value else database(db)
+    return namespace(db, value) if is_string(value) and value else database(db)
 
 
 def _bypass(cmd: Mapping[str, Any]) -> tuple[str, ...]:
@@ -136,7 +137,7 @@ def _create(subject: Subject, db: str, cmd: Mapping[str, Any], views: ViewLookup
         return Decision([privilege(target, "convertToCapped")], unauthorized(db, cmd))
     if view_on is not None:
         needed = [privilege(target, "createCollection")]
-        if isinstance(view_on, str) and subject.allows([privilege(target, "find")]):
+        if is_string(view_on) and subject.allows([privilege(target, "find")]):
             stages = cmd.get("pipeline")
             needed += view_definition_reads(db, view_on, stages if isinstance(stages, list) else [], views)
         return _decide(subject, db, cmd, needed)
@@ -153,13 +154,13 @@ def _coll_mod(subject: Subject, db: str, cmd: Mapping[str, Any], views: ViewLook
         current = views(db, target.collection)
         view_on = cmd.get("viewOn", current[0] if current else None)
         stages = cmd.get("pipeline", current[1] if current else [])
-        if isinstance(view_on, str) and subject.allows([privilege(target, "find")]):
+        if is_string(view_on) and subject.allows([privilege(target, "find")]):
             needed += view_definition_reads(db, view_on, stages if isinstance(stages, list) else [], views)
     return _decide(subject, db, cmd, needed)
 
 
 def _split(ns: Any) -> Resource | None:
-    if not isinstance(ns, str) or "." not in ns:
+    if not is_string(ns) or "." not in ns:
         return None
     db, _, coll = ns.partition(".")
     return namespace(db, coll)
@@ -188,7 +189,7 @@ def _aggregate(subject: Subject, db: str, cmd: Mapping[str, Any], views: ViewLoo
     stages = stages if isinstance(stages, list) else []
     coll = cmd["aggregate"]
     bypass = cmd.get("bypassDocumentValidation") is True
-    if isinstance(coll, str) and coll:
+    if is_string(coll) and coll:
         return _decide(subject, db, cmd, pipeline_privileges(db, coll, stages, views, bypass))
     if coll == 1:
         return _decide(subject, db, cmd, pipeline_privileges(db, None, stages, views, bypass))
@@ -205,9 +206,11 @@ def _explain(subject: Subject, db: str, cmd: Mapping[str, Any], views: ViewLooku
 
 
 def _bulk_write(subject: Subject, db: str, cmd: Mapping[str, Any], views: ViewLookup) -> Decision:
-    namespaces = [_split(entry.get("ns")) if isinstance(entry, Mapping) else None for entry in cmd.get("nsInfo") or []]
+    ns_info, ops = cmd.get("nsInfo"), cmd.get("ops")
+    entries = ns_info if isinstance(ns_info, list) else []
+    namespaces = [_split(entry.get("ns")) if isinstance(entry, Mapping) else None for entry in entries]
     wanted: dict[Resource, set[str]] = {}
-    for op in cmd.get("ops") or []:
+    for op in ops if isinstance(ops, list) else []:
         if not isinstance(op, Mapping) or not op:
             continue
         kind = next(iter(op))
@@ -249,7 +252,7 @@ def _refuse(message: str) -> Decision:
 def _role_names(value: Any, db: str) -> list[tuple[str, str]]:
     out = []
     for item in value if isinstance(value, list) else []:
-        if isinstance(item, str):
+        if is_string(item):
             out.append((item, db))
         else:
             ref = role_graph.role_ref(item)
@@ -308,7 +311,7 @@ def _as_user(subject: Subject, db: str, user: str | None, action: str) -> bool:
 
 
 def _update_user(subject: Subject, db: str, cmd: Mapping[str, Any], views: ViewLookup) -> Decision:
-    user = cmd["updateUser"] if isinstance(cmd["updateUser"], str) else None  # not a name: the handler refuses it
+    user = cmd["updateUser"] if is_string(cmd["updateUser"]) else None  # not a name: the handler refuses it
     change_password = _as_user(subject, db, user, "changeOwnPassword") or subject.allows(
         [privilege(database(db), "changePassword")]
     )
@@ -354,9 +357,9 @@ def _users_info(subject: Subject, db: str, cmd: Mapping[str, Any], views: ViewLo
             return _refuse(f"Not authorized to view users from the {db} database")
         return Decision()
     for item in wanted if isinstance(wanted, list) else [wanted]:
-        if isinstance(item, str):
+        if is_string(item):
             user_db, user = db, item
-        elif isinstance(item, Mapping) and isinstance(item.get("db"), str) and isinstance(item.get("user"), str):
+        elif isinstance(item, Mapping) and is_string(item.get("db")) and is_string(item.get("user")):
             user_db, user = item["db"], item["user"]
         else:
             continue  # the handler refuses it

@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from foliodb.auth.privileges import CLUSTER, Privilege, namespace, privilege
+from foliodb.query.bsontypes import is_string
 
 # (the database, a view's name) -> (the name it is defined on, its pipeline), or None for a non-view.
 ViewLookup = Callable[[str, str], tuple[str, list[Any]] | None]
@@ -71,13 +72,13 @@ _MERGE_ACTIONS = {
 
 def _named(value: Any, db: str) -> tuple[str, str] | None:
     """A stage's ``from``/``coll``/``into``: a name in ``db``, or ``{db, coll}``."""
-    if isinstance(value, str):
+    if is_string(value):
         return db, value
     if isinstance(value, Mapping):
         coll, other = value.get("coll"), value.get("db", db)
         if other is None:
             other = db
-        if isinstance(coll, str) and isinstance(other, str):
+        if is_string(coll) and is_string(other):
             return other, coll
     return None
 
@@ -171,7 +172,7 @@ class _Walk:
         matched = spec.get("whenMatched", "merge")
         matched = "pipeline" if isinstance(matched, list) else matched
         not_matched = spec.get("whenNotMatched", "insert")
-        modes = (matched, not_matched) if isinstance(matched, str) and isinstance(not_matched, str) else None
+        modes = (matched, not_matched) if is_string(matched) and is_string(not_matched) else None
         # An unknown mode fails in the stage's compiler; until then it may need anything a mode needs.
         actions = _MERGE_ACTIONS.get(modes, ("insert", "update")) if modes is not None else ("insert", "update")
         self.write(target, actions)

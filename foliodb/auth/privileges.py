@@ -37,6 +37,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from foliodb.query.bsontypes import is_string
+
 
 # Every privilege action the manual documents (and those built-in roles use).
 def _words(text: str) -> list[str]:
@@ -130,7 +132,7 @@ def parse_resource(value: Any) -> Resource:
         if value["anyResource"] is not True:
             raise ValueError("resource.anyResource must be true")
         return ANY_RESOURCE
-    if keys == {"db", "collection"} and isinstance(value["db"], str) and isinstance(value["collection"], str):
+    if keys == {"db", "collection"} and is_string(value["db"]) and is_string(value["collection"]):
         db, coll = value["db"], value["collection"]
         if not db and not coll:
             return ANY_NORMAL
@@ -252,7 +254,7 @@ _ANY = _t("any", "")
 
 def _actions(*groups: str | Iterable[str]) -> frozenset[str]:
     """The actions of ``groups``; a string group is space-separated names."""
-    return frozenset(action for group in groups for action in (group.split() if isinstance(group, str) else group))
+    return frozenset(action for group in groups for action in (group.split() if is_string(group) else group))
 
 
 READ_ACTIONS = _actions(

@@ -28,6 +28,7 @@ from foliodb.auth.privileges import (
     is_built_in,
     parse_resource,
 )
+from foliodb.query.bsontypes import is_string
 
 RoleName = tuple[str, str]  # (role, db)
 # (role, db) -> the role's admin.system.roles document, or None.
@@ -36,7 +37,7 @@ RoleLookup = Callable[[str, str], Mapping[str, Any] | None]
 
 def role_ref(value: Any) -> RoleName | None:
     """A ``{role, db}`` document as a RoleName; None when it is not one."""
-    if isinstance(value, Mapping) and isinstance(value.get("role"), str) and isinstance(value.get("db"), str):
+    if isinstance(value, Mapping) and is_string(value.get("role")) and is_string(value.get("db")):
         return value["role"], value["db"]
     return None
 
@@ -80,7 +81,7 @@ def stored_privileges(doc: Mapping[str, Any]) -> list[tuple[Resource, frozenset[
             resource = parse_resource(entry.get("resource"))
         except ValueError:
             continue
-        out.append((resource, frozenset(a for a in entry["actions"] if isinstance(a, str) and a in ACTIONS)))
+        out.append((resource, frozenset(a for a in entry["actions"] if is_string(a) and a in ACTIONS)))
     return out
 
 
