@@ -121,17 +121,20 @@ def _op_msg(command: dict[str, Any], request_id: int, flags: int = 0) -> bytes:
     return HEADER.pack(HEADER.size + len(body), request_id, 0, 2013) + body
 
 
+_PENDING: dict[int, bytes] = {}  # bytes read past the last message, per socket (streamed replies)
+
+
 def _read(sock: socket.socket) -> tuple[int, int, int, dict[str, Any]]:
     """(requestID, responseTo, OP_MSG flags, document) of the next message."""
-    data = b""
+    data = _PENDING.pop(sock.fileno(), b"")
     while len(data) < 4 or len(data) < struct.unpack_from("<i", data)[0]:
         chunk = sock.recv(1 << 20)
         assert chunk, "the server closed the connection"
         data += chunk
     length, request_id, response_to, _op = HEADER.unpack_from(data)
-    assert len(data) == length
+    _PENDING[sock.fileno()] = data[length:]
     (flags,) = struct.unpack_from("<I", data, HEADER.size)
-    return request_id, response_to, flags, bson.decode(data[HEADER.size + 5 :])
+    return request_id, response_to, flags, bson.decode(data[HEADER.size + 5 : length])
 
 
 def test_an_exhaust_get_more_streams_its_batches(server: RunningServer) -> None:
