@@ -16,6 +16,7 @@ Manual: https://www.mongodb.com/docs/manual/core/security-user-defined-roles/
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -58,6 +59,18 @@ def parents(role: RoleName, lookup: RoleLookup) -> list[RoleName]:
 
 def closure(roles: Iterable[RoleName], lookup: RoleLookup) -> list[RoleName]:
     """``roles`` and every role they inherit, each once, in discovery order."""
+    start = tuple(roles)
+    if all(is_built_in(*role) for role in start):
+        return list(_built_in_closure(start))
+    return _closure(start, lookup)
+
+
+@functools.cache
+def _built_in_closure(roles: tuple[RoleName, ...]) -> tuple[RoleName, ...]:
+    return tuple(_closure(roles, lambda role, db: None))
+
+
+def _closure(roles: tuple[RoleName, ...], lookup: RoleLookup) -> list[RoleName]:
     out: list[RoleName] = []
     seen: set[RoleName] = set()
     stack = list(roles)[::-1]
@@ -99,8 +112,28 @@ def direct_privileges(role: RoleName, lookup: RoleLookup) -> PrivilegeSet:
 
 
 def privileges_of(roles: Iterable[RoleName], lookup: RoleLookup) -> PrivilegeSet:
-    """Everything ``roles`` grant, inheritance included."""
+    """Everything ``roles`` grant, inheritance included (a shared set when they are all built-in:
+    callers only read it)."""
+    start = tuple(roles)
+    if all(is_built_in(*role) for role in start):
+        return _built_in_privileges(frozenset(_built_in_closure(start)))
+    held = _closure(start, lookup)
+    built_in = _built_in_privileges(frozenset(role for role in held if is_built_in(*role)))
+    custom = [role for role in held if not is_built_in(*role)]
+    if not custom:
+        return built_in
     out = PrivilegeSet()
-    for role in closure(roles, lookup):
+    out.update(built_in)
+    for role in custom:
         out.update(direct_privileges(role, lookup))
+    return out
+
+
+@functools.cache
+def _built_in_privileges(roles: frozenset[RoleName]) -> PrivilegeSet:
+    """The union of built-in roles' own privileges (built-in roles never change: computed once)."""
+    out = PrivilegeSet()
+    for role in roles:
+        for resource, actions in built_in_direct(*role):
+            out.add(resource, actions)
     return out
