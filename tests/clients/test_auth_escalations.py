@@ -222,3 +222,19 @@ def test_secrets_reach_neither_error_messages_nor_logs(
             deployment.host, deployment.port, username="rw", password="wrong" + SECRET, authSource="dbB"
         ).dbB.command("ping")
     assert SECRET not in caplog.text
+
+
+def test_list_collections_with_authorized_collections_lists_what_the_user_may_touch(deployment: Deployment) -> None:
+    deployment.root.dbA.public.insert_one({"_id": 1})
+    deployment.root.admin.command(
+        "createRole",
+        "publicReader",
+        privileges=[{"resource": {"db": "dbA", "collection": "public"}, "actions": ["find"]}],
+        roles=[],
+    )
+    deployment.root.dbB.command("createUser", "visitor", pwd=SECRET, roles=[{"role": "publicReader", "db": "admin"}])
+    visitor = deployment.client("visitor")
+    names = visitor.dbA.command("listCollections", 1, nameOnly=True, authorizedCollections=True)["cursor"]
+    assert [c["name"] for c in names["firstBatch"]] == ["public"]
+    refused(lambda: visitor.dbA.command("listCollections", 1))  # without both options: listCollections needed
+    assert visitor.list_database_names() == ["dbA"]  # a collection privilege shows its database

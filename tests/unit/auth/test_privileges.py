@@ -136,6 +136,19 @@ def test_built_in_roles_grant_the_manuals_actions() -> None:
     assert role_privileges("root", "shop").grants == {}
 
 
+def test_role_inheritance_survives_a_cycle_written_into_storage() -> None:
+    stored = {
+        ("a", "shop"): {"roles": [{"role": "b", "db": "shop"}], "privileges": []},
+        ("b", "shop"): {
+            "roles": [{"role": "a", "db": "shop"}, {"role": "read", "db": "shop"}],
+            "privileges": [{"resource": {"db": "shop", "collection": "c"}, "actions": ["insert", "nonsense"]}],
+        },
+    }
+    granted = privileges_of([("a", "shop")], lambda role, db: stored.get((role, db)))
+    assert granted.allows(namespace("shop", "c"), ["insert", "find"])
+    assert not granted.allows(namespace("shop", "c"), ["remove"])
+
+
 def test_every_registered_command_has_a_privilege_rule() -> None:
     assert sorted(name for name in COMMANDS.names() if name not in RULES) == []
 
