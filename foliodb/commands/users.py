@@ -120,7 +120,7 @@ def no_restrictions(cmd: Mapping[str, Any]) -> None:
 def _credentials(name: str, password: str, mechanisms: tuple[str, ...]) -> dict[str, Any]:
     try:
         return scram.credentials(name, password, mechanisms)
-    except ValueError as exc:  # SASLprep refuses the password (a prohibited or unassigned character)
+    except (ValueError, IndexError) as exc:  # SASLprep refuses it (pymongo's raises IndexError when nothing is left)
         raise CommandError(ErrorCode.BadValue, f"Error preparing the password: {exc}") from None
 
 
