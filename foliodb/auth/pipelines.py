@@ -47,10 +47,20 @@ from foliodb.query.bsontypes import is_string
 # (the database, a view's name) -> (the name it is defined on, its pipeline), or None for a non-view.
 ViewLookup = Callable[[str, str], tuple[str, list[Any]] | None]
 
-# Stages that read or write namespaces, or need privileges of their own.
-NAMESPACE_STAGES = frozenset(
-    {"$lookup", "$graphLookup", "$unionWith", "$facet", "$out", "$merge", "$collStats", "$indexStats", "$currentOp"}
-)
+# The stages that read or write namespaces, or need privileges of their own, and what each needs
+# (the walker below implements these; docs/security.md prints them).
+STAGE_NEEDS = {
+    "$lookup": "find on `from` (another database with `{db, coll}`); its sub-pipeline's needs",
+    "$graphLookup": "find on `from`",
+    "$unionWith": "find on `coll`; its sub-pipeline's needs",
+    "$facet": "the needs of each sub-pipeline",
+    "$out": "insert, remove on the target",
+    "$merge": "insert and/or update on the target, by whenMatched/whenNotMatched",
+    "$collStats": "collStats on the aggregated collection (instead of find)",
+    "$indexStats": "indexStats on the aggregated collection (instead of find)",
+    "$currentOp": "inprog on the cluster",
+}
+NAMESPACE_STAGES = frozenset(STAGE_NEEDS)
 # Stages that are their own source: no find on the aggregated collection.
 INITIAL_SOURCES = frozenset({"$collStats", "$indexStats", "$currentOp", "$documents"})
 
