@@ -33,7 +33,7 @@ https://www.mongodb.com/docs/manual/reference/resource-document/
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,9 +172,6 @@ class Privilege:
     resource: Resource
     actions: frozenset[str]
 
-    def document(self) -> dict[str, Any]:
-        return {"resource": self.resource.document(), "actions": sorted(self.actions)}
-
 
 def privilege(resource: Resource, *actions: str) -> Privilege:
     return Privilege(resource, frozenset(actions))
@@ -230,9 +227,6 @@ class PrivilegeSet:
             for resource, actions in sorted(self.grants.items())
             if actions
         ]
-
-    def __iter__(self) -> Iterator[tuple[Resource, set[str]]]:
-        return iter(self.grants.items())
 
 
 # -- the built-in roles ------------------------------------------------------------------
