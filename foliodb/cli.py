@@ -27,6 +27,8 @@ from foliodb.advisor.advise import DEFAULT_SAMPLE
 from foliodb.demo import run as run_demo
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.server import DEFAULT_PORT, Server
+from foliodb.server.tls import MODES as TLS_MODES
+from foliodb.server.tls import TLSError
 from foliodb.tools import files
 from foliodb.tools.dump import SKIPPED_DATABASES, dump, dump_archive
 from foliodb.tools.exporter import ExportOptions, export_documents
@@ -98,6 +100,13 @@ def build_parser() -> Parser:
     serve.add_argument("--bind_ip", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=port, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks one)")
     serve.add_argument("--auth", action="store_true", help="require users (SCRAM) and check their roles")
+    serve.add_argument("--tlsMode", choices=TLS_MODES, default="disabled", help="TLS, as mongod (default disabled)")
+    serve.add_argument("--tlsCertificateKeyFile", help="the server's certificate and key, one PEM file")
+    serve.add_argument("--tlsCAFile", help="CA certificates (PEM) that sign client certificates (MONGODB-X509)")
+    serve.add_argument(
+        "--tlsAllowConnectionsWithoutCertificates", action="store_true", help="with --tlsCAFile, certificates optional"
+    )
+    serve.add_argument("--maxConns", type=int, help="connection limit (default: 80%% of the soft RLIMIT_NOFILE)")
 
     dump_cmd = _tool(commands, "dump", "write databases in mongodump's format (mongorestore loads them into MongoDB)")
     out = dump_cmd.add_mutually_exclusive_group()
@@ -203,7 +212,17 @@ def main(argv: list[str] | None = None) -> int:
             run_demo(args.dbpath)
             return 0
         if args.command == "serve":
-            return run_server(args.dbpath, args.bind_ip, args.port, args.auth)
+            return run_server(
+                args.dbpath,
+                args.bind_ip,
+                args.port,
+                args.auth,
+                tls_mode=args.tlsMode,
+                tls_certificate_key_file=args.tlsCertificateKeyFile,
+                tls_ca_file=args.tlsCAFile,
+                tls_allow_connections_without_certificates=args.tlsAllowConnectionsWithoutCertificates,
+                max_conns=args.maxConns,
+            )
         return COMMANDS[args.command](args)
     except BrokenPipeError:
         # The reader went away (say, `| head`): stop quietly, as Unix tools do.
@@ -223,19 +242,25 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def run_server(dbpath: str, host: str, port: int, auth: bool) -> int:
+def run_server(dbpath: str, host: str, port: int, auth: bool, **options: Any) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     try:
-        server = Server(dbpath, host, port, auth=auth)
+        server = Server(dbpath, host, port, auth=auth, **options)
     except CommandError as exc:
         message = in_use_message(dbpath) if exc.code == ErrorCode.DBPathInUse else exc.errmsg
         print(f"foliodb serve: {message}", file=sys.stderr)
+        return 1
+    except TLSError as exc:
+        print(f"foliodb serve: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"foliodb serve: cannot open the dbpath {dbpath}: {os_reason(exc, with_file=False)}", file=sys.stderr)
         return 1
     try:
         host, port = server.start()
+    except TLSError as exc:
+        print(f"foliodb serve: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             reason = f"port {port} on {host} is in use by another process (choose another with --port; 0 picks one)"

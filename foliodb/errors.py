@@ -44,6 +44,7 @@ class ErrorCode(IntEnum):
     CursorNotFound = 43
     NoMatchingDocument = 47
     NamespaceExists = 48
+    InvalidRoleModification = 49
     MaxTimeMSExpired = 50
     DollarPrefixedFieldName = 52
     InvalidIdField = 53
@@ -80,6 +81,7 @@ class ErrorCode(IntEnum):
     IllegalOpMsgFlag = 223
     QueryFeatureNotAllowed = 224
     TransactionTooOld = 225
+    CursorKilled = 237
     NotImplemented = 238
     IndexBuildAborted = 276
     ConversionFailure = 241

@@ -1,137 +1,139 @@
-"""Built-in roles and the privilege each command needs, for ``foliodb serve --auth``.
+"""Roles: built-in ones (:mod:`foliodb.auth.privileges`) and user-defined ones,
+stored as mongod stores them in ``admin.system.roles``::
 
-Privileges are coarse action groups rather than MongoDB's individual actions;
-each built-in role grants the groups its documented actions fall into:
+    {_id: "<db>.<role>", role, db,
+     privileges: [{resource: {db, collection} | {cluster: true} | {anyResource: true}, actions: [...]}],
+     roles: [{role, db}],                       # inherited roles
+     authenticationRestrictions: [...]}         # optional, kept as given
 
-    read        find, aggregate, count, distinct, getMore, listCollections, listIndexes, stats
-    write       insert, update, delete, findAndModify, bulkWrite, $out/$merge
-    collections create, drop, createIndexes, dropIndexes, renameCollection (readWrite has them)
-    dbAdmin     collMod, dropDatabase, validate, profile, compact
-    userAdmin   createUser, updateUser, dropUser, usersInfo, grant/revoke roles
-    cluster     serverStatus, hostInfo, getCmdLineOpts, get/setParameter, getLog, shutdown
+A role holds its own privileges and every privilege of the roles it inherits,
+transitively. The role graph has no cycles (the role commands refuse one),
+but the walk below keeps a visited set anyway: a document written directly
+into ``admin.system.roles`` is data, not a promise.
 
-Manual: https://www.mongodb.com/docs/manual/reference/built-in-roles/
+Manual: https://www.mongodb.com/docs/manual/core/security-user-defined-roles/
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-# Commands anyone may run, authenticated or not (the handshake and SASL itself).
-UNAUTHENTICATED = frozenset(
-    {
-        "hello",
-        "isMaster",
-        "ismaster",
-        "saslStart",
-        "saslContinue",
-        "ping",
-        "buildInfo",
-        "buildinfo",
-        "connectionStatus",
-        "endSessions",
-        "whatsmyuri",
-        "listCommands",
-    }
+from foliodb.auth.privileges import (
+    ACTIONS,
+    PrivilegeSet,
+    Resource,
+    built_in_direct,
+    built_in_parents,
+    is_built_in,
+    parse_resource,
 )
+from foliodb.query.bsontypes import is_string
 
-_CATEGORY = {
-    **dict.fromkeys(
-        (
-            "find",
-            "getMore",
-            "killCursors",
-            "count",
-            "distinct",
-            "listCollections",
-            "listIndexes",
-            "dbStats",
-            "collStats",
-            "explain",
-            "aggregate",
-        ),
-        "read",
-    ),
-    **dict.fromkeys(("insert", "update", "delete", "findAndModify", "findandmodify", "bulkWrite"), "write"),
-    **dict.fromkeys(("create", "drop", "createIndexes", "dropIndexes", "renameCollection"), "collections"),
-    **dict.fromkeys(("collMod", "dropDatabase", "validate", "profile", "compact"), "dbAdmin"),
-    **dict.fromkeys(
-        (
-            "createUser",
-            "updateUser",
-            "dropUser",
-            "dropAllUsersFromDatabase",
-            "usersInfo",
-            "grantRolesToUser",
-            "revokeRolesFromUser",
-        ),
-        "userAdmin",
-    ),
-    **dict.fromkeys(
-        ("serverStatus", "hostInfo", "getCmdLineOpts", "getParameter", "setParameter", "getLog", "shutdown"),
-        "cluster",
-    ),
-}
-
-# Role -> (the groups it grants, whether it spans every database).
-BUILT_IN_ROLES: dict[str, tuple[frozenset[str], bool]] = {
-    "read": (frozenset({"read"}), False),
-    "readWrite": (frozenset({"read", "write", "collections"}), False),
-    "dbAdmin": (frozenset({"dbAdmin", "collections"}), False),
-    "userAdmin": (frozenset({"userAdmin"}), False),
-    "dbOwner": (frozenset({"read", "write", "collections", "dbAdmin", "userAdmin"}), False),
-    "readAnyDatabase": (frozenset({"read"}), True),
-    "readWriteAnyDatabase": (frozenset({"read", "write", "collections"}), True),
-    "userAdminAnyDatabase": (frozenset({"userAdmin"}), True),
-    "dbAdminAnyDatabase": (frozenset({"dbAdmin", "collections"}), True),
-    "clusterMonitor": (frozenset({"cluster-read"}), True),
-    "clusterAdmin": (frozenset({"cluster-read", "cluster"}), True),
-    "backup": (frozenset({"read"}), True),
-    "restore": (frozenset({"write", "collections", "userAdmin"}), True),
-    "root": (frozenset({"read", "write", "collections", "dbAdmin", "userAdmin", "cluster-read", "cluster"}), True),
-}
-# The "AnyDatabase" and cluster roles exist only in the admin database.
-ADMIN_ONLY = frozenset(name for name, (_, any_db) in BUILT_IN_ROLES.items() if any_db)
-_CLUSTER_READS = frozenset({"serverStatus", "hostInfo", "getCmdLineOpts", "getParameter", "getLog"})
+RoleName = tuple[str, str]  # (role, db)
+# (role, db) -> the role's admin.system.roles document, or None.
+RoleLookup = Callable[[str, str], Mapping[str, Any] | None]
 
 
-def required(db: str, cmd: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The ``(database, group)`` privileges ``cmd`` needs; [] when authentication alone suffices."""
-    name = next(iter(cmd))
-    group = _CATEGORY.get(name)
-    if group is None:
-        return []  # listDatabases, unknown commands...: any authenticated user
-    if group == "cluster":
-        return [("admin", "cluster-read" if name in _CLUSTER_READS else "cluster")]
-    if name == "aggregate" and _writes(cmd):
-        return [(db, "read"), (db, "write")]
-    if name == "bulkWrite":
-        namespaces = cmd.get("nsInfo") or []
-        dbs = {str(ns.get("ns", "")).partition(".")[0] for ns in namespaces if isinstance(ns, Mapping)}
-        return [(target, "write") for target in sorted(dbs)]
-    if name == "renameCollection":
-        source, target = str(cmd.get("renameCollection", "")), str(cmd.get("to", ""))
-        return [(source.partition(".")[0], "collections"), (target.partition(".")[0], "collections")]
-    return [(db, group)]
+def role_ref(value: Any) -> RoleName | None:
+    """A ``{role, db}`` document as a RoleName; None when it is not one."""
+    if isinstance(value, Mapping) and is_string(value.get("role")) and is_string(value.get("db")):
+        return value["role"], value["db"]
+    return None
 
 
-def _writes(cmd: Mapping[str, Any]) -> bool:
-    pipeline = cmd.get("pipeline")
-    if not isinstance(pipeline, list) or not pipeline or not isinstance(pipeline[-1], Mapping):
-        return False
-    return any(stage in ("$out", "$merge") for stage in pipeline[-1])
+def exists(role: RoleName, lookup: RoleLookup) -> bool:
+    return is_built_in(*role) or lookup(*role) is not None
 
 
-def granted(roles: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:
-    """``(database or "*", group)`` pairs that a user's ``[{role, db}]`` grant."""
-    out: set[tuple[str, str]] = set()
-    for role in roles:
-        groups, any_db = BUILT_IN_ROLES.get(str(role.get("role")), (frozenset(), False))
-        scope = "*" if any_db else str(role.get("db"))
-        out.update((scope, group) for group in groups)
+def parents(role: RoleName, lookup: RoleLookup) -> list[RoleName]:
+    """The roles ``role`` inherits directly."""
+    if is_built_in(*role):
+        return list(built_in_parents(*role))
+    doc = lookup(*role)
+    if doc is None:
+        return []
+    return [ref for ref in map(role_ref, doc.get("roles") or []) if ref is not None]
+
+
+def closure(roles: Iterable[RoleName], lookup: RoleLookup) -> list[RoleName]:
+    """``roles`` and every role they inherit, each once, in discovery order."""
+    start = tuple(roles)
+    if all(is_built_in(*role) for role in start):
+        return list(_built_in_closure(start))
+    return _closure(start, lookup)
+
+
+@functools.cache
+def _built_in_closure(roles: tuple[RoleName, ...]) -> tuple[RoleName, ...]:
+    return tuple(_closure(roles, lambda role, db: None))
+
+
+def _closure(roles: tuple[RoleName, ...], lookup: RoleLookup) -> list[RoleName]:
+    out: list[RoleName] = []
+    seen: set[RoleName] = set()
+    stack = list(roles)[::-1]
+    while stack:
+        role = stack.pop()
+        if role in seen:
+            continue
+        seen.add(role)
+        out.append(role)
+        stack.extend(reversed(parents(role, lookup)))
     return out
 
 
-def allows(privileges: set[tuple[str, str]], needed: list[tuple[str, str]]) -> bool:
-    return all((db, group) in privileges or ("*", group) in privileges for db, group in needed)
+def stored_privileges(doc: Mapping[str, Any]) -> list[tuple[Resource, frozenset[str]]]:
+    """A role document's own privileges; entries that do not parse grant nothing."""
+    out = []
+    for entry in doc.get("privileges") or []:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("actions"), list):
+            continue
+        try:
+            resource = parse_resource(entry.get("resource"))
+        except ValueError:
+            continue
+        out.append((resource, frozenset(a for a in entry["actions"] if is_string(a) and a in ACTIONS)))
+    return out
+
+
+def direct_privileges(role: RoleName, lookup: RoleLookup) -> PrivilegeSet:
+    """The privileges a role names itself."""
+    out = PrivilegeSet()
+    if is_built_in(*role):
+        for resource, actions in built_in_direct(*role):
+            out.add(resource, actions)
+        return out
+    doc = lookup(*role)
+    for resource, actions in stored_privileges(doc) if doc is not None else []:
+        out.add(resource, actions)
+    return out
+
+
+def privileges_of(roles: Iterable[RoleName], lookup: RoleLookup) -> PrivilegeSet:
+    """Everything ``roles`` grant, inheritance included (a shared set when they are all built-in:
+    callers only read it)."""
+    start = tuple(roles)
+    if all(is_built_in(*role) for role in start):
+        return _built_in_privileges(frozenset(_built_in_closure(start)))
+    held = _closure(start, lookup)
+    built_in = _built_in_privileges(frozenset(role for role in held if is_built_in(*role)))
+    custom = [role for role in held if not is_built_in(*role)]
+    if not custom:
+        return built_in
+    out = PrivilegeSet()
+    out.update(built_in)
+    for role in custom:
+        out.update(direct_privileges(role, lookup))
+    return out
+
+
+@functools.cache
+def _built_in_privileges(roles: frozenset[RoleName]) -> PrivilegeSet:
+    """The union of built-in roles' own privileges (built-in roles never change: computed once)."""
+    out = PrivilegeSet()
+    for role in roles:
+        for resource, actions in built_in_direct(*role):
+            out.add(resource, actions)
+    return out

@@ -71,8 +71,12 @@ def credentials(user: str, password: str, mechanisms: tuple[str, ...] = MECHANIS
 
 
 def _fields(message: bytes) -> dict[str, str]:
+    try:
+        text = message.decode()
+    except UnicodeDecodeError:
+        raise ScramError("a SCRAM message must be UTF-8") from None
     fields: dict[str, str] = {}
-    for part in message.decode().split(","):
+    for part in text.split(","):
         if len(part) < 2 or part[1] != "=":
             raise ScramError(f"malformed SCRAM attribute {part!r}")
         fields[part[0]] = part[2:]
@@ -116,14 +120,17 @@ class Conversation:
     def finish(self, payload: bytes) -> bytes:
         """Check the client's proof; the server-final message (its signature)."""
         fields = _fields(payload)
-        if fields.get("r") != self.nonce or "p" not in fields:
+        if fields.get("r") != self.nonce or "p" not in fields or b",p=" not in payload:
             raise ScramError("the client-final message does not continue this conversation")
         without_proof = payload[: payload.rindex(b",p=")]
         auth_message = b",".join((self.client_first_bare, self.server_first, without_proof))
         digest = _DIGESTS[self.mechanism]
         stored_key = base64.standard_b64decode(self.stored["storedKey"])
         signature = _hmac(stored_key, auth_message, digest)
-        proof = base64.standard_b64decode(fields["p"])
+        try:
+            proof = base64.standard_b64decode(fields["p"])
+        except ValueError:  # binascii.Error
+            raise ScramError("the client's proof is not base64") from None
         if len(proof) != len(signature):
             raise ScramError("the client's proof has the wrong length")
         client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))

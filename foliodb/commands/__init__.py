@@ -15,6 +15,7 @@ from foliodb.commands import (  # noqa: F401  (each module registers its command
     indexes,
     parameters,
     profiler,
+    roles,
     stats,
     users,
     write,

@@ -11,6 +11,7 @@ from typing import Any
 
 from bson.binary import Binary, UuidRepresentation
 
+from foliodb.auth.caller import authorized_collections, authorized_databases
 from foliodb.commands import params
 from foliodb.commands.cursors import cursor_reply
 from foliodb.commands.executor import Request
@@ -129,10 +130,11 @@ def cmd_listCollections(request: Request, cmd: Mapping[str, Any]) -> dict[str, A
     filter_spec = params.field(cmd, "filter", "object", "listCollections")
     name_only = bool(params.field(cmd, "nameOnly", "bool", "listCollections", default=False))
     matcher = compile_filter(filter_spec)
+    visible = authorized_collections(request.db, cmd)
     out = []
     for info in request.engine.collections(request.db):
         entry = collection_entry(info)
-        if not matcher(entry):
+        if not matcher(entry) or not visible(entry["name"]):
             continue
         out.append({"name": entry["name"], "type": entry["type"]} if name_only else entry)
     cursor = cmd.get("cursor") or {}
@@ -146,9 +148,12 @@ def cmd_listDatabases(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
     name_only = bool(params.field(cmd, "nameOnly", "bool", "listDatabases", default=False))
     matcher = compile_filter(filter_spec)
     engine = request.engine
+    visible = authorized_databases(cmd)
     databases = []
     total = 0
     for db in sorted({*engine.databases(), *SYSTEM_DATABASES}):
+        if not visible(db):
+            continue
         size = database_size(engine, db)
         entry: dict[str, Any] = {"name": db, "sizeOnDisk": size, "empty": not engine.collections(db)}
         if not matcher(entry):

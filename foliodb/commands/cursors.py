@@ -1,16 +1,26 @@
-"""Server-side cursors: open result streams, their ids, batches and timeouts.
+"""Server-side cursors: open result streams, their ids, owners, batches and timeouts.
 
 A cursor is a Python iterator of result documents plus its namespace. The
 first batch is produced by the command that opened it; ``getMore`` pulls the
-next batches. A cursor idle for 10 minutes (MongoDB's
-``cursorTimeoutMillis``) is closed unless it was opened with
-``noCursorTimeout``.
+next batches. Invariants:
+
+* ids are random 63-bit numbers (as mongod's), so one client cannot guess
+  another's cursor;
+* under ``--auth`` a cursor belongs to the users that opened it
+  (:data:`foliodb.auth.caller.CALLER`) and keeps the privileges its command
+  needed: a getMore from other users, or from users who have since lost those
+  privileges, is Unauthorized (13), and killCursors of another user's cursor
+  needs ``killAnyCursor``, as with mongod;
+* a cursor idle longer than ``cursorTimeoutMillis`` (10 minutes; setParameter
+  changes it) is closed by a reaper thread, unless it was opened with
+  ``noCursorTimeout``; a cursor in use by a getMore is never closed under it:
+  a kill marks it, and the getMore closes it when its batch is done.
 """
 
 from __future__ import annotations
 
 import itertools
-import random
+import secrets
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -19,8 +29,11 @@ from typing import Any
 
 import bson
 from bson import Int64
+from bson.errors import InvalidDocument
 from bson.raw_bson import RawBSONDocument
 
+from foliodb.auth.caller import CALLER
+from foliodb.auth.privileges import Privilege, namespace, privilege
 from foliodb.commands import params
 from foliodb.commands.registry import COMMANDS
 from foliodb.engine.catalog import CODEC
@@ -29,7 +42,8 @@ from foliodb.errors import CommandError, ErrorCode
 # The reply batch limit: MongoDB stops a batch at 16 MiB of documents; the
 # default first batch of find/aggregate is 101 documents.
 DEFAULT_FIRST_BATCH = 101
-CURSOR_TIMEOUT_SECONDS = 600.0
+CURSOR_TIMEOUT_MILLIS = 600_000  # mongod's cursorTimeoutMillis default
+REAPER_PERIOD_SECONDS = 4.0  # mongod's clientCursorMonitorFrequencySecs
 MAX_BATCH_BYTES = 16 * 1024 * 1024
 RAW = bson.CodecOptions(document_class=RawBSONDocument)
 
@@ -82,55 +96,131 @@ class Cursor:
     no_timeout: bool = False
     last_used: float = 0.0
     lsid: Any = None
+    await_data: bool = False  # a tailable awaitData cursor: getMore may carry maxTimeMS
+    owners: frozenset[tuple[str, str]] | None = None  # (db, user); None: opened without authorization
+    privileges: tuple[Privilege, ...] = ()  # what the opening command needed
+    in_use: bool = False  # a getMore is taking a batch from it
+    killed: bool = False  # killed while in use: the getMore closes it
 
 
 class CursorManager:
     def __init__(self) -> None:
         self._cursors: dict[int, Cursor] = {}
         self._lock = threading.Lock()
-        self._ids = itertools.count(random.randrange(1 << 40, 1 << 50))
+        self.timeout_millis = CURSOR_TIMEOUT_MILLIS
+        self._reaper: threading.Thread | None = None
+        self._stopped = threading.Event()
+
+    def _new_id(self) -> int:
+        while True:
+            cursor_id = secrets.randbits(63)
+            if cursor_id and cursor_id not in self._cursors:
+                return cursor_id
 
     def open(self, ns: str, source: Iterator[dict[str, Any]], **options: Any) -> Cursor:
         lookahead = source if isinstance(source, Lookahead) else Lookahead(source)
-        cursor = Cursor(next(self._ids), ns, lookahead, last_used=time.monotonic(), **options)
+        caller = CALLER.get()
+        if caller is not None:
+            options.setdefault("owners", caller.users)
+            options.setdefault("privileges", caller.needed)
         with self._lock:
-            self._reap()
+            cursor = Cursor(self._new_id(), ns, lookahead, last_used=time.monotonic(), **options)
             self._cursors[cursor.id] = cursor
+            if self._reaper is None and not self._stopped.is_set():
+                self._reaper = threading.Thread(target=self._reap_loop, name="foliodb-cursor-reaper", daemon=True)
+                self._reaper.start()
         return cursor
 
     def get(self, cursor_id: int, ns: str) -> Cursor:
+        """The cursor, pinned for a getMore (:meth:`release` unpins it)."""
         with self._lock:
             cursor = self._cursors.get(cursor_id)
-        if cursor is None:
-            raise CommandError(ErrorCode.CursorNotFound, f"cursor id {cursor_id} not found")
-        if cursor.ns != ns:
-            raise CommandError(
-                ErrorCode.Unauthorized,
-                f"Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {cursor.ns}",
-            )
-        cursor.last_used = time.monotonic()
+            if cursor is None:
+                raise CommandError(ErrorCode.CursorNotFound, f"cursor id {cursor_id} not found")
+            _check_owner(cursor)
+            if cursor.ns != ns:
+                raise CommandError(
+                    ErrorCode.Unauthorized,
+                    f"Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {cursor.ns}",
+                )
+            caller = CALLER.get()
+            if caller is not None and cursor.owners is not None and not caller.subject.allows(cursor.privileges):
+                raise CommandError(ErrorCode.Unauthorized, f"not authorized for getMore with cursor id {cursor_id}")
+            if cursor.in_use:
+                raise CommandError(ErrorCode.OperationFailed, f"cursor id {cursor_id} is already in use")
+            cursor.in_use = True
+            cursor.last_used = time.monotonic()
+        return cursor
+
+    def release(self, cursor: Cursor) -> None:
+        """Unpin a cursor after its getMore; one killed meanwhile is closed now."""
+        with self._lock:
+            cursor.in_use = False
+            cursor.last_used = time.monotonic()
+            killed = cursor.killed
+        if killed:
+            cursor.source.close()
+
+    def owner_check(self, cursor_id: int) -> Cursor | None:
+        """The cursor ``cursor_id`` if it exists, after checking the caller may kill it."""
+        with self._lock:
+            cursor = self._cursors.get(cursor_id)
+        if cursor is not None:
+            caller = CALLER.get()
+            if (
+                caller is not None
+                and cursor.owners is not None
+                and not caller.users & cursor.owners
+                and not caller.subject.allows([privilege(namespace(*cursor.ns.split(".", 1)), "killAnyCursor")])
+            ):
+                raise CommandError(ErrorCode.Unauthorized, f"not authorized to kill cursor on {cursor.ns}")
         return cursor
 
     def kill(self, cursor_id: int) -> bool:
         with self._lock:
             cursor = self._cursors.pop(cursor_id, None)
+            if cursor is not None and cursor.in_use:
+                cursor.killed = True
+                return True
         if cursor is None:
             return False
         cursor.source.close()
         return True
 
     def kill_all(self) -> None:
+        """Close every cursor and stop the reaper (the executor is closing)."""
+        self._stopped.set()
         for cursor_id in list(self._cursors):
             self.kill(cursor_id)
+        reaper = self._reaper
+        if reaper is not None and reaper is not threading.current_thread():
+            reaper.join(timeout=10)
 
-    def _reap(self) -> None:
-        now = time.monotonic()
-        for cursor in list(self._cursors.values()):
-            if not cursor.no_timeout and now - cursor.last_used > CURSOR_TIMEOUT_SECONDS:
-                self._cursors.pop(cursor.id, None)
+    def reap(self) -> int:
+        """Close the cursors idle longer than ``timeout_millis``; how many."""
+        deadline = time.monotonic() - self.timeout_millis / 1000.0
+        with self._lock:
+            expired = [
+                c for c in self._cursors.values() if not c.no_timeout and not c.in_use and c.last_used < deadline
+            ]
+            for cursor in expired:
+                del self._cursors[cursor.id]
+        for cursor in expired:
+            cursor.source.close()
+        return len(expired)
+
+    def _reap_loop(self) -> None:
+        while not self._stopped.wait(min(REAPER_PERIOD_SECONDS, max(0.05, self.timeout_millis / 4000.0))):
+            self.reap()
 
     def __len__(self) -> int:
         return len(self._cursors)
+
+
+def _check_owner(cursor: Cursor) -> None:
+    caller = CALLER.get()
+    if caller is not None and cursor.owners is not None and not caller.users & cursor.owners:
+        raise CommandError(ErrorCode.Unauthorized, f"cursor id {cursor.id} was not created by the authenticated user")
 
 
 def take_batch(source: Lookahead, size: int | None, measure: bool = False) -> tuple[list[Any], bool]:
@@ -164,7 +254,10 @@ def _take_measured(source: Lookahead, size: int | None) -> tuple[list[Any], bool
     batch: list[Any] = []
     total = 0
     for doc in source:
-        data = bson.encode(doc, codec_options=CODEC)
+        try:
+            data = bson.encode(doc, codec_options=CODEC)
+        except InvalidDocument as exc:  # a key with a NUL byte, say, that a stage let through
+            raise CommandError(ErrorCode.BadValue, f"a result document cannot be returned as BSON: {exc}") from None
         if batch and total + len(data) > MAX_BATCH_BYTES:
             source.pending.append(doc)  # the next batch starts with it
             return batch, False
@@ -220,22 +313,34 @@ def cmd_getMore(request: Any, cmd: Mapping[str, Any]) -> dict[str, Any]:
         raise CommandError(ErrorCode.FailedToParse, "BSON field 'getMore.collection' is missing but a required field")
     ns = f"{request.db}.{coll}"
     batch_size = params.field(cmd, "batchSize", "integer", "getMore")
-    cursor = request.cursors.get(int(cursor_id), ns)
+    cursors: CursorManager = request.cursors
+    cursor = cursors.get(int(cursor_id), ns)
     try:
+        if "maxTimeMS" in cmd and not cursor.await_data:
+            raise CommandError(ErrorCode.BadValue, "cannot set maxTimeMS on getMore command for a non-awaitData cursor")
         batch, done = take_batch(cursor.source, batch_size, measure=over_the_wire(request))
     except BaseException:
-        request.cursors.kill(cursor.id)
+        cursors.release(cursor)
+        cursors.kill(cursor.id)
         raise
-    if done:
-        request.cursors.kill(cursor.id)
+    cursors.release(cursor)
+    if done or cursor.killed:
+        cursors.kill(cursor.id)
     return {"cursor": {"nextBatch": batch, "id": Int64(0 if done else cursor.id), "ns": ns}, "ok": 1.0}
 
 
 @COMMANDS.register("killCursors")
 def cmd_killCursors(request: Any, cmd: Mapping[str, Any]) -> dict[str, Any]:
     ids = params.field(cmd, "cursors", "array", "killCursors", default=[])
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        raise CommandError(
+            ErrorCode.TypeMismatch, "BSON field 'killCursors.cursors' is the wrong type, expected 'long'"
+        )
+    cursors: CursorManager = request.cursors
+    for cursor_id in ids:  # as mongod: the whole command fails if one cursor may not be killed
+        cursors.owner_check(int(cursor_id))
     killed: list[Int64] = []
     not_found: list[Int64] = []
     for cursor_id in ids:
-        (killed if request.cursors.kill(int(cursor_id)) else not_found).append(Int64(cursor_id))
+        (killed if cursors.kill(int(cursor_id)) else not_found).append(Int64(cursor_id))
     return {"cursorsKilled": killed, "cursorsNotFound": not_found, "cursorsAlive": [], "cursorsUnknown": [], "ok": 1.0}

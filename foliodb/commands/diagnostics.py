@@ -121,13 +121,15 @@ def cmd_whatsmyuri(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
 
 @COMMANDS.register("getLog")
 def cmd_getLog(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    # FolioDB logs through Python's logging, not an in-memory ring: the logs exist and are empty.
+    # FolioDB logs through Python's logging, not an in-memory ring: the global log is empty here.
+    # startupWarnings are the server's (foliodb.server.server.startup_warnings), one JSON log line each.
     name = cmd["getLog"]
     if name == "*":
         return {"names": ["global", "startupWarnings"], "ok": 1.0}
     if name not in ("global", "startupWarnings"):
         raise CommandError(ErrorCode.OperationFailed, f"No log named '{name}'")
-    return {"totalLinesWritten": 0, "log": [], "ok": 1.0}
+    lines = list(request.extra.get("startup_warnings", ())) if name == "startupWarnings" else []
+    return {"totalLinesWritten": len(lines), "log": lines, "ok": 1.0}
 
 
 @COMMANDS.register("connectionStatus")

@@ -120,12 +120,13 @@ def cmd_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if spec.limit is not None and (batch_size == 0 or spec.limit < batch_size) and single_batch:
         batch_size = spec.limit
     ns = f"{request.db}.{name}"
+    options = {"no_timeout": fields.get("noCursorTimeout", False), "await_data": bool(fields.get("awaitData"))}
     if batch_size == 0:
         # batchSize 0: open the cursor, return nothing yet.
         source = run
-        cursor = request.cursors.open(ns, source, no_timeout=fields.get("noCursorTimeout", False))
+        cursor = request.cursors.open(ns, source, **options)
         return {"cursor": {"firstBatch": [], "id": cursor.id, "ns": ns}, "ok": 1.0}
-    return cursor_reply(request, ns, run, batch_size, single_batch, no_timeout=fields.get("noCursorTimeout", False))
+    return cursor_reply(request, ns, run, batch_size, single_batch, **options)
 
 
 # count's fields (mongod's count.idl); "fields" is accepted and ignored, as mongod does.

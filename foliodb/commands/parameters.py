@@ -5,7 +5,8 @@ One table says, per parameter, its value and whether it can change:
 
 * settable: FolioDB honours a new value at once (the TTL monitor reads
   ``ttlMonitorEnabled``/``ttlMonitorSleepSecs``, the executor reads
-  ``requireApiVersion``); current values live in ``Engine.parameters``;
+  ``requireApiVersion``, the cursor reaper ``cursorTimeoutMillis``);
+  current values live in ``Engine.parameters``;
 * startup-only in mongod too: setParameter answers IllegalOperation (20);
 * settable in mongod but fixed in FolioDB: NotImplemented (238), rather
   than a value accepted and then ignored.
@@ -24,7 +25,7 @@ from typing import Any
 
 from foliodb.auth import scram
 from foliodb.commands import params
-from foliodb.commands.cursors import CURSOR_TIMEOUT_SECONDS
+from foliodb.commands.cursors import CURSOR_TIMEOUT_MILLIS
 from foliodb.commands.diagnostics import FEATURE_COMPATIBILITY_VERSION
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
@@ -62,7 +63,7 @@ class Parameter:
 
 PARAMETERS: dict[str, Parameter] = {
     "authenticationMechanisms": Parameter(list(scram.MECHANISMS), Change.STARTUP_ONLY),
-    "cursorTimeoutMillis": Parameter(int(CURSOR_TIMEOUT_SECONDS * 1000), Change.FIXED),
+    "cursorTimeoutMillis": Parameter(CURSOR_TIMEOUT_MILLIS, Change.SETTABLE, _as_positive_int),
     # No test-only commands (configureFailPoint...) exist in FolioDB.
     "enableTestCommands": Parameter(False, Change.STARTUP_ONLY),
     "featureCompatibilityVersion": Parameter({"version": FEATURE_COMPATIBILITY_VERSION}, Change.STARTUP_ONLY),
@@ -143,4 +144,6 @@ def cmd_setParameter(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]
     reply = {"was": _current(request, changes[0][0]), "ok": 1.0}
     for name, value in changes:
         request.engine.parameters[name] = value
+        if name == "cursorTimeoutMillis":  # the reaper reads it from the cursor manager
+            request.cursors.timeout_millis = value
     return reply

@@ -8,6 +8,8 @@ type 'object'" otherwise.
 
 from __future__ import annotations
 
+import decimal
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -63,10 +65,14 @@ def required(cmd: Mapping[str, Any], name: str, kind: str, command: str) -> Any:
 def as_int(value: Any, what: str) -> int:
     if isinstance(value, Decimal128):
         value = value.to_decimal()
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+    if isinstance(value, decimal.Decimal):
+        finite = value.is_finite()
+    else:
+        finite = not isinstance(value, float) or math.isfinite(value)
+    if not finite:
         raise CommandError(ErrorCode.BadValue, f"{what} must be a finite number")
     number = int(value)
-    if isinstance(value, float) and number != value:
+    if isinstance(value, float | decimal.Decimal) and number != value:
         raise CommandError(ErrorCode.BadValue, f"{what} must be a whole number, not {value}")
     return number
 

@@ -2,10 +2,20 @@
 executor, write the reply, until the peer goes away.
 
 The executor is the embedded client's own (one command path); this layer adds
-only what belongs to a connection: the handshake's negotiation (``helloOk``,
-compression), awaitable ``hello`` for drivers' monitors, ``moreToCome``
-(no reply for unacknowledged writes), and the refusals of a standalone server
-(transaction numbers, legacy opcodes).
+only what belongs to a connection: TLS, the handshake's negotiation
+(``helloOk``, compression), awaitable ``hello`` for drivers' monitors,
+``moreToCome`` (no reply for unacknowledged writes; exhaust cursors, whose
+getMore batches stream as replies the client did not ask for one by one),
+authentication and authorization (:mod:`~foliodb.server.authentication`),
+and the refusals of a standalone server (transaction numbers, legacy opcodes).
+
+Time limits, so a client cannot hold a thread by sending nothing useful:
+until its first complete message (the TLS handshake included) a connection
+has ``handshake_timeout`` seconds; once a message's first byte arrives, the
+rest must arrive within ``frame_timeout`` seconds; a reply must be taken
+within ``frame_timeout`` too. A connection idle between messages may stay
+(drivers pool idle connections). A timed-out, malformed or broken connection
+is closed alone, logged in one line; a traceback in the log means a bug.
 """
 
 from __future__ import annotations
@@ -13,18 +23,25 @@ from __future__ import annotations
 import itertools
 import logging
 import socket
+import ssl
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from foliodb.auth.caller import running_as
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.server import wire
 from foliodb.server.authentication import SASL_COMMANDS, Authenticator
+from foliodb.server.tls import looks_like_tls, subject_name
 
 if TYPE_CHECKING:
     from foliodb.server.server import Server
 
 log = logging.getLogger("foliodb.server")
+
+_CHUNK = 1 << 16  # bytes read ahead from the socket at a time
+_IDLE_POLL = 60.0  # seconds between checks for shutdown while an established connection idles
 
 _HELLO = frozenset({"hello", "ismaster", "isMaster"})
 # Commands whose replies drivers must not receive compressed (the compression spec).
@@ -44,6 +61,10 @@ _NEVER_COMPRESSED = frozenset(
 _request_ids = itertools.count(1)
 
 
+class _TimeLimitError(Exception):
+    """The peer ran out of time (see the module docstring)."""
+
+
 class Connection:
     def __init__(self, server: Server, sock: socket.socket, connection_id: int) -> None:
         self.server = server
@@ -51,46 +72,176 @@ class Connection:
         self.id = connection_id
         self.peer = _peer(sock)
         self.auth = Authenticator(server.executor.engine, server.auth, _is_loopback(self.peer))
+        self.accepted = time.monotonic()
+        self.established = False  # a complete message has arrived
+        self._buffer = bytearray()
+        self._message_started: float | None = None  # when the first byte of the message being read arrived
 
     def run(self) -> None:
-        """Serve requests until the peer closes, the stream breaks or the server stops."""
-        reader = self.sock.makefile("rb")
+        """Serve requests until the peer closes, the stream breaks, time runs out or the server stops."""
         try:
+            if not self._start_tls():
+                return
             while not self.server.stopping.is_set():
-                header = reader.read(wire.HEADER.size)
-                if len(header) < wire.HEADER.size:
+                frame = self._read_message()
+                if frame is None:
                     return  # the peer closed
-                length, request_id, _response_to, op_code = wire.read_header(header)
-                payload = reader.read(length - wire.HEADER.size)
-                if len(payload) < length - wire.HEADER.size:
-                    return
-                message = wire.decode(request_id, op_code, payload)
-                reply = self.handle(message)
-                if reply is not None:
-                    self.sock.sendall(reply)
-        except wire.ProtocolError as exc:
+                message = wire.decode(*frame)
+                self.established = True
+                for reply in self.replies(message):
+                    self._send(reply)
+        except (wire.ProtocolError, _TimeLimitError) as exc:
             log.info("closing connection %d from %s: %s", self.id, self.peer, exc)
         except OSError:
             pass  # reset by the peer, or closed by shutdown()
+        except Exception:  # a FolioDB bug: this connection ends, the server keeps serving
+            log.exception("closing connection %d from %s after an internal error", self.id, self.peer)
         finally:
-            reader.close()
             self.sock.close()
 
-    def handle(self, message: wire.Message) -> bytes | None:
-        """The encoded reply to ``message``, or None when none is wanted."""
+    # -- bytes in and out ----------------------------------------------------------------
+
+    def _start_tls(self) -> bool:
+        """Wrap the socket in TLS as the server's mode says; False when the connection must close."""
+        context, mode = self.server.tls_context, self.server.tls.mode
+        if context is None:
+            return True
+        deadline = self.accepted + self.server.handshake_timeout
+        if mode != "requireTLS":
+            is_tls = looks_like_tls(self.sock, deadline)
+            if is_tls is None:
+                log.info("closing connection %d from %s: sent nothing in time", self.id, self.peer)
+                return False
+            if not is_tls:
+                return True
+        self.sock.settimeout(max(deadline - time.monotonic(), 0.001))
+        try:
+            self.sock = context.wrap_socket(self.sock, server_side=True)
+        except (ssl.SSLError, OSError) as exc:
+            log.info("closing connection %d from %s: TLS handshake failed: %s", self.id, self.peer, exc)
+            return False
+        certificate = self.sock.getpeercert() if isinstance(self.sock, ssl.SSLSocket) else None
+        if certificate:
+            self.auth.certificate_subject = subject_name(certificate)
+        return True
+
+    def _deadline(self) -> float | None:
+        limits = []
+        if not self.established:
+            limits.append(self.accepted + self.server.handshake_timeout)
+        if self._message_started is not None:
+            limits.append(self._message_started + self.server.frame_timeout)
+        return min(limits) if limits else None
+
+    def _recv_into(self, view: memoryview) -> int:
+        """Read into ``view``; 0 at end of stream. Waits for the deadline, or forever between messages."""
+        while True:
+            deadline = self._deadline()
+            if deadline is None:
+                self.sock.settimeout(_IDLE_POLL)
+            else:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    stage = "a message stalled mid-frame" if self._message_started is not None else "sent nothing"
+                    raise _TimeLimitError(f"{stage} within the time limit")
+                self.sock.settimeout(remaining)
+            try:
+                count = self.sock.recv_into(view)
+            except TimeoutError:
+                if self.server.stopping.is_set():
+                    return 0
+                continue
+            if count and self._message_started is None:
+                self._message_started = time.monotonic()
+            return count
+
+    def _take(self, size: int) -> bytes | None:
+        """The next ``size`` bytes of the stream; None at end of stream."""
+        buffer = self._buffer
+        if size > _CHUNK and len(buffer) < size:  # a large message: read it in place
+            out = bytearray(size)
+            have = len(buffer)
+            out[:have] = buffer
+            buffer.clear()
+            view = memoryview(out)
+            while have < size:
+                count = self._recv_into(view[have:])
+                if not count:
+                    return None
+                have += count
+            return bytes(out)
+        chunk = bytearray(_CHUNK)
+        while len(buffer) < size:
+            count = self._recv_into(memoryview(chunk))
+            if not count:
+                return None
+            buffer += chunk[:count]
+        out_bytes = bytes(buffer[:size])
+        del buffer[:size]
+        return out_bytes
+
+    def _read_message(self) -> tuple[int, int, bytes] | None:
+        """(requestID, opCode, the bytes after the header) of the next message; None at end of stream."""
+        self._message_started = time.monotonic() if self._buffer else None
+        header = self._take(wire.HEADER.size)
+        if header is None:
+            return None
+        length, request_id, _response_to, op_code = wire.read_header(header)
+        payload = self._take(length - wire.HEADER.size)
+        if payload is None:
+            return None
+        return request_id, op_code, payload
+
+    def _send(self, data: bytes) -> None:
+        self.sock.settimeout(self.server.frame_timeout)
+        try:
+            self.sock.sendall(data)
+        except TimeoutError:
+            raise _TimeLimitError("did not take its reply within the time limit") from None
+
+    # -- requests --------------------------------------------------------------------------
+
+    def replies(self, message: wire.Message) -> Iterator[bytes]:
+        """The encoded replies to ``message``: none when none is wanted, several for an exhaust getMore."""
         if message.command is None:
             reply = (message.error or CommandError(ErrorCode.InvalidBSON, "invalid command")).to_reply()
         else:
             reply = self.run_command(message)
         if message.more_to_come:
-            return None
-        request_id = next(_request_ids)
+            return
         if message.op_code == wire.OP_QUERY:
-            return wire.encode_op_reply(message.request_id, reply, request_id)
+            yield self._encoded(lambda body, rid: wire.encode_op_reply(message.request_id, body, rid), reply)[0]
+            return
         compressor = None
-        if message.compressor is not None and message.command and next(iter(message.command)) not in _NEVER_COMPRESSED:
+        name = next(iter(message.command)) if message.command else None
+        if message.compressor is not None and name not in _NEVER_COMPRESSED:
             compressor = message.compressor
-        return wire.encode_op_msg(message.request_id, reply, request_id, compressor)
+        exhaust = message.exhaust_allowed and name == "getMore"
+        response_to = message.request_id
+        while True:
+            cursor = reply.get("cursor")
+            more = bool(exhaust and reply.get("ok") == 1.0 and isinstance(cursor, Mapping) and cursor.get("id"))
+            flags = wire.MORE_TO_COME if more else 0
+            to = response_to
+            frame, request_id = self._encoded(
+                lambda body, rid: wire.encode_op_msg(to, body, rid, compressor, flags), reply
+            )
+            yield frame
+            if not more or self.server.stopping.is_set():
+                return
+            # Exhaust: the next batch answers this reply, until the cursor is done.
+            response_to = request_id
+            reply = self.run_command(message)
+
+    def _encoded(self, encode: Callable[[dict[str, Any], int], bytes], reply: dict[str, Any]) -> tuple[bytes, int]:
+        """(the frame, its requestID); a reply FolioDB cannot encode (a bug) becomes an InternalError."""
+        request_id = next(_request_ids)
+        try:
+            return encode(reply, request_id), request_id
+        except Exception as exc:
+            log.exception("cannot encode a reply on connection %d", self.id)
+            error = CommandError(ErrorCode.InternalError, f"internal error: cannot encode the reply: {exc}")
+            return encode(error.to_reply(), request_id), request_id
 
     def run_command(self, message: wire.Message) -> dict[str, Any]:
         cmd = message.command
@@ -109,14 +260,26 @@ class Connection:
             return self.hello(message.db, cmd)
         if name in SASL_COMMANDS:
             return self.auth.sasl(message.db, cmd)
-        refusal = self.auth.refusal(message.db, cmd)
+        if name == "authenticate":
+            return self.auth.authenticate(message.db, cmd)
+        try:
+            refusal, caller = self.auth.authorize(message.db, cmd)
+        except Exception as exc:  # a FolioDB bug; the command does not run
+            log.exception("cannot authorize a %s command on connection %d", name, self.id)
+            return CommandError(ErrorCode.InternalError, f"internal error: {type(exc).__name__}").to_reply()
         if refusal is not None:
             return refusal.to_reply()
         if name == "shutdown":
             return self.shutdown(cmd)
-        return self.server.executor.execute(
-            message.db, cmd, connection_id=self.id, peer=self.peer, users=list(self.auth.users)
-        )
+        with running_as(caller):
+            return self.server.executor.execute(
+                message.db,
+                cmd,
+                connection_id=self.id,
+                peer=self.peer,
+                users=list(self.auth.users),
+                startup_warnings=self.server.startup_warnings,
+            )
 
     def hello(self, db: str, cmd: Mapping[str, Any]) -> dict[str, Any]:
         waited = cmd.get("topologyVersion")
@@ -140,7 +303,7 @@ class Connection:
         if isinstance(offered, list):
             # The client may then compress its requests with any of these; replies
             # use the compressor of the request they answer.
-            reply["compression"] = [name for name in offered if name in wire.COMPRESSORS]
+            reply["compression"] = [name for name in offered if isinstance(name, str) and name in wire.COMPRESSORS]
         return reply
 
     def shutdown(self, cmd: Mapping[str, Any]) -> dict[str, Any]:

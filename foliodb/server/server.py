@@ -5,36 +5,118 @@ A thread per connection suits an engine whose storage calls block (SQLite);
 commands run concurrently, as in the embedded client (see foliodb/engine/storage.py).
 Stopping closes the listener and every connection, waits for their threads,
 then releases the engine (its last close checkpoints the WAL).
+
+Availability invariants:
+
+* at most ``max_conns`` connections (mongod's ``net.maxIncomingConnections``:
+  1,000,000, and never more than 80% of the soft RLIMIT_NOFILE, so descriptors
+  remain for files); one more is closed at once, with a log line;
+* the listener never dies: an accept error (EMFILE when descriptors run out,
+  ENOBUFS, a thread that cannot start...) is logged, backed off and retried,
+  so the server accepts again once connections close;
+* the per-connection time limits are :mod:`~foliodb.server.connection`'s.
+
+Startup warnings (logged, and answered by ``getLog: "startupWarnings"``, which
+mongosh prints on connecting): serving a non-loopback address without
+``--auth``, or without TLS.
+
+Manual: https://www.mongodb.com/docs/manual/reference/configuration-options/#mongodb-setting-net.maxIncomingConnections
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
+import errno
+import ipaddress
 import itertools
+import json
 import logging
+import resource
 import socket
 import threading
+import time
 
+from foliodb.auth.redaction import install_log_filter
 from foliodb.commands.executor import Executor
 from foliodb.server.connection import Connection
+from foliodb.server.tls import TLSConfig
 
 log = logging.getLogger("foliodb.server")
 
 DEFAULT_PORT = 27017
-MAX_CONNECTIONS = 1_000_000  # what serverStatus reports as available, as mongod's default limit
+MAX_INCOMING_CONNECTIONS = 1_000_000  # mongod's default net.maxIncomingConnections
+HANDSHAKE_TIMEOUT = 30.0  # seconds from accept to the first complete message
+FRAME_TIMEOUT = 30.0  # seconds for the rest of a message once it has begun, and for taking a reply
+_BACKOFF_FIRST, _BACKOFF_MAX = 0.005, 1.0  # seconds between accept retries after an error
+
+
+def default_max_connections(requested: int = MAX_INCOMING_CONNECTIONS) -> int:
+    """``requested``, lowered to 80% of the soft RLIMIT_NOFILE as mongod lowers it."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return requested
+    return max(1, min(requested, int(soft * 0.8)))
+
+
+def _is_loopback_address(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
+
+
+def _warning_line(message: str, warning_id: int) -> str:
+    """A startup warning as mongod logs it: one line of its JSON log format."""
+    now = datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
+    entry = {
+        "t": {"$date": now},
+        "s": "W",
+        "c": "CONTROL",
+        "id": warning_id,
+        "ctx": "initandlisten",
+        "msg": message,
+        "tags": ["startupWarnings"],
+    }
+    return json.dumps(entry, separators=(",", ":"))
 
 
 class Server:
-    def __init__(self, dbpath: str, host: str = "127.0.0.1", port: int = DEFAULT_PORT, auth: bool = False) -> None:
+    def __init__(
+        self,
+        dbpath: str,
+        host: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        auth: bool = False,
+        *,
+        tls_mode: str = "disabled",
+        tls_certificate_key_file: str | None = None,
+        tls_ca_file: str | None = None,
+        tls_allow_connections_without_certificates: bool = False,
+        max_conns: int | None = None,
+        handshake_timeout: float = HANDSHAKE_TIMEOUT,
+        frame_timeout: float = FRAME_TIMEOUT,
+    ) -> None:
         self.dbpath = dbpath
         self.host = host
         self.port = port
         self.auth = auth  # every command outside the handshake needs an authorized user
+        self.tls = TLSConfig(
+            tls_mode, tls_certificate_key_file, tls_ca_file, tls_allow_connections_without_certificates
+        )
+        self.tls_context = self.tls.context()  # TLSError before anything is opened
+        self.max_conns = default_max_connections(max_conns if max_conns is not None else MAX_INCOMING_CONNECTIONS)
+        self.handshake_timeout = handshake_timeout
+        self.frame_timeout = frame_timeout
+        self.startup_warnings: list[str] = []
+        install_log_filter(logging.getLogger("foliodb"))  # the executor logs commands it failed on
         self.executor = Executor.open(dbpath)
         self.stopping = threading.Event()
         self.stopped = threading.Event()
         self._listener: socket.socket | None = None
-        self._connections: dict[int, tuple[socket.socket, threading.Thread, str]] = {}
+        self._connections: dict[int, tuple[Connection, threading.Thread]] = {}
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._created = 0
@@ -62,9 +144,34 @@ class Server:
             self.executor.close()
             raise
         self._listener = listener
+        self._warn_at_startup()
         self._accept_thread = threading.Thread(target=self._accept_loop, name="foliodb-accept", daemon=True)
         self._accept_thread.start()
         return self.address
+
+    def _warn_at_startup(self) -> None:
+        if _is_loopback_address(self.host):
+            return
+        warnings = []
+        if not self.auth:
+            warnings.append(
+                (
+                    "Access control is not enabled for the database. Read and write access to data and "
+                    f"configuration is unrestricted, and the server listens on {self.host}: start it with --auth",
+                    22120,
+                )
+            )
+        if not self.tls.enabled:
+            warnings.append(
+                (
+                    f"TLS is not enabled and the server listens on {self.host}: credentials exchanges and data "
+                    "cross the network unencrypted; use --tlsMode requireTLS --tlsCertificateKeyFile",
+                    22121,
+                )
+            )
+        for message, warning_id in warnings:
+            log.warning("** WARNING: %s", message)
+            self.startup_warnings.append(_warning_line(message, warning_id))
 
     def serve_forever(self) -> None:
         """Block until :meth:`shutdown` (a signal handler or the shutdown command)."""
@@ -72,11 +179,30 @@ class Server:
 
     def _accept_loop(self) -> None:
         assert self._listener is not None
+        backoff = 0.0
         while not self.stopping.is_set():
             try:
                 sock, _ = self._listener.accept()
-            except OSError:
-                return  # the listener was closed by shutdown()
+            except OSError as exc:
+                if self.stopping.is_set():
+                    return  # the listener was closed by shutdown()
+                backoff = min(_BACKOFF_MAX, backoff * 2 or _BACKOFF_FIRST)
+                if backoff == _BACKOFF_FIRST or exc.errno not in (errno.EMFILE, errno.ENFILE):
+                    log.warning("accept failed (%s); retrying in %.3f s", exc, backoff)
+                self.stopping.wait(backoff)
+                continue
+            backoff = 0.0
+            self._admit(sock)
+
+    def _admit(self, sock: socket.socket) -> None:
+        """Start serving ``sock``, or close it: over the connection limit, or when it cannot start."""
+        with self._lock:
+            full = len(self._connections) >= self.max_conns
+        if full:
+            log.warning("connection refused because too many open connections: %d", self.max_conns)
+            sock.close()
+            return
+        try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             connection_id = next(self._ids)
             connection = Connection(self, sock, connection_id)
@@ -89,18 +215,26 @@ class Server:
                 if self.stopping.is_set():
                     sock.close()
                     return
-                self._connections[connection_id] = (sock, thread, connection.peer)
+                self._connections[connection_id] = (connection, thread)
                 self._created += 1
-                thread.start()
+                try:
+                    thread.start()
+                except RuntimeError:  # no thread to be had: this connection waits for none
+                    del self._connections[connection_id]
+                    raise
+        except (OSError, RuntimeError) as exc:
+            log.warning("closing a new connection that cannot start: %s", exc)
+            sock.close()
+            time.sleep(_BACKOFF_FIRST)
 
     def _connection_stats(self) -> dict[str, int]:
         with self._lock:
             current = len(self._connections)
-        return {"current": current, "available": MAX_CONNECTIONS - current, "totalCreated": self._created}
+        return {"current": current, "available": self.max_conns - current, "totalCreated": self._created}
 
     def _connection_list(self) -> list[tuple[int, str]]:
         with self._lock:
-            return [(connection_id, peer) for connection_id, (_, _, peer) in self._connections.items()]
+            return [(connection_id, c.peer) for connection_id, (c, _) in self._connections.items()]
 
     def _serve(self, connection: Connection) -> None:
         try:
@@ -121,10 +255,10 @@ class Server:
             self._listener.close()
         with self._lock:
             connections = list(self._connections.values())
-        for sock, _thread, _peer in connections:
+        for connection, _thread in connections:
             with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-        for _sock, thread, _peer in connections:
+                connection.sock.shutdown(socket.SHUT_RDWR)
+        for _connection, thread in connections:
             if thread is not threading.current_thread():
                 thread.join(timeout=10)
         if self._accept_thread is not None and self._accept_thread is not threading.current_thread():

@@ -5,6 +5,9 @@ Every message starts with a 16-byte header (length, requestID, responseTo,
 opCode), little-endian. A message whose framing cannot be trusted raises
 :class:`ProtocolError` and the connection is closed; a message that frames
 well but holds bad BSON gets an error reply (the peer can still read it).
+Nothing else escapes :func:`decode`: the bytes are the peer's, and any way
+they fail to decode is one of those two outcomes (scripts/wire_fuzz.py and
+tests/server/test_wire_fuzz.py hold it to that).
 
 Manual: https://www.mongodb.com/docs/manual/reference/mongodb-wire-protocol/
 """
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import bson
+from bson import Code
 from bson.errors import BSONError
 
 from foliodb.engine.catalog import CODEC
@@ -154,8 +158,9 @@ def _decode_op_msg(request_id: int, payload: bytes) -> Message:
                 pos = section_end
             else:
                 raise ProtocolError(f"OP_MSG has an unknown section kind {kind}")
-    except (BSONError, UnicodeDecodeError, ValueError) as exc:
-        message.error = CommandError(ErrorCode.InvalidBSON, f"invalid BSON in OP_MSG: {exc}")
+    except (BSONError, ValueError, OverflowError, TypeError, RecursionError, MemoryError) as exc:
+        # The C decoder reports bad input through all of these (deep nesting, dates out of range...).
+        message.error = CommandError(ErrorCode.InvalidBSON, f"invalid BSON in OP_MSG: {type(exc).__name__}: {exc}")
         return message
     if body is None:
         raise ProtocolError("OP_MSG has no body section")
@@ -167,7 +172,7 @@ def _decode_op_msg(request_id: int, payload: bytes) -> Message:
             return message
         body[identifier] = docs
     db = body.pop("$db", None)
-    if not isinstance(db, str):
+    if not isinstance(db, str) or isinstance(db, Code):  # Code subclasses str but is JavaScript
         message.error = CommandError(40571, "OP_MSG requests require a $db argument")
         return message
     message.db = db
@@ -193,15 +198,18 @@ def _decode_op_query(request_id: int, payload: bytes) -> Message:
         pos = name_end + 1 + _OP_QUERY_FIXED.size
         size = _document_size(payload, pos, len(payload))
         query = bson.decode(payload[pos : pos + size], CODEC)
-    except (BSONError, UnicodeDecodeError, ValueError) as exc:
-        raise ProtocolError(f"malformed OP_QUERY: {exc}") from None
+    except (BSONError, ValueError, OverflowError, TypeError, RecursionError, MemoryError) as exc:
+        raise ProtocolError(f"malformed OP_QUERY: {type(exc).__name__}: {exc}") from None
     db, _, collection = namespace.partition(".")
     message = Message(request_id, OP_QUERY, db, None)
     if collection != "$cmd":
         message.error = unsupported_op_query(f"query on {namespace}")
         return message
     # Drivers may wrap the command as {$query: cmd, $readPreference: ...}.
-    command = query.get("$query", query) if "$query" in query else query
+    command = query.get("$query", query)
+    if not isinstance(command, dict):
+        message.error = CommandError(ErrorCode.TypeMismatch, "the $query of an OP_QUERY command must be a document")
+        return message
     message.command = dict(command)
     return message
 
@@ -214,8 +222,11 @@ def unsupported_op_query(what: str) -> CommandError:
     )
 
 
-def encode_op_msg(response_to: int, reply: dict[str, Any], request_id: int, compressor: int | None = None) -> bytes:
-    body = b"\x00\x00\x00\x00\x00" + bson.encode(reply, codec_options=CODEC)
+def encode_op_msg(
+    response_to: int, reply: dict[str, Any], request_id: int, compressor: int | None = None, flags: int = 0
+) -> bytes:
+    """An OP_MSG reply; ``flags`` MORE_TO_COME when more replies follow (exhaust cursors)."""
+    body = _UINT32.pack(flags) + b"\x00" + bson.encode(reply, codec_options=CODEC)
     return _frame(request_id, response_to, OP_MSG, body, compressor)
 
 
