@@ -147,8 +147,9 @@ def _equality(value: Any) -> list[Interval]:
         return [NULL_POINT]
     if b == cmp.ARRAY:
         # The whole array, or a document whose array holds it as an element;
-        # an array field's index keys are its elements, so also the first one.
-        first = [UNDEFINED_POINT] if not value else [point(value[0])] if cmp.bracket(value[0]) != cmp.ARRAY else []
+        # an array field's index keys are its elements, so also the first one
+        # (itself an array when nested: {a: [[]]} is indexed under the key []).
+        first = [UNDEFINED_POINT] if not value else [point(value[0])]
         return union([point(value), *first])
     return [point(value)]
 

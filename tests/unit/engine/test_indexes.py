@@ -396,3 +396,13 @@ def test_collscan_docs_examined_counts_the_documents_passed_over(client: Any, cu
     coll.insert_many([{"_id": i, "title": f"post {i}"} for i in range(50)])
     stats = cursor(coll).explain()["executionStats"]
     assert (stats["totalDocsExamined"], stats["nReturned"]) == (examined, 1)
+
+
+# https://www.mongodb.com/docs/manual/core/indexes/index-types/index-multikey/ : an array's elements are its
+# keys, a nested array element included, so equality to [[]] must scan the key [] too.
+def test_equality_to_an_array_whose_first_element_is_an_array(db: Any) -> None:
+    db.c.insert_many([{"_id": 0, "a": [[]]}, {"_id": 1, "a": [[1], 2]}, {"_id": 2, "a": [1]}])
+    db.c.create_index("a")
+    assert [d["_id"] for d in db.c.find({"a": [[]]})] == [0]
+    assert [d["_id"] for d in db.c.find({"a": [[1], 2]})] == [1]
+    assert [d["_id"] for d in db.c.find({"a": [1]}).sort("_id", 1)] == [1, 2]
