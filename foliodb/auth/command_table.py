@@ -511,6 +511,7 @@ RULES: dict[str, Rule] = {
     "setParameter": _cluster("setParameter"),
     "shutdown": _cluster("shutdown"),
     "killAllSessions": _cluster("killAnySession"),
+    "killOp": _cluster("killop", note="also for one's own operations: FolioDB does not yet track operations by user"),
     "currentOp": _cluster(
         "inprog", note="also with $ownOps: FolioDB's currentOp does not yet filter operations by user"
     ),
