@@ -18,8 +18,8 @@ import bson
 from foliodb import interrupt
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.index_keys import EMPTY_ARRAY
-from foliodb.engine.planner import Plan, choose_plan, exact_by_index, field_conditions, id_point_keys, includes_null
-from foliodb.engine.planner.bounds import condition_intervals
+from foliodb.engine.planner import Plan, choose_plan, exact_by_index, id_point_keys
+from foliodb.engine.planner.covering import KeyLayout, filter_paths, inclusion_paths, key_layout
 from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan, OrScan, TextScan
 from foliodb.engine.records import CollectionStore, IndexWriter
 from foliodb.engine.sorter import sort_documents
@@ -28,7 +28,7 @@ from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import metadata
 from foliodb.query.context import Context
 from foliodb.query.filter import MatchDetails, Matcher, compile_filter
-from foliodb.query.paths import MISSING, split
+from foliodb.query.paths import MISSING
 from foliodb.query.prefilter import Prefilter, compile_prefilter, needle_groups
 from foliodb.query.projection import compile_projection
 from foliodb.query.sort import compile_sort
@@ -129,41 +129,36 @@ class FindExecution:
             op = interrupt.current()
             if op is not None and op.plan_summary is None:
                 op.plan_summary = self.plan.access.summary()  # currentOp's planSummary
-        self.covered = self._covered_fields()
+        self.covered = self._key_layout()
         if self.sort is not None and (
             (not self.sort.fields and not self.sort.meta_fields) or (self.plan is not None and self.plan.provides_sort)
         ):
             self.sort = None  # the access path already yields this order
 
-    def _covered_fields(self) -> list[str] | None:
-        """The index fields that answer this query without fetching documents
-        (MongoDB's covered query), or None. Conservative: a plain inclusion
-        projection of index fields (``_id`` excluded unless indexed), filter
-        conditions only on index fields, each projected field bounded away
-        from null (a key cannot tell null from missing), and an index whose
-        keys decode back to the exact values (not multikey, not lossy)."""
+    def _key_layout(self) -> KeyLayout | None:
+        """How the index keys answer this query without its documents
+        (MongoDB's covered query; see :mod:`foliodb.engine.planner.covering`),
+        or None: a plain inclusion projection, and a filter and a sort that
+        read only indexed paths of a key-readable index."""
         spec = self.spec
         access = self.plan.access if self.plan is not None else None
         if not isinstance(access, IndexScan) or not spec.projection or self.text is not None:
             return None
-        index = access.index
-        if index.kind != "btree" or index.multikey or index.lossy:
+        if spec.return_key or spec.show_record_id:
             return None
-        fields = list(index.key)
-        included = _inclusion_fields(spec.projection)
-        if included is None or ("_id" in included and "_id" not in fields) or not included <= set(fields):
+        projected = inclusion_paths(spec.projection)
+        read = filter_paths(spec.filter)
+        if projected is None or read is None:
             return None
-        conditions = field_conditions(spec.filter)
-        if any(k.startswith("$") and k != "$and" for k in (spec.filter or {})) or not set(conditions) <= set(fields):
-            return None
-        for name in included:
-            conds = conditions.get(name, [])
-            if not conds or not all(_null_free(c) for c in conds):
+        sorted_by: list[str] = []
+        if self.sort is not None:
+            if self.sort.meta_fields:
                 return None
-        if self.sort is not None and not {name for name, _ in self.sort.fields} <= set(fields):
-            return None
-        access.covered = True
-        return fields
+            sorted_by = [name for name, _ in self.sort.fields]
+        layout = key_layout(access.index, [*projected, *read, *sorted_by])
+        if layout is not None:
+            access.covered = True
+        return layout
 
     def _text_plan(self, store: CollectionStore | None, text_arg: Any) -> Plan | None:
         indexes = [i for i in store.info.indexes.values() if i.kind == "text"] if store is not None else []
@@ -262,20 +257,23 @@ class FindExecution:
             yield doc
 
     def _covered_docs(self) -> Iterator[dict[str, Any]]:
-        """Documents rebuilt from index keys: only the indexed fields."""
+        """Documents rebuilt from index keys (only the indexed fields); the
+        stored document where a key cannot tell null from missing."""
         access = self.plan.access if self.plan is not None else None
-        assert isinstance(access, IndexScan) and self.covered is not None
-        paths = [split(name) for name in self.covered]
+        layout = self.covered
+        assert isinstance(access, IndexScan) and layout is not None
         matcher = self.matcher
-        for n, (_rid, values) in enumerate(access.key_values()):
+        store = access.store
+        for n, (rid, values) in enumerate(access.key_values()):
             if not n & 255:
                 interrupt.check()
-            doc: dict[str, Any] = {}
-            for parts, value in zip(paths, values, strict=True):
-                target = doc
-                for part in parts[:-1]:
-                    target = target.setdefault(part, {})
-                target[parts[-1]] = value
+            doc = layout.document(values)
+            if doc is None:
+                data = store.get_raw(rid)
+                if data is None:
+                    continue
+                access.docs_examined += 1
+                doc = bson.decode(data, CODEC)
             if matcher is not None and not matcher(doc):
                 continue
             self.stats.n_matched += 1
@@ -308,31 +306,6 @@ def raw_narrowing(access: AccessStage, filter_spec: Mapping[str, Any] | None) ->
         access.needles = needle_groups(filter_spec)
         return None
     return compile_prefilter(filter_spec)
-
-
-def _inclusion_fields(projection: Mapping[str, Any]) -> set[str] | None:
-    """The fields of a plain inclusion projection (``_id`` only when kept)."""
-    fields = set()
-    keep_id = True
-    for name, value in projection.items():
-        if isinstance(value, bool) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
-            if name == "_id":
-                keep_id = bool(value)
-            elif value:
-                fields.add(name)
-            else:
-                return None
-        else:
-            return None
-    if keep_id:
-        fields.add("_id")
-    return fields if fields - {"_id"} else None
-
-
-def _null_free(cond: Any) -> bool:
-    """Can a condition never match null or a missing field?"""
-    intervals = condition_intervals(cond)
-    return intervals is not None and not includes_null(intervals)
 
 
 def _may_hold_text(filter_spec: Mapping[str, Any]) -> bool:
@@ -391,10 +364,12 @@ def _access_explain(stage: AccessStage, run: FindExecution, executed: bool) -> d
     if isinstance(stage, IndexScan):
         if executed:
             node.update(nReturned=stage.docs_examined, keysExamined=stage.keys_examined, works=stage.keys_examined + 1)
+        residual = {k: v for k, v in filter_spec.items() if k not in stage.index.key}
         if stage.covered:
+            if residual:
+                node["filter"] = residual  # checked on the keys, as mongod does
             return node
         fetch: dict[str, Any] = {"stage": "FETCH"}
-        residual = {k: v for k, v in filter_spec.items() if k not in stage.index.key}
         if residual:
             fetch["filter"] = residual
         if executed:

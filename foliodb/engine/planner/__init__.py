@@ -33,6 +33,7 @@ from foliodb.engine.planner.bounds import (
     condition_intervals,
     contains,
     intersect,
+    key_checker,
     key_ranges,
     point,
     union,
@@ -268,7 +269,11 @@ def _index_scan(store: CollectionStore, candidate: Candidate) -> IndexScan | Non
     for name, desc, intervals in zip(candidate.names, candidate.descending, candidate.intervals, strict=True):
         items = [iv.show() for iv in intervals]
         shown[name] = list(reversed([iv.reversed().show() for iv in intervals])) if desc else items
-    return IndexScan(store, candidate.index, ranges, candidate.direction, shown)
+    index = candidate.index
+    check = None
+    if index.kind == "btree" and not index.multikey:
+        check = key_checker(candidate.intervals, candidate.descending)
+    return IndexScan(store, index, ranges, candidate.direction, shown, check)
 
 
 # -- choosing ---------------------------------------------------------------------------

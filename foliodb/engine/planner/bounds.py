@@ -12,7 +12,8 @@ covers numbers above 5 and nothing of other types.
 For a compound index the per-field interval lists combine into key ranges:
 point intervals of leading fields multiply out into prefixes, the first
 non-point field contributes its ranges, later fields are unbounded (the
-prefix range covers them). A key range ``(lo, lo_inclusive, hi,
+prefix range covers them) and :func:`key_checker` tests them key by key,
+before any document is read. A key range ``(lo, lo_inclusive, hi,
 hi_inclusive)`` is read with *prefix* semantics: an inclusive end takes every
 key that starts with it.
 """
@@ -20,7 +21,7 @@ key that starts with it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,7 @@ from foliodb.engine.index_keys import NULL_KEY, UNDEFINED_KEY
 from foliodb.query import bsontypes, keystring
 from foliodb.query import compare as cmp
 from foliodb.query.filter import is_operator_doc
+from foliodb.query.keystring import decode_key
 from foliodb.query.render import render
 
 MAX_POINT_PREFIXES = 1000
@@ -375,3 +377,43 @@ def key_ranges(per_field: list[list[Interval]], descending: list[bool]) -> list[
                 ranges.append(KeyRange(start, stop))
         return ranges
     return [KeyRange(p, _next_prefix(p) if p else None) for p in prefixes]
+
+
+def key_checker(per_field: list[list[Interval]], descending: list[bool]) -> Callable[[bytes], bool] | None:
+    """A test that a key's fields after the first ranged one lie in their
+    intervals (the key ranges bound only the fields up to that one), or None
+    when those fields are unbounded. For indexes without ``undefined`` keys
+    (not multikey): the test decodes each key, and re-encodes the values,
+    which yields the key's own bytes for each field."""
+    first = next((i for i, intervals in enumerate(per_field) if not all(iv.is_point for iv in intervals)), None)
+    if first is None:
+        return None
+    checks = []
+    for j in range(first + 1, len(per_field)):
+        if per_field[j] != [ALL]:
+            spaced = [iv.reversed() for iv in per_field[j]] if descending[j] else per_field[j]
+            checks.append((j, descending[j], spaced))
+    if not checks:
+        return None
+    flags = descending[: checks[-1][0] + 1]
+
+    def check(key: bytes) -> bool:
+        values = decode_key(key, flags)
+        for j, desc, intervals in checks:
+            k = keystring.encode(values[j])
+            if desc:
+                k = keystring.complement(k)
+            if not any(_holds(iv, k) for iv in intervals):
+                return False
+        return True
+
+    return check
+
+
+def _holds(iv: Interval, key: bytes) -> bool:
+    """Is one field's whole key inside ``iv`` (prefix semantics at the top)?"""
+    if key < iv.lo or (key == iv.lo and not iv.lo_inclusive):
+        return False
+    if iv.hi_inclusive:
+        return key <= iv.hi or key.startswith(iv.hi)
+    return key < iv.hi

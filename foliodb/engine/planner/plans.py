@@ -9,7 +9,7 @@ match), sorts and projects them. Each stage counts what it examined, for
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from foliodb.engine.catalog import IndexInfo
@@ -122,7 +122,9 @@ def _scan_statements(table: str, coll: str) -> dict[tuple[bool, bool, bool], str
 class IndexScan(AccessStage):
     """Records through an index's key ranges (IXSCAN, with the FETCH of each
     record in the same SQL statement). A multikey index can list a record
-    under several keys; each record is produced once."""
+    under several keys; each record is produced once. ``key_check`` (see
+    :func:`~foliodb.engine.planner.bounds.key_checker`) passes over keys
+    outside the bounds of fields the ranges leave open, unread."""
 
     stage = "IXSCAN"
 
@@ -137,12 +139,14 @@ class IndexScan(AccessStage):
         ranges: list[KeyRange],
         direction: int,
         bounds: dict[str, list[str]],
+        key_check: Callable[[bytes], bool] | None = None,
     ) -> None:
         self.store = store
         self.index = index
         self.ranges = ranges
         self.direction = direction
         self.bounds = bounds
+        self.key_check = key_check
         self.keys_examined = 0
         self.docs_examined = 0
         self.covered = False  # set by the query layer: keys alone answer it
@@ -151,9 +155,12 @@ class IndexScan(AccessStage):
     def rows(self) -> Iterator[tuple[int, bytes]]:
         seen: set[int] | None = set() if self.index.multikey else None
         ranges = self.ranges if self.direction > 0 else list(reversed(self.ranges))
+        key_check = self.key_check
         for key_range in ranges:
-            for _key, rid, data in self._scan(key_range, False):
+            for key, rid, data in self._scan(key_range, False):
                 self.keys_examined += 1
+                if key_check is not None and not key_check(key):
+                    continue
                 if seen is not None:
                     if rid in seen:
                         continue
@@ -167,10 +174,12 @@ class IndexScan(AccessStage):
         (on indexes that are neither multikey nor lossy)."""
         descending = [isinstance(d, (int, float)) and d < 0 for d in self.index.key.values()]
         ranges = self.ranges if self.direction > 0 else list(reversed(self.ranges))
+        key_check = self.key_check
         for key_range in ranges:
             for key, rid, _ in self._scan(key_range, True):
                 self.keys_examined += 1
-                yield rid, decode_key(key, descending)
+                if key_check is None or key_check(key):
+                    yield rid, decode_key(key, descending)
 
     def _scan(self, key_range: KeyRange, keys_only: bool) -> Iterator[tuple[bytes, int, bytes | None]]:
         store, index = self.store, self.index
