@@ -65,6 +65,9 @@ def parse_find(cmd: Mapping[str, Any], command: str = "find") -> tuple[FindSpec,
     limit = fields.get("limit", 0)
     if limit < 0:
         raise CommandError(ErrorCode.BadValue, f"BSON field 'limit' value must be >= 0, actual value '{limit}'")
+    min_key, max_key = fields.get("min"), fields.get("max")
+    if min_key and max_key and list(min_key) != list(max_key):
+        raise CommandError(51176, "min and max must have the same field names")
     spec = FindSpec(
         filter=fields.get("filter"),
         projection=fields.get("projection"),
@@ -72,6 +75,8 @@ def parse_find(cmd: Mapping[str, Any], command: str = "find") -> tuple[FindSpec,
         skip=skip,
         limit=limit or None,
         hint=fields.get("hint"),
+        min_key=min_key,
+        max_key=max_key,
         allow_disk_use=fields.get("allowDiskUse", True),
         show_record_id=fields.get("showRecordId", False),
         return_key=fields.get("returnKey", False),

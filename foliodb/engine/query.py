@@ -44,6 +44,9 @@ class FindSpec:
     skip: int = 0
     limit: int | None = None
     hint: Any = None
+    # cursor.min()/max(): the hinted index's key range [min_key, max_key).
+    min_key: Mapping[str, Any] | None = None
+    max_key: Mapping[str, Any] | None = None
     allow_disk_use: bool = True
     show_record_id: bool = False
     return_key: bool = False
@@ -89,7 +92,8 @@ class FindExecution:
         )
         if wants_score and text_arg is None:
             raise CommandError(40218, "query requires text score metadata, but it is not available")
-        id_keys = id_point_keys(filter_spec) if spec.hint is None and text_arg is None else None
+        key_range = bool(spec.min_key or spec.max_key)
+        id_keys = id_point_keys(filter_spec) if spec.hint is None and text_arg is None and not key_range else None
         if id_keys is not None and (self.sort is None or self.sort.natural is None):
             # IDHACK: an exact _id point lookup needs no filter at all.
             if store is not None:
@@ -114,16 +118,22 @@ class FindExecution:
                     self.sort.fields if self.sort is not None else None,
                     self.sort.natural if self.sort is not None else None,
                     spec.hint,
+                    spec.min_key,
+                    spec.max_key,
                 )
             access = self.plan.access if self.plan is not None else None
             exact = (
                 isinstance(access, IndexScan)
+                and not key_range
                 and exact_by_index(filter_spec, access.index)
                 and not (self.projection is not None and self.projection.uses_positional)
             )
             if rest and not exact:
                 # Compiled now, so a bad filter fails before any result.
                 self.matcher = compiled[0] if compiled else compile_filter(rest, ctx)
+            doc_test = self.plan.doc_test if self.plan is not None else None
+            if doc_test is not None:
+                self.matcher = _both(self.matcher, doc_test)
         if self.plan is not None and not isinstance(self.plan.access, IdLookup):
             self.prefilter = raw_narrowing(self.plan.access, rest)
             op = interrupt.current()
@@ -306,6 +316,15 @@ def raw_narrowing(access: AccessStage, filter_spec: Mapping[str, Any] | None) ->
         access.needles = needle_groups(filter_spec)
         return None
     return compile_prefilter(filter_spec)
+
+
+def _both(matcher: Matcher | None, test: Callable[[dict[str, Any]], bool]) -> Matcher:
+    """``matcher`` (when there is one) and then ``test``."""
+
+    def both(doc: Any, details: Any = None) -> bool:
+        return (matcher is None or matcher(doc, details)) and test(doc)
+
+    return both
 
 
 def _may_hold_text(filter_spec: Mapping[str, Any]) -> bool:
