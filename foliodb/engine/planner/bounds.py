@@ -25,7 +25,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bson import MaxKey, MinKey
+from bson import MaxKey, MinKey, Regex
+from bson.datetime_ms import DatetimeMS
 
 from foliodb.engine.index_keys import NULL_KEY, UNDEFINED_KEY
 from foliodb.query import bsontypes, keystring
@@ -103,7 +104,16 @@ def _bracket_end(bracket: int) -> bytes:
     return bytes([bracket + 17])
 
 
-_BRACKET_EDGES: dict[int, tuple[str, str]] = {
+# Brackets whose edges are values, as mongod shows them: the bracket's first
+# value, and the next bracket's first value (exclusive) or the bracket's last
+# (inclusive). Whole keys (unlike a lone type byte) decode back to the edges.
+_EDGE_VALUES: dict[int, tuple[Any, Any, bool]] = {
+    cmp.STRING: ("", {}, False),
+    cmp.OBJECT: ({}, [], False),
+    cmp.ARRAY: ([], b"", False),
+    cmp.DATE: (DatetimeMS(-(2**63)), DatetimeMS(2**63 - 1), True),
+}
+_EDGES_SHOWN: dict[int, tuple[str, str]] = {
     cmp.NUMBER: ("-inf.0", "inf.0"),
     cmp.STRING: ('""', "{}"),
     cmp.OBJECT: ("{}", "[]"),
@@ -113,8 +123,12 @@ _BRACKET_EDGES: dict[int, tuple[str, str]] = {
 
 
 def whole_bracket(bracket: int) -> Interval:
-    lo_shown, hi_shown = _BRACKET_EDGES.get(bracket, ("MinKey", "MaxKey"))
-    return Interval(_bracket_start(bracket), True, _bracket_end(bracket), False, lo_shown, hi_shown)
+    lo_shown, hi_shown = _EDGES_SHOWN.get(bracket, ("MinKey", "MaxKey"))
+    edges = _EDGE_VALUES.get(bracket)
+    if edges is None:
+        return Interval(_bracket_start(bracket), True, _bracket_end(bracket), False, lo_shown, hi_shown)
+    lo, hi, hi_inclusive = edges
+    return Interval(keystring.encode(lo), True, keystring.encode(hi), hi_inclusive, lo_shown, hi_shown)
 
 
 # -- conditions -> intervals ------------------------------------------------------
@@ -205,7 +219,7 @@ def _range(op: str, value: Any) -> list[Interval]:
         return [Interval(_NEG_INF, True, key, op == "$lte", "-inf.0", shown)]
     whole = whole_bracket(b)
     if op in ("$gt", "$gte"):
-        return [Interval(key, op == "$gte", whole.hi, False, shown, whole.hi_shown)]
+        return [Interval(key, op == "$gte", whole.hi, whole.hi_inclusive, shown, whole.hi_shown)]
     return [Interval(whole.lo, True, key, op == "$lte", whole.lo_shown, shown)]
 
 
@@ -257,8 +271,9 @@ _SPECIAL = re.compile(r"[\\^$.|?*+()\[\]{}]")
 
 def _regex(pattern: str, flags: str) -> list[Interval]:
     """A regex bounds strings by its literal prefix when anchored with ^ (and
-    not case-insensitive or multi-line); equal stored regexes match too."""
-    regex_values = whole_bracket(cmp.REGEX)
+    not case-insensitive or multi-line); a stored regex matches only when it
+    is the same regex."""
+    same = point(Regex(pattern, flags))
     if pattern.startswith("^") and "i" not in flags and "m" not in flags and "x" not in flags:
         literal = _SPECIAL.split(pattern[1:], maxsplit=1)[0]
         rest = pattern[1 + len(literal) :]
@@ -269,8 +284,8 @@ def _regex(pattern: str, flags: str) -> list[Interval]:
             hi = _next_prefix(lo)
             if hi is not None:
                 upper = literal[:-1] + chr(ord(literal[-1]) + 1)
-                return [Interval(lo, True, hi, False, render(literal), render(upper)), regex_values]
-    return [whole_bracket(cmp.STRING), regex_values]
+                return union([Interval(lo, True, hi, False, render(literal), render(upper)), same])
+    return union([whole_bracket(cmp.STRING), same])
 
 
 # -- interval algebra ------------------------------------------------------------------
