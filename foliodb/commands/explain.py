@@ -15,10 +15,10 @@ from foliodb.commands import params
 from foliodb.commands.aggregate import EngineEnv
 from foliodb.commands.diagnostics import MONGODB_VERSION
 from foliodb.commands.executor import Request
-from foliodb.commands.find import execution, find_spec
+from foliodb.commands.find import count_execution, execution, find_spec
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.write import collection_name
-from foliodb.engine.query import FindSpec, explain_find
+from foliodb.engine.query import FindSpec, explain_count, explain_find
 from foliodb.errors import CommandError, ErrorCode
 
 VERBOSITIES = ("queryPlanner", "executionStats", "allPlansExecution")
@@ -46,7 +46,8 @@ def cmd_explain(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         spec = find_spec(inner)
     elif command == "count":
         name = collection_name(inner, "count")
-        spec = FindSpec(filter=params.field(inner, "query", "object", "count"), hint=inner.get("hint"))
+        out = explain_count(count_execution(request, name, inner), f"{request.db}.{name}", verbosity)
+        return _finish(out, inner)
     elif command == "distinct":
         name = collection_name(inner, "distinct")
         spec = FindSpec(filter=params.field(inner, "query", "object", "distinct"), hint=inner.get("hint"))
@@ -69,6 +70,10 @@ def cmd_explain(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         out["queryPlanner"]["winningPlan"] = {"stage": stage, "inputStage": out["queryPlanner"]["winningPlan"]}
     else:
         out = explain_find(run, f"{request.db}.{name}", verbosity)
+    return _finish(out, inner)
+
+
+def _finish(out: dict[str, Any], inner: Mapping[str, Any]) -> dict[str, Any]:
     out["command"] = dict(inner)
     out["serverInfo"] = _server_info()
     out["ok"] = 1.0

@@ -15,7 +15,7 @@ from foliodb.commands.registry import COMMANDS
 from foliodb.commands.tailable import tail_source
 from foliodb.commands.views import is_view, view_documents
 from foliodb.commands.write import collection_name
-from foliodb.engine.query import FindExecution, FindSpec
+from foliodb.engine.query import CountExecution, FindExecution, FindSpec
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import keystring
 from foliodb.query.paths import MISSING, leaf_values, split
@@ -131,19 +131,31 @@ def cmd_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     return cursor_reply(request, ns, run, batch_size, single_batch, no_timeout=fields.get("noCursorTimeout", False))
 
 
-@COMMANDS.register("count")
-def cmd_count(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    name = collection_name(cmd, "count")
+def count_execution(request: Request, name: str, cmd: Mapping[str, Any]) -> CountExecution:
+    """The count command's execution (its fields checked)."""
     query = params.field(cmd, "query", "object", "count")
     params.collation(cmd, "count")
     skip = params.field(cmd, "skip", "integer", "count", default=0)
     limit = params.field(cmd, "limit", "integer", "count", default=0)
     store = request.engine.store(request.db, name)
-    if store is not None and not query and not skip and not limit:
-        return {"n": store.count(), "ok": 1.0}
-    spec = FindSpec(filter=query, skip=max(skip, 0), limit=abs(limit) or None, hint=cmd.get("hint"))
-    n = sum(1 for _ in documents(request, name, spec))
-    return {"n": n, "ok": 1.0}
+    run = CountExecution(
+        store, query, max(skip, 0), abs(limit) or None, cmd.get("hint"), request.context(), request.check_time
+    )
+    if run.find is not None:
+        request.track(run.find)
+    return run
+
+
+@COMMANDS.register("count")
+def cmd_count(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    name = collection_name(cmd, "count")
+    if is_view(request, name):
+        query = params.field(cmd, "query", "object", "count")
+        skip = params.field(cmd, "skip", "integer", "count", default=0)
+        limit = params.field(cmd, "limit", "integer", "count", default=0)
+        spec = FindSpec(filter=query, skip=max(skip, 0), limit=abs(limit) or None, hint=cmd.get("hint"))
+        return {"n": sum(1 for _ in view_documents(request, name, spec, None)), "ok": 1.0}
+    return {"n": count_execution(request, name, cmd).count(), "ok": 1.0}
 
 
 @COMMANDS.register("distinct")

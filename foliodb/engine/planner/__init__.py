@@ -281,7 +281,7 @@ def _index_scan(store: CollectionStore, candidate: Candidate) -> IndexScan | Non
     check = None
     if index.kind == "btree" and not index.multikey:
         check = key_checker(candidate.intervals, candidate.descending)
-    return IndexScan(store, index, ranges, candidate.direction, shown, check)
+    return IndexScan(store, index, ranges, candidate.direction, shown, check, candidate.intervals)
 
 
 # -- choosing ---------------------------------------------------------------------------

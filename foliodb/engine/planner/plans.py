@@ -12,8 +12,9 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from foliodb import interrupt
 from foliodb.engine.catalog import IndexInfo
-from foliodb.engine.planner.bounds import KeyRange
+from foliodb.engine.planner.bounds import Interval, KeyRange
 from foliodb.engine.records import CollectionStore
 from foliodb.query import keystring
 from foliodb.query.keystring import decode_key
@@ -130,7 +131,7 @@ class IndexScan(AccessStage):
 
     def summary(self) -> str:
         key = ", ".join(f"{name}: {direction}" for name, direction in self.index.key.items())
-        return f"IXSCAN {{ {key} }}"
+        return f"{self.stage} {{ {key} }}"
 
     def __init__(
         self,
@@ -140,6 +141,7 @@ class IndexScan(AccessStage):
         direction: int,
         bounds: dict[str, list[str]],
         key_check: Callable[[bytes], bool] | None = None,
+        intervals: list[list[Interval]] | None = None,
     ) -> None:
         self.store = store
         self.index = index
@@ -147,6 +149,7 @@ class IndexScan(AccessStage):
         self.direction = direction
         self.bounds = bounds
         self.key_check = key_check
+        self.intervals = intervals  # per field, from the filter (None: a min/max range)
         self.keys_examined = 0
         self.docs_examined = 0
         self.covered = False  # set by the query layer: keys alone answer it
@@ -180,6 +183,24 @@ class IndexScan(AccessStage):
                 self.keys_examined += 1
                 if key_check is None or key_check(key):
                     yield rid, decode_key(key, descending)
+
+    def count(self) -> int:
+        """How many records the scan reads, from the keys alone (each record
+        of a multikey index once): one SQL count unless a key check decides."""
+        key_check = self.key_check
+        if key_check is None:
+            ranges = [(r.start, r.stop) for r in self.ranges]
+            n = self.store.index_count(self.index, ranges, records=self.index.multikey)
+            self.keys_examined += n
+            return n
+        n = 0
+        for key_range in self.ranges:
+            for key, _, _ in self._scan(key_range, True):
+                self.keys_examined += 1
+                if not self.keys_examined & 255:
+                    interrupt.check()
+                n += key_check(key)
+        return n
 
     def _scan(self, key_range: KeyRange, keys_only: bool) -> Iterator[tuple[bytes, int, bytes | None]]:
         store, index = self.store, self.index
