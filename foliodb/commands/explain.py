@@ -15,10 +15,10 @@ from foliodb.commands import params
 from foliodb.commands.aggregate import EngineEnv
 from foliodb.commands.diagnostics import MONGODB_VERSION
 from foliodb.commands.executor import Request
-from foliodb.commands.find import count_execution, execution, find_spec
+from foliodb.commands.find import count_execution, distinct_execution, execution, find_spec
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.write import collection_name
-from foliodb.engine.query import FindSpec, explain_count, explain_find
+from foliodb.engine.query import FindSpec, explain_count, explain_distinct, explain_find
 from foliodb.errors import CommandError, ErrorCode
 
 VERBOSITIES = ("queryPlanner", "executionStats", "allPlansExecution")
@@ -50,6 +50,9 @@ def cmd_explain(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         return _finish(out, inner)
     elif command == "distinct":
         name = collection_name(inner, "distinct")
+        distinct = distinct_execution(request, name, inner)
+        if distinct.scan is not None:
+            return _finish(explain_distinct(distinct, f"{request.db}.{name}", verbosity), inner)
         spec = FindSpec(filter=params.field(inner, "query", "object", "distinct"), hint=inner.get("hint"))
     elif command in ("update", "delete"):
         name = collection_name(inner, command)

@@ -15,10 +15,8 @@ from foliodb.commands.registry import COMMANDS
 from foliodb.commands.tailable import tail_source
 from foliodb.commands.views import is_view, view_documents
 from foliodb.commands.write import collection_name
-from foliodb.engine.query import CountExecution, FindExecution, FindSpec
+from foliodb.engine.query import CountExecution, DistinctExecution, FindExecution, FindSpec
 from foliodb.errors import CommandError, ErrorCode
-from foliodb.query import keystring
-from foliodb.query.paths import MISSING, leaf_values, split
 
 FIND_FIELDS = {
     "filter": "object",
@@ -158,25 +156,26 @@ def cmd_count(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     return {"n": count_execution(request, name, cmd).count(), "ok": 1.0}
 
 
-@COMMANDS.register("distinct")
-def cmd_distinct(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    name = collection_name(cmd, "distinct")
+def distinct_execution(request: Request, name: str, cmd: Mapping[str, Any]) -> DistinctExecution:
+    """The distinct command's execution (its fields checked)."""
     key = params.field(cmd, "key", "string", "distinct")
     if key is None:
         raise CommandError(ErrorCode.FailedToParse, "BSON field 'distinct.key' is missing but a required field")
     query = params.field(cmd, "query", "object", "distinct")
     params.collation(cmd, "distinct")
-    spec = FindSpec(filter=query, hint=cmd.get("hint"))
-    parts = split(key)
-    seen: set[bytes] = set()
-    values: list[Any] = []
-    for doc in documents(request, name, spec):
-        for value in leaf_values(doc, parts):
-            if value is MISSING:
-                continue
-            k = keystring.encode(value)
-            if k not in seen:
-                seen.add(k)
-                values.append(value)
-    values.sort(key=keystring.encode)
-    return {"values": values, "ok": 1.0}
+    hint = cmd.get("hint")
+    store = None if is_view(request, name) else request.engine.store(request.db, name)
+    return DistinctExecution(
+        store,
+        key,
+        query,
+        hint,
+        request.context(),
+        lambda: documents(request, name, FindSpec(filter=query, hint=hint)),
+    )
+
+
+@COMMANDS.register("distinct")
+def cmd_distinct(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    name = collection_name(cmd, "distinct")
+    return {"values": distinct_execution(request, name, cmd).values(), "ok": 1.0}

@@ -465,6 +465,16 @@ class CollectionStore:
         conn = self._index_reader(index)
         return int(conn.execute(f"SELECT {what} FROM {index.table} WHERE {terms}", args).fetchone()[0])
 
+    def index_min_rid(self, index: IndexInfo, low: bytes, high: bytes | None) -> int | None:
+        """The lowest record id among ``index``'s entries with low <= key < high
+        (high None: to the end)."""
+        conn = self._index_reader(index)
+        if high is None:
+            row = conn.execute(f"SELECT min(rid) FROM {index.table} WHERE key >= ?", (low,)).fetchone()
+        else:
+            row = conn.execute(f"SELECT min(rid) FROM {index.table} WHERE key >= ? AND key < ?", (low, high)).fetchone()
+        return None if row[0] is None else int(row[0])
+
     def index_entries(self, index: IndexInfo) -> set[tuple[bytes, int]]:
         """Every (key, rid) entry of ``index`` (validate)."""
         conn = self._reader()

@@ -97,7 +97,7 @@ def field_conditions(filter_spec: Mapping[str, Any] | None) -> dict[str, list[An
     return out
 
 
-def _field_intervals(conds: list[Any], multikey: bool) -> list[Interval] | None:
+def field_intervals(conds: list[Any], multikey: bool) -> list[Interval] | None:
     result: list[Interval] | None = None
     for cond in conds:
         intervals = condition_intervals(cond, multikey)
@@ -220,7 +220,7 @@ def _wildcard_candidates(index: IndexInfo, conditions: dict[str, list[Any]]) -> 
             continue
         if projection and not wildcard_projected(path, projection):
             continue
-        intervals = _field_intervals(conds, multikey=True)
+        intervals = field_intervals(conds, multikey=True)
         if intervals is None or includes_null(intervals):
             continue
         out.append(Candidate(index, [[point(path)], intervals], 1, False, ["$_path", path], [False, False]))
@@ -255,7 +255,7 @@ def _index_candidates(
     per_field = [
         _hashed_intervals(conditions.get(name, []))
         if direction == "hashed"
-        else _field_intervals(conditions.get(name, []), index.multikey)
+        else field_intervals(conditions.get(name, []), index.multikey)
         for name, direction in index.key.items()
     ]
     if spec.get("sparse") and all(includes_null(iv) for iv in per_field):
@@ -269,14 +269,20 @@ def _index_candidates(
     return [Candidate(index, intervals, direction or 1, bool(direction))]
 
 
+def shown_bounds(names: list[str], descending: list[bool], per_field: list[list[Interval]]) -> dict[str, list[str]]:
+    """explain's ``indexBounds``: each field's intervals in the index's order."""
+    shown = {}
+    for name, desc, intervals in zip(names, descending, per_field, strict=True):
+        items = [iv.show() for iv in intervals]
+        shown[name] = list(reversed([iv.reversed().show() for iv in intervals])) if desc else items
+    return shown
+
+
 def _index_scan(store: CollectionStore, candidate: Candidate) -> IndexScan | None:
     ranges = key_ranges(candidate.intervals, candidate.descending)
     if ranges is None:
         return None
-    shown = {}
-    for name, desc, intervals in zip(candidate.names, candidate.descending, candidate.intervals, strict=True):
-        items = [iv.show() for iv in intervals]
-        shown[name] = list(reversed([iv.reversed().show() for iv in intervals])) if desc else items
+    shown = shown_bounds(candidate.names, candidate.descending, candidate.intervals)
     index = candidate.index
     check = None
     if index.kind == "btree" and not index.multikey:
@@ -338,7 +344,7 @@ def choose_plan(
 ) -> Plan:
     if min_key or max_key:
         return _min_max_plan(store, hint, min_key or {}, max_key or {}, sort)
-    hinted = _hinted_index(store, hint)
+    hinted = hinted_index(store, hint)
     if isinstance(hinted, int):
         return Plan(CollScan(store, hinted))
     if natural is not None:
@@ -424,7 +430,7 @@ def _min_max_plan(
     ``max_key`` (exclusive), with mongod's checks: a hint is required
     (51173), and each bound names the key pattern's fields in order (51174)
     with min before max (51175)."""
-    hinted = _hinted_index(store, hint)
+    hinted = hinted_index(store, hint)
     if isinstance(hinted, int):
         raise _planner_error(ErrorCode.NoQueryExecutionPlans, "min and max are incompatible with $natural")
     if hinted is None:
@@ -462,7 +468,7 @@ def _bound_key(index: IndexInfo, bound: Mapping[str, Any], low: bool) -> bytes:
     return b"".join(parts)
 
 
-def _hinted_index(store: CollectionStore, hint: Any) -> IndexInfo | int | None:
+def hinted_index(store: CollectionStore, hint: Any) -> IndexInfo | int | None:
     """The hinted index, a natural-order direction, or None without a hint."""
     if hint is None or hint == {} or hint == "":
         return None

@@ -281,7 +281,7 @@ def _regex(pattern: str, flags: str) -> list[Interval]:
             literal = literal[:-1]  # the last character is optional
         if "|" not in pattern and literal:
             lo = keystring.T_STRING + keystring.encode(literal)[1:-2]
-            hi = _next_prefix(lo)
+            hi = next_prefix(lo)
             if hi is not None:
                 upper = literal[:-1] + chr(ord(literal[-1]) + 1)
                 return union([Interval(lo, True, hi, False, render(literal), render(upper)), same])
@@ -348,7 +348,7 @@ def _interval_within(i: Interval, o: Interval) -> bool:
     return lo_ok and hi_ok
 
 
-def _next_prefix(key: bytes) -> bytes | None:
+def next_prefix(key: bytes) -> bytes | None:
     """The smallest byte string above every string that starts with ``key``."""
     stripped = key.rstrip(b"\xff")
     if not stripped:
@@ -358,8 +358,8 @@ def _next_prefix(key: bytes) -> bytes | None:
 
 def sql_range(lo: bytes, lo_inclusive: bool, hi: bytes, hi_inclusive: bool) -> tuple[bytes, bytes | None]:
     """``[start, stop)`` byte bounds of a key range read with prefix semantics."""
-    start = lo if lo_inclusive else (_next_prefix(lo) or b"\xff" * 8)
-    stop = _next_prefix(hi) if hi_inclusive else hi
+    start = lo if lo_inclusive else (next_prefix(lo) or b"\xff" * 8)
+    stop = next_prefix(hi) if hi_inclusive else hi
     return start, stop
 
 
@@ -391,7 +391,7 @@ def key_ranges(per_field: list[list[Interval]], descending: list[bool]) -> list[
                 start, stop = sql_range(p + iv.lo, iv.lo_inclusive, p + iv.hi, iv.hi_inclusive)
                 ranges.append(KeyRange(start, stop))
         return ranges
-    return [KeyRange(p, _next_prefix(p) if p else None) for p in prefixes]
+    return [KeyRange(p, next_prefix(p) if p else None) for p in prefixes]
 
 
 def key_checker(per_field: list[list[Interval]], descending: list[bool]) -> Callable[[bytes], bool] | None:
