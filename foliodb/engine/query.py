@@ -336,10 +336,11 @@ def _may_hold_text(filter_spec: Mapping[str, Any]) -> bool:
     return "$text" in filter_spec or "$and" in filter_spec
 
 
-def explain_find(run: FindExecution, ns: str, verbosity: str) -> dict[str, Any]:
-    """The explain document of a find, in MongoDB's classic-engine shape."""
+def explain_find(run: FindExecution, ns: str, verbosity: str, run_it: bool = True) -> dict[str, Any]:
+    """The explain document of a find, in MongoDB's classic-engine shape
+    (``run_it`` False: the caller has run it, as far as it needed)."""
     executed = verbosity in ("executionStats", "allPlansExecution")
-    if executed:
+    if executed and run_it:
         for _ in run:
             pass
     winning, stats_tree = _stage_tree(run, executed)
