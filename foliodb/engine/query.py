@@ -607,8 +607,7 @@ class DistinctExecution:
         self.n_values = 0
         self.scan: DistinctScan | None = None
         if store is not None:
-            matcher = compile_filter(filter_spec, ctx) if filter_spec else None
-            self.scan = distinct_scan(store, key, filter_spec, matcher, hint)
+            self.scan = distinct_scan(store, key, filter_spec, lambda: compile_filter(filter_spec, ctx), hint)
 
     def values(self) -> list[Any]:
         self.stats.started = time.perf_counter()

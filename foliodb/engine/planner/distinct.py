@@ -29,10 +29,12 @@ def distinct_scan(
     store: CollectionStore,
     key: str,
     filter_spec: Mapping[str, Any] | None,
-    matcher: Callable[[dict[str, Any]], bool] | None,
+    compile_matcher: Callable[[], Callable[[dict[str, Any]], bool]],
     hint: Any,
 ) -> DistinctScan | None:
-    """The DISTINCT_SCAN for ``distinct(key, filter_spec)``, or None."""
+    """The DISTINCT_SCAN for ``distinct(key, filter_spec)``, or None;
+    ``compile_matcher`` gives the filter's test (compiled only when a scan
+    will use it)."""
     if indexes_disabled() or any(is_index(part) or part.startswith("$") for part in split(key)):
         return None
     read = filter_paths(filter_spec)
@@ -74,4 +76,5 @@ def distinct_scan(
         next_field = (
             sorted((iv.reversed() for iv in intervals), key=lambda iv: iv.lo) if descending[position + 1] else intervals
         )
-    return DistinctScan(store, index, ranges, position, shown, layout, matcher if read else None, next_field)
+    matcher = compile_matcher() if read else None
+    return DistinctScan(store, index, ranges, position, shown, layout, matcher, next_field)
