@@ -19,7 +19,9 @@ from foliodb.commands.executor import Request
 from foliodb.commands.find import count_execution, distinct_execution, execution, find_spec
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.write import UpdateStatement, Writes, collection_name, delete_statement, would_modify
-from foliodb.engine.query import FindSpec, explain_count, explain_distinct, explain_find
+from foliodb.engine.count import explain_count
+from foliodb.engine.distinct import explain_distinct
+from foliodb.engine.query import FindSpec, explain_find
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.filter import MatchDetails, compile_filter
 from foliodb.query.update import CompiledUpdate, compile_update

@@ -15,7 +15,9 @@ from foliodb.commands.registry import COMMANDS
 from foliodb.commands.tailable import tail_source
 from foliodb.commands.views import is_view, view_documents
 from foliodb.commands.write import collection_name
-from foliodb.engine.query import CountExecution, DistinctExecution, FindExecution, FindSpec
+from foliodb.engine.count import CountExecution
+from foliodb.engine.distinct import DistinctExecution
+from foliodb.engine.query import FindExecution, FindSpec
 from foliodb.errors import CommandError, ErrorCode
 
 FIND_FIELDS = {

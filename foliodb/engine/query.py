@@ -19,18 +19,16 @@ from foliodb import interrupt
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.index_keys import EMPTY_ARRAY
 from foliodb.engine.planner import Plan, choose_plan, exact_by_index, id_point_keys
-from foliodb.engine.planner.counting import exact_scan, single_interval
 from foliodb.engine.planner.covering import KeyLayout, filter_paths, inclusion_paths, key_layout
-from foliodb.engine.planner.distinct import distinct_scan
-from foliodb.engine.planner.plans import AccessStage, CollScan, DistinctScan, IdLookup, IndexScan, OrScan, TextScan
+from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan, OrScan, TextScan
 from foliodb.engine.records import CollectionStore, IndexWriter
 from foliodb.engine.sorter import sort_documents
 from foliodb.engine.text import TextIndex, TextQuery, parse_text, split_text
 from foliodb.errors import CommandError, ErrorCode
-from foliodb.query import keystring, metadata
+from foliodb.query import metadata
 from foliodb.query.context import Context
 from foliodb.query.filter import MatchDetails, Matcher, compile_filter
-from foliodb.query.paths import MISSING, leaf_values, split
+from foliodb.query.paths import MISSING
 from foliodb.query.prefilter import Prefilter, compile_prefilter, needle_groups
 from foliodb.query.projection import compile_projection
 from foliodb.query.sort import compile_sort
@@ -352,7 +350,7 @@ def explain_find(run: FindExecution, ns: str, verbosity: str, run_it: bool = Tru
         "maxIndexedAndSolutionsReached": False,
         "maxScansToExplodeReached": False,
         "winningPlan": winning,
-        "rejectedPlans": [_access_explain(stage, run, False) for stage in (run.plan.rejected if run.plan else [])],
+        "rejectedPlans": [access_explain(stage, run, False) for stage in (run.plan.rejected if run.plan else [])],
     }
     out: dict[str, Any] = {"explainVersion": "1", "queryPlanner": planner}
     if executed:
@@ -381,7 +379,7 @@ def explain_find(run: FindExecution, ns: str, verbosity: str, run_it: bool = Tru
     return out
 
 
-def _access_explain(stage: AccessStage, run: FindExecution, executed: bool) -> dict[str, Any]:
+def access_explain(stage: AccessStage, run: FindExecution, executed: bool) -> dict[str, Any]:
     """The access part of a plan: COLLSCAN (filter inside), IDHACK, or
     FETCH (filter) over IXSCAN."""
     node = stage.explain()
@@ -428,7 +426,7 @@ def _stage_tree(run: FindExecution, executed: bool) -> tuple[dict[str, Any], dic
 
     def build(with_stats: bool) -> dict[str, Any]:
         assert run.plan is not None
-        node = _access_explain(run.plan.access, run, with_stats)
+        node = access_explain(run.plan.access, run, with_stats)
         spec = run.spec
         if run.sort is not None:
             node = {
@@ -461,216 +459,3 @@ def _stage_tree(run: FindExecution, executed: bool) -> tuple[dict[str, Any], dic
         return node
 
     return build(False), build(executed)
-
-
-# -- count ----------------------------------------------------------------------
-
-
-class CountExecution:
-    """One count command: the record count for an empty filter without a
-    hint (RECORD_STORE_FAST_COUNT, as mongod); else the find plan of the
-    filter, whose index keys alone are counted when its bounds are exactly
-    the filter (COUNT_SCAN, see :mod:`foliodb.engine.planner.counting`), and
-    whose matching documents (or covered keys) are counted otherwise. Skip
-    and limit apply to the count, as mongod's COUNT stage applies them."""
-
-    def __init__(
-        self,
-        store: CollectionStore | None,
-        filter_spec: Mapping[str, Any] | None,
-        skip: int,
-        limit: int | None,
-        hint: Any,
-        ctx: Context,
-        check_time: Callable[[], None] | None = None,
-    ) -> None:
-        self.store = store
-        self.filter = dict(filter_spec or {})
-        self.skip = skip
-        self.limit = limit
-        self.find: FindExecution | None = None
-        self.exact = False  # the scan's keys are exactly the matches
-        self.n_counted = 0
-        self.n_skipped = 0
-        self.stats = ExecStats()
-        if store is not None and (any(k != "$comment" for k in self.filter) or hint is not None):
-            self.find = FindExecution(store, FindSpec(filter=filter_spec, hint=hint, count_only=True), ctx, check_time)
-            access = self.find.plan.access if self.find.plan is not None else None
-            if isinstance(access, IndexScan) and exact_scan(filter_spec, access):
-                self.exact = True
-                access.covered = True  # keys only
-                if single_interval(access) is not None:
-                    access.stage = "COUNT_SCAN"
-
-    @property
-    def access(self) -> AccessStage | None:
-        return self.find.plan.access if self.find is not None and self.find.plan is not None else None
-
-    def count(self) -> int:
-        self.stats.started = time.perf_counter()
-        access = self.access
-        if self.store is None:
-            found = 0
-        elif self.find is None:
-            found = self.store.count()
-        elif self.exact:
-            assert isinstance(access, IndexScan)
-            found = access.count()
-        else:
-            # Only as many as skip + limit need.
-            enough = None if self.limit is None else self.skip + self.limit
-            found = 0
-            for _ in self.find:
-                found += 1
-                if found == enough:
-                    break
-        self.n_skipped = min(self.skip, found)
-        left = found - self.n_skipped
-        self.n_counted = left if self.limit is None else min(left, self.limit)
-        self.stats.finished = time.perf_counter()
-        return self.n_counted
-
-
-def explain_count(run: CountExecution, ns: str, verbosity: str) -> dict[str, Any]:
-    """The explain document of a count, in mongod's shapes: COUNT over
-    COUNT_SCAN, over a keys-only IXSCAN or over the find's access stages;
-    RECORD_STORE_FAST_COUNT alone for an empty filter."""
-    executed = verbosity in ("executionStats", "allPlansExecution")
-    if executed:
-        run.count()
-    planner: dict[str, Any] = {
-        "namespace": ns,
-        "parsedQuery": run.filter,
-        "indexFilterSet": False,
-        "maxIndexedOrSolutionsReached": False,
-        "maxIndexedAndSolutionsReached": False,
-        "maxScansToExplodeReached": False,
-        "winningPlan": _count_tree(run, False),
-        "rejectedPlans": [],
-    }
-    out: dict[str, Any] = {"explainVersion": "1", "queryPlanner": planner}
-    if executed:
-        access = run.access
-        out["executionStats"] = {
-            "executionSuccess": True,
-            "nReturned": 0,
-            "executionTimeMillis": run.stats.millis,
-            "totalKeysExamined": access.keys_examined if access else 0,
-            "totalDocsExamined": access.docs_examined if access else 0,
-            "executionStages": _count_tree(run, True),
-        }
-    return out
-
-
-def _count_tree(run: CountExecution, executed: bool) -> dict[str, Any]:
-    counts = {"nReturned": 0, "executionTimeMillisEstimate": run.stats.millis} if executed else {}
-    tallies = {"nCounted": run.n_counted, "nSkipped": run.n_skipped} if executed else {}
-    access = run.access
-    if run.find is None or access is None:
-        return {"stage": "RECORD_STORE_FAST_COUNT", **counts, **tallies}
-    if run.exact:
-        assert isinstance(access, IndexScan)
-        node = access.explain()
-        bounds = single_interval(access)
-        if bounds is not None:
-            node = {k: v for k, v in node.items() if k != "direction"}
-            node.update(stage="COUNT_SCAN", indexBounds=bounds)
-        if executed:
-            node.update(nReturned=run.n_skipped + run.n_counted, keysExamined=access.keys_examined)
-    else:
-        node = _access_explain(access, run.find, executed)
-    return {"stage": "COUNT", **counts, **tallies, "inputStage": node}
-
-
-# -- distinct ------------------------------------------------------------------------
-
-
-class DistinctExecution:
-    """One distinct command: its values, through a DISTINCT_SCAN when an
-    index serves it (:mod:`foliodb.engine.planner.distinct`), else from the
-    documents of a find. Values are kept once each (by key, so 1 and 1.0 are
-    one value, the first met) and sorted in BSON order."""
-
-    def __init__(
-        self,
-        store: CollectionStore | None,
-        key: str,
-        filter_spec: Mapping[str, Any] | None,
-        hint: Any,
-        ctx: Context,
-        documents: Callable[[], Iterator[dict[str, Any]]],
-    ) -> None:
-        self.key = key
-        self.filter = dict(filter_spec or {})
-        self.documents = documents
-        self.stats = ExecStats()
-        self.n_values = 0
-        self.scan: DistinctScan | None = None
-        if store is not None:
-            self.scan = distinct_scan(store, key, filter_spec, lambda: compile_filter(filter_spec, ctx), hint)
-
-    def values(self) -> list[Any]:
-        self.stats.started = time.perf_counter()
-        if self.scan is not None:
-            found: Iterator[Any] = self.scan.values()
-        else:
-            parts = split(self.key)
-            found = (v for doc in self.documents() for v in leaf_values(doc, parts) if v is not MISSING)
-        seen: set[bytes] = set()
-        values: list[Any] = []
-        for value in found:
-            k = keystring.encode(value)
-            if k not in seen:
-                seen.add(k)
-                values.append(value)
-        values.sort(key=keystring.encode)
-        self.n_values = len(values)
-        self.stats.finished = time.perf_counter()
-        return values
-
-
-def explain_distinct(run: DistinctExecution, ns: str, verbosity: str) -> dict[str, Any]:
-    """The explain document of a distinct through a DISTINCT_SCAN:
-    PROJECTION_COVERED over it when the keys hold the values, FETCH between
-    them when documents give them (mongod's shapes)."""
-    scan = run.scan
-    assert scan is not None
-    executed = verbosity in ("executionStats", "allPlansExecution")
-    if executed:
-        run.values()
-
-    def tree(with_stats: bool) -> dict[str, Any]:
-        node = scan.explain()
-        if with_stats:
-            node.update(nReturned=run.n_values, keysExamined=scan.keys_examined)
-        if not scan.from_keys:
-            node = {"stage": "FETCH", "inputStage": node}
-            if with_stats:
-                node.update(nReturned=run.n_values, docsExamined=scan.docs_examined)
-        stage = "PROJECTION_COVERED" if scan.from_keys else "PROJECTION_SIMPLE"
-        node = {"stage": stage, "transformBy": {"_id": 0, run.key: 1}, "inputStage": node}
-        if with_stats:
-            node.update(nReturned=run.n_values, executionTimeMillisEstimate=run.stats.millis)
-        return node
-
-    planner: dict[str, Any] = {
-        "namespace": ns,
-        "parsedQuery": run.filter,
-        "indexFilterSet": False,
-        "maxIndexedOrSolutionsReached": False,
-        "maxIndexedAndSolutionsReached": False,
-        "maxScansToExplodeReached": False,
-        "winningPlan": tree(False),
-        "rejectedPlans": [],
-    }
-    out: dict[str, Any] = {"explainVersion": "1", "queryPlanner": planner}
-    if executed:
-        out["executionStats"] = {
-            "executionSuccess": True,
-            "nReturned": run.n_values,
-            "executionTimeMillis": run.stats.millis,
-            "totalKeysExamined": scan.keys_examined,
-            "totalDocsExamined": scan.docs_examined,
-            "executionStages": tree(True),
-        }
-    return out
