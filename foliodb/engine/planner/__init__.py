@@ -15,6 +15,9 @@ the hinted index's keys, ``[min, max)`` in the index's order: the plan scans
 exactly that range, and with indexes disabled a collection scan keeps the
 documents with a key in it, so the answers stay the same.
 
+When index keys can answer without documents: :mod:`.covering` (covered
+finds), :mod:`.counting` (COUNT_SCAN), :mod:`.distinct` (DISTINCT_SCAN).
+
 ``FOLIODB_NO_INDEXES=1`` in the environment disables every index access path
 (the answers must not change; the test suite can run both ways).
 """

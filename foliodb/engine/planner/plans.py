@@ -3,7 +3,10 @@
 An access stage yields ``(rid, bson_bytes)`` candidates; the query layer
 decodes, filters (always: an access path only narrows, it never decides a
 match), sorts and projects them. Each stage counts what it examined, for
-``explain``'s executionStats.
+``explain``'s executionStats. Two read index keys only: an IndexScan's
+:meth:`~IndexScan.count` (COUNT_SCAN, used only where the bounds are exactly
+the filter, see :mod:`.counting`) and :class:`DistinctScan`, which yields a
+distinct command's values.
 """
 
 from __future__ import annotations
