@@ -22,6 +22,7 @@ from foliodb.commands.write import UpdateStatement, Writes, collection_name, del
 from foliodb.engine.count import explain_count
 from foliodb.engine.distinct import explain_distinct
 from foliodb.engine.query import FindSpec, explain_find
+from foliodb.engine.text import split_text
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.filter import MatchDetails, compile_filter
 from foliodb.query.update import CompiledUpdate, compile_update
@@ -112,12 +113,13 @@ def _explain_write(
     tallies: dict[str, int] = {}
     if executed:
         matched = modified = 0
-        matcher = compile_filter(spec.filter, ctx)
+        # For the positional operator's array index ($text is the index's, not the matcher's).
+        matcher = compile_filter(split_text(spec.filter)[1], ctx)
         for doc in run:
             matched += 1
             if update is not None and run.store is not None:
                 details = MatchDetails()
-                matcher(doc, details)  # the positional operator's array index
+                matcher(doc, details)
                 modified += would_modify(run.store, update, doc, details)
             if one:
                 break

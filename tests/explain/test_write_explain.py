@@ -109,3 +109,12 @@ def test_explained_upsert_creates_no_collection(db: Any) -> None:
     explain = db.command({"explain": cmd, "verbosity": "executionStats"})
     assert explain["executionStats"]["executionStages"]["nWouldUpsert"] == 1
     assert "absent" not in db.list_collection_names()
+
+
+def test_text_filter_in_an_explained_update(db: Any) -> None:
+    db.c.create_index([("t", "text")])
+    db.c.insert_many([{"_id": 1, "t": "hello world"}, {"_id": 2, "t": "bye"}])
+    cmd = _update({"$text": {"$search": "hello"}}, {"$set": {"x": 1}}, multi=True)
+    root = db.command({"explain": cmd, "verbosity": "executionStats"})["executionStats"]["executionStages"]
+    assert (root["nMatched"], root["nWouldModify"]) == (1, 1)
+    assert db.c.find_one({"_id": 1}) == {"_id": 1, "t": "hello world"}
