@@ -2,7 +2,8 @@
 delete or findAndModify would run (and, with executionStats, how it ran).
 
 Manual: https://www.mongodb.com/docs/manual/reference/command/explain/
-Writes are planned but never executed by explain, as in MongoDB.
+Writes are never executed by explain, as in MongoDB: with executionStats
+their targets are found and the updates worked out, and nothing is written.
 """
 
 from __future__ import annotations
@@ -15,13 +16,19 @@ from foliodb.commands import params
 from foliodb.commands.aggregate import EngineEnv
 from foliodb.commands.diagnostics import MONGODB_VERSION
 from foliodb.commands.executor import Request
-from foliodb.commands.find import execution, find_spec
+from foliodb.commands.find import count_execution, distinct_execution, execution, find_spec
 from foliodb.commands.registry import COMMANDS
-from foliodb.commands.write import collection_name
+from foliodb.commands.write import UpdateStatement, Writes, collection_name, delete_statement, would_modify
+from foliodb.engine.count import explain_count
+from foliodb.engine.distinct import explain_distinct
 from foliodb.engine.query import FindSpec, explain_find
+from foliodb.engine.text import split_text
 from foliodb.errors import CommandError, ErrorCode
+from foliodb.query.filter import MatchDetails, compile_filter
+from foliodb.query.update import CompiledUpdate, compile_update
 
 VERBOSITIES = ("queryPlanner", "executionStats", "allPlansExecution")
+WRITES = ("update", "delete", "findAndModify", "findandmodify")
 
 
 def _server_info() -> dict[str, Any]:
@@ -46,29 +53,97 @@ def cmd_explain(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         spec = find_spec(inner)
     elif command == "count":
         name = collection_name(inner, "count")
-        spec = FindSpec(filter=params.field(inner, "query", "object", "count"), hint=inner.get("hint"))
+        out = explain_count(count_execution(request, name, inner), f"{request.db}.{name}", verbosity)
+        return _finish(out, inner)
     elif command == "distinct":
         name = collection_name(inner, "distinct")
+        distinct = distinct_execution(request, name, inner)
+        if distinct.scan is not None:
+            return _finish(explain_distinct(distinct, f"{request.db}.{name}", verbosity), inner)
         spec = FindSpec(filter=params.field(inner, "query", "object", "distinct"), hint=inner.get("hint"))
-    elif command in ("update", "delete"):
-        name = collection_name(inner, command)
-        statements = inner.get("updates" if command == "update" else "deletes") or [{}]
-        first = statements[0]
-        spec = FindSpec(filter=first.get("q"), hint=first.get("hint"))
-    elif command in ("findAndModify", "findandmodify"):
-        name = collection_name(inner, command)
-        spec = FindSpec(filter=inner.get("query"), sort=inner.get("sort"), limit=1, hint=inner.get("hint"))
+    elif command in WRITES:
+        return _finish(_explain_write(request, command, inner, verbosity, let), inner)
     elif command == "aggregate":
         return _explain_aggregate(request, inner, verbosity)
     else:
         raise CommandError(ErrorCode.CommandNotFound, f"Explain failed due to unknown command: {command}")
     run = execution(request, name, spec, let)
-    if command in ("update", "delete", "findAndModify", "findandmodify"):
-        out = explain_find(run, f"{request.db}.{name}", "queryPlanner")
-        stage = {"update": "UPDATE", "delete": "DELETE"}.get(command, "UPDATE" if inner.get("update") else "DELETE")
-        out["queryPlanner"]["winningPlan"] = {"stage": stage, "inputStage": out["queryPlanner"]["winningPlan"]}
+    out = explain_find(run, f"{request.db}.{name}", verbosity)
+    return _finish(out, inner)
+
+
+def _explain_write(
+    request: Request, command: str, inner: Mapping[str, Any], verbosity: str, let: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """An update, delete or findAndModify: UPDATE or DELETE over the plan
+    that finds its targets. With executionStats the targets are found and
+    the update worked out on each (nMatched, nWouldModify, nWouldUpsert;
+    nWouldDelete), and nothing is written, as in mongod."""
+    name = collection_name(inner, command)
+    writes = Writes(request, inner, command)
+    ctx = writes.context()
+    one = True
+    update: CompiledUpdate | None = None
+    upsert = False
+    if command == "update":
+        statements = params.required(inner, "updates", "array", command)
+        statement = UpdateStatement.parse(statements[0] if statements else None, "update.updates", ("q", "u", "c"))
+        ctx = writes.context(statement.constants)
+        update = compile_update(statement.update, ctx, statement.array_filters)
+        spec = FindSpec(filter=statement.filter, sort=statement.sort, hint=statement.hint)
+        one, upsert = not statement.multi, statement.upsert
+    elif command == "delete":
+        statements = params.required(inner, "deletes", "array", command)
+        filter_spec, limit = delete_statement(statements[0] if statements else None)
+        spec = FindSpec(filter=filter_spec, hint=statements[0].get("hint"))
+        one = limit == 1
     else:
-        out = explain_find(run, f"{request.db}.{name}", verbosity)
+        if not params.field(inner, "remove", "bool", command, default=False):
+            spec_update = params.field(inner, "update", "objectOrArray", command)
+            update = compile_update(spec_update, ctx, params.field(inner, "arrayFilters", "array", command))
+            upsert = bool(params.field(inner, "upsert", "bool", command, default=False))
+        spec = FindSpec(
+            filter=params.field(inner, "query", "object", command),
+            sort=params.field(inner, "sort", "object", command),
+            hint=inner.get("hint"),
+        )
+    stage = "UPDATE" if update is not None else "DELETE"
+    run = execution(request, name, spec, let)
+    executed = verbosity in ("executionStats", "allPlansExecution")
+    tallies: dict[str, int] = {}
+    if executed:
+        matched = modified = 0
+        # For the positional operator's array index ($text is the index's, not the matcher's).
+        matcher = compile_filter(split_text(spec.filter)[1], ctx)
+        for doc in run:
+            matched += 1
+            if update is not None and run.store is not None:
+                details = MatchDetails()
+                matcher(doc, details)
+                modified += would_modify(run.store, update, doc, details)
+            if one:
+                break
+        if update is None:
+            tallies = {"nWouldDelete": matched}
+        else:
+            tallies = {"nMatched": matched, "nWouldModify": modified, "nWouldUpsert": int(upsert and not matched)}
+    out = explain_find(run, f"{request.db}.{name}", verbosity, run_it=False)
+    planner = out["queryPlanner"]
+    planner["winningPlan"] = {"stage": stage, "inputStage": planner["winningPlan"]}
+    if executed:
+        stats = out["executionStats"]
+        stats["nReturned"] = 0
+        stats["executionStages"] = {
+            "stage": stage,
+            "nReturned": 0,
+            "executionTimeMillisEstimate": run.stats.millis,
+            **tallies,
+            "inputStage": stats["executionStages"],
+        }
+    return out
+
+
+def _finish(out: dict[str, Any], inner: Mapping[str, Any]) -> dict[str, Any]:
     out["command"] = dict(inner)
     out["serverInfo"] = _server_info()
     out["ok"] = 1.0

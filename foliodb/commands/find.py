@@ -16,10 +16,10 @@ from foliodb.commands.registry import COMMANDS
 from foliodb.commands.tailable import tail_source
 from foliodb.commands.views import is_view, view_documents
 from foliodb.commands.write import collection_name
+from foliodb.engine.count import CountExecution
+from foliodb.engine.distinct import DistinctExecution
 from foliodb.engine.query import FindExecution, FindSpec
 from foliodb.errors import CommandError, ErrorCode, location
-from foliodb.query import keystring
-from foliodb.query.paths import MISSING, leaf_values, split
 
 FIND_FIELDS = {
     "filter": "object",
@@ -67,6 +67,9 @@ def parse_find(cmd: Mapping[str, Any], command: str = "find") -> tuple[FindSpec,
     limit = fields.get("limit", 0)
     if limit < 0:
         raise CommandError(ErrorCode.BadValue, f"BSON field 'limit' value must be >= 0, actual value '{limit}'")
+    min_key, max_key = fields.get("min"), fields.get("max")
+    if min_key and max_key and list(min_key) != list(max_key):
+        raise CommandError(51176, "min and max must have the same field names")
     spec = FindSpec(
         filter=fields.get("filter"),
         projection=fields.get("projection"),
@@ -74,6 +77,8 @@ def parse_find(cmd: Mapping[str, Any], command: str = "find") -> tuple[FindSpec,
         skip=skip,
         limit=limit or None,
         hint=fields.get("hint"),
+        min_key=min_key,
+        max_key=max_key,
         allow_disk_use=fields.get("allowDiskUse", True),
         show_record_id=fields.get("showRecordId", False),
         return_key=fields.get("returnKey", False),
@@ -140,9 +145,8 @@ COUNT_FIELDS = {
 }
 
 
-@COMMANDS.register("count")
-def cmd_count(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    name = collection_name(cmd, "count")
+def count_execution(request: Request, name: str, cmd: Mapping[str, Any]) -> CountExecution:
+    """The count command's execution (its fields checked)."""
     fields = params.parse(cmd, "count", COUNT_FIELDS)
     params.read_concern(cmd)
     params.collation(cmd, "count")
@@ -151,33 +155,46 @@ def cmd_count(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if skip < 0:
         raise location(51024, f"BSON field 'skip' value must be >= 0, actual value '{skip}'")
     store = request.engine.store(request.db, name)
-    if store is not None and not query and not skip and not limit and hint is None:
-        return {"n": store.count(), "ok": 1.0}
-    spec = FindSpec(filter=query, skip=skip, limit=abs(limit) or None, hint=hint)
-    n = sum(1 for _ in documents(request, name, spec))
-    return {"n": n, "ok": 1.0}
+    run = CountExecution(store, query, skip, abs(limit) or None, hint, request.context(), request.check_time)
+    if run.find is not None:
+        request.track(run.find)
+    return run
 
 
-@COMMANDS.register("distinct")
-def cmd_distinct(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    name = collection_name(cmd, "distinct")
+@COMMANDS.register("count")
+def cmd_count(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    name = collection_name(cmd, "count")
+    if is_view(request, name):
+        fields = params.parse(cmd, "count", COUNT_FIELDS)
+        query, skip, limit = fields.get("query"), fields.get("skip", 0), fields.get("limit", 0)
+        if skip < 0:
+            raise location(51024, f"BSON field 'skip' value must be >= 0, actual value '{skip}'")
+        spec = FindSpec(filter=query, skip=skip, limit=abs(limit) or None, hint=fields.get("hint"))
+        return {"n": sum(1 for _ in view_documents(request, name, spec, None)), "ok": 1.0}
+    return {"n": count_execution(request, name, cmd).count(), "ok": 1.0}
+
+
+def distinct_execution(request: Request, name: str, cmd: Mapping[str, Any]) -> DistinctExecution:
+    """The distinct command's execution (its fields checked)."""
     key = params.field(cmd, "key", "string", "distinct")
     if key is None:
         raise CommandError(ErrorCode.FailedToParse, "BSON field 'distinct.key' is missing but a required field")
     query = params.field(cmd, "query", "object", "distinct")
     params.read_concern(cmd)
     params.collation(cmd, "distinct")
-    spec = FindSpec(filter=query, hint=cmd.get("hint"))
-    parts = split(key)
-    seen: set[bytes] = set()
-    values: list[Any] = []
-    for doc in documents(request, name, spec):
-        for value in leaf_values(doc, parts):
-            if value is MISSING:
-                continue
-            k = keystring.encode(value)
-            if k not in seen:
-                seen.add(k)
-                values.append(value)
-    values.sort(key=keystring.encode)
-    return {"values": values, "ok": 1.0}
+    hint = cmd.get("hint")
+    store = None if is_view(request, name) else request.engine.store(request.db, name)
+    return DistinctExecution(
+        store,
+        key,
+        query,
+        hint,
+        request.context(),
+        lambda: documents(request, name, FindSpec(filter=query, hint=hint)),
+    )
+
+
+@COMMANDS.register("distinct")
+def cmd_distinct(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    name = collection_name(cmd, "distinct")
+    return {"values": distinct_execution(request, name, cmd).values(), "ok": 1.0}

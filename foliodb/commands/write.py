@@ -241,6 +241,16 @@ class Target:
         return self.insert(update.apply(seed, None, inserting=True))
 
 
+def would_modify(store: CollectionStore, update: CompiledUpdate, doc: dict[str, Any], details: MatchDetails) -> bool:
+    """Would ``update`` change ``doc`` (explain's nWouldModify)? Worked out as
+    :meth:`Target.update` does, writing nothing."""
+    before = store.encode(doc)
+    new = update.apply(doc, details.array_index)
+    if "_id" in new:
+        check_id(new["_id"])
+    return store.encode(new, after_update=True) != before
+
+
 class Writes:
     """What one write command's statements share: the request, its ``let``
     variables (evaluated once) and bypass flag, and a :class:`Target` per
@@ -578,7 +588,7 @@ def cmd_delete(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         for i, statement in enumerate(statements):
             statement_run = profiler.Statement(request, "delete", name, statement)
             try:
-                filter_spec, limit = _delete_statement(statement)
+                filter_spec, limit = delete_statement(statement)
                 deleted = run_delete(
                     writes,
                     writes.target(request.db, name),
@@ -601,7 +611,7 @@ def cmd_delete(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     return finish(request, cmd, reply)
 
 
-def _delete_statement(statement: Any) -> tuple[Mapping[str, Any] | None, int]:
+def delete_statement(statement: Any) -> tuple[Mapping[str, Any] | None, int]:
     if not isinstance(statement, Mapping):
         raise CommandError(ErrorCode.TypeMismatch, "BSON field 'delete.deletes' is the wrong type, expected object")
     for required in ("q", "limit"):

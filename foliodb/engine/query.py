@@ -18,8 +18,8 @@ import bson
 from foliodb import interrupt
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.index_keys import EMPTY_ARRAY
-from foliodb.engine.planner import Plan, choose_plan, exact_by_index, field_conditions, id_point_keys, includes_null
-from foliodb.engine.planner.bounds import condition_intervals
+from foliodb.engine.planner import Plan, choose_plan, exact_by_index, id_point_keys
+from foliodb.engine.planner.covering import KeyLayout, filter_paths, inclusion_paths, key_layout
 from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan, OrScan, TextScan
 from foliodb.engine.records import CollectionStore, IndexWriter
 from foliodb.engine.sorter import sort_documents
@@ -28,7 +28,7 @@ from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import metadata
 from foliodb.query.context import Context
 from foliodb.query.filter import MatchDetails, Matcher, compile_filter
-from foliodb.query.paths import MISSING, split
+from foliodb.query.paths import MISSING
 from foliodb.query.prefilter import Prefilter, compile_prefilter, needle_groups
 from foliodb.query.projection import compile_projection
 from foliodb.query.sort import compile_sort
@@ -44,11 +44,17 @@ class FindSpec:
     skip: int = 0
     limit: int | None = None
     hint: Any = None
+    # cursor.min()/max(): the hinted index's key range [min_key, max_key).
+    min_key: Mapping[str, Any] | None = None
+    max_key: Mapping[str, Any] | None = None
     allow_disk_use: bool = True
     show_record_id: bool = False
     return_key: bool = False
     # Leave metadata ($text scores) on the documents, for a pipeline's stages.
     keep_metadata: bool = False
+    # Only how many documents match matters (a count): none of their fields
+    # is returned, so index keys can answer with no projection.
+    count_only: bool = False
 
 
 @dataclass
@@ -89,7 +95,8 @@ class FindExecution:
         )
         if wants_score and text_arg is None:
             raise CommandError(40218, "query requires text score metadata, but it is not available")
-        id_keys = id_point_keys(filter_spec) if spec.hint is None and text_arg is None else None
+        key_range = bool(spec.min_key or spec.max_key)
+        id_keys = id_point_keys(filter_spec) if spec.hint is None and text_arg is None and not key_range else None
         if id_keys is not None and (self.sort is None or self.sort.natural is None):
             # IDHACK: an exact _id point lookup needs no filter at all.
             if store is not None:
@@ -114,56 +121,57 @@ class FindExecution:
                     self.sort.fields if self.sort is not None else None,
                     self.sort.natural if self.sort is not None else None,
                     spec.hint,
+                    spec.min_key,
+                    spec.max_key,
                 )
             access = self.plan.access if self.plan is not None else None
             exact = (
                 isinstance(access, IndexScan)
+                and not key_range
                 and exact_by_index(filter_spec, access.index)
                 and not (self.projection is not None and self.projection.uses_positional)
             )
             if rest and not exact:
                 # Compiled now, so a bad filter fails before any result.
                 self.matcher = compiled[0] if compiled else compile_filter(rest, ctx)
+            doc_test = self.plan.doc_test if self.plan is not None else None
+            if doc_test is not None:
+                self.matcher = _both(self.matcher, doc_test)
         if self.plan is not None and not isinstance(self.plan.access, IdLookup):
             self.prefilter = raw_narrowing(self.plan.access, rest)
             op = interrupt.current()
             if op is not None and op.plan_summary is None:
                 op.plan_summary = self.plan.access.summary()  # currentOp's planSummary
-        self.covered = self._covered_fields()
+        self.covered = self._key_layout()
         if self.sort is not None and (
             (not self.sort.fields and not self.sort.meta_fields) or (self.plan is not None and self.plan.provides_sort)
         ):
             self.sort = None  # the access path already yields this order
 
-    def _covered_fields(self) -> list[str] | None:
-        """The index fields that answer this query without fetching documents
-        (MongoDB's covered query), or None. Conservative: a plain inclusion
-        projection of index fields (``_id`` excluded unless indexed), filter
-        conditions only on index fields, each projected field bounded away
-        from null (a key cannot tell null from missing), and an index whose
-        keys decode back to the exact values (not multikey, not lossy)."""
+    def _key_layout(self) -> KeyLayout | None:
+        """How the index keys answer this query without its documents
+        (MongoDB's covered query; see :mod:`foliodb.engine.planner.covering`),
+        or None: a plain inclusion projection, and a filter and a sort that
+        read only indexed paths of a key-readable index."""
         spec = self.spec
         access = self.plan.access if self.plan is not None else None
-        if not isinstance(access, IndexScan) or not spec.projection or self.text is not None:
+        if not isinstance(access, IndexScan) or not (spec.projection or spec.count_only) or self.text is not None:
             return None
-        index = access.index
-        if index.kind != "btree" or index.multikey or index.lossy:
+        if spec.return_key or spec.show_record_id:
             return None
-        fields = list(index.key)
-        included = _inclusion_fields(spec.projection)
-        if included is None or ("_id" in included and "_id" not in fields) or not included <= set(fields):
+        projected = inclusion_paths(spec.projection) if spec.projection else []
+        read = filter_paths(spec.filter)
+        if projected is None or read is None:
             return None
-        conditions = field_conditions(spec.filter)
-        if any(k.startswith("$") and k != "$and" for k in (spec.filter or {})) or not set(conditions) <= set(fields):
-            return None
-        for name in included:
-            conds = conditions.get(name, [])
-            if not conds or not all(_null_free(c) for c in conds):
+        sorted_by: list[str] = []
+        if self.sort is not None:
+            if self.sort.meta_fields:
                 return None
-        if self.sort is not None and not {name for name, _ in self.sort.fields} <= set(fields):
-            return None
-        access.covered = True
-        return fields
+            sorted_by = [name for name, _ in self.sort.fields]
+        layout = key_layout(access.index, [*projected, *read, *sorted_by])
+        if layout is not None:
+            access.covered = True
+        return layout
 
     def _text_plan(self, store: CollectionStore | None, text_arg: Any) -> Plan | None:
         indexes = [i for i in store.info.indexes.values() if i.kind == "text"] if store is not None else []
@@ -262,20 +270,23 @@ class FindExecution:
             yield doc
 
     def _covered_docs(self) -> Iterator[dict[str, Any]]:
-        """Documents rebuilt from index keys: only the indexed fields."""
+        """Documents rebuilt from index keys (only the indexed fields); the
+        stored document where a key cannot tell null from missing."""
         access = self.plan.access if self.plan is not None else None
-        assert isinstance(access, IndexScan) and self.covered is not None
-        paths = [split(name) for name in self.covered]
+        layout = self.covered
+        assert isinstance(access, IndexScan) and layout is not None
         matcher = self.matcher
-        for n, (_rid, values) in enumerate(access.key_values()):
+        store = access.store
+        for n, (rid, values) in enumerate(access.key_values()):
             if not n & 255:
                 interrupt.check()
-            doc: dict[str, Any] = {}
-            for parts, value in zip(paths, values, strict=True):
-                target = doc
-                for part in parts[:-1]:
-                    target = target.setdefault(part, {})
-                target[parts[-1]] = value
+            doc = layout.document(values)
+            if doc is None:
+                data = store.get_raw(rid)
+                if data is None:
+                    continue
+                access.docs_examined += 1
+                doc = bson.decode(data, CODEC)
             if matcher is not None and not matcher(doc):
                 continue
             self.stats.n_matched += 1
@@ -310,39 +321,24 @@ def raw_narrowing(access: AccessStage, filter_spec: Mapping[str, Any] | None) ->
     return compile_prefilter(filter_spec)
 
 
-def _inclusion_fields(projection: Mapping[str, Any]) -> set[str] | None:
-    """The fields of a plain inclusion projection (``_id`` only when kept)."""
-    fields = set()
-    keep_id = True
-    for name, value in projection.items():
-        if isinstance(value, bool) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
-            if name == "_id":
-                keep_id = bool(value)
-            elif value:
-                fields.add(name)
-            else:
-                return None
-        else:
-            return None
-    if keep_id:
-        fields.add("_id")
-    return fields if fields - {"_id"} else None
+def _both(matcher: Matcher | None, test: Callable[[dict[str, Any]], bool]) -> Matcher:
+    """``matcher`` (when there is one) and then ``test``."""
 
+    def both(doc: Any, details: Any = None) -> bool:
+        return (matcher is None or matcher(doc, details)) and test(doc)
 
-def _null_free(cond: Any) -> bool:
-    """Can a condition never match null or a missing field?"""
-    intervals = condition_intervals(cond)
-    return intervals is not None and not includes_null(intervals)
+    return both
 
 
 def _may_hold_text(filter_spec: Mapping[str, Any]) -> bool:
     return "$text" in filter_spec or "$and" in filter_spec
 
 
-def explain_find(run: FindExecution, ns: str, verbosity: str) -> dict[str, Any]:
-    """The explain document of a find, in MongoDB's classic-engine shape."""
+def explain_find(run: FindExecution, ns: str, verbosity: str, run_it: bool = True) -> dict[str, Any]:
+    """The explain document of a find, in MongoDB's classic-engine shape
+    (``run_it`` False: the caller has run it, as far as it needed)."""
     executed = verbosity in ("executionStats", "allPlansExecution")
-    if executed:
+    if executed and run_it:
         for _ in run:
             pass
     winning, stats_tree = _stage_tree(run, executed)
@@ -354,7 +350,7 @@ def explain_find(run: FindExecution, ns: str, verbosity: str) -> dict[str, Any]:
         "maxIndexedAndSolutionsReached": False,
         "maxScansToExplodeReached": False,
         "winningPlan": winning,
-        "rejectedPlans": [_access_explain(stage, run, False) for stage in (run.plan.rejected if run.plan else [])],
+        "rejectedPlans": [access_explain(stage, run, False) for stage in (run.plan.rejected if run.plan else [])],
     }
     out: dict[str, Any] = {"explainVersion": "1", "queryPlanner": planner}
     if executed:
@@ -383,7 +379,7 @@ def explain_find(run: FindExecution, ns: str, verbosity: str) -> dict[str, Any]:
     return out
 
 
-def _access_explain(stage: AccessStage, run: FindExecution, executed: bool) -> dict[str, Any]:
+def access_explain(stage: AccessStage, run: FindExecution, executed: bool) -> dict[str, Any]:
     """The access part of a plan: COLLSCAN (filter inside), IDHACK, or
     FETCH (filter) over IXSCAN."""
     node = stage.explain()
@@ -391,10 +387,12 @@ def _access_explain(stage: AccessStage, run: FindExecution, executed: bool) -> d
     if isinstance(stage, IndexScan):
         if executed:
             node.update(nReturned=stage.docs_examined, keysExamined=stage.keys_examined, works=stage.keys_examined + 1)
+        residual = {k: v for k, v in filter_spec.items() if k not in stage.index.key}
         if stage.covered:
+            if residual:
+                node["filter"] = residual  # checked on the keys, as mongod does
             return node
         fetch: dict[str, Any] = {"stage": "FETCH"}
-        residual = {k: v for k, v in filter_spec.items() if k not in stage.index.key}
         if residual:
             fetch["filter"] = residual
         if executed:
@@ -428,7 +426,7 @@ def _stage_tree(run: FindExecution, executed: bool) -> tuple[dict[str, Any], dic
 
     def build(with_stats: bool) -> dict[str, Any]:
         assert run.plan is not None
-        node = _access_explain(run.plan.access, run, with_stats)
+        node = access_explain(run.plan.access, run, with_stats)
         spec = run.spec
         if run.sort is not None:
             node = {

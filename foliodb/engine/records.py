@@ -452,6 +452,29 @@ class CollectionStore:
         sql = f"SELECT DISTINCT rid FROM {index.table} WHERE key >= ? AND key < ?"
         return [row[0] for row in conn.execute(sql, (low, high)).fetchall()]
 
+    def index_count(self, index: IndexInfo, ranges: list[tuple[bytes, bytes | None]], records: bool) -> int:
+        """The entries of ``index`` in the key ranges ``[start, stop)`` (stop
+        None: to the end), or with ``records`` the distinct records they
+        point at (a multikey index lists a record under several keys). One
+        statement: SQLite counts without handing rows to Python."""
+        if not ranges:
+            return 0
+        terms = " OR ".join("(key >= ?" + (" AND key < ?)" if stop is not None else ")") for _, stop in ranges)
+        args = [bound for start, stop in ranges for bound in (start, stop) if bound is not None]
+        what = "count(DISTINCT rid)" if records else "count(*)"
+        conn = self._index_reader(index)
+        return int(conn.execute(f"SELECT {what} FROM {index.table} WHERE {terms}", args).fetchone()[0])
+
+    def index_min_rid(self, index: IndexInfo, low: bytes, high: bytes | None) -> int | None:
+        """The lowest record id among ``index``'s entries with low <= key < high
+        (high None: to the end)."""
+        conn = self._index_reader(index)
+        if high is None:
+            row = conn.execute(f"SELECT min(rid) FROM {index.table} WHERE key >= ?", (low,)).fetchone()
+        else:
+            row = conn.execute(f"SELECT min(rid) FROM {index.table} WHERE key >= ? AND key < ?", (low, high)).fetchone()
+        return None if row[0] is None else int(row[0])
+
     def index_entries(self, index: IndexInfo) -> set[tuple[bytes, int]]:
         """Every (key, rid) entry of ``index`` (validate)."""
         conn = self._reader()

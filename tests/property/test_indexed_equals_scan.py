@@ -5,14 +5,20 @@ random filters and sorts, each query runs twice: with the planner free to use
 every index kind, and with FOLIODB_NO_INDEXES=1 (collection scans only). The
 answers must be identical - the same documents, in the same order of sort
 keys when sorted. (STYLE.md: "optimisations that can be switched off without
-changing any answer".)
+changing any answer".) The same holds for covered projections (the keys
+answer), counts (COUNT_SCAN), distinct (DISTINCT_SCAN, down to which of
+equal values of different types is kept) and min/max key ranges (a scan
+keeps the documents with a key in the range).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import bson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -39,6 +45,18 @@ SMALL_VALUES = st.one_of(
     st.sampled_from([None, "a", "b", 1.5, float("nan"), [], [1, 2], {"b": 1}, True]),
     bson_values(max_leaves=3),
 )
+
+
+# Documents without arrays, of values that decode back from their keys: the
+# indexes stay key-readable, so covered queries, COUNT_SCAN and DISTINCT_SCAN
+# with filters run their key-only paths.
+_FLAT_VALUES = st.one_of(st.integers(min_value=-3, max_value=3), st.sampled_from([None, "a", "b", 1.5, True]))
+FLAT_DOCUMENTS = st.dictionaries(
+    st.sampled_from(["a", "b", "c", "x"]),
+    st.one_of(_FLAT_VALUES, st.builds(lambda v: {"b": v}, _FLAT_VALUES)),
+    max_size=4,
+)
+DOCUMENT_LISTS = st.one_of(st.lists(documents(max_leaves=8), max_size=25), st.lists(FLAT_DOCUMENTS, max_size=25))
 
 
 def _condition() -> st.SearchStrategy[Any]:
@@ -77,21 +95,26 @@ SORTS = st.one_of(
 )
 
 
-PROJECTIONS = st.sampled_from([None, None, {"a": 1, "_id": 0}, {"a": 1, "b": 1, "_id": 0}, {"b": 1}])
+PROJECTIONS = st.sampled_from(
+    [
+        None,
+        None,
+        {"a": 1, "_id": 0},
+        {"a": 1, "b": 1, "_id": 0},
+        {"b": 1},
+        {"b": 1, "_id": 0},
+        {"a.b": 1, "_id": 0},
+        {"_id": 1},
+    ]
+)
 
 
-def _run(
-    coll: Any, filter_spec: dict[str, Any], sort: Any, limit: int, indexes: bool, projection: Any = None
-) -> list[Any]:
+@contextmanager
+def _indexes(enabled: bool) -> Iterator[None]:
     previous = os.environ.get("FOLIODB_NO_INDEXES")
-    os.environ["FOLIODB_NO_INDEXES"] = "" if indexes else "1"
+    os.environ["FOLIODB_NO_INDEXES"] = "" if enabled else "1"
     try:
-        cursor = coll.find(filter_spec, projection)
-        if sort:
-            cursor = cursor.sort(sort)
-        if limit:
-            cursor = cursor.limit(limit)
-        return list(cursor)
+        yield
     finally:
         if previous is None:
             del os.environ["FOLIODB_NO_INDEXES"]
@@ -99,12 +122,47 @@ def _run(
             os.environ["FOLIODB_NO_INDEXES"] = previous
 
 
+def _both_ways(call: Callable[[], Any]) -> list[Any]:
+    """``call()`` with indexes, then with collection scans: its result or its error code."""
+    out = []
+    for enabled in (True, False):
+        with _indexes(enabled):
+            try:
+                out.append(("ok", call()))
+            except OperationFailure as exc:
+                out.append(("error", exc.code))
+    return out
+
+
+def _canonical(value: Any) -> Any:
+    """A document with its fields in name order: a covered projection gives
+    them in the index's order (as mongod's PROJECTION_COVERED), a fetched
+    document in the stored order."""
+    if isinstance(value, dict):
+        return {k: _canonical(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def _run(
+    coll: Any, filter_spec: dict[str, Any], sort: Any, limit: int, indexes: bool, projection: Any = None
+) -> list[Any]:
+    with _indexes(indexes):
+        cursor = coll.find(filter_spec, projection)
+        if sort:
+            cursor = cursor.sort(sort)
+        if limit:
+            cursor = cursor.limit(limit)
+        return list(cursor)
+
+
 def _outcome(result: list[Any] | Exception, sort: Any, projection: Any) -> Any:
     if isinstance(result, Exception):
         return ("error", getattr(result, "code", None))
     if projection is not None:
         # Projected documents (maybe without _id) compare as a multiset.
-        return sorted(repr(doc) for doc in result)
+        return sorted(repr(_canonical(doc)) for doc in result)
     if not sort:
         return sorted(repr(doc["_id"]) for doc in result)
     key = compile_sort(dict(sort)).key
@@ -112,7 +170,7 @@ def _outcome(result: list[Any] | Exception, sort: Any, projection: Any) -> Any:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(documents(max_leaves=8), max_size=25), _filters(), SORTS, st.sampled_from([0, 0, 1, 3]), PROJECTIONS)
+@given(DOCUMENT_LISTS, _filters(), SORTS, st.sampled_from([0, 0, 1, 3]), PROJECTIONS)
 def test_indexed_query_equals_collection_scan(
     docs: list[dict[str, Any]], filter_spec: dict[str, Any], sort: Any, limit: int, projection: Any
 ) -> None:
@@ -173,3 +231,132 @@ def test_null_and_array_edges(filter_spec: dict[str, Any]) -> None:
         indexed = _run(coll, filter_spec, None, 0, True)
         scanned = _run(coll, filter_spec, None, 0, False)
         assert sorted(d["_id"] for d in indexed) == sorted(d["_id"] for d in scanned)
+
+
+def _collection(client: Any, docs: list[dict[str, Any]]) -> Any:
+    coll = client.db.c
+    for keys, options in INDEXES:
+        coll.create_index(keys, **options)
+    for n, doc in enumerate(docs):
+        doc["_id"] = n
+        try:
+            coll.insert_one(doc)
+        except WriteError as exc:
+            assert exc.code in (171, 16766)  # parallel arrays; hashed array
+    return coll
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    DOCUMENT_LISTS,
+    _filters(),
+    st.sampled_from([0, 0, 2]),
+    st.sampled_from([0, 0, 1, 3]),
+)
+def test_count_equals_collection_scan(
+    docs: list[dict[str, Any]], filter_spec: dict[str, Any], skip: int, limit: int
+) -> None:
+    with foliodb.MongoClient(":memory:") as client:
+        _collection(client, docs)
+        cmd = {"count": "c", "query": filter_spec, "skip": skip, "limit": limit}
+        with_indexes, scan = _both_ways(lambda: client.db.command(cmd)["n"])
+        assert with_indexes == scan
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(DOCUMENT_LISTS, FIELDS, st.one_of(st.just({}), _filters()))
+def test_distinct_equals_collection_scan(docs: list[dict[str, Any]], key: str, filter_spec: dict[str, Any]) -> None:
+    with foliodb.MongoClient(":memory:") as client:
+        _collection(client, docs)
+        cmd = {"distinct": "c", "key": key, "query": filter_spec}
+        # As BSON: the values' types count (1 and 1.0 are one value, the first met).
+        with_indexes, scan = _both_ways(lambda: bson.encode({"v": client.db.command(cmd)["values"]}))
+        assert with_indexes == scan
+
+
+MIN_MAX_INDEXES = [[("a", 1)], [("b", -1)], [("a", 1), ("b", -1)], [("a.b", 1)], [("c", 1)]]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    DOCUMENT_LISTS,
+    st.sampled_from(MIN_MAX_INDEXES),
+    st.lists(SMALL_VALUES, min_size=2, max_size=2),
+    st.lists(SMALL_VALUES, min_size=2, max_size=2),
+    st.sampled_from(["min", "max", "both"]),
+    st.one_of(st.just({}), _filters()),
+)
+def test_min_max_equal_collection_scan(
+    docs: list[dict[str, Any]], key: Any, low: list[Any], high: list[Any], which: str, filter_spec: dict[str, Any]
+) -> None:
+    with foliodb.MongoClient(":memory:") as client:
+        _collection(client, docs)
+        cmd: dict[str, Any] = {"find": "c", "filter": filter_spec, "hint": dict(key), "batchSize": 1000}
+        if which in ("min", "both"):
+            cmd["min"] = {name: value for (name, _), value in zip(key, low, strict=False)}
+        if which in ("max", "both"):
+            cmd["max"] = {name: value for (name, _), value in zip(key, high, strict=False)}
+
+        def run() -> list[Any]:
+            return sorted(repr(doc["_id"]) for doc in client.db.command(cmd)["cursor"]["firstBatch"])
+
+        with_indexes, scan = _both_ways(run)
+        assert with_indexes == scan
+
+
+KEY_FIELDS = st.sampled_from(["a", "b", "a.b"])
+KEY_CONDITIONS = st.one_of(
+    _FLAT_VALUES,
+    st.builds(lambda op, v: {op: v}, st.sampled_from(["$eq", "$ne", "$gt", "$gte", "$lt", "$lte"]), _FLAT_VALUES),
+    st.builds(lambda vs: {"$in": vs}, st.lists(_FLAT_VALUES, max_size=3)),
+    st.builds(lambda b: {"$exists": b}, st.booleans()),
+    st.sampled_from([{"$type": "null"}, {"$type": "number"}, {"$gt": 0, "$lt": 3}]),
+)
+KEY_FILTERS = st.one_of(
+    st.dictionaries(KEY_FIELDS, KEY_CONDITIONS, max_size=2),
+    st.builds(
+        lambda fs: {"$or": fs},
+        st.lists(st.dictionaries(KEY_FIELDS, KEY_CONDITIONS, max_size=1), min_size=1, max_size=2),
+    ),
+)
+KEY_PROJECTIONS = st.sampled_from(
+    [{"_id": 0, "a": 1}, {"_id": 0, "b": 1}, {"_id": 0, "a": 1, "b": 1}, {"_id": 0, "a.b": 1}, {"a": 1}]
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(FLAT_DOCUMENTS, max_size=30),
+    KEY_FILTERS,
+    KEY_PROJECTIONS,
+    st.one_of(st.none(), st.sampled_from([[("a", 1)], [("b", -1)], [("a", 1), ("b", 1)]])),
+    KEY_FIELDS,
+)
+def test_key_only_answers_equal_collection_scan(
+    docs: list[dict[str, Any]], filter_spec: dict[str, Any], projection: Any, sort: Any, key: str
+) -> None:
+    """Indexes that stay key-readable (no arrays, values that decode back as
+    themselves): covered finds, COUNT_SCAN and DISTINCT_SCAN with filters."""
+    with foliodb.MongoClient(":memory:") as client:
+        coll = client.db.c
+        for keys in ([("a", 1), ("b", -1)], [("b", 1)], [("a.b", 1)], [("a", 1)]):
+            coll.create_index(keys)
+        coll.insert_many([{**doc, "_id": n} for n, doc in enumerate(docs)] or [{"_id": 0}])
+        db = client.db
+
+        def find() -> Any:
+            cursor = coll.find(filter_spec, projection)
+            if sort:
+                cursor = cursor.sort(sort)
+            found = list(cursor)
+            return sorted(repr(_canonical(doc)) for doc in found), sort and [
+                compile_sort(dict(sort)).key(d) for d in found
+            ]
+
+        for call in (
+            find,
+            lambda: db.command({"count": "c", "query": filter_spec})["n"],
+            lambda: bson.encode({"v": db.command({"distinct": "c", "key": key, "query": filter_spec})["values"]}),
+        ):
+            with_indexes, scan = _both_ways(call)
+            assert with_indexes == scan

@@ -10,6 +10,14 @@ multi-planner does) and the most productive wins: matching documents per
 record examined, a plan that needs no blocking sort preferred. Without
 candidates the plan is a collection scan.
 
+``min``/``max`` (cursor.min(), cursor.max()) are not filters but a range of
+the hinted index's keys, ``[min, max)`` in the index's order: the plan scans
+exactly that range, and with indexes disabled a collection scan keeps the
+documents with a key in it, so the answers stay the same.
+
+When index keys can answer without documents: :mod:`.covering` (covered
+finds), :mod:`.counting` (COUNT_SCAN), :mod:`.distinct` (DISTINCT_SCAN).
+
 ``FOLIODB_NO_INDEXES=1`` in the environment disables every index access path
 (the answers must not change; the test suite can run both ways).
 """
@@ -23,16 +31,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import bson
-from bson import Int64, ObjectId
+from bson import Int64, MaxKey, MinKey, ObjectId
 
 from foliodb.engine.catalog import CODEC, IndexInfo
 from foliodb.engine.index_keys import NULL_KEY, wildcard_projected
 from foliodb.engine.planner.bounds import (
     ALL,
     Interval,
+    KeyRange,
     condition_intervals,
     contains,
     intersect,
+    key_checker,
     key_ranges,
     point,
     union,
@@ -61,6 +71,8 @@ class Plan:
     rejected: list[AccessStage] = field(default_factory=list)
     # Per candidate: (stage, results, works) of the trial, winner first.
     trials: list[tuple[AccessStage, int, int]] = field(default_factory=list)
+    # A test every document must pass besides the filter (min/max without indexes).
+    doc_test: Callable[[dict[str, Any]], bool] | None = None
 
 
 # -- the filter's conditions by field --------------------------------------------------
@@ -88,7 +100,7 @@ def field_conditions(filter_spec: Mapping[str, Any] | None) -> dict[str, list[An
     return out
 
 
-def _field_intervals(conds: list[Any], multikey: bool) -> list[Interval] | None:
+def field_intervals(conds: list[Any], multikey: bool) -> list[Interval] | None:
     result: list[Interval] | None = None
     for cond in conds:
         intervals = condition_intervals(cond, multikey)
@@ -211,7 +223,7 @@ def _wildcard_candidates(index: IndexInfo, conditions: dict[str, list[Any]]) -> 
             continue
         if projection and not wildcard_projected(path, projection):
             continue
-        intervals = _field_intervals(conds, multikey=True)
+        intervals = field_intervals(conds, multikey=True)
         if intervals is None or includes_null(intervals):
             continue
         out.append(Candidate(index, [[point(path)], intervals], 1, False, ["$_path", path], [False, False]))
@@ -246,7 +258,7 @@ def _index_candidates(
     per_field = [
         _hashed_intervals(conditions.get(name, []))
         if direction == "hashed"
-        else _field_intervals(conditions.get(name, []), index.multikey)
+        else field_intervals(conditions.get(name, []), index.multikey)
         for name, direction in index.key.items()
     ]
     if spec.get("sparse") and all(includes_null(iv) for iv in per_field):
@@ -260,15 +272,25 @@ def _index_candidates(
     return [Candidate(index, intervals, direction or 1, bool(direction))]
 
 
+def shown_bounds(names: list[str], descending: list[bool], per_field: list[list[Interval]]) -> dict[str, list[str]]:
+    """explain's ``indexBounds``: each field's intervals in the index's order."""
+    shown = {}
+    for name, desc, intervals in zip(names, descending, per_field, strict=True):
+        items = [iv.show() for iv in intervals]
+        shown[name] = list(reversed([iv.reversed().show() for iv in intervals])) if desc else items
+    return shown
+
+
 def _index_scan(store: CollectionStore, candidate: Candidate) -> IndexScan | None:
     ranges = key_ranges(candidate.intervals, candidate.descending)
     if ranges is None:
         return None
-    shown = {}
-    for name, desc, intervals in zip(candidate.names, candidate.descending, candidate.intervals, strict=True):
-        items = [iv.show() for iv in intervals]
-        shown[name] = list(reversed([iv.reversed().show() for iv in intervals])) if desc else items
-    return IndexScan(store, candidate.index, ranges, candidate.direction, shown)
+    shown = shown_bounds(candidate.names, candidate.descending, candidate.intervals)
+    index = candidate.index
+    check = None
+    if index.kind == "btree" and not index.multikey:
+        check = key_checker(candidate.intervals, candidate.descending)
+    return IndexScan(store, index, ranges, candidate.direction, shown, check, candidate.intervals)
 
 
 # -- choosing ---------------------------------------------------------------------------
@@ -320,8 +342,12 @@ def choose_plan(
     sort: list[tuple[str, int]] | None = None,
     natural: int | None = None,
     hint: Any = None,
+    min_key: Mapping[str, Any] | None = None,
+    max_key: Mapping[str, Any] | None = None,
 ) -> Plan:
-    hinted = _hinted_index(store, hint)
+    if min_key or max_key:
+        return _min_max_plan(store, hint, min_key or {}, max_key or {}, sort)
+    hinted = hinted_index(store, hint)
     if isinstance(hinted, int):
         return Plan(CollScan(store, hinted))
     if natural is not None:
@@ -392,7 +418,60 @@ def _or_plan(store: CollectionStore, filter_spec: Mapping[str, Any] | None) -> O
     return OrScan(scans)
 
 
-def _hinted_index(store: CollectionStore, hint: Any) -> IndexInfo | int | None:
+def _planner_error(code: int, reason: str) -> CommandError:
+    return CommandError(code, f"error processing query: planner returned error :: caused by :: {reason}")
+
+
+def _min_max_plan(
+    store: CollectionStore,
+    hint: Any,
+    min_key: Mapping[str, Any],
+    max_key: Mapping[str, Any],
+    sort: list[tuple[str, int]] | None,
+) -> Plan:
+    """The scan of the hinted index from ``min_key`` (inclusive) to
+    ``max_key`` (exclusive), with mongod's checks: a hint is required
+    (51173), and each bound names the key pattern's fields in order (51174)
+    with min before max (51175)."""
+    hinted = hinted_index(store, hint)
+    if isinstance(hinted, int):
+        raise _planner_error(ErrorCode.NoQueryExecutionPlans, "min and max are incompatible with $natural")
+    if hinted is None:
+        raise _planner_error(51173, "When using min()/max() a hint of which index to use must be provided")
+    names = list(hinted.key)
+    if hinted.kind in ("wildcard", "text") or any(bound and list(bound) != names for bound in (min_key, max_key)):
+        raise _planner_error(51174, "The index chosen is not compatible with min/max")
+    start = _bound_key(hinted, min_key, low=True)
+    stop = _bound_key(hinted, max_key, low=False)
+    if start >= stop:
+        raise _planner_error(
+            51175, "The value provided for min() does not come before the value provided for max() in the hinted index"
+        )
+    if indexes_disabled():
+        writer = next(w for w in store.writers if w.info.name == hinted.name)
+
+        def in_range(doc: dict[str, Any]) -> bool:
+            return any(start <= key < stop for key in writer.keys(doc))
+
+        return Plan(CollScan(store), doc_test=in_range)
+    direction = _sort_direction(hinted, [[ALL] for _ in names], sort or [])
+    # mongod shows a min/max range (a "simple range") as empty indexBounds.
+    scan = IndexScan(store, hinted, [KeyRange(start, stop)], direction or 1, {})
+    return Plan(scan, bool(direction))
+
+
+def _bound_key(index: IndexInfo, bound: Mapping[str, Any], low: bool) -> bytes:
+    """The key of a min or max bound; an empty bound is the index's first
+    (``low``) or last key: MinKey or MaxKey by each field's direction."""
+    parts = []
+    for (name, _), (_, descending) in zip(index.key.items(), index.fields, strict=True):
+        value = bound[name] if bound else (MinKey() if low != descending else MaxKey())
+        key = keystring.encode(value)
+        parts.append(keystring.complement(key) if descending else key)
+    return b"".join(parts)
+
+
+def hinted_index(store: CollectionStore, hint: Any) -> IndexInfo | int | None:
     """The hinted index, a natural-order direction, or None without a hint."""
     if hint is None or hint == {} or hint == "":
         return None
@@ -405,11 +484,7 @@ def _hinted_index(store: CollectionStore, hint: Any) -> IndexInfo | int | None:
             return index
         if isinstance(hint, Mapping) and list(index.key.items()) == list(hint.items()):
             return index
-    raise CommandError(
-        ErrorCode.BadValue,
-        "error processing query: planner returned error :: caused by :: hint provided does not correspond to an "
-        "existing index",
-    )
+    raise _planner_error(ErrorCode.BadValue, "hint provided does not correspond to an existing index")
 
 
 def _trial(

@@ -12,7 +12,8 @@ covers numbers above 5 and nothing of other types.
 For a compound index the per-field interval lists combine into key ranges:
 point intervals of leading fields multiply out into prefixes, the first
 non-point field contributes its ranges, later fields are unbounded (the
-prefix range covers them). A key range ``(lo, lo_inclusive, hi,
+prefix range covers them) and :func:`key_checker` tests them key by key,
+before any document is read. A key range ``(lo, lo_inclusive, hi,
 hi_inclusive)`` is read with *prefix* semantics: an inclusive end takes every
 key that starts with it.
 """
@@ -20,16 +21,18 @@ key that starts with it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bson import MaxKey, MinKey
+from bson import MaxKey, MinKey, Regex
+from bson.datetime_ms import DatetimeMS
 
 from foliodb.engine.index_keys import NULL_KEY, UNDEFINED_KEY
 from foliodb.query import bsontypes, keystring
 from foliodb.query import compare as cmp
 from foliodb.query.filter import is_operator_doc
+from foliodb.query.keystring import decode_key
 from foliodb.query.render import render
 
 MAX_POINT_PREFIXES = 1000
@@ -101,7 +104,16 @@ def _bracket_end(bracket: int) -> bytes:
     return bytes([bracket + 17])
 
 
-_BRACKET_EDGES: dict[int, tuple[str, str]] = {
+# Brackets whose edges are values, as mongod shows them: the bracket's first
+# value, and the next bracket's first value (exclusive) or the bracket's last
+# (inclusive). Whole keys (unlike a lone type byte) decode back to the edges.
+_EDGE_VALUES: dict[int, tuple[Any, Any, bool]] = {
+    cmp.STRING: ("", {}, False),
+    cmp.OBJECT: ({}, [], False),
+    cmp.ARRAY: ([], b"", False),
+    cmp.DATE: (DatetimeMS(-(2**63)), DatetimeMS(2**63 - 1), True),
+}
+_EDGES_SHOWN: dict[int, tuple[str, str]] = {
     cmp.NUMBER: ("-inf.0", "inf.0"),
     cmp.STRING: ('""', "{}"),
     cmp.OBJECT: ("{}", "[]"),
@@ -111,8 +123,12 @@ _BRACKET_EDGES: dict[int, tuple[str, str]] = {
 
 
 def whole_bracket(bracket: int) -> Interval:
-    lo_shown, hi_shown = _BRACKET_EDGES.get(bracket, ("MinKey", "MaxKey"))
-    return Interval(_bracket_start(bracket), True, _bracket_end(bracket), False, lo_shown, hi_shown)
+    lo_shown, hi_shown = _EDGES_SHOWN.get(bracket, ("MinKey", "MaxKey"))
+    edges = _EDGE_VALUES.get(bracket)
+    if edges is None:
+        return Interval(_bracket_start(bracket), True, _bracket_end(bracket), False, lo_shown, hi_shown)
+    lo, hi, hi_inclusive = edges
+    return Interval(keystring.encode(lo), True, keystring.encode(hi), hi_inclusive, lo_shown, hi_shown)
 
 
 # -- conditions -> intervals ------------------------------------------------------
@@ -204,7 +220,7 @@ def _range(op: str, value: Any) -> list[Interval]:
         return [Interval(_NEG_INF, True, key, op == "$lte", "-inf.0", shown)]
     whole = whole_bracket(b)
     if op in ("$gt", "$gte"):
-        return [Interval(key, op == "$gte", whole.hi, False, shown, whole.hi_shown)]
+        return [Interval(key, op == "$gte", whole.hi, whole.hi_inclusive, shown, whole.hi_shown)]
     return [Interval(whole.lo, True, key, op == "$lte", whole.lo_shown, shown)]
 
 
@@ -256,8 +272,9 @@ _SPECIAL = re.compile(r"[\\^$.|?*+()\[\]{}]")
 
 def _regex(pattern: str, flags: str) -> list[Interval]:
     """A regex bounds strings by its literal prefix when anchored with ^ (and
-    not case-insensitive or multi-line); equal stored regexes match too."""
-    regex_values = whole_bracket(cmp.REGEX)
+    not case-insensitive or multi-line); a stored regex matches only when it
+    is the same regex."""
+    same = point(Regex(pattern, flags))
     if pattern.startswith("^") and "i" not in flags and "m" not in flags and "x" not in flags:
         literal = _SPECIAL.split(pattern[1:], maxsplit=1)[0]
         rest = pattern[1 + len(literal) :]
@@ -265,11 +282,11 @@ def _regex(pattern: str, flags: str) -> list[Interval]:
             literal = literal[:-1]  # the last character is optional
         if "|" not in pattern and literal:
             lo = keystring.T_STRING + keystring.encode(literal)[1:-2]
-            hi = _next_prefix(lo)
+            hi = next_prefix(lo)
             if hi is not None:
                 upper = literal[:-1] + chr(ord(literal[-1]) + 1)
-                return [Interval(lo, True, hi, False, render(literal), render(upper)), regex_values]
-    return [whole_bracket(cmp.STRING), regex_values]
+                return union([Interval(lo, True, hi, False, render(literal), render(upper)), same])
+    return union([whole_bracket(cmp.STRING), same])
 
 
 # -- interval algebra ------------------------------------------------------------------
@@ -332,7 +349,7 @@ def _interval_within(i: Interval, o: Interval) -> bool:
     return lo_ok and hi_ok
 
 
-def _next_prefix(key: bytes) -> bytes | None:
+def next_prefix(key: bytes) -> bytes | None:
     """The smallest byte string above every string that starts with ``key``."""
     stripped = key.rstrip(b"\xff")
     if not stripped:
@@ -342,8 +359,8 @@ def _next_prefix(key: bytes) -> bytes | None:
 
 def sql_range(lo: bytes, lo_inclusive: bool, hi: bytes, hi_inclusive: bool) -> tuple[bytes, bytes | None]:
     """``[start, stop)`` byte bounds of a key range read with prefix semantics."""
-    start = lo if lo_inclusive else (_next_prefix(lo) or b"\xff" * 8)
-    stop = _next_prefix(hi) if hi_inclusive else hi
+    start = lo if lo_inclusive else (next_prefix(lo) or b"\xff" * 8)
+    stop = next_prefix(hi) if hi_inclusive else hi
     return start, stop
 
 
@@ -375,4 +392,44 @@ def key_ranges(per_field: list[list[Interval]], descending: list[bool]) -> list[
                 start, stop = sql_range(p + iv.lo, iv.lo_inclusive, p + iv.hi, iv.hi_inclusive)
                 ranges.append(KeyRange(start, stop))
         return ranges
-    return [KeyRange(p, _next_prefix(p) if p else None) for p in prefixes]
+    return [KeyRange(p, next_prefix(p) if p else None) for p in prefixes]
+
+
+def key_checker(per_field: list[list[Interval]], descending: list[bool]) -> Callable[[bytes], bool] | None:
+    """A test that a key's fields after the first ranged one lie in their
+    intervals (the key ranges bound only the fields up to that one), or None
+    when those fields are unbounded. For indexes without ``undefined`` keys
+    (not multikey): the test decodes each key, and re-encodes the values,
+    which yields the key's own bytes for each field."""
+    first = next((i for i, intervals in enumerate(per_field) if not all(iv.is_point for iv in intervals)), None)
+    if first is None:
+        return None
+    checks = []
+    for j in range(first + 1, len(per_field)):
+        if per_field[j] != [ALL]:
+            spaced = [iv.reversed() for iv in per_field[j]] if descending[j] else per_field[j]
+            checks.append((j, descending[j], spaced))
+    if not checks:
+        return None
+    flags = descending[: checks[-1][0] + 1]
+
+    def check(key: bytes) -> bool:
+        values = decode_key(key, flags)
+        for j, desc, intervals in checks:
+            k = keystring.encode(values[j])
+            if desc:
+                k = keystring.complement(k)
+            if not any(_holds(iv, k) for iv in intervals):
+                return False
+        return True
+
+    return check
+
+
+def _holds(iv: Interval, key: bytes) -> bool:
+    """Is one field's whole key inside ``iv`` (prefix semantics at the top)?"""
+    if key < iv.lo or (key == iv.lo and not iv.lo_inclusive):
+        return False
+    if iv.hi_inclusive:
+        return key <= iv.hi or key.startswith(iv.hi)
+    return key < iv.hi

@@ -3,20 +3,29 @@
 An access stage yields ``(rid, bson_bytes)`` candidates; the query layer
 decodes, filters (always: an access path only narrows, it never decides a
 match), sorts and projects them. Each stage counts what it examined, for
-``explain``'s executionStats.
+``explain``'s executionStats. Two read index keys only: an IndexScan's
+:meth:`~IndexScan.count` (COUNT_SCAN, used only where the bounds are exactly
+the filter, see :mod:`.counting`) and :class:`DistinctScan`, which yields a
+distinct command's values.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from foliodb.engine.catalog import IndexInfo
-from foliodb.engine.planner.bounds import KeyRange
+import bson
+
+from foliodb import interrupt
+from foliodb.engine.catalog import CODEC, IndexInfo
+from foliodb.engine.index_keys import UNDEFINED_KEY
+from foliodb.engine.planner.bounds import Interval, KeyRange, next_prefix
+from foliodb.engine.planner.covering import KeyLayout
 from foliodb.engine.records import CollectionStore
 from foliodb.query import keystring
 from foliodb.query.keystring import decode_key
+from foliodb.query.paths import MISSING, leaf_values, split
 
 
 class AccessStage:
@@ -122,13 +131,15 @@ def _scan_statements(table: str, coll: str) -> dict[tuple[bool, bool, bool], str
 class IndexScan(AccessStage):
     """Records through an index's key ranges (IXSCAN, with the FETCH of each
     record in the same SQL statement). A multikey index can list a record
-    under several keys; each record is produced once."""
+    under several keys; each record is produced once. ``key_check`` (see
+    :func:`~foliodb.engine.planner.bounds.key_checker`) passes over keys
+    outside the bounds of fields the ranges leave open, unread."""
 
     stage = "IXSCAN"
 
     def summary(self) -> str:
         key = ", ".join(f"{name}: {direction}" for name, direction in self.index.key.items())
-        return f"IXSCAN {{ {key} }}"
+        return f"{self.stage} {{ {key} }}"
 
     def __init__(
         self,
@@ -137,12 +148,16 @@ class IndexScan(AccessStage):
         ranges: list[KeyRange],
         direction: int,
         bounds: dict[str, list[str]],
+        key_check: Callable[[bytes], bool] | None = None,
+        intervals: list[list[Interval]] | None = None,
     ) -> None:
         self.store = store
         self.index = index
         self.ranges = ranges
         self.direction = direction
         self.bounds = bounds
+        self.key_check = key_check
+        self.intervals = intervals  # per field, from the filter (None: a min/max range)
         self.keys_examined = 0
         self.docs_examined = 0
         self.covered = False  # set by the query layer: keys alone answer it
@@ -151,9 +166,12 @@ class IndexScan(AccessStage):
     def rows(self) -> Iterator[tuple[int, bytes]]:
         seen: set[int] | None = set() if self.index.multikey else None
         ranges = self.ranges if self.direction > 0 else list(reversed(self.ranges))
+        key_check = self.key_check
         for key_range in ranges:
-            for _key, rid, data in self._scan(key_range, False):
+            for key, rid, data in self._scan(key_range, False):
                 self.keys_examined += 1
+                if key_check is not None and not key_check(key):
+                    continue
                 if seen is not None:
                     if rid in seen:
                         continue
@@ -167,10 +185,30 @@ class IndexScan(AccessStage):
         (on indexes that are neither multikey nor lossy)."""
         descending = [isinstance(d, (int, float)) and d < 0 for d in self.index.key.values()]
         ranges = self.ranges if self.direction > 0 else list(reversed(self.ranges))
+        key_check = self.key_check
         for key_range in ranges:
             for key, rid, _ in self._scan(key_range, True):
                 self.keys_examined += 1
-                yield rid, decode_key(key, descending)
+                if key_check is None or key_check(key):
+                    yield rid, decode_key(key, descending)
+
+    def count(self) -> int:
+        """How many records the scan reads, from the keys alone (each record
+        of a multikey index once): one SQL count unless a key check decides."""
+        key_check = self.key_check
+        if key_check is None:
+            ranges = [(r.start, r.stop) for r in self.ranges]
+            n = self.store.index_count(self.index, ranges, records=self.index.multikey)
+            self.keys_examined += n
+            return n
+        n = 0
+        for key_range in self.ranges:
+            for key, _, _ in self._scan(key_range, True):
+                self.keys_examined += 1
+                if not self.keys_examined & 255:
+                    interrupt.check()
+                n += key_check(key)
+        return n
 
     def _scan(self, key_range: KeyRange, keys_only: bool) -> Iterator[tuple[bytes, int, bytes | None]]:
         store, index = self.store, self.index
@@ -286,3 +324,177 @@ class OrScan(AccessStage):
 
     def explain(self) -> dict[str, Any]:
         return {"stage": "OR", "inputStages": [scan.explain() for scan in self.scans]}
+
+
+class DistinctScan(AccessStage):
+    """A distinct command's values from an index (DISTINCT_SCAN): one seek
+    per distinct value of the field at ``position`` (with the fields before
+    it), within the key ranges.
+
+    A key gives its value itself when the index is neither multikey nor
+    lossy (equal keys then hold identical values) and the value is not null
+    (null or missing?). Otherwise the value comes from a document: without a
+    filter, the lowest record id under that value (the document a collection
+    scan meets first, so the same representative of equal values of
+    different types); a null key is followed until a document holds a null.
+    With ``layout`` and ``matcher`` (a filter on indexed fields, read from
+    the keys) the entries of a value are walked until one matches."""
+
+    stage = "DISTINCT_SCAN"
+
+    def __init__(
+        self,
+        store: CollectionStore,
+        index: IndexInfo,
+        ranges: list[KeyRange],
+        position: int,
+        bounds: dict[str, list[str]],
+        layout: KeyLayout | None,
+        matcher: Callable[[dict[str, Any]], bool] | None,
+        next_field: list[Interval] | None = None,
+    ) -> None:
+        self.store = store
+        self.index = index
+        self.ranges = ranges
+        self.position = position
+        # The key-space intervals of the field after the distinct one, when
+        # bounded: a value's entries are walked from the first one's start.
+        self.next_field = next_field
+        self.bounds = bounds
+        self.layout = layout
+        self.matcher = matcher
+        self.keys_examined = 0
+        self.docs_examined = 0
+        self.path = split(list(index.key)[position])
+        self.descending = [d for _, d in index.fields]
+        # Keys hold the values themselves: no document is read but for nulls.
+        self.from_keys = not index.multikey and not index.lossy
+        self._sql = _scan_statements(index.table, store.info.table)
+
+    def summary(self) -> str:
+        key = ", ".join(f"{name}: {direction}" for name, direction in self.index.key.items())
+        return f"DISTINCT_SCAN {{ {key} }}"
+
+    def values(self) -> Iterator[Any]:
+        """A value for each distinct key value of the field (maybe repeated
+        across key ranges; the caller keeps one of each)."""
+        for key_range in self.ranges:
+            start: bytes | None = key_range.start
+            while start is not None:
+                first = next(self._entries(start, key_range.stop, 1), None)
+                if first is None:
+                    break
+                interrupt.check()
+                prefix, values = self._prefix(first[0])
+                end = next_prefix(prefix)
+                if key_range.stop is not None and (end is None or end > key_range.stop):
+                    end = key_range.stop
+                found = self._value(prefix, values, first, end)
+                if found is not _NONE:
+                    yield found
+                start = end
+
+    def _value(self, prefix: bytes, values: list[Any], first: tuple[bytes, int], end: bytes | None) -> Any:
+        value = values[self.position]
+        if value is _UNDEFINED:
+            return _NONE  # an empty array: no value
+        field_key = keystring.encode(value)
+        if self.layout is None and value is not None:
+            if self.from_keys:
+                self.keys_examined += 1
+                return value
+            # The document a collection scan meets first among those with this value.
+            self.keys_examined += 1
+            rid = self.store.index_min_rid(self.index, prefix, end)
+            doc = self._fetch(rid) if rid is not None else None
+            found = _leaf_equal(doc, self.path, field_key) if doc is not None else _NONE
+            if found is not _NONE:
+                return found
+        walk_from = first[0]
+        if self.next_field:
+            lo = self.next_field[0]
+            skip_to = prefix + lo.lo if lo.lo_inclusive else next_prefix(prefix + lo.lo)
+            if skip_to is not None and skip_to > walk_from:
+                walk_from = skip_to
+        for key, rid in self._entries(walk_from, end, 8):
+            self.keys_examined += 1
+            if not self.keys_examined & 255:
+                interrupt.check()
+            if self.layout is not None and value is not None:
+                # A filter on indexed fields: the key answers it unless a
+                # field it reads is null (then the document does, below).
+                rebuilt = self.layout.document(decode_key(key, self.descending))
+                if rebuilt is not None:
+                    if self.matcher is None or self.matcher(rebuilt):
+                        return value
+                    continue
+            doc = self._fetch(rid)
+            if doc is None or (self.matcher is not None and not self.matcher(doc)):
+                continue
+            found = _leaf_equal(doc, self.path, field_key)
+            if found is not _NONE:
+                return found
+        return _NONE
+
+    def _fetch(self, rid: int) -> dict[str, Any] | None:
+        data = self.store.get_raw(rid)
+        if data is None:
+            return None
+        self.docs_examined += 1
+        return bson.decode(data, CODEC)
+
+    def _prefix(self, key: bytes) -> tuple[bytes, list[Any]]:
+        """The key's bytes and values up to the distinct field, included
+        (``_UNDEFINED`` for an empty array's key)."""
+        pos = 0
+        values: list[Any] = []
+        for desc in self.descending[: self.position + 1]:
+            if key[pos] ^ (0xFF if desc else 0) == UNDEFINED_KEY[0]:
+                values.append(_UNDEFINED)
+                pos += 1
+                continue
+            value = decode_key(key[pos:], [desc])[0]
+            values.append(value)
+            pos += len(keystring.encode(value))  # a value's key bytes are unique to it
+        return key[:pos], values
+
+    def _entries(self, start: bytes, stop: bytes | None, batch: int) -> Iterator[tuple[bytes, int]]:
+        """(key, rid) from ``start`` up to ``stop`` (excluded), in key order."""
+        while True:
+            sql = self._sql[(True, True, stop is not None)]
+            args = (start, stop, batch) if stop is not None else (start, batch)
+            rows = self.store.index_rows(self.index, sql, args)
+            for key, rid, _ in rows:
+                yield key, rid
+            if len(rows) < batch:
+                return
+            start = rows[-1][0] + b"\x00"
+            batch = min(batch * 4, 512)
+
+    def explain(self) -> dict[str, Any]:
+        spec = self.index.spec
+        return {
+            "stage": "DISTINCT_SCAN",
+            "keyPattern": dict(self.index.key),
+            "indexName": self.index.name,
+            "isMultiKey": self.index.multikey,
+            "multiKeyPaths": {name: [name] if self.index.multikey else [] for name in self.index.key},
+            "isUnique": bool(spec.get("unique", False)),
+            "isSparse": bool(spec.get("sparse", False)),
+            "isPartial": "partialFilterExpression" in spec,
+            "indexVersion": 2,
+            "direction": "forward",
+            "indexBounds": self.bounds,
+        }
+
+
+_NONE = object()  # no value found
+_UNDEFINED = object()  # an empty array's key
+
+
+def _leaf_equal(doc: dict[str, Any], path: tuple[str, ...], key: bytes) -> Any:
+    """The first value the path reaches in ``doc`` whose key is ``key``."""
+    for value in leaf_values(doc, path):
+        if value is not MISSING and keystring.encode(value) == key:
+            return value
+    return _NONE
