@@ -54,6 +54,7 @@ SETTABLE = [
     ("ttlMonitorEnabled", False, False),
     ("ttlMonitorSleepSecs", 5, 5),
     ("requireApiVersion", 1, True),  # a number is a boolean, as mongod coerces it
+    ("cursorTimeoutMillis", 1000, 1000),  # the cursor reaper's idle limit
 ]
 
 
@@ -77,7 +78,7 @@ REFUSED = [
     ({"noSuchParameter": 1}, "admin", 72),
     ({}, "admin", 72),
     ({"notablescan": True}, "admin", 238),
-    ({"cursorTimeoutMillis": 1000}, "admin", 238),
+    ({"cursorTimeoutMillis": 0}, "admin", 2),
     ({"ttlMonitorSleepSecs": 0}, "admin", 2),
     ({"ttlMonitorEnabled": "yes"}, "admin", 2),
     ({"ttlMonitorEnabled": False}, "test", 13),
