@@ -291,7 +291,7 @@ def test_db_users_and_roles(source: Any, tmp_path: Path) -> None:
     assert [u["_id"] for u in users] == ["shop.bob"]
     with foliodb.MongoClient(":memory:") as copy:
         plain = restore(copy, str(tmp_path / "dump"))
-        assert "admin" not in copy.list_database_names()
+        assert "system.users" not in copy.admin.list_collection_names()
         assert "shop.$admin.system.users (restore it with --restoreDbUsersAndRoles)" in plain.ignored
         restore(copy, str(tmp_path / "dump"), Options(restore_db_users_and_roles=True))
         assert [u["_id"] for u in copy.admin["system.users"].find()] == ["shop.bob"]
