@@ -13,6 +13,7 @@ Invariants (checked by ``validate``):
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -439,10 +440,15 @@ class CollectionStore:
                 return
             last = rows[-1][0]
 
-    def index_rows(self, index: IndexInfo, sql: str, args: tuple[Any, ...]) -> list[tuple[bytes, int, bytes | None]]:
-        """One batch of an index scan: ``sql`` (an access stage's statement over
-        ``index``) with its arguments."""
+    def index_rows(
+        self, index: IndexInfo, start: bytes, stop: bytes | None, forward: bool, keys_only: bool, limit: int
+    ) -> list[tuple[bytes, int, bytes | None]]:
+        """One batch of an index scan: up to ``limit`` (key, rid, BSON) with
+        start <= key < stop (stop None: to the end), in key order or its
+        reverse; with ``keys_only`` the BSON is None (nothing fetched)."""
         conn = self._index_reader(index)
+        sql = _scan_statements(index.table, self.info.table)[(keys_only, forward, stop is not None)]
+        args = (start, stop, limit) if stop is not None else (start, limit)
         rows: list[tuple[bytes, int, bytes | None]] = conn.execute(sql, args).fetchall()
         return rows
 
@@ -506,6 +512,22 @@ class CollectionStore:
     def data_size(self) -> int:
         row = self._reader().execute(f"SELECT coalesce(sum(length(doc)), 0) FROM {self.info.table}").fetchone()
         return int(row[0])
+
+
+@functools.lru_cache(maxsize=256)
+def _scan_statements(table: str, coll: str) -> dict[tuple[bool, bool, bool], str]:
+    """The SELECTs of an index scan by (keys only, forward, bounded above)."""
+    fetch = f"SELECT i.key, c.rid, c.doc FROM {table} AS i JOIN {coll} AS c ON c.rid = i.rid WHERE "
+    keys_only = f"SELECT i.key, i.rid, NULL FROM {table} AS i WHERE "
+    return {
+        (covered, forward, bounded): select
+        + ("i.key >= ?" + (" AND i.key < ?" if bounded else ""))
+        + (" ORDER BY i.key" if forward else " ORDER BY i.key DESC")
+        + " LIMIT ?"
+        for covered, select in ((False, fetch), (True, keys_only))
+        for forward in (True, False)
+        for bounded in (True, False)
+    }
 
 
 def _too_deep(doc: dict[str, Any]) -> bool:

@@ -11,7 +11,6 @@ distinct command's values.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -112,22 +111,6 @@ class IdLookup(AccessStage):
         }
 
 
-@functools.lru_cache(maxsize=256)
-def _scan_statements(table: str, coll: str) -> dict[tuple[bool, bool, bool], str]:
-    """The SELECTs of an index scan by (keys only, forward, bounded above)."""
-    fetch = f"SELECT i.key, c.rid, c.doc FROM {table} AS i JOIN {coll} AS c ON c.rid = i.rid WHERE "
-    keys_only = f"SELECT i.key, i.rid, NULL FROM {table} AS i WHERE "
-    return {
-        (covered, forward, bounded): select
-        + ("i.key >= ?" + (" AND i.key < ?" if bounded else ""))
-        + (" ORDER BY i.key" if forward else " ORDER BY i.key DESC")
-        + " LIMIT ?"
-        for covered, select in ((False, fetch), (True, keys_only))
-        for forward in (True, False)
-        for bounded in (True, False)
-    }
-
-
 class IndexScan(AccessStage):
     """Records through an index's key ranges (IXSCAN, with the FETCH of each
     record in the same SQL statement). A multikey index can list a record
@@ -161,7 +144,6 @@ class IndexScan(AccessStage):
         self.keys_examined = 0
         self.docs_examined = 0
         self.covered = False  # set by the query layer: keys alone answer it
-        self._sql = _scan_statements(index.table, store.info.table)
 
     def rows(self) -> Iterator[tuple[int, bytes]]:
         seen: set[int] | None = set() if self.index.multikey else None
@@ -216,10 +198,7 @@ class IndexScan(AccessStage):
         batch = 32  # small first: a limit-1 query reads one short batch
         forward = self.direction > 0
         while True:
-            bounded = stop is not None
-            sql = self._sql[(keys_only, forward, bounded)]
-            args = (start, stop, batch) if bounded else (start, batch)
-            rows = store.index_rows(index, sql, args)
+            rows = store.index_rows(index, start, stop, forward, keys_only, batch)
             yield from rows
             if len(rows) < batch:
                 return
@@ -369,7 +348,6 @@ class DistinctScan(AccessStage):
         self.descending = [d for _, d in index.fields]
         # Keys hold the values themselves: no document is read but for nulls.
         self.from_keys = not index.multikey and not index.lossy
-        self._sql = _scan_statements(index.table, store.info.table)
 
     def summary(self) -> str:
         key = ", ".join(f"{name}: {direction}" for name, direction in self.index.key.items())
@@ -461,9 +439,7 @@ class DistinctScan(AccessStage):
     def _entries(self, start: bytes, stop: bytes | None, batch: int) -> Iterator[tuple[bytes, int]]:
         """(key, rid) from ``start`` up to ``stop`` (excluded), in key order."""
         while True:
-            sql = self._sql[(True, True, stop is not None)]
-            args = (start, stop, batch) if stop is not None else (start, batch)
-            rows = self.store.index_rows(self.index, sql, args)
+            rows = self.store.index_rows(self.index, start, stop, True, True, batch)
             for key, rid, _ in rows:
                 yield key, rid
             if len(rows) < batch:
