@@ -29,6 +29,7 @@ import itertools
 import os
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,7 @@ from foliodb import interrupt
 from foliodb.engine.catalog import CODEC, Catalog, CatalogDraft, CollectionInfo, IndexInfo
 from foliodb.engine.records import CollectionStore
 from foliodb.engine.storage import Storage
+from foliodb.engine.transactions import State, Transaction, WriteConflictError, write_conflict
 from foliodb.engine.ttl import TTLMonitor
 from foliodb.engine.usage import EngineUsage
 from foliodb.errors import CommandError, ErrorCode
@@ -154,9 +156,13 @@ class Engine:
         return store
 
     def create_collection(self, db: str, name: str, options: Mapping[str, Any] | None = None) -> CollectionStore:
-        """A new collection with its _id index."""
+        """A new collection with its _id index (inside a transaction: one only
+        the transaction sees until it commits)."""
         validate_db_name(db)
         validate_collection_name(db, name)
+        txn = self.storage.transaction()
+        if txn is not None:
+            return self._create_in_transaction(txn, db, name, dict(options or {}))
         with self.storage.write():
             if self.catalog.get(db, name) is not None:
                 raise CommandError(ErrorCode.NamespaceExists, f"Collection {db}.{name} already exists.")
@@ -179,6 +185,25 @@ class Engine:
                 )
             store = self.create_collection(db, name)
         return store
+
+    def _create_in_transaction(self, txn: Transaction, db: str, name: str, options: dict[str, Any]) -> CollectionStore:
+        view = txn.view
+        assert view.catalog is not None
+        if view.catalog.get(db, name) is not None:
+            raise CommandError(ErrorCode.NamespaceExists, f"Collection {db}.{name} already exists.")
+        if options.get("capped") or name.startswith("system."):
+            raise CommandError(
+                ErrorCode.OperationNotSupportedInTransaction,
+                f"Cannot create a capped or system collection {db}.{name} in a multi-document transaction.",
+            )
+        info = CollectionInfo(txn.next_pending_id, db, name, uuid.uuid4(), options)
+        txn.next_pending_id -= 1
+        info.indexes["_id_"] = IndexInfo(txn.next_pending_id, "_id_", dict(ID_INDEX_SPEC))
+        txn.next_pending_id -= 1
+        txn.pending[(db, name)] = info
+        # The transaction's own catalog version: its snapshot's, with the collection it created.
+        view.catalog = Catalog({**view.catalog.collections, (db, name): info})
+        return self.store_of(info)
 
     def create_view(self, db: str, name: str, options: Mapping[str, Any]) -> None:
         validate_db_name(db)
@@ -248,6 +273,10 @@ class Engine:
         indexed here, in this transaction (None is returned); a larger one gets
         its indexes as *building*, to be filled by :meth:`run_index_build`
         after this transaction commits."""
+        txn = self.storage.transaction()
+        if txn is not None:
+            self._index_in_transaction(txn, store, specs)
+            return None
         draft = self.draft()
         info = store.info
         total = store.count()
@@ -264,6 +293,100 @@ class Engine:
                 for writer in writers:
                     filled.add_entries(writer, doc, rid)
         return None
+
+    def _index_in_transaction(self, txn: Transaction, store: CollectionStore, specs: list[dict[str, Any]]) -> None:
+        """Indexes on a collection the transaction created (mongod allows no other inside one)."""
+        info = store.info
+        if info.id >= 0:
+            raise CommandError(
+                ErrorCode.OperationNotSupportedInTransaction,
+                f"Cannot create new indexes on existing collection {info.ns} in a multi-document transaction.",
+            )
+        for spec in specs:
+            info.indexes[spec["name"]] = IndexInfo(txn.next_pending_id, spec["name"], spec)
+            txn.next_pending_id -= 1
+        info.store = None  # a new store maintains the new indexes
+        overlay = txn.overlay_of(info.id)
+        if overlay is not None:
+            fresh = self.store_of(info)
+            for writer in fresh.writers:
+                if writer.unique and writer.info.name in {spec["name"] for spec in specs}:
+                    entries = overlay.entries(writer.info, writer.keys, True)
+                    for (key, _), (next_key, _) in itertools.pairwise(entries):
+                        if key == next_key:
+                            raise CommandError(
+                                ErrorCode.DuplicateKey, f"E11000 duplicate key error collection: {info.ns}"
+                            )
+
+    # -- multi-document transactions ----------------------------------------------------------
+
+    def begin_transaction(self, options: dict[str, Any]) -> Transaction:
+        """A new transaction on a pinned snapshot."""
+        view = self.storage.pin_snapshot()
+        txn = Transaction(self.storage.transactions, view, view.commits, options)
+        view.overlay = txn
+        self.storage.transactions.begin(txn)
+        return txn
+
+    def commit_transaction(self, txn: Transaction) -> None:
+        """Apply a transaction's writes in one write transaction, or raise
+        WriteConflictError (and abort it) when another write got there first."""
+        storage = self.storage
+        bound = storage.transaction_view()
+        storage.bind_transaction(None)
+        try:
+            if txn.collections or txn.pending:
+                with storage.write():
+                    txn.state = State.COMMITTING
+                    self._replay(txn)
+        except (CommandError, WriteConflictError):
+            txn.state = State.IN_PROGRESS
+            self.abort_transaction(txn)
+            raise WriteConflictError(write_conflict()) from None
+        except BaseException:
+            txn.state = State.IN_PROGRESS
+            self.abort_transaction(txn)
+            raise
+        finally:
+            storage.bind_transaction(bound)
+        txn.end(State.COMMITTED)
+        storage.unpin(txn.view)
+
+    def _replay(self, txn: Transaction) -> None:
+        created: dict[int, CollectionInfo] = {}
+        for (db, name), pending in txn.pending.items():
+            if self.catalog.get(db, name) is not None:
+                raise WriteConflictError(write_conflict())  # someone created it meanwhile
+            draft = self.draft()
+            info = draft.add_collection(db, name, dict(pending.options))
+            for index in pending.indexes.values():
+                draft.add_index(info, dict(index.spec))
+            created[pending.id] = info
+        if txn.changed_since_snapshot():
+            raise WriteConflictError(write_conflict())
+        for collection_id, overlay in txn.collections.items():
+            target = created.get(collection_id) or self.catalog.by_id.get(collection_id)
+            if target is None:
+                raise WriteConflictError(write_conflict())  # dropped meanwhile
+            store = self.store_of(target)
+            for rid, data in overlay.rows.items():
+                if rid in overlay.inserted:
+                    if data is not None:
+                        store.insert(overlay.docs[rid], data)
+                    continue
+                current = store.get(rid)
+                if current is None:
+                    raise WriteConflictError(write_conflict())  # deleted meanwhile
+                if data is None:
+                    store.delete(rid, current)
+                else:
+                    store.update(rid, current, overlay.docs[rid], data)
+
+    def abort_transaction(self, txn: Transaction) -> None:
+        if txn.state in (State.COMMITTED, State.ABORTED):
+            return
+        txn.end(State.ABORTED)
+        self.storage.unpin(txn.view)
 
     def run_index_build(self, build: IndexBuild) -> None:
         """Fill a building index chunk by chunk, then make it ready; on any

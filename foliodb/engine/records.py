@@ -22,8 +22,10 @@ import bson
 
 from foliodb.engine.catalog import CODEC, Catalog, CollectionInfo, IndexInfo, set_flag
 from foliodb.engine.index_keys import EMPTY_ARRAY, document_keys, hashed_document_keys, wildcard_keys, with_rid
+from foliodb.engine.overlay import CollectionOverlay, in_range, merge_index_rows, merge_scan
 from foliodb.engine.storage import Storage
 from foliodb.engine.text import TextIndex
+from foliodb.engine.transactions import HeldByTransactionError, State, Transaction, WriteConflictError, write_conflict
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import keystring
 from foliodb.query.filter import compile_filter
@@ -138,6 +140,7 @@ class CollectionStore:
         self.info = info
         # Writes go through the writer connection, only inside Storage.write().
         self.conn: sqlite3.Connection = storage.writer
+        self._txns = storage.transactions
         self._checked: Catalog | None = None  # the last catalog version this store was found alive in
         table = info.table
         self._insert_sql = f"INSERT INTO {table} (doc) VALUES (?)"
@@ -197,6 +200,11 @@ class CollectionStore:
         next document as MongoDB's unordered inserts do."""
         if data is None:
             data = self.encode(doc)
+        txn = self.storage.transaction()
+        if txn is not None:
+            return self._txn_insert(txn, doc, data)
+        if self._txns.key_intents:
+            self._wait_for_keys(doc, None)
         conn = self.conn
         rid = conn.execute(self._insert_sql, (data,)).lastrowid
         assert rid is not None
@@ -220,6 +228,21 @@ class CollectionStore:
         rolls back and inserts one by one to report each error exactly."""
         encode = self.encode
         rows = [encode(doc) for doc in docs]
+        txn = self.storage.transaction()
+        if txn is not None:
+            overlay = txn.writable(self.info)
+            done: list[int] = []
+            try:
+                for doc, data in zip(docs, rows, strict=True):
+                    done.append(self._txn_insert(txn, doc, data))
+            except BaseException:
+                for rid in done:
+                    overlay.remove(rid)
+                raise
+            return
+        if self._txns.key_intents:
+            for doc in docs:
+                self._wait_for_keys(doc, None)
         conn = self.conn
         first = conn.execute(f"SELECT coalesce(max(rid), 0) + 1 FROM {self.info.table}").fetchone()[0]
         rids = range(first, first + len(docs))
@@ -327,6 +350,13 @@ class CollectionStore:
         (the caller's transaction goes on without this update)."""
         if data is None:
             data = self.encode(new, after_update=True)
+        txn = self.storage.transaction()
+        if txn is not None:
+            self._txn_update(txn, rid, old, new, data)
+            return
+        self._txns.written(self.info.id, rid)
+        if self._txns.key_intents:
+            self._wait_for_keys(new, old)
         changes = []
         risky = False
         for writer in self.writers:
@@ -365,6 +395,14 @@ class CollectionStore:
                 self._duplicate(writer, added, rid)
 
     def delete(self, rid: int, doc: dict[str, Any]) -> None:
+        txn = self.storage.transaction()
+        if txn is not None:
+            overlay = txn.writable(self.info)
+            if rid not in overlay.inserted:
+                txn.claim_document(self.info.id, rid)
+            overlay.remove(rid)
+            return
+        self._txns.written(self.info.id, rid)
         conn = self.conn
         self._cap_totals = None
         conn.execute(self._delete_sql, (rid,))
@@ -376,52 +414,180 @@ class CollectionStore:
                 conn.executemany(writer.delete_sql, [(with_rid(k, rid),) for k in keys])
 
     def truncate(self) -> None:
+        held = next((t for (cid, _), t in list(self._txns.doc_intents.items()) if cid == self.info.id), None)
+        if held is not None and held.state is State.IN_PROGRESS:
+            raise HeldByTransactionError(held)
         self._cap_totals = None
         self.conn.execute(f"DELETE FROM {self.info.table}")
         for writer in self.writers:
             self.conn.execute(f"DELETE FROM {writer.table}")
 
+    # -- writes inside a multi-document transaction (to its overlay) ------------------
+
+    def _txn_insert(self, txn: Transaction, doc: dict[str, Any], data: bytes) -> int:
+        self._writable_in_transaction()
+        overlay = txn.writable(self.info)
+        for writer in self.writers:
+            if writer.unique:
+                for key, values in writer.keys(doc).items():
+                    self._txn_unique(txn, overlay, writer, key, values, None)
+        return overlay.put(None, doc, data)
+
+    def _txn_update(self, txn: Transaction, rid: int, old: dict[str, Any], new: dict[str, Any], data: bytes) -> None:
+        self._writable_in_transaction()
+        overlay = txn.writable(self.info)
+        if rid not in overlay.inserted:
+            txn.claim_document(self.info.id, rid)
+        for writer in self.writers:
+            if writer.unique:
+                old_keys = writer.keys(old)
+                for key, values in writer.keys(new).items():
+                    if key not in old_keys:
+                        self._txn_unique(txn, overlay, writer, key, values, rid)
+        overlay.put(rid, new, data)
+
+    def _txn_unique(
+        self,
+        txn: Transaction,
+        overlay: CollectionOverlay,
+        writer: IndexWriter,
+        key: bytes,
+        values: tuple[Any, ...],
+        rid: int | None,
+    ) -> None:
+        """May the transaction add this unique key? DuplicateKey if its own view
+        already holds it elsewhere; WriteConflict if another transaction holds it
+        or someone committed it since the snapshot."""
+        index = writer.info
+        mine = in_range(overlay.entries(index, writer.keys, True), key, key + b"\x00")
+        if any(other != rid for _, other in mine):
+            raise writer.duplicate_error(self.info.ns, values)
+        if self.info.id >= 0 and index.id >= 0:
+            conn, _ = self._read()
+            assert conn is not None
+            sql = f"SELECT rid FROM {index.table} WHERE key = ?"
+            seen = conn.execute(sql, (key,)).fetchone()
+            if seen is not None and seen[0] != rid and not overlay.shadows(seen[0]):
+                raise writer.duplicate_error(self.info.ns, values)
+            latest = self.storage.read_latest(sql, (key,))
+            if latest and (seen is None or latest[0][0] != seen[0]) and not overlay.shadows(latest[0][0]):
+                raise WriteConflictError(write_conflict())  # committed by another since this snapshot
+        txn.claim_key(index.id, key)
+
+    def _writable_in_transaction(self) -> None:
+        if self.cap_size is not None:
+            raise CommandError(
+                ErrorCode.OperationNotSupportedInTransaction,
+                f"Collection '{self.info.ns}' is a capped collection. Writes in transactions are not allowed on "
+                "capped collections.",
+            )
+        if self.info.name.startswith("system."):
+            raise CommandError(
+                ErrorCode.OperationNotSupportedInTransaction,
+                f"Cannot write to system collection {self.info.ns} within a transaction.",
+            )
+
+    def _wait_for_keys(self, doc: dict[str, Any], old: dict[str, Any] | None) -> None:
+        """Outside transactions: wait for an open transaction holding a unique key this write adds."""
+        for writer in self.writers:
+            if writer.unique:
+                old_keys = writer.keys(old) if old is not None else {}
+                for key in writer.keys(doc):
+                    if key not in old_keys:
+                        self._txns.check_key(writer.info.id, key)
+
     # -- reads (the engine's one read interface) ---------------------------------
 
-    def _reader(self) -> sqlite3.Connection:
-        """The connection to read through now, once this collection is known
-        to be the same in the catalog version that goes with it."""
+    def _read(self) -> tuple[sqlite3.Connection | None, CollectionOverlay | None]:
+        """What to read through now: the snapshot's connection (None for a
+        collection only a transaction knows, created inside it), and the
+        running transaction's writes to this collection (None outside one, or
+        if it wrote none). Checks first that the collection is still the same
+        in the catalog version of the snapshot."""
         view = self.storage.view()
         catalog = view.catalog
+        txn = view.overlay
+        overlay = txn.overlay_of(self.info.id) if txn is not None else None
+        if self.info.id < 0:
+            return None, overlay
         if catalog is not self._checked:
             assert catalog is not None
             current = catalog.by_id.get(self.info.id)
             if current is None or (current.db, current.name) != (self.info.db, self.info.name):
                 raise CommandError(ErrorCode.QueryPlanKilled, f"collection dropped or renamed: {self.info.ns}")
             self._checked = catalog
-        return view.conn
+        return view.conn, overlay
 
-    def _index_reader(self, index: IndexInfo) -> sqlite3.Connection:
-        """:meth:`_reader`, once ``index`` is known to be still there (QueryPlanKilled if it was dropped)."""
-        conn = self._reader()
-        current = self.storage.catalog().by_id[self.info.id]
-        found = current.indexes.get(index.name) or current.building.get(index.name)
-        if found is None or found.id != index.id:
-            raise CommandError(ErrorCode.QueryPlanKilled, f"index '{index.name}' dropped")
+    def _reader(self) -> sqlite3.Connection:
+        """The snapshot's connection, for reads no transaction changes (validate, capped tails, sizes)."""
+        conn, _ = self._read()
+        if conn is None:
+            raise CommandError(
+                ErrorCode.OperationNotSupportedInTransaction, "not supported on a collection created in a transaction"
+            )
         return conn
 
+    def _index_read(self, index: IndexInfo) -> tuple[sqlite3.Connection | None, CollectionOverlay | None]:
+        """:meth:`_read`, once ``index`` is known to be still there (QueryPlanKilled if it was dropped)."""
+        conn, overlay = self._read()
+        if conn is not None:
+            current = self.storage.catalog().by_id[self.info.id]
+            found = current.indexes.get(index.name) or current.building.get(index.name)
+            if found is None or found.id != index.id:
+                raise CommandError(ErrorCode.QueryPlanKilled, f"index '{index.name}' dropped")
+        return conn, overlay
+
+    def _overlay_entries(self, overlay: CollectionOverlay, index: IndexInfo) -> list[tuple[bytes, int]]:
+        writer = next(w for w in self.writers if w.info.id == index.id)
+        return overlay.entries(index, writer.keys, writer.unique)
+
     def get(self, rid: int) -> dict[str, Any] | None:
-        row = self._reader().execute(self._get_sql, (rid,)).fetchone()
-        return None if row is None else bson.decode(row[0], CODEC)
+        data = self.get_raw(rid)
+        return None if data is None else bson.decode(data, CODEC)
 
     def get_raw(self, rid: int) -> bytes | None:
-        row = self._reader().execute(self._get_sql, (rid,)).fetchone()
+        conn, overlay = self._read()
+        if overlay is not None and overlay.shadows(rid):
+            return overlay.rows[rid]
+        if conn is None:
+            return None
+        row = conn.execute(self._get_sql, (rid,)).fetchone()
         return None if row is None else row[0]
 
     def row_by_id_key(self, key: bytes) -> tuple[int, bytes] | None:
         """(rid, BSON) of the document whose ``_id`` encodes to ``key``."""
-        row: tuple[int, bytes] | None = self._reader().execute(self._by_id_sql, (key,)).fetchone()
+        conn, overlay = self._read()
+        if overlay is not None:
+            mine = in_range(self._overlay_entries(overlay, self.info.id_index), key, key + b"\x00")
+            if mine:
+                rid = mine[0][1]
+                data = overlay.rows[rid]
+                assert data is not None
+                return rid, data
+        if conn is None:
+            return None
+        row: tuple[int, bytes] | None = conn.execute(self._by_id_sql, (key,)).fetchone()
+        if row is not None and overlay is not None and overlay.shadows(row[0]):
+            return None  # deleted in the transaction (a changed document would have been found above)
         return row
 
     def scan(self, reverse: bool = False, needles: list[list[bytes]] | None = None) -> Iterator[tuple[int, bytes]]:
         """Every (record id, BSON) in record-id order, read in batches so
         nothing is held open between them; with ``needles``, only records
         holding one needle of each group (SQLite's ``instr`` on the BLOB)."""
+        conn, overlay = self._read()
+        if overlay is not None:
+            groups = needles or []
+
+            def keep(data: bytes) -> bool:
+                return all(any(needle in data for needle in group) for group in groups)
+
+            main = self._scan_table(reverse, needles) if conn is not None else iter(())
+            yield from merge_scan(main, overlay, reverse, keep)
+        elif conn is not None:
+            yield from self._scan_table(reverse, needles)
+
+    def _scan_table(self, reverse: bool, needles: list[list[bytes]] | None) -> Iterator[tuple[int, bytes]]:
         table = self.info.table
         where = "rid < ?" if reverse else "rid > ?"
         args: list[Any] = []
@@ -432,7 +598,9 @@ class CollectionStore:
         sql = f"SELECT rid, doc FROM {table} WHERE {where} ORDER BY rid {order} LIMIT ?"
         last = (1 << 62) if reverse else 0
         while True:
-            rows = self._reader().execute(sql, (last, *args, SCAN_BATCH)).fetchall()
+            conn, _ = self._read()
+            assert conn is not None
+            rows = conn.execute(sql, (last, *args, SCAN_BATCH)).fetchall()
             if not rows:
                 return
             yield from rows
@@ -446,17 +614,29 @@ class CollectionStore:
         """One batch of an index scan: up to ``limit`` (key, rid, BSON) with
         start <= key < stop (stop None: to the end), in key order or its
         reverse; with ``keys_only`` the BSON is None (nothing fetched)."""
-        conn = self._index_reader(index)
-        sql = _scan_statements(index.table, self.info.table)[(keys_only, forward, stop is not None)]
-        args = (start, stop, limit) if stop is not None else (start, limit)
-        rows: list[tuple[bytes, int, bytes | None]] = conn.execute(sql, args).fetchall()
-        return rows
+        conn, overlay = self._index_read(index)
+        rows: list[tuple[bytes, int, bytes | None]] = []
+        if conn is not None:
+            sql = _scan_statements(index.table, self.info.table)[(keys_only, forward, stop is not None)]
+            # Records the transaction changed are left out of the snapshot's rows: fetch enough more.
+            fetch = limit + (len(overlay.rows) if overlay is not None else 0)
+            rows = conn.execute(sql, (start, stop, fetch) if stop is not None else (start, fetch)).fetchall()
+        if overlay is None:
+            return rows
+        mine = in_range(self._overlay_entries(overlay, index), start, stop)
+        return merge_index_rows(rows, mine, overlay, forward, keys_only, limit)
 
     def index_rids(self, index: IndexInfo, low: bytes, high: bytes) -> list[int]:
         """The distinct record ids of ``index``'s entries with low <= key < high."""
-        conn = self._index_reader(index)
-        sql = f"SELECT DISTINCT rid FROM {index.table} WHERE key >= ? AND key < ?"
-        return [row[0] for row in conn.execute(sql, (low, high)).fetchall()]
+        conn, overlay = self._index_read(index)
+        rids: list[int] = []
+        if conn is not None:
+            sql = f"SELECT DISTINCT rid FROM {index.table} WHERE key >= ? AND key < ?"
+            rids = [row[0] for row in conn.execute(sql, (low, high)).fetchall()]
+        if overlay is None:
+            return rids
+        kept = [rid for rid in rids if not overlay.shadows(rid)]
+        return kept + sorted({rid for _, rid in in_range(self._overlay_entries(overlay, index), low, high)})
 
     def index_count(self, index: IndexInfo, ranges: list[tuple[bytes, bytes | None]], records: bool) -> int:
         """The entries of ``index`` in the key ranges ``[start, stop)`` (stop
@@ -465,16 +645,31 @@ class CollectionStore:
         statement: SQLite counts without handing rows to Python."""
         if not ranges:
             return 0
+        conn, overlay = self._index_read(index)
+        if overlay is not None:
+            found: list[tuple[bytes, int]] = []
+            for start, stop in ranges:
+                while True:
+                    batch = self.index_rows(index, start, stop, True, True, 512)
+                    found.extend((key, rid) for key, rid, _ in batch)
+                    if len(batch) < 512:
+                        break
+                    start = batch[-1][0] + b"\x00"
+            return len({rid for _, rid in found}) if records else len(found)
+        assert conn is not None
         terms = " OR ".join("(key >= ?" + (" AND key < ?)" if stop is not None else ")") for _, stop in ranges)
         args = [bound for start, stop in ranges for bound in (start, stop) if bound is not None]
         what = "count(DISTINCT rid)" if records else "count(*)"
-        conn = self._index_reader(index)
         return int(conn.execute(f"SELECT {what} FROM {index.table} WHERE {terms}", args).fetchone()[0])
 
     def index_min_rid(self, index: IndexInfo, low: bytes, high: bytes | None) -> int | None:
         """The lowest record id among ``index``'s entries with low <= key < high
         (high None: to the end)."""
-        conn = self._index_reader(index)
+        conn, overlay = self._index_read(index)
+        if overlay is not None:
+            rids = [rid for _, rid, _ in self.index_rows(index, low, high, True, True, 1 << 30)]
+            return min(rids) if rids else None
+        assert conn is not None
         if high is None:
             row = conn.execute(f"SELECT min(rid) FROM {index.table} WHERE key >= ?", (low,)).fetchone()
         else:
@@ -492,25 +687,38 @@ class CollectionStore:
         return list(self._reader().execute(sql, (rid, limit)).fetchall())
 
     def count(self) -> int:
-        return int(self._reader().execute(self._count_sql).fetchone()[0])
+        conn, overlay = self._read()
+        n = int(conn.execute(self._count_sql).fetchone()[0]) if conn is not None else 0
+        return n + (overlay.count_change() if overlay is not None else 0)
 
     def count_through(self, rid: int, reverse: bool = False) -> int:
         """Records from the start of a scan in that direction up to ``rid``, included."""
+        conn, _ = self._read()
+        if conn is None:
+            return 0
         condition = "rid >= ?" if reverse else "rid <= ?"
         sql = f"SELECT count(*) FROM {self.info.table} WHERE {condition}"
-        return int(self._reader().execute(sql, (rid,)).fetchone()[0])
+        return int(conn.execute(sql, (rid,)).fetchone()[0])
 
     def storage_size(self) -> int:
         """Bytes on disk (or in memory) of the records' pages; the data size where that is unknown."""
+        if self.info.id < 0:
+            return 0
         size = self.storage.table_bytes(self.info.table)
         return self.data_size() if size is None else size
 
     def index_sizes(self) -> dict[str, int]:
         """Bytes of each index's pages, by index name (0 where unknown)."""
+        if self.info.id < 0:
+            return dict.fromkeys(self.info.indexes, 0)
         return {name: self.storage.table_bytes(index.table) or 0 for name, index in self.info.indexes.items()}
 
     def data_size(self) -> int:
-        row = self._reader().execute(f"SELECT coalesce(sum(length(doc)), 0) FROM {self.info.table}").fetchone()
+        conn, overlay = self._read()
+        if overlay is not None:
+            return sum(len(data) for _, data in self.scan())
+        assert conn is not None
+        row = conn.execute(f"SELECT coalesce(sum(length(doc)), 0) FROM {self.info.table}").fetchone()
         return int(row[0])
 
 

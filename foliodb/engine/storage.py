@@ -74,9 +74,14 @@ import time
 import uuid
 import weakref
 from collections.abc import Iterator
+from typing import Any
+
+from bson import Timestamp
 
 from foliodb import interrupt
 from foliodb.engine.catalog import Catalog, CatalogDraft
+from foliodb.engine.clock import ClusterClock
+from foliodb.engine.transactions import Transaction, TransactionTable
 from foliodb.errors import CommandError, ErrorCode
 
 DATA_FILE = "foliodb.sqlite"
@@ -162,21 +167,24 @@ class _WriterLock:
 
 
 class _Reader:
-    """A pooled reader connection and the snapshot it may still hold."""
+    """A pooled reader connection and the snapshot it may still hold; pinned by
+    a multi-document transaction, it also carries that transaction's writes."""
 
-    __slots__ = ("catalog", "commits", "conn", "in_txn")
+    __slots__ = ("catalog", "commits", "conn", "in_txn", "overlay")
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.in_txn = False
         self.commits = -1  # the storage's commit count when the snapshot began
         self.catalog: Catalog | None = None
+        self.overlay: Transaction | None = None
 
 
 class _ThreadState(threading.local):
     depth = 0  # operations open on this thread (nested ones join the outermost)
     view: _Reader | None = None  # the operation's snapshot, opened at its first read
     writing = 0  # depth of write() on this thread
+    txn: _Reader | None = None  # the transaction this thread's command runs in (its pinned snapshot)
 
 
 _STORAGES: weakref.WeakSet[Storage] = weakref.WeakSet()
@@ -221,6 +229,9 @@ class Storage:
             if self.lock:
                 self.lock.release()
             raise CommandError(ErrorCode.InternalError, f"cannot open {self.file}: {exc}") from None
+        self.clock = ClusterClock(self.writer)
+        self.cluster_time: Timestamp = self.clock.last  # of the newest commit
+        self.transactions = TransactionTable()
         self.draft: CatalogDraft | None = None  # the writer's catalog changes, published at commit
         self.ddl_seq = 0  # odd while a catalog change is being published
         self.commits = 0  # writer commits so far: a snapshot stamped with this count is the newest
@@ -274,7 +285,7 @@ class Storage:
         state = self._state
         if state.writing:
             return self._writer_view
-        view = state.view
+        view = state.txn or state.view
         if view is None:
             view = self._open_view(state)
         return view
@@ -287,6 +298,90 @@ class Storage:
         catalog = self.view().catalog
         assert catalog is not None
         return catalog
+
+    # -- multi-document transactions ---------------------------------------------
+
+    def transaction(self) -> Transaction | None:
+        """The transaction this thread's command runs in, unless it is writing for real (a commit)."""
+        state = self._state
+        txn = state.txn
+        if txn is None or state.writing:
+            return None
+        return txn.overlay
+
+    def transaction_view(self) -> _Reader | None:
+        return self._state.txn
+
+    def bind_transaction(self, view: _Reader | None) -> None:
+        """Run this thread's command in a transaction's snapshot (None: in none)."""
+        self._state.txn = view
+
+    def pin_snapshot(self) -> _Reader:
+        """A reader held out of the pool inside a new snapshot, for a
+        transaction's whole life; its ``commits`` stamp is exact unless
+        commits kept landing while it was taken (then it is lower, which only
+        makes conflicts more likely)."""
+        reader = self._take_reader()
+        if reader.in_txn:
+            reader.conn.execute("ROLLBACK")
+            reader.in_txn = False
+        conn = reader.conn
+        for _ in range(3):
+            seq = self.ddl_seq
+            if seq & 1:
+                time.sleep(0)
+                continue
+            commits = self.commits
+            catalog = self.published
+            conn.execute("BEGIN")
+            conn.execute("PRAGMA schema_version").fetchone()
+            if self.ddl_seq == seq and self.commits == commits:
+                break
+            conn.execute("ROLLBACK")
+        else:
+            while True:  # keep the last try's snapshot, with a stamp no higher than what it saw
+                seq = self.ddl_seq
+                if seq & 1:
+                    time.sleep(0)
+                    continue
+                commits = self.commits
+                catalog = self.published
+                conn.execute("BEGIN")
+                conn.execute("PRAGMA schema_version").fetchone()
+                if self.ddl_seq == seq:
+                    break
+                conn.execute("ROLLBACK")
+        reader.in_txn = True
+        reader.commits = commits
+        reader.catalog = catalog
+        return reader
+
+    def unpin(self, reader: _Reader) -> None:
+        """A transaction ended: its snapshot goes back to the pool, ended."""
+        reader.overlay = None
+        if self.closed or self.forked:
+            if not self.forked:
+                reader.conn.close()
+            return
+        reader.conn.execute("ROLLBACK")
+        reader.in_txn = False
+        if len(self._idle) < MAX_IDLE_READERS:
+            self._idle.append(reader)
+        else:
+            reader.conn.close()
+
+    def read_latest(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
+        """Rows of one statement against the newest committed state, outside
+        any snapshot (a transaction checking what was committed since its own)."""
+        reader = self._take_reader()
+        try:
+            if reader.in_txn:
+                reader.conn.execute("ROLLBACK")
+                reader.in_txn = False
+            rows: list[Any] = reader.conn.execute(sql, args).fetchall()
+            return rows
+        finally:
+            self._idle.append(reader)
 
     def catalog_draft(self) -> CatalogDraft:
         """The catalog the current write transaction changes (created on first use)."""
@@ -385,6 +480,9 @@ class Storage:
             finally:
                 state.writing -= 1
             return
+        if state.txn is not None:
+            yield self.writer  # inside a transaction: its writes go to its overlay, not through the writer
+            return
         self._writer_lock.acquire()
         try:
             self.writer.execute("BEGIN IMMEDIATE")
@@ -399,6 +497,7 @@ class Storage:
             state.writing = 0
             try:
                 self.draft = None
+                self.transactions.rolled_back()
                 self.writer.execute("ROLLBACK")
             finally:
                 self._writer_lock.release()
@@ -412,6 +511,7 @@ class Storage:
             self._release_view(state)  # the operation's next read sees this write
 
     def _commit(self) -> None:
+        self.cluster_time = self.clock.tick(self.writer)
         draft = self.draft
         if draft is None:
             try:
@@ -432,16 +532,23 @@ class Storage:
             self.draft = None
             self.ddl_seq += 1
         self.commits += 1
+        self.transactions.committed(self.commits)
         self._end_stale_snapshots()
 
     def _rollback_failed_commit(self) -> None:
+        self.transactions.rolled_back()
+        self.clock.rolled_back()
         if self.writer.in_transaction:
             self.writer.execute("ROLLBACK")
 
     @contextlib.contextmanager
     def savepoint(self) -> Iterator[None]:
         """A nested unit inside :meth:`write` that can fail on its own. Catalog
-        changes do not happen inside one (a draft cannot roll back partway)."""
+        changes do not happen inside one (a draft cannot roll back partway).
+        In a transaction, the overlay's own writes are each all or nothing."""
+        if self.transaction() is not None:
+            yield
+            return
         self.writer.execute("SAVEPOINT unit")
         try:
             yield
