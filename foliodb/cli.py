@@ -106,6 +106,9 @@ def build_parser() -> Parser:
     serve.add_argument(
         "--tlsAllowConnectionsWithoutCertificates", action="store_true", help="with --tlsCAFile, certificates optional"
     )
+    persona = serve.add_mutually_exclusive_group()
+    persona.add_argument("--replSet", default="rs0", help="the one-member replica set's name (default rs0)")
+    persona.add_argument("--standalone", action="store_true", help="answer as a standalone (no transactions)")
     serve.add_argument("--maxConns", type=int, help="connection limit (default: 80%% of the soft RLIMIT_NOFILE)")
 
     dump_cmd = _tool(commands, "dump", "write databases in mongodump's format (mongorestore loads them into MongoDB)")
@@ -222,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
                 tls_ca_file=args.tlsCAFile,
                 tls_allow_connections_without_certificates=args.tlsAllowConnectionsWithoutCertificates,
                 max_conns=args.maxConns,
+                replica_set=None if args.standalone else args.replSet,
             )
         return COMMANDS[args.command](args)
     except BrokenPipeError:

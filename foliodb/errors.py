@@ -32,6 +32,7 @@ class ErrorCode(IntEnum):
     IllegalOperation = 20
     EmptyArrayOperation = 21
     InvalidBSON = 22
+    AlreadyInitialized = 23
     LockTimeout = 24
     NamespaceNotFound = 26
     IndexNotFound = 27
@@ -58,12 +59,16 @@ class ErrorCode(IntEnum):
     IndexAlreadyExists = 68
     InvalidOptions = 72
     InvalidNamespace = 73
+    NoReplicationEnabled = 76
+    UnknownReplWriteConcern = 79
     IndexOptionsConflict = 85
     IndexKeySpecsConflict = 86
     OperationFailed = 96
+    UnsatisfiableWriteConcern = 100
     DBPathInUse = 98
     NotExactValueField = 111
     WriteConflict = 112
+    ConflictingOperationInProgress = 117
     CommandNotSupported = 115
     DocTooLargeForCapped = 116
     DocumentValidationFailure = 121
@@ -77,6 +82,7 @@ class ErrorCode(IntEnum):
     CannotIndexParallelArrays = 171
     QueryPlanKilled = 175
     InvalidIndexSpecificationOption = 197
+    IncompleteTransactionHistory = 217
     NoSuchSession = 206
     IllegalOpMsgFlag = 223
     QueryFeatureNotAllowed = 224

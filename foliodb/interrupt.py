@@ -35,6 +35,7 @@ class Operation:
         "opid",
         "plan_summary",
         "progress",
+        "session",
         "started",
         "waiting_for_lock",
     )
@@ -59,6 +60,7 @@ class Operation:
         self.waiting_for_lock = False
         self.plan_summary: str | None = None
         self.progress: tuple[int, int] | None = None  # (done, total) of an index build
+        self.session: bytes | None = None  # the lsid id of the session it runs in
 
     def check(self) -> None:
         if self.killed:

@@ -511,6 +511,12 @@ RULES: dict[str, Rule] = {
     "setParameter": _cluster("setParameter"),
     "shutdown": _cluster("shutdown"),
     "killAllSessions": _cluster("killAnySession"),
+    "killAllSessionsByPattern": _cluster("killAnySession"),
+    "commitTransaction": _authenticated("the session's own transaction"),
+    "abortTransaction": _authenticated("the session's own transaction"),
+    "replSetGetStatus": _cluster("replSetGetStatus"),
+    "replSetGetConfig": _cluster("replSetGetConfig"),
+    "replSetInitiate": _cluster("replSetConfigure"),
     "killOp": _cluster("killop", note="also for one's own operations: FolioDB does not yet track operations by user"),
     "currentOp": _cluster(
         "inprog", note="also with $ownOps: FolioDB's currentOp does not yet filter operations by user"

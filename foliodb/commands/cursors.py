@@ -32,6 +32,7 @@ from bson import Int64
 from bson.errors import InvalidDocument
 from bson.raw_bson import RawBSONDocument
 
+from foliodb import interrupt
 from foliodb.auth.caller import CALLER
 from foliodb.auth.privileges import Privilege, namespace, privilege
 from foliodb.commands import params
@@ -95,7 +96,7 @@ class Cursor:
     source: Lookahead
     no_timeout: bool = False
     last_used: float = 0.0
-    lsid: Any = None
+    lsid: bytes | None = None  # the session that opened it (its lsid's id), for killSessions
     await_data: bool = False  # a tailable awaitData cursor: getMore may carry maxTimeMS
     owners: frozenset[tuple[str, str]] | None = None  # (db, user); None: opened without authorization
     privileges: tuple[Privilege, ...] = ()  # what the opening command needed
@@ -119,6 +120,9 @@ class CursorManager:
 
     def open(self, ns: str, source: Iterator[dict[str, Any]], **options: Any) -> Cursor:
         lookahead = source if isinstance(source, Lookahead) else Lookahead(source)
+        op = interrupt.current()
+        if op is not None and op.session is not None:
+            options.setdefault("lsid", op.session)
         caller = CALLER.get()
         if caller is not None:
             options.setdefault("owners", caller.users)
@@ -186,6 +190,13 @@ class CursorManager:
             return False
         cursor.source.close()
         return True
+
+    def kill_sessions(self, keys: list[bytes] | None) -> None:
+        """Close the cursors opened in these sessions (None: in any session): killSessions."""
+        with self._lock:
+            chosen = [c.id for c in self._cursors.values() if c.lsid is not None and (keys is None or c.lsid in keys)]
+        for cursor_id in chosen:
+            self.kill(cursor_id)
 
     def kill_all(self) -> None:
         """Close every cursor and stop the reaper (the executor is closing)."""

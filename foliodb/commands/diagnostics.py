@@ -11,11 +11,8 @@ import os
 import platform
 import socket
 import time
-import uuid
 from collections.abc import Mapping
 from typing import Any
-
-from bson.binary import Binary, UuidRepresentation
 
 import foliodb
 from foliodb.commands import params
@@ -53,6 +50,9 @@ def hello_reply(request: Request, legacy: bool) -> dict[str, Any]:
             "ok": 1.0,
         }
     )
+    replica_set = request.executor.replica_set
+    if replica_set is not None:
+        reply.update(replica_set.hello_fields(request.engine.storage.cluster_time))
     return reply
 
 
@@ -158,11 +158,6 @@ def cmd_listCommands(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]
     return {"commands": {name: {"help": ""} for name in COMMANDS.names()}, "ok": 1.0}
 
 
-@COMMANDS.register("endSessions", "killSessions", "refreshSessions", "killAllSessions")
-def cmd_endSessions(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    return {"ok": 1.0}
-
-
 @COMMANDS.register("validate")
 def cmd_validate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "validate")
@@ -171,9 +166,3 @@ def cmd_validate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if store is None:
         raise CommandError(ErrorCode.NamespaceNotFound, f"Collection '{request.db}.{name}' does not exist to validate.")
     return validate_collection(store)
-
-
-@COMMANDS.register("startSession")
-def cmd_startSession(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    """A session id; sessions carry no state in FolioDB (one node, no transactions yet)."""
-    return {"id": {"id": Binary.from_uuid(uuid.uuid4(), UuidRepresentation.STANDARD)}, "timeoutMinutes": 30, "ok": 1.0}

@@ -22,10 +22,13 @@ from typing import TYPE_CHECKING, Any
 from bson import ObjectId
 
 from foliodb import interrupt
-from foliodb.commands import api_version, params, profiler, registry
+from foliodb.commands import api_version, params, profiler, registry, sessions
 from foliodb.commands.cursors import CursorManager
+from foliodb.commands.replication import ReplicaSet, write_concern_error
 from foliodb.engine import usage
 from foliodb.engine.engine import Engine, open_engine
+from foliodb.engine.sessions import lsid_key
+from foliodb.engine.transactions import HeldByTransactionError
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.interrupt import Operation
 from foliodb.query.context import Context
@@ -37,6 +40,11 @@ if TYPE_CHECKING:
     from foliodb.engine.query import FindExecution
 
 log = logging.getLogger("foliodb")
+
+# Commands whose writeConcern a one-member replica set checks before running them.
+WRITE_COMMANDS = frozenset(
+    {"insert", "update", "delete", "findAndModify", "findandmodify", "bulkWrite", "create", "drop", "createIndexes"}
+)
 
 
 @dataclass
@@ -124,8 +132,10 @@ class ScanTotals:
 class Executor:
     """Executes commands against one engine; owns its server-side cursors."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, replica_set: ReplicaSet | None = None) -> None:
         self.engine = engine
+        # The persona: a one-member replica set's primary (transactions, retryable writes), or a standalone.
+        self.replica_set = replica_set
         self.cursors = CursorManager()
         self.process_id = ObjectId()  # topologyVersion.processId of hello
         # serverStatus.opcounters: documents inserted, statements updated and deleted, commands run.
@@ -175,11 +185,20 @@ class Executor:
             )
         if max_time:
             request.deadline = op.deadline = time.monotonic() + max_time / 1000.0
+        if self.replica_set is not None and name in WRITE_COMMANDS:
+            unsatisfiable = write_concern_error(command.get("writeConcern"))
+            if unsatisfiable is not None:
+                raise unsatisfiable
+        in_session = "lsid" in command
+        if in_session:
+            op.session = request.lsid = lsid_key(command["lsid"])
         started = time.perf_counter()
         try:
-            reply = handler(request, command)
+            reply = self._call(request, handler, command, in_session)
         except CommandError as exc:
             reply = exc.to_reply()
+        if self.replica_set is not None and (in_session or "connection_id" in extra):
+            reply.update(sessions.cluster_time_fields(request))
         if self.engine.profiling:
             profiler.record(request, command, reply, int((time.perf_counter() - started) * 1000))
         usage.command_finished(
@@ -187,6 +206,21 @@ class Executor:
         )
         self._count(name, command)
         return reply
+
+    def _call(
+        self, request: Request, handler: registry.Handler, command: Mapping[str, Any], in_session: bool
+    ) -> dict[str, Any]:
+        """The handler's reply; a write that met a document held by an open
+        transaction is run again once that transaction ends (all of it: the
+        write rolled back), waiting no longer than its maxTimeMS."""
+        while True:
+            try:
+                if in_session:
+                    return sessions.run(request, handler, command)
+                return handler(request, command)
+            except HeldByTransactionError as held:
+                while not held.txn.ended.wait(0.05):
+                    request.check_time()
 
     def _count(self, name: str, command: Mapping[str, Any]) -> None:
         counters = self.opcounters
@@ -204,9 +238,9 @@ class Executor:
             counters["command"] += 1
 
     @classmethod
-    def open(cls, path: str) -> Executor:
+    def open(cls, path: str, replica_set: ReplicaSet | None = None) -> Executor:
         """An executor over the dbpath's engine (shared within the process)."""
-        return cls(open_engine(path))
+        return cls(open_engine(path), replica_set)
 
     def close(self) -> None:
         """Done with it: close its cursors and release the engine."""

@@ -35,8 +35,6 @@ COMMANDS: Registry[Handler] = Registry(
         "shardCollection",
         "replSetGetStatus",
         "replSetInitiate",
-        "commitTransaction",
-        "abortTransaction",
         "createRole",
         "saslStart",
         "saslContinue",

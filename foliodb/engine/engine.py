@@ -39,6 +39,7 @@ import bson
 from foliodb import interrupt
 from foliodb.engine.catalog import CODEC, Catalog, CatalogDraft, CollectionInfo, IndexInfo
 from foliodb.engine.records import CollectionStore
+from foliodb.engine.sessions import SessionRegistry
 from foliodb.engine.storage import Storage
 from foliodb.engine.transactions import State, Transaction, WriteConflictError, write_conflict
 from foliodb.engine.ttl import TTLMonitor
@@ -104,6 +105,7 @@ class Engine:
         # Profiling settings per database (the profile command's ProfileSettings); empty: none.
         self.profiling: dict[str, Any] = {}
         self.usage = EngineUsage(self.storage.published)  # $indexStats, latencyStats
+        self.sessions = SessionRegistry(self.storage.writer, self.abort_transaction)
         # The operations running on this engine (currentOp, killOp), from every client of it.
         self.operations: dict[int, interrupt.Operation] = {}
         self.opids = itertools.count(1)

@@ -251,11 +251,6 @@ class Connection:
         name = next(iter(cmd))
         if message.op_code == wire.OP_QUERY and name not in _HELLO:
             return wire.unsupported_op_query(name).to_reply()
-        if "txnNumber" in cmd:
-            # A standalone mongod's answer to retryable writes and transactions.
-            return CommandError(
-                ErrorCode.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos"
-            ).to_reply()
         if name in _HELLO:
             return self.hello(message.db, cmd)
         if name in SASL_COMMANDS:

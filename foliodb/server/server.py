@@ -39,6 +39,7 @@ import time
 
 from foliodb.auth.redaction import install_log_filter
 from foliodb.commands.executor import Executor
+from foliodb.commands.replication import ReplicaSet
 from foliodb.server.connection import Connection
 from foliodb.server.tls import TLSConfig
 
@@ -83,6 +84,13 @@ def _warning_line(message: str, warning_id: int) -> str:
     return json.dumps(entry, separators=(",", ":"))
 
 
+def _advertised(host: str, port: int) -> str:
+    """The host:port the replica set names itself by: what clients reach (a wildcard bind is the host's name)."""
+    if host in ("0.0.0.0", "::", ""):
+        host = socket.gethostname()
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 class Server:
     def __init__(
         self,
@@ -98,6 +106,7 @@ class Server:
         max_conns: int | None = None,
         handshake_timeout: float = HANDSHAKE_TIMEOUT,
         frame_timeout: float = FRAME_TIMEOUT,
+        replica_set: str | None = "rs0",
     ) -> None:
         self.dbpath = dbpath
         self.host = host
@@ -112,7 +121,8 @@ class Server:
         self.frame_timeout = frame_timeout
         self.startup_warnings: list[str] = []
         install_log_filter(logging.getLogger("foliodb"))  # the executor logs commands it failed on
-        self.executor = Executor.open(dbpath)
+        # The primary of a one-member replica set named replica_set (None: a standalone).
+        self.executor = Executor.open(dbpath, ReplicaSet(replica_set) if replica_set is not None else None)
         self.stopping = threading.Event()
         self.stopped = threading.Event()
         self._listener: socket.socket | None = None
@@ -144,6 +154,8 @@ class Server:
             self.executor.close()
             raise
         self._listener = listener
+        if self.executor.replica_set is not None:
+            self.executor.replica_set.me = _advertised(*self.address)
         self._warn_at_startup()
         self._accept_thread = threading.Thread(target=self._accept_loop, name="foliodb-accept", daemon=True)
         self._accept_thread.start()

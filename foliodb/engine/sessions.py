@@ -1,0 +1,162 @@
+"""Server sessions: what the engine remembers per ``lsid``.
+
+A driver sends ``lsid`` with every command of a session. The engine keeps,
+per session: when it was last used (it expires after
+``logicalSessionTimeoutMinutes`` idle, 30, as mongod's), the highest
+``txnNumber`` it has used, its current or last multi-document transaction,
+and its last retryable write's reply (also stored in SQLite, in the write's
+own SQLite transaction: ``retryable_writes``, so a retry after a crash finds
+it and the write is never applied twice).
+
+Ending, killing or expiring a session aborts its open transaction. Reaping
+also aborts transactions older than ``transactionLifetimeLimitSeconds``.
+
+Manual: https://www.mongodb.com/docs/manual/reference/server-sessions/
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import bson
+from bson.binary import Binary
+
+from foliodb.engine.catalog import CODEC
+from foliodb.engine.transactions import State, Transaction
+from foliodb.errors import CommandError, ErrorCode
+
+TIMEOUT_MINUTES = 30
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS retryable_writes (
+    lsid BLOB PRIMARY KEY,
+    txn_number INTEGER NOT NULL,
+    reply BLOB NOT NULL,
+    written REAL NOT NULL
+)
+"""
+
+
+@dataclass
+class ServerSession:
+    key: bytes  # the lsid's id (UUID bytes)
+    lsid: dict[str, Any]
+    last_use: float = field(default_factory=time.monotonic)
+    txn_number: int = -1  # the highest txnNumber this session has used
+    txn: Transaction | None = None  # its current or last transaction
+    txn_number_of_txn: int = -1  # the txnNumber of ``txn``
+    retryable: tuple[int, dict[str, Any]] | None = None  # (txnNumber, reply) of its last retryable write
+    loaded: bool = False  # ``retryable`` read back from SQLite
+
+
+def lsid_key(lsid: Any) -> bytes:
+    """The session's identity in an ``lsid`` document (``{id: UUID}``)."""
+    if not isinstance(lsid, Mapping) or "id" not in lsid:
+        raise CommandError(ErrorCode.TypeMismatch, "BSON field 'lsid' is the wrong type, expected object")
+    value = lsid["id"]
+    if isinstance(value, Binary) and value.subtype in (3, 4):
+        return bytes(value)
+    if isinstance(value, uuid.UUID):
+        return value.bytes
+    raise CommandError(ErrorCode.TypeMismatch, "BSON field 'lsid.id' is the wrong type, expected UUID")
+
+
+class SessionRegistry:
+    """The engine's sessions."""
+
+    def __init__(self, writer_conn: Any, abort: Callable[[Transaction], None]) -> None:
+        writer_conn.executescript(_SCHEMA)
+        self._abort = abort
+        self.sessions: dict[bytes, ServerSession] = {}
+        self.lock = threading.Lock()
+        self.timeout_minutes = TIMEOUT_MINUTES
+        self.transaction_lifetime = 60.0  # transactionLifetimeLimitSeconds
+
+    def touch(self, lsid: Any) -> ServerSession:
+        key = lsid_key(lsid)
+        with self.lock:
+            session = self.sessions.get(key)
+            if session is None:
+                session = self.sessions[key] = ServerSession(key, dict(lsid))
+            session.last_use = time.monotonic()
+        return session
+
+    def find(self, lsid: Any) -> ServerSession | None:
+        return self.sessions.get(lsid_key(lsid))
+
+    def load_retryable(self, session: ServerSession, reader: Any) -> None:
+        """Read the session's last retryable write back from storage (once: after a restart)."""
+        if session.loaded:
+            return
+        session.loaded = True
+        row = reader("SELECT txn_number, reply FROM retryable_writes WHERE lsid = ?", (session.key,))
+        if row:
+            number, reply = row[0]
+            session.retryable = (int(number), bson.decode(reply, CODEC))
+            session.txn_number = max(session.txn_number, int(number))
+
+    @staticmethod
+    def store_retryable(conn: Any, session: ServerSession, txn_number: int, reply: dict[str, Any]) -> None:
+        """Inside the write's SQLite transaction: remember its reply."""
+        conn.execute(
+            "INSERT OR REPLACE INTO retryable_writes (lsid, txn_number, reply, written) VALUES (?, ?, ?, ?)",
+            (session.key, txn_number, bson.encode(reply, codec_options=CODEC), time.time()),
+        )
+        session.retryable = (txn_number, reply)
+        session.loaded = True
+
+    def end(self, keys: list[bytes]) -> None:
+        """endSessions / killSessions: forget them, aborting their transactions."""
+        with self.lock:
+            ended = [self.sessions.pop(key) for key in keys if key in self.sessions]
+        for session in ended:
+            self._abort_open(session)
+
+    def end_all(self) -> None:
+        with self.lock:
+            ended = list(self.sessions.values())
+            self.sessions.clear()
+        for session in ended:
+            self._abort_open(session)
+
+    def _abort_open(self, session: ServerSession) -> None:
+        txn = session.txn
+        if txn is not None and txn.state is State.IN_PROGRESS:
+            self._abort(txn)
+
+    def reap(self) -> None:
+        """Expire idle sessions; abort transactions past their lifetime."""
+        now = time.monotonic()
+        idle = self.timeout_minutes * 60.0
+        with self.lock:
+            expired = [key for key, s in self.sessions.items() if now - s.last_use > idle]
+            stale = [
+                s.txn
+                for s in self.sessions.values()
+                if s.txn is not None
+                and s.txn.state is State.IN_PROGRESS
+                and now - s.txn.started > self.transaction_lifetime
+            ]
+        for txn in stale:
+            self._abort(txn)
+        if expired:
+            self.end(expired)
+
+    def listing(self) -> list[dict[str, Any]]:
+        """``$listLocalSessions`` documents."""
+        now = time.monotonic()
+        wall = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+        with self.lock:
+            sessions = list(self.sessions.values())
+        return [
+            {
+                "_id": {"id": s.lsid["id"], "uid": s.lsid.get("uid", Binary(b"\x00" * 32))},
+                "lastUse": wall - datetime.timedelta(seconds=now - s.last_use),
+            }
+            for s in sessions
+        ]
