@@ -84,6 +84,7 @@ class ErrorCode(IntEnum):
     InvalidIndexSpecificationOption = 197
     IncompleteTransactionHistory = 217
     NoSuchSession = 206
+    SnapshotTooOld = 239
     IllegalOpMsgFlag = 223
     QueryFeatureNotAllowed = 224
     TransactionTooOld = 225

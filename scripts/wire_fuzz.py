@@ -136,7 +136,8 @@ def _proxy(upstream: tuple[str, int], recorded: list[bytes], stop: threading.Eve
 
 
 def _workload(port: int, compressors: str | None) -> None:
-    options: dict[str, Any] = {"serverSelectionTimeoutMS": 5000}
+    # Through the recording proxy: a replica set member names its own address, which a discovering client would use.
+    options: dict[str, Any] = {"serverSelectionTimeoutMS": 5000, "directConnection": True}
     if compressors:
         options["compressors"] = compressors
     with pymongo.MongoClient("127.0.0.1", port, **options) as client:
@@ -170,7 +171,12 @@ def _workload(port: int, compressors: str | None) -> None:
         db.orders.delete_many({"qty": {"$lt": 2}})
         db.scratch.drop()
     with pymongo.MongoClient(
-        "127.0.0.1", port, username=f"fuzz{compressors}", password="pw", serverSelectionTimeoutMS=5000
+        "127.0.0.1",
+        port,
+        username=f"fuzz{compressors}",
+        password="pw",
+        serverSelectionTimeoutMS=5000,
+        directConnection=True,
     ) as authed:
         authed.admin.command("connectionStatus")
 

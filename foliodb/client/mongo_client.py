@@ -33,6 +33,7 @@ from foliodb.client.driver_hooks import DriverHooks, no_network
 from foliodb.client.monitoring import publish_command_events
 from foliodb.client.session import ClientSession
 from foliodb.commands import Executor
+from foliodb.commands.replication import ReplicaSet
 from foliodb.errors import CommandError
 
 DEFAULT_PATH = "./foliodb-data"
@@ -93,7 +94,8 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         self._encrypter = None  # pymongo's cursors look for client-side encryption before each batch
         self._path = path
         try:
-            self._executor = Executor.open(path)
+            # An embedded engine answers as a one-member replica set's primary: transactions, retryable writes.
+            self._executor = Executor.open(path, ReplicaSet())
         except CommandError as exc:
             _reply.check(exc.to_reply())
             raise

@@ -196,7 +196,7 @@ AGGREGATE_FIELDS = {
 def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     target = cmd["aggregate"]
     fields = params.parse(cmd, "aggregate", AGGREGATE_FIELDS)
-    params.read_concern(cmd)
+    params.read_concern(cmd, request.executor.replica_set is not None)
     stages = fields.get("pipeline")
     if stages is None:
         raise CommandError(ErrorCode.FailedToParse, "BSON field 'aggregate.pipeline' is missing but a required field")

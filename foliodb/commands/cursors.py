@@ -97,6 +97,7 @@ class Cursor:
     no_timeout: bool = False
     last_used: float = 0.0
     lsid: bytes | None = None  # the session that opened it (its lsid's id), for killSessions
+    snapshot: Any = None  # the pinned snapshot of a readConcern snapshot read its getMores read
     await_data: bool = False  # a tailable awaitData cursor: getMore may carry maxTimeMS
     owners: frozenset[tuple[str, str]] | None = None  # (db, user); None: opened without authorization
     privileges: tuple[Privilege, ...] = ()  # what the opening command needed
@@ -190,6 +191,13 @@ class CursorManager:
             return False
         cursor.source.close()
         return True
+
+    def attach_snapshot(self, cursor_id: int, snapshot: Any) -> None:
+        """The cursor's getMores read ``snapshot`` (a pinned reader)."""
+        with self._lock:
+            cursor = self._cursors.get(cursor_id)
+            if cursor is not None:
+                cursor.snapshot = snapshot
 
     def kill_sessions(self, keys: list[bytes] | None) -> None:
         """Close the cursors opened in these sessions (None: in any session): killSessions."""
@@ -329,7 +337,14 @@ def cmd_getMore(request: Any, cmd: Mapping[str, Any]) -> dict[str, Any]:
     try:
         if "maxTimeMS" in cmd and not cursor.await_data:
             raise CommandError(ErrorCode.BadValue, "cannot set maxTimeMS on getMore command for a non-awaitData cursor")
-        batch, done = take_batch(cursor.source, batch_size, measure=over_the_wire(request))
+        storage = request.engine.storage
+        if cursor.snapshot is not None:  # a readConcern snapshot cursor goes on reading its snapshot
+            storage.bind_transaction(cursor.snapshot)
+        try:
+            batch, done = take_batch(cursor.source, batch_size, measure=over_the_wire(request))
+        finally:
+            if cursor.snapshot is not None:
+                storage.bind_transaction(None)
     except BaseException:
         cursors.release(cursor)
         cursors.kill(cursor.id)

@@ -213,6 +213,12 @@ class Executor:
         """The handler's reply; a write that met a document held by an open
         transaction is run again once that transaction ends (all of it: the
         write rolled back), waiting no longer than its maxTimeMS."""
+        if sessions.wants_snapshot(command):
+            inner = handler
+
+            def handler(request: Request, command: Mapping[str, Any]) -> dict[str, Any]:
+                return sessions.snapshot_read(request, inner, command)
+
         while True:
             try:
                 if in_session:

@@ -58,7 +58,6 @@ def find_spec(cmd: Mapping[str, Any], command: str = "find") -> FindSpec:
 def parse_find(cmd: Mapping[str, Any], command: str = "find") -> tuple[FindSpec, dict[str, Any]]:
     """The find's spec and all its checked fields."""
     fields = params.parse(cmd, command, FIND_FIELDS)
-    params.read_concern(cmd)
     if "collation" in fields:
         params.collation(cmd, command)
     skip = fields.get("skip", 0)
@@ -104,6 +103,7 @@ def documents(
 def cmd_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "find")
     spec, fields = parse_find(cmd)
+    params.read_concern(cmd, request.executor.replica_set is not None)
     batch_size = fields.get("batchSize")
     if batch_size is not None and batch_size < 0:
         raise CommandError(
@@ -148,7 +148,7 @@ COUNT_FIELDS = {
 def count_execution(request: Request, name: str, cmd: Mapping[str, Any]) -> CountExecution:
     """The count command's execution (its fields checked)."""
     fields = params.parse(cmd, "count", COUNT_FIELDS)
-    params.read_concern(cmd)
+    params.read_concern(cmd, request.executor.replica_set is not None)
     params.collation(cmd, "count")
     query, hint = fields.get("query"), fields.get("hint")
     skip, limit = fields.get("skip", 0), fields.get("limit", 0)
@@ -180,7 +180,7 @@ def distinct_execution(request: Request, name: str, cmd: Mapping[str, Any]) -> D
     if key is None:
         raise CommandError(ErrorCode.FailedToParse, "BSON field 'distinct.key' is missing but a required field")
     query = params.field(cmd, "query", "object", "distinct")
-    params.read_concern(cmd)
+    params.read_concern(cmd, request.executor.replica_set is not None)
     params.collation(cmd, "distinct")
     hint = cmd.get("hint")
     store = None if is_view(request, name) else request.engine.store(request.db, name)

@@ -165,11 +165,13 @@ _READ_CONCERN_FIELDS = frozenset({"level", "afterOpTime", "afterClusterTime", "a
 _READ_CONCERN_LEVELS = frozenset({"local", "majority", "linearizable", "available", "snapshot"})
 
 
-def read_concern(cmd: Mapping[str, Any]) -> None:
-    """Check a read command's ``readConcern`` as a standalone mongod does:
-    FolioDB is one node, so ``local``, ``available`` and ``majority`` read the
-    same data, while ``snapshot`` (outside a transaction), ``linearizable``
-    and cluster times need a replica set.
+def read_concern(cmd: Mapping[str, Any], replica_set: bool = True) -> None:
+    """Check a read command's ``readConcern``. FolioDB is one node: ``local``,
+    ``available``, ``majority`` and ``linearizable`` read the same newest
+    data; ``snapshot`` reads a snapshot (the executor binds it, see
+    :mod:`foliodb.commands.sessions`); cluster times are accepted by a
+    replica set member, while a standalone refuses ``snapshot``,
+    ``linearizable`` and cluster times as a standalone mongod does.
 
     Manual: https://www.mongodb.com/docs/manual/reference/read-concern/"""
     value = cmd.get("readConcern")
@@ -189,11 +191,17 @@ def read_concern(cmd: Mapping[str, Any]) -> None:
             ErrorCode.FailedToParse,
             "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or 'snapshot'",
         )
+    if "afterOpTime" in value:
+        raise CommandError(ErrorCode.InvalidOptions, "afterOpTime is an internal field of readConcern")
+    if "atClusterTime" in value and level != "snapshot":
+        raise CommandError(ErrorCode.InvalidOptions, "readConcern.atClusterTime is only valid with level 'snapshot'")
+    if replica_set:
+        return
     if level == "snapshot":
         raise CommandError(
             ErrorCode.NotAReplicaSet, "node needs to be a replica set member to use readConcern: snapshot"
         )
-    if level == "linearizable" or "afterOpTime" in value:
+    if level == "linearizable":
         raise CommandError(ErrorCode.NotAReplicaSet, "node needs to be a replica set member to use read concern")
     for name in ("afterClusterTime", "atClusterTime"):
         if name in value:

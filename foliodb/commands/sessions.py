@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from bson import Int64
+from bson import Int64, Timestamp
 from bson.binary import Binary, UuidRepresentation
 
 from foliodb.commands import params
@@ -265,6 +265,57 @@ def _retryable(
     concern = cmd.get("writeConcern")
     if isinstance(concern, Mapping) and (concern.get("j") or concern.get("fsync")):
         storage.sync()  # the reply's write committed just now (the handler's own sync ran before)
+    return reply
+
+
+# -- readConcern snapshot outside transactions ------------------------------------------------------
+
+SNAPSHOT_READS = frozenset({"find", "aggregate", "distinct"})
+
+
+def wants_snapshot(cmd: Mapping[str, Any]) -> bool:
+    """A readConcern snapshot command outside a transaction (a snapshot session's, say)."""
+    concern = cmd.get("readConcern")
+    return isinstance(concern, Mapping) and concern.get("level") == "snapshot" and cmd.get("autocommit") is not False
+
+
+def snapshot_read(request: Request, handler: Handler, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    """A find, aggregate or distinct at readConcern snapshot: it reads one
+    pinned snapshot (its session's at ``atClusterTime``, or the newest), and
+    its reply names that time (``atClusterTime``) for the session's next reads."""
+    name = request.command_name
+    if name not in SNAPSHOT_READS or request.executor.replica_set is None:
+        if request.executor.replica_set is None:
+            raise CommandError(
+                ErrorCode.NotAReplicaSet, "node needs to be a replica set member to use readConcern: snapshot"
+            )
+        raise CommandError(
+            ErrorCode.InvalidOptions, f'Command {name} does not support {{ readConcern: {{ level: "snapshot" }} }}'
+        )
+    concern = cmd["readConcern"]
+    at = concern.get("atClusterTime")
+    if at is not None and not isinstance(at, Timestamp):
+        raise CommandError(
+            ErrorCode.TypeMismatch,
+            "BSON field 'readConcern.atClusterTime' is the wrong type, expected type 'timestamp'",
+        )
+    engine = request.engine
+    view, chosen = engine.snapshot_at(request.lsid, at)
+    storage = engine.storage
+    storage.bind_transaction(view)
+    try:
+        reply = handler(request, cmd)
+    finally:
+        storage.bind_transaction(None)
+    cursor = reply.get("cursor")
+    if isinstance(cursor, dict):
+        cursor["atClusterTime"] = chosen
+        if cursor.get("id") and request.lsid is not None:
+            request.cursors.attach_snapshot(int(cursor["id"]), view)
+    elif reply.get("ok") == 1.0:
+        reply["atClusterTime"] = chosen
+    if request.lsid is None:
+        engine.release_snapshot(view)  # without a session nothing reads this point again
     return reply
 
 

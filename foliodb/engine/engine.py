@@ -35,12 +35,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import bson
+from bson import Timestamp
 
 from foliodb import interrupt
 from foliodb.engine.catalog import CODEC, Catalog, CatalogDraft, CollectionInfo, IndexInfo
 from foliodb.engine.records import CollectionStore
 from foliodb.engine.sessions import SessionRegistry
-from foliodb.engine.storage import Storage
+from foliodb.engine.storage import Storage, _Reader
 from foliodb.engine.transactions import State, Transaction, WriteConflictError, write_conflict
 from foliodb.engine.ttl import TTLMonitor
 from foliodb.engine.usage import EngineUsage
@@ -53,6 +54,9 @@ _ENGINES_LOCK = threading.Lock()
 ID_INDEX_SPEC = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
 # Documents indexed per write transaction of an index build: a few milliseconds of the writer.
 BUILD_CHUNK = 1000
+# How long and how many readConcern snapshot points stay readable (mongod's minSnapshotHistoryWindowInSeconds).
+SNAPSHOT_HISTORY_SECONDS = 300.0
+MAX_SNAPSHOTS = 16
 
 
 def open_engine(path: str) -> Engine:
@@ -106,6 +110,9 @@ class Engine:
         self.profiling: dict[str, Any] = {}
         self.usage = EngineUsage(self.storage.published)  # $indexStats, latencyStats
         self.sessions = SessionRegistry(self.storage.writer, self.abort_transaction)
+        # readConcern snapshot reads' pinned snapshots: (session, cluster time) -> (reader, when pinned).
+        self._snapshots: dict[tuple[bytes, int, int], tuple[_Reader, float]] = {}
+        self._snapshots_lock = threading.Lock()
         # The operations running on this engine (currentOp, killOp), from every client of it.
         self.operations: dict[int, interrupt.Operation] = {}
         self.opids = itertools.count(1)
@@ -324,7 +331,7 @@ class Engine:
 
     def begin_transaction(self, options: dict[str, Any]) -> Transaction:
         """A new transaction on a pinned snapshot."""
-        view = self.storage.pin_snapshot()
+        view, _ = self.storage.pin_snapshot()
         txn = Transaction(self.storage.transactions, view, view.commits, options)
         view.overlay = txn
         self.storage.transactions.begin(txn)
@@ -383,6 +390,45 @@ class Engine:
                     store.delete(rid, current)
                 else:
                     store.update(rid, current, overlay.docs[rid], data)
+
+    def snapshot_at(self, session: bytes | None, at: Timestamp | None) -> tuple[_Reader, Timestamp]:
+        """The pinned snapshot a readConcern snapshot read reads: the session's
+        own one at ``at`` if an earlier read pinned it; else a new one of the
+        newest state, which is the state at ``at`` unless something committed
+        after ``at`` (SnapshotTooOld, as mongod once the history is gone)."""
+        with self._snapshots_lock:
+            self._expire_snapshots()
+            if session is not None and at is not None:
+                kept = self._snapshots.get((session, at.time, at.inc))
+                if kept is not None:
+                    return kept[0], at
+            view, newest = self.storage.pin_snapshot()
+            if at is not None and (newest.time, newest.inc) > (at.time, at.inc):
+                self.storage.unpin(view)
+                raise CommandError(
+                    ErrorCode.SnapshotTooOld,
+                    f"Read timestamp {at} is older than the oldest available timestamp {newest}",
+                )
+            chosen = at if at is not None else newest
+            if session is not None:
+                self._snapshots[(session, chosen.time, chosen.inc)] = (view, time.monotonic())
+            return view, chosen
+
+    def release_snapshot(self, view: _Reader) -> None:
+        """A snapshot read without a session is done with its snapshot (a session's stay for its next reads)."""
+        with self._snapshots_lock:
+            if any(kept is view for kept, _ in self._snapshots.values()):
+                return
+        self.storage.unpin(view)
+
+    def _expire_snapshots(self) -> None:
+        now = time.monotonic()
+        old = [key for key, (_, pinned) in self._snapshots.items() if now - pinned > SNAPSHOT_HISTORY_SECONDS]
+        while len(self._snapshots) - len(old) > MAX_SNAPSHOTS:
+            old.append(min((k for k in self._snapshots if k not in old), key=lambda k: self._snapshots[k][1]))
+        for key in old:
+            view, _ = self._snapshots.pop(key)
+            self.storage.unpin(view)
 
     def abort_transaction(self, txn: Transaction) -> None:
         if txn.state in (State.COMMITTED, State.ABORTED):

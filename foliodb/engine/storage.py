@@ -234,6 +234,7 @@ class Storage:
         self.transactions = TransactionTable()
         self.draft: CatalogDraft | None = None  # the writer's catalog changes, published at commit
         self.ddl_seq = 0  # odd while a catalog change is being published
+        self.commit_seq = 0  # odd while any commit is landing (for exact snapshots)
         self.commits = 0  # writer commits so far: a snapshot stamped with this count is the newest
         self.pid = os.getpid()
         self.forked = False
@@ -316,45 +317,32 @@ class Storage:
         """Run this thread's command in a transaction's snapshot (None: in none)."""
         self._state.txn = view
 
-    def pin_snapshot(self) -> _Reader:
+    def pin_snapshot(self) -> tuple[_Reader, Timestamp]:
         """A reader held out of the pool inside a new snapshot, for a
-        transaction's whole life; its ``commits`` stamp is exact unless
-        commits kept landing while it was taken (then it is lower, which only
-        makes conflicts more likely)."""
+        transaction's (or a snapshot read's) whole life, and the cluster time
+        of the newest commit it holds. Exact: taken while no commit is under
+        way (``commit_seq`` even and unchanged), so its ``commits`` stamp and
+        cluster time describe exactly what it sees."""
         reader = self._take_reader()
         if reader.in_txn:
             reader.conn.execute("ROLLBACK")
             reader.in_txn = False
         conn = reader.conn
-        for _ in range(3):
-            seq = self.ddl_seq
-            if seq & 1:
-                time.sleep(0)
+        while True:
+            seq, ddl = self.commit_seq, self.ddl_seq
+            if seq & 1 or ddl & 1:
+                time.sleep(0)  # a commit is landing: a few microseconds
                 continue
-            commits = self.commits
-            catalog = self.published
+            commits, catalog, cluster_time = self.commits, self.published, self.cluster_time
             conn.execute("BEGIN")
             conn.execute("PRAGMA schema_version").fetchone()
-            if self.ddl_seq == seq and self.commits == commits:
+            if self.commit_seq == seq and self.ddl_seq == ddl:
                 break
             conn.execute("ROLLBACK")
-        else:
-            while True:  # keep the last try's snapshot, with a stamp no higher than what it saw
-                seq = self.ddl_seq
-                if seq & 1:
-                    time.sleep(0)
-                    continue
-                commits = self.commits
-                catalog = self.published
-                conn.execute("BEGIN")
-                conn.execute("PRAGMA schema_version").fetchone()
-                if self.ddl_seq == seq:
-                    break
-                conn.execute("ROLLBACK")
         reader.in_txn = True
         reader.commits = commits
         reader.catalog = catalog
-        return reader
+        return reader, cluster_time
 
     def unpin(self, reader: _Reader) -> None:
         """A transaction ended: its snapshot goes back to the pool, ended."""
@@ -511,7 +499,18 @@ class Storage:
             self._release_view(state)  # the operation's next read sees this write
 
     def _commit(self) -> None:
-        self.cluster_time = self.clock.tick(self.writer)
+        ts = self.clock.tick(self.writer)
+        self.commit_seq += 1  # odd until the counters describe this commit
+        try:
+            self._commit_sqlite()
+            self.cluster_time = ts
+            self.commits += 1
+        finally:
+            self.commit_seq += 1
+        self.transactions.committed(self.commits)
+        self._end_stale_snapshots()
+
+    def _commit_sqlite(self) -> None:
         draft = self.draft
         if draft is None:
             try:
@@ -531,9 +530,6 @@ class Storage:
             self.published = draft.finish()
             self.draft = None
             self.ddl_seq += 1
-        self.commits += 1
-        self.transactions.committed(self.commits)
-        self._end_stale_snapshots()
 
     def _rollback_failed_commit(self) -> None:
         self.transactions.rolled_back()

@@ -29,7 +29,7 @@ from pymongo.errors import (
     WriteError,
 )
 
-from foliodb.server import wire
+from foliodb.server import Server, wire
 from tests.bson_values import EDGE_VALUES
 from tests.clients.conftest import RunningServer
 
@@ -44,18 +44,48 @@ SHUTDOWN = "https://www.mongodb.com/docs/manual/reference/command/shutdown/"
 Client = pymongo.MongoClient[dict[str, Any]]
 
 
-def test_hello_describes_a_standalone_mongodb_8(wire_client: Client) -> None:
-    # HELLO: the fields drivers read to pick wire versions and limits.
+def test_hello_describes_the_primary_of_a_one_member_replica_set(wire_client: Client, server: RunningServer) -> None:
+    # HELLO: the fields drivers read to pick wire versions, limits and the topology
+    # (https://www.mongodb.com/docs/manual/reference/command/hello/#replica-sets).
     reply = wire_client.admin.command("hello")
-    assert reply["isWritablePrimary"] is True
+    assert reply["isWritablePrimary"] is True and reply["secondary"] is False
     assert (reply["minWireVersion"], reply["maxWireVersion"]) == (0, 25)
     assert reply["maxBsonObjectSize"] == 16 * 1024 * 1024
     assert reply["maxMessageSizeBytes"] == 48_000_000
     assert reply["maxWriteBatchSize"] == 100_000
     assert reply["logicalSessionTimeoutMinutes"] == 30
-    assert "setName" not in reply and "msg" not in reply  # not a replica set, not mongos
+    me = f"{server.host}:{server.port}"
+    assert (reply["setName"], reply["hosts"], reply["me"], reply["primary"]) == ("rs0", [me], me, me)
+    assert reply["lastWrite"]["opTime"]["ts"] == reply["operationTime"]
     assert wire_client.server_info()["version"] == "8.0.0"
     assert wire_client.is_primary and not wire_client.is_mongos
+    assert wire_client.topology_description.topology_type_name == "ReplicaSetWithPrimary"
+    with server.client(replicaSet="rs0") as named:  # the set's name in the URI works too
+        assert named.admin.command("ping")["ok"] == 1.0
+    status = wire_client.admin.command("replSetGetStatus")
+    assert (status["set"], status["myState"], status["members"][0]["stateStr"]) == ("rs0", 1, "PRIMARY")
+    config = wire_client.admin.command("replSetGetConfig")["config"]
+    assert (config["_id"], [m["host"] for m in config["members"]]) == ("rs0", [me])
+
+
+def test_hello_describes_a_standalone_when_asked(tmp_path: Path) -> None:
+    # --standalone: a standalone mongod 8.0's hello, and its refusal of transaction numbers.
+    standalone = Server(str(tmp_path / "data"), "127.0.0.1", 0, replica_set=None)
+    host, port = standalone.start()
+    try:
+        with pymongo.MongoClient(host, port, serverSelectionTimeoutMS=5000) as client:
+            reply = client.admin.command("hello")
+            assert "setName" not in reply and "msg" not in reply and "operationTime" not in reply
+            assert client.topology_description.topology_type_name == "Single"
+            with client.start_session() as session, pytest.raises(OperationFailure) as info:
+                session.with_transaction(lambda s: client.db.t.insert_one({"x": 1}, session=s))
+            assert info.value.code == 20
+            assert client.db.t.count_documents({}) == 0
+            with pytest.raises(OperationFailure) as info:
+                client.admin.command("replSetGetStatus")
+            assert info.value.code == 76  # NoReplicationEnabled
+    finally:
+        standalone.shutdown()
 
 
 def test_crud_round_trip(wire_client: Client) -> None:
@@ -151,12 +181,28 @@ def test_unacknowledged_writes_get_no_reply_but_land(wire_client: Client) -> Non
         time.sleep(0.01)
 
 
-def test_transactions_are_refused_as_by_a_standalone(wire_client: Client) -> None:
-    # TRANSACTIONS: a standalone mongod rejects transaction numbers (IllegalOperation).
-    with wire_client.start_session() as session, pytest.raises(OperationFailure) as info:
-        session.with_transaction(lambda s: wire_client.db.t.insert_one({"x": 1}, session=s))
-    assert info.value.code == 20
-    assert wire_client.db.t.count_documents({}) == 0
+def test_an_order_and_its_stock_commit_together_or_not_at_all(wire_client: Client) -> None:
+    # TRANSACTIONS (https://www.mongodb.com/docs/manual/core/transactions/): the schema-design
+    # examples' order plus inventory decrement, through pymongo's with_transaction.
+    db = wire_client.shop
+    db.inventory.insert_one({"_id": "sku1", "qty": 3})
+
+    def order(session: Any) -> None:
+        db.orders.insert_one({"_id": 1, "sku": "sku1", "qty": 1}, session=session)
+        db.inventory.update_one({"_id": "sku1"}, {"$inc": {"qty": -1}}, session=session)
+
+    with wire_client.start_session() as session:
+        session.with_transaction(order)
+    assert db.orders.count_documents({}) == 1 and db.inventory.find_one()["qty"] == 2
+
+    def failing(session: Any) -> None:
+        db.orders.insert_one({"_id": 2, "sku": "sku1", "qty": 1}, session=session)
+        db.inventory.update_one({"_id": "sku1"}, {"$inc": {"qty": -1}}, session=session)
+        raise RuntimeError("payment declined")
+
+    with wire_client.start_session() as session, pytest.raises(RuntimeError):
+        session.with_transaction(failing)
+    assert db.orders.count_documents({}) == 1 and db.inventory.find_one()["qty"] == 2
 
 
 def test_zlib_compression_is_negotiated(server: RunningServer) -> None:

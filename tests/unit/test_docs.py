@@ -347,7 +347,8 @@ def _row_timeseries(db: Any) -> None:
 def _row_write_concern(db: Any) -> None:
     from pymongo import WriteConcern
 
-    assert db.get_collection("c", write_concern=WriteConcern(w=2)).insert_one({}).acknowledged
+    assert db.get_collection("c", write_concern=WriteConcern(w="majority")).insert_one({}).acknowledged
+    assert _code(lambda: db.get_collection("c", write_concern=WriteConcern(w=2)).insert_one({})) == 100
 
 
 def _row_covered(db: Any) -> None:

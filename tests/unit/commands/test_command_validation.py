@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from bson import Timestamp
 from bson.son import SON
 from pymongo.errors import OperationFailure
 
@@ -61,21 +62,21 @@ REFUSED = [
     ),
     (
         SNAPSHOT,
-        SON([("find", "c"), ("readConcern", {"level": "snapshot"})]),
-        123,
-        "node needs to be a replica set member to use readConcern: snapshot",
+        SON([("find", "c"), ("readConcern", {"level": "snapshot", "atClusterTime": "later"})]),
+        14,
+        "BSON field 'readConcern.atClusterTime' is the wrong type, expected type 'timestamp'",
     ),
     (
         SNAPSHOT,
-        SON([("distinct", "c"), ("key", "a"), ("readConcern", {"level": "snapshot"})]),
-        123,
-        "node needs to be a replica set member to use readConcern: snapshot",
+        SON([("count", "c"), ("readConcern", {"level": "snapshot"})]),
+        72,
+        'Command count does not support { readConcern: { level: "snapshot" } }',
     ),
     (
         "https://www.mongodb.com/docs/manual/reference/read-concern-linearizable/",
-        SON([("find", "c"), ("readConcern", {"level": "linearizable"})]),
-        123,
-        "node needs to be a replica set member to use read concern",
+        SON([("find", "c"), ("readConcern", {"level": "linearizable", "atClusterTime": Timestamp(1, 1)})]),
+        72,
+        "readConcern.atClusterTime is only valid with level 'snapshot'",
     ),
     (
         LIMITS + "#mongodb-limit-Write-Command-Batch-Limit-Size",
