@@ -1,9 +1,11 @@
-"""Many kill -9 trials against one dbpath: python scripts/crash_soak.py [TRIALS].
+"""Many kill -9 trials: python scripts/crash_soak.py [TRIALS] [--only writes|builds|transactions].
 
-Writes with concurrent readers, then a quarter as many index builds killed at random moments."""
+Writes with concurrent readers, a quarter as many index builds killed at random moments, and as many
+runs of multi-document transactions and retryable writes, each against its own dbpath."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 import time
@@ -11,22 +13,44 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.crash.harness import run_build_trial, run_trial
+from tests.crash.harness import run_build_trial, run_transaction_trial, run_trial
 
 
 def main() -> None:
-    trials = int(sys.argv[1]) if len(sys.argv) > 1 else 200
-    started = time.time()
-    totals = {"inserts": 0, "updates": 0, "batches": 0}
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trials", type=int, nargs="?", default=200)
+    parser.add_argument("--only", choices=("writes", "builds", "transactions"), default=None)
+    args = parser.parse_args()
+    kinds = [args.only] if args.only else ["writes", "builds", "transactions"]
     with tempfile.TemporaryDirectory() as tmp:
-        path = str(Path(tmp) / "data")
-        for seed in range(trials):
-            counts = run_trial(path, seed, max_s=1.5)
-            for key in totals:
-                totals[key] += counts[key]
-        builds = [run_build_trial(str(Path(tmp) / "builds"), seed) for seed in range(max(trials // 4, 1))]
-    print(f"{trials} trials in {time.time() - started:.0f}s, all acknowledged writes present, validate ok: {totals}")
-    print(f"{len(builds)} index builds killed ({sum(builds)} after acknowledging): every index whole or absent")
+        if "writes" in kinds:
+            started = time.time()
+            totals = {"inserts": 0, "updates": 0, "batches": 0}
+            for seed in range(args.trials):
+                counts = run_trial(str(Path(tmp) / "data"), seed, max_s=1.5)
+                for key in totals:
+                    totals[key] += counts[key]
+            print(
+                f"{args.trials} write trials in {time.time() - started:.0f}s: every acknowledged write present, {totals}"
+            )
+        if "builds" in kinds:
+            started = time.time()
+            builds = [run_build_trial(str(Path(tmp) / "builds"), seed) for seed in range(max(args.trials // 4, 1))]
+            print(
+                f"{len(builds)} index builds killed in {time.time() - started:.0f}s ({sum(builds)} after "
+                "acknowledging): every index whole or absent"
+            )
+        if "transactions" in kinds:
+            started = time.time()
+            txns = {"transactions": 0, "retryable": 0}
+            for seed in range(args.trials):
+                counts = run_transaction_trial(str(Path(tmp) / "txns"), seed)
+                for key in txns:
+                    txns[key] += counts[key]
+            print(
+                f"{args.trials} transaction trials in {time.time() - started:.0f}s: every acknowledged commit whole, "
+                f"no partial one, retries answered once, {txns}"
+            )
 
 
 if __name__ == "__main__":

@@ -110,3 +110,70 @@ def run_build_trial(path: str, seed: int, max_s: float = 0.5) -> bool:
         report = client.crash.validate_collection("big")
         assert report["valid"], report["errors"]
     return built
+
+
+def run_transaction_trial(path: str, seed: int, max_s: float = 0.6) -> dict[str, int]:
+    """A child running transactions and retryable writes, killed at a random
+    moment; then every acknowledged transaction is whole, no part of another
+    is visible (orders and stock move together), the unique index holds,
+    validate passes, and the last acknowledged retryable write, sent again,
+    gets its first reply without being applied twice."""
+    import uuid
+
+    from bson import Int64
+    from bson.binary import Binary, UuidRepresentation
+
+    from foliodb.commands import Executor
+    from foliodb.commands.replication import ReplicaSet
+    from tests.crash.txn_writer import STOCK
+
+    rng = random.Random(seed)
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.crash.txn_writer", path, str(seed)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env=env,
+    )
+    assert child.stdout is not None
+    first = child.stdout.readline()
+    if not first:
+        raise AssertionError("transaction writer died: " + (child.stderr.read().decode() if child.stderr else ""))
+    time.sleep(rng.uniform(0.02, max_s))
+    child.send_signal(signal.SIGKILL)
+    out, _ = child.communicate()
+    lines = [line.split() for line in (first + out).decode().split("\n")[:-1]]
+    committed = {int(parts[1]) for parts in lines if parts and parts[0] == "txn"}
+    retries = [
+        (uuid.UUID(hex=parts[1]), int(parts[2]), int(parts[3])) for parts in lines if parts and parts[0] == "retry"
+    ]
+    executor = Executor.open(path, ReplicaSet())
+    try:
+        orders = {
+            d["_id"] for d in executor.execute("shop", {"find": "orders", "batchSize": 10**7})["cursor"]["firstBatch"]
+        }
+        assert committed <= orders, f"acknowledged transactions lost: {sorted(committed - orders)[:10]}"
+        stock = executor.execute("shop", {"find": "stock"})["cursor"]["firstBatch"][0]["qty"]
+        assert len(orders) + stock == STOCK, f"a transaction was split: {len(orders)} orders, stock {stock}"
+        for coll in ("orders", "stock", "retried"):
+            report = executor.execute("shop", {"validate": coll})
+            assert report.get("valid", report.get("code") == 26), report
+        if retries:
+            # The last acknowledged retryable write, sent again, answers as the first time and applies
+            # nothing; a later one may have committed unacknowledged (the kill came before its line):
+            # then this one is too old, and that one answers instead.
+            session_id, number, k = retries[-1]
+            lsid = {"id": Binary.from_uuid(session_id, UuidRepresentation.STANDARD)}
+            again = {"insert": "retried", "documents": [{"_id": f"r{k}"}], "lsid": lsid, "txnNumber": Int64(number)}
+            reply = executor.execute("shop", again)
+            if reply.get("code") == 225:  # TransactionTooOld: number + 1 committed
+                probe = {**again, "documents": [{"_id": "never-applied"}], "txnNumber": Int64(number + 1)}
+                reply = executor.execute("shop", probe)
+                assert executor.execute("shop", {"count": "retried", "query": {"_id": "never-applied"}})["n"] == 0
+            assert reply.get("ok") == 1.0 and reply.get("n") == 1 and not reply.get("writeErrors"), reply
+            count = executor.execute("shop", {"count": "retried", "query": {"_id": f"r{k}"}})["n"]
+            assert count == 1, f"a retried write was applied twice ({count})"
+    finally:
+        executor.close()
+    return {"transactions": len(committed), "retryable": len(retries)}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.crash.harness import run_build_trial, run_trial
+from tests.crash.harness import run_build_trial, run_transaction_trial, run_trial
 
 pytestmark = pytest.mark.crash
 
@@ -25,3 +25,13 @@ def test_kill9_during_index_builds(tmp_path) -> None:  # type: ignore[no-untyped
     path = str(tmp_path / "data")
     outcomes = [run_build_trial(path, seed) for seed in range(8)]
     assert len(outcomes) == 8
+
+
+def test_kill9_during_transactions_and_retryable_writes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = str(tmp_path / "data")
+    totals = {"transactions": 0, "retryable": 0}
+    for seed in range(20):
+        counts = run_transaction_trial(path, seed)
+        for key in totals:
+            totals[key] += counts[key]
+    assert totals["transactions"] > 0 and totals["retryable"] > 0
