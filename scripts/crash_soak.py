@@ -31,7 +31,7 @@ def main() -> None:
                 for key in totals:
                     totals[key] += counts[key]
             print(
-                f"{args.trials} write trials in {time.time() - started:.0f}s: every acknowledged write present, {totals}"
+                f"{args.trials} write trials in {time.time() - started:.0f}s: every acknowledged write there, {totals}"
             )
         if "builds" in kinds:
             started = time.time()
