@@ -1,0 +1,128 @@
+"""Transactions under concurrency: money moves, totals never change, nothing is lost.
+
+Eight threads move money between accounts in transactions for a bounded
+time, while readers check that the total never changes - read by plain
+finds (each one snapshot), in snapshot sessions and inside read-only
+transactions. Transactions that meet each other's writes get WriteConflict
+and ``with_transaction`` retries them (first writer wins), so no update is
+lost: ``$inc`` counters in transactions count every increment, and unique
+inserts never duplicate.
+
+Manual: https://www.mongodb.com/docs/manual/core/transactions/ ,
+https://www.mongodb.com/docs/manual/core/transactions-production-consideration/
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Any
+
+from pymongo.errors import DuplicateKeyError
+from pymongo.read_concern import ReadConcern
+
+from tests.concurrency.conftest import Deployment
+
+ACCOUNTS = 10
+TOTAL = ACCOUNTS * 100
+SECONDS = 3.0
+
+
+def _run_threads(targets: list[Any]) -> list[BaseException]:
+    errors: list[BaseException] = []
+
+    def guarded(fn: Any) -> None:
+        try:
+            fn()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=guarded, args=(fn,)) for fn in targets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return errors
+
+
+def test_transfers_keep_the_total(deployment: Deployment) -> None:
+    setup = deployment.connect()
+    setup.bank.accounts.insert_many([{"_id": i, "balance": 100} for i in range(ACCOUNTS)])
+    stop_at = time.monotonic() + SECONDS
+    transfers = [0]
+    totals_seen: list[tuple[str, int]] = []
+
+    def mover(seed: int) -> None:
+        client = deployment.connect()
+        accounts = client.bank.accounts
+        rng = random.Random(seed)
+        while time.monotonic() < stop_at:
+            a, b = rng.sample(range(ACCOUNTS), 2)
+            amount = rng.randrange(1, 20)
+
+            def transfer(session: Any) -> None:
+                source = accounts.find_one({"_id": a}, session=session)
+                if source["balance"] < amount:
+                    return
+                accounts.update_one({"_id": a}, {"$inc": {"balance": -amount}}, session=session)
+                accounts.update_one({"_id": b}, {"$inc": {"balance": amount}}, session=session)
+
+            with client.start_session() as session:
+                session.with_transaction(transfer)
+            transfers[0] += 1
+
+    def reader(kind: str) -> None:
+        client = deployment.connect()
+        accounts = client.bank.accounts
+        while time.monotonic() < stop_at:
+            if kind == "find":
+                balances = [d["balance"] for d in accounts.find()]
+            elif kind == "snapshot":
+                with client.start_session(snapshot=True) as session:
+                    balances = [d["balance"] for d in accounts.find(session=session)]
+            else:
+                with client.start_session() as session, session.start_transaction(read_concern=ReadConcern("snapshot")):
+                    balances = [d["balance"] for d in accounts.find(session=session)]
+            totals_seen.append((kind, sum(balances)))
+
+    errors = _run_threads(
+        [lambda seed=seed: mover(seed) for seed in range(8)]
+        + [lambda kind=kind: reader(kind) for kind in ("find", "snapshot", "transaction")]
+    )
+    assert not errors, repr(errors[0])
+    assert transfers[0] > 10
+    assert {kind for kind, _ in totals_seen} == {"find", "snapshot", "transaction"}
+    wrong = [(kind, total) for kind, total in totals_seen if total != TOTAL]
+    assert not wrong, f"{len(wrong)} of {len(totals_seen)} reads saw another total, e.g. {wrong[:3]}"
+    assert sum(d["balance"] for d in setup.bank.accounts.find()) == TOTAL
+    assert setup.bank.command("validate", "accounts")["valid"]
+
+
+def test_increments_and_unique_inserts_in_transactions_lose_nothing(deployment: Deployment) -> None:
+    setup = deployment.connect()
+    setup.app.counters.insert_one({"_id": "c", "n": 0})
+    setup.app.tags.create_index("name", unique=True)
+    threads, increments, names = 8, 25, 15
+    duplicates: list[int] = []
+
+    def worker(seed: int) -> None:
+        client = deployment.connect()
+        counters, tags = client.app.counters, client.app.tags
+        with client.start_session() as session:
+            for _ in range(increments):
+                session.with_transaction(lambda s: counters.update_one({"_id": "c"}, {"$inc": {"n": 1}}, session=s))
+            refused = 0
+            for name in random.Random(seed).sample(range(names), names):
+                try:
+                    session.with_transaction(lambda s, name=name: tags.insert_one({"name": name}, session=s))
+                except DuplicateKeyError:
+                    refused += 1
+            duplicates.append(refused)
+
+    errors = _run_threads([lambda seed=seed: worker(seed) for seed in range(threads)])
+    assert not errors, repr(errors[0])
+    assert setup.app.counters.find_one({"_id": "c"})["n"] == threads * increments
+    assert sorted(d["name"] for d in setup.app.tags.find()) == list(range(names))
+    assert sum(duplicates) == (threads - 1) * names
+    assert setup.app.command("validate", "tags")["valid"]
