@@ -202,6 +202,7 @@ def _start(request: Request, cmd: Mapping[str, Any], session: ServerSession, num
     if previous is not None:
         engine.abort_transaction(previous)
     txn = engine.begin_transaction({"readConcern": concern})
+    txn.lsid, txn.number = dict(cmd["lsid"]), Int64(number)
     session.txn, session.txn_number, session.txn_number_of_txn = txn, number, number
     return txn
 

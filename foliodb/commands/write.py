@@ -233,7 +233,7 @@ class Target:
         if new_data == data:
             return False, doc
         self.validate(new, doc)
-        store.update(rid, doc, new, new_data)
+        store.update(rid, doc, new, new_data, data, update.is_replacement)
         return True, new
 
     def upsert(self, update: CompiledUpdate, filter_spec: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -279,10 +279,10 @@ def apply_replacement(
     store: CollectionStore, filter_spec: Mapping[str, Any], replacement: dict[str, Any], ctx: Context
 ) -> bool:
     """Replace the first document matching ``filter_spec`` (keeping its ``_id``)."""
-    for rid, _data, doc, _details in matching(store, filter_spec, ctx, one=True):
+    for rid, data, doc, _details in matching(store, filter_spec, ctx, one=True):
         new = dict(replacement)
         new["_id"] = doc["_id"]
-        store.update(rid, doc, prepare_insert(new))
+        store.update(rid, doc, prepare_insert(new), old_data=data, replace=True)
         return True
     return False
 
@@ -564,11 +564,11 @@ def run_delete(
     plans = [] if plans is None else plans
     store = target.store
     n = 0
-    for rid, _data, doc, _details in matching(
+    for rid, data, doc, _details in matching(
         store, filter_spec, writes.context(), hint=hint, one=not multi, plans=plans
     ):
         assert store is not None
-        store.delete(rid, doc)
+        store.delete(rid, doc, data)
         n += 1
     if store is not None:
         for access in plans:
@@ -674,7 +674,7 @@ def cmd_findAndModify(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
             assert store is not None
             rid, data, doc, details = found
             if remove:
-                store.delete(rid, doc)
+                store.delete(rid, doc, data)
                 last_error = {"n": 1}
                 value = doc
             else:

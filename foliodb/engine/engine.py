@@ -36,6 +36,7 @@ from typing import Any
 
 import bson
 from bson import Timestamp
+from bson.binary import Binary, UuidRepresentation
 
 from foliodb import interrupt
 from foliodb.engine.catalog import CODEC, Catalog, CatalogDraft, CollectionInfo, IndexInfo
@@ -71,6 +72,10 @@ def open_engine(path: str) -> Engine:
             _ENGINES[key] = engine
         engine.users += 1
         return engine
+
+
+def _uuid(value: uuid.UUID) -> Binary:
+    return Binary.from_uuid(value, UuidRepresentation.STANDARD)
 
 
 def validate_db_name(name: str) -> None:
@@ -178,6 +183,7 @@ class Engine:
             draft = self.draft()
             info = draft.add_collection(db, name, dict(options or {}))
             draft.add_index(info, dict(ID_INDEX_SPEC))
+            self.record(db, info, {"create": name, **(options or {}), "idIndex": dict(ID_INDEX_SPEC)})
             store = self.store(db, name)
         assert store is not None
         return store
@@ -220,7 +226,8 @@ class Engine:
         with self.storage.write():
             if self.catalog.get(db, name) is not None:
                 raise CommandError(ErrorCode.NamespaceExists, f"Namespace {db}.{name} already exists")
-            self.draft().add_collection(db, name, dict(options))
+            info = self.draft().add_collection(db, name, dict(options))
+            self.record(db, info, {"create": name, **options})
 
     def resolve_view(self, db: str, name: str) -> tuple[str, list[Any]]:
         """(the collection a name reads from, the view pipelines to apply
@@ -244,12 +251,15 @@ class Engine:
             if info is None:
                 return False
             self.draft().remove_collection(info)
+            self.record(db, info, {"drop": name})
         return True
 
     def drop_database(self, db: str) -> None:
         with self.storage.write():
             for info in self.catalog.in_database(db):
                 self.draft().remove_collection(info)
+                self.record(db, info, {"drop": info.name})
+            self.record(db, None, {"dropDatabase": 1})
 
     def rename_collection(self, db: str, name: str, to_db: str, to_name: str, drop_target: bool) -> None:
         validate_db_name(to_db)
@@ -268,6 +278,10 @@ class Engine:
                     raise CommandError(ErrorCode.NamespaceExists, "target namespace exists")
                 draft.remove_collection(target)
             draft.rename_collection(info, to_db, to_name)
+            renamed: dict[str, Any] = {"renameCollection": f"{db}.{name}", "to": f"{to_db}.{to_name}"}
+            if target is not None:
+                renamed.update(dropTarget=_uuid(target.uuid))
+            self.record(db, info, renamed)
 
     def collections(self, db: str) -> list[CollectionInfo]:
         return self.catalog.in_database(db)
@@ -291,6 +305,8 @@ class Engine:
         total = store.count()
         building = total > BUILD_CHUNK
         indexes = [draft.add_index(info, spec, building=building) for spec in specs]
+        if not building:
+            self.record(info.db, info, {"createIndexes": info.name, "indexes": [dict(i.spec) for i in indexes]})
         if building:
             return IndexBuild(info.id, [i.name for i in indexes], [i.id for i in indexes], total)
         if total:
@@ -347,6 +363,7 @@ class Engine:
             if txn.collections or txn.pending:
                 with storage.write():
                     txn.state = State.COMMITTING
+                    storage.oplog.transaction(txn.lsid, txn.number)
                     self._replay(txn)
         except (CommandError, WriteConflictError):
             txn.state = State.IN_PROGRESS
@@ -383,13 +400,14 @@ class Engine:
                     if data is not None:
                         store.insert(overlay.docs[rid], data)
                     continue
-                current = store.get(rid)
-                if current is None:
+                raw = store.get_raw(rid)
+                if raw is None:
                     raise WriteConflictError(write_conflict())  # deleted meanwhile
+                current = bson.decode(raw, CODEC)
                 if data is None:
-                    store.delete(rid, current)
+                    store.delete(rid, current, raw)
                 else:
-                    store.update(rid, current, overlay.docs[rid], data)
+                    store.update(rid, current, overlay.docs[rid], data, raw, rid in overlay.replaced)
 
     def snapshot_at(self, session: bytes | None, at: Timestamp | None) -> tuple[_Reader, Timestamp]:
         """The pinned snapshot a readConcern snapshot read reads: the session's
@@ -468,6 +486,11 @@ class Engine:
                 draft = self.draft()
                 for index in indexes:
                     draft.index_ready(store.info, index)
+                self.record(
+                    store.info.db,
+                    store.info,
+                    {"createIndexes": store.info.name, "indexes": [dict(i.spec) for i in indexes]},
+                )
         except BaseException:
             self._abandon_build(build)
             raise
@@ -508,4 +531,11 @@ class Engine:
 
     def drop_index(self, info: CollectionInfo, index: IndexInfo) -> None:
         """Inside a write: drop a ready index, or abort a build in progress."""
+        ready = index.name in self.catalog.by_id[info.id].indexes
         self.draft().remove_index(info, index)
+        if ready:
+            self.record(info.db, info, {"dropIndexes": info.name, "index": index.name, "spec": dict(index.spec)})
+
+    def record(self, db: str, info: CollectionInfo | None, o: dict[str, Any]) -> None:
+        """Inside a write: a catalog change's oplog entry (``o``: mongod's command document)."""
+        self.storage.oplog.command(db, info.uuid if info is not None else None, o)

@@ -48,6 +48,7 @@ class CollectionOverlay:
         self.rows: dict[int, bytes | None] = {}
         self.docs: dict[int, dict[str, Any]] = {}
         self.inserted: set[int] = set()
+        self.replaced: set[int] = set()  # records changed by a replacement (the oplog tells replace from update)
         self.next_rid = FIRST_NEW_RID
         self._entries: dict[int, list[tuple[bytes, int]]] = {}
 

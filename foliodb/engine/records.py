@@ -22,6 +22,7 @@ import bson
 
 from foliodb.engine.catalog import CODEC, Catalog, CollectionInfo, IndexInfo, set_flag
 from foliodb.engine.index_keys import EMPTY_ARRAY, document_keys, hashed_document_keys, wildcard_keys, with_rid
+from foliodb.engine.oplog import recorded
 from foliodb.engine.overlay import CollectionOverlay, in_range, merge_index_rows, merge_scan
 from foliodb.engine.storage import Storage
 from foliodb.engine.text import TextIndex
@@ -141,6 +142,7 @@ class CollectionStore:
         # Writes go through the writer connection, only inside Storage.write().
         self.conn: sqlite3.Connection = storage.writer
         self._txns = storage.transactions
+        self._oplog = storage.oplog if recorded(info.db, info.name) else None  # None: writes here go unrecorded
         self._checked: Catalog | None = None  # the last catalog version this store was found alive in
         table = info.table
         self._insert_sql = f"INSERT INTO {table} (doc) VALUES (?)"
@@ -216,6 +218,8 @@ class CollectionStore:
             for writer in self.writers:
                 self._remove_own_entries(writer, doc, rid)
             raise
+        if self._oplog is not None:
+            self._oplog.insert(self.info.db, self.info.name, self.info.uuid, doc["_id"], data)
         if self.cap_size is not None:
             self._after_capped_insert(1, len(data))
         return rid
@@ -260,6 +264,10 @@ class CollectionStore:
                 ]
             self._record_flags(writer)
             conn.executemany(writer.insert_sql, entries)
+        if self._oplog is not None:
+            info = self.info
+            for doc, data in zip(docs, rows, strict=True):
+                self._oplog.insert(info.db, info.name, info.uuid, doc["_id"], data)
         if self.cap_size is not None:
             self._after_capped_insert(len(rows), sum(len(row) for row in rows))
 
@@ -343,16 +351,26 @@ class CollectionStore:
             writer.mark_lossy = False
             set_flag(self.conn, writer.info, "lossy")
 
-    def update(self, rid: int, old: dict[str, Any], new: dict[str, Any], data: bytes | None = None) -> None:
+    def update(
+        self,
+        rid: int,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        data: bytes | None = None,
+        old_data: bytes | None = None,
+        replace: bool = False,
+    ) -> None:
         """Replace a record's document, changing only the index entries that
         differ. All keys are worked out before anything is written, so the
         only failure left is a duplicate key; a savepoint guards that case
-        (the caller's transaction goes on without this update)."""
+        (the caller's transaction goes on without this update). ``old_data``
+        (the old document's BSON, when the caller has it) and ``replace`` (a
+        replacement, not update operators) go to the oplog."""
         if data is None:
             data = self.encode(new, after_update=True)
         txn = self.storage.transaction()
         if txn is not None:
-            self._txn_update(txn, rid, old, new, data)
+            self._txn_update(txn, rid, old, new, data, replace)
             return
         self._txns.written(self.info.id, rid)
         if self._txns.key_intents:
@@ -375,6 +393,9 @@ class CollectionStore:
                 self._write_update(rid, data, changes)
         else:
             self._write_update(rid, data, changes)
+        if self._oplog is not None:
+            before = old_data if old_data is not None else self.encode(old)
+            self._oplog.update(self.info.db, self.info.name, self.info.uuid, new.get("_id"), before, data, replace)
 
     def _write_update(
         self, rid: int, data: bytes, changes: list[tuple[IndexWriter, list[bytes], dict[bytes, tuple[Any, ...]]]]
@@ -394,7 +415,8 @@ class CollectionStore:
             except sqlite3.IntegrityError:
                 self._duplicate(writer, added, rid)
 
-    def delete(self, rid: int, doc: dict[str, Any]) -> None:
+    def delete(self, rid: int, doc: dict[str, Any], data: bytes | None = None) -> None:
+        """Remove a record and its index entries; ``data`` (its BSON, when the caller has it) goes to the oplog."""
         txn = self.storage.transaction()
         if txn is not None:
             overlay = txn.writable(self.info)
@@ -412,12 +434,19 @@ class CollectionStore:
                 conn.executemany(writer.delete_sql, [(k,) for k in keys])
             else:
                 conn.executemany(writer.delete_sql, [(with_rid(k, rid),) for k in keys])
+        if self._oplog is not None:
+            before = data if data is not None else self.encode(doc)
+            self._oplog.delete(self.info.db, self.info.name, self.info.uuid, doc.get("_id"), before)
 
     def truncate(self) -> None:
         held = next((t for (cid, _), t in list(self._txns.doc_intents.items()) if cid == self.info.id), None)
         if held is not None and held.state is State.IN_PROGRESS:
             raise HeldByTransactionError(held)
         self._cap_totals = None
+        if self._oplog is not None:  # each document's delete, for change streams and replicas
+            for _, row in self._scan_table(False, None):
+                doc = bson.decode(row, CODEC)
+                self._oplog.delete(self.info.db, self.info.name, self.info.uuid, doc.get("_id"), row)
         self.conn.execute(f"DELETE FROM {self.info.table}")
         for writer in self.writers:
             self.conn.execute(f"DELETE FROM {writer.table}")
@@ -433,7 +462,9 @@ class CollectionStore:
                     self._txn_unique(txn, overlay, writer, key, values, None)
         return overlay.put(None, doc, data)
 
-    def _txn_update(self, txn: Transaction, rid: int, old: dict[str, Any], new: dict[str, Any], data: bytes) -> None:
+    def _txn_update(
+        self, txn: Transaction, rid: int, old: dict[str, Any], new: dict[str, Any], data: bytes, replace: bool
+    ) -> None:
         self._writable_in_transaction()
         overlay = txn.writable(self.info)
         if rid not in overlay.inserted:
@@ -445,6 +476,8 @@ class CollectionStore:
                     if key not in old_keys:
                         self._txn_unique(txn, overlay, writer, key, values, rid)
         overlay.put(rid, new, data)
+        if replace:
+            overlay.replaced.add(rid)
 
     def _txn_unique(
         self,

@@ -81,6 +81,7 @@ from bson import Timestamp
 from foliodb import interrupt
 from foliodb.engine.catalog import Catalog, CatalogDraft
 from foliodb.engine.clock import ClusterClock
+from foliodb.engine.oplog import Oplog
 from foliodb.engine.transactions import Transaction, TransactionTable
 from foliodb.errors import CommandError, ErrorCode
 
@@ -230,6 +231,9 @@ class Storage:
                 self.lock.release()
             raise CommandError(ErrorCode.InternalError, f"cannot open {self.file}: {exc}") from None
         self.clock = ClusterClock(self.writer)
+        self.oplog = Oplog(self.writer)
+        self.new_entries = threading.Condition()  # notified when a commit recorded oplog entries
+        self.watchers = 0  # threads waiting on it (change streams, awaitData cursors)
         self.cluster_time: Timestamp = self.clock.last  # of the newest commit
         self.transactions = TransactionTable()
         self.draft: CatalogDraft | None = None  # the writer's catalog changes, published at commit
@@ -486,6 +490,7 @@ class Storage:
             try:
                 self.draft = None
                 self.transactions.rolled_back()
+                self.oplog.rolled_back()
                 self.writer.execute("ROLLBACK")
             finally:
                 self._writer_lock.release()
@@ -499,16 +504,34 @@ class Storage:
             self._release_view(state)  # the operation's next read sees this write
 
     def _commit(self) -> None:
-        ts = self.clock.tick(self.writer)
+        try:
+            ts = self.oplog.flush(self.writer, self.clock)
+        except BaseException:
+            self._rollback_failed_commit()
+            raise
         self.commit_seq += 1  # odd until the counters describe this commit
         try:
             self._commit_sqlite()
-            self.cluster_time = ts
+            if ts is not None:
+                self.cluster_time = ts
             self.commits += 1
         finally:
             self.commit_seq += 1
         self.transactions.committed(self.commits)
         self._end_stale_snapshots()
+        if ts is not None and self.watchers:
+            with self.new_entries:
+                self.new_entries.notify_all()
+
+    def wait_for_entries(self, after: Timestamp, timeout: float) -> None:
+        """Until the cluster time passes ``after`` (a commit recorded something) or ``timeout`` seconds."""
+        with self.new_entries:
+            self.watchers += 1
+            try:
+                if (self.cluster_time.time, self.cluster_time.inc) <= (after.time, after.inc):
+                    self.new_entries.wait(timeout)
+            finally:
+                self.watchers -= 1
 
     def _commit_sqlite(self) -> None:
         draft = self.draft
@@ -533,6 +556,7 @@ class Storage:
 
     def _rollback_failed_commit(self) -> None:
         self.transactions.rolled_back()
+        self.oplog.rolled_back()
         self.clock.rolled_back()
         if self.writer.in_transaction:
             self.writer.execute("ROLLBACK")

@@ -96,6 +96,8 @@ class Transaction:
         self.pending: dict[tuple[str, str], CollectionInfo] = {}
         self.next_pending_id = -1
         self.ended = threading.Event()
+        self.lsid: Any = None  # the session's lsid and the txnNumber, recorded with the commit's oplog entry
+        self.number: Any = None
         self._docs: set[tuple[int, int]] = set()
         self._keys: set[tuple[int, bytes]] = set()
 

@@ -66,7 +66,7 @@ def sweep_index(store: CollectionStore, index: IndexInfo, now: datetime.datetime
             continue
         doc = bson.decode(data, CODEC)
         if expired_before(doc, index, cutoff_ms):
-            store.delete(rid, doc)
+            store.delete(rid, doc, data)
             deleted += 1
     return deleted, len(rids) > SWEEP_CHUNK
 
