@@ -91,6 +91,8 @@ class ErrorCode(IntEnum):
     CursorKilled = 237
     NotImplemented = 238
     IndexBuildAborted = 276
+    ChangeStreamFatalError = 280
+    ChangeStreamHistoryLost = 286
     ConversionFailure = 241
     NoSuchTransaction = 251
     TransactionCommitted = 256

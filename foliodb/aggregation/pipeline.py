@@ -167,7 +167,6 @@ def _unknown_stage(name: str) -> CommandError:
 # Known MongoDB stages FolioDB does not build: change streams, Atlas Search,
 # sharding and diagnostics stages.
 _UNBUILT = (
-    "$changeStream",
     "$changeStreamSplitLargeEvent",
     "$listSessions",
     "$listLocalSessions",

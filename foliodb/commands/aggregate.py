@@ -18,7 +18,7 @@ import bson
 from bson import Int64
 
 from foliodb.aggregation.pipeline import FIRST_ONLY, compile_pipeline
-from foliodb.commands import params, stats
+from foliodb.commands import change_streams, params, stats
 from foliodb.commands.accesses import counted
 from foliodb.commands.current_op import current_ops
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
@@ -212,6 +212,8 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         inner = {key: value for key, value in cmd.items() if key != "explain"}
         return COMMANDS.get("explain")(request, {"explain": inner, "verbosity": "queryPlanner"})
     batch_size = params.field(cursor_opts or {}, "batchSize", "integer", "aggregate.cursor")
+    if stages and isinstance(stages[0], Mapping) and "$changeStream" in stages[0]:
+        return change_streams.open_stream(request, cmd, stages, batch_size)
     let = fields.get("let")
     params.collation(cmd, "aggregate")
     allow_disk_use = fields.get("allowDiskUse", True)

@@ -98,6 +98,7 @@ class Cursor:
     last_used: float = 0.0
     lsid: bytes | None = None  # the session that opened it (its lsid's id), for killSessions
     snapshot: Any = None  # the pinned snapshot of a readConcern snapshot read its getMores read
+    stream: Any = None  # a change stream's source: getMores wait on it and report its resume token
     await_data: bool = False  # a tailable awaitData cursor: getMore may carry maxTimeMS
     owners: frozenset[tuple[str, str]] | None = None  # (db, user); None: opened without authorization
     privileges: tuple[Privilege, ...] = ()  # what the opening command needed
@@ -342,6 +343,11 @@ def cmd_getMore(request: Any, cmd: Mapping[str, Any]) -> dict[str, Any]:
             storage.bind_transaction(cursor.snapshot)
         try:
             batch, done = take_batch(cursor.source, batch_size, measure=over_the_wire(request))
+            if not batch and not done and cursor.stream is not None:
+                # A change stream with nothing new: wait for a commit (maxTimeMS is the await time).
+                max_time = cmd.get("maxTimeMS")
+                cursor.stream.wait(max_time / 1000.0 if isinstance(max_time, int) and max_time > 0 else 1.0)
+                batch, done = take_batch(cursor.source, batch_size, measure=over_the_wire(request))
         finally:
             if cursor.snapshot is not None:
                 storage.bind_transaction(None)
@@ -352,7 +358,11 @@ def cmd_getMore(request: Any, cmd: Mapping[str, Any]) -> dict[str, Any]:
     cursors.release(cursor)
     if done or cursor.killed:
         cursors.kill(cursor.id)
-    return {"cursor": {"nextBatch": batch, "id": Int64(0 if done else cursor.id), "ns": ns}, "ok": 1.0}
+    reply: dict[str, Any] = {"nextBatch": batch}
+    if cursor.stream is not None:
+        reply["postBatchResumeToken"] = cursor.stream.post_batch_token()
+    reply.update(id=Int64(0 if done else cursor.id), ns=ns)
+    return {"cursor": reply, "ok": 1.0}
 
 
 @COMMANDS.register("killCursors")

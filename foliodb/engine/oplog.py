@@ -79,6 +79,9 @@ class Oplog:
         self._pending: list[dict[str, Any]] = []
         self._transaction: tuple[Any, Any] | None = None  # (lsid, txnNumber) of a commit being replayed
         self._bytes: int | None = None  # total entry bytes (measured on first trim)
+        row = conn.execute("SELECT value FROM catalog_meta WHERE key = 'oplog_trimmed_through'").fetchone()
+        # Every entry at or before this (packed) time may be gone: resuming there is ChangeStreamHistoryLost.
+        self.trimmed_through = int(row[0]) if row else 0
         self._trim_lock = threading.Lock()
 
     # -- recording (the writer's thread, inside its SQLite transaction) ------------------
@@ -201,6 +204,10 @@ class Oplog:
                     break
                 last = rows[-1][0]
                 conn.execute("DELETE FROM oplog WHERE ts <= ?", (last,))
+                conn.execute(
+                    "INSERT OR REPLACE INTO catalog_meta (key, value) VALUES ('oplog_trimmed_through', ?)", (last,)
+                )
+                self.trimmed_through = last
                 self._bytes -= sum(size for _, size in rows)
                 removed += len(rows)
             return removed

@@ -1,0 +1,454 @@
+"""Change streams: ``aggregate`` with ``$changeStream`` first, read from the oplog.
+
+A change stream is a tailable cursor over the oplog (:mod:`foliodb.engine.oplog`)
+after a start point, turned into MongoDB 8's change events, filtered to the
+watched collection, database (``aggregate: 1``) or cluster
+(``allChangesForCluster`` on ``admin``), then through the pipeline's other
+stages (those MongoDB allows after ``$changeStream``, applied event by
+event). A ``getMore`` with nothing new waits - up to its ``maxTimeMS``, the
+driver's ``maxAwaitTimeMS``, one second by default - on the storage's commit
+notification, holding no snapshot meanwhile, and answers as soon as a commit
+records something. Every batch carries ``postBatchResumeToken``.
+
+Resume tokens are ``{_data: <hex>}``: the entry's cluster time (8 bytes), the
+op's index inside a transaction's ``applyOps`` (4 bytes) and a kind byte
+(an event, an invalidate, or a high-water mark: past everything at that time),
+big-endian, so token order is event order. ``resumeAfter`` continues after a
+token (not after an invalidate), ``startAfter`` also after an invalidate,
+``startAtOperationTime`` from a cluster time; a point the oplog no longer
+holds is ChangeStreamHistoryLost (286).
+
+Events: insert, update (``updateDescription`` from the documents before and
+after), replace, delete, drop, rename, dropDatabase, invalidate (a collection
+stream's collection dropped or renamed, a database stream's database dropped),
+and with ``showExpandedEvents`` create, createIndexes, dropIndexes, modify.
+``fullDocument``: ``updateLookup`` reads the current document,
+``whenAvailable``/``required`` the post-image, and ``fullDocumentBeforeChange``
+the pre-image, for collections with ``changeStreamPreAndPostImages`` enabled.
+Events of a transaction come after its commit, in order, with ``lsid`` and
+``txnNumber``.
+
+Manual: https://www.mongodb.com/docs/manual/changeStreams/ ,
+https://www.mongodb.com/docs/manual/reference/change-events/
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import bson
+from bson import Int64, Timestamp
+
+from foliodb import interrupt
+from foliodb.aggregation.pipeline import STAGES, Pipeline, Stage, Where, compile_pipeline
+from foliodb.commands import params
+from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, Lookahead, take_batch
+from foliodb.engine.catalog import CODEC
+from foliodb.engine.oplog import Oplog, pack, transaction_ops, unpack, update_description
+from foliodb.errors import CommandError, ErrorCode, location
+from foliodb.query import keystring
+
+if TYPE_CHECKING:
+    from foliodb.commands.executor import Request
+
+EVENT, INVALIDATE, HIGH_WATER = 0, 1, 255
+# Stages MongoDB allows after $changeStream (all work one event at a time).
+ALLOWED = frozenset({"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot", "$replaceWith", "$redact"})
+DEFAULT_AWAIT_SECONDS = 1.0
+READ_BATCH = 256
+_EXCLUDED_DBS = frozenset({"admin", "config", "local"})
+_OPTIONS = {
+    "fullDocument": "string",
+    "fullDocumentBeforeChange": "string",
+    "resumeAfter": "object",
+    "startAfter": "object",
+    "startAtOperationTime": "timestamp",
+    "allChangesForCluster": "bool",
+    "showExpandedEvents": "bool",
+    "showSystemEvents": "bool",
+    "showMigrationEvents": "bool",
+    "allowToRunOnConfigDB": "bool",
+    "allowToRunOnSystemNS": "bool",
+}
+
+
+# -- resume tokens ------------------------------------------------------------------------
+
+
+def token(ts: int, index: int, kind: int) -> dict[str, str]:
+    return {"_data": struct.pack(">QIB", ts, index, kind).hex().upper()}
+
+
+def parse_token(value: Any) -> tuple[int, int, int]:
+    """(packed ts, op index, kind) of a resume token."""
+    data = value.get("_data") if isinstance(value, Mapping) else None
+    try:
+        if not isinstance(data, str):
+            raise ValueError
+        ts, index, kind = struct.unpack(">QIB", bytes.fromhex(data))
+    except (ValueError, struct.error):
+        raise location(40647, f"Bad resume token: {value!r}") from None
+    return ts, index, kind
+
+
+# -- the stream -------------------------------------------------------------------------------
+
+
+class ChangeStream(Iterator[dict[str, Any]]):
+    """The events after a position, again and again (a tailable source)."""
+
+    tailable = True
+
+    def __init__(
+        self,
+        request: Request,
+        db: str | None,
+        coll: str | None,
+        spec: Mapping[str, Any],
+        after: tuple[int, int],
+        pipeline: Pipeline | None,
+    ) -> None:
+        self.engine = request.engine
+        self.db, self.coll = db, coll  # None: every database / every collection
+        self.full_document = spec.get("fullDocument", "default")
+        self.before_change = spec.get("fullDocumentBeforeChange", "off")
+        self.expanded = bool(spec.get("showExpandedEvents", False))
+        self.position = after  # (packed ts, op index) of the last oplog op examined
+        self.pipeline = pipeline
+        self.finished = False  # invalidated: the cursor ends after the invalidate event
+        self._pending: list[dict[str, Any]] = []
+        self._invalidate_next: tuple[int, int] | None = None
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def __next__(self) -> dict[str, Any]:
+        while True:
+            if not self._pending:
+                if self.finished:
+                    raise StopIteration
+                if not self._read():
+                    raise StopIteration  # nothing new yet: the cursor stays open
+                continue
+            event = self._pending.pop(0)
+            if self.pipeline is not None and event["operationType"] != "invalidate":
+                shaped = list(self.pipeline.run(iter([event])))
+                if not shaped:
+                    continue
+                event = shaped[0]
+                if "_id" not in event:
+                    raise location(
+                        280, "Encountered an event whose _id field, which contains the resume token, was modified"
+                    )
+            return event
+
+    def _read(self) -> bool:
+        """Turn the next oplog entries into pending events; whether any entry was read."""
+        if self._invalidate_next is not None:
+            ts, index = self._invalidate_next
+            self._invalidate_next = None
+            self._pending.append(self._invalidate(ts, index))
+            self.finished = True
+            return True
+        interrupt.check()
+        storage = self.engine.storage
+        conn = storage.reader()
+        rows = Oplog.entries_after(conn, self.position[0] - (1 if self.position[1] else 0), READ_BATCH)
+        read = False
+        for packed, data in rows:
+            entry = bson.decode(data, CODEC)
+            for index, op in transaction_ops(entry):
+                if (packed, index) <= self.position:
+                    continue
+                read = True
+                self.position = (packed, index)
+                self._pending.extend(self._events(packed, index, entry, op))
+                if self._invalidate_next is not None:
+                    return True
+        return read
+
+    def post_batch_token(self) -> dict[str, str]:
+        """The resume token of the position reached: the last op examined, or
+        the newest cluster time when there is nothing more (a high-water mark)."""
+        if self.finished and not self._pending:
+            return token(self.position[0], self.position[1], INVALIDATE)
+        if not self._pending:
+            newest = pack(self.engine.storage.cluster_time)
+            if newest > self.position[0]:
+                return token(newest, 0, HIGH_WATER)
+        return token(self.position[0], self.position[1], EVENT)
+
+    def wait(self, seconds: float) -> None:
+        """Until a commit records something after the position, or ``seconds``."""
+        storage = self.engine.storage
+        storage.end_view()  # no snapshot pinned while waiting
+        storage.wait_for_entries(unpack(max(self.position[0], pack(storage.cluster_time))), seconds)
+
+    # -- events -----------------------------------------------------------------------------------
+
+    def _watched(self, ns: str) -> bool:
+        db, _, coll = ns.partition(".")
+        if self.db is None:
+            if db in _EXCLUDED_DBS:
+                return False
+        elif db != self.db:
+            return False
+        if coll.startswith("system."):
+            return False
+        return self.coll is None or coll == self.coll
+
+    def _base(
+        self, packed: int, index: int, kind: str, entry: Mapping[str, Any], op: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        event: dict[str, Any] = {
+            "_id": token(packed, index, EVENT),
+            "operationType": kind,
+            "clusterTime": unpack(packed),
+            "wallTime": entry.get("wall"),
+        }
+        if self.expanded and "ui" in op:
+            event["collectionUUID"] = op["ui"]
+        return event
+
+    def _events(self, packed: int, index: int, entry: Mapping[str, Any], op: Mapping[str, Any]) -> list[dict[str, Any]]:
+        kind = op.get("op")
+        ns = op.get("ns", "")
+        txn = {"lsid": entry["lsid"], "txnNumber": entry["txnNumber"]} if "txnNumber" in entry else {}
+        if kind in ("i", "u", "d"):
+            if not self._watched(ns):
+                return []
+            db, _, coll = ns.partition(".")
+            return [self._document_event(packed, index, entry, op, db, coll, txn)]
+        if kind == "c":
+            return self._command_events(packed, index, entry, op)
+        return []
+
+    def _document_event(
+        self,
+        packed: int,
+        index: int,
+        entry: Mapping[str, Any],
+        op: Mapping[str, Any],
+        db: str,
+        coll: str,
+        txn: dict[str, Any],
+    ) -> dict[str, Any]:
+        kind = op["op"]
+        images = self._images_enabled(db, coll)
+        if kind == "i":
+            event = self._base(packed, index, "insert", entry, op)
+            event["fullDocument"] = op["o"]
+            event["ns"] = {"db": db, "coll": coll}
+            event["documentKey"] = {"_id": op["o"]["_id"]}
+        elif kind == "u" and op.get("r"):
+            event = self._base(packed, index, "replace", entry, op)
+            event["fullDocument"] = op["o"]
+            event["ns"] = {"db": db, "coll": coll}
+            event["documentKey"] = dict(op["o2"])
+        elif kind == "u":
+            event = self._base(packed, index, "update", entry, op)
+            event["ns"] = {"db": db, "coll": coll}
+            event["documentKey"] = dict(op["o2"])
+            event["updateDescription"] = update_description(op["pre"], op["o"])
+            if self.full_document == "updateLookup":
+                event["fullDocument"] = self._lookup(db, coll, op["o2"])
+            elif self.full_document in ("whenAvailable", "required"):
+                if images:
+                    event["fullDocument"] = op["o"]
+                elif self.full_document == "required":
+                    raise _no_image("post-image", db, coll)
+                else:
+                    event["fullDocument"] = None
+        else:
+            event = self._base(packed, index, "delete", entry, op)
+            event["ns"] = {"db": db, "coll": coll}
+            event["documentKey"] = dict(op["o"])
+        if kind in ("u", "d") and self.before_change in ("whenAvailable", "required"):
+            if images:
+                event["fullDocumentBeforeChange"] = op["pre"]
+            elif self.before_change == "required":
+                raise _no_image("pre-image", db, coll)
+            else:
+                event["fullDocumentBeforeChange"] = None
+        event.update(txn)
+        return event
+
+    def _command_events(
+        self, packed: int, index: int, entry: Mapping[str, Any], op: Mapping[str, Any]
+    ) -> list[dict[str, Any]]:
+        o = op.get("o") or {}
+        db = op.get("ns", "").partition(".")[0]
+        name = next(iter(o), None)
+        if name == "dropDatabase":
+            if self.db is not None and db == self.db and self.coll is None:
+                event = self._base(packed, index, "dropDatabase", entry, op)
+                event["ns"] = {"db": db}
+                self._invalidate_next = (packed, index)
+                return [event]
+            if self.db is None and db not in _EXCLUDED_DBS:
+                event = self._base(packed, index, "dropDatabase", entry, op)
+                event["ns"] = {"db": db}
+                return [event]
+            return []
+        if name == "renameCollection":
+            source_db, _, source = str(o["renameCollection"]).partition(".")
+            to_db, _, to = str(o["to"]).partition(".")
+            if not (self._watched(f"{source_db}.{source}") or (self.coll is None and self._watched(f"{to_db}.{to}"))):
+                return []
+            event = self._base(packed, index, "rename", entry, op)
+            event["ns"] = {"db": source_db, "coll": source}
+            event["to"] = {"db": to_db, "coll": to}
+            if self.expanded:
+                event["operationDescription"] = {"to": {"db": to_db, "coll": to}}
+            if self.coll is not None:
+                self._invalidate_next = (packed, index)
+            return [event]
+        target = o.get(name) if name is not None else None
+        if not isinstance(target, str) or not self._watched(f"{db}.{target}"):
+            return []
+        ns = {"db": db, "coll": target}
+        if name == "drop":
+            event = self._base(packed, index, "drop", entry, op)
+            event["ns"] = ns
+            if self.coll is not None:
+                self._invalidate_next = (packed, index)
+            return [event]
+        if not self.expanded:
+            return []
+        described = {key: value for key, value in o.items() if key != name}
+        kind = {"create": "create", "createIndexes": "createIndexes", "dropIndexes": "dropIndexes", "collMod": "modify"}
+        if name not in kind:
+            return []
+        event = self._base(packed, index, kind[name], entry, op)
+        event["ns"] = ns
+        event["operationDescription"] = described
+        return [event]
+
+    def _invalidate(self, packed: int, index: int) -> dict[str, Any]:
+        return {"_id": token(packed, index, INVALIDATE), "operationType": "invalidate", "clusterTime": unpack(packed)}
+
+    def _lookup(self, db: str, coll: str, key: Mapping[str, Any]) -> Any:
+        store = self.engine.store(db, coll)
+        if store is None:
+            return None
+        row = store.row_by_id_key(keystring.encode(key["_id"]))
+        return None if row is None else bson.decode(row[1], CODEC)
+
+    def _images_enabled(self, db: str, coll: str) -> bool:
+        info = self.engine.catalog.get(db, coll)
+        option = info.options.get("changeStreamPreAndPostImages") if info is not None else None
+        return isinstance(option, Mapping) and bool(option.get("enabled"))
+
+
+def _no_image(what: str, db: str, coll: str) -> CommandError:
+    return CommandError(
+        ErrorCode.NoMatchingDocument,
+        f"Change stream was configured to require a {what} for all update, delete and replace events, but the "
+        f"{what} was not found for an event on {db}.{coll} (changeStreamPreAndPostImages is not enabled)",
+    )
+
+
+# -- the aggregate command's side -----------------------------------------------------------------
+
+
+def open_stream(request: Request, cmd: Mapping[str, Any], stages: list[Any], batch_size: int | None) -> dict[str, Any]:
+    """Reply to an ``aggregate`` whose first stage is ``$changeStream``."""
+    if request.executor.replica_set is None:
+        raise location(40573, "The $changeStream stage is only supported on replica sets")
+    spec = stages[0]["$changeStream"]
+    if not isinstance(spec, Mapping):
+        raise location(50808, "$changeStream stage expects a document as argument")
+    for key, value in spec.items():
+        kind = _OPTIONS.get(key)
+        if kind is None:
+            raise location(40415, f"BSON field '$changeStream.{key}' is an unknown field.")
+        if kind == "timestamp" and not isinstance(value, Timestamp):
+            raise CommandError(ErrorCode.TypeMismatch, f"BSON field '$changeStream.{key}' is the wrong type")
+        if kind != "timestamp":
+            params.field(spec, key, kind, "$changeStream")
+    if spec.get("fullDocument", "default") not in ("default", "updateLookup", "whenAvailable", "required"):
+        raise CommandError(ErrorCode.BadValue, f"'{spec['fullDocument']}' is not a valid fullDocument option")
+    if spec.get("fullDocumentBeforeChange", "off") not in ("off", "whenAvailable", "required"):
+        raise CommandError(ErrorCode.BadValue, f"'{spec['fullDocumentBeforeChange']}' is not valid")
+    if sum(key in spec for key in ("resumeAfter", "startAfter", "startAtOperationTime")) > 1:
+        raise location(40674, "Only one type of resume option is allowed, but multiple were found.")
+    target = cmd["aggregate"]
+    db: str | None = request.db
+    coll: str | None = target if isinstance(target, str) else None
+    if target == 1:
+        if spec.get("allChangesForCluster"):
+            if request.db != "admin":
+                raise CommandError(
+                    ErrorCode.InvalidOptions, "$changeStream may only be run on admin when allChangesForCluster is true"
+                )
+            db = None
+        elif request.db == "admin":
+            raise CommandError(
+                ErrorCode.InvalidNamespace, "$changeStream may not be opened on the internal admin database"
+            )
+    elif not isinstance(target, str):
+        raise CommandError(ErrorCode.InvalidNamespace, "aggregate requires a collection name or 1")
+    for stage in stages[1:]:
+        name = next(iter(stage), "") if isinstance(stage, Mapping) else ""
+        if name == "$changeStream":
+            raise location(40602, "$changeStream is only valid as the first stage in a pipeline")
+        if name not in ALLOWED:
+            raise CommandError(ErrorCode.IllegalOperation, f"Stage {name} is not permitted in a $changeStream pipeline")
+    from foliodb.commands.aggregate import EngineEnv  # aggregate.py opens streams: imported here, not at the top
+
+    env = EngineEnv(request, request.context(cmd.get("let")), True)
+    pipeline = compile_pipeline(list(stages[1:]), env) if len(stages) > 1 else None
+    after = _start(request, spec)
+    stream = ChangeStream(request, db, coll, spec, after, pipeline)
+    ns = f"{request.db}.{target}" if coll is not None else f"{request.db}.$cmd.aggregate"
+    lookahead = Lookahead(stream)
+    batch, _ = take_batch(lookahead, DEFAULT_FIRST_BATCH if batch_size is None else batch_size)
+    cursor_id = 0
+    if not stream.finished or lookahead.pending:
+        cursor = request.cursors.open(ns, lookahead, await_data=True)
+        cursor.stream = stream
+        cursor_id = cursor.id
+    return {
+        "cursor": {
+            "firstBatch": batch,
+            "postBatchResumeToken": stream.post_batch_token(),
+            "id": Int64(cursor_id),
+            "ns": ns,
+        },
+        "ok": 1.0,
+    }
+
+
+def _start(request: Request, spec: Mapping[str, Any]) -> tuple[int, int]:
+    """The oplog position a stream starts after."""
+    storage = request.engine.storage
+    if "startAtOperationTime" in spec:
+        at = pack(spec["startAtOperationTime"])
+        position = (at - 1, 0)
+    elif "resumeAfter" in spec or "startAfter" in spec:
+        name = "resumeAfter" if "resumeAfter" in spec else "startAfter"
+        ts, index, kind = parse_token(spec[name])
+        if kind == INVALIDATE and name == "resumeAfter":
+            raise location(
+                40619,
+                "Attempting to resume a change stream using 'resumeAfter' is not allowed from an invalidate "
+                "notification.",
+            )
+        position = (ts, 0xFFFFFFFF if kind == HIGH_WATER else index)
+        if kind == INVALIDATE:
+            position = (ts, 0xFFFFFFFF)  # startAfter an invalidate: a new stream after it
+    else:
+        return (pack(storage.cluster_time), 0xFFFFFFFF)
+    trimmed = storage.oplog.trimmed_through
+    if position[0] < trimmed:
+        raise CommandError(
+            ErrorCode.ChangeStreamHistoryLost,
+            "Resume of change stream was not possible, as the resume point may no longer be in the oplog.",
+        )
+    return position
+
+
+@STAGES.register("$changeStream")
+def stage_changeStream(spec: Any, where: Where) -> Stage:
+    raise location(40602, "$changeStream is only valid as the first stage in a pipeline")
