@@ -45,6 +45,7 @@ from foliodb.errors import CommandError, ErrorCode
 DEFAULT_FIRST_BATCH = 101
 CURSOR_TIMEOUT_MILLIS = 600_000  # mongod's cursorTimeoutMillis default
 REAPER_PERIOD_SECONDS = 4.0  # mongod's clientCursorMonitorFrequencySecs
+AWAIT_SECONDS = 1.0  # how long an awaitData getMore waits without maxTimeMS, as mongod
 MAX_BATCH_BYTES = 16 * 1024 * 1024
 RAW = bson.CodecOptions(document_class=RawBSONDocument)
 
@@ -342,11 +343,18 @@ def cmd_getMore(request: Any, cmd: Mapping[str, Any]) -> dict[str, Any]:
         if cursor.snapshot is not None:  # a readConcern snapshot cursor goes on reading its snapshot
             storage.bind_transaction(cursor.snapshot)
         try:
+            mark = storage.cluster_time  # what the batch below can see at least
             batch, done = take_batch(cursor.source, batch_size, measure=over_the_wire(request))
-            if not batch and not done and cursor.stream is not None:
-                # A change stream with nothing new: wait for a commit (maxTimeMS is the await time).
+            if not batch and not done and cursor.await_data:
+                # A change stream or tailable awaitData cursor with nothing new: wait for a commit
+                # (the getMore's maxTimeMS is the await time, one second by default), then look again.
                 max_time = cmd.get("maxTimeMS")
-                cursor.stream.wait(max_time / 1000.0 if isinstance(max_time, int) and max_time > 0 else 1.0)
+                seconds = max_time / 1000.0 if isinstance(max_time, int) and max_time > 0 else AWAIT_SECONDS
+                if cursor.stream is not None:
+                    cursor.stream.wait(seconds)
+                else:
+                    storage.end_view()
+                    storage.wait_for_entries(mark, seconds)
                 batch, done = take_batch(cursor.source, batch_size, measure=over_the_wire(request))
         finally:
             if cursor.snapshot is not None:

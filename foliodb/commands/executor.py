@@ -183,7 +183,7 @@ class Executor:
             raise CommandError(
                 ErrorCode.BadValue, f"BSON field 'maxTimeMS' value must be >= 0, actual value '{max_time}'"
             )
-        if max_time:
+        if max_time and name != "getMore":  # a getMore's maxTimeMS is its await time (awaitData cursors)
             request.deadline = op.deadline = time.monotonic() + max_time / 1000.0
         if self.replica_set is not None and name in WRITE_COMMANDS:
             unsatisfiable = write_concern_error(command.get("writeConcern"))

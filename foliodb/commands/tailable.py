@@ -4,10 +4,9 @@ stays open at its last document and returns the documents inserted after it.
 The source remembers the record id it reached; each batch reads the records
 after it. It runs out without ending (the cursor stays open, as mongod's does)
 and ends only when its position was evicted from the capped collection
-(CappedPositionLost) or the collection went away. ``awaitData`` is accepted;
-a getMore with nothing new answers an empty batch at once rather than waiting,
-which the wire protocol allows (commands run one at a time here, so waiting
-would hold up the very inserts it waits for).
+(CappedPositionLost) or the collection went away. With ``awaitData`` a
+getMore with nothing new waits for the next commit, up to its ``maxTimeMS``
+(one second by default), holding no snapshot (see ``cmd_getMore``).
 
 Manual: https://www.mongodb.com/docs/manual/core/tailable-cursors/
 """
