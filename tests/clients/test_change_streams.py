@@ -177,8 +177,7 @@ def test_pipeline_stages_after_the_change_stream(wire_client: Client) -> None:
 
 def test_a_waiting_getmore_wakes_at_the_commit(wire_client: Client, server: RunningServer) -> None:
     coll = wire_client.shop.items
-    with coll.watch(max_await_time_ms=5000) as stream:
-        stream.try_next()  # the cursor is open and empty
+    with coll.watch(max_await_time_ms=5000) as stream:  # the aggregate opened the (empty) cursor
         written: list[float] = []
 
         def write() -> None:
