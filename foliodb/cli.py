@@ -109,6 +109,8 @@ def build_parser() -> Parser:
     persona = serve.add_mutually_exclusive_group()
     persona.add_argument("--replSet", default="rs0", help="the one-member replica set's name (default rs0)")
     persona.add_argument("--standalone", action="store_true", help="answer as a standalone (no transactions)")
+    serve.add_argument("--oplogSizeMB", type=float, help="the oplog's size bound in MB (default 1024)")
+    serve.add_argument("--oplogMinRetentionHours", type=float, help="keep oplog entries at least this long")
     serve.add_argument("--maxConns", type=int, help="connection limit (default: 80%% of the soft RLIMIT_NOFILE)")
 
     dump_cmd = _tool(commands, "dump", "write databases in mongodump's format (mongorestore loads them into MongoDB)")
@@ -226,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
                 tls_allow_connections_without_certificates=args.tlsAllowConnectionsWithoutCertificates,
                 max_conns=args.maxConns,
                 replica_set=None if args.standalone else args.replSet,
+                oplog_size_mb=args.oplogSizeMB,
+                oplog_min_retention_hours=args.oplogMinRetentionHours,
             )
         return COMMANDS[args.command](args)
     except BrokenPipeError:

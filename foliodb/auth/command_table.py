@@ -517,6 +517,7 @@ RULES: dict[str, Rule] = {
     "replSetGetStatus": _cluster("replSetGetStatus"),
     "replSetGetConfig": _cluster("replSetGetConfig"),
     "replSetInitiate": _cluster("replSetConfigure"),
+    "replSetResizeOplog": _cluster("replSetResizeOplog"),
     "killOp": _cluster("killop", note="also for one's own operations: FolioDB does not yet track operations by user"),
     "currentOp": _cluster(
         "inprog", note="also with $ownOps: FolioDB's currentOp does not yet filter operations by user"

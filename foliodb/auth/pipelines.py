@@ -12,6 +12,8 @@ then each stage's own needs, sub-pipelines included at any depth:
     $merge                   insert and/or update on the target, by whenMatched/whenNotMatched
     $collStats / $indexStats collStats / indexStats on the aggregated collection (instead of find)
     $currentOp               inprog on the cluster
+    $changeStream            changeStream and find on the collection (instead of find), on the
+                             database for ``aggregate: 1``, on every database for the cluster
     (bypassDocumentValidation: true adds that action to $out and $merge targets)
 
 A collection named without a database (``from: "c"``) is the command's
@@ -41,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from foliodb.auth.privileges import CLUSTER, Privilege, namespace, privilege
+from foliodb.auth.privileges import ANY_NORMAL, CLUSTER, Privilege, database, namespace, privilege
 from foliodb.query.bsontypes import is_string
 
 # (the database, a view's name) -> (the name it is defined on, its pipeline), or None for a non-view.
@@ -59,10 +61,12 @@ STAGE_NEEDS = {
     "$collStats": "collStats on the aggregated collection (instead of find)",
     "$indexStats": "indexStats on the aggregated collection (instead of find)",
     "$currentOp": "inprog on the cluster",
+    "$changeStream": "changeStream, find on the collection; on the database (`aggregate: 1`); "
+    "on every database (`allChangesForCluster`)",
 }
 NAMESPACE_STAGES = frozenset(STAGE_NEEDS)
 # Stages that are their own source: no find on the aggregated collection.
-INITIAL_SOURCES = frozenset({"$collStats", "$indexStats", "$currentOp", "$documents"})
+INITIAL_SOURCES = frozenset({"$collStats", "$indexStats", "$currentOp", "$documents", "$changeStream"})
 
 # $merge: (whenMatched, whenNotMatched) -> actions on the target; a pipeline whenMatched is "pipeline".
 _MERGE_ACTIONS = {
@@ -172,6 +176,10 @@ class _Walk:
             self.needed.append(privilege(namespace(*source), name[1:]))
         elif name == "$currentOp":
             self.needed.append(privilege(CLUSTER, "inprog"))
+        elif name == "$changeStream":
+            cluster = isinstance(spec, Mapping) and spec.get("allChangesForCluster") is True
+            target = ANY_NORMAL if cluster else namespace(*source) if source is not None else database(self.db)
+            self.needed.append(privilege(target, "changeStream", "find"))
 
     def merge(self, spec: Any) -> None:
         if not isinstance(spec, Mapping):

@@ -42,7 +42,7 @@ import bson
 from bson import Int64, Timestamp
 
 from foliodb import interrupt
-from foliodb.aggregation.pipeline import STAGES, Pipeline, Stage, Where, compile_pipeline
+from foliodb.aggregation.pipeline import Pipeline, compile_pipeline
 from foliodb.commands import params
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, Lookahead, take_batch
 from foliodb.engine.catalog import CODEC
@@ -447,8 +447,3 @@ def _start(request: Request, spec: Mapping[str, Any]) -> tuple[int, int]:
             "Resume of change stream was not possible, as the resume point may no longer be in the oplog.",
         )
     return position
-
-
-@STAGES.register("$changeStream")
-def stage_changeStream(spec: Any, where: Where) -> Stage:
-    raise location(40602, "$changeStream is only valid as the first stage in a pipeline")

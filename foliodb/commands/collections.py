@@ -203,6 +203,8 @@ def cmd_collMod(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
                 raise CommandError(ErrorCode.InvalidOptions, f"BSON field 'collMod.{key}' is an unknown field.")
         check_validation(options, "collMod")
         engine.draft().set_options(info, options)
+        changed = {key: value for key, value in options.items() if info.options.get(key) != value}
+        engine.record(request.db, info, {"collMod": name, **changed})
     return {"ok": 1.0}
 
 

@@ -437,5 +437,7 @@ def modify_index(request: Request, db: str, name: str, change: Any) -> dict[str,
         reply["expireAfterSeconds_new"] = ttl
         spec["expireAfterSeconds"] = ttl
     request.engine.draft().update_index_spec(info, index, spec)
+    modified = {key: reply[f"{key}_new"] for key in ("hidden", "expireAfterSeconds") if key in change}
+    request.engine.record(db, info, {"collMod": name, "index": {"name": index.name, **modified}})
     reply["ok"] = 1.0
     return reply

@@ -177,3 +177,25 @@ def write_concern_error(concern: Any) -> CommandError | None:
             ErrorCode.UnknownReplWriteConcern, f"No write concern mode named '{w}' found in replica set configuration"
         )
     return None
+
+
+@COMMANDS.register("replSetResizeOplog")
+def cmd_replSetResizeOplog(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    """The oplog's bound: ``size`` in megabytes (990 at least, as mongod) and ``minRetentionHours``."""
+    _persona(request)
+    if request.db != "admin":
+        raise CommandError(ErrorCode.Unauthorized, "replSetResizeOplog may only be run against the admin database.")
+    oplog = request.engine.storage.oplog
+    size = cmd.get("size")
+    hours = cmd.get("minRetentionHours")
+    if size is None and hours is None:
+        raise CommandError(ErrorCode.InvalidOptions, "replSetResizeOplog needs 'size' or 'minRetentionHours'")
+    if size is not None:
+        if isinstance(size, bool) or not isinstance(size, int | float) or not 990 <= size <= 1024 * 1024:
+            raise CommandError(ErrorCode.InvalidOptions, "oplog size in MB must be between 990 and 1PB")
+        oplog.size_bytes = int(size * 1024 * 1024)
+    if hours is not None:
+        if isinstance(hours, bool) or not isinstance(hours, int | float) or hours < 0:
+            raise CommandError(ErrorCode.InvalidOptions, "minRetentionHours must be a non-negative number")
+        oplog.min_retention_hours = float(hours)
+    return {"ok": 1.0}

@@ -40,6 +40,7 @@ from bson.binary import Binary, UuidRepresentation
 
 from foliodb import interrupt
 from foliodb.engine.catalog import CODEC, Catalog, CatalogDraft, CollectionInfo, IndexInfo
+from foliodb.engine.oplog import recorded
 from foliodb.engine.records import CollectionStore
 from foliodb.engine.sessions import SessionRegistry
 from foliodb.engine.storage import Storage, _Reader
@@ -155,6 +156,20 @@ class Engine:
         self.storage.close()
 
     # -- collections -----------------------------------------------------------
+
+    def housekeeping(self) -> None:
+        """Each background tick: expire idle sessions and transactions past their
+        lifetime; trim the oplog to its bound (rarely: it checks a running total)."""
+        if self.closed or self.storage.forked:
+            return
+        self.sessions.reap()
+        oplog = self.storage.oplog
+        if not oplog.measured():
+            with self.reading():
+                oplog.measure(self.storage.reader())
+        if oplog.over():
+            with self.reading(), self.storage.write() as conn:
+                oplog.trim(conn, time.time())
 
     def store(self, db: str, name: str) -> CollectionStore | None:
         """The records of a collection; None when it does not exist or is a view."""
@@ -388,8 +403,31 @@ class Engine:
             for index in pending.indexes.values():
                 draft.add_index(info, dict(index.spec))
             created[pending.id] = info
+            self.record(db, info, {"create": name, **pending.options, "idIndex": dict(ID_INDEX_SPEC)})
+            built = [dict(index.spec) for index in pending.indexes.values() if index.name != "_id_"]
+            if built:
+                self.record(db, info, {"createIndexes": name, "indexes": built})
         if txn.changed_since_snapshot():
             raise WriteConflictError(write_conflict())
+        oplog = self.storage.oplog
+        oplog.muted = True  # the net effect is applied below; the oplog gets each write as it happened
+        try:
+            self._apply_overlays(txn, created)
+        finally:
+            oplog.muted = False
+        for op, collection_id, doc_id, before, after, replace in txn.writes:
+            target = created.get(collection_id) or self.catalog.by_id[collection_id]
+            if op == "i":
+                assert after is not None
+                oplog.insert(target.db, target.name, target.uuid, doc_id, after)
+            elif op == "u":
+                assert before is not None and after is not None
+                oplog.update(target.db, target.name, target.uuid, doc_id, before, after, replace)
+            else:
+                assert before is not None
+                oplog.delete(target.db, target.name, target.uuid, doc_id, before)
+
+    def _apply_overlays(self, txn: Transaction, created: dict[int, CollectionInfo]) -> None:
         for collection_id, overlay in txn.collections.items():
             target = created.get(collection_id) or self.catalog.by_id.get(collection_id)
             if target is None:
@@ -538,4 +576,6 @@ class Engine:
 
     def record(self, db: str, info: CollectionInfo | None, o: dict[str, Any]) -> None:
         """Inside a write: a catalog change's oplog entry (``o``: mongod's command document)."""
+        if info is not None and not recorded(db, info.name):
+            return
         self.storage.oplog.command(db, info.uuid if info is not None else None, o)

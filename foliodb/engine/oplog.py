@@ -78,6 +78,7 @@ class Oplog:
         self.min_retention_hours = 0.0
         self._pending: list[dict[str, Any]] = []
         self._transaction: tuple[Any, Any] | None = None  # (lsid, txnNumber) of a commit being replayed
+        self.muted = False  # True while a commit applies a transaction's net effect: its own writes are recorded
         self._bytes: int | None = None  # total entry bytes (measured on first trim)
         row = conn.execute("SELECT value FROM catalog_meta WHERE key = 'oplog_trimmed_through'").fetchone()
         # Every entry at or before this (packed) time may be gone: resuming there is ChangeStreamHistoryLost.
@@ -90,7 +91,7 @@ class Oplog:
         self._pending.append(entry)
 
     def insert(self, db: str, coll: str, ui: uuid.UUID, doc_id: Any, data: bytes) -> None:
-        if recorded(db, coll):
+        if recorded(db, coll) and not self.muted:
             self._pending.append(
                 {
                     "op": "i",
@@ -104,7 +105,7 @@ class Oplog:
     def update(
         self, db: str, coll: str, ui: uuid.UUID, doc_id: Any, before: bytes, after: bytes, replace: bool
     ) -> None:
-        if recorded(db, coll):
+        if recorded(db, coll) and not self.muted:
             entry: dict[str, Any] = {
                 "op": "u",
                 "ns": f"{db}.{coll}",
@@ -118,7 +119,7 @@ class Oplog:
             self._pending.append(entry)
 
     def delete(self, db: str, coll: str, ui: uuid.UUID, doc_id: Any, before: bytes) -> None:
-        if recorded(db, coll):
+        if recorded(db, coll) and not self.muted:
             self._pending.append(
                 {
                     "op": "d",
@@ -188,28 +189,48 @@ class Oplog:
         row = conn.execute("SELECT min(ts) FROM oplog").fetchone()
         return None if row[0] is None else int(row[0])
 
+    def measured(self) -> bool:
+        return self._bytes is not None
+
+    def measure(self, conn: sqlite3.Connection) -> None:
+        """Total the entries' bytes once (a read: no writer held); commits keep the total since."""
+        if self._bytes is None:
+            self._bytes = int(conn.execute("SELECT coalesce(sum(length(entry)), 0) FROM oplog").fetchone()[0])
+
+    def over(self) -> bool:
+        return self._bytes is not None and self._bytes > self.size_bytes
+
     def trim(self, conn: sqlite3.Connection, now: float) -> int:
         """Inside a write: remove the oldest entries past the size bound (never
         younger than the minimum retention); how many."""
         with self._trim_lock:
-            if self._bytes is None:
-                self._bytes = int(conn.execute("SELECT coalesce(sum(length(entry)), 0) FROM oplog").fetchone()[0])
+            self.measure(conn)
+            assert self._bytes is not None
             removed = 0
-            keep_after = pack(Timestamp(int(now - self.min_retention_hours * 3600), 0))
+            # No minimum retention: any entry may go, the newest included.
+            keep_after = (
+                pack(Timestamp(int(now - self.min_retention_hours * 3600), 0))
+                if self.min_retention_hours > 0
+                else (1 << 63) - 1
+            )
             while self._bytes > self.size_bytes:
                 rows = conn.execute(
                     "SELECT ts, length(entry) FROM oplog WHERE ts < ? ORDER BY ts LIMIT 1000", (keep_after,)
                 ).fetchall()
                 if not rows:
                     break
-                last = rows[-1][0]
+                last, freed = 0, 0
+                for ts, size in rows:  # the oldest entries, just enough of them
+                    last, freed = ts, freed + size
+                    removed += 1
+                    if self._bytes - freed <= self.size_bytes:
+                        break
                 conn.execute("DELETE FROM oplog WHERE ts <= ?", (last,))
                 conn.execute(
                     "INSERT OR REPLACE INTO catalog_meta (key, value) VALUES ('oplog_trimmed_through', ?)", (last,)
                 )
                 self.trimmed_through = last
-                self._bytes -= sum(size for _, size in rows)
-                removed += len(rows)
+                self._bytes -= freed
             return removed
 
 

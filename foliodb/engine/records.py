@@ -236,12 +236,14 @@ class CollectionStore:
         if txn is not None:
             overlay = txn.writable(self.info)
             done: list[int] = []
+            recorded_before = len(txn.writes)
             try:
                 for doc, data in zip(docs, rows, strict=True):
                     done.append(self._txn_insert(txn, doc, data))
             except BaseException:
                 for rid in done:
                     overlay.remove(rid)
+                del txn.writes[recorded_before:]
                 raise
             return
         if self._txns.key_intents:
@@ -370,7 +372,7 @@ class CollectionStore:
             data = self.encode(new, after_update=True)
         txn = self.storage.transaction()
         if txn is not None:
-            self._txn_update(txn, rid, old, new, data, replace)
+            self._txn_update(txn, rid, old, new, data, replace, old_data)
             return
         self._txns.written(self.info.id, rid)
         if self._txns.key_intents:
@@ -423,6 +425,9 @@ class CollectionStore:
             if rid not in overlay.inserted:
                 txn.claim_document(self.info.id, rid)
             overlay.remove(rid)
+            if self._oplog is not None:
+                before = data if data is not None else self.encode(doc)
+                txn.writes.append(("d", self.info.id, doc.get("_id"), before, None, False))
             return
         self._txns.written(self.info.id, rid)
         conn = self.conn
@@ -460,10 +465,20 @@ class CollectionStore:
             if writer.unique:
                 for key, values in writer.keys(doc).items():
                     self._txn_unique(txn, overlay, writer, key, values, None)
-        return overlay.put(None, doc, data)
+        rid = overlay.put(None, doc, data)
+        if self._oplog is not None:
+            txn.writes.append(("i", self.info.id, doc["_id"], None, data, False))
+        return rid
 
     def _txn_update(
-        self, txn: Transaction, rid: int, old: dict[str, Any], new: dict[str, Any], data: bytes, replace: bool
+        self,
+        txn: Transaction,
+        rid: int,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        data: bytes,
+        replace: bool,
+        old_data: bytes | None,
     ) -> None:
         self._writable_in_transaction()
         overlay = txn.writable(self.info)
@@ -475,6 +490,9 @@ class CollectionStore:
                 for key, values in writer.keys(new).items():
                     if key not in old_keys:
                         self._txn_unique(txn, overlay, writer, key, values, rid)
+        if self._oplog is not None:
+            before = old_data if old_data is not None else self.encode(old)
+            txn.writes.append(("u", self.info.id, new.get("_id"), before, data, replace))
         overlay.put(rid, new, data)
         if replace:
             overlay.replaced.add(rid)

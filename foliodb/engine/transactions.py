@@ -98,6 +98,9 @@ class Transaction:
         self.ended = threading.Event()
         self.lsid: Any = None  # the session's lsid and the txnNumber, recorded with the commit's oplog entry
         self.number: Any = None
+        # Each write as it happened, for the commit's applyOps entry (change streams see every
+        # step, not the net effect): (op, collection id, _id, BSON before, BSON after, replace).
+        self.writes: list[tuple[str, int, Any, bytes | None, bytes | None, bool]] = []
         self._docs: set[tuple[int, int]] = set()
         self._keys: set[tuple[int, bytes]] = set()
 

@@ -72,6 +72,9 @@ def sweep_index(store: CollectionStore, index: IndexInfo, now: datetime.datetime
 
 
 class TTLMonitor(threading.Thread):
+    """The engine's background thread: TTL passes, and every tick the engine's
+    housekeeping (expired sessions, stale transactions, the oplog's bound)."""
+
     def __init__(self, engine: Engine) -> None:
         super().__init__(name="foliodb-ttl", daemon=True)
         self.engine = engine
@@ -86,6 +89,10 @@ class TTLMonitor(threading.Thread):
     def run(self) -> None:
         last = time.monotonic()
         while not self._stop_event.wait(TICK_SECONDS):
+            try:
+                self.engine.housekeeping()
+            except Exception:  # the monitor must outlive a bad pass
+                log.exception("housekeeping failed")
             interval = float(self.engine.parameters.get("ttlMonitorSleepSecs", 60))
             if time.monotonic() - last < interval:
                 continue

@@ -107,6 +107,8 @@ class Server:
         handshake_timeout: float = HANDSHAKE_TIMEOUT,
         frame_timeout: float = FRAME_TIMEOUT,
         replica_set: str | None = "rs0",
+        oplog_size_mb: float | None = None,
+        oplog_min_retention_hours: float | None = None,
     ) -> None:
         self.dbpath = dbpath
         self.host = host
@@ -123,6 +125,11 @@ class Server:
         install_log_filter(logging.getLogger("foliodb"))  # the executor logs commands it failed on
         # The primary of a one-member replica set named replica_set (None: a standalone).
         self.executor = Executor.open(dbpath, ReplicaSet(replica_set) if replica_set is not None else None)
+        oplog = self.executor.engine.storage.oplog
+        if oplog_size_mb is not None:
+            oplog.size_bytes = int(oplog_size_mb * 1024 * 1024)
+        if oplog_min_retention_hours is not None:
+            oplog.min_retention_hours = oplog_min_retention_hours
         self.stopping = threading.Event()
         self.stopped = threading.Event()
         self._listener: socket.socket | None = None

@@ -1,8 +1,13 @@
-"""Source and diagnostics stages: $documents $collStats $indexStats.
+"""Source and diagnostics stages: $documents $collStats $indexStats $changeStream.
 
 Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/documents/
 https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/
 https://www.mongodb.com/docs/manual/reference/operator/aggregation/indexStats/
+
+``$changeStream`` is opened by the aggregate command itself
+(commands/change_streams.py) when it is a pipeline's first stage; anywhere
+the pipeline compiler meets it (later in a pipeline, in ``$lookup`` or
+``$facet``) it is misplaced (40602).
 
 These stages must come first (checked by the pipeline compiler) and ignore
 their input. ``$documents`` follows MongoDB's desugaring (a one-document
@@ -22,6 +27,11 @@ from foliodb.query.bsontypes import type_name
 from foliodb.query.idl import unknown_field, wrong_type
 from foliodb.query.paths import MISSING
 from foliodb.query.render import render
+
+
+@STAGES.register("$changeStream")
+def stage_changeStream(spec: Any, where: Where) -> Stage:
+    raise location(40602, "$changeStream is only valid as the first stage in a pipeline")
 
 
 @STAGES.register("$documents")

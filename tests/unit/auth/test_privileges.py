@@ -197,6 +197,18 @@ def test_the_walker_reaches_any_depth_without_recursion() -> None:
     assert {(p.resource.db, p.resource.collection) for p in needed} == {("shop", "c"), ("shop", "near"), ("deep", "c")}
 
 
+def test_change_streams_need_change_stream_and_find_on_what_they_watch() -> None:
+    # https://www.mongodb.com/docs/manual/changeStreams/#access-control
+    def needs(coll: str | None, spec: dict[str, Any], db: str = "shop") -> set[tuple[str, str, frozenset[str]]]:
+        found = pipeline_privileges(db, coll, [{"$changeStream": spec}], no_views)
+        return {(p.resource.kind, p.resource.db, frozenset(p.actions)) for p in found}
+
+    both = frozenset({"changeStream", "find"})
+    assert needs("c", {}) == {("exact", "shop", both)}  # no plain find on top
+    assert needs(None, {}) == {("database", "shop", both)}
+    assert needs(None, {"allChangesForCluster": True}, "admin") == {("anyNormal", "", both)}
+
+
 def test_views_need_their_cross_database_reads() -> None:
     views = {
         ("shop", "v"): ("w", []),

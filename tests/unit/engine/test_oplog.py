@@ -1,0 +1,185 @@
+"""The oplog and change streams, through the executor as drivers' commands arrive.
+
+Entries follow mongod's oplog format (https://www.mongodb.com/docs/manual/core/replica-set-oplog/);
+update descriptions follow the change events reference
+(https://www.mongodb.com/docs/manual/reference/change-events/update/).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import bson
+import pytest
+from bson import Int64, Timestamp
+from bson.binary import Binary, UuidRepresentation
+
+from foliodb.commands import Executor
+from foliodb.commands.replication import ReplicaSet
+from foliodb.engine.catalog import CODEC
+from foliodb.engine.oplog import pack, unpack, update_description
+
+
+def _ok(reply: dict[str, Any]) -> dict[str, Any]:
+    assert reply.get("ok") == 1.0 and not reply.get("writeErrors"), reply
+    return reply
+
+
+def _entries(executor: Executor) -> list[dict[str, Any]]:
+    storage = executor.engine.storage
+    with executor.engine.reading():
+        rows = storage.reader().execute("SELECT ts, entry FROM oplog ORDER BY ts").fetchall()
+    return [bson.decode(data, CODEC) for _, data in rows]
+
+
+@pytest.fixture
+def executor(tmp_path: Path) -> Any:
+    ex = Executor.open(str(tmp_path / "data"), ReplicaSet())
+    yield ex
+    ex.close()
+
+
+def test_every_write_is_an_entry_in_commit_order(executor: Executor) -> None:
+    _ok(executor.execute("shop", {"insert": "c", "documents": [{"_id": 1, "a": 1}, {"_id": 2}]}))
+    _ok(executor.execute("shop", {"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"a": 2}}}]}))
+    _ok(executor.execute("shop", {"update": "c", "updates": [{"q": {"_id": 2}, "u": {"b": 1}}]}))
+    _ok(executor.execute("shop", {"delete": "c", "deletes": [{"q": {"_id": 1}, "limit": 1}]}))
+    _ok(executor.execute("shop", {"insert": "system.profile", "documents": [{"x": 1}]}))  # not recorded
+    _ok(executor.execute("local", {"insert": "c", "documents": [{"x": 1}]}))  # not recorded
+    entries = _entries(executor)
+    kinds = [
+        (e["op"], e["ns"], e["o"].get("create") if e["op"] == "c" else e["o2" if e["op"] != "d" else "o"])
+        for e in entries
+    ]
+    assert kinds == [
+        ("c", "shop.$cmd", "c"),  # the implicit create
+        ("i", "shop.c", {"_id": 1}),
+        ("i", "shop.c", {"_id": 2}),
+        ("u", "shop.c", {"_id": 1}),
+        ("u", "shop.c", {"_id": 2}),
+        ("d", "shop.c", {"_id": 1}),
+    ]
+    update, replace, delete = entries[3], entries[4], entries[5]
+    assert (update["pre"], update["o"], "r" in update) == ({"_id": 1, "a": 1}, {"_id": 1, "a": 2}, False)
+    assert (replace["o"], replace["r"]) == ({"_id": 2, "b": 1}, True)
+    assert delete["pre"] == {"_id": 1, "a": 2}
+    times = [pack(e["ts"]) for e in entries]
+    assert times == sorted(times) and len(set(times)) == len(times)
+    assert all(e["t"] == 1 and isinstance(e["wall"], type(entries[0]["wall"])) for e in entries)
+    assert executor.engine.storage.cluster_time == entries[-1]["ts"]
+
+
+def test_a_transaction_is_one_apply_ops_entry_at_commit(executor: Executor) -> None:
+    lsid = {"id": Binary.from_uuid(uuid.uuid4(), UuidRepresentation.STANDARD)}
+    base = {"lsid": lsid, "txnNumber": Int64(1), "autocommit": False}
+    _ok(executor.execute("shop", {"create": "c"}))
+    before = len(_entries(executor))
+    _ok(executor.execute("shop", {"insert": "c", "documents": [{"_id": 1}], "startTransaction": True, **base}))
+    _ok(executor.execute("shop", {"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"x": 1}}}], **base}))
+    assert len(_entries(executor)) == before  # nothing before the commit
+    _ok(executor.execute("admin", {"commitTransaction": 1, **base}))
+    entry = _entries(executor)[-1]
+    assert (entry["op"], entry["ns"], entry["txnNumber"], entry["lsid"]) == ("c", "admin.$cmd", 1, lsid)
+    assert [(op["op"], op["ns"]) for op in entry["o"]["applyOps"]] == [("i", "shop.c"), ("u", "shop.c")]
+
+
+def test_catalog_changes_are_entries(executor: Executor) -> None:
+    _ok(executor.execute("shop", {"create": "c"}))
+    _ok(executor.execute("shop", {"createIndexes": "c", "indexes": [{"key": {"a": 1}, "name": "a_1"}]}))
+    _ok(executor.execute("shop", {"collMod": "c", "validator": {"a": {"$exists": True}}}))
+    _ok(executor.execute("shop", {"dropIndexes": "c", "index": "a_1"}))
+    _ok(executor.execute("admin", {"renameCollection": "shop.c", "to": "shop.d"}))
+    _ok(executor.execute("shop", {"drop": "d"}))
+    _ok(executor.execute("shop", {"create": "e"}))
+    _ok(executor.execute("shop", {"dropDatabase": 1}))
+    names = [next(iter(e["o"])) for e in _entries(executor)]
+    assert names == [
+        "create",
+        "createIndexes",
+        "collMod",
+        "dropIndexes",
+        "renameCollection",
+        "drop",
+        "create",
+        "drop",
+        "dropDatabase",
+    ]
+
+
+def test_cluster_times_keep_increasing_across_a_restart(tmp_path: Path) -> None:
+    path = str(tmp_path / "data")
+    first = Executor.open(path, ReplicaSet())
+    _ok(first.execute("shop", {"insert": "c", "documents": [{"_id": i} for i in range(5)]}))
+    last = first.engine.storage.cluster_time
+    first.close()
+    again = Executor.open(path, ReplicaSet())
+    _ok(again.execute("shop", {"insert": "c", "documents": [{"_id": 9}]}))
+    assert pack(again.engine.storage.cluster_time) > pack(last)
+    again.close()
+
+
+def test_resuming_where_the_oplog_was_trimmed_is_history_lost(executor: Executor) -> None:
+    stream = _ok(executor.execute("shop", {"aggregate": "c", "pipeline": [{"$changeStream": {}}], "cursor": {}}))
+    for i in range(20):
+        _ok(executor.execute("shop", {"insert": "c", "documents": [{"_id": i, "pad": "x" * 200}]}))
+    more = _ok(executor.execute("shop", {"getMore": stream["cursor"]["id"], "collection": "c"}))
+    first_token = more["cursor"]["nextBatch"][0]["_id"]
+    oplog = executor.engine.storage.oplog
+    oplog.size_bytes = 1_000  # keep only the newest few entries
+    executor.engine.housekeeping()
+    assert oplog.trimmed_through > 0
+    lost = executor.execute(
+        "shop", {"aggregate": "c", "pipeline": [{"$changeStream": {"resumeAfter": first_token}}], "cursor": {}}
+    )
+    assert lost["code"] == 286 and lost["codeName"] == "ChangeStreamHistoryLost"
+    recent = more["cursor"]["nextBatch"][-1]["_id"]
+    _ok(
+        executor.execute(
+            "shop", {"aggregate": "c", "pipeline": [{"$changeStream": {"resumeAfter": recent}}], "cursor": {}}
+        )
+    )
+
+
+UPDATES = [
+    # (before, after, expected updateDescription), written from the change events reference.
+    ({"a": 1}, {"a": 2}, {"updatedFields": {"a": 2}, "removedFields": [], "truncatedArrays": []}),
+    ({"a": 1, "b": 1}, {"a": 1}, {"updatedFields": {}, "removedFields": ["b"], "truncatedArrays": []}),
+    (
+        {"a": {"b": 1, "c": 1}},
+        {"a": {"b": 2, "c": 1}},
+        {"updatedFields": {"a.b": 2}, "removedFields": [], "truncatedArrays": []},
+    ),
+    ({"a": [1, 2, 3]}, {"a": [1, 2, 3, 4]}, {"updatedFields": {"a.3": 4}, "removedFields": [], "truncatedArrays": []}),
+    (
+        {"a": [1, 2, 3]},
+        {"a": [1]},
+        {"updatedFields": {}, "removedFields": [], "truncatedArrays": [{"field": "a", "newSize": 1}]},
+    ),
+    ({"a": [{"x": 1}]}, {"a": [{"x": 2}]}, {"updatedFields": {"a.0.x": 2}, "removedFields": [], "truncatedArrays": []}),
+    ({"a": 1}, {"a": 1.0}, {"updatedFields": {"a": 1.0}, "removedFields": [], "truncatedArrays": []}),  # a type change
+    (
+        {"m": {"1": "x"}},
+        {"m": {"1": "y"}},
+        {
+            "updatedFields": {"m.1": "y"},
+            "removedFields": [],
+            "truncatedArrays": [],
+            "disambiguatedPaths": {"m.1": ["m", "1"]},
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(("before", "after", "expected"), UPDATES)
+def test_update_descriptions(before: Any, after: Any, expected: Any) -> None:
+    assert update_description({"_id": 1, **before}, {"_id": 1, **after}) == expected
+
+
+def test_timestamps_pack_in_order() -> None:
+    stamps = [Timestamp(5, 1), Timestamp(5, 2), Timestamp(6, 0), Timestamp(1 << 31, 7)]
+    assert [unpack(pack(ts)) for ts in stamps] == stamps
+    assert sorted(stamps, key=pack) == stamps
+    assert pack(Timestamp(int(time.time()), 1)) > 0
