@@ -178,8 +178,8 @@ class _Walk:
             self.needed.append(privilege(CLUSTER, "inprog"))
         elif name == "$changeStream":
             cluster = isinstance(spec, Mapping) and spec.get("allChangesForCluster") is True
-            target = ANY_NORMAL if cluster else namespace(*source) if source is not None else database(self.db)
-            self.needed.append(privilege(target, "changeStream", "find"))
+            watched = ANY_NORMAL if cluster else namespace(*source) if source is not None else database(self.db)
+            self.needed.append(privilege(watched, "changeStream", "find"))
 
     def merge(self, spec: Any) -> None:
         if not isinstance(spec, Mapping):
