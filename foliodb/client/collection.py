@@ -113,7 +113,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
 
         https://www.mongodb.com/docs/manual/reference/command/insert/"""
         cmd = command_doc(
-            {"insert": self._name, "documents": [self._codec.encode(with_id(document))]},
+            {"insert": self._name, "ordered": True, "documents": [self._codec.encode(with_id(document))]},
             bypassDocumentValidation=bypass_document_validation,
             comment=comment,
         )
@@ -168,7 +168,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             common.validate_list("array_filters", array_filters)
         update_statement = statement(fields, upsert, collation, hint, sort, array_filters)
         cmd = command_doc(
-            {"update": self._name, "updates": [update_statement]},
+            {"update": self._name, "ordered": True, "updates": [update_statement]},
             let=let,
             comment=comment,
             bypassDocumentValidation=bypass_document_validation,
@@ -292,7 +292,9 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
     ) -> DeleteResult:
         common.validate_is_mapping("filter", filter)
         delete_statement = statement({"q": self._codec.encode(filter), "limit": limit}, None, collation, hint)
-        cmd = command_doc({"delete": self._name, "deletes": [delete_statement]}, let=let, comment=comment)
+        cmd = command_doc(
+            {"delete": self._name, "ordered": True, "deletes": [delete_statement]}, let=let, comment=comment
+        )
         concern = self._write_concern_doc(cmd, session)
         # As pymongo: delete_many (limit 0) is not a retryable write.
         reply = _reply.check_single_write(
@@ -529,7 +531,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         if array_filters is not None:
             common.validate_list("array_filters", array_filters)
         cmd = command_doc(
-            {"findAndModify": self._name, "query": query},
+            {"findAndModify": self._name, "query": query, "new": return_document},
             kwargs,
             fields=fields,
             sort=order,
@@ -582,7 +584,6 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         https://www.mongodb.com/docs/manual/reference/command/findAndModify/"""
         common.validate_ok_for_replace(replacement)
         kwargs["update"] = self._codec.encode(replacement)
-        kwargs["new"] = return_document
         return self._run_find_and_modify(
             filter, projection, sort, upsert, return_document, None, hint, let, comment, session, **kwargs
         )
@@ -608,7 +609,6 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         common.validate_ok_for_update(update)
         common.validate_list_or_none("array_filters", array_filters)
         kwargs["update"] = self._codec.encode_update(update)
-        kwargs["new"] = return_document
         return self._run_find_and_modify(
             filter, projection, sort, upsert, return_document, array_filters, hint, let, comment, session, **kwargs
         )

@@ -614,7 +614,7 @@ class CommandCursor(_BatchCursor, pymongo.command_cursor.CommandCursor[Any]):  #
         cursor = reply["cursor"]
         self._cursor_id = int(cursor["id"])
         self._buffer = deque(collection._codec.decode(cursor.get("firstBatch", [])))
-        self._batch_size = batch_size
+        self.batch_size(batch_size)
         self._killed = not self._cursor_id
         self._retrieved = 0
         ns = cursor.get("ns", "")
@@ -644,10 +644,15 @@ class CommandCursor(_BatchCursor, pymongo.command_cursor.CommandCursor[Any]):  #
             return None
 
     def batch_size(self, batch_size: int) -> CommandCursor:
-        """Documents per ``getMore`` batch.
+        """Documents per ``getMore`` batch (1 asks for 2, as pymongo does: a server once closed
+        a cursor after a batch of one).
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/command_cursor.html"""
-        self._batch_size = batch_size
+        if not isinstance(batch_size, int):
+            raise TypeError(f"batch_size must be an integer, not {type(batch_size)}")
+        if batch_size < 0:
+            raise ValueError("batch_size must be >= 0")
+        self._batch_size = (batch_size == 1 and 2) or batch_size
         return self
 
     @property
