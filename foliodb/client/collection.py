@@ -7,7 +7,8 @@ mistakes raise the same TypeError/ValueError messages.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pymongo.collection
@@ -65,6 +66,8 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         super().__init__(database, name, codec_options, read_preference, write_concern, read_concern)
         # Documents cross into the engine as plain dicts (see codec.py).
         self._codec = DocumentCodec(self._codec_options)
+        # (cmd, session, **how): MongoClient._execute on this database, bound once; every operation's path.
+        self._run_command: Callable[..., dict[str, Any]] = functools.partial(database.client._execute, database.name)
 
     @property
     def full_name(self) -> str:
@@ -99,10 +102,6 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         )
 
     # -- plumbing -------------------------------------------------------------------
-
-    def _run_command(self, cmd: dict[str, Any], session: Any = None, **how: Any) -> dict[str, Any]:
-        """``cmd`` run in ``session`` (see ``MongoClient._execute`` for ``how``)."""
-        return self.database._run_command(cmd, session, **how)
 
     # -- inserts ----------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import pymongo.collection
@@ -49,6 +50,8 @@ class Database(Handle, pymongo.database.Database[Any]):
             if ch in name:
                 raise InvalidName(f"database names cannot contain the character {ch!r}")
         super().__init__(client, name, codec_options, read_preference, write_concern, read_concern)
+        # (cmd, session, **how): MongoClient._execute on this database, bound once.
+        self._run_command: Callable[..., dict[str, Any]] = functools.partial(client._execute, name)
 
     @property
     def client(self) -> MongoClient:
@@ -56,10 +59,6 @@ class Database(Handle, pymongo.database.Database[Any]):
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/database.html"""
         return self._parent
-
-    def _run_command(self, cmd: dict[str, Any], session: Any = None, **how: Any) -> dict[str, Any]:
-        """``cmd`` run in ``session`` (see ``MongoClient._execute`` for ``how``)."""
-        return self.client._execute(self._name, cmd, session, **how)
 
     def __getattr__(self, name: str) -> Collection:
         if name.startswith("_"):

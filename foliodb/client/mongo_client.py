@@ -160,7 +160,9 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
                 if not self._retry_writes or (write_concern is not None and not write_concern.acknowledged):
                     if read_concern is not None and read_concern.level:
                         cmd["readConcern"] = read_concern.document
-                    return self._send(db, cmd)
+                    if self._command_listeners:  # _send, inlined: every command without a session comes here
+                        return publish_command_events(self._command_listeners, self._executor, db, cmd)
+                    return self._executor.execute(db, cmd)
                 implicit = self._start_session(True, causal_consistency=False)
                 try:
                     return self._in_session(db, cmd, implicit, read_concern, read_preference, retryable_write)
