@@ -14,8 +14,9 @@ here instead:
   ``_ServerSessionPool``), not the topology's (:meth:`ClientSession._materialize`);
 * commit and abort run through the client's executor
   (:meth:`ClientSession._finish_transaction_with_retry`);
-* the node's description that ``_apply_to`` reads off a connection is
-  :data:`EMBEDDED_NODE`: sessions supported, MongoDB 8.0's wire version.
+* what ``_apply_to`` reads off a connection comes from a
+  :class:`NodeDescription` of the embedded node (``MongoClient._node``):
+  sessions supported, its session timeout, MongoDB 8.0's wire version.
 
 Invariant: a command of an explicit session goes to the executor only after
 ``_apply_to`` stamped it and its reply always passes ``_process_response``,
