@@ -36,13 +36,17 @@ class Bulk:
         bypass_document_validation: bool | None = None,
         comment: Any = None,
         let: Mapping[str, Any] | None = None,
+        session: Any = None,
     ) -> None:
         self.collection = collection
         self.ordered = ordered
         self.bypass = bypass_document_validation
         self.comment = comment
         self.let = let
+        self.session = session
         self.ops: list[tuple[str, dict[str, Any]]] = []
+        # pymongo's: a bulk with a multi-document update or delete is not a retryable write.
+        self.retryable = True
 
     # -- called by pymongo's request classes ---------------------------------------
 
@@ -82,6 +86,8 @@ class Bulk:
     ) -> None:
         fields = {"q": self.collection._codec.encode(selector), "limit": limit}
         self.ops.append((DELETE, statement(fields, collation=collation, hint=hint)))
+        if not limit:
+            self.retryable = False
 
     def _add_update(
         self,
@@ -98,6 +104,8 @@ class Bulk:
         fields = {"q": codec.encode(selector), "u": codec.encode_update(update), "multi": multi}
         upsert = None if upsert is None else bool(upsert)
         self.ops.append((UPDATE, statement(fields, upsert, collation, hint, sort, array_filters)))
+        if multi:
+            self.retryable = False
 
     # -- running ---------------------------------------------------------------------
 
@@ -138,8 +146,12 @@ class Bulk:
                 comment=self.comment,
                 let=None if kind == INSERT else self.let,
             )
-            acknowledged = self.collection._write_concern_doc(cmd)
-            reply = _reply.check(self.collection._run_command(cmd))
+            concern = self.collection._write_concern_doc(cmd, self.session)
+            acknowledged = concern.acknowledged
+            # Each command of a retryable bulk is a retryable write of its own txnNumber (pymongo's).
+            reply = _reply.check(
+                self.collection._run_command(cmd, self.session, retryable_write=self.retryable, write_concern=concern)
+            )
             n = reply.get("n", 0)
             if kind == INSERT:
                 result["nInserted"] += n

@@ -28,6 +28,7 @@ from foliodb.client.codec import DocumentCodec, with_id
 
 if TYPE_CHECKING:
     from foliodb.client.mongo_client import MongoClient
+    from foliodb.client.session import ClientSession
 
 
 class ClientBulk:
@@ -40,6 +41,7 @@ class ClientBulk:
         comment: Any,
         let: Mapping[str, Any] | None,
         verbose_results: bool,
+        session: Any,
     ) -> None:
         if let is not None:
             common.validate_is_document_type("let", let)
@@ -50,7 +52,10 @@ class ClientBulk:
         self.comment = comment
         self.let = let
         self.verbose = verbose_results
+        self.session = session
         self.ops: list[tuple[str, dict[str, Any]]] = []
+        # pymongo's: a bulk with a multi-document update or delete is not a retryable write.
+        self.retryable = True
         self.namespaces: list[str] = []
         self._codec = DocumentCodec(client.codec_options)
 
@@ -115,6 +120,8 @@ class ClientBulk:
         return statement(fields, upsert, collation, hint, sort, array_filters)
 
     def _add(self, kind: str, namespace: str, op: dict[str, Any]) -> None:
+        if op.get("multi"):
+            self.retryable = False
         self.ops.append((kind, op))
         self.namespaces.append(namespace)
 
@@ -140,8 +147,20 @@ class ClientBulk:
     def execute(self) -> ClientBulkWriteResult:
         if not self.ops:
             raise InvalidOperation("No operations to execute")
-        reply = self.client._execute("admin", self._run_command())
-        if not self.write_concern.acknowledged:
+        # The session of the command is the session of its results' cursor too.
+        session = self.client._ensure_session(self.session)
+        try:
+            return self._execute(session)
+        finally:
+            if session is not None and session._implicit:
+                session._end_implicit_session()
+
+    def _execute(self, session: ClientSession | None) -> ClientBulkWriteResult:
+        concern = self.write_concern
+        reply = self.client._execute(
+            "admin", self._run_command(), session, retryable_write=self.retryable, write_concern=concern
+        )
+        if not concern.acknowledged:
             return ClientBulkWriteResult(None, False, False)  # type: ignore[arg-type]
         result: dict[str, Any] = {
             "anySuccessful": False,
@@ -164,7 +183,7 @@ class ClientBulk:
             except OperationFailure as exc:
                 result["error"] = exc
                 raise ClientBulkWriteException(result, self.verbose) from exc
-        entries = self._entries(reply)
+        entries = self._entries(reply, session)
         failed = [entry["idx"] for entry in entries if not entry["ok"]]
         # An ordered bulk stops at its first error: the operations before it succeeded.
         result["anySuccessful"] = (failed[0] if self.ordered and failed else len(self.ops) - len(failed)) > 0
@@ -182,15 +201,14 @@ class ClientBulk:
             raise ClientBulkWriteException(result, self.verbose)
         return ClientBulkWriteResult(result, True, self.verbose)
 
-    def _entries(self, reply: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def _entries(self, reply: Mapping[str, Any], session: ClientSession | None) -> list[dict[str, Any]]:
         """Every per-operation result, following the reply's cursor."""
         cursor = reply["cursor"]
         entries = list(cursor["firstBatch"])
         cursor_id = cursor["id"]
         while cursor_id:
-            more = _reply.check(self.client._execute("admin", {"getMore": cursor_id, "collection": "$cmd.bulkWrite"}))[
-                "cursor"
-            ]
+            cmd = {"getMore": cursor_id, "collection": "$cmd.bulkWrite"}
+            more = _reply.check(self.client._execute("admin", cmd, session))["cursor"]
             entries.extend(more["nextBatch"])
             cursor_id = more["id"]
         return entries

@@ -7,14 +7,15 @@ mistakes raise the same TypeError/ValueError messages.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pymongo.collection
 from bson.codec_options import CodecOptions
 from pymongo import common
 from pymongo.collection import ReturnDocument
-from pymongo.errors import InvalidName, InvalidOperation
+from pymongo.errors import ConfigurationError, InvalidName, InvalidOperation, OperationFailure
 from pymongo.operations import IndexModel
 from pymongo.read_concern import ReadConcern
 from pymongo.results import DeleteResult, InsertManyResult, InsertOneResult, UpdateResult
@@ -65,6 +66,8 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         super().__init__(database, name, codec_options, read_preference, write_concern, read_concern)
         # Documents cross into the engine as plain dicts (see codec.py).
         self._codec = DocumentCodec(self._codec_options)
+        # (cmd, session, **how): MongoClient._execute on this database, bound once; every operation's path.
+        self._run_command: Callable[..., dict[str, Any]] = functools.partial(database.client._execute, database.name)
 
     @property
     def full_name(self) -> str:
@@ -100,16 +103,6 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
 
     # -- plumbing -------------------------------------------------------------------
 
-    def _run_command(self, cmd: dict[str, Any]) -> dict[str, Any]:
-        return self.database._run_command(cmd)
-
-    def _write_concern_doc(self, cmd: dict[str, Any]) -> bool:
-        """Add a non-default write concern to ``cmd``; is it acknowledged?"""
-        concern = self._write_concern
-        if concern is not None and concern.document:
-            cmd["writeConcern"] = concern.document
-        return concern is None or concern.acknowledged
-
     # -- inserts ----------------------------------------------------------------------
 
     def insert_one(
@@ -119,13 +112,13 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
 
         https://www.mongodb.com/docs/manual/reference/command/insert/"""
         cmd = command_doc(
-            {"insert": self._name, "documents": [self._codec.encode(with_id(document))]},
+            {"insert": self._name, "ordered": True, "documents": [self._codec.encode(with_id(document))]},
             bypassDocumentValidation=bypass_document_validation,
             comment=comment,
         )
-        acknowledged = self._write_concern_doc(cmd)
-        _reply.check_single_write(self._run_command(cmd))
-        return InsertOneResult(document.get("_id"), acknowledged)
+        concern = self._write_concern_doc(cmd, session)
+        _reply.check_single_write(self._run_command(cmd, session, retryable_write=True, write_concern=concern))
+        return InsertOneResult(document.get("_id"), concern.acknowledged)
 
     def insert_many(
         self,
@@ -140,7 +133,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         https://www.mongodb.com/docs/manual/reference/command/insert/"""
         if not isinstance(documents, Iterable) or isinstance(documents, Mapping) or not documents:
             raise TypeError("documents must be a non-empty list")
-        bulk = Bulk(self, ordered, bypass_document_validation, comment)
+        bulk = Bulk(self, ordered, bypass_document_validation, comment, session=session)
         ids = []
         for document in documents:
             bulk.add_insert(document)
@@ -165,6 +158,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         sort: Any,
         comment: Any,
         bypass_document_validation: bool | None,
+        session: Any,
     ) -> UpdateResult:
         common.validate_is_mapping("filter", filter)
         validate_boolean("upsert", upsert)
@@ -173,13 +167,17 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             common.validate_list("array_filters", array_filters)
         update_statement = statement(fields, upsert, collation, hint, sort, array_filters)
         cmd = command_doc(
-            {"update": self._name, "updates": [update_statement]},
+            {"update": self._name, "ordered": True, "updates": [update_statement]},
             let=let,
             comment=comment,
             bypassDocumentValidation=bypass_document_validation,
         )
-        acknowledged = self._write_concern_doc(cmd)
-        reply = _reply.check_single_write(self._run_command(cmd))
+        concern = self._write_concern_doc(cmd, session)
+        # As pymongo: a multi-document update is not a retryable write.
+        reply = _reply.check_single_write(
+            self._run_command(cmd, session, retryable_write=not multi, write_concern=concern)
+        )
+        acknowledged = concern.acknowledged
         raw = dict(reply)
         raw.pop("ok", None)
         raw.setdefault("nModified", 0)
@@ -207,7 +205,18 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         https://www.mongodb.com/docs/manual/reference/command/update/"""
         common.validate_ok_for_replace(replacement)
         return self._run_update(
-            filter, replacement, False, upsert, None, hint, collation, let, sort, comment, bypass_document_validation
+            filter,
+            replacement,
+            False,
+            upsert,
+            None,
+            hint,
+            collation,
+            let,
+            sort,
+            comment,
+            bypass_document_validation,
+            session,
         )
 
     def update_one(
@@ -240,6 +249,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             sort,
             comment,
             bypass_document_validation,
+            session,
         )
 
     def update_many(
@@ -260,17 +270,36 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         https://www.mongodb.com/docs/manual/reference/command/update/"""
         common.validate_ok_for_update(update)
         return self._run_update(
-            filter, update, True, upsert, array_filters, hint, collation, let, None, comment, bypass_document_validation
+            filter,
+            update,
+            True,
+            upsert,
+            array_filters,
+            hint,
+            collation,
+            let,
+            None,
+            comment,
+            bypass_document_validation,
+            session,
         )
 
     # -- deletes ------------------------------------------------------------------
 
-    def _run_delete(self, filter: Any, limit: int, collation: Any, hint: Any, let: Any, comment: Any) -> DeleteResult:
+    def _run_delete(
+        self, filter: Any, limit: int, collation: Any, hint: Any, let: Any, comment: Any, session: Any
+    ) -> DeleteResult:
         common.validate_is_mapping("filter", filter)
         delete_statement = statement({"q": self._codec.encode(filter), "limit": limit}, None, collation, hint)
-        cmd = command_doc({"delete": self._name, "deletes": [delete_statement]}, let=let, comment=comment)
-        acknowledged = self._write_concern_doc(cmd)
-        reply = _reply.check_single_write(self._run_command(cmd))
+        cmd = command_doc(
+            {"delete": self._name, "ordered": True, "deletes": [delete_statement]}, let=let, comment=comment
+        )
+        concern = self._write_concern_doc(cmd, session)
+        # As pymongo: delete_many (limit 0) is not a retryable write.
+        reply = _reply.check_single_write(
+            self._run_command(cmd, session, retryable_write=limit == 1, write_concern=concern)
+        )
+        acknowledged = concern.acknowledged
         return DeleteResult({"n": reply.get("n", 0), "ok": 1.0} if acknowledged else {}, acknowledged)
 
     def delete_one(
@@ -285,7 +314,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         """Delete the first matching document; a DeleteResult.
 
         https://www.mongodb.com/docs/manual/reference/command/delete/"""
-        return self._run_delete(filter, 1, collation, hint, let, comment)
+        return self._run_delete(filter, 1, collation, hint, let, comment, session)
 
     def delete_many(
         self,
@@ -299,7 +328,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         """Delete every matching document; a DeleteResult.
 
         https://www.mongodb.com/docs/manual/reference/command/delete/"""
-        return self._run_delete(filter, 0, collation, hint, let, comment)
+        return self._run_delete(filter, 0, collation, hint, let, comment, session)
 
     # -- bulk -------------------------------------------------------------------------
 
@@ -316,7 +345,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         common.validate_list("requests", requests)
-        bulk = Bulk(self, ordered, bypass_document_validation, comment, let)
+        bulk = Bulk(self, ordered, bypass_document_validation, comment, let, session)
         for request in requests:
             try:
                 request._add_to_bulk(bulk)
@@ -352,7 +381,8 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
                 "limit": 1,
                 "singleBatch": True,
             }
-            batch = _reply.check(self._run_command(cmd))["cursor"]["firstBatch"]
+            reply = self._run_command(cmd, read_concern=self._read_concern, read_preference=None)
+            batch = _reply.check(reply)["cursor"]["firstBatch"]
             return self._codec.decode(batch)[0] if batch else None
         cursor = self.find(filter, *args, **kwargs)
         for doc in cursor.limit(-1):
@@ -377,15 +407,21 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             cmd["hint"] = index_spec(kwargs.pop("hint"))
         if "maxTimeMS" in kwargs:
             cmd["maxTimeMS"] = kwargs.pop("maxTimeMS")
-        batch = _reply.check(self._run_command(command_doc(cmd, kwargs, comment=comment)))["cursor"]["firstBatch"]
+        reply = self._run_command(
+            command_doc(cmd, kwargs, comment=comment), session, read_concern=self._read_concern, read_preference=None
+        )
+        batch = _reply.check(reply)["cursor"]["firstBatch"]
         return int(batch[0]["n"]) if batch else 0
 
     def estimated_document_count(self, comment: Any = None, **kwargs: Any) -> int:
         """The collection's document count from its metadata (the ``count`` command).
 
         https://www.mongodb.com/docs/manual/reference/command/count/"""
+        if "session" in kwargs:
+            raise ConfigurationError("estimated_document_count does not support sessions")
         cmd = command_doc({"count": self._name}, kwargs, comment=comment)
-        return int(_reply.check(self._run_command(cmd))["n"])
+        reply = self._run_command(cmd, read_concern=self._read_concern, read_preference=None)
+        return int(_reply.check(reply)["n"])
 
     def distinct(
         self,
@@ -408,7 +444,8 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             hint=index_spec(hint),
             comment=comment,
         )
-        values = _reply.check(self._run_command(cmd))["values"]
+        reply = self._run_command(cmd, session, read_concern=self._read_concern, read_preference=None)
+        values = _reply.check(reply)["values"]
         return self._codec.decode([{"v": values}])[0]["v"]
 
     def aggregate(
@@ -422,7 +459,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         """Run an aggregation pipeline and return its CommandCursor.
 
         https://www.mongodb.com/docs/manual/reference/command/aggregate/"""
-        return self._run_aggregate(CommandCursor, pipeline, let, comment, kwargs)
+        return self._run_aggregate(CommandCursor, pipeline, let, comment, kwargs, session)
 
     # pymongo annotates a RawBatchCursor here, but returns a RawBatchCommandCursor as this does.
     def aggregate_raw_batches(  # type: ignore[override]
@@ -431,7 +468,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         """Like aggregate, but each item is a batch of raw BSON bytes.
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
-        return self._run_aggregate(RawBatchCommandCursor, pipeline, kwargs.pop("let", None), comment, kwargs)
+        return self._run_aggregate(RawBatchCommandCursor, pipeline, kwargs.pop("let", None), comment, kwargs, session)
 
     def _run_aggregate(
         self,
@@ -440,6 +477,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         let: Mapping[str, Any] | None,
         comment: Any,
         kwargs: dict[str, Any],
+        session: Any,
     ) -> _C:
         common.validate_list("pipeline", pipeline)
         batch_size = kwargs.pop("batchSize", None)
@@ -455,12 +493,15 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             let=let,
             comment=comment,
         )
-        if self.read_concern.document:
-            cmd["readConcern"] = self.read_concern.document
-        if writes:
-            self._write_concern_doc(cmd)
-        reply = _reply.check(self._run_command(cmd))
-        return cursor_class(self, reply, batch_size or 0, comment=comment)  # comment: on each getMore too
+        # pymongo's: a readConcern given as an option replaces the collection's (and afterClusterTime).
+        read_concern = None if "readConcern" in cmd else self._read_concern
+        concern = self._write_concern_doc(cmd, session) if writes else None
+        client = self.database.client
+        reply, held = client._open_cursor(
+            self.database.name, cmd, session, read_concern=read_concern, read_preference=None, write_concern=concern
+        )
+        # comment: on each getMore too
+        return cursor_class(self, reply, batch_size or 0, comment=comment, session=held)
 
     # -- find and modify ------------------------------------------------------------------
 
@@ -475,6 +516,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         hint: Any,
         let: Any,
         comment: Any,
+        session: Any,
         **kwargs: Any,
     ) -> Any:
         common.validate_is_mapping("filter", filter)
@@ -488,7 +530,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         if array_filters is not None:
             common.validate_list("array_filters", array_filters)
         cmd = command_doc(
-            {"findAndModify": self._name, "query": query},
+            {"findAndModify": self._name, "query": query, "new": return_document},
             kwargs,
             fields=fields,
             sort=order,
@@ -498,8 +540,8 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             let=let,
             comment=comment,
         )
-        self._write_concern_doc(cmd)
-        reply = _reply.check(self._run_command(cmd))
+        concern = self._write_concern_doc(cmd, session)
+        reply = _reply.check(self._run_command(cmd, session, retryable_write=True, write_concern=concern))
         value = reply.get("value")
         return self._codec.decode([value])[0] if value is not None else None
 
@@ -518,7 +560,9 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
 
         https://www.mongodb.com/docs/manual/reference/command/findAndModify/"""
         kwargs["remove"] = True
-        return self._run_find_and_modify(filter, projection, sort, None, False, None, hint, let, comment, **kwargs)
+        return self._run_find_and_modify(
+            filter, projection, sort, None, False, None, hint, let, comment, session, **kwargs
+        )
 
     def find_one_and_replace(
         self,
@@ -539,9 +583,8 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         https://www.mongodb.com/docs/manual/reference/command/findAndModify/"""
         common.validate_ok_for_replace(replacement)
         kwargs["update"] = self._codec.encode(replacement)
-        kwargs["new"] = return_document
         return self._run_find_and_modify(
-            filter, projection, sort, upsert, return_document, None, hint, let, comment, **kwargs
+            filter, projection, sort, upsert, return_document, None, hint, let, comment, session, **kwargs
         )
 
     def find_one_and_update(
@@ -565,9 +608,8 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         common.validate_ok_for_update(update)
         common.validate_list_or_none("array_filters", array_filters)
         kwargs["update"] = self._codec.encode_update(update)
-        kwargs["new"] = return_document
         return self._run_find_and_modify(
-            filter, projection, sort, upsert, return_document, array_filters, hint, let, comment, **kwargs
+            filter, projection, sort, upsert, return_document, array_filters, hint, let, comment, session, **kwargs
         )
 
     # -- indexes ---------------------------------------------------------------------------
@@ -577,7 +619,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
 
         https://www.mongodb.com/docs/manual/reference/command/createIndexes/"""
         model = IndexModel(keys, **kwargs)
-        return self.create_indexes([model], comment=comment)[0]
+        return self.create_indexes([model], session, comment=comment)[0]
 
     def create_indexes(
         self, indexes: Sequence[IndexModel], session: Any = None, comment: Any = None, **kwargs: Any
@@ -591,9 +633,9 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             if not isinstance(model, IndexModel):
                 raise TypeError(f"{model!r} is not an instance of pymongo.operations.IndexModel")
             docs.append(dict(model.document))
-        _reply.check(
-            self._run_command(command_doc({"createIndexes": self._name, "indexes": docs}, kwargs, comment=comment))
-        )
+        cmd = command_doc({"createIndexes": self._name, "indexes": docs}, kwargs, comment=comment)
+        concern = self._write_concern_doc(cmd, session)
+        _reply.check(self._run_command(cmd, session, write_concern=concern))
         return [doc["name"] for doc in docs]
 
     def drop_index(self, index_or_name: Any, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
@@ -605,15 +647,17 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             name = IndexModel(index_or_name).document["name"]
         if not isinstance(name, str):
             raise TypeError("index_or_name must be an instance of str or list")
-        _reply.check(
-            self._run_command(command_doc({"dropIndexes": self._name, "index": name}, kwargs, comment=comment))
-        )
+        cmd = command_doc({"dropIndexes": self._name, "index": name}, kwargs, comment=comment)
+        concern = self._write_concern_doc(cmd, session)
+        _reply.check(self._run_command(cmd, session, write_concern=concern))
 
     def drop_indexes(self, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
         """Drop every index but ``_id``'s.
 
         https://www.mongodb.com/docs/manual/reference/command/dropIndexes/"""
-        reply = self._run_command(command_doc({"dropIndexes": self._name, "index": "*"}, kwargs, comment=comment))
+        cmd = command_doc({"dropIndexes": self._name, "index": "*"}, kwargs, comment=comment)
+        concern = self._write_concern_doc(cmd, session)
+        reply = self._run_command(cmd, session, write_concern=concern)
         if reply.get("code") != 26:  # dropping the indexes of a missing collection is fine
             _reply.check(reply)
 
@@ -621,17 +665,21 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         """A cursor over the index specifications (nothing for a missing collection).
 
         https://www.mongodb.com/docs/manual/reference/command/listIndexes/"""
-        reply = self._run_command(command_doc({"listIndexes": self._name, "cursor": {}}, comment=comment))
-        if reply.get("code") == 26:  # pymongo yields nothing for a missing collection
-            reply = {"cursor": {"id": 0, "firstBatch": [], "ns": self.full_name}, "ok": 1.0}
-        return CommandCursor(self, _reply.check(reply))
+        cmd = command_doc({"listIndexes": self._name, "cursor": {}}, comment=comment)
+        try:
+            reply, held = self.database.client._open_cursor(self.database.name, cmd, session, read_preference=None)
+        except OperationFailure as exc:
+            if exc.code != 26:  # pymongo yields nothing for a missing collection
+                raise
+            reply, held = {"cursor": {"id": 0, "firstBatch": [], "ns": self.full_name}, "ok": 1.0}, None
+        return CommandCursor(self, reply, session=held)
 
     def index_information(self, session: Any = None, comment: Any = None) -> dict[str, Any]:
         """The indexes as a dict of name to spec, keys as lists of (field, direction).
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         info = {}
-        for index in self.list_indexes(comment=comment):
+        for index in self.list_indexes(session, comment=comment):
             index = dict(index)
             index["key"] = list(index["key"].items())
             info[index.pop("name")] = index
@@ -653,15 +701,14 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         indexes = [getattr(model, "document", model) for model in models]
         cmd = command_doc({"createSearchIndexes": self._name, "indexes": indexes}, kwargs, comment=comment)
-        return [index["name"] for index in _reply.check(self._run_command(cmd))["indexesCreated"]]
+        return [index["name"] for index in _reply.check(self._run_command(cmd, session))["indexesCreated"]]
 
     def drop_search_index(self, name: str, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
         """Atlas Search indexes are not available: the command answers NotImplemented (238).
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
-        _reply.check(
-            self._run_command(command_doc({"dropSearchIndex": self._name, "name": name}, kwargs, comment=comment))
-        )
+        cmd = command_doc({"dropSearchIndex": self._name, "name": name}, kwargs, comment=comment)
+        _reply.check(self._run_command(cmd, session))
 
     def update_search_index(
         self, name: str, definition: Mapping[str, Any], session: Any = None, comment: Any = None, **kwargs: Any
@@ -670,7 +717,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         cmd = {"updateSearchIndex": self._name, "name": name, "definition": definition}
-        _reply.check(self._run_command(command_doc(cmd, kwargs, comment=comment)))
+        _reply.check(self._run_command(command_doc(cmd, kwargs, comment=comment), session))
 
     def list_search_indexes(
         self, name: str | None = None, session: Any = None, comment: Any = None, **kwargs: Any
@@ -679,7 +726,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         stage = {"$listSearchIndexes": {"name": name} if name is not None else {}}
-        return self.aggregate([stage], comment=comment, **kwargs)
+        return self.aggregate([stage], session, comment=comment, **kwargs)
 
     # -- collection ---------------------------------------------------------------------------
 
@@ -687,7 +734,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         """Drop this collection and its indexes.
 
         https://www.mongodb.com/docs/manual/reference/command/drop/"""
-        self.database.drop_collection(self._name, comment=comment)
+        self.database.drop_collection(self._name, session, comment=comment)
 
     def rename(self, new_name: str, session: Any = None, comment: Any = None, **kwargs: Any) -> dict[str, Any]:
         """Rename this collection within its database (``renameCollection``).
@@ -704,13 +751,14 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         cmd = command_doc(
             {"renameCollection": self.full_name, "to": f"{self.database.name}.{new_name}"}, kwargs, comment=comment
         )
-        return dict(_reply.check(self.database.client.admin._run_command(cmd)))
+        concern = self._write_concern_doc(cmd, session)
+        return dict(_reply.check(self.database.client.admin._run_command(cmd, session, write_concern=concern)))
 
     def options(self, session: Any = None, comment: Any = None) -> dict[str, Any]:
         """The options the collection was created with ({} for none, or a missing collection).
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
-        for info in self.database.list_collections(filter={"name": self._name}, comment=comment):
+        for info in self.database.list_collections(session, filter={"name": self._name}, comment=comment):
             options = dict(info.get("options", {}))
             return options
         return {}

@@ -3,6 +3,12 @@
 A :class:`Cursor` is lazy: building and chaining it (``sort``, ``skip``,
 ``limit``...) sends nothing; the first iteration runs ``find`` and later
 batches come from ``getMore``, as with a server.
+
+A cursor keeps the session it was opened in, as pymongo's does: its getMore
+and killCursors carry the same ``lsid`` (and, inside a transaction, its
+``txnNumber``). An implicit session (retryable writes on) is held only while
+the server cursor is open and goes back to the pool when it is exhausted or
+killed; ``cursor.session`` shows only an explicit one.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from foliodb.client.arguments import index_spec, projection_doc, sort_spec
 
 if TYPE_CHECKING:
     from foliodb.client.collection import Collection
+    from foliodb.client.session import ClientSession
 
 # The options a clone must not share with its original.
 _SPEC_ATTRS = ("_filter", "_sort", "_projection", "_hint", "_max", "_min", "_let", "_collation", "_comment")
@@ -42,7 +49,7 @@ class _BatchCursor:
     _killed: bool
     _retrieved: int
     _comment: Any = None
-    _session: Any = None
+    _session: ClientSession | None = None  # the one its commands run in, explicit or implicit
     _max_await_time_ms: int | None = None
 
     def _get_more_batch_size(self) -> int:
@@ -58,12 +65,20 @@ class _BatchCursor:
             cmd["comment"] = self._comment  # as pymongo sends it on getMore (MongoDB 4.4+)
         if self._max_await_time_ms is not None:
             cmd["maxTimeMS"] = self._max_await_time_ms
-        reply = check(self._collection.database._run_command(cmd))
+        reply = check(self._collection.database._run_command(cmd, self._session))
         cursor = reply["cursor"]
         self._cursor_id = int(cursor["id"])
         self._buffer.extend(self._collection._codec.decode(cursor["nextBatch"]))
         if not self._cursor_id:
             self._killed = True
+            self._release_session()
+
+    def _release_session(self) -> None:
+        """Done with the server cursor: an implicit session goes back to the pool (pymongo's)."""
+        session = self._session
+        if session is not None and session._implicit:
+            session._end_implicit_session()
+            self._session = None
 
     def _ns_collection(self) -> str:
         return self._collection.name
@@ -90,11 +105,13 @@ class _BatchCursor:
         self._buffer.clear()
         return batch
 
-    def _kill(self) -> None:
+    def _kill(self, in_session: bool = True) -> None:
         if self._cursor_id and not self._killed:
-            self._collection.database._run_command({"killCursors": self._ns_collection(), "cursors": [self._cursor_id]})
+            cmd = {"killCursors": self._ns_collection(), "cursors": [self._cursor_id]}
+            self._collection.database._run_command(cmd, self._session if in_session else None)
         self._killed = True
         self._buffer.clear()
+        self._release_session()
 
     @property
     def cursor_id(self) -> int | None:
@@ -118,11 +135,12 @@ class _BatchCursor:
         return self._retrieved
 
     @property
-    def session(self) -> Any:
-        """The explicit session the cursor runs in, or None.
+    def session(self) -> ClientSession | None:
+        """The explicit session the cursor runs in, or None (an implicit one is not shown).
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
-        return self._session
+        session = self._session
+        return session if session is not None and not session._implicit else None
 
     def to_list(self, length: int | None = None) -> list[dict[str, Any]]:
         """The remaining documents as a list, at most ``length`` of them.
@@ -144,9 +162,10 @@ class _BatchCursor:
         self.close()  # type: ignore[attr-defined]
 
     def __del__(self) -> None:
-        # The client may already be closed at interpreter exit.
+        # The client may already be closed at interpreter exit. pymongo kills a collected cursor
+        # later from its background thread, outside any session; so does this, at once.
         with contextlib.suppress(Exception):
-            self._kill()
+            self._kill(in_session=False)
 
 
 class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
@@ -435,9 +454,6 @@ class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
         if self._batch_size:
             # pymongo's rule: a batch as large as the limit asks for one more, to spare a getMore.
             cmd["batchSize"] = self._batch_size + 1 if self._limit == self._batch_size else self._batch_size
-        read_concern = self._collection.read_concern.document
-        if read_concern:
-            cmd["readConcern"] = read_concern
         if self._max_time_ms is not None:
             cmd["maxTimeMS"] = self._max_time_ms
         if self._comment is not None:
@@ -473,10 +489,18 @@ class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
         if self._empty:
             self._killed = True
             return
-        reply = check(self._collection.database._run_command(self._find_command()))
+        collection = self._collection
+        database = collection.database
+        reply, self._session = database.client._open_cursor(
+            database.name,
+            self._find_command(),
+            self._session,
+            read_concern=collection.read_concern,
+            read_preference=None,
+        )
         cursor = reply["cursor"]
         self._cursor_id = int(cursor["id"])
-        self._buffer.extend(self._collection._codec.decode(cursor["firstBatch"]))
+        self._buffer.extend(collection._codec.decode(cursor["firstBatch"]))
         if not self._cursor_id:
             self._killed = True
 
@@ -530,6 +554,7 @@ class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
         copied too, so changing one cursor's filter leaves the other's)."""
         other = object.__new__(type(self))
         other.__dict__.update(self.__dict__)
+        other._session = self.session  # the explicit one: an implicit session stays with its server cursor
         other._started = False
         other._killed = False
         other._cursor_id = None
@@ -549,14 +574,22 @@ class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
         """The distinct values of a field among this cursor's matches.
 
         https://www.mongodb.com/docs/manual/reference/command/distinct/"""
-        return self._collection.distinct(key, self._filter)
+        return self._collection.distinct(key, self._filter, session=self.session)
 
     def explain(self) -> dict[str, Any]:
         """The query plan and execution statistics (``explain``, allPlansExecution).
 
         https://www.mongodb.com/docs/manual/reference/command/explain/"""
         cmd = self._find_command()
-        reply = check(self._collection.database._run_command({"explain": cmd, "verbosity": "allPlansExecution"}))
+        database = self._collection.database
+        client = database.client
+        session = self._session or client._get_bound_session()
+        # pymongo's: the find keeps its read concern inside a transaction's explain, without afterClusterTime.
+        read_concern = self._collection.read_concern
+        if read_concern.level and not (session is not None and session.in_transaction):
+            cmd["readConcern"] = read_concern.document
+        explain = {"explain": cmd, "verbosity": "allPlansExecution"}
+        reply, _ = client._open_cursor(database.name, explain, self._session, read_preference=None)
         return dict(reply)
 
 
@@ -572,14 +605,16 @@ class CommandCursor(_BatchCursor, pymongo.command_cursor.CommandCursor[Any]):  #
         ns_collection: str | None = None,
         comment: Any = None,
         max_await_time_ms: int | None = None,
+        session: ClientSession | None = None,
     ) -> None:
         self._collection = collection
         self._comment = comment
         self._max_await_time_ms = max_await_time_ms
+        self._session = session
         cursor = reply["cursor"]
         self._cursor_id = int(cursor["id"])
         self._buffer = deque(collection._codec.decode(cursor.get("firstBatch", [])))
-        self._batch_size = batch_size
+        self.batch_size(batch_size)
         self._killed = not self._cursor_id
         self._retrieved = 0
         ns = cursor.get("ns", "")
@@ -609,10 +644,15 @@ class CommandCursor(_BatchCursor, pymongo.command_cursor.CommandCursor[Any]):  #
             return None
 
     def batch_size(self, batch_size: int) -> CommandCursor:
-        """Documents per ``getMore`` batch.
+        """Documents per ``getMore`` batch (1 asks for 2, as pymongo does: a server once closed
+        a cursor after a batch of one).
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/command_cursor.html"""
-        self._batch_size = batch_size
+        if not isinstance(batch_size, int):
+            raise TypeError(f"batch_size must be an integer, not {type(batch_size)}")
+        if batch_size < 0:
+            raise ValueError("batch_size must be >= 0")
+        self._batch_size = (batch_size == 1 and 2) or batch_size
         return self
 
     @property

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import pymongo.collection
@@ -49,6 +50,8 @@ class Database(Handle, pymongo.database.Database[Any]):
             if ch in name:
                 raise InvalidName(f"database names cannot contain the character {ch!r}")
         super().__init__(client, name, codec_options, read_preference, write_concern, read_concern)
+        # (cmd, session, **how): MongoClient._execute on this database, bound once.
+        self._run_command: Callable[..., dict[str, Any]] = functools.partial(client._execute, name)
 
     @property
     def client(self) -> MongoClient:
@@ -56,9 +59,6 @@ class Database(Handle, pymongo.database.Database[Any]):
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/database.html"""
         return self._parent
-
-    def _run_command(self, cmd: Mapping[str, Any]) -> dict[str, Any]:
-        return self.client._execute(self._name, cmd)
 
     def __getattr__(self, name: str) -> Collection:
         if name.startswith("_"):
@@ -138,7 +138,7 @@ class Database(Handle, pymongo.database.Database[Any]):
         cmd.update(kwargs)
         if comment is not None:
             cmd["comment"] = comment
-        reply = self._run_command(cmd)
+        reply = self._run_command(cmd, session, read_preference=read_preference)
         if check and not reply.get("ok"):
             code = reply.get("code")
             if not allowable_errors or (code not in allowable_errors and reply.get("errmsg") not in allowable_errors):
@@ -164,11 +164,11 @@ class Database(Handle, pymongo.database.Database[Any]):
         without a cursor raises InvalidOperation."""
         cmd: dict[str, Any] = {command: value} if isinstance(command, str) else dict(command)
         cmd.update(kwargs)
-        reply = _reply.check(self._run_command(cmd))
+        reply, session = self.client._open_cursor(self._name, cmd, session, read_preference=read_preference)
         if not reply.get("cursor"):
             raise InvalidOperation("Command does not return a cursor.")
         collection = self.get_collection("$cmd", codec_options=codec_options or DEFAULT_CODEC_OPTIONS)
-        return CommandCursor(collection, reply, comment=comment, max_await_time_ms=max_await_time_ms)
+        return CommandCursor(collection, reply, comment=comment, max_await_time_ms=max_await_time_ms, session=session)
 
     def create_collection(
         self,
@@ -185,9 +185,14 @@ class Database(Handle, pymongo.database.Database[Any]):
 
         https://www.mongodb.com/docs/manual/reference/command/create/"""
         collection = Collection(self, name, codec_options, read_preference, write_concern, read_concern)
-        if check_exists and name in self.list_collection_names(filter={"name": name}):
+        bound = session or self.client._get_bound_session()
+        in_transaction = bound is not None and bound.in_transaction
+        # As pymongo: no existence check inside a transaction, where listCollections cannot run.
+        if check_exists and not in_transaction and name in self.list_collection_names(session, {"name": name}):
             raise CollectionInvalid(f"collection {name} already exists")
-        _reply.check(self._run_command(command_doc({"create": name}, kwargs)))
+        cmd = command_doc({"create": name}, kwargs)
+        concern = self._write_concern_doc(cmd, session)
+        _reply.check(self._run_command(cmd, session, write_concern=concern))
         return collection
 
     def list_collections(
@@ -202,8 +207,8 @@ class Database(Handle, pymongo.database.Database[Any]):
             filter=None if filter is None else dict(filter),
             comment=comment,
         )
-        reply = _reply.check(self._run_command(cmd))
-        return CommandCursor(self["$cmd"], reply, ns_collection="$cmd.listCollections")
+        reply, held = self.client._open_cursor(self._name, cmd, session, read_preference=None)
+        return CommandCursor(self["$cmd"], reply, ns_collection="$cmd.listCollections", session=held)
 
     def list_collection_names(
         self, session: Any = None, filter: Mapping[str, Any] | None = None, comment: Any = None, **kwargs: Any
@@ -217,7 +222,7 @@ class Database(Handle, pymongo.database.Database[Any]):
             common.validate_is_mapping("filter", filter)
             if not filter or (len(filter) == 1 and "name" in filter):
                 kwargs["nameOnly"] = True
-        return [info["name"] for info in self.list_collections(filter=filter, comment=comment, **kwargs)]
+        return [info["name"] for info in self.list_collections(session, filter, comment, **kwargs)]
 
     def drop_collection(
         self,
@@ -230,7 +235,8 @@ class Database(Handle, pymongo.database.Database[Any]):
 
         https://www.mongodb.com/docs/manual/reference/command/drop/"""
         cmd = command_doc({"drop": _collection_name(name_or_collection)}, comment=comment)
-        return dict(_reply.check(self._run_command(cmd)))
+        concern = self._write_concern_doc(cmd, session)
+        return dict(_reply.check(self._run_command(cmd, session, write_concern=concern)))
 
     def validate_collection(
         self,
@@ -246,7 +252,7 @@ class Database(Handle, pymongo.database.Database[Any]):
         https://www.mongodb.com/docs/manual/reference/command/validate/"""
         name = _collection_name(name_or_collection)
         cmd = command_doc({"validate": name, "scandata": scandata, "full": full}, comment=comment)
-        result = dict(_reply.check(self._run_command(cmd)))
+        result = dict(_reply.check(self._run_command(cmd, session)))
         if not result.get("valid", False):
             raise CollectionInvalid(f"{name} invalid: {result!r}")
         return result
@@ -261,8 +267,13 @@ class Database(Handle, pymongo.database.Database[Any]):
         if batch_size is not None:
             cmd["cursor"] = {"batchSize": batch_size}
         cmd.update(kwargs)
-        reply = _reply.check(self._run_command(cmd))
-        return CommandCursor(self["$cmd.aggregate"], reply, batch_size or 0, ns_collection="$cmd.aggregate")
+        read_concern = None if "readConcern" in cmd else self._read_concern
+        reply, held = self.client._open_cursor(
+            self._name, cmd, session, read_concern=read_concern, read_preference=None
+        )
+        return CommandCursor(
+            self["$cmd.aggregate"], reply, batch_size or 0, ns_collection="$cmd.aggregate", session=held
+        )
 
     def dereference(self, dbref: DBRef, session: Any = None, comment: Any = None, **kwargs: Any) -> Any:
         """The document a DBRef points to, or None.
@@ -274,7 +285,7 @@ class Database(Handle, pymongo.database.Database[Any]):
             raise ValueError(
                 f"trying to dereference a DBRef that points to another database ({dbref.database!r} not {self._name!r})"
             )
-        return self[dbref.collection].find_one({"_id": dbref.id}, comment=comment, **kwargs)
+        return self[dbref.collection].find_one({"_id": dbref.id}, session=session, comment=comment, **kwargs)
 
     def watch(self, *args: Any, **kwargs: Any) -> Any:
         """Change streams are not implemented yet: raises InvalidOperation.

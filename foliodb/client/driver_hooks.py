@@ -8,7 +8,8 @@ Cursor, whose iteration asks the client to run a ``_Query`` or ``_GetMore``
 (:meth:`DriverHooks._run_operation`) and to release the cursor afterwards
 (``_cleanup_cursor_lock`` / ``_cleanup_cursor_no_lock``). These hooks answer
 through the executor with the command pymongo would have put on the wire
-(pymongo's own ``_gen_find_command`` / ``_gen_get_more_command``).
+(pymongo's own ``_gen_find_command`` / ``_gen_get_more_command``, stamped by
+the cursor's session as pymongo's ``_Query.as_command`` stamps it).
 
 Invariant: nothing here opens a socket or starts a thread. Every other path
 of pymongo's toward the network starts at ``client._get_topology()`` or
@@ -22,12 +23,13 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import bson
 from pymongo.errors import InvalidOperation
 from pymongo.message import _gen_find_command, _gen_get_more_command, _GetMore, _OpMsg, _Query
+from pymongo.read_concern import ReadConcern
 from pymongo.response import Response
 
 from foliodb.client import _reply
@@ -51,7 +53,7 @@ def no_network(what: str) -> NoNetworkLayer:
 class DriverHooks:
     """Mixed into the embedded MongoClient (which provides ``_execute``)."""
 
-    _execute: Callable[[str, Mapping[str, Any]], dict[str, Any]]  # the client's
+    _execute: Callable[..., dict[str, Any]]  # the client's
 
     @property
     def _topology(self) -> NoReturn:
@@ -59,10 +61,6 @@ class DriverHooks:
 
     def _get_topology(self) -> NoReturn:
         raise no_network("MongoClient._get_topology()")
-
-    def _ensure_session(self, session: Any = None) -> Any:
-        """pymongo's cursors ask for an implicit session; the embedded engine needs none."""
-        return session
 
     def _run_operation(
         self, operation: _Query | _GetMore, run_with_conn: Callable[..., Any], address: Any = None
@@ -82,9 +80,12 @@ class DriverHooks:
                 operation.session,
                 operation.allow_disk_use,
             )
+            # pymongo adds the session's read concern (afterClusterTime, atClusterTime) except to an explain.
+            read_concern: ReadConcern | None = operation.read_concern
             if "$explain" in operation.spec:
                 operation.name = "explain"  # pymongo's cursor reads the reply by this name
                 cmd = {"explain": cmd}
+                read_concern = None
         else:
             cmd = _gen_get_more_command(
                 operation.cursor_id,
@@ -93,19 +94,27 @@ class DriverHooks:
                 operation.max_await_time_ms,
                 operation.comment,
             )
+            read_concern = None
         codec = DocumentCodec(operation.codec_options)
         started = time.perf_counter()
-        reply = dict(_reply.check(self._execute(operation.db, codec.encode(cmd))))
+        how = {"read_concern": read_concern, "read_preference": operation.read_preference}
+        reply = dict(_reply.check(self._execute(operation.db, codec.encode(cmd), operation.session, **how)))
         duration = datetime.timedelta(seconds=time.perf_counter() - started)
         message = _OpMsg(0, bson.encode(reply, codec_options=CODEC))
         return Response(message, ADDRESS, 0, duration, [codec.decode([reply])[0]])
 
     def _cleanup_cursor_lock(self, cursor_id: int, address: Any, conn_mgr: Any, session: Any) -> None:
-        """A pymongo cursor closed: kill its server-side cursor, if any."""
+        """A pymongo cursor closed: kill its server-side cursor, if any, in its session; an
+        implicit session goes back to the pool (pymongo's)."""
         if cursor_id and address is not None:
             db, collection = address.namespace.split(".", 1)
-            self._execute(db, {"killCursors": collection, "cursors": [cursor_id]})
+            self._execute(db, {"killCursors": collection, "cursors": [cursor_id]}, session)
+        if session is not None and session._implicit and not session._leave_alive:
+            session._end_implicit_session()
 
     def _cleanup_cursor_no_lock(self, cursor_id: int, address: Any, conn_mgr: Any, session: Any) -> None:
-        """A pymongo cursor collected: the executor needs no lock held, so as when closed."""
-        self._cleanup_cursor_lock(cursor_id, address, conn_mgr, session)
+        """A pymongo cursor collected: killed at once, outside any session (pymongo kills it later
+        from its background thread, outside any session too)."""
+        self._cleanup_cursor_lock(cursor_id, address, conn_mgr, None)
+        if session is not None and session._implicit and not session._leave_alive:
+            session._end_implicit_session()

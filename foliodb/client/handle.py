@@ -43,6 +43,14 @@ class Handle(common.BaseObject):
         self._parent = parent
         self._name = name
 
+    def _write_concern_doc(self, cmd: dict[str, Any], session: Any) -> WriteConcern:
+        """Add the write concern to ``cmd`` unless it is the server's default, or inside a
+        transaction (only its commit carries one); the concern, for ``MongoClient._execute``."""
+        concern = self._write_concern_for(session)
+        if concern.document:
+            cmd["writeConcern"] = concern.document
+        return concern
+
     @property
     def name(self) -> str:
         """The name of this database or collection."""

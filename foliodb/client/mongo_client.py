@@ -4,6 +4,16 @@
 process; ``MongoClient(":memory:")`` an in-memory database that vanishes with
 the client. Every operation becomes a MongoDB command run by the same
 executor the wire server uses.
+
+Sessions are pymongo's (:mod:`foliodb.client.session`). What an embedded
+client leaves out of pymongo's commands, because nothing in process needs it
+and it costs time on every call: ``$clusterTime`` gossip (one node has no
+other member's time to learn), an implicit ``lsid`` on commands without an
+explicit session, and retryable writes' ``txnNumber`` (no connection can be
+lost between a write and its reply). ``retryWrites=True`` given explicitly
+restores the last two exactly as pymongo sends them: implicit sessions from
+the client's pool of server sessions, and a ``txnNumber`` on every
+retryable write command.
 """
 
 from __future__ import annotations
@@ -17,10 +27,19 @@ import pymongo.database
 from bson.codec_options import CodecOptions
 from pymongo import common
 from pymongo.client_options import ClientOptions
+from pymongo.client_session_shared import (
+    SessionOptions,
+    TransactionOptions,
+    _EmptyServerSession,
+    _ServerSession,
+    _ServerSessionPool,
+    _validate_session_write_concern,
+)
 from pymongo.driver_info import DriverInfo
 from pymongo.errors import ConfigurationError, InvalidOperation
 from pymongo.monitoring import CommandListener
 from pymongo.read_concern import ReadConcern
+from pymongo.read_preferences import ReadPreference, _ServerMode
 from pymongo.results import ClientBulkWriteResult
 from pymongo.write_concern import WriteConcern
 
@@ -31,7 +50,7 @@ from foliodb.client.cursor import CommandCursor
 from foliodb.client.database import Database
 from foliodb.client.driver_hooks import DriverHooks, no_network
 from foliodb.client.monitoring import publish_command_events
-from foliodb.client.session import ClientSession
+from foliodb.client.session import ClientSession, NodeDescription
 from foliodb.commands import Executor
 from foliodb.commands.replication import ReplicaSet
 from foliodb.errors import CommandError
@@ -73,6 +92,8 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         for key in [key for key in kwargs if key.lower() in _ALIASES]:
             kwargs.setdefault(_ALIASES[key.lower()], kwargs.pop(key))
         keyword_opts = common._CaseInsensitiveDictionary(kwargs)
+        # Retryable writes only when asked for by name (see the module docstring); then pymongo's.
+        keyword_opts.setdefault("retrywrites", False)
         keyword_opts["document_class"] = document_class or dict
         keyword_opts["tz_aware"] = bool(tz_aware)
         if type_registry is not None:
@@ -100,6 +121,10 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
             _reply.check(exc.to_reply())
             raise
         self._closed = False
+        self._retry_writes: bool = self._options.retry_writes
+        # pymongo's pool of server sessions (lsid and txnNumber), the topology's on a pymongo client.
+        self._server_session_pool = _ServerSessionPool()
+        self._node_description: NodeDescription | None = None
         # pymongo's command monitoring: listeners see every command this client runs.
         listeners: list[Any] = self._options.event_listeners
         self._command_listeners = [listener for listener in listeners if isinstance(listener, CommandListener)]
@@ -109,12 +134,145 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
 
     # -- plumbing ------------------------------------------------------------------------
 
-    def _execute(self, db: str, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    def _execute(
+        self,
+        db: str,
+        cmd: dict[str, Any],
+        session: Any = None,
+        *,
+        read_concern: ReadConcern | None = None,
+        read_preference: _ServerMode | None = ReadPreference.PRIMARY,
+        retryable_write: bool = False,
+        write_concern: WriteConcern | None = None,
+    ) -> dict[str, Any]:
+        """Run ``cmd`` on ``db`` in ``session`` (else the bound session, else an
+        implicit one when retryable writes are on), as pymongo's connection
+        sends a command: ``read_concern`` is a read's concern (pymongo adds
+        it, and a session's afterClusterTime, outside transactions only);
+        ``read_preference`` None is a read's, the running transaction's (which
+        must be primary); ``retryable_write`` asks for a txnNumber; and an
+        unacknowledged ``write_concern`` refuses an explicit session."""
         if self._closed:
             raise InvalidOperation("Cannot use MongoClient after close")
+        if session is None:
+            session = self._get_bound_session()
+            if session is None:
+                if not self._retry_writes or (write_concern is not None and not write_concern.acknowledged):
+                    if read_concern is not None and read_concern.level:
+                        cmd["readConcern"] = read_concern.document
+                    if self._command_listeners:  # _send, inlined: every command without a session comes here
+                        return publish_command_events(self._command_listeners, self._executor, db, cmd)
+                    return self._executor.execute(db, cmd)
+                implicit = self._start_session(True, causal_consistency=False)
+                try:
+                    return self._in_session(db, cmd, implicit, read_concern, read_preference, retryable_write)
+                finally:
+                    implicit._end_implicit_session()
+        elif not isinstance(session, pymongo.client_session.ClientSession):
+            raise ValueError(f"'session' argument must be a ClientSession or None, not {type(session)}")
+        if session._client is not self:
+            raise InvalidOperation("Can only use session with the MongoClient that started it")
+        if _validate_session_write_concern(session, write_concern) is None:
+            if read_concern is not None and read_concern.level:
+                cmd["readConcern"] = read_concern.document
+            return self._send(db, cmd)  # an implicit session a cursor holds, with a w: 0 write
+        return self._in_session(db, cmd, session, read_concern, read_preference, retryable_write)
+
+    def _in_session(
+        self,
+        db: str,
+        cmd: dict[str, Any],
+        session: ClientSession,
+        read_concern: ReadConcern | None,
+        read_preference: _ServerMode | None,
+        retryable_write: bool,
+    ) -> dict[str, Any]:
+        # pymongo's order: server selection resets a finished transaction's state, a retryable
+        # write takes the next txnNumber, _apply_to stamps the command, the read concern follows.
+        in_transaction = session.in_transaction
+        if not in_transaction:
+            session._transaction.reset()
+        retryable = retryable_write and self._retry_writes and not in_transaction
+        if retryable:
+            session._start_retryable_write()
+        node = self._node
+        preference = read_preference or session._txn_read_preference() or ReadPreference.PRIMARY
+        session._apply_to(cmd, retryable, preference, node)  # type: ignore[arg-type]
+        if read_concern is not None and not in_transaction:
+            if read_concern.level:
+                cmd["readConcern"] = read_concern.document
+            session._update_read_concern(cmd, node)  # type: ignore[arg-type]
+        if session._starting_transaction:
+            session._transaction.set_in_progress()
+        reply = self._send(db, cmd)
+        session._process_response(reply)
+        return reply
+
+    def _open_cursor(
+        self, db: str, cmd: dict[str, Any], session: Any, **how: Any
+    ) -> tuple[Mapping[str, Any], ClientSession | None]:
+        """A cursor-opening command's checked reply, and the session its cursor keeps: the given
+        or bound one, or an implicit one while the server cursor stays open (pymongo's)."""
+        session = self._ensure_session(session)
+        try:
+            reply = _reply.check(self._execute(db, cmd, session, **how))
+        except BaseException:
+            if session is not None and session._implicit:
+                session._end_implicit_session()
+            raise
+        cursor = reply.get("cursor")
+        if session is not None and session._implicit and not (isinstance(cursor, Mapping) and cursor.get("id")):
+            session._end_implicit_session()
+            session = None
+        return reply, session
+
+    def _send(self, db: str, cmd: Mapping[str, Any]) -> dict[str, Any]:
         if self._command_listeners:
             return publish_command_events(self._command_listeners, self._executor, db, cmd)
         return self._executor.execute(db, cmd)
+
+    @property
+    def _node(self) -> NodeDescription:
+        """What the node tells pymongo's sessions: its session timeout, from its hello."""
+        if self._node_description is None:
+            hello = _reply.check(self._executor.execute("admin", {"hello": 1}))
+            self._node_description = NodeDescription(int(hello["logicalSessionTimeoutMinutes"]))
+        return self._node_description
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def _start_session(self, implicit: bool, **kwargs: Any) -> ClientSession:
+        return ClientSession(self, _EmptyServerSession(), SessionOptions(**kwargs), implicit)
+
+    def _ensure_session(self, session: Any = None) -> ClientSession | None:
+        """pymongo's: the given or bound session, else an implicit one (when retryable writes are on)."""
+        session = session or self._get_bound_session()
+        if session or not self._retry_writes:
+            return session
+        return self._start_session(True, causal_consistency=False)
+
+    def _return_server_session(self, server_session: _ServerSession | _EmptyServerSession) -> None:
+        if isinstance(server_session, _ServerSession):
+            self._server_session_pool.return_server_session(server_session)
+
+    def start_session(
+        self,
+        causal_consistency: bool | None = None,
+        default_transaction_options: TransactionOptions | None = None,
+        snapshot: bool | None = False,
+    ) -> ClientSession:
+        """A ClientSession (pymongo's class): causally consistent by default, or a snapshot session;
+        its transactions run on the embedded engine.
+
+        https://pymongo.readthedocs.io/en/stable/api/pymongo/client_session.html"""
+        if self._closed:
+            raise InvalidOperation("Cannot use MongoClient after close")
+        return self._start_session(
+            False,
+            causal_consistency=causal_consistency,
+            default_transaction_options=default_transaction_options,
+            snapshot=snapshot,
+        )
 
     # -- properties ------------------------------------------------------------------------
 
@@ -263,7 +421,8 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         """A cursor over the ``listDatabases`` entries (name, sizeOnDisk, empty).
 
         https://www.mongodb.com/docs/manual/reference/command/listDatabases/"""
-        reply = _reply.check(self._execute("admin", command_doc({"listDatabases": 1}, kwargs, comment=comment)))
+        cmd = command_doc({"listDatabases": 1}, kwargs, comment=comment)
+        reply = _reply.check(self._execute("admin", cmd, session))
         cursor = {"cursor": {"id": 0, "firstBatch": reply["databases"], "ns": "admin.$cmd"}, "ok": 1.0}
         return CommandCursor(self.admin["$cmd"], cursor)
 
@@ -271,7 +430,7 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         """The names of the databases that hold data.
 
         https://www.mongodb.com/docs/manual/reference/command/listDatabases/"""
-        return [db["name"] for db in self.list_databases(nameOnly=True, comment=comment)]
+        return [db["name"] for db in self.list_databases(session, nameOnly=True, comment=comment)]
 
     def drop_database(
         self, name_or_database: str | pymongo.database.Database[Any], session: Any = None, comment: Any = None
@@ -282,7 +441,9 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         name = name_or_database.name if isinstance(name_or_database, pymongo.database.Database) else name_or_database
         if not isinstance(name, str):
             raise TypeError("name_or_database must be an instance of str or a Database")
-        _reply.check(self._execute(name, command_doc({"dropDatabase": 1}, comment=comment)))
+        concern = self._write_concern_for(session)
+        cmd = command_doc({"dropDatabase": 1}, comment=comment, writeConcern=concern.document or None)
+        _reply.check(self._execute(name, cmd, session, write_concern=concern))
 
     def bulk_write(
         self,
@@ -297,30 +458,28 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
     ) -> ClientBulkWriteResult:
         """Inserts, updates and deletes across collections in one command
         (pymongo 4.9+'s ``MongoClient.bulk_write``)."""
-        concern = write_concern or self._write_concern
+        bound = session or self._get_bound_session()
+        if bound is not None and bound.in_transaction:
+            # pymongo's: the bulk inherits the transaction's write concern.
+            if write_concern:
+                raise InvalidOperation("Cannot set write concern after starting a transaction")
+            opts = bound._transaction.opts
+            assert opts is not None and opts.write_concern is not None  # start_transaction inherits the client's
+            concern = opts.write_concern
+        else:
+            concern = write_concern or self._write_concern
         if not concern.acknowledged and verbose_results:
             raise InvalidOperation("Cannot request unacknowledged write concern and verbose results")
         if not concern.acknowledged and ordered:
             raise InvalidOperation("Cannot request unacknowledged write concern and ordered writes")
         common.validate_list("models", models)
-        bulk = ClientBulk(self, concern, ordered, bypass_document_validation, comment, let, verbose_results)
+        bulk = ClientBulk(self, concern, ordered, bypass_document_validation, comment, let, verbose_results, session)
         for model in models:
             try:
                 model._add_to_client_bulk(bulk)
             except AttributeError:
                 raise TypeError(f"{model!r} is not a valid request") from None
         return bulk.execute()
-
-    # The lead rebuilds sessions (issue 10); until then the facade's session is its own class.
-    def start_session(  # type: ignore[override]
-        self, causal_consistency: bool | None = None, default_transaction_options: Any = None, snapshot: bool = False
-    ) -> ClientSession:
-        """A ClientSession: every operation takes ``session=`` (transactions are not built yet).
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
-        if self._closed:
-            raise InvalidOperation("Cannot use MongoClient after close")
-        return ClientSession(self, causal_consistency)
 
     def watch(self, *args: Any, **kwargs: Any) -> Any:
         """Change streams are not implemented yet: raises InvalidOperation.
@@ -332,7 +491,7 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         """The ``buildInfo`` command's reply (version, versionArray...).
 
         https://www.mongodb.com/docs/manual/reference/command/buildInfo/"""
-        return dict(_reply.check(self._execute("admin", {"buildinfo": 1})))
+        return dict(_reply.check(self._execute("admin", {"buildinfo": 1}, session)))
 
     def close(self) -> None:
         """Close the engine and release the dbpath; later operations raise InvalidOperation.
@@ -340,6 +499,10 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
         if self._closed:
             return
+        # As pymongo: the pooled server sessions end with the client (their open transactions abort).
+        ids = self._server_session_pool.pop_all()
+        for start in range(0, len(ids), common._MAX_END_SESSIONS):
+            self._send("admin", {"endSessions": ids[start : start + common._MAX_END_SESSIONS]})
         self._closed = True
         self._executor.close()
 

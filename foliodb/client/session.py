@@ -1,137 +1,112 @@
-"""Client sessions, as far as an embedded single-node engine has them.
+"""pymongo's ClientSession on the embedded client.
 
-A session exists so pymongo code that opens one keeps working: every
-operation may take ``session=`` and, on one process with one engine, reads
-already see every acknowledged write (causal consistency holds trivially).
-Multi-document transactions are not built yet: starting one raises
-OperationFailure with NotImplemented (238) rather than pretending to be
-atomic.
+:class:`ClientSession` is pymongo's own class (``pymongo.client_session.ClientSession``):
+its state machine (start/commit/abort, ``with_transaction``'s retry loop and
+its 120-second limit, the UnknownTransactionCommitResult labelling) and the
+way it stamps commands (``_apply_to``: ``lsid``; ``txnNumber``,
+``autocommit: false``, ``startTransaction`` and the transaction's
+``readConcern`` on the first command; ``afterClusterTime`` of causally
+consistent sessions; ``atClusterTime`` of snapshot sessions) run unchanged.
+Only the three places where pymongo reaches for its topology are answered
+here instead:
+
+* a server session comes from the client's pool (pymongo's
+  ``_ServerSessionPool``), not the topology's (:meth:`ClientSession._materialize`);
+* commit and abort run through the client's executor
+  (:meth:`ClientSession._finish_transaction_with_retry`);
+* what ``_apply_to`` reads off a connection comes from a
+  :class:`NodeDescription` of the embedded node (``MongoClient._node``):
+  sessions supported, its session timeout, MongoDB 8.0's wire version.
+
+Invariant: a command of an explicit session goes to the executor only after
+``_apply_to`` stamped it and its reply always passes ``_process_response``,
+so the session's cluster and operation times, and a snapshot session's
+pinned time, follow every reply (see ``MongoClient._execute``).
 """
 
 from __future__ import annotations
 
-import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bson.binary import Binary, UuidRepresentation
-from pymongo.errors import InvalidOperation, OperationFailure
+import pymongo.client_session
+from pymongo.client_session_shared import _EmptyServerSession
+from pymongo.helpers_shared import _check_command_response
+from pymongo.write_concern import WriteConcern
+
+from foliodb.commands.diagnostics import MAX_WIRE_VERSION
 
 if TYPE_CHECKING:
     from foliodb.client.mongo_client import MongoClient
 
-NOT_IMPLEMENTED = 238
+
+@dataclass(frozen=True)
+class NodeDescription:
+    """What pymongo's ``_apply_to`` and ``_update_read_concern`` read off a connection."""
+
+    logical_session_timeout_minutes: int
+    supports_sessions: bool = True
+    max_wire_version: int = MAX_WIRE_VERSION
 
 
-def _no_transactions() -> OperationFailure:
-    return OperationFailure(
-        "multi-document transactions are not implemented in FolioDB yet",
-        NOT_IMPLEMENTED,
-        {"ok": 0.0, "code": NOT_IMPLEMENTED, "codeName": "NotImplemented"},
-    )
-
-
-class ClientSession:
-    # What pymongo's own cursor code (gridfs's GridOutCursor) reads of a session it is given:
-    # an explicit session, never pymongo's implicit one, with no transaction's read preference.
-    """pymongo's ``ClientSession`` as far as the embedded engine has sessions (see the module docstring).
+class ClientSession(pymongo.client_session.ClientSession):
+    """pymongo's ``ClientSession`` (an instance of ``pymongo.client_session.ClientSession``) of the embedded client.
 
     https://pymongo.readthedocs.io/en/stable/api/pymongo/client_session.html"""
 
-    _implicit = False
-    _attached_to_cursor = False
-
-    def __init__(self, client: MongoClient, causal_consistency: bool | None = None) -> None:
-        self._client = client
-        self._id = {"id": Binary.from_uuid(uuid.uuid4(), UuidRepresentation.STANDARD)}
-        self._ended = False
-        self._causal = True if causal_consistency is None else causal_consistency
+    _client: MongoClient
 
     @property
-    def client(self) -> MongoClient:
-        """The MongoClient that started this session.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/client_session.html"""
-        return self._client
-
-    @property
-    def session_id(self) -> dict[str, Any]:
+    def session_id(self) -> Mapping[str, Any]:
         """The session's id document (``{id: UUID}``); InvalidOperation once ended.
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/client_session.html"""
-        if self._ended:
-            raise InvalidOperation("Cannot use ended session")
-        return self._id
+        self._check_ended()
+        self._materialize()
+        return self._server_session.session_id
 
     @property
-    def has_ended(self) -> bool:
-        """Whether end_session was called.
+    def _transaction_id(self) -> Any:
+        self._materialize()
+        return self._server_session.transaction_id
 
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/client_session.html"""
-        return self._ended
+    def _materialize(self, logical_session_timeout_minutes: int | None = None) -> None:
+        # pymongo's, with the client's pool standing in for the topology's.
+        if isinstance(self._server_session, _EmptyServerSession):
+            started = self._server_session.started_retryable_write
+            self._server_session = self._client._server_session_pool.get_server_session(
+                self._client._node.logical_session_timeout_minutes
+            )
+            if started:
+                self._server_session.inc_transaction_id()
 
-    @property
-    def in_transaction(self) -> bool:
-        """False: transactions are not built yet.
+    def _finish_transaction_with_retry(self, command_name: str) -> dict[str, Any]:
+        # pymongo retries commit and abort once after an error labelled RetryableWriteError; only a
+        # lost connection or a stepping-down primary gives one, and the embedded node has neither.
+        return self._finish_transaction(None, command_name)
 
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/client_session.html"""
-        return False
-
-    @property
-    def cluster_time(self) -> None:
-        """None: a single embedded node gossips no cluster time.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/client_session.html"""
-        return None
-
-    @property
-    def operation_time(self) -> None:
-        """None: a single embedded node reports no operation time.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/client_session.html"""
-        return None
-
-    def advance_cluster_time(self, cluster_time: Any) -> None:
-        """Nothing to advance: one node, no cluster time."""
-
-    def advance_operation_time(self, operation_time: Any) -> None:
-        """Nothing to advance: one node, no operation time."""
-
-    def _txn_read_preference(self) -> None:
-        """pymongo's read preference of the running transaction: none runs."""
-        return None
-
-    def start_transaction(self, *args: Any, **kwargs: Any) -> Any:
-        """Transactions are not built yet: raises OperationFailure NotImplemented (238).
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/client_session.html"""
-        raise _no_transactions()
-
-    def with_transaction(self, callback: Any, *args: Any, **kwargs: Any) -> Any:
-        """Transactions are not built yet: raises OperationFailure NotImplemented (238).
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/client_session.html"""
-        raise _no_transactions()
-
-    def commit_transaction(self) -> None:
-        """No transaction can be running: raises InvalidOperation.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/client_session.html"""
-        raise InvalidOperation("No transaction started")
-
-    def abort_transaction(self) -> None:
-        """No transaction can be running: raises InvalidOperation.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/client_session.html"""
-        raise InvalidOperation("No transaction started")
-
-    def end_session(self) -> None:
-        """End the session; its id can no longer be used.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/client_session.html"""
-        self._ended = True
-
-    def __enter__(self) -> ClientSession:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.end_session()
+    def _finish_transaction(self, conn: Any, command_name: str) -> dict[str, Any]:
+        # pymongo's command, sent through the client (recoveryToken is a sharded cluster's only).
+        self._transaction.attempt += 1
+        opts = self._transaction.opts
+        assert opts is not None
+        concern = opts.write_concern
+        cmd: dict[str, Any] = {command_name: 1}
+        if command_name == "commitTransaction":
+            if opts.max_commit_time_ms:
+                cmd["maxTimeMS"] = opts.max_commit_time_ms
+            # The transactions specification: a commit after the first attempt is upgraded to
+            # w: "majority" with a 10-second wtimeout unless one was given.
+            if self._transaction.attempt > 1:
+                assert concern is not None
+                upgraded = concern.document
+                upgraded["w"] = "majority"
+                upgraded.setdefault("wtimeout", 10000)
+                concern = WriteConcern(**upgraded)
+        if concern is not None and concern.document:
+            cmd["writeConcern"] = concern.document
+        reply = self._client._execute("admin", cmd, self)
+        # pymongo's own check, so a write concern timeout is WTimeoutError as commit_transaction expects.
+        _check_command_response(reply, MAX_WIRE_VERSION, parse_write_concern_error=True)
+        return reply
