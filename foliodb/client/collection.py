@@ -15,7 +15,7 @@ import pymongo.collection
 from bson.codec_options import CodecOptions
 from pymongo import common
 from pymongo.collection import ReturnDocument
-from pymongo.errors import ConfigurationError, InvalidName, InvalidOperation, OperationFailure
+from pymongo.errors import ConfigurationError, InvalidName, OperationFailure
 from pymongo.operations import IndexModel
 from pymongo.read_concern import ReadConcern
 from pymongo.results import DeleteResult, InsertManyResult, InsertOneResult, UpdateResult
@@ -763,11 +763,13 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             return options
         return {}
 
-    def watch(self, *args: Any, **kwargs: Any) -> Any:
-        """Change streams are not implemented yet: raises InvalidOperation.
+    def watch(self, pipeline: Any = None, *args: Any, **kwargs: Any) -> Any:
+        """A change stream of this collection's changes (pymongo's ``watch`` arguments).
 
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
-        raise InvalidOperation("change streams are not implemented in FolioDB yet")
+        https://www.mongodb.com/docs/manual/changeStreams/"""
+        from foliodb.client import change_stream  # it imports the cursor module, which imports this one
+
+        return change_stream.watch(change_stream.CollectionChangeStream, self, pipeline, *args, **kwargs)
 
 
 def _writes(pipeline: Sequence[Mapping[str, Any]]) -> bool:

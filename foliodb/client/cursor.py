@@ -69,9 +69,13 @@ class _BatchCursor:
         cursor = reply["cursor"]
         self._cursor_id = int(cursor["id"])
         self._buffer.extend(self._collection._codec.decode(cursor["nextBatch"]))
+        self._took_batch(cursor)
         if not self._cursor_id:
             self._killed = True
             self._release_session()
+
+    def _took_batch(self, cursor: Mapping[str, Any]) -> None:
+        """A getMore's reply arrived (change stream cursors keep its postBatchResumeToken)."""
 
     def _release_session(self) -> None:
         """Done with the server cursor: an implicit session goes back to the pool (pymongo's)."""

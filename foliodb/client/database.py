@@ -287,11 +287,13 @@ class Database(Handle, pymongo.database.Database[Any]):
             )
         return self[dbref.collection].find_one({"_id": dbref.id}, session=session, comment=comment, **kwargs)
 
-    def watch(self, *args: Any, **kwargs: Any) -> Any:
-        """Change streams are not implemented yet: raises InvalidOperation.
+    def watch(self, pipeline: Any = None, *args: Any, **kwargs: Any) -> Any:
+        """A change stream of this database's changes (pymongo's ``watch`` arguments).
 
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/database.html"""
-        raise InvalidOperation("change streams are not implemented in FolioDB yet")
+        https://www.mongodb.com/docs/manual/changeStreams/"""
+        from foliodb.client import change_stream  # it imports the cursor module, which imports this one
+
+        return change_stream.watch(change_stream.DatabaseChangeStream, self, pipeline, *args, **kwargs)
 
 
 def _collection_name(name_or_collection: str | pymongo.collection.Collection[Any]) -> str:

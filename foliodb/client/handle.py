@@ -22,6 +22,10 @@ from pymongo.write_concern import WriteConcern
 
 
 class Handle(common.BaseObject):
+    # pymongo's timeoutMS for operations through this handle (its _csot.apply reads it); the
+    # embedded client takes no timeoutMS: maxTimeMS bounds an operation.
+    _timeout: float | None = None
+
     def __init__(
         self,
         parent: Any,

@@ -481,11 +481,13 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
                 raise TypeError(f"{model!r} is not a valid request") from None
         return bulk.execute()
 
-    def watch(self, *args: Any, **kwargs: Any) -> Any:
-        """Change streams are not implemented yet: raises InvalidOperation.
+    def watch(self, pipeline: Any = None, *args: Any, **kwargs: Any) -> Any:
+        """A change stream of this client's changes (pymongo's ``watch`` arguments).
 
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
-        raise InvalidOperation("change streams are not implemented in FolioDB yet")
+        https://www.mongodb.com/docs/manual/changeStreams/"""
+        from foliodb.client import change_stream  # it imports the cursor module, which imports this one
+
+        return change_stream.watch(change_stream.ClusterChangeStream, self, pipeline, *args, **kwargs)
 
     def server_info(self, session: Any = None) -> dict[str, Any]:
         """The ``buildInfo`` command's reply (version, versionArray...).

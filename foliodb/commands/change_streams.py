@@ -42,7 +42,7 @@ import bson
 from bson import Int64, Timestamp
 
 from foliodb import interrupt
-from foliodb.aggregation.pipeline import Pipeline, compile_pipeline
+from foliodb.aggregation.pipeline import STAGES, Pipeline, compile_pipeline
 from foliodb.commands import params
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, Lookahead, take_batch
 from foliodb.engine.catalog import CODEC
@@ -116,6 +116,9 @@ class ChangeStream(Iterator[dict[str, Any]]):
         self.before_change = spec.get("fullDocumentBeforeChange", "off")
         self.expanded = bool(spec.get("showExpandedEvents", False))
         self.position = after  # (packed ts, op index) of the last oplog op examined
+        # ... and of the last one whose event was delivered (or filtered out): events read ahead
+        # into _pending lie between the two, so a batch that ends early resumes from here.
+        self.delivered = after
         self.pipeline = pipeline
         self.finished = False  # invalidated: the cursor ends after the invalidate event
         self._pending: list[dict[str, Any]] = []
@@ -132,6 +135,7 @@ class ChangeStream(Iterator[dict[str, Any]]):
                     raise StopIteration  # nothing new yet: the cursor stays open
                 continue
             event = self._pending.pop(0)
+            self.delivered = parse_token(event["_id"])[:2]
             if self.pipeline is not None and event["operationType"] != "invalidate":
                 shaped = list(self.pipeline.run(iter([event])))
                 if not shaped:
@@ -169,15 +173,19 @@ class ChangeStream(Iterator[dict[str, Any]]):
         return read
 
     def post_batch_token(self) -> dict[str, str]:
-        """The resume token of the position reached: the last op examined, or
-        the newest cluster time when there is nothing more (a high-water mark)."""
-        if self.finished and not self._pending:
-            return token(self.position[0], self.position[1], INVALIDATE)
-        if not self._pending:
+        """The resume token of the position reached: the last event delivered
+        while events read ahead wait for the next batch; else the last op
+        examined, or the newest cluster time (a high-water mark)."""
+        if self._pending:
+            ts, index = self.delivered
+        else:
+            if self.finished:
+                return token(self.position[0], self.position[1], INVALIDATE)
             newest = pack(self.engine.storage.cluster_time)
             if newest > self.position[0]:
                 return token(newest, 0, HIGH_WATER)
-        return token(self.position[0], self.position[1], EVENT)
+            ts, index = self.position
+        return token(ts, 0, HIGH_WATER) if index == 0xFFFFFFFF else token(ts, index, EVENT)
 
     def wait(self, seconds: float) -> None:
         """Until a commit records something after the position, or ``seconds``."""
@@ -393,6 +401,8 @@ def open_stream(request: Request, cmd: Mapping[str, Any], stages: list[Any], bat
         name = next(iter(stage), "") if isinstance(stage, Mapping) else ""
         if name == "$changeStream":
             raise location(40602, "$changeStream is only valid as the first stage in a pipeline")
+        if name in STAGES.unbuilt:
+            STAGES.get(name)  # NotImplemented (238), as anywhere else
         if name not in ALLOWED:
             raise CommandError(ErrorCode.IllegalOperation, f"Stage {name} is not permitted in a $changeStream pipeline")
     from foliodb.commands.aggregate import EngineEnv  # aggregate.py opens streams: imported here, not at the top

@@ -272,12 +272,19 @@ def _retryable(
 # -- readConcern snapshot outside transactions ------------------------------------------------------
 
 SNAPSHOT_READS = frozenset({"find", "aggregate", "distinct"})
+# Drivers stamp a snapshot session's readConcern on these too; they go on with their cursor's own.
+CURSOR_FOLLOW_UPS = frozenset({"getMore", "killCursors"})
 
 
 def wants_snapshot(cmd: Mapping[str, Any]) -> bool:
     """A readConcern snapshot command outside a transaction (a snapshot session's, say)."""
     concern = cmd.get("readConcern")
-    return isinstance(concern, Mapping) and concern.get("level") == "snapshot" and cmd.get("autocommit") is not False
+    return (
+        isinstance(concern, Mapping)
+        and concern.get("level") == "snapshot"
+        and cmd.get("autocommit") is not False
+        and next(iter(cmd), None) not in CURSOR_FOLLOW_UPS
+    )
 
 
 def snapshot_read(request: Request, handler: Handler, cmd: Mapping[str, Any]) -> dict[str, Any]:

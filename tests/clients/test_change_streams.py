@@ -1,4 +1,5 @@
-"""Change streams through pymongo against ``foliodb serve`` (a one-member replica set).
+"""Change streams through pymongo against ``foliodb serve`` (a one-member replica set),
+and the same cases through the embedded client.
 
 Expected events are written from MongoDB 8's change events reference:
 https://www.mongodb.com/docs/manual/reference/change-events/ ; resume:
@@ -16,10 +17,22 @@ import pymongo
 import pytest
 from pymongo.errors import OperationFailure
 
+import foliodb
 from foliodb.server import Server
 from tests.clients.conftest import RunningServer
 
 Client = pymongo.MongoClient[dict[str, Any]]
+
+
+@pytest.fixture(params=["wire", "embedded"])
+def client(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """pymongo against ``foliodb serve``, or the embedded client: the same streams from both."""
+    if request.param == "wire":
+        yield request.getfixturevalue("wire_client")
+        return
+    embedded = foliodb.MongoClient(str(tmp_path / "embedded"))
+    yield embedded
+    embedded.close()
 
 
 def _take(stream: Any, n: int, timeout: float = 10.0) -> list[dict[str, Any]]:
@@ -33,8 +46,8 @@ def _take(stream: Any, n: int, timeout: float = 10.0) -> list[dict[str, Any]]:
     return events
 
 
-def test_document_events(wire_client: Client) -> None:
-    coll = wire_client.shop.items
+def test_document_events(client: Client) -> None:
+    coll = client.shop.items
     coll.insert_one({"_id": 0, "tags": ["a", "b", "c", "d"], "sub": {"x": 1, "y": 2}})
     with coll.watch() as stream:
         coll.insert_one({"_id": 1, "n": 1})
@@ -66,18 +79,18 @@ def test_document_events(wire_client: Client) -> None:
     assert tokens == sorted(tokens) and len(set(tokens)) == 6  # resume tokens are ordered
 
 
-def test_database_and_cluster_streams(wire_client: Client) -> None:
-    with wire_client.shop.watch() as db_stream, wire_client.watch() as cluster_stream:
-        wire_client.shop.a.insert_one({"_id": "a"})
-        wire_client.other.b.insert_one({"_id": "b"})
-        wire_client.admin.c.insert_one({"_id": "admin"})  # not in a cluster stream, as mongod
-        wire_client.shop.b.insert_one({"_id": "c"})
+def test_database_and_cluster_streams(client: Client) -> None:
+    with client.shop.watch() as db_stream, client.watch() as cluster_stream:
+        client.shop.a.insert_one({"_id": "a"})
+        client.other.b.insert_one({"_id": "b"})
+        client.admin.c.insert_one({"_id": "admin"})  # not in a cluster stream, as mongod
+        client.shop.b.insert_one({"_id": "c"})
         assert [e["documentKey"]["_id"] for e in _take(db_stream, 2)] == ["a", "c"]
         assert [e["documentKey"]["_id"] for e in _take(cluster_stream, 3)] == ["a", "b", "c"]
 
 
-def test_drop_rename_and_invalidate(wire_client: Client) -> None:
-    db = wire_client.shop
+def test_drop_rename_and_invalidate(client: Client) -> None:
+    db = client.shop
     db.a.insert_one({"_id": 1})
     db.b.insert_one({"_id": 1})
     with db.a.watch() as on_a, db.b.watch() as on_b, db.watch() as on_db:
@@ -91,7 +104,7 @@ def test_drop_rename_and_invalidate(wire_client: Client) -> None:
         assert not on_a.alive or on_a.try_next() is None
         assert [e["operationType"] for e in _take(on_db, 2)] == ["rename", "drop"]  # a database stream goes on
         db.renamed.drop()
-        wire_client.drop_database("shop")
+        client.drop_database("shop")
         assert [e["operationType"] for e in _take(on_db, 3)] == ["drop", "dropDatabase", "invalidate"]
     # startAfter an invalidate opens a new stream after it (resumeAfter may not).
     with pytest.raises(OperationFailure), db.b.watch(resume_after=invalidate_b["_id"]) as again:
@@ -101,9 +114,11 @@ def test_drop_rename_and_invalidate(wire_client: Client) -> None:
         assert _take(again, 1)[0]["documentKey"] == {"_id": "new"}
 
 
-def test_resume_after_a_token_and_from_a_time(wire_client: Client) -> None:
-    coll = wire_client.shop.items
-    start = wire_client.admin.command("ping")["operationTime"]
+def test_resume_after_a_token_and_from_a_time(client: Client) -> None:
+    coll = client.shop.items
+    with client.start_session() as session:
+        client.admin.command("ping", session=session)
+        start = session.operation_time
     with coll.watch() as stream:
         for i in range(5):
             coll.insert_one({"_id": i})
@@ -114,9 +129,9 @@ def test_resume_after_a_token_and_from_a_time(wire_client: Client) -> None:
         assert [e["documentKey"]["_id"] for e in _take(from_time, 5)] == [0, 1, 2, 3, 4]
 
 
-def test_transaction_events_come_at_commit_in_order(wire_client: Client) -> None:
-    coll = wire_client.shop.items
-    with coll.watch() as stream, wire_client.start_session() as session:
+def test_transaction_events_come_at_commit_in_order(client: Client) -> None:
+    coll = client.shop.items
+    with coll.watch() as stream, client.start_session() as session:
         session.start_transaction()
         coll.insert_one({"_id": "t1"}, session=session)
         coll.insert_one({"_id": "t2"}, session=session)
@@ -133,8 +148,43 @@ def test_transaction_events_come_at_commit_in_order(wire_client: Client) -> None
     assert after["documentKey"] == {"_id": "after"} and "txnNumber" not in after
 
 
-def test_full_documents_and_images(wire_client: Client) -> None:
-    db = wire_client.shop
+def test_each_write_of_a_transaction_is_its_own_event(client: Client) -> None:
+    # A transaction's events are its writes as they ran, not their net effect.
+    coll = client.shop.items
+    coll.insert_one({"_id": "old", "v": 0})
+    with coll.watch(full_document="updateLookup") as stream, client.start_session() as session:
+        with session.start_transaction():
+            coll.insert_one({"_id": "new", "v": 1}, session=session)
+            coll.update_one({"_id": "new"}, {"$inc": {"v": 1}}, session=session)
+            coll.delete_one({"_id": "old"}, session=session)
+            coll.replace_one({"_id": "new"}, {"v": 10}, session=session)
+        events = _take(stream, 4)
+    assert [(e["operationType"], e["documentKey"]["_id"]) for e in events] == [
+        ("insert", "new"),
+        ("update", "new"),
+        ("delete", "old"),
+        ("replace", "new"),
+    ]
+    assert events[0]["fullDocument"] == {"_id": "new", "v": 1}  # as inserted, not as committed
+    assert events[1]["updateDescription"]["updatedFields"] == {"v": 2}
+    assert events[3]["fullDocument"] == {"_id": "new", "v": 10}
+    assert len({e["txnNumber"] for e in events}) == 1
+
+
+def test_a_killed_cursor_resumes_without_losing_events(client: Client) -> None:
+    # CursorNotFound is resumable: the driver reopens the stream after its cached token.
+    coll = client.shop.items
+    with coll.watch(batch_size=2) as stream:
+        coll.insert_many([{"_id": i} for i in range(3)])
+        first = _take(stream, 1)
+        client.shop.command("killCursors", "items", cursors=[stream._cursor.cursor_id])
+        coll.insert_one({"_id": 3})
+        rest = _take(stream, 3)
+    assert [e["documentKey"]["_id"] for e in first + rest] == [0, 1, 2, 3]
+
+
+def test_full_documents_and_images(client: Client) -> None:
+    db = client.shop
     db.create_collection("imaged", changeStreamPreAndPostImages={"enabled": True})
     db.imaged.insert_one({"_id": 1, "v": 1})
     db.plain.insert_one({"_id": 1, "v": 1})
@@ -158,8 +208,8 @@ def test_full_documents_and_images(wire_client: Client) -> None:
         _take(required, 1)
 
 
-def test_pipeline_stages_after_the_change_stream(wire_client: Client) -> None:
-    coll = wire_client.shop.items
+def test_pipeline_stages_after_the_change_stream(client: Client) -> None:
+    coll = client.shop.items
     pipeline = [{"$match": {"operationType": "insert", "fullDocument.keep": True}}, {"$project": {"fullDocument": 1}}]
     with coll.watch(pipeline) as stream:
         coll.insert_many([{"_id": 1, "keep": False}, {"_id": 2, "keep": True}])
@@ -201,8 +251,8 @@ def test_a_waiting_getmore_wakes_at_the_commit(wire_client: Client, server: Runn
         assert time.monotonic() - started < 2.0
 
 
-def test_a_tailable_await_data_cursor_waits_for_inserts(wire_client: Client) -> None:
-    db = wire_client.shop
+def test_a_tailable_await_data_cursor_waits_for_inserts(client: Client) -> None:
+    db = client.shop
     db.create_collection("log", capped=True, size=100_000)
     db.log.insert_one({"n": 0})
     cursor = db.log.find(cursor_type=pymongo.CursorType.TAILABLE_AWAIT).max_await_time_ms(3000)
@@ -217,6 +267,26 @@ def test_a_tailable_await_data_cursor_waits_for_inserts(wire_client: Client) -> 
     assert next(cursor)["n"] == 1
     assert 0.2 < time.monotonic() - started < 2.5
     cursor.close()
+
+
+def test_a_stream_resumes_across_a_restart(tmp_path: Path) -> None:
+    # The oplog is durable: a token taken before a restart resumes after it, embedded and served.
+    dbpath = str(tmp_path / "data")
+    with foliodb.MongoClient(dbpath) as embedded, embedded.shop.items.watch() as stream:
+        embedded.shop.items.insert_many([{"_id": 1}, {"_id": 2}])
+        token = _take(stream, 1)[0]["_id"]
+    server = RunningServer(Path(dbpath))
+    try:
+        with server.client() as wire, wire.shop.items.watch(resume_after=token) as resumed:
+            wire.shop.items.insert_one({"_id": 3})
+            assert [e["documentKey"]["_id"] for e in _take(resumed, 2)] == [2, 3]
+            token = resumed.resume_token
+    finally:
+        server.stop()
+    with foliodb.MongoClient(dbpath) as embedded:
+        embedded.shop.items.insert_one({"_id": 4})
+        with embedded.shop.items.watch(resume_after=token) as again:
+            assert [e["documentKey"]["_id"] for e in _take(again, 1)] == [4]
 
 
 def test_a_standalone_refuses_change_streams(tmp_path: Path) -> None:

@@ -281,20 +281,22 @@ def _row_collation(db: Any) -> None:
 
 
 def _row_sessions(db: Any) -> None:
-    assert _code(lambda: db.client.admin.command("commitTransaction")) == 238
+    from bson import Timestamp
+
     with db.client.start_session() as session:
-        db.c.insert_one({"a": 1}, session=session)
-        assert db.c.find_one({"a": 1}, session=session) is not None
-        assert _code(lambda: session.with_transaction(lambda s: None)) == 238
+        session.with_transaction(lambda s: (db.c.insert_one({"t": 1}, session=s), db.d.insert_one({}, session=s)))
+    assert db.c.count_documents({"t": 1}) == 1
+    assert db.client.options.retry_writes is False
+    old = {"level": "snapshot", "atClusterTime": Timestamp(1, 0)}
+    assert _code(lambda: db.command("find", "c", readConcern=old)) == 239
 
 
 def _row_change_streams(db: Any) -> None:
-    from pymongo.errors import InvalidOperation
-
-    for target in (db.c, db, db.client):
-        with pytest.raises(InvalidOperation):
-            target.watch()
-    assert _code(lambda: list(db.c.aggregate([{"$changeStream": {}}]))) == 238
+    with db.c.watch() as stream:
+        db.c.insert_one({"x": 1})
+        event = stream.next()
+    assert event["operationType"] == "insert" and set(event["_id"]) == {"_data"}
+    assert _code(lambda: list(db.c.aggregate([{"$changeStream": {}}, {"$changeStreamSplitLargeEvent": {}}]))) == 238
 
 
 def _row_geo(db: Any) -> None:
