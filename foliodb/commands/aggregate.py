@@ -18,7 +18,7 @@ import bson
 from bson import Int64
 
 from foliodb.aggregation.pipeline import FIRST_ONLY, compile_pipeline
-from foliodb.commands import change_streams, params, stats
+from foliodb.commands import change_streams, oplog_rs, params, stats
 from foliodb.commands.accesses import counted
 from foliodb.commands.current_op import current_ops
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
@@ -63,6 +63,8 @@ class EngineEnv:
         if pipeline.stages and pipeline.stages[0].name in FIRST_ONLY:
             # $collStats, $indexStats...: a source stage that reads no documents, so runs no find.
             return pipeline.run(iter(()))
+        if oplog_rs.is_oplog(db or self.db, source):  # the oplog's entries, every stage run here
+            return pipeline.run(oplog_rs.oplog_find(self.engine, FindSpec(), env.ctx, tailable=False))
         filter_spec, sort, limit = pipeline.pushdown()
         store = self.engine.store(db or self.db, source)
         spec = FindSpec(

@@ -12,7 +12,7 @@ from typing import Any
 from bson.binary import Binary, UuidRepresentation
 
 from foliodb.auth.caller import authorized_collections, authorized_databases
-from foliodb.commands import params
+from foliodb.commands import oplog_rs, params
 from foliodb.commands.cursors import cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.indexes import modify_index
@@ -131,9 +131,11 @@ def cmd_listCollections(request: Request, cmd: Mapping[str, Any]) -> dict[str, A
     name_only = bool(params.field(cmd, "nameOnly", "bool", "listCollections", default=False))
     matcher = compile_filter(filter_spec)
     visible = authorized_collections(request.db, cmd)
+    entries = [collection_entry(info) for info in request.engine.collections(request.db)]
+    if request.db == "local" and request.executor.replica_set is not None:
+        entries.insert(0, oplog_rs.collection_entry(request.engine))
     out = []
-    for info in request.engine.collections(request.db):
-        entry = collection_entry(info)
+    for entry in entries:
         if not matcher(entry) or not visible(entry["name"]):
             continue
         out.append({"name": entry["name"], "type": entry["type"]} if name_only else entry)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from foliodb.commands import params
+from foliodb.commands import oplog_rs, params
 from foliodb.commands.accesses import counted
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
 from foliodb.commands.executor import Request
@@ -113,7 +113,11 @@ def cmd_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if fields.get("awaitData") and not fields.get("tailable"):
         raise CommandError(ErrorCode.FailedToParse, "Cannot set 'awaitData' without also setting 'tailable'")
     run: Iterator[dict[str, Any]]
-    if fields.get("tailable"):
+    if oplog_rs.is_oplog(request.db, name):
+        run = oplog_rs.oplog_find(
+            request.engine, spec, request.context(fields.get("let")), bool(fields.get("tailable"))
+        )
+    elif fields.get("tailable"):
         db = request.db
         run = tail_source(
             lambda: request.engine.store(db, name), f"{db}.{name}", spec, request.context(fields.get("let"))

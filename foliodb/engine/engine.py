@@ -92,6 +92,8 @@ def validate_collection_name(db: str, name: str) -> None:
         raise CommandError(ErrorCode.InvalidNamespace, f"Invalid namespace specified '{db}.'")
     if "$" in name or "\x00" in name or name.startswith("."):
         raise CommandError(ErrorCode.InvalidNamespace, f"Invalid collection name: {name}")
+    if db == "local" and name == "oplog.rs":  # the oplog's own name (commands/oplog_rs.py reads it)
+        raise CommandError(ErrorCode.InvalidNamespace, f"cannot write to '{db}.{name}'")
 
 
 @dataclass

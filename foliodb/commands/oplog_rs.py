@@ -1,0 +1,157 @@
+"""``local.oplog.rs``: the oplog, read as the capped collection tools tail.
+
+A ``find`` on ``local.oplog.rs`` (tailable and ``awaitData`` or not, in
+natural order either way, with a filter, projection, skip and limit) reads
+the oplog table, each entry in mongod's shape:
+
+    {op, ns, ui, o, o2, ts, t, v: 2, wall, lsid?, txnNumber?}
+
+with one departure: an update's ``o`` is the whole document after it (a
+replacement, which any applier applies to the same result) rather than
+mongod's ``$v: 2`` diff. The documents before writes, which FolioDB keeps
+for change streams, are not shown. A filter on ``ts`` ($gt, $gte) starts
+the read there; every filter is applied as usual. Nothing can create or
+write to it (engine.validate_collection_name).
+
+Manual: https://www.mongodb.com/docs/manual/core/replica-set-oplog/
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from bson import Timestamp
+
+from foliodb.engine.engine import Engine
+from foliodb.engine.oplog import Oplog, decoded, pack
+from foliodb.engine.query import FindSpec
+from foliodb.errors import CommandError, ErrorCode
+from foliodb.query.context import Context
+from foliodb.query.filter import compile_filter
+from foliodb.query.projection import compile_projection
+
+NAME = "oplog.rs"
+BATCH = 256
+_SHOWN = ("op", "ns", "ui", "o", "o2", "ts", "t", "v", "wall", "lsid", "txnNumber")
+
+
+def is_oplog(db: str, name: str) -> bool:
+    return db == "local" and name == NAME
+
+
+def rendered(entry: Mapping[str, Any], inner: bool = False) -> dict[str, Any]:
+    """A stored entry as mongod shows it; ``inner``: an op inside a transaction's applyOps."""
+    shown = dict(entry) if inner else dict(entry, v=2)
+    o = shown.get("o")
+    if shown.get("op") == "c" and isinstance(o, Mapping) and "applyOps" in o:
+        shown["o"] = {"applyOps": [rendered(op, inner=True) for op in o["applyOps"]]}
+    return {key: shown[key] for key in _SHOWN if key in shown}
+
+
+def _start_after(filter_spec: Mapping[str, Any] | None) -> int:
+    """The packed time the filter's top-level ``ts`` bound lets the read skip to (0: the start)."""
+    bound = filter_spec.get("ts") if filter_spec else None
+    if isinstance(bound, Mapping):
+        if isinstance(bound.get("$gt"), Timestamp):
+            return pack(bound["$gt"])
+        if isinstance(bound.get("$gte"), Timestamp):
+            return max(pack(bound["$gte"]) - 1, 0)
+    return 0
+
+
+class _Entries(Iterator[dict[str, Any]]):
+    """Rendered entries in one direction, through the find's filter, skip, limit and projection."""
+
+    tailable = False
+
+    def __init__(self, engine: Engine, spec: FindSpec, ctx: Context) -> None:
+        self.engine = engine
+        self.matcher = compile_filter(spec.filter, ctx) if spec.filter else None
+        self.projection = compile_projection(spec.projection, ctx, find=True) if spec.projection else None
+        self.skip = spec.skip
+        self.remaining = spec.limit  # None: no limit
+        self.pending: deque[tuple[int, bytes]] = deque()
+
+    def _more(self) -> list[tuple[int, bytes]]:
+        """The next rows (packed ts, entry) after the last one read."""
+        raise NotImplementedError
+
+    def __next__(self) -> dict[str, Any]:
+        while self.remaining is None or self.remaining > 0:
+            if not self.pending:
+                self.pending.extend(self._more())
+                if not self.pending:
+                    raise StopIteration  # a tailable cursor stays open
+            self.last, data = self.pending.popleft()
+            entry = rendered(decoded(data))
+            if self.matcher is not None and not self.matcher(entry):
+                continue
+            if self.skip:
+                self.skip -= 1
+                continue
+            if self.remaining is not None:
+                self.remaining -= 1
+            return self.projection.apply(entry) if self.projection is not None else entry
+        raise StopIteration
+
+    @property
+    def finished(self) -> bool:
+        """A limit reached: unlike running out, this ends a tailable cursor."""
+        return self.remaining is not None and self.remaining <= 0
+
+
+class OldestFirst(_Entries):
+    """Natural order: tailable when asked, like any capped collection's cursor."""
+
+    def __init__(self, engine: Engine, spec: FindSpec, ctx: Context, tailable: bool) -> None:
+        super().__init__(engine, spec, ctx)
+        self.tailable = tailable
+        self.last = _start_after(spec.filter)  # the packed time of the last entry read
+
+    def _more(self) -> list[tuple[int, bytes]]:
+        storage = self.engine.storage
+        if self.tailable and self.last and self.last < storage.oplog.trimmed_through:
+            raise CommandError(
+                ErrorCode.CappedPositionLost,
+                f"CollectionScan died due to position in capped collection being deleted. Last seen: {self.last}",
+            )
+        return Oplog.entries_after(storage.reader(), self.last, BATCH)
+
+
+class NewestFirst(_Entries):
+    """``sort({$natural: -1})``: never tailable, as mongod's."""
+
+    last = (1 << 63) - 1
+
+    def _more(self) -> list[tuple[int, bytes]]:
+        rows: list[tuple[int, bytes]] = (
+            self.engine.storage.reader()
+            .execute("SELECT ts, entry FROM oplog WHERE ts < ? ORDER BY ts DESC LIMIT ?", (self.last, BATCH))
+            .fetchall()
+        )
+        return rows
+
+
+def oplog_find(engine: Engine, spec: FindSpec, ctx: Context, tailable: bool) -> Iterator[dict[str, Any]]:
+    """The source of a find on ``local.oplog.rs``, after mongod's checks on its sort and hint."""
+    natural = dict(spec.sort) if spec.sort else {"$natural": 1}
+    if set(natural) != {"$natural"} or natural["$natural"] not in (1, -1):
+        raise CommandError(ErrorCode.BadValue, "local.oplog.rs is read in natural order: sort {$natural: 1} or -1")
+    if natural["$natural"] == -1:
+        if tailable:
+            raise CommandError(ErrorCode.BadValue, "cannot use tailable option with a sort other than {$natural: 1}")
+        return NewestFirst(engine, spec, ctx)
+    return OldestFirst(engine, spec, ctx, tailable)
+
+
+def collection_entry(engine: Engine) -> dict[str, Any]:
+    """Its listCollections entry: a capped collection of the oplog's size bound."""
+    size = engine.storage.oplog.size_bytes
+    return {
+        "name": NAME,
+        "type": "collection",
+        "options": {"capped": True, "size": size, "autoIndexId": False},
+        "info": {"readOnly": False},
+    }

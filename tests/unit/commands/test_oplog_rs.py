@@ -1,0 +1,119 @@
+"""``local.oplog.rs``: the oplog read as the capped collection tools tail.
+
+Entry fields from https://www.mongodb.com/docs/manual/core/replica-set-oplog/ (op codes i, u,
+d, c; a transaction as one ``applyOps`` command with its lsid and txnNumber); tailing from
+https://www.mongodb.com/docs/manual/core/tailable-cursors/.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pymongo import CursorType
+from pymongo.errors import OperationFailure
+
+import foliodb
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[Any]:
+    with foliodb.MongoClient(str(tmp_path / "data")) as client:
+        yield client
+
+
+def test_every_write_is_an_entry_in_mongods_shape(client: Any) -> None:
+    shop = client.shop
+    shop.c.insert_one({"_id": 1, "a": 1})
+    shop.c.update_one({"_id": 1}, {"$set": {"a": 2}})
+    shop.c.delete_one({"_id": 1})
+    with client.start_session() as session, session.start_transaction():
+        shop.c.insert_one({"_id": 2}, session=session)
+        shop.c.insert_one({"_id": 3}, session=session)
+    entries = list(client.local.oplog.rs.find())
+    assert [(e["op"], e["ns"]) for e in entries] == [
+        ("c", "shop.$cmd"),  # the implicit create
+        ("i", "shop.c"),
+        ("u", "shop.c"),
+        ("d", "shop.c"),
+        ("c", "admin.$cmd"),  # the transaction
+    ]
+    create, insert, update, delete, txn = entries
+    assert create["o"]["create"] == "c"
+    assert (insert["o"], insert["o2"], update["o2"], delete["o"]) == (
+        {"_id": 1, "a": 1},
+        {"_id": 1},
+        {"_id": 1},
+        {"_id": 1},
+    )
+    assert update["o"] == {"_id": 1, "a": 2}  # the document after, as a replacement
+    assert all(e["v"] == 2 and e["t"] == 1 and "pre" not in e for e in entries)
+    assert [op["o"] for op in txn["o"]["applyOps"]] == [{"_id": 2}, {"_id": 3}]
+    assert txn["txnNumber"] == 1 and "id" in txn["lsid"]
+    assert insert["ui"] == create["ui"]
+    times = [e["ts"] for e in entries]
+    assert times == sorted(times) and len(set(times)) == len(times)
+    (listed,) = client.local.list_collections()
+    assert (listed["name"], listed["options"]["capped"]) == ("oplog.rs", True)
+
+
+def test_filters_order_and_projection(client: Any) -> None:
+    client.shop.a.insert_many([{"_id": i} for i in range(5)])
+    client.shop.b.insert_one({"_id": "b"})
+    oplog = client.local.oplog.rs
+    inserts = list(oplog.find({"op": "i", "ns": "shop.a"}, {"_id": 0, "o": 1}))
+    assert inserts == [{"o": {"_id": i}} for i in range(5)]
+    third = list(oplog.find({"op": "i"}))[2]["ts"]
+    after = [(e["op"], e["o"].get("_id")) for e in oplog.find({"ts": {"$gt": third}})]
+    assert after == [("i", 3), ("i", 4), ("c", None), ("i", "b")]  # shop.b's create between
+    assert [e["o"]["_id"] for e in oplog.find({"ts": {"$gte": third}, "op": "i"})] == [2, 3, 4, "b"]
+    newest = oplog.find().sort("$natural", -1).limit(1).next()
+    assert newest["o"] == {"_id": "b"}
+    assert [e["o"]["_id"] for e in oplog.find({"op": "i"}).sort("$natural", -1).skip(1).limit(2)] == [4, 3]
+    assert oplog.count_documents({}) == len(list(oplog.find()))
+    with pytest.raises(OperationFailure) as info:
+        list(oplog.find().sort("ts", 1))
+    assert info.value.code == 2
+
+
+def test_a_tailable_cursor_waits_for_the_next_commit(client: Any) -> None:
+    client.shop.c.insert_one({"_id": 0})
+    newest = client.local.oplog.rs.find().sort("$natural", -1).limit(1).next()["ts"]
+    cursor = client.local.oplog.rs.find({"ts": {"$gt": newest}}, cursor_type=CursorType.TAILABLE_AWAIT)
+    cursor.max_await_time_ms(5000)
+    threading.Timer(0.2, lambda: client.shop.c.insert_one({"_id": 1})).start()
+    started = time.monotonic()
+    entry = next(cursor)
+    assert entry["o"] == {"_id": 1} and time.monotonic() - started < 4  # woken by the commit, not the timeout
+    assert cursor.alive
+
+
+def test_nothing_writes_there(client: Any) -> None:
+    with pytest.raises(OperationFailure) as info:
+        client.local.oplog.rs.insert_one({})
+    assert info.value.code == 73  # InvalidNamespace
+    with pytest.raises(OperationFailure) as info:
+        client.local.command("create", "oplog.rs")
+    assert info.value.code == 73
+    client.local.x.insert_one({})
+    with pytest.raises(OperationFailure) as info:
+        client.admin.command("renameCollection", "local.x", to="local.oplog.rs")
+    assert info.value.code == 73
+
+
+def test_a_tail_whose_position_was_trimmed_is_lost(client: Any) -> None:
+    client.shop.c.insert_one({"_id": 0, "pad": "x" * 500})
+    cursor = client.local.oplog.rs.find(cursor_type=CursorType.TAILABLE).batch_size(2)
+    next(cursor)
+    engine = client._executor.engine
+    for i in range(1, 20):
+        client.shop.c.insert_one({"_id": i, "pad": "x" * 500})
+    engine.storage.oplog.size_bytes = 2_000
+    engine.housekeeping()
+    with pytest.raises(OperationFailure) as info:
+        list(cursor)
+    assert info.value.code == 136  # CappedPositionLost
