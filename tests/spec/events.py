@@ -2,8 +2,8 @@
 keeps the events a client entity observes, and the ``expectEvents`` check.
 
 Spec: unified-test-format.md, "expectedEventsForClient" and "expectedCommandEvent".
-Only clients that speak to a server (pymongo over the wire) emit these events;
-the embedded facade has no command monitoring.
+Both targets' clients emit them: pymongo over the wire, and the embedded
+facade (foliodb/client/monitoring.py).
 """
 
 from __future__ import annotations
@@ -42,10 +42,11 @@ class CommandRecorder(monitoring.CommandListener):
         self.ignore = set(ignore) | {"configureFailPoint"}
         self.sensitive = sensitive
         self.events: list[tuple[str, Any]] = []
+        self.recording = True  # off once the test's operations are done (the spec's "disable listeners")
 
     def _keep(self, kind: str, event: Any) -> None:
         name = event.command_name
-        if kind not in self.observe or name in self.ignore:
+        if not self.recording or kind not in self.observe or name in self.ignore:
             return
         if not self.sensitive and (name.lower() in SENSITIVE or name.lower() in ("hello", "ismaster")):
             return
@@ -59,6 +60,14 @@ class CommandRecorder(monitoring.CommandListener):
 
     def failed(self, event: monitoring.CommandFailedEvent) -> None:
         self._keep("commandFailedEvent", event)
+
+
+def last_two_lsids(recorder: CommandRecorder) -> tuple[Any, Any]:
+    """The ``lsid`` of the last two observed CommandStartedEvents (AssertionError without two)."""
+    started = [event.command for kind, event in recorder.events if kind == "commandStartedEvent"]
+    if len(started) < 2 or "lsid" not in started[-1] or "lsid" not in started[-2]:
+        raise AssertionError(f"need two observed commands with an lsid, got {started[-2:]!r}")
+    return started[-2]["lsid"], started[-1]["lsid"]
 
 
 def check_events(matcher: Matcher, expected: Mapping[str, Any], recorder: CommandRecorder) -> None:
