@@ -293,7 +293,8 @@ def _same_command(listed: Any, name: str) -> bool:
         return True
     if any(listed in group and name in group for group in _ALIASES):
         return True
-    return listed in COMMANDS and COMMANDS.get(listed) is COMMANDS.get(name)
+    # One handler under several names (findAndModify/findandmodify); the connection's own commands have none.
+    return listed in COMMANDS and name in COMMANDS and COMMANDS.get(listed) is COMMANDS.get(name)
 
 
 def _namespace(request: Request, cmd: Mapping[str, Any]) -> str:
@@ -404,7 +405,8 @@ def run(request: Request, cmd: Mapping[str, Any], call: Callable[[], dict[str, A
         concern = points.fire(FAIL_COMMAND, lambda d: _applies(request, cmd, d) and "writeConcernError" in d)
         if concern is not None:
             problem = concern["writeConcernError"]
-            reply["writeConcernError"] = problem
+            # A copy: a retryable write's reply is also its stored reply, which a retry gets without the error.
+            reply = {**reply, "writeConcernError": problem}
             failed_code = reply.get("code") if reply.get("ok") != 1.0 else None
             wc_code = problem.get("code") if isinstance(problem, Mapping) else None
             computed = list(reply.get("errorLabels", []))

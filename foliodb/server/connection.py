@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from foliodb.auth.caller import running_as
-from foliodb.commands import failpoints
+from foliodb.commands import Request, failpoints
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.server import wire
 from foliodb.server.authentication import SASL_COMMANDS, Authenticator
@@ -263,10 +263,13 @@ class Connection:
             return wire.unsupported_op_query(name).to_reply()
         if name in _HELLO:
             return self.hello(message.db, cmd)
-        if name in SASL_COMMANDS:
-            return self.auth.sasl(message.db, cmd)
-        if name == "authenticate":
-            return self.auth.authenticate(message.db, cmd)
+        if name in SASL_COMMANDS or name == "authenticate":
+            # Answered here, not by the executor; mongod's failCommand fails them too (drivers' handshake tests).
+            db = message.db
+            answer = self.auth.sasl if name in SASL_COMMANDS else self.auth.authenticate
+            extra = {"connection_id": self.id, "app_name": self.app_name}
+            request = Request(self.server.executor, db, name, extra=extra)
+            return failpoints.run(request, cmd, lambda: answer(db, cmd))
         try:
             refusal, caller = self.auth.authorize(message.db, cmd)
         except Exception as exc:  # a FolioDB bug; the command does not run

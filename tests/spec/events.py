@@ -1,9 +1,11 @@
-"""Command monitoring for the unified runner: a pymongo CommandListener that
-keeps the events a client entity observes, and the ``expectEvents`` check.
+"""Event monitoring for the unified runner: a pymongo listener that keeps
+the command and connection pool (CMAP) events a client entity observes, and
+the ``expectEvents`` check.
 
-Spec: unified-test-format.md, "expectedEventsForClient" and "expectedCommandEvent".
-Both targets' clients emit them: pymongo over the wire, and the embedded
-facade (foliodb/client/monitoring.py).
+Spec: unified-test-format.md, "expectedEventsForClient", "expectedCommandEvent"
+and "expectedCmapEvent". Both targets' clients emit command events: pymongo
+over the wire, and the embedded facade (foliodb/client/monitoring.py); only
+pymongo's connection pools emit CMAP events.
 """
 
 from __future__ import annotations
@@ -29,14 +31,32 @@ SENSITIVE = frozenset(
         "copydb",
     }
 )
-_KINDS = {
-    "commandStartedEvent": monitoring.CommandStartedEvent,
-    "commandSucceededEvent": monitoring.CommandSucceededEvent,
-    "commandFailedEvent": monitoring.CommandFailedEvent,
+COMMAND_EVENTS = frozenset({"commandStartedEvent", "commandSucceededEvent", "commandFailedEvent"})
+# The spec's CMAP event names (pymongo's ConnectionPoolListener methods, below, record them).
+CMAP_EVENTS = frozenset(
+    {
+        "poolCreatedEvent",
+        "poolReadyEvent",
+        "poolClearedEvent",
+        "poolClosedEvent",
+        "connectionCreatedEvent",
+        "connectionReadyEvent",
+        "connectionClosedEvent",
+        "connectionCheckOutStartedEvent",
+        "connectionCheckOutFailedEvent",
+        "connectionCheckedOutEvent",
+        "connectionCheckedInEvent",
+    }
+)
+# expectedCmapEvent fields, as pymongo's event attributes.
+_CMAP_FIELDS = {
+    "reason": lambda event: event.reason,
+    "hasServiceId": lambda event: event.service_id is not None,
+    "interruptInUseConnections": lambda event: event.interrupt_connections,
 }
 
 
-class CommandRecorder(monitoring.CommandListener):
+class CommandRecorder(monitoring.CommandListener, monitoring.ConnectionPoolListener):
     def __init__(self, observe: Iterable[str], ignore: Iterable[str], sensitive: bool) -> None:
         self.observe = set(observe)
         self.ignore = set(ignore) | {"configureFailPoint"}
@@ -61,6 +81,43 @@ class CommandRecorder(monitoring.CommandListener):
     def failed(self, event: monitoring.CommandFailedEvent) -> None:
         self._keep("commandFailedEvent", event)
 
+    def _pool_event(self, kind: str, event: Any) -> None:
+        if self.recording and kind in self.observe:
+            self.events.append((kind, event))
+
+    def pool_created(self, event: Any) -> None:
+        self._pool_event("poolCreatedEvent", event)
+
+    def pool_ready(self, event: Any) -> None:
+        self._pool_event("poolReadyEvent", event)
+
+    def pool_cleared(self, event: Any) -> None:
+        self._pool_event("poolClearedEvent", event)
+
+    def pool_closed(self, event: Any) -> None:
+        self._pool_event("poolClosedEvent", event)
+
+    def connection_created(self, event: Any) -> None:
+        self._pool_event("connectionCreatedEvent", event)
+
+    def connection_ready(self, event: Any) -> None:
+        self._pool_event("connectionReadyEvent", event)
+
+    def connection_closed(self, event: Any) -> None:
+        self._pool_event("connectionClosedEvent", event)
+
+    def connection_check_out_started(self, event: Any) -> None:
+        self._pool_event("connectionCheckOutStartedEvent", event)
+
+    def connection_check_out_failed(self, event: Any) -> None:
+        self._pool_event("connectionCheckOutFailedEvent", event)
+
+    def connection_checked_out(self, event: Any) -> None:
+        self._pool_event("connectionCheckedOutEvent", event)
+
+    def connection_checked_in(self, event: Any) -> None:
+        self._pool_event("connectionCheckedInEvent", event)
+
 
 def last_two_lsids(recorder: CommandRecorder) -> tuple[Any, Any]:
     """The ``lsid`` of the last two observed CommandStartedEvents (AssertionError without two)."""
@@ -70,21 +127,34 @@ def last_two_lsids(recorder: CommandRecorder) -> tuple[Any, Any]:
     return started[-2]["lsid"], started[-1]["lsid"]
 
 
+def _described(kind: str, event: Any) -> str:
+    return f"{kind} {event.command_name}" if kind in COMMAND_EVENTS else kind
+
+
 def check_events(matcher: Matcher, expected: Mapping[str, Any], recorder: CommandRecorder) -> None:
-    """Raise AssertionError unless the recorded events match ``expected`` (one client's list)."""
+    """Raise AssertionError unless the recorded events of ``expected``'s type (command or cmap)
+    match ``expected`` (one client's list)."""
     wanted = expected["events"]
-    actual = recorder.events
+    cmap = expected.get("eventType", "command") == "cmap"
+    actual = [(kind, event) for kind, event in recorder.events if (kind in COMMAND_EVENTS) != cmap]
     if expected.get("ignoreExtraEvents"):
         actual = actual[: len(wanted)]
     if len(actual) != len(wanted):
         raise AssertionError(
-            f"expected {len(wanted)} command events, got {len(actual)}: {[(k, e.command_name) for k, e in actual]}"
+            f"expected {len(wanted)} {'cmap' if cmap else 'command'} events, got {len(actual)}:"
+            f" {[_described(k, e) for k, e in actual]}"
         )
     for n, (spec, (kind, event)) in enumerate(zip(wanted, actual, strict=True)):
         ((want_kind, fields),) = spec.items()
         if want_kind != kind:
-            raise AssertionError(f"event {n}: expected {want_kind}, got {kind} ({event.command_name})")
+            raise AssertionError(f"event {n}: expected {want_kind}, got {_described(kind, event)}")
         try:
+            if cmap:
+                for name, value in fields.items():
+                    if name not in _CMAP_FIELDS:
+                        raise AssertionError(f"event {n}: the runner does not check {kind}.{name}")
+                    matcher.match(value, _CMAP_FIELDS[name](event), root=False, path=name)
+                continue
             if "commandName" in fields and fields["commandName"] != event.command_name:
                 raise MatchError(f"commandName {event.command_name!r}, expected {fields['commandName']!r}")
             if "databaseName" in fields and fields["databaseName"] != event.database_name:
@@ -94,4 +164,4 @@ def check_events(matcher: Matcher, expected: Mapping[str, Any], recorder: Comman
             if "reply" in fields:
                 matcher.match(fields["reply"], event.reply, root=True)
         except MatchError as exc:
-            raise AssertionError(f"event {n} ({kind} {event.command_name}): {exc}") from None
+            raise AssertionError(f"event {n} ({_described(kind, event)}): {exc}") from None

@@ -4,7 +4,8 @@ pymongo-compatible client.
 Spec: https://github.com/mongodb/specifications/blob/master/source/unified-test-format/unified-test-format.md
 
 A :class:`Target` opens clients (``open_client(uri_options)``) that all see
-the same data: one MongoDB 8.0.0 server, not serverless, without auth, whose
+the same data: one MongoDB 8.0.0 server, not serverless, with or without
+authentication (``Target.auth``: its clients then authenticate), whose
 topology ("single", "replicaset" or "sharded") the runner reads from
 ``hello``. For each test it evaluates ``runOnRequirements``, sets up
 ``initialData`` with an internal client, creates the entities (clients,
@@ -23,13 +24,15 @@ What the runner does not judge, and how that ends:
   otherwise it is ignored while results, errors and outcomes are still
   judged, and a test asserting nothing but events runs its operations (an
   error fails it) and is then skipped as "only asserts command events".
-  Connection pool (CMAP) and SDAM events are not recorded: tests asserting
-  them are skipped.
+  Connection pool (CMAP) events are judged for targets whose clients have
+  pools (pymongo over the wire); SDAM events are not recorded: tests
+  asserting them are skipped.
 * Tests needing what the target cannot offer are skipped with the reason:
   fail points without ``enableTestCommands``, mongos pinning
   (``targetedFailPoint``), non-simple collation, sessions when the client has
   no ``start_session``, a client-level ``bulk_write`` the client lacks, other
-  topologies or server versions, auth, client-side encryption.
+  topologies or server versions, auth where the target has none (or the
+  reverse), client-side encryption.
 
 Every skip raises :class:`Skip` with its reason; nothing is skipped silently.
 """
@@ -56,7 +59,7 @@ from pymongo.read_concern import ReadConcern
 from pymongo.results import BulkWriteResult
 from pymongo.write_concern import WriteConcern
 
-from tests.spec.events import CommandRecorder, check_events, last_two_lsids
+from tests.spec.events import CMAP_EVENTS, COMMAND_EVENTS, CommandRecorder, check_events, last_two_lsids
 from tests.spec.matching import MISSING, Matcher, MatchError, exactly_equal
 from tests.spec.operations import (
     CURSOR_OPERATIONS,
@@ -73,8 +76,11 @@ SERVER_VERSION = (8, 0, 0)
 SCHEMA_MAJOR, SCHEMA_MINOR = 1, 21  # the newest schema version this runner reads
 
 SIMPLE_COLLATION = {"locale": "simple"}
+SCRAM = ("SCRAM-SHA-256", "SCRAM-SHA-1")  # the mechanisms an auth target's clients can use
 # heartbeatFrequencyMS of the clients of a test that sets fail points (the spec's "MAY": faster recovery).
 FAIL_POINT_HEARTBEAT_MS = 50
+
+NOT_IMPLEMENTED = 238  # FolioDB's answer for what it knows of but has not built
 
 # pymongo's ServerSelectionTimeoutError for a read preference no member of the set matches.
 _NO_SECONDARY = 'match selector "Secondary('
@@ -92,6 +98,8 @@ TRANSACTION_STATES = {
 
 class Target(Protocol):
     monitors_commands: bool  # whether open_client's clients take a pymongo CommandListener
+    monitors_pools: bool  # whether they have connection pools that emit CMAP events
+    auth: bool  # whether the server requires authentication (its clients authenticate)
 
     def open_client(self, uri_options: Mapping[str, Any], listener: Any = None) -> Any: ...
 
@@ -131,8 +139,8 @@ def topology_of(hello: Mapping[str, Any]) -> str:
     return "replicaset" if "setName" in hello else "single"
 
 
-def unmet(requirement: Mapping[str, Any], topology: str, parameters: Callable[[str], Any]) -> str | None:
-    """Why ``requirement`` is not met by an 8.0.0 server of ``topology``, or None."""
+def unmet(requirement: Mapping[str, Any], topology: str, auth: bool, parameters: Callable[[str], Any]) -> str | None:
+    """Why ``requirement`` is not met by an 8.0.0 server of ``topology`` (with ``auth`` or not), or None."""
     if "minServerVersion" in requirement and _version(requirement["minServerVersion"]) > SERVER_VERSION:
         return f"minServerVersion {requirement['minServerVersion']}"
     if "maxServerVersion" in requirement and _version(requirement["maxServerVersion"]) < SERVER_VERSION:
@@ -142,9 +150,11 @@ def unmet(requirement: Mapping[str, Any], topology: str, parameters: Callable[[s
         return f"topologies {topologies}"
     if requirement.get("serverless") == "require":
         return "serverless required"
-    if requirement.get("auth") is True:
-        return "auth required (the targets run without access control)"
-    if "authMechanism" in requirement:
+    if requirement.get("auth") is True and not auth:
+        return "auth required"
+    if requirement.get("auth") is False and auth:
+        return "auth forbidden"
+    if "authMechanism" in requirement and (not auth or requirement["authMechanism"] not in SCRAM):
         return f"authMechanism {requirement['authMechanism']}"
     if requirement.get("csfle") is True:
         return "client-side field level encryption"
@@ -167,11 +177,11 @@ _DESCRIBED = {"single": "a standalone", "replicaset": "a one-member replica set"
 
 
 def requirements_reason(
-    lists: list[list[Mapping[str, Any]]], topology: str, parameters: Callable[[str], Any]
+    lists: list[list[Mapping[str, Any]]], topology: str, auth: bool, parameters: Callable[[str], Any]
 ) -> str | None:
     """Each list needs one satisfied requirement; the reason when one has none."""
     for requirements in lists:
-        reasons = [unmet(r, topology, parameters) for r in requirements]
+        reasons = [unmet(r, topology, auth, parameters) for r in requirements]
         if reasons and all(reasons):
             return f"runOnRequirements not met by {_DESCRIBED[topology]} (8.0.0): " + "; ".join(
                 sorted(set(filter(None, reasons)))
@@ -195,8 +205,23 @@ def _arguments(test: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
             yield from model.values()
 
 
+def requires_auth(spec: SpecTest) -> bool:
+    """Whether a runOnRequirements list (the file's or the test's) can be met only with auth."""
+    lists = [spec.file.get("runOnRequirements"), spec.test.get("runOnRequirements")]
+    return any(requirements and all(r.get("auth") is True for r in requirements) for requirements in lists)
+
+
 def runner_operations(test: Mapping[str, Any]) -> set[str]:
     return {op["name"] for op in _operations(test["operations"]) if op["object"] == "testRunner"}
+
+
+def expects_read_preference(spec: SpecTest) -> bool:
+    """Whether an expected command event carries ``$readPreference``."""
+    return any(
+        "$readPreference" in (event.get("commandStartedEvent") or {}).get("command", {})
+        for expected in spec.test.get("expectEvents", ())
+        for event in expected["events"]
+    )
 
 
 def creates_sessions(spec: SpecTest) -> bool:
@@ -238,7 +263,7 @@ def static_reason(spec: SpecTest) -> str | None:
         if collation is not None and dict(collation) != SIMPLE_COLLATION:
             return "collation not supported"
     for expected in test.get("expectEvents", ()):
-        if expected.get("eventType", "command") != "command":
+        if expected.get("eventType", "command") not in ("command", "cmap"):
             return f"asserts {expected['eventType']} events, which the runner does not record"
     return None
 
@@ -289,15 +314,18 @@ class Run:
         major, minor = _version(spec.file["schemaVersion"])[:2]
         if major != SCHEMA_MAJOR or minor > SCHEMA_MINOR:
             raise AssertionError(f"schemaVersion {spec.file['schemaVersion']} is not supported by this runner")
-        reason = static_reason(spec)
-        if reason:
-            raise Skip(reason)
         self.internal = self._client({})
         topology = topology_of(self.internal.admin.command("hello"))
         lists = [spec.file.get("runOnRequirements"), test.get("runOnRequirements")]
-        reason = requirements_reason([r for r in lists if r], topology, self._parameter)
+        reason = requirements_reason([r for r in lists if r], topology, self.target.auth, self._parameter)
         if reason:
             raise Skip(reason)
+        reason = static_reason(spec)
+        if reason:
+            raise Skip(reason)
+        cmap = any(expected.get("eventType") == "cmap" for expected in test.get("expectEvents", ()))
+        if cmap and not self.target.monitors_pools:
+            raise Skip("asserts connection pool (CMAP) events: the target's clients have no connection pools")
         if self._fail_point_test and not self._parameter("enableTestCommands"):
             raise Skip("needs fail points: the server runs without enableTestCommands")
         for data in spec.file.get("initialData", ()):
@@ -390,11 +418,7 @@ class Run:
     def _client_entity(self, name: str, spec: Mapping[str, Any]) -> Any:
         if "storeEventsAsEntities" in spec or "observeLogMessages" in spec:
             raise Skip("needs stored events or log messages")
-        unrecorded = set(spec.get("observeEvents", ())) - {
-            "commandStartedEvent",
-            "commandSucceededEvent",
-            "commandFailedEvent",
-        }
+        unrecorded = set(spec.get("observeEvents", ())) - COMMAND_EVENTS - CMAP_EVENTS
         if unrecorded:
             raise Skip(f"observes {sorted(unrecorded)}, which the runner does not record")
         options = dict(spec.get("uriOptions") or {})
@@ -449,6 +473,9 @@ class Run:
         except Exception as exc:
             if not op.get("ignoreResultAndError"):
                 if expect_error is None:
+                    unbuilt = _server_reply(exc)
+                    if unbuilt is not None and unbuilt.get("code") == NOT_IMPLEMENTED:
+                        raise Skip(f"needs what FolioDB has not built yet: {unbuilt.get('errmsg')}") from exc
                     if in_callback:
                         raise
                     raise AssertionError(f"{name} raised {type(exc).__name__}: {exc}") from exc

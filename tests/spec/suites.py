@@ -9,14 +9,24 @@ from pathlib import Path
 import pymongo.common
 import pytest
 
-from tests.spec.runner import Run, Skip, SpecTest, closes_connections, creates_sessions
+from tests.spec.runner import (
+    Run,
+    Skip,
+    SpecTest,
+    closes_connections,
+    creates_sessions,
+    expects_read_preference,
+    requires_auth,
+)
 from tests.spec.targets import (
     FACADE_CLOSE_REASON,
+    FACADE_READ_PREFERENCE_REASON,
     FACADE_SESSIONS,
     FACADE_SESSIONS_REASON,
     EmbeddedTarget,
     ServerTarget,
     facade_closes_connections,
+    facade_sends_read_preference,
 )
 
 # Tests whose outcome pymongo decides from a reply that is already MongoDB's: test id -> why.
@@ -49,6 +59,8 @@ def run_embedded(spec: SpecTest, tmp_path: Path, suite_needs_sessions: bool) -> 
         pytest.skip(FACADE_SESSIONS_REASON)
     if closes_connections(spec) and not facade_closes_connections():
         pytest.skip(FACADE_CLOSE_REASON)
+    if expects_read_preference(spec) and not facade_sends_read_preference():
+        pytest.skip(FACADE_READ_PREFERENCE_REASON)
     target = EmbeddedTarget(tmp_path / "db")
     try:
         Run(spec, target).execute()
@@ -59,11 +71,12 @@ def run_embedded(spec: SpecTest, tmp_path: Path, suite_needs_sessions: bool) -> 
 
 
 def run_over_wire(spec: SpecTest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``spec`` against a fresh ``foliodb serve`` (one-member replica set), through pymongo."""
+    """``spec`` against a fresh ``foliodb serve`` (one-member replica set), through pymongo;
+    with authentication when the test can run only so."""
     if spec.id in DRIVER_DECIDES:
         pytest.skip(DRIVER_DECIDES[spec.id])
     monkeypatch.setattr(pymongo.common, "MIN_HEARTBEAT_INTERVAL", MIN_HEARTBEAT_INTERVAL)
-    target = ServerTarget(tmp_path / "db")
+    target = ServerTarget(tmp_path / "db", auth=requires_auth(spec))
     try:
         Run(spec, target).execute()
     except Skip as reason:

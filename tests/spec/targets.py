@@ -9,7 +9,9 @@ disappears once the facade has it:
   writes) - the facade's ClientSession is pymongo's own ClientSession (a
   subclass), which is what the session suites' assertions read;
 * :func:`facade_closes_connections`: a fail point's closeConnection surfaces
-  as pymongo's ConnectionFailure (as a dropped connection does over the wire).
+  as pymongo's ConnectionFailure (as a dropped connection does over the wire);
+* :func:`facade_sends_read_preference`: a command read with a non-primary read
+  preference carries ``$readPreference``, as pymongo sends it to a replica set.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pymongo
+from pymongo import monitoring
 from pymongo.client_session import ClientSession
 from pymongo.errors import ConnectionFailure, PyMongoError
+from pymongo.read_preferences import SecondaryPreferred
 
 import foliodb
 from foliodb.client.session import ClientSession as FacadeSession
@@ -30,6 +34,8 @@ from foliodb.commands import Executor
 from foliodb.commands.failpoints import enable_test_commands
 from foliodb.commands.replication import ReplicaSet
 from foliodb.server import Server
+
+USER, PASSWORD = "spec-runner", "spec-runner-password"  # the auth target's user
 
 FACADE_SESSIONS = issubclass(FacadeSession, ClientSession)
 FACADE_SESSIONS_REASON = (
@@ -42,6 +48,8 @@ class EmbeddedTarget:
     """Clients of one fresh embedded dbpath; they publish pymongo's command events."""
 
     monitors_commands = True
+    monitors_pools = False  # no connections, no pools
+    auth = False
 
     def __init__(self, path: Path) -> None:
         self.path = str(path)
@@ -58,15 +66,23 @@ class EmbeddedTarget:
 
 
 class ServerTarget:
-    """pymongo clients of one FolioDB server over a fresh dbpath; they emit command events."""
+    """pymongo clients of one FolioDB server over a fresh dbpath; they emit command and CMAP
+    events. With ``auth``, the server requires authentication and every client
+    authenticates (SCRAM) as a root user, created through the localhost exception."""
 
     monitors_commands = True
+    monitors_pools = True
 
-    def __init__(self, path: Path) -> None:
-        self.server = Server(str(path), "127.0.0.1", 0)
+    def __init__(self, path: Path, auth: bool = False) -> None:
+        self.auth = auth
+        self.server = Server(str(path), "127.0.0.1", 0, auth=auth)
         enable_test_commands(self.server.executor)
         host, port = self.server.start()
         self.uri = f"mongodb://{host}:{port}/"
+        if auth:
+            with pymongo.MongoClient(self.uri, serverSelectionTimeoutMS=1000) as first:
+                first.admin.command("createUser", USER, pwd=PASSWORD, roles=["root"])
+            self.uri = f"mongodb://{USER}:{PASSWORD}@{host}:{port}/?authSource=admin"
 
     def open_client(self, uri_options: Mapping[str, Any], listener: Any = None) -> Any:
         listeners = [listener] if listener is not None else []
@@ -107,4 +123,41 @@ def facade_closes_connections() -> bool:
 FACADE_CLOSE_REASON = (
     "the embedded facade does not yet turn a fail point's closeConnection (a ClosedConnection reply) into"
     " pymongo's AutoReconnect"
+)
+
+
+class _Started(monitoring.CommandListener):
+    """The commands a client started."""
+
+    def __init__(self) -> None:
+        self.commands: list[Mapping[str, Any]] = []
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        self.commands.append(event.command)
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+
+@functools.cache
+def facade_sends_read_preference() -> bool:
+    """Whether an embedded client's secondaryPreferred find carries ``$readPreference``."""
+    with tempfile.TemporaryDirectory() as path:
+        target = EmbeddedTarget(Path(path) / "db")
+        listener = _Started()
+        client = target.open_client({}, listener)
+        try:
+            client.db.get_collection("c", read_preference=SecondaryPreferred()).find_one()
+            return any("$readPreference" in command for command in listener.commands if "find" in command)
+        finally:
+            client.close()
+            target.close()
+
+
+FACADE_READ_PREFERENCE_REASON = (
+    "the embedded facade does not send $readPreference with a non-primary read preference, as pymongo does to"
+    " a replica set (the test asserts it in command events)"
 )
