@@ -56,13 +56,18 @@ _CMAP_FIELDS = {
 }
 
 
-class CommandRecorder(monitoring.CommandListener, monitoring.ConnectionPoolListener):
+class CommandRecorder(monitoring.CommandListener):
+    """A client entity's observed events, in order: command events, and the
+    CMAP events of its :attr:`pool` listener (a separate object: a listener
+    of both kinds is announced twice by pymongo's ``ClientOptions.event_listeners``)."""
+
     def __init__(self, observe: Iterable[str], ignore: Iterable[str], sensitive: bool) -> None:
         self.observe = set(observe)
         self.ignore = set(ignore) | {"configureFailPoint"}
         self.sensitive = sensitive
         self.events: list[tuple[str, Any]] = []
         self.recording = True  # off once the test's operations are done (the spec's "disable listeners")
+        self.pool = PoolRecorder(self)
 
     def _keep(self, kind: str, event: Any) -> None:
         name = event.command_name
@@ -81,42 +86,49 @@ class CommandRecorder(monitoring.CommandListener, monitoring.ConnectionPoolListe
     def failed(self, event: monitoring.CommandFailedEvent) -> None:
         self._keep("commandFailedEvent", event)
 
-    def _pool_event(self, kind: str, event: Any) -> None:
-        if self.recording and kind in self.observe:
-            self.events.append((kind, event))
+
+class PoolRecorder(monitoring.ConnectionPoolListener):
+    """The CMAP events of a :class:`CommandRecorder`'s client."""
+
+    def __init__(self, recorder: CommandRecorder) -> None:
+        self.recorder = recorder
+
+    def _keep(self, kind: str, event: Any) -> None:
+        if self.recorder.recording and kind in self.recorder.observe:
+            self.recorder.events.append((kind, event))
 
     def pool_created(self, event: Any) -> None:
-        self._pool_event("poolCreatedEvent", event)
+        self._keep("poolCreatedEvent", event)
 
     def pool_ready(self, event: Any) -> None:
-        self._pool_event("poolReadyEvent", event)
+        self._keep("poolReadyEvent", event)
 
     def pool_cleared(self, event: Any) -> None:
-        self._pool_event("poolClearedEvent", event)
+        self._keep("poolClearedEvent", event)
 
     def pool_closed(self, event: Any) -> None:
-        self._pool_event("poolClosedEvent", event)
+        self._keep("poolClosedEvent", event)
 
     def connection_created(self, event: Any) -> None:
-        self._pool_event("connectionCreatedEvent", event)
+        self._keep("connectionCreatedEvent", event)
 
     def connection_ready(self, event: Any) -> None:
-        self._pool_event("connectionReadyEvent", event)
+        self._keep("connectionReadyEvent", event)
 
     def connection_closed(self, event: Any) -> None:
-        self._pool_event("connectionClosedEvent", event)
+        self._keep("connectionClosedEvent", event)
 
     def connection_check_out_started(self, event: Any) -> None:
-        self._pool_event("connectionCheckOutStartedEvent", event)
+        self._keep("connectionCheckOutStartedEvent", event)
 
     def connection_check_out_failed(self, event: Any) -> None:
-        self._pool_event("connectionCheckOutFailedEvent", event)
+        self._keep("connectionCheckOutFailedEvent", event)
 
     def connection_checked_out(self, event: Any) -> None:
-        self._pool_event("connectionCheckedOutEvent", event)
+        self._keep("connectionCheckedOutEvent", event)
 
     def connection_checked_in(self, event: Any) -> None:
-        self._pool_event("connectionCheckedInEvent", event)
+        self._keep("connectionCheckedInEvent", event)
 
 
 def last_two_lsids(recorder: CommandRecorder) -> tuple[Any, Any]:

@@ -101,7 +101,7 @@ class Target(Protocol):
     monitors_pools: bool  # whether they have connection pools that emit CMAP events
     auth: bool  # whether the server requires authentication (its clients authenticate)
 
-    def open_client(self, uri_options: Mapping[str, Any], listener: Any = None) -> Any: ...
+    def open_client(self, uri_options: Mapping[str, Any], recorder: CommandRecorder | None = None) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -345,8 +345,8 @@ class Run:
         for data in test.get("outcome", ()):
             self._outcome(data)
 
-    def _client(self, uri_options: Mapping[str, Any], listener: Any = None) -> Any:
-        client = self.target.open_client(uri_options, listener)
+    def _client(self, uri_options: Mapping[str, Any], recorder: CommandRecorder | None = None) -> Any:
+        client = self.target.open_client(uri_options, recorder)
         self.clients.append(client)
         return client
 

@@ -34,6 +34,7 @@ from foliodb.commands import Executor
 from foliodb.commands.failpoints import enable_test_commands
 from foliodb.commands.replication import ReplicaSet
 from foliodb.server import Server
+from tests.spec.events import CommandRecorder
 
 USER, PASSWORD = "spec-runner", "spec-runner-password"  # the auth target's user
 
@@ -57,8 +58,8 @@ class EmbeddedTarget:
         self.executor = Executor.open(self.path, ReplicaSet())
         enable_test_commands(self.executor)
 
-    def open_client(self, uri_options: Mapping[str, Any], listener: Any = None) -> Any:
-        listeners = [listener] if listener is not None else []
+    def open_client(self, uri_options: Mapping[str, Any], recorder: CommandRecorder | None = None) -> Any:
+        listeners = [recorder] if recorder is not None else []
         return foliodb.MongoClient(self.path, event_listeners=listeners, **uri_options)
 
     def close(self) -> None:
@@ -84,8 +85,8 @@ class ServerTarget:
                 first.admin.command("createUser", USER, pwd=PASSWORD, roles=["root"])
             self.uri = f"mongodb://{USER}:{PASSWORD}@{host}:{port}/?authSource=admin"
 
-    def open_client(self, uri_options: Mapping[str, Any], listener: Any = None) -> Any:
-        listeners = [listener] if listener is not None else []
+    def open_client(self, uri_options: Mapping[str, Any], recorder: CommandRecorder | None = None) -> Any:
+        listeners = [recorder, recorder.pool] if recorder is not None else []
         # One local server: selection fails only when no member can match (a secondary read preference).
         options = {"serverSelectionTimeoutMS": 1000, **uri_options}
         return pymongo.MongoClient(self.uri, event_listeners=listeners, **options)
@@ -148,7 +149,7 @@ def facade_sends_read_preference() -> bool:
     with tempfile.TemporaryDirectory() as path:
         target = EmbeddedTarget(Path(path) / "db")
         listener = _Started()
-        client = target.open_client({}, listener)
+        client = foliodb.MongoClient(target.path, event_listeners=[listener])
         try:
             client.db.get_collection("c", read_preference=SecondaryPreferred()).find_one()
             return any("$readPreference" in command for command in listener.commands if "find" in command)
