@@ -24,6 +24,7 @@ from pymongo.errors import OperationFailure, PyMongoError
 import foliodb
 from foliodb.advisor import advise, render
 from foliodb.advisor.advise import DEFAULT_SAMPLE
+from foliodb.commands import failpoints
 from foliodb.demo import run as run_demo
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.server import DEFAULT_PORT, Server
@@ -112,6 +113,9 @@ def build_parser() -> Parser:
     serve.add_argument("--oplogSizeMB", type=float, help="the oplog's size bound in MB (default 1024)")
     serve.add_argument("--oplogMinRetentionHours", type=float, help="keep oplog entries at least this long")
     serve.add_argument("--maxConns", type=int, help="connection limit (default: 80%% of the soft RLIMIT_NOFILE)")
+    serve.add_argument(
+        "--enableTestCommands", action="store_true", help="allow configureFailPoint, as mongod's enableTestCommands"
+    )
 
     dump_cmd = _tool(commands, "dump", "write databases in mongodump's format (mongorestore loads them into MongoDB)")
     out = dump_cmd.add_mutually_exclusive_group()
@@ -230,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                 replica_set=None if args.standalone else args.replSet,
                 oplog_size_mb=args.oplogSizeMB,
                 oplog_min_retention_hours=args.oplogMinRetentionHours,
+                test_commands=args.enableTestCommands,
             )
         return COMMANDS[args.command](args)
     except BrokenPipeError:
@@ -250,10 +255,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def run_server(dbpath: str, host: str, port: int, auth: bool, **options: Any) -> int:
+def run_server(dbpath: str, host: str, port: int, auth: bool, test_commands: bool = False, **options: Any) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     try:
         server = Server(dbpath, host, port, auth=auth, **options)
+        if test_commands:
+            failpoints.enable_test_commands(server.executor)
     except CommandError as exc:
         message = in_use_message(dbpath) if exc.code == ErrorCode.DBPathInUse else exc.errmsg
         print(f"foliodb serve: {message}", file=sys.stderr)

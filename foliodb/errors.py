@@ -19,6 +19,8 @@ class ErrorCode(IntEnum):
     BadValue = 2
     NoSuchKey = 4
     GraphContainsCycle = 5
+    HostUnreachable = 6
+    HostNotFound = 7
     UnknownError = 8
     FailedToParse = 9
     UserNotFound = 11
@@ -54,6 +56,7 @@ class ErrorCode(IntEnum):
     EmptyFieldName = 56
     DottedFieldName = 57
     CommandNotFound = 59
+    WriteConcernTimeout = 64
     ImmutableField = 66
     CannotCreateIndex = 67
     IndexAlreadyExists = 68
@@ -63,6 +66,8 @@ class ErrorCode(IntEnum):
     UnknownReplWriteConcern = 79
     IndexOptionsConflict = 85
     IndexKeySpecsConflict = 86
+    NetworkTimeout = 89
+    ShutdownInProgress = 91
     OperationFailed = 96
     UnsatisfiableWriteConcern = 100
     DBPathInUse = 98
@@ -74,6 +79,7 @@ class ErrorCode(IntEnum):
     DocumentValidationFailure = 121
     NotAReplicaSet = 123
     CommandFailed = 125
+    ReadConcernMajorityNotAvailableYet = 134
     CappedPositionLost = 136
     ExceededMemoryLimit = 146
     CommandNotSupportedOnView = 166
@@ -81,6 +87,7 @@ class ErrorCode(IntEnum):
     InvalidPipelineOperator = 168
     CannotIndexParallelArrays = 171
     QueryPlanKilled = 175
+    PrimarySteppedDown = 189
     InvalidIndexSpecificationOption = 197
     IncompleteTransactionHistory = 217
     NoSuchSession = 206
@@ -90,6 +97,11 @@ class ErrorCode(IntEnum):
     TransactionTooOld = 225
     CursorKilled = 237
     NotImplemented = 238
+    SnapshotUnavailable = 246
+    StaleDbVersion = 249
+    ExceededTimeLimit = 262
+    FailPointSetFailed = 266
+    PreparedTransactionInProgress = 267
     IndexBuildAborted = 276
     ChangeStreamFatalError = 280
     ChangeStreamHistoryLost = 286
@@ -105,10 +117,16 @@ class ErrorCode(IntEnum):
     QueryExceededMemoryLimitNoDiskUseAllowed = 292
     APIVersionError = 322
     APIStrictError = 323
+    SocketException = 9001
+    NotWritablePrimary = 10107
     BSONObjectTooLarge = 10334
     DuplicateKey = 11000
+    InterruptedAtShutdown = 11600
+    InterruptedDueToReplStateChange = 11602
     DatabaseDifferCase = 13297
     Interrupted = 11601
+    NotPrimaryNoSecondaryOk = 13435
+    NotPrimaryOrSecondary = 13436
 
 
 def code_name(code: int) -> str:

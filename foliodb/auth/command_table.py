@@ -456,6 +456,8 @@ RULES: dict[str, Rule] = {
     "startSession": _authenticated(),
     "refreshSessions": _authenticated(),
     "killSessions": _authenticated(),
+    # A test command (enableTestCommands only): mongod's fail_point_cmd.cpp checks no privilege.
+    "configureFailPoint": _authenticated("exists only with enableTestCommands"),
     "listDatabases": _special(
         _list_databases,
         "authenticated; without listDatabases on the cluster only the databases the user has a privilege in "

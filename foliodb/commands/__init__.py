@@ -11,6 +11,7 @@ from foliodb.commands import (  # noqa: F401  (each module registers its command
     cursors,
     diagnostics,
     explain,
+    failpoints,
     find,
     indexes,
     parameters,

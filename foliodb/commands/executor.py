@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from bson import ObjectId
 
 from foliodb import interrupt
-from foliodb.commands import api_version, params, profiler, registry, sessions
+from foliodb.commands import api_version, failpoints, params, profiler, registry, sessions
 from foliodb.commands.cursors import CursorManager
 from foliodb.commands.replication import ReplicaSet, write_concern_error
 from foliodb.engine import usage
@@ -194,7 +194,7 @@ class Executor:
             op.session = request.lsid = lsid_key(command["lsid"])
         started = time.perf_counter()
         try:
-            reply = self._call(request, handler, command, in_session)
+            reply = failpoints.run(request, command, lambda: self._call(request, handler, command, in_session))
         except CommandError as exc:
             reply = exc.to_reply()
         if self.replica_set is not None and (in_session or "connection_id" in extra):

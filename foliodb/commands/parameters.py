@@ -64,7 +64,7 @@ class Parameter:
 PARAMETERS: dict[str, Parameter] = {
     "authenticationMechanisms": Parameter(list(scram.MECHANISMS), Change.STARTUP_ONLY),
     "cursorTimeoutMillis": Parameter(CURSOR_TIMEOUT_MILLIS, Change.SETTABLE, _as_positive_int),
-    # No test-only commands (configureFailPoint...) exist in FolioDB.
+    # configureFailPoint exists only when enabled: `foliodb serve --enableTestCommands` (foliodb.commands.failpoints).
     "enableTestCommands": Parameter(False, Change.STARTUP_ONLY),
     "featureCompatibilityVersion": Parameter({"version": FEATURE_COMPATIBILITY_VERSION}, Change.STARTUP_ONLY),
     "internalQueryMaxBlockingSortMemoryUsageBytes": Parameter(SORT_MEMORY_LIMIT, Change.FIXED),
@@ -87,12 +87,15 @@ def _current(request: Request, name: str) -> Any:
     return request.engine.parameters.get(name, PARAMETERS[name].value)
 
 
+# The parameters `foliodb serve` takes at startup (it has no generic --setParameter).
+STARTUP_OPTIONS = frozenset({"enableTestCommands"})
+
+
 def _detailed(request: Request, name: str) -> dict[str, Any]:
-    # FolioDB takes no startup parameters: `foliodb serve` has no --setParameter.
     return {
         "value": _current(request, name),
         "settableAtRuntime": PARAMETERS[name].change is Change.SETTABLE,
-        "settableAtStartup": False,
+        "settableAtStartup": name in STARTUP_OPTIONS,
     }
 
 

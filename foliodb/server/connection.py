@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from foliodb.auth.caller import running_as
+from foliodb.commands import Request, failpoints
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.server import wire
 from foliodb.server.authentication import SASL_COMMANDS, Authenticator
@@ -65,6 +66,10 @@ class _TimeLimitError(Exception):
     """The peer ran out of time (see the module docstring)."""
 
 
+class _FailPointClosedError(Exception):
+    """A fail point answered the command by closing the connection (foliodb.commands.failpoints)."""
+
+
 class Connection:
     def __init__(self, server: Server, sock: socket.socket, connection_id: int) -> None:
         self.server = server
@@ -76,6 +81,7 @@ class Connection:
         self.established = False  # a complete message has arrived
         self._buffer = bytearray()
         self._message_started: float | None = None  # when the first byte of the message being read arrived
+        self.app_name: str | None = None  # client.application.name of the handshake (fail points match it)
 
     def run(self) -> None:
         """Serve requests until the peer closes, the stream breaks, time runs out or the server stops."""
@@ -90,7 +96,7 @@ class Connection:
                 self.established = True
                 for reply in self.replies(message):
                     self._send(reply)
-        except (wire.ProtocolError, _TimeLimitError) as exc:
+        except (wire.ProtocolError, _TimeLimitError, _FailPointClosedError) as exc:
             log.info("closing connection %d from %s: %s", self.id, self.peer, exc)
         except OSError:
             pass  # reset by the peer, or closed by shutdown()
@@ -207,6 +213,8 @@ class Connection:
             reply = (message.error or CommandError(ErrorCode.InvalidBSON, "invalid command")).to_reply()
         else:
             reply = self.run_command(message)
+        if failpoints.closes_connection(reply):
+            raise _FailPointClosedError("a fail point closes it instead of replying")
         if message.more_to_come:
             return
         if message.op_code == wire.OP_QUERY:
@@ -232,6 +240,8 @@ class Connection:
             # Exhaust: the next batch answers this reply, until the cursor is done.
             response_to = request_id
             reply = self.run_command(message)
+            if failpoints.closes_connection(reply):
+                raise _FailPointClosedError("a fail point closes it instead of replying")
 
     def _encoded(self, encode: Callable[[dict[str, Any], int], bytes], reply: dict[str, Any]) -> tuple[bytes, int]:
         """(the frame, its requestID); a reply FolioDB cannot encode (a bug) becomes an InternalError."""
@@ -253,10 +263,13 @@ class Connection:
             return wire.unsupported_op_query(name).to_reply()
         if name in _HELLO:
             return self.hello(message.db, cmd)
-        if name in SASL_COMMANDS:
-            return self.auth.sasl(message.db, cmd)
-        if name == "authenticate":
-            return self.auth.authenticate(message.db, cmd)
+        if name in SASL_COMMANDS or name == "authenticate":
+            # Answered here, not by the executor; mongod's failCommand fails them too (drivers' handshake tests).
+            db = message.db
+            answer = self.auth.sasl if name in SASL_COMMANDS else self.auth.authenticate
+            extra = {"connection_id": self.id, "app_name": self.app_name}
+            request = Request(self.server.executor, db, name, extra=extra)
+            return failpoints.run(request, cmd, lambda: answer(db, cmd))
         try:
             refusal, caller = self.auth.authorize(message.db, cmd)
         except Exception as exc:  # a FolioDB bug; the command does not run
@@ -272,6 +285,7 @@ class Connection:
                 cmd,
                 connection_id=self.id,
                 peer=self.peer,
+                app_name=self.app_name,
                 users=list(self.auth.users),
                 startup_warnings=self.server.startup_warnings,
             )
@@ -288,7 +302,9 @@ class Connection:
             and waited.get("processId") == self.server.executor.process_id
         ):
             self.server.stopping.wait(max_await / 1000.0)
-        reply = self.server.executor.execute(db, cmd, connection_id=self.id, peer=self.peer)
+        if self.app_name is None:
+            self.app_name = _app_name(cmd.get("client"))
+        reply = self.server.executor.execute(db, cmd, connection_id=self.id, peer=self.peer, app_name=self.app_name)
         if reply.get("ok") != 1.0:
             return reply
         if cmd.get("helloOk"):
@@ -307,6 +323,13 @@ class Connection:
         # As mongod: the server goes away; the caller sees its connection close.
         threading.Thread(target=self.server.shutdown, name="foliodb-shutdown", daemon=True).start()
         return {"ok": 1.0}
+
+
+def _app_name(metadata: Any) -> str | None:
+    """``client.application.name`` of a handshake's client metadata."""
+    application = metadata.get("application") if isinstance(metadata, Mapping) else None
+    name = application.get("name") if isinstance(application, Mapping) else None
+    return name if isinstance(name, str) else None
 
 
 def _peer(sock: socket.socket) -> str:

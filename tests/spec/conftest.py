@@ -1,18 +1,22 @@
-"""Prints a summary line per CRUD spec run (embedded, and over the wire), e.g.
-``CRUD spec (embedded): 380 passed, 3 failed, 54 skipped of 437``."""
+"""Prints a summary line per spec suite and target, e.g.
+``spec transactions (over the wire): 240 passed, 0 failed, 18 skipped of 258``."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from tests.spec.test_session_specs import SUITES
+
 RUNS = {
-    "embedded": "tests/spec/test_crud_spec.py::test_crud[",
-    "over the wire": "tests/spec/test_crud_spec.py::test_crud_over_wire[",
+    ("crud", "embedded"): "tests/spec/test_crud_spec.py::test_crud[",
+    ("crud", "over the wire"): "tests/spec/test_crud_spec.py::test_crud_over_wire[",
+    **{(suite, "embedded"): f"tests/spec/test_session_specs.py::test_spec[{suite}/" for suite in SUITES},
+    **{(suite, "over the wire"): f"tests/spec/test_session_specs.py::test_spec_over_wire[{suite}/" for suite in SUITES},
 }
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    for run, prefix in RUNS.items():
+    for (suite, run), prefix in RUNS.items():
         counts = {}
         for outcome in ("passed", "failed", "skipped", "error"):
             reports = terminalreporter.stats.get(outcome, [])
@@ -21,6 +25,6 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         if total:
             errors = f", {counts['error']} errors" if counts["error"] else ""
             terminalreporter.write_line(
-                f"CRUD spec ({run}): {counts['passed']} passed, {counts['failed']} failed, "
+                f"spec {suite} ({run}): {counts['passed']} passed, {counts['failed']} failed, "
                 f"{counts['skipped']} skipped{errors} of {total}"
             )

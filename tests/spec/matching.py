@@ -6,7 +6,7 @@ Spec: https://github.com/mongodb/specifications/blob/master/source/unified-test-
 * An expected document whose first and only key starts with ``$$`` is a
   special operator (``$$exists``, ``$$type``, ``$$unsetOrMatches``,
   ``$$matchesEntity``, ``$$matchesHexBytes``, ``$$lte``, ``$$matchAsDocument``,
-  ``$$matchAsRoot``; ``$$sessionLsid`` needs sessions and is refused).
+  ``$$matchAsRoot``, ``$$sessionLsid``: the lsid a session entity had when created).
 * A root-level actual document may carry fields the expected one lacks; a
   nested one may not. Arrays must have the same length.
 * Numbers compare by value across int32, int64 and double (not Decimal128,
@@ -90,10 +90,11 @@ def _is_operator(expected: Any) -> bool:
 
 class Matcher:
     """Matches expected values against actual ones; ``entities`` resolves
-    ``$$matchesEntity``."""
+    ``$$matchesEntity``, ``lsids`` (session entity -> its lsid) ``$$sessionLsid``."""
 
-    def __init__(self, entities: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, entities: Mapping[str, Any] | None = None, lsids: Mapping[str, Any] | None = None) -> None:
         self.entities = entities or {}
+        self.lsids = lsids if lsids is not None else {}
 
     def match(self, expected: Any, actual: Any, root: bool = True, path: str = "") -> None:
         if isinstance(expected, Mapping):
@@ -169,6 +170,12 @@ class Matcher:
             self.match(arg, json_util.loads(actual), False, path)
         elif op == "$$matchAsRoot":
             self.match(arg, actual, True, path)
+        elif op == "$$sessionLsid":
+            if arg not in self.lsids:
+                raise KeyError(f"$$sessionLsid: no session entity {arg!r}")
+            if actual is MISSING:
+                raise MatchError(f"{where}: expected the lsid of {arg}, got nothing")
+            self.match(self.lsids[arg], actual, False, path)
         else:
             raise NotImplementedError(f"special operator {op} is not supported by this runner")
 

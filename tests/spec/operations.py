@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pymongo import operations
+from pymongo.client_session import TransactionOptions
 from pymongo.read_concern import ReadConcern
 from pymongo.read_preferences import make_read_preference, read_pref_mode_from_name
 from pymongo.results import BulkWriteResult, ClientBulkWriteResult
@@ -30,7 +31,14 @@ class Skip(Exception):
 CURSOR_OPERATIONS = {"find", "aggregate", "listIndexes", "listCollections", "listDatabases"}
 
 
+def read_preference(spec: Mapping[str, Any]) -> Any:
+    return make_read_preference(
+        read_pref_mode_from_name(spec["mode"]), spec.get("tagSets"), spec.get("maxStalenessSeconds", -1)
+    )
+
+
 def collection_options(spec: Mapping[str, Any] | None) -> dict[str, Any]:
+    """pymongo's keywords for a collection's, database's or transaction's options."""
     out: dict[str, Any] = {}
     for key, value in (spec or {}).items():
         if key == "readConcern":
@@ -38,11 +46,26 @@ def collection_options(spec: Mapping[str, Any] | None) -> dict[str, Any]:
         elif key == "writeConcern":
             out["write_concern"] = write_concern(value)
         elif key == "readPreference":
-            out["read_preference"] = make_read_preference(
-                read_pref_mode_from_name(value["mode"]), value.get("tagSets"), value.get("maxStalenessSeconds", -1)
-            )
+            out["read_preference"] = read_preference(value)
+        elif key == "maxCommitTimeMS":
+            out["max_commit_time_ms"] = value
         else:
-            raise AssertionError(f"unknown collection or database option {key!r}")
+            raise AssertionError(f"unknown collection, database or transaction option {key!r}")
+    return out
+
+
+def session_options(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """``start_session`` keywords for a session entity's ``sessionOptions``."""
+    out: dict[str, Any] = {}
+    for key, value in spec.items():
+        if key == "causalConsistency":
+            out["causal_consistency"] = value
+        elif key == "snapshot":
+            out["snapshot"] = value
+        elif key == "defaultTransactionOptions":
+            out["default_transaction_options"] = TransactionOptions(**collection_options(value))
+        else:
+            raise AssertionError(f"unknown session option {key!r}")
     return out
 
 
@@ -153,7 +176,8 @@ def client_bulk_result(result: ClientBulkWriteResult) -> Any:
 
 def op_aggregate(target: Any, args: dict[str, Any]) -> Any:
     pipeline = args.pop("pipeline")
-    return list(target.aggregate(pipeline, **snake(args, "batchSize", "allowDiskUse", "bypassDocumentValidation")))
+    camel = ("batchSize", "allowDiskUse", "bypassDocumentValidation", "maxTimeMS")
+    return list(target.aggregate(pipeline, **snake(args, *camel)))
 
 
 def op_bulkWrite(coll: Any, args: dict[str, Any]) -> Any:
@@ -173,8 +197,9 @@ def op_count(coll: Any, args: dict[str, Any]) -> Any:
     cmd: dict[str, Any] = {"count": coll.name}
     if "filter" in args:
         cmd["query"] = args.pop("filter")
+    session = args.pop("session", None)
     cmd.update(args)
-    return coll.database.command(cmd)["n"]
+    return coll.database.command(cmd, session=session)["n"]
 
 
 def op_distinct(coll: Any, args: dict[str, Any]) -> Any:
@@ -251,6 +276,10 @@ def op_dropIndex(coll: Any, args: dict[str, Any]) -> Any:
     return coll.drop_index(args.pop("name"), **args)
 
 
+def op_dropIndexes(coll: Any, args: dict[str, Any]) -> Any:
+    return coll.drop_indexes(**snake(args))
+
+
 def op_listIndexes(coll: Any, args: dict[str, Any]) -> Any:
     return list(coll.list_indexes(**args))
 
@@ -289,6 +318,8 @@ def op_modifyCollection(db: Any, args: dict[str, Any]) -> Any:
 
 def op_runCommand(db: Any, args: dict[str, Any]) -> Any:
     args.pop("commandName", None)
+    if "readPreference" in args:
+        args["read_preference"] = read_preference(args.pop("readPreference"))
     return db.command(args.pop("command"), **snake(args))
 
 
@@ -312,7 +343,27 @@ def op_listDatabaseNames(client: Any, args: dict[str, Any]) -> Any:
 
 
 def op_dropDatabase(client: Any, args: dict[str, Any]) -> Any:
-    return client.drop_database(args.pop("databaseName"), **args)
+    name = args.pop("databaseName") if "databaseName" in args else args.pop("database")
+    return client.drop_database(name, **args)
+
+
+# Session operations ---------------------------------------------------------------------------
+
+
+def op_startTransaction(session: Any, args: dict[str, Any]) -> Any:
+    session.start_transaction(**collection_options(args))
+
+
+def op_commitTransaction(session: Any, args: dict[str, Any]) -> Any:
+    session.commit_transaction()
+
+
+def op_abortTransaction(session: Any, args: dict[str, Any]) -> Any:
+    session.abort_transaction()
+
+
+def op_endSession(session: Any, args: dict[str, Any]) -> Any:
+    session.end_session()
 
 
 Operation = Callable[[Any, dict[str, Any]], Any]
@@ -328,6 +379,7 @@ _COLLECTION_OPERATIONS: dict[str, Operation] = {
     "distinct": op_distinct,
     "drop": op_drop,
     "dropIndex": op_dropIndex,
+    "dropIndexes": op_dropIndexes,
     "estimatedDocumentCount": op_estimatedDocumentCount,
     "find": op_find,
     "findOne": op_findOne,
@@ -356,4 +408,8 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("client", "dropDatabase"): op_dropDatabase,
     ("client", "listDatabaseNames"): op_listDatabaseNames,
     ("client", "listDatabases"): op_listDatabases,
+    ("session", "abortTransaction"): op_abortTransaction,
+    ("session", "commitTransaction"): op_commitTransaction,
+    ("session", "endSession"): op_endSession,
+    ("session", "startTransaction"): op_startTransaction,
 }

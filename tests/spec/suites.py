@@ -1,0 +1,85 @@
+"""How a spec test runs against each target, with the skips that belong to
+the target rather than to the runner: what the embedded facade lacks yet,
+and what pymongo itself decides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pymongo.common
+import pytest
+
+from tests.spec.runner import (
+    Run,
+    Skip,
+    SpecTest,
+    closes_connections,
+    creates_sessions,
+    expects_read_preference,
+    requires_auth,
+)
+from tests.spec.targets import (
+    FACADE_CLOSE_REASON,
+    FACADE_READ_PREFERENCE_REASON,
+    FACADE_SESSIONS,
+    FACADE_SESSIONS_REASON,
+    EmbeddedTarget,
+    ServerTarget,
+    facade_closes_connections,
+    facade_sends_read_preference,
+)
+
+# Tests whose outcome pymongo decides from a reply that is already MongoDB's: test id -> why.
+_PARTIAL_RESULT = (
+    "pymongo 4.20 sets partialResult whenever nErrors < the operations sent (client_bulk.py), so an ordered"
+    " failure at index 0 still has one; the Node driver skips these too (NODE-6384)"
+)
+_NETWORK_PARTIAL = (
+    "pymongo raises the retried network error itself, not a BulkWriteError with the partial result the test"
+    " expects; pymongo's own runner skips it (PYTHON-4597)"
+)
+DRIVER_DECIDES = {
+    "client-bulkWrite-partialResults: partialResult is unset when first operation fails during an ordered bulk"
+    " write (verbose)": _PARTIAL_RESULT,
+    "client-bulkWrite-partialResults: partialResult is unset when first operation fails during an ordered bulk"
+    " write (summary)": _PARTIAL_RESULT,
+    "bulkWrite: First insertOne is never committed": _NETWORK_PARTIAL,
+    "bulkWrite: Second updateOne is never committed": _NETWORK_PARTIAL,
+    "bulkWrite: Third updateOne is never committed": _NETWORK_PARTIAL,
+}
+# pymongo waits this long between server checks after an error (common.MIN_HEARTBEAT_INTERVAL, 0.5 s);
+# shortened as the unified format allows for tests with fail points, as pymongo's own test suite does.
+MIN_HEARTBEAT_INTERVAL = 0.01
+
+
+def run_embedded(spec: SpecTest, tmp_path: Path, suite_needs_sessions: bool) -> None:
+    """``spec`` against a fresh embedded dbpath; ``suite_needs_sessions``: the
+    suite tests driver sessions throughout (transactions, retries, lsids)."""
+    if not FACADE_SESSIONS and (suite_needs_sessions or creates_sessions(spec)):
+        pytest.skip(FACADE_SESSIONS_REASON)
+    if closes_connections(spec) and not facade_closes_connections():
+        pytest.skip(FACADE_CLOSE_REASON)
+    if expects_read_preference(spec) and not facade_sends_read_preference():
+        pytest.skip(FACADE_READ_PREFERENCE_REASON)
+    target = EmbeddedTarget(tmp_path / "db")
+    try:
+        Run(spec, target).execute()
+    except Skip as reason:
+        pytest.skip(str(reason))
+    finally:
+        target.close()
+
+
+def run_over_wire(spec: SpecTest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``spec`` against a fresh ``foliodb serve`` (one-member replica set), through pymongo;
+    with authentication when the test can run only so."""
+    if spec.id in DRIVER_DECIDES:
+        pytest.skip(DRIVER_DECIDES[spec.id])
+    monkeypatch.setattr(pymongo.common, "MIN_HEARTBEAT_INTERVAL", MIN_HEARTBEAT_INTERVAL)
+    target = ServerTarget(tmp_path / "db", auth=requires_auth(spec))
+    try:
+        Run(spec, target).execute()
+    except Skip as reason:
+        pytest.skip(str(reason))
+    finally:
+        target.close()

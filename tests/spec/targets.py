@@ -1,0 +1,164 @@
+"""The two targets the spec suites run against: the embedded client over a
+fresh dbpath, and pymongo over a fresh ``foliodb serve`` (a one-member
+replica set). Both run with test commands enabled, so ``failPoint`` works.
+
+What the embedded facade lacks is probed, not assumed, so a skip keyed on it
+disappears once the facade has it:
+
+* :data:`FACADE_SESSIONS`: driver sessions (lsids, transactions, retryable
+  writes) - the facade's ClientSession is pymongo's own ClientSession (a
+  subclass), which is what the session suites' assertions read;
+* :func:`facade_closes_connections`: a fail point's closeConnection surfaces
+  as pymongo's ConnectionFailure (as a dropped connection does over the wire);
+* :func:`facade_sends_read_preference`: a command read with a non-primary read
+  preference carries ``$readPreference``, as pymongo sends it to a replica set.
+"""
+
+from __future__ import annotations
+
+import functools
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pymongo
+from pymongo import monitoring
+from pymongo.client_session import ClientSession
+from pymongo.errors import ConnectionFailure, PyMongoError
+from pymongo.read_preferences import SecondaryPreferred
+
+import foliodb
+from foliodb.client.session import ClientSession as FacadeSession
+from foliodb.commands import Executor
+from foliodb.commands.failpoints import enable_test_commands
+from foliodb.commands.replication import ReplicaSet
+from foliodb.server import Server
+from tests.spec.events import CommandRecorder
+
+USER, PASSWORD = "spec-runner", "spec-runner-password"  # the auth target's user
+
+FACADE_SESSIONS = issubclass(FacadeSession, ClientSession)
+FACADE_SESSIONS_REASON = (
+    "the embedded facade has no driver sessions yet (foliodb.client.session.ClientSession is not a pymongo"
+    " ClientSession: no lsid, transactions or retryable writes)"
+)
+
+
+class EmbeddedTarget:
+    """Clients of one fresh embedded dbpath; they publish pymongo's command events."""
+
+    monitors_commands = True
+    monitors_pools = False  # no connections, no pools
+    auth = False
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+        # Holds the dbpath's engine (shared with the clients) open, test commands enabled, until close().
+        self.executor = Executor.open(self.path, ReplicaSet())
+        enable_test_commands(self.executor)
+
+    def open_client(self, uri_options: Mapping[str, Any], recorder: CommandRecorder | None = None) -> Any:
+        listeners = [recorder] if recorder is not None else []
+        return foliodb.MongoClient(self.path, event_listeners=listeners, **uri_options)
+
+    def close(self) -> None:
+        self.executor.close()
+
+
+class ServerTarget:
+    """pymongo clients of one FolioDB server over a fresh dbpath; they emit command and CMAP
+    events. With ``auth``, the server requires authentication and every client
+    authenticates (SCRAM) as a root user, created through the localhost exception."""
+
+    monitors_commands = True
+    monitors_pools = True
+
+    def __init__(self, path: Path, auth: bool = False) -> None:
+        self.auth = auth
+        self.server = Server(str(path), "127.0.0.1", 0, auth=auth)
+        enable_test_commands(self.server.executor)
+        host, port = self.server.start()
+        self.uri = f"mongodb://{host}:{port}/"
+        if auth:
+            with pymongo.MongoClient(self.uri, serverSelectionTimeoutMS=1000) as first:
+                first.admin.command("createUser", USER, pwd=PASSWORD, roles=["root"])
+            self.uri = f"mongodb://{USER}:{PASSWORD}@{host}:{port}/?authSource=admin"
+
+    def open_client(self, uri_options: Mapping[str, Any], recorder: CommandRecorder | None = None) -> Any:
+        listeners = [recorder, recorder.pool] if recorder is not None else []
+        # One local server: selection fails only when no member can match (a secondary read preference).
+        options = {"serverSelectionTimeoutMS": 1000, **uri_options}
+        return pymongo.MongoClient(self.uri, event_listeners=listeners, **options)
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+@functools.cache
+def facade_closes_connections() -> bool:
+    """Whether a closeConnection fail point reaches an embedded client as ConnectionFailure."""
+    with tempfile.TemporaryDirectory() as path:
+        target = EmbeddedTarget(Path(path) / "db")
+        client = target.open_client({})
+        try:
+            client.admin.command(
+                {
+                    "configureFailPoint": "failCommand",
+                    "mode": {"times": 1},
+                    "data": {"failCommands": ["ping"], "closeConnection": True},
+                }
+            )
+            try:
+                client.admin.command("ping")
+            except ConnectionFailure:
+                return True
+            except PyMongoError:
+                return False
+            return False
+        finally:
+            client.close()
+            target.close()
+
+
+FACADE_CLOSE_REASON = (
+    "the embedded facade does not yet turn a fail point's closeConnection (a ClosedConnection reply) into"
+    " pymongo's AutoReconnect"
+)
+
+
+class _Started(monitoring.CommandListener):
+    """The commands a client started."""
+
+    def __init__(self) -> None:
+        self.commands: list[Mapping[str, Any]] = []
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        self.commands.append(event.command)
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+
+@functools.cache
+def facade_sends_read_preference() -> bool:
+    """Whether an embedded client's secondaryPreferred find carries ``$readPreference``."""
+    with tempfile.TemporaryDirectory() as path:
+        target = EmbeddedTarget(Path(path) / "db")
+        listener = _Started()
+        client = foliodb.MongoClient(target.path, event_listeners=[listener])
+        try:
+            client.db.get_collection("c", read_preference=SecondaryPreferred()).find_one()
+            return any("$readPreference" in command for command in listener.commands if "find" in command)
+        finally:
+            client.close()
+            target.close()
+
+
+FACADE_READ_PREFERENCE_REASON = (
+    "the embedded facade does not send $readPreference with a non-primary read preference, as pymongo does to"
+    " a replica set (the test asserts it in command events)"
+)
