@@ -223,6 +223,10 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     ctx = request.context(let)
     env = EngineEnv(request, ctx, allow_disk_use)
     writes = bool(stages) and isinstance(stages[-1], Mapping) and any(k in ("$out", "$merge") for k in stages[-1])
+    concern = cmd.get("readConcern")
+    if writes and isinstance(concern, Mapping) and concern.get("level") == "linearizable":
+        stage = next(iter(stages[-1]))
+        raise CommandError(ErrorCode.InvalidOptions, f"{stage} cannot be used with a 'linearizable' read concern level")
     if is_string(target):
         ns = f"{request.db}.{target}"
         if writes:
