@@ -40,6 +40,7 @@ class Join:
     ids: int = 0  # ids asked for over all lookups
     longest_chain: int = 0  # most lookups after one read
     counts: int = 0  # lookups that counted instead of reading
+    paged: int = 0  # lookups with a sort or a limit: the application pages through a growing list
     projected: set[str] | None = field(default_factory=set)  # fields lookups read; None when whole documents
     read_example: dict[str, Any] = field(default_factory=dict)
     lookup_example: dict[str, Any] = field(default_factory=dict)
@@ -139,6 +140,8 @@ def _count_lookup(join: Join, op: Operation, ids: list[Any]) -> None:
     join.ids += len(ids)
     if op.kind == "count":
         join.counts += 1
+    if op.sort or op.limit:
+        join.paged += 1
     fields = {k for k, v in op.projection.items() if v and k != "_id"}
     if join.projected is not None:
         join.projected = join.projected | fields if fields else None

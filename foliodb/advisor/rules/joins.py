@@ -3,9 +3,10 @@ and what the texts do instead, tried in this order:
 
 * a tree walked one level a query (a self-reference followed in chains of
   two or more lookups): keep each node's ancestors in it (``tree-ancestors``);
-* few small children read only with their parent (at most :data:`FEW`
+* few small children read whole with their parent (at most :data:`FEW`
   per parent, :data:`SMALL_CHILD` bytes on average, no other reads of
-  them): ``embed`` (one-to-few);
+  them, never paged through with a sort or a limit, which is how a growing
+  list such as a user's orders is read): ``embed`` (one-to-few);
 * a lookup that reads at most :data:`FEW_FIELDS` fields of a read-mostly
   collection (at most :data:`READ_MOSTLY` updates of those fields per
   join): copy them beside the reference (``extended-reference``), with the
@@ -135,7 +136,7 @@ def _embed(ctx: Context, join: Join, evidence: dict[str, Any]) -> Finding | None
         for op in ctx.workload.on(join.second)
         if op.kind in ("find", "aggregate") and read_shape(op)[2] != (join.by,)
     ]
-    if spread.max > FEW or children.avg_bytes > SMALL_CHILD or alone:
+    if join.paged or spread.max > FEW or children.avg_bytes > SMALL_CHILD or alone:
         return None
     evidence |= {
         "children_per_parent_max": spread.max,

@@ -76,10 +76,11 @@ def _problem(shape: Shape) -> str | None:
     if examined < MIN_EXAMINED:
         return None
     scanning = shape.plans.get("COLLSCAN", 0) >= shape.runs / 2
+    # An index that filters but cannot give the order reads every match to sort it: the sort is the problem.
+    if not scanning and shape.sort and shape.sort_stages >= shape.runs / 2:
+        return "in-memory-sort"
     if scanning or shape.docs_examined > EXAMINED_PER_RETURNED * max(shape.returned, 1):
         return "collection-scan"
-    if shape.sort and shape.sort_stages >= shape.runs / 2:
-        return "in-memory-sort"
     return None
 
 

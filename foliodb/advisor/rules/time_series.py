@@ -4,7 +4,8 @@ and average pre-computed (the texts' IoT and flight telemetry).
 
 A collection is a time series when its documents are small (at most
 :data:`SMALL_READING` bytes on average), many (at least
-:data:`MIN_READINGS`), and, for the sources checked, a date field advances
+:data:`MIN_READINGS`), carry a measurement (a number in most documents,
+beside the source and the time), and, for the sources checked, a date field advances
 per source at a steady rate: at least :data:`STEADY_SHARE` of the intervals
 between a source's consecutive readings lie within :data:`TOLERANCE` of
 their median, and the median is at most :data:`MAX_INTERVAL` (so an hour's
@@ -57,8 +58,11 @@ def rule_one_document_per_event(ctx: Context) -> Iterator[Finding]:
             and (s.share("objectId") + s.share("string") + s.share("number")) >= PRESENT
             and 2 <= len(set(map(repr, s.values))) <= sampled // 10
         ]
+        measured = [s.path for s in top if s.path not in ("_id", *dates) and s.share("number") >= PRESENT]
         for time_path in dates:
             for source in sources:
+                if not [m for m in measured if m != source]:
+                    continue
                 steady = _steady_interval(ctx, profile, source, time_path)
                 if steady is not None:
                     yield _finding(ctx, profile, source, time_path, steady)
