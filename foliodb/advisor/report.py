@@ -10,6 +10,7 @@ Extended JSON (relaxed), so an ObjectId reads ``{"$oid": "..."}``.
 from __future__ import annotations
 
 import datetime
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,7 +182,7 @@ def _bin(b: Bin) -> dict[str, int]:
 
 def _plain(value: Any) -> Any:
     """JSON-ready: BSON values (ObjectId, datetime, Decimal128) as relaxed Extended JSON."""
-    return json_util.loads(json_util.dumps(value, json_options=json_util.RELAXED_JSON_OPTIONS))
+    return json.loads(json_util.dumps(value, json_options=json_util.RELAXED_JSON_OPTIONS))
 
 
 _BINS = {

@@ -86,15 +86,15 @@ def blog_comments(db: Any, good: bool, rnd: random.Random) -> None:
         db.posts.insert_many(
             [
                 {"_id": p, "title": f"post {i}", "comments": [comment(j) for j in range(n)]}
-                for i, (p, n) in enumerate(zip(posts, sizes))
+                for i, (p, n) in enumerate(zip(posts, sizes, strict=True))
             ]
         )
     else:
         db.posts.insert_many(
-            [{"_id": p, "title": f"post {i}", "comment_count": n} for i, (p, n) in enumerate(zip(posts, sizes))]
+            [{"_id": p, "title": f"post {i}", "comment_count": n} for i, (p, n) in enumerate(zip(posts, sizes, strict=True))]
         )
         buckets = []
-        for p, n in zip(posts, sizes):
+        for p, n in zip(posts, sizes, strict=True):
             for b in range(0, n, 100):
                 part = [comment(j) for j in range(b, min(n, b + 100))]
                 buckets.append({"post_id": p, "bucket": b // 100, "count": len(part), "comments": part})
@@ -365,13 +365,13 @@ def counters(db: Any, good: bool, rnd: random.Random) -> None:
     db.posts.insert_many(
         [
             {"_id": p, "title": f"post {i}", "comment_count": n + d}
-            for i, (p, n, d) in enumerate(zip(posts, sizes, drift))
+            for i, (p, n, d) in enumerate(zip(posts, sizes, drift, strict=True))
         ]
     )
     db.comments.insert_many(
         [
             {"post_id": p, "body": f"comment {j}", "created_at": T0 + datetime.timedelta(minutes=j)}
-            for p, n in zip(posts, sizes)
+            for p, n in zip(posts, sizes, strict=True)
             for j in range(n)
         ]
     )
