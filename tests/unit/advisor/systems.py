@@ -91,7 +91,10 @@ def blog_comments(db: Any, good: bool, rnd: random.Random) -> None:
         )
     else:
         db.posts.insert_many(
-            [{"_id": p, "title": f"post {i}", "comment_count": n} for i, (p, n) in enumerate(zip(posts, sizes, strict=True))]
+            [
+                {"_id": p, "title": f"post {i}", "comment_count": n}
+                for i, (p, n) in enumerate(zip(posts, sizes, strict=True))
+            ]
         )
         buckets = []
         for p, n in zip(posts, sizes, strict=True):
