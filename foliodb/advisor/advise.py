@@ -14,7 +14,7 @@ from foliodb.advisor.joins import find_joins
 from foliodb.advisor.relations import find_relations
 from foliodb.advisor.report import ArraySummary, CollectionSummary, Finding, RelationSummary, Report, log2_bins
 from foliodb.advisor.rules import RULES
-from foliodb.advisor.sampling import CollectionProfile, measure_extremes, sample_collection
+from foliodb.advisor.sampling import CollectionProfile, add_extreme_values, measure_extremes, sample_collection
 from foliodb.advisor.workload import read_workload, shapes
 
 DEFAULT_SAMPLE = 1000
@@ -36,6 +36,8 @@ def advise(database: Any, sample: int = DEFAULT_SAMPLE, progress: Callable[[str]
     for profile in profiles.values():
         candidates = [ref for r in relations if r.target == profile.name for ref, _ in r.hot]
         measure_extremes(database, profile, candidates)
+    if any([add_extreme_values(database, p) for p in profiles.values()]):
+        relations = find_relations(database, profiles)  # again: the longest arrays' values are in now
     workload = read_workload(database, names)
     ctx = Context(database, profiles, relations, workload, shapes(workload), find_joins(database, workload, relations))
     findings: dict[tuple[str, str | None, str], Finding] = {}

@@ -37,6 +37,7 @@ from foliodb.query.bsontypes import type_name as bson_type_name
 
 EXACT_SCAN_DOCS = 200_000  # one pass over this many documents takes a couple of seconds
 MAX_VALUES = 1000  # scalar values kept per path: reference probes, cardinalities, hot ids
+EXTREME_VALUES = 50  # values of the longest array read back when the sample has fewer
 OUTLIER_BYTES = 1 << 20  # unexplained bytes that are worth a pass to find their document
 _NUMBERS = frozenset({"int", "long", "double", "decimal"})
 
@@ -198,3 +199,22 @@ def measure_extremes(database: Any, profile: CollectionProfile, candidates: Iter
 def _largest_sampled(profile: CollectionProfile) -> list[dict[str, Any]]:
     order = sorted(range(len(profile.sizes)), key=profile.sizes.__getitem__, reverse=True)
     return [profile.documents[i] for i in order[:5] if "_id" in profile.documents[i]]
+
+
+def add_extreme_values(database: Any, profile: CollectionProfile) -> bool:
+    """Add to each array path the first values of its longest array, when the sample holds few of
+    them (the one document with a huge array is usually not in the sample): the relations can then
+    tell what the array references. True when values were added."""
+    added = False
+    for path, extreme in profile.longest.items():
+        stats = profile.fields.get(path)
+        if stats is None or extreme.value == 0 or len(stats.values) >= EXTREME_VALUES:
+            continue
+        doc = database[profile.name].find_one({"_id": extreme.document_id}, {path: {"$slice": EXTREME_VALUES}})
+        value: Any = doc
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, list):
+            stats.values += [v for v in value if not isinstance(v, (dict, list))]
+            added = True
+    return added
