@@ -133,12 +133,6 @@ class Report:
         kept = [f for f in self.findings if severity_rank(f.severity) >= floor]
         return Report(self.database, kept, self.collections, self.relations, self.operations, self.window)
 
-    def __iter__(self) -> Any:
-        return iter(self.findings)
-
-    def __len__(self) -> int:
-        return len(self.findings)
-
     def as_json(self) -> dict[str, Any]:
         return {
             "database": self.database,
