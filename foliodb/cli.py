@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import errno
 import io
+import json
 import logging
 import os
 import signal
@@ -22,8 +23,10 @@ from bson import json_util
 from pymongo.errors import OperationFailure, PyMongoError
 
 import foliodb
-from foliodb.advisor import advise, render
-from foliodb.advisor.advise import DEFAULT_SAMPLE
+from foliodb.advisor import DEFAULT_SAMPLE, advise
+from foliodb.advisor.codes import SEVERITIES
+from foliodb.advisor.html import render_html
+from foliodb.advisor.text import render_text
 from foliodb.commands import failpoints
 from foliodb.demo import run as run_demo
 from foliodb.errors import CommandError, ErrorCode
@@ -181,10 +184,11 @@ def build_parser() -> Parser:
     export_cmd.add_argument("--limit", type=count, default=0)
     export_cmd.add_argument("--assertExists", action="store_true", help="fail when the collection does not exist")
 
-    advise_cmd = _tool(commands, "advise", "schema-design recommendations for a database, with evidence")
-    advise_cmd.add_argument("--db", "-d", default=None, help="only this database (default: every user database)")
-    advise_cmd.add_argument("--sample", type=positive, default=DEFAULT_SAMPLE, help="documents sampled per collection")
-    advise_cmd.add_argument("--json", action="store_true", help="print JSON instead of text")
+    # advise parses its own arguments (advise_parser): a usage error there exits 2, as its documentation says.
+    advise_cmd = commands.add_parser(
+        "advise", help="schema-design findings for a database, with evidence", add_help=False, prefix_chars="\0"
+    )
+    advise_cmd.add_argument("arguments", nargs="*")
     return parser
 
 
@@ -446,23 +450,62 @@ def _fields(args: argparse.Namespace) -> list[str] | None:
     return None
 
 
+def advise_parser() -> Parser:
+    parser = Parser(
+        prog="foliodb advise",
+        description="Schema-design findings (embed, reference, bucket, denormalize, index) with their evidence. "
+        "Exit status 0 whether or not something is found, 2 for a bad command line.",
+    )
+    parser.add_argument("target", nargs="?", metavar="DBPATH | mongodb://URI", help="default ./data")
+    parser.add_argument("--dbpath", default=None, help="an embedded database directory (as the other tools take it)")
+    parser.add_argument("--uri", default=None, help="a MongoDB connection string (as the other tools take it)")
+    parser.add_argument("--db", "-d", action="append", default=[], metavar="NAME", help="advise NAME (repeatable)")
+    parser.add_argument("--sample", type=positive, default=DEFAULT_SAMPLE, help="documents sampled per collection")
+    parser.add_argument("--json", default=None, metavar="FILE", help="write the JSON report to FILE (- for stdout)")
+    parser.add_argument("--html", default=None, metavar="FILE", help="write the HTML report to FILE")
+    parser.add_argument("--min-severity", choices=SEVERITIES, default=SEVERITIES[0], help="leave out milder findings")
+    parser.add_argument("--quiet", action="store_true", help="no progress")
+    return parser
+
+
 def run_advisor(args: argparse.Namespace) -> int:
-    reporter = Reporter(args.quiet)
+    parser = advise_parser()
+    try:
+        options = parser.parse_args(args.arguments)
+        if options.target is not None and (options.dbpath is not None or options.uri is not None):
+            parser.error("give the database once: DBPATH, mongodb://URI, --dbpath or --uri")
+        if options.dbpath is not None and options.uri is not None:
+            parser.error("give --dbpath or --uri, not both")
+    except UsageError as exc:
+        print(f"{exc.prog}: {exc} (see {exc.prog} --help)", file=sys.stderr)
+        return 2
+    target = options.target
+    uri = options.uri if target is None or not target.startswith(("mongodb://", "mongodb+srv://")) else target
+    dbpath = options.dbpath if uri is not None or target is None else target
+    reporter = Reporter(options.quiet)
 
     def work(client: Any) -> int:
-        names = [args.db] if args.db else [n for n in client.list_database_names() if n not in _NOT_ADVISED]
-        report = {}
+        names = options.db or [n for n in client.list_database_names() if n not in _NOT_ADVISED]
+        reports = []
         with reporter.task("advise", len(names), "databases") as task:
             for name in names:
-                report[name] = advise(client[name], sample_size=args.sample)
+                reports.append(advise(client[name], sample=options.sample).at_least(options.min_severity))
                 task.advance(1)
-        if args.json:
-            print(json_util.dumps({name: [r.as_dict() for r in recs] for name, recs in report.items()}, indent=1))
-        else:
-            print("\n\n".join(render(name, recs) for name, recs in report.items()) or "no databases")
+        if options.json is not None:
+            text = json.dumps([r.as_json() for r in reports], indent=1) + "\n"
+            if options.json == files.STDIO:
+                sys.stdout.write(text)
+            else:
+                with open(options.json, "w", encoding="utf-8") as out:
+                    out.write(text)
+        if options.html is not None:
+            with open(options.html, "w", encoding="utf-8") as out:
+                out.write(render_html(reports))
+        if options.json != files.STDIO:
+            print("\n\n".join(render_text(r) for r in reports) or "no databases")
         return 0
 
-    return _with_client(args, True, work)
+    return _with_client(argparse.Namespace(dbpath=dbpath, uri=uri), True, work)
 
 
 _NOT_ADVISED = ("admin", *SKIPPED_DATABASES)

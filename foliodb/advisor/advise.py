@@ -1,74 +1,78 @@
-"""Run every rule over one database and render the result."""
+"""Advise one database: profile its collections, find the relations between
+them, read the workload, run every rule, and order what they found (worst
+first). Reads only; needs only a pymongo-compatible ``Database``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import statistics
+from collections.abc import Callable
 from typing import Any
 
-from foliodb.advisor import rules
-from foliodb.advisor.rules import Recommendation
-from foliodb.advisor.sampling import CollectionSample, sample_collection
-from foliodb.advisor.workload import Shape, index_advice, query_shape, shapes_from_profile
+from foliodb.advisor.codes import severity_rank
+from foliodb.advisor.context import Context
+from foliodb.advisor.joins import find_joins
+from foliodb.advisor.relations import find_relations
+from foliodb.advisor.report import ArraySummary, CollectionSummary, Finding, RelationSummary, Report, log2_bins
+from foliodb.advisor.rules import RULES
+from foliodb.advisor.sampling import CollectionProfile, add_extreme_values, measure_extremes, sample_collection
+from foliodb.advisor.workload import read_workload, shapes
 
 DEFAULT_SAMPLE = 1000
-# Most pressing first: limits break writes, the rest cost performance.
-_ORDER = {"limit": 0, "reference": 1, "bucket": 2, "index": 3, "embed": 4, "denormalize": 5, "drop-index": 6}
 
 
-def advise(
-    database: Any,
-    sample_size: int = DEFAULT_SAMPLE,
-    queries: Iterable[tuple[str, dict[str, Any], dict[str, Any] | None]] = (),
-) -> list[Recommendation]:
-    """Recommendations for ``database`` (a pymongo-style Database).
-
-    ``queries`` adds workload the profiler did not record, as
-    ``(collection, filter, sort)``; each counts as one run that examined
-    the whole collection (the advisor cannot know which index it would use).
-    """
-    names = [
+def advise(database: Any, sample: int = DEFAULT_SAMPLE, progress: Callable[[str], None] | None = None) -> Report:
+    """The findings for ``database`` (a pymongo-style Database); ``progress`` hears each collection's name."""
+    names = sorted(
         info["name"]
         for info in database.list_collections()
-        if info.get("type", "collection") == "collection" and not info["name"].startswith("system.")
-    ]
-    samples: dict[str, CollectionSample] = {name: sample_collection(database, name, sample_size) for name in names}
-    references = rules.find_references(database, samples)
-    found: list[Recommendation] = []
-    for sample in samples.values():
-        found += rules.document_size(sample)
-        found += rules.growing_arrays(sample, references)
-        found += rules.child_references(database, sample, references)
-        found += rules.denormalized_copies(database, sample, references, samples)
-        found += rules.time_series(database, sample)
-        found += rules.redundant_indexes(sample)
-    shapes = shapes_from_profile(database) + _given_shapes(samples, queries)
-    index_keys = {(r.collection, r.action) for r in found if r.kind == "index"}
-    found += [r for r in index_advice(database, shapes) if (r.collection, r.action) not in index_keys]
-    return sorted(found, key=lambda r: (_ORDER.get(r.kind, 9), r.collection))
+        if info.get("type", "collection") in ("collection", "timeseries") and not info["name"].startswith("system.")
+    )
+    profiles: dict[str, CollectionProfile] = {}
+    for name in names:
+        if progress is not None:
+            progress(name)
+        profiles[name] = sample_collection(database, name, sample)
+    relations = find_relations(database, profiles)
+    for profile in profiles.values():
+        candidates = [ref for r in relations if r.target == profile.name for ref, _ in r.hot]
+        measure_extremes(database, profile, candidates)
+    if any([add_extreme_values(database, p) for p in profiles.values()]):
+        relations = find_relations(database, profiles)  # again: the longest arrays' values are in now
+    workload = read_workload(database, names)
+    ctx = Context(database, profiles, relations, workload, shapes(workload), find_joins(database, workload, relations))
+    findings: dict[tuple[str, str | None, str], Finding] = {}
+    for rule in RULES.values():
+        for finding in rule(ctx):
+            # One finding per problem at a path: the first rule to see it says it.
+            findings.setdefault((finding.collection, finding.path, finding.problem), finding)
+    ordered = sorted(findings.values(), key=lambda f: (-severity_rank(f.severity), f.collection, f.path or ""))
+    return Report(
+        database=database.name,
+        findings=ordered,
+        collections=[_summary(p) for p in profiles.values()],
+        relations=[RelationSummary(r.source, r.path, r.target, r.many) for r in relations],
+        operations=len(workload.operations),
+        window=workload.window,
+    )
 
 
-def _given_shapes(
-    samples: dict[str, CollectionSample], queries: Iterable[tuple[str, dict[str, Any], dict[str, Any] | None]]
-) -> list[Shape]:
-    shapes = []
-    for collection, filter_spec, sort in queries:
-        shape = query_shape(collection, filter_spec, sort)
-        shape.runs = 1
-        shape.examined = samples[collection].count if collection in samples else 0
-        shape.example = {"filter": filter_spec, "sort": sort or {}}
-        shapes.append(shape)
-    return shapes
-
-
-def render(database_name: str, recommendations: list[Recommendation]) -> str:
-    if not recommendations:
-        return f"{database_name}: nothing to recommend."
-    count = len(recommendations)
-    lines = [f"{database_name}: {count} recommendation{'' if count == 1 else 's'}"]
-    for n, rec in enumerate(recommendations, 1):
-        lines.append(f"\n{n}. [{rec.kind}] {rec.collection}: {rec.message}")
-        if rec.action:
-            lines.append(f"   do: {rec.action}")
-        evidence = ", ".join(f"{key}={value}" for key, value in rec.evidence.items())
-        lines.append(f"   evidence: {evidence}")
-    return "\n".join(lines)
+def _summary(profile: CollectionProfile) -> CollectionSummary:
+    return CollectionSummary(
+        name=profile.name,
+        documents=profile.count,
+        avg_bytes=round(profile.avg_bytes),
+        max_bytes=profile.max_bytes(),
+        sampled=len(profile.documents),
+        sizes=log2_bins(profile.sizes),
+        arrays=[
+            ArraySummary(
+                s.path,
+                len(s.array_lengths),
+                float(statistics.median(s.array_lengths)),
+                profile.longest_length(s.path),
+                log2_bins(s.array_lengths),
+            )
+            for s in profile.array_paths()
+        ],
+        indexes=len(profile.indexes),
+    )

@@ -1,178 +1,287 @@
-"""The schema-design advisor on the classic example systems: each rule fires
-on the design the texts warn about, with the evidence the data shows, and
-stays quiet on the design they recommend.
+"""The schema-design advisor on the texts' example systems (systems.py):
+every anti-pattern flagged with the right codes, every good design left
+alone, with precision and recall reported; the evidence says what the data
+holds; the JSON keeps its schema; the command line keeps its form; the HTML
+report renders in headless Chromium.
 
-Systems and rules: EXAMPLES (the schema-design examples) and
-https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/
+Systems and rules: /work/shared/EXAMPLES.md and docs/advisor.md.
 """
 
 from __future__ import annotations
 
-import datetime
 import json
+import re
+import shutil
+import subprocess
+import sys
+import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
-from bson import ObjectId
 
 import foliodb
-from foliodb.advisor import Recommendation, advise
+from foliodb.advisor import REPORT_SCHEMA, Report, advise, sampling
+from foliodb.advisor.codes import PROBLEMS, RECOMMENDATIONS
+from foliodb.advisor.html import render_html
 from foliodb.cli import main
+from foliodb.server import Server
 
-T0 = datetime.datetime(2026, 1, 1)
+from . import systems
+from .conftest import SCORE
 
-
-@pytest.fixture
-def db(client: Any) -> Any:
-    return client.advice
-
-
-def kinds(recs: list[Recommendation], collection: str) -> list[str]:
-    return [r.kind for r in recs if r.collection == collection]
+ROOT = Path(__file__).resolve().parents[3]
+DESIGNS = [(name, good) for name in systems.SYSTEMS for good in (False, True) if not (name == "healthy" and good)]
 
 
-def only(recs: list[Recommendation], kind: str, collection: str) -> Recommendation:
-    found = [r for r in recs if r.kind == kind and r.collection == collection]
-    assert len(found) == 1, recs
-    return found[0]
+@pytest.fixture(scope="module")
+def built() -> Iterator[tuple[Any, dict[tuple[str, bool], Report]]]:
+    client = foliodb.MongoClient(":memory:")
+    reports = {(name, good): advise(systems.build(client, name, good)) for name, good in DESIGNS}
+    yield client, reports
+    client.close()
 
 
-def test_embedded_comments_that_grow_should_be_bucketed(db: Any) -> None:
-    # Blog design B: comments embedded in the post break past a few hundred.
-    db.posts.insert_many(
-        [{"title": f"p{n}", "comments": [{"author": "a", "body": "x" * 20} for _ in range(n * 100)]} for n in range(6)]
+def expected(name: str, good: bool) -> set[systems.Key]:
+    return set() if good else systems.EXPECTED[name]
+
+
+@pytest.mark.parametrize(("name", "good"), DESIGNS, ids=[f"{n}-{'good' if g else 'bad'}" for n, g in DESIGNS])
+def test_findings_match_the_design(built: Any, name: str, good: bool) -> None:
+    report = built[1][(name, good)]
+    assert {f.key for f in report.findings} == expected(name, good), [f.summary for f in report.findings]
+
+
+def test_precision_and_recall(built: Any, request: pytest.FixtureRequest) -> None:
+    wanted = {(name, good, key) for name, good in DESIGNS for key in expected(name, good)}
+    found = {(name, good, f.key) for (name, good), report in built[1].items() for f in report.findings}
+    hits = len(wanted & found)
+    precision, recall = hits / max(len(found), 1), hits / max(len(wanted), 1)
+    request.config.stash[SCORE] = (
+        f"advisor: precision {precision:.1%} ({hits}/{len(found)} findings right), recall {recall:.1%} "
+        f"({hits}/{len(wanted)} anti-patterns found) over {len(DESIGNS)} designs of {len(systems.SYSTEMS)} systems"
     )
-    rec = only(advise(db), "bucket", "posts")
-    assert rec.evidence["path"] == "comments" and rec.evidence["max_length"] == 500
-    assert "$slice" in rec.message
+    assert precision >= 0.95 and recall >= 0.95, request.config.stash[SCORE]
 
 
-def test_few_embedded_addresses_are_fine(db: Any) -> None:
-    # People and addresses: one-to-few, embedded, is the recommended design.
-    db.people.insert_many([{"name": f"n{i}", "addresses": [{"city": "c"}] * (i % 3)} for i in range(50)])
-    assert advise(db) == []
+def finding(built: Any, name: str, problem: str) -> Any:
+    return next(f for f in built[1][(name, False)].findings if f.problem == problem)
 
 
-def test_parent_reference_without_index(db: Any) -> None:
-    # Hosts and log messages: one-to-squillions; the child's host reference needs an index.
-    hosts = [ObjectId() for _ in range(3)]
-    db.hosts.insert_many([{"_id": h, "name": f"h{i}", "ipaddr": f"10.0.0.{i}"} for i, h in enumerate(hosts)])
-    db.logmsg.insert_many([{"time": T0, "message": "m", "host": hosts[i % 3]} for i in range(600)])
-    recs = advise(db)
-    rec = only(recs, "index", "logmsg")
-    assert rec.action == 'db.logmsg.createIndex({"host": 1})'
-    assert (rec.evidence["references"], rec.evidence["children_per_parent_max"]) == ("hosts", 200)
-    assert "embed" not in kinds(recs, "logmsg")  # 200 per host is not one-to-few
-    db.logmsg.create_index("host")
-    assert "index" not in kinds(advise(db), "logmsg")
-
-
-def test_few_small_children_could_be_embedded(db: Any) -> None:
-    people = [ObjectId() for _ in range(20)]
-    db.people.insert_many([{"_id": p, "name": "n"} for p in people])
-    db.addresses.insert_many([{"person_id": p, "city": "c"} for p in people for _ in range(2)])
-    db.addresses.create_index("person_id")
-    rec = only(advise(db), "embed", "addresses")
-    assert rec.evidence["children_per_parent_max"] == 2
-
-
-def test_reference_arrays_past_a_thousand_should_move_to_the_child(db: Any) -> None:
-    # Products and parts: an array of references suits one-to-many, not one-to-squillions.
-    parts = [ObjectId() for _ in range(1500)]
-    db.parts.insert_many([{"_id": p, "partno": str(i)} for i, p in enumerate(parts)])
-    db.products.insert_many([{"name": "small", "parts": parts[:20]}, {"name": "huge", "parts": parts}])
-    rec = only(advise(db), "reference", "products")
-    assert rec.evidence["max_length"] == 1500
-    db.products.delete_one({"name": "huge"})
-    assert "reference" not in kinds(advise(db), "products")
-
-
-def test_time_series_of_small_readings_should_be_bucketed(db: Any) -> None:
-    # IoT telemetry: a document per reading -> a document per sensor per hour.
-    db.readings.insert_many(
-        [{"sensor": f"s{i % 4}", "ts": T0 + datetime.timedelta(minutes=i), "value": i * 0.5} for i in range(1200)]
+def test_evidence_is_this_databases_numbers(built: Any) -> None:
+    # 15,000 of 20,000 users follow the celebrity (itself among them, so 14,999 at least).
+    celebrity = finding(built, "social", "huge-reference-array")
+    assert celebrity.evidence["longest"] >= 14_999 and celebrity.evidence["median_length"] <= 2
+    # Each product has 120 to 250 parts, each read by its own find.
+    parts = finding(built, "parts", "join-on-read").evidence
+    assert 120 <= parts["longest_chain"] <= 250 and parts["ids_per_lookup"] == 1.0
+    # Every fourth order holds its user_id as a string: 500 of 2,000, counted exactly.
+    mixed = next(f for f in built[1][("mixed_types", False)].findings if f.path == "user_id")
+    assert mixed.evidence["types"] == {"objectId": 1500, "string": 500} and mixed.evidence["references"] == "users"
+    assert mixed.severity == "high" and "$toObjectId" in mixed.change.commands[0]
+    # Drift was 1 to 5 comments on about 30% of the posts.
+    counter = finding(built, "counters", "drifting-counter").evidence
+    assert (
+        1 <= counter["drift_min"] <= counter["drift_max"] <= 5 and 0.15 < counter["wrong"] / counter["compared"] < 0.45
     )
-    rec = only(advise(db), "bucket", "readings")
-    assert (rec.evidence["source"], rec.evidence["sources"], rec.evidence["time"]) == ("sensor", 4, "ts")
+    # 2% pending and 2% processing orders: the partial index covers 4% of them.
+    status = finding(built, "order_status", "collection-scan")
+    assert 0.02 < status.evidence["partial_share"] < 0.07
+    assert status.change.commands == [
+        'db.orders.createIndex({ created_at: 1 }, { partialFilterExpression: { status: { $in: ["pending", "processing"] } } })'
+    ]
+    # 1,800 carts last changed uniformly over 180 days: five sixths of them are over 30 days old.
+    carts = finding(built, "carts", "missing-ttl").evidence
+    assert 0.68 < carts["share"] < 0.82
+    readings = finding(built, "iot", "one-document-per-event").evidence
+    assert (readings["source_field"], readings["sources"]) == ("sensor_id", 10)
+    assert 55 < readings["readings_per_source_hour"] < 65  # one a minute, give or take 3 seconds
+    sort = finding(built, "host_logs", "in-memory-sort")
+    assert sort.change.commands == ["db.logmsg.createIndex({ host: 1, time: -1 })"]
+    big = finding(built, "large_documents", "large-document")
+    assert big.severity == "critical" and big.evidence["heaviest_fields"].keys() >= {"pdf"}
 
 
-def test_denormalized_copies_report_how_many_are_stale(db: Any) -> None:
-    # Blog design D: posts keep author_name beside author_id.
-    users = [ObjectId() for _ in range(4)]
-    db.users.insert_many([{"_id": u, "name": f"user{i}"} for i, u in enumerate(users)])
-    db.posts.insert_many([{"author_id": users[i % 4], "author_name": f"user{i % 4}", "t": i} for i in range(40)])
-    db.users.update_one({"_id": users[0]}, {"$set": {"name": "renamed"}})
-    rec = only(advise(db), "denormalize", "posts")
-    assert rec.evidence == {"copied": {"author_name": "name"}, "compared": 40, "stale": 10}
-    # Orders with snapshots: item subdocuments {product_id, name, price} copy the product.
-    products = [ObjectId() for _ in range(3)]
-    db.products.insert_many([{"_id": p, "name": f"prod{i}", "price": 100} for i, p in enumerate(products)])
-    db.orders.insert_many([{"items": [{"_id": p, "name": f"prod{i}", "price": 100}]} for i, p in enumerate(products)])
-    db.products.update_many({}, {"$set": {"price": 120}})
-    snapshot = only(advise(db), "denormalize", "orders")
-    assert snapshot.evidence["stale"] == 3 and "snapshot" in snapshot.message
+def test_an_outlier_the_sample_misses_is_found_by_its_references(built: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Pretend the 20,000 users are too many to pass over: the celebrity, in no sample of 1,000 with
+    # 95% odds, is still checked because every sampled user's `following` names it.
+    monkeypatch.setattr(sampling, "EXACT_SCAN_DOCS", 1000)
+    for _ in range(3):  # the sample differs each time; the finding must not
+        report = advise(built[0]["social_bad"], sample=200)
+        found = [f for f in report.findings if f.problem == "huge-reference-array"]
+        assert len(found) == 1 and found[0].evidence["found_by"] == "candidate check"
 
 
-def test_prefix_index_is_redundant(db: Any) -> None:
-    db.orders.insert_one({"user_id": 1, "created_at": T0})
-    db.orders.create_index("user_id")
-    db.orders.create_index([("user_id", 1), ("created_at", -1)])
-    db.orders.create_index("created_at", expireAfterSeconds=60)  # a TTL index is never redundant
-    rec = only(advise(db), "drop-index", "orders")
-    assert rec.action == 'db.orders.dropIndex("user_id_1")'
+def test_json_keeps_its_schema_and_the_docs_show_it(built: Any) -> None:
+    jsonschema.validate([r.as_json() for r in built[1].values()], REPORT_SCHEMA)
+    docs = (ROOT / "docs" / "advisor.md").read_text(encoding="utf-8")
+    block = re.search(r"## The JSON Schema.*?```json\n(.*?)```", docs, re.DOTALL)
+    assert block is not None and json.loads(block.group(1)) == REPORT_SCHEMA
+    for code in (*PROBLEMS, *RECOMMENDATIONS):
+        assert f"`{code}`" in docs, code
 
 
-def test_documents_near_the_16_mib_limit(db: Any) -> None:
-    db.blobs.insert_one({"chunks": ["x" * 1024 * 1024] * 9})
-    rec = only(advise(db), "limit", "blobs")
-    assert rec.evidence["max_bytes"] > 9 * 2**20
+def test_over_the_wire(tmp_path: Path) -> None:
+    # The advisor needs only pymongo's API: through `foliodb serve` it says the same.
+    server = Server(str(tmp_path / "served"), "127.0.0.1", 0)
+    host, port = server.start()
+    try:
+        import pymongo
+
+        with pymongo.MongoClient(f"mongodb://{host}:{port}/") as client:
+            for name in ("blog_post_list", "parts"):
+                report = advise(systems.build(client, name, False))
+                assert {f.key for f in report.findings} == systems.EXPECTED[name]
+    finally:
+        server.shutdown()
+
+
+# -- the command line ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dbpath(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("advise") / "data"
+    with foliodb.MongoClient(str(path)) as client:
+        systems.build(client, "carts", False)
+        systems.build(client, "indexes", False)
+    return path
+
+
+def test_cli_reports_and_exit_status(dbpath: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, page = tmp_path / "advice.json", tmp_path / "advice.html"
+    assert main(["advise", str(dbpath), "--json", str(out), "--html", str(page), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "carts_bad: 1 collection, 300 profiled operations: 1 finding" in text
+    assert "[MEDIUM] carts.last_modified: missing-ttl -> ttl-index" in text
+    assert "db.carts.createIndex({ last_modified: 1 }, { expireAfterSeconds: 2592000 })" in text
+    reports = json.loads(out.read_text())
+    jsonschema.validate(reports, REPORT_SCHEMA)
+    assert [r["database"] for r in reports] == ["carts_bad", "indexes_bad"]
+    assert page.read_text().startswith("<!DOCTYPE html>")
+    # --db twice, JSON on stdout, only medium and worse (the index findings are low).
+    assert (
+        main(
+            [
+                "advise",
+                "--dbpath",
+                str(dbpath),
+                "--db",
+                "indexes_bad",
+                "--db",
+                "carts_bad",
+                "--json",
+                "-",
+                "--min-severity",
+                "medium",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    reports = json.loads(capsys.readouterr().out)
+    assert [(r["database"], [f["problem"] for f in r["findings"]]) for r in reports] == [
+        ("indexes_bad", []),
+        ("carts_bad", ["missing-ttl"]),
+    ]
 
 
 @pytest.mark.parametrize(
-    ("filter_spec", "sort", "action"),
+    ("argv", "message"),
     [
-        ({"user_id": 7}, {"created_at": -1}, 'db.orders.createIndex({"user_id": 1, "created_at": -1})'),
-        # ESR: equality (status), then sort (created_at), then range (total).
-        (
-            {"status": "pending", "total": {"$gt": 100}},
-            {"created_at": 1},
-            'db.orders.createIndex({"status": 1, "created_at": 1, "total": 1})',
-        ),
-        ({"status": {"$in": ["a", "b"]}}, None, 'db.orders.createIndex({"status": 1})'),
+        (["--min-severity", "huge"], "argument --min-severity: invalid choice: 'huge'"),
+        (["--sample", "0"], "argument --sample: must be at least 1"),
+        (["data", "--uri", "mongodb://x/"], "give the database once: DBPATH, mongodb://URI, --dbpath or --uri"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
     ],
 )
-def test_workload_gets_indexes_in_esr_order(db: Any, filter_spec: Any, sort: Any, action: str) -> None:
-    db.orders.insert_many([{"user_id": i % 50, "status": "pending", "total": i, "created_at": T0} for i in range(500)])
-    rec = only(advise(db, queries=[("orders", filter_spec, sort)]), "index", "orders")
-    assert rec.action == action
+def test_cli_usage_errors_exit_2(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["advise", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"foliodb advise: {message}") and err.count("\n") == 1
+    assert not (tmp_path / "data").exists()
 
 
-def test_profiler_entries_as_mongodb_writes_them(db: Any) -> None:
-    # A system.profile entry of MongoDB 8 (database profiler output), trimmed to the fields read.
-    db.orders.insert_many([{"user_id": i % 50, "created_at": T0} for i in range(500)])
-    entry = {
-        "op": "query",
-        "ns": "advice.orders",
-        "command": {"find": "orders", "filter": {"user_id": 7}, "sort": {"created_at": -1}, "$db": "advice"},
-        "keysExamined": 0,
-        "docsExamined": 500,
-        "nreturned": 10,
-        "millis": 3,
-        "planSummary": "COLLSCAN",
-        "ts": T0,
-    }
-    db["system.profile"].insert_many([dict(entry) for _ in range(5)])
-    rec = only(advise(db), "index", "orders")
-    assert (rec.evidence["runs"], rec.evidence["docs_examined"], rec.evidence["returned"]) == (5, 2500, 50)
+def test_cli_missing_dbpath_is_not_created(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "foliodb", "advise", "missing"],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=60,
+        env={"PYTHONPATH": str(ROOT)},
+    )
+    assert (done.returncode, done.stderr.decode()) == (
+        1,
+        "foliodb advise: no database at missing: the directory does not exist\n",
+    )
+    assert not (tmp_path / "missing").exists()
 
 
-def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    with foliodb.MongoClient(str(tmp_path / "data")) as client:
-        client.shop.posts.insert_many([{"comments": [{"b": 1}] * (n * 150)} for n in range(3)])
-    assert main(["advise", "--dbpath", str(tmp_path / "data")]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("shop: 1 recommendation\n") and "[bucket] posts" in out
-    assert main(["advise", "--dbpath", str(tmp_path / "data"), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert [r["kind"] for r in report["shop"]] == ["bucket"]
+# -- the HTML report in a browser ----------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+HEADLESS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+def _pixels(png: bytes) -> set[bytes]:
+    """The distinct RGB(A) pixels of an 8-bit PNG (enough of a decoder to tell a blank page)."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, data, width, channels = 8, b"", 0, 4
+    while pos < len(png):
+        length = int.from_bytes(png[pos : pos + 4], "big")
+        kind, body = png[pos + 4 : pos + 8], png[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            width, channels = int.from_bytes(body[:4], "big"), {2: 3, 6: 4}[body[9]]
+        elif kind == b"IDAT":
+            data += body
+        pos += 12 + length
+    raw, stride = zlib.decompress(data), width * channels
+    rows: list[bytearray] = []
+    previous = bytearray(stride)
+    for start in range(0, len(raw), stride + 1):
+        kind, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
+        for i in range(stride):
+            left = line[i - channels] if i >= channels else 0
+            up, corner = previous[i], previous[i - channels] if i >= channels else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 255
+            elif kind == 2:
+                line[i] = (line[i] + up) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 255
+            elif kind == 4:
+                p = left + up - corner
+                best = min((abs(p - left), 0, left), (abs(p - up), 1, up), (abs(p - corner), 2, corner))[2]
+                line[i] = (line[i] + best) & 255
+        rows.append(line)
+        previous = line
+    return {bytes(row[i : i + channels]) for row in rows[::7] for i in range(0, stride, channels * 7)}
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")
+def test_html_report_renders_in_headless_chromium(built: Any, tmp_path: Path) -> None:
+    reports = [built[1][("social", False)], built[1][("blog_comments", False)], built[1][("healthy", False)]]
+    page = tmp_path / "advice.html"
+    page.write_text(render_html(reports), encoding="utf-8")
+    assert "http://" not in page.read_text() and "https://" not in page.read_text()  # self-contained
+    assert CHROMIUM is not None
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        [CHROMIUM, *HEADLESS, f"--screenshot={shot}", "--window-size=1200,1400", page.as_uri()],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    assert len(_pixels(shot.read_bytes())) > 20  # text, charts and colours, not one blank colour
+    dom = subprocess.run(
+        [CHROMIUM, *HEADLESS, "--dump-dom", page.as_uri()], capture_output=True, timeout=120, check=True
+    ).stdout.decode()
+    assert dom.count('<svg class="relations"') == 3
+    assert dom.count('class="histogram sizes"') == sum(len(r.collections) for r in reports)
+    assert dom.count('class="histogram lengths"') >= 4  # followers, following, comments, addresses
+    assert dom.count('<g class="edge">') == sum(len(r.relations) for r in reports) and 'class="bar"' in dom
+    assert "huge-reference-array" in dom and "Nothing to change" not in dom.split("healthy")[0]

@@ -1,0 +1,40 @@
+"""The rules, one a module, in one table: name -> function from the
+:class:`~foliodb.advisor.context.Context` to findings. docs/advisor.md
+lists each with its threshold and its source."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from foliodb.advisor.context import Context
+from foliodb.advisor.report import Finding
+from foliodb.advisor.rules.counters import rule_drifting_counter
+from foliodb.advisor.rules.expiring import rule_missing_ttl
+from foliodb.advisor.rules.indexes import rule_redundant_index, rule_unused_index
+from foliodb.advisor.rules.joins import rule_join_on_read
+from foliodb.advisor.rules.large_documents import rule_large_document
+from foliodb.advisor.rules.mixed_types import rule_mixed_types
+from foliodb.advisor.rules.reference_arrays import rule_huge_reference_array
+from foliodb.advisor.rules.scans import rule_collection_scan
+from foliodb.advisor.rules.stale_copies import rule_stale_copy
+from foliodb.advisor.rules.text_search import rule_regex_word_search
+from foliodb.advisor.rules.time_series import rule_one_document_per_event
+from foliodb.advisor.rules.unbounded_arrays import rule_unbounded_array
+
+Rule = Callable[[Context], Iterable[Finding]]
+
+RULES: dict[str, Rule] = {
+    "large-document": rule_large_document,
+    "unbounded-array": rule_unbounded_array,
+    "huge-reference-array": rule_huge_reference_array,
+    "one-document-per-event": rule_one_document_per_event,
+    "join-on-read": rule_join_on_read,
+    "stale-copy": rule_stale_copy,
+    "drifting-counter": rule_drifting_counter,
+    "collection-scan": rule_collection_scan,
+    "regex-word-search": rule_regex_word_search,
+    "missing-ttl": rule_missing_ttl,
+    "mixed-types": rule_mixed_types,
+    "unused-index": rule_unused_index,
+    "redundant-index": rule_redundant_index,
+}

@@ -1,0 +1,126 @@
+"""Indexes that cost writes and serve nothing: unused ones (no recorded
+plan used them, and ``$indexStats`` counts no access), and redundant ones
+(a prefix of another index with the same directions, which serves the same
+queries).
+
+Unused needs a workload to judge by: at least :data:`MIN_OPERATIONS`
+profiled operations on the collection. ``$indexStats`` counters restart
+with the server, so a zero there only confirms what the profile shows.
+Unique, TTL, hidden and ``_id`` indexes do work of their own and are never
+proposed for dropping; neither is a prefix of a partial or sparse index
+(which does not cover every document).
+
+Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/indexStats/ and
+https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/unnecessary-indexes/
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from foliodb.advisor.context import Context
+from foliodb.advisor.report import Change, Finding
+from foliodb.advisor.sampling import CollectionProfile
+from foliodb.advisor.shell import call, count, size
+from foliodb.advisor.workload import index_used
+
+MIN_OPERATIONS = 50
+_WORKING = ("unique", "expireAfterSeconds", "hidden")
+_NARROWING = ("partialFilterExpression", "sparse", "collation")
+
+
+def _droppable(index: dict[str, Any]) -> bool:
+    return index.get("name") != "_id_" and not any(index.get(option) for option in _WORKING)
+
+
+def redundant_to(profile: CollectionProfile, index: dict[str, Any]) -> dict[str, Any] | None:
+    """The index that makes ``index`` redundant (``index``'s key is a prefix of its key), if any."""
+    if not _droppable(index) or any(option in index for option in _NARROWING):
+        return None
+    key = list(index["key"].items())
+    for other in profile.indexes:
+        other_key = list(other["key"].items())
+        covers = other is not index and len(other_key) > len(key) and other_key[: len(key)] == key
+        if covers and not any(option in other for option in _NARROWING):
+            return other
+    return None
+
+
+def rule_redundant_index(ctx: Context) -> Iterator[Finding]:
+    for profile in ctx.profiles.values():
+        for index in profile.indexes:
+            other = redundant_to(profile, index)
+            if other is None:
+                continue
+            yield Finding(
+                collection=profile.name,
+                path=next(iter(index["key"])),
+                problem="redundant-index",
+                recommendation="drop-index",
+                severity="low",
+                summary=f"Index {index['name']} is a prefix of {other['name']}, which serves the same queries.",
+                evidence={
+                    "index": dict(index["key"]),
+                    "covered_by": dict(other["key"]),
+                    "bytes": profile.index_sizes.get(index["name"]),
+                },
+                change=Change(
+                    f"Drop {index['name']} (hide it first, to see that no query slows down).",
+                    [call(profile.name, "hideIndex", index["name"]), call(profile.name, "dropIndex", index["name"])],
+                    None,
+                ),
+                effect=f"Every insert and every update of {', '.join(index['key'])} writes one index entry fewer.",
+            )
+
+
+def rule_unused_index(ctx: Context) -> Iterator[Finding]:
+    window = ctx.workload.window
+    for profile in ctx.profiles.values():
+        ops = [op for op in ctx.workload.on(profile.name) if op.kind != "insert"]
+        if len(ops) < MIN_OPERATIONS or window is None:
+            continue
+        plans = [op.plan for op in ops]
+        stats = {row.get("name"): row for row in ctx.workload.index_stats.get(profile.name, [])}
+        for index in profile.indexes:
+            if not _droppable(index) or redundant_to(profile, index) is not None or index_used(index, plans):
+                continue
+            accesses = stats.get(index["name"], {}).get("accesses", {})
+            if int(accesses.get("ops", 0)) > 0:
+                continue
+            yield Finding(
+                collection=profile.name,
+                path=next(iter(index["key"])) if "_fts" not in index["key"] else None,
+                problem="unused-index",
+                recommendation="drop-index",
+                severity="low",
+                summary=(
+                    f"No plan of the {count(len(ops))} operations on {profile.name} profiled from "
+                    f"{window[0]:%Y-%m-%d %H:%M} to {window[1]:%Y-%m-%d %H:%M} used {index['name']}."
+                ),
+                evidence={
+                    "index": dict(index["key"]),
+                    "operations": len(ops),
+                    "index_stats_ops": accesses.get("ops"),
+                    "index_stats_since": accesses.get("since"),
+                    "bytes": profile.index_sizes.get(index["name"]),
+                },
+                change=Change(
+                    f"Hide {index['name']}, watch a full business cycle (month-end reports use indexes "
+                    "too), then drop it.",
+                    [call(profile.name, "hideIndex", index["name"]), call(profile.name, "dropIndex", index["name"])],
+                    None,
+                ),
+                effect=(
+                    f"Writes to {profile.name} stop maintaining it"
+                    + (
+                        f"; {size(profile.index_sizes[index['name']])} freed."
+                        if index["name"] in profile.index_sizes
+                        else "."
+                    )
+                ),
+            )
+
+
+def _freed(profile: CollectionProfile, name: str) -> str:
+    return f"; {size(profile.index_sizes[name])} freed" if name in profile.index_sizes else ""
