@@ -48,9 +48,11 @@ needs_node_clients = pytest.mark.skipif(
 
 
 class RunningServer:
-    def __init__(self, dbpath: Path) -> None:
+    """``foliodb serve`` on ``dbpath``, on ``port`` (0: one the system picks)."""
+
+    def __init__(self, dbpath: Path, port: int = 0) -> None:
         self.dbpath = str(dbpath)
-        self.server = Server(self.dbpath, "127.0.0.1", 0)
+        self.server = Server(self.dbpath, "127.0.0.1", port)
         self.host, self.port = self.server.start()
 
     @property

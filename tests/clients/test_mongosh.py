@@ -7,6 +7,7 @@ start costs ~1.3 s, so each test is one mongosh process.
 
 from __future__ import annotations
 
+import datetime
 import os
 import subprocess
 import textwrap
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bson import ObjectId, json_util
+from bson import ObjectId, Timestamp, json_util
 
 from tests.clients.conftest import NODE, NODE_DIR, RunningServer, needs_node_clients
 
@@ -189,3 +190,104 @@ def test_interactive_session_over_stdin(server: RunningServer, tmp_path: Path, m
         if reply.get("ok") != 1 and next(iter(cmd)) not in EXPECTED_REFUSALS
     }
     assert not refused, f"mongosh's startup commands that FolioDB refused (mongod answers them): {refused}"
+
+
+# The shell's own syntax (no await): watch() opens the stream at once (mongosh sends the
+# aggregate and a first tryNext), so the writes after it are all seen. hasNext() blocks until
+# an event comes, so the loops are bounded by count and by a deadline instead.
+WATCH = textwrap.dedent(
+    """
+    const orders = db.orders.watch([], { maxAwaitTimeMS: 200 });
+    const onDb = db.watch([], { maxAwaitTimeMS: 200 });
+    const onCluster = db.getMongo().watch([], { maxAwaitTimeMS: 200 });
+    const lookup = db.orders.watch([], { maxAwaitTimeMS: 200, fullDocument: 'updateLookup' });
+    db.orders.insertOne({ _id: 1, item: 'pen', qty: 2, tags: ['a', 'b', 'c'] });
+    db.orders.updateOne({ _id: 1 }, { $set: { qty: 5, 'ship.city': 'Oslo' }, $unset: { item: '' } });
+    db.orders.updateOne({ _id: 1 }, [{ $set: { tags: { $slice: ['$tags', 1] } } }]);
+    db.orders.deleteOne({ _id: 1 });
+    db.getSiblingDB('stock').items.insertOne({ _id: 'ink' });
+    function take(stream, n) {
+      const got = [];
+      const deadline = Date.now() + 10000;
+      while (got.length < n && Date.now() < deadline) {
+        const event = stream.tryNext();
+        if (event !== null) got.push(event);
+      }
+      return got;
+    }
+    const first = orders.hasNext() ? orders.next() : null;
+    const events = [first, ...take(orders, 3)];
+    const extra = orders.tryNext();
+    const resumeToken = orders.getResumeToken();
+    const resumed = db.orders.watch([], { resumeAfter: events[1]._id, maxAwaitTimeMS: 200 });
+    const afterSecond = take(resumed, 2);
+    const fromEnd = db.orders.watch([], { resumeAfter: resumeToken, maxAwaitTimeMS: 200 });
+    const afterEnd = fromEnd.tryNext();
+    [orders, resumed, fromEnd].forEach((s) => s.close());
+    print(EJSON.stringify({
+      events, resumeToken, afterSecond, extra, afterEnd,
+      onDb: take(onDb, 4), onCluster: take(onCluster, 5), lookup: take(lookup, 3),
+    }, { relaxed: false }));
+    """
+)
+
+
+@pytest.mark.clients
+def test_watch_in_shell_syntax(server: RunningServer, tmp_path: Path) -> None:
+    """Change events as the manual's change events reference shapes them
+    (https://www.mongodb.com/docs/manual/reference/change-events/insert/, .../update/, .../delete/);
+    updateLookup of a document deleted since is null
+    (https://www.mongodb.com/docs/manual/changeStreams/#lookup-full-document-for-update-operations)."""
+    proc = run_mongosh(tmp_path, server.uri + "shop", "--quiet", "--eval", WATCH)
+    assert proc.returncode == 0, f"mongosh exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    out = json_util.loads(proc.stdout.strip().splitlines()[-1])  # hasNext()/next() print warnings before it
+
+    insert, update, truncate, delete = out["events"]
+    orders_ns = {"db": "shop", "coll": "orders"}
+    assert insert["operationType"] == "insert"
+    assert insert["ns"] == orders_ns and insert["documentKey"] == {"_id": 1}
+    assert insert["fullDocument"] == {"_id": 1, "item": "pen", "qty": 2, "tags": ["a", "b", "c"]}
+    assert isinstance(insert["clusterTime"], Timestamp) and isinstance(insert["wallTime"], datetime.datetime)
+    assert update["operationType"] == "update"
+    assert update["ns"] == orders_ns and update["documentKey"] == {"_id": 1}
+    # $set of a dotted path under a missing field creates the field: it is reported whole.
+    assert update["updateDescription"] == {
+        "updatedFields": {"qty": 5, "ship": {"city": "Oslo"}},
+        "removedFields": ["item"],
+        "truncatedArrays": [],
+    }
+    assert "fullDocument" not in update  # without fullDocument: 'updateLookup'
+    assert truncate["updateDescription"] == {
+        "updatedFields": {},
+        "removedFields": [],
+        "truncatedArrays": [{"field": "tags", "newSize": 1}],
+    }
+    assert delete["operationType"] == "delete"
+    assert delete["ns"] == orders_ns and delete["documentKey"] == {"_id": 1}
+    assert "fullDocument" not in delete
+    tokens = [e["_id"] for e in out["events"]]
+    assert all(set(t) == {"_data"} and isinstance(t["_data"], str) for t in tokens)
+    assert [t["_data"] for t in tokens] == sorted(t["_data"] for t in tokens) and len({t["_data"] for t in tokens}) == 4
+    assert out["extra"] is None  # the stock insert is another collection's
+    # Read to the end, the resume token is the last event's or later (a batch's postBatchResumeToken),
+    # and a stream resumed from it repeats nothing.
+    assert out["resumeToken"]["_data"] >= delete["_id"]["_data"]
+    assert out["afterEnd"] is None
+
+    # resumeAfter the first update: the two events after it, the same tokens again.
+    assert [e["_id"] for e in out["afterSecond"]] == [truncate["_id"], delete["_id"]]
+    assert out["afterSecond"] == [truncate, delete]
+
+    # db.watch(): this database's collections; db.getMongo().watch(): every database too.
+    assert out["onDb"] == out["events"]
+    assert out["onCluster"][:4] == out["events"]
+    stock = out["onCluster"][4]  # its collection's implicit create is no event without showExpandedEvents
+    assert (stock["operationType"], stock["ns"], stock["documentKey"]) == (
+        "insert",
+        {"db": "stock", "coll": "items"},
+        {"_id": "ink"},
+    )
+
+    # updateLookup reads the document when the event is read: it was deleted by then.
+    assert [e["operationType"] for e in out["lookup"]] == ["insert", "update", "update"]
+    assert [e["fullDocument"] for e in out["lookup"][1:]] == [None, None]

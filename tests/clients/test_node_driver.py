@@ -239,3 +239,62 @@ def test_bson_types_both_ways(server: RunningServer) -> None:
             "none": "null",
         }.items():
             assert coll.count_documents({"_id": "from-node", field: {"$type": bson_type}}) == 1, field
+
+
+@pytest.mark.clients
+def test_change_streams_emitter_iteration_and_resume(server: RunningServer) -> None:
+    """collection.watch() with fullDocument 'updateLookup', read as an event emitter, by
+    tryNext() and by async iteration, then resumed with resumeAfter from a saved token. Event
+    shapes: https://www.mongodb.com/docs/manual/reference/change-events/ (insert, update, delete);
+    updateLookup: https://www.mongodb.com/docs/manual/changeStreams/#lookup-full-document-for-update-operations ;
+    resuming: https://www.mongodb.com/docs/manual/changeStreams/#resume-a-change-stream"""
+    out = run_node("change_streams.js", server, "nodestreams")
+    ns = {"db": "nodestreams", "coll": "orders"}
+
+    assert out["firstTryNext"] is None  # the cursor opened before any write
+    insert_pen, update_pen, insert_ink, delete_ink = out["emitted"]
+    assert [(e["operationType"], e["documentKey"]) for e in out["emitted"]] == [
+        ("insert", {"_id": 1}),
+        ("update", {"_id": 1}),
+        ("insert", {"_id": 2}),
+        ("delete", {"_id": 2}),
+    ]
+    assert all(e["ns"] == ns for e in out["emitted"])
+    assert insert_pen["fullDocument"] == {"_id": 1, "item": "pen", "qty": 2}
+    assert insert_ink["fullDocument"] == {"_id": 2, "item": "ink", "qty": 1}
+    assert update_pen["updateDescription"] == {
+        "updatedFields": {"qty": 5, "sold": 1},
+        "removedFields": [],
+        "truncatedArrays": [],
+    }
+    # updateLookup: the document as it is when the event is read (no later write touched it).
+    assert update_pen["fullDocument"] == {"_id": 1, "item": "pen", "qty": 5, "sold": 1}
+    assert "fullDocument" not in delete_ink and "updateDescription" not in delete_ink
+    for event in out["emitted"]:
+        assert isinstance(event["clusterTime"], Timestamp) and set(event["_id"]) == {"_data"}
+        assert "txnNumber" not in event and "lsid" not in event  # no transaction
+    tokens = [e["_id"]["_data"] for e in out["emitted"]]
+    assert tokens == sorted(tokens) and len(set(tokens)) == 4
+    assert out["emitterErrors"] == []
+
+    # A second stream sees the same events, with the same resume tokens.
+    assert out["iterated"] == out["emitted"]
+    assert out["iteratedResumeToken"]["_data"] >= tokens[-1]
+
+    # resumeAfter the update's token: the two events after it, then a write made after resuming.
+    assert out["resumed"] == [insert_ink, delete_ink]
+    (later,) = out["resumedLater"]
+    assert (later["operationType"], later["documentKey"], later["fullDocument"]) == (
+        "insert",
+        {"_id": 3},
+        {"_id": 3, "item": "cap", "qty": 7},
+    )
+    assert later["_id"]["_data"] > tokens[-1]
+    assert out["resumedExtra"] is None  # nothing repeated
+    assert out["failedCommands"] == []
+
+    with server.client() as client:
+        assert list(client.nodestreams["orders"].find().sort("_id", 1)) == [
+            {"_id": 1, "item": "pen", "qty": 5, "sold": 1},
+            {"_id": 3, "item": "cap", "qty": 7},
+        ]
