@@ -1,7 +1,7 @@
 """``local.oplog.rs``: the oplog, read as the capped collection tools tail.
 
 A ``find`` on ``local.oplog.rs`` (tailable and ``awaitData`` or not, in
-natural order either way, with a filter, projection, skip and limit) reads
+natural order either way or sorted in memory by any other key, with a filter, projection, skip and limit) reads
 the oplog table, each entry in mongod's shape:
 
     {op, ns, ui, o, o2, ts, t, v: 2, wall, lsid?, txnNumber?}
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from bson import Timestamp
@@ -31,6 +32,7 @@ from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.context import Context
 from foliodb.query.filter import compile_filter
 from foliodb.query.projection import compile_projection
+from foliodb.query.sort import compile_sort
 
 NAME = "oplog.rs"
 BATCH = 256
@@ -134,11 +136,27 @@ class NewestFirst(_Entries):
         return rows
 
 
+def _sorted(engine: Engine, spec: FindSpec, ctx: Context) -> Iterator[dict[str, Any]]:
+    """Any other sort: every matching entry, sorted in memory (mongod's blocking
+    SORT over a collection scan), then skipped, limited and projected."""
+    order = compile_sort(spec.sort)
+    matching = OldestFirst(engine, replace(spec, skip=0, limit=None, projection=None), ctx, False)
+    entries = sorted(matching, key=order.key)[spec.skip :]
+    if spec.limit is not None:
+        entries = entries[: spec.limit]
+    projection = compile_projection(spec.projection, ctx, find=True) if spec.projection else None
+    return iter([projection.apply(entry) for entry in entries] if projection is not None else entries)
+
+
 def oplog_find(engine: Engine, spec: FindSpec, ctx: Context, tailable: bool) -> Iterator[dict[str, Any]]:
-    """The source of a find on ``local.oplog.rs``, after mongod's checks on its sort and hint."""
+    """The source of a find on ``local.oplog.rs``, after mongod's checks on its sort."""
     natural = dict(spec.sort) if spec.sort else {"$natural": 1}
-    if set(natural) != {"$natural"} or natural["$natural"] not in (1, -1):
-        raise CommandError(ErrorCode.BadValue, "local.oplog.rs is read in natural order: sort {$natural: 1} or -1")
+    if set(natural) != {"$natural"}:
+        if tailable:
+            raise CommandError(ErrorCode.BadValue, "cannot use tailable option with a sort other than {$natural: 1}")
+        return _sorted(engine, spec, ctx)
+    if natural["$natural"] not in (1, -1):
+        raise CommandError(ErrorCode.BadValue, "$natural sort cannot be set to a value other than -1 or 1")
     if natural["$natural"] == -1:
         if tailable:
             raise CommandError(ErrorCode.BadValue, "cannot use tailable option with a sort other than {$natural: 1}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import sqlite3
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -91,6 +92,9 @@ class TTLMonitor(threading.Thread):
         while not self._stop_event.wait(TICK_SECONDS):
             try:
                 self.engine.housekeeping()
+            except sqlite3.OperationalError as exc:
+                # Out of file descriptors or a busy file: transient; the next tick retries.
+                log.warning("housekeeping deferred: %s", exc)
             except Exception:  # the monitor must outlive a bad pass
                 log.exception("housekeeping failed")
             interval = float(self.engine.parameters.get("ttlMonitorSleepSecs", 60))

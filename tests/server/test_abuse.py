@@ -210,13 +210,10 @@ def test_connections_over_the_limit_are_closed_politely(spawn: Any) -> None:
     assert stats["current"] + stats["available"] == 4
 
 
-def test_idle_and_slow_connections_are_closed_after_the_time_limit(spawn: Any) -> None:
-    child = spawn("--handshake-timeout", "1.5", "--frame-timeout", "1.5")
-    monitor = child.client()
-    monitor.shop.c.insert_one({"_id": 1})
-    baseline_connections = monitor.admin.command("serverStatus")["connections"]["current"]  # the driver's own
-    baseline_threads = child.threads()
-    baseline = child.rss()
+def _flood_of_stuck_connections(child: Any, monitor: Any) -> None:
+    """1,000 connections: idle, three bytes and nothing more, a message stuck
+    mid-frame after a ping, a byte now and another later; all must be closed by
+    the server's time limits while it keeps answering."""
     socks: list[socket.socket] = []
     header = frame({"ping": 1, "$db": "admin"})
     for i in range(1000):
@@ -239,10 +236,26 @@ def test_idle_and_slow_connections_are_closed_after_the_time_limit(spawn: Any) -
     assert all(closed_by_server(sock) for sock in socks)
     for sock in socks:
         sock.close()
+
+
+def test_idle_and_slow_connections_are_closed_after_the_time_limit(spawn: Any) -> None:
+    child = spawn("--handshake-timeout", "1.5", "--frame-timeout", "1.5")
+    monitor = child.client()
+    monitor.shop.c.insert_one({"_id": 1})
+    baseline_connections = monitor.admin.command("serverStatus")["connections"]["current"]  # the driver's own
+    baseline_threads = child.threads()
     current = lambda: monitor.admin.command("serverStatus")["connections"]["current"]  # noqa: E731
-    assert settle(lambda: current() <= baseline_connections, 10), (current(), baseline_connections)
-    assert settle(lambda: child.threads() <= baseline_threads + 2, 10)
-    assert child.rss() < baseline * 1.2 + 8 * 1024 * 1024, (baseline, child.rss())
+    high_water = 0
+    for flood in range(2):
+        _flood_of_stuck_connections(child, monitor)
+        assert settle(lambda: current() <= baseline_connections, 10), (current(), baseline_connections)
+        assert settle(lambda: child.threads() <= baseline_threads + 2, 10)
+        if flood == 0:
+            # The first flood sets the allocator's high-water mark (how many
+            # threads were alive at once depends on the machine's load); a
+            # second one must not add to it: nothing per connection is kept.
+            high_water = child.rss()
+    assert child.rss() < high_water * 1.1 + 8 * 1024 * 1024, (high_water, child.rss())
     assert monitor.shop.c.find_one() == {"_id": 1}  # and the idle pooled connection of a driver stays
     monitor.close()
 

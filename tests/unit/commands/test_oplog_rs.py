@@ -75,8 +75,15 @@ def test_filters_order_and_projection(client: Any) -> None:
     assert newest["o"] == {"_id": "b"}
     assert [e["o"]["_id"] for e in oplog.find({"op": "i"}).sort("$natural", -1).skip(1).limit(2)] == [4, 3]
     assert oplog.count_documents({}) == len(list(oplog.find()))
+    # Any other sort is a blocking in-memory sort, as on mongod's collection scan.
+    by_id = [e["o"]["_id"] for e in oplog.find({"op": "i"}, {"o": 1}).sort([("o._id", -1), ("ts", 1)]).limit(3)]
+    assert by_id == ["b", 4, 3]  # strings sort after numbers in BSON order
+    assert list(oplog.find().sort("ts", -1)) == list(oplog.find().sort("$natural", -1))
     with pytest.raises(OperationFailure) as info:
-        list(oplog.find().sort("ts", 1))
+        list(oplog.find().sort("$natural", 2))
+    assert info.value.code == 2
+    with pytest.raises(OperationFailure) as info:
+        list(oplog.find(cursor_type=CursorType.TAILABLE).sort("ts", 1))
     assert info.value.code == 2
 
 
