@@ -172,6 +172,10 @@ def _write(request: Request, entry: dict[str, Any], millis: int) -> None:
         user="",
     )
     engine = request.engine
+    # An operation of a transaction is profiled at once, outside it (as mongod
+    # does): the entry is not the transaction's to commit or abort.
+    transaction = engine.storage.transaction_view()
+    engine.storage.bind_transaction(None)
     try:
         with engine.storage.write():
             store = engine.store(request.db, PROFILE_COLLECTION) or engine.create_collection(
@@ -180,6 +184,8 @@ def _write(request: Request, entry: dict[str, Any], millis: int) -> None:
             store.insert(entry)
     except CommandError as exc:  # profiling never fails the command it describes
         log.warning("could not write a profile entry for %s: %s", entry["ns"], exc)
+    finally:
+        engine.storage.bind_transaction(transaction)
 
 
 # Commands whose fields hold secrets, and those fields: mongod shows them as "xxx".

@@ -90,3 +90,19 @@ def test_the_advisor_reads_the_profile(db: Any) -> None:
     # {user_id: 1} alone is a prefix of the sort-serving index: one finding serves both shapes.
     assert [f.change.commands for f in found] == [["db.orders.createIndex({ user_id: 1, n: -1 })"]]
     assert found[0].evidence["runs"] == 24
+
+
+def test_operations_of_a_transaction_are_profiled_outside_it(client: Any, db: Any) -> None:
+    """mongod profiles each operation of a transaction when it runs; the entry
+    is not part of the transaction (system.profile is capped, and capped
+    collections take no transactional writes), so an abort keeps it."""
+    db.command("profile", 2)
+    with client.start_session() as session:
+        session.start_transaction()
+        db.orders.update_one({"_id": 1}, {"$set": {"n": -1}}, session=session)
+        assert db.orders.find_one({"_id": 2}, session=session)["n"] == 2
+        session.abort_transaction()
+    db.command("profile", 0)
+    ops = [(e["op"], e.get("nModified")) for e in db.system.profile.find({"ns": "prof.orders"})]
+    assert ("update", 1) in ops and ("query", None) in ops
+    assert db.orders.find_one({"_id": 1})["n"] == 1  # the abort undid the update, not its profile entry
