@@ -30,6 +30,12 @@ from foliodb.advisor.text import render_text
 from foliodb.commands import failpoints
 from foliodb.demo import run as run_demo
 from foliodb.errors import CommandError, ErrorCode
+from foliodb.lab import DEFAULT_SIZE as DEFAULT_LAB_SIZE
+from foliodb.lab import SCENARIOS as LAB_SCENARIOS
+from foliodb.lab import run as run_lab_scenarios
+from foliodb.lab.html import render_html as render_lab_html
+from foliodb.lab.report import render_claims
+from foliodb.lab.report import render_text as render_lab_text
 from foliodb.server import DEFAULT_PORT, Server
 from foliodb.server.tls import MODES as TLS_MODES
 from foliodb.server.tls import TLSError
@@ -189,6 +195,20 @@ def build_parser() -> Parser:
         "advise", help="schema-design findings for a database, with evidence", add_help=False, prefix_chars="\0"
     )
     advise_cmd.add_argument("arguments", nargs="*")
+    lab = commands.add_parser("lab", help="build competing schema designs and measure the same workload on each")
+    lab.add_argument(
+        "scenarios", nargs="*", metavar="SCENARIO", help=f"any of {', '.join(LAB_SCENARIOS)} (default all)"
+    )
+    lab.add_argument(
+        "--size", type=positive, default=DEFAULT_LAB_SIZE, help=f"scale of the data (default {DEFAULT_LAB_SIZE})"
+    )
+    lab.add_argument(
+        "--calls", type=positive, default=20, help="calls of each question per unit of weight (default 20)"
+    )
+    lab.add_argument("--seed", type=int, default=1, help="seed of the generated data and workload (default 1)")
+    lab.add_argument("--dbpath", default=":memory:", help="scratch database (default :memory:)")
+    lab.add_argument("--html", metavar="FILE", help="also write the report as one self-contained HTML page")
+    lab.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return parser
 
 
@@ -510,12 +530,34 @@ def run_advisor(args: argparse.Namespace) -> int:
 
 _NOT_ADVISED = ("admin", *SKIPPED_DATABASES)
 
+
+def run_lab(args: argparse.Namespace) -> int:
+    unknown = [name for name in args.scenarios if name not in LAB_SCENARIOS]
+    if unknown:
+        print(
+            f"foliodb lab: unknown scenario {', '.join(unknown)}; choose from {', '.join(LAB_SCENARIOS)}",
+            file=sys.stderr,
+        )
+        return 2
+    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    results = run_lab_scenarios(
+        args.scenarios, size=args.size, calls=args.calls, seed=args.seed, path=args.dbpath, progress=progress
+    )
+    print(render_lab_text(results))
+    print(render_claims(results))
+    if args.html is not None:
+        with open(args.html, "w", encoding="utf-8") as out:
+            out.write(render_lab_html(results))
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "dump": run_dump,
     "restore": run_restore,
     "import": run_import,
     "export": run_export,
     "advise": run_advisor,
+    "lab": run_lab,
 }
 
 if __name__ == "__main__":

@@ -1,0 +1,1 @@
+"""The lab's scenarios, one system of the schema-design texts a module."""
