@@ -20,6 +20,7 @@ from pymongo.results import BulkWriteResult
 from foliodb.client import _reply
 from foliodb.client.arguments import command_doc, statement
 from foliodb.client.codec import with_id
+from foliodb.commands.params import MAX_WRITE_BATCH_SIZE
 
 if TYPE_CHECKING:
     from foliodb.client.collection import Collection
@@ -110,7 +111,9 @@ class Bulk:
     # -- running ---------------------------------------------------------------------
 
     def _runs(self) -> list[tuple[str, list[tuple[int, dict[str, Any]]]]]:
-        """(kind, [(request index, op)]) in the order the commands are sent."""
+        """(kind, [(request index, op)]) in the order the commands are sent: runs
+        of one kind, each cut into commands of at most maxWriteBatchSize
+        operations, as pymongo splits them."""
         runs: list[tuple[str, list[tuple[int, dict[str, Any]]]]] = []
         if self.ordered:
             for index, (kind, op) in enumerate(self.ops):
@@ -118,12 +121,16 @@ class Bulk:
                     runs[-1][1].append((index, op))
                 else:
                     runs.append((kind, [(index, op)]))
-            return runs
-        for kind in (INSERT, UPDATE, DELETE):
-            batch = [(index, op) for index, (k, op) in enumerate(self.ops) if k == kind]
-            if batch:
-                runs.append((kind, batch))
-        return runs
+        else:
+            for kind in (INSERT, UPDATE, DELETE):
+                batch = [(index, op) for index, (k, op) in enumerate(self.ops) if k == kind]
+                if batch:
+                    runs.append((kind, batch))
+        return [
+            (kind, batch[start : start + MAX_WRITE_BATCH_SIZE])
+            for kind, batch in runs
+            for start in range(0, len(batch), MAX_WRITE_BATCH_SIZE)
+        ]
 
     def execute(self) -> BulkWriteResult:
         if not self.ops:
