@@ -28,7 +28,6 @@ MONGODB_VERSION = "8.0.0"
 MAX_WIRE_VERSION = 25
 MAX_BSON_OBJECT_SIZE = 16 * 1024 * 1024
 MAX_MESSAGE_SIZE = 48_000_000
-MAX_WRITE_BATCH_SIZE = 100_000
 FEATURE_COMPATIBILITY_VERSION = "8.0"
 _STARTED = time.time()
 
@@ -40,7 +39,7 @@ def hello_reply(request: Request, legacy: bool) -> dict[str, Any]:
             "topologyVersion": {"processId": request.executor.process_id, "counter": 0},
             "maxBsonObjectSize": MAX_BSON_OBJECT_SIZE,
             "maxMessageSizeBytes": MAX_MESSAGE_SIZE,
-            "maxWriteBatchSize": MAX_WRITE_BATCH_SIZE,
+            "maxWriteBatchSize": params.MAX_WRITE_BATCH_SIZE,
             "localTime": datetime.datetime.now(datetime.UTC).replace(tzinfo=None),
             "logicalSessionTimeoutMinutes": 30,
             "connectionId": request.extra.get("connection_id", 1),
