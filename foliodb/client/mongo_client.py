@@ -50,6 +50,7 @@ from foliodb.client.cursor import CommandCursor
 from foliodb.client.database import Database
 from foliodb.client.driver_hooks import DriverHooks, no_network
 from foliodb.client.monitoring import publish_command_events
+from foliodb.client.remote import SharedExecutor
 from foliodb.client.session import ClientSession, NodeDescription
 from foliodb.commands import Executor
 from foliodb.commands.replication import ReplicaSet
@@ -116,7 +117,10 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         self._path = path
         try:
             # An embedded engine answers as a one-member replica set's primary: transactions, retryable writes.
-            self._executor = Executor.open(path, ReplicaSet())
+            # A dbpath another process owns is reached through the owner (foliodb.client.remote).
+            self._executor: Executor | SharedExecutor = (
+                Executor.open(path, ReplicaSet()) if path == ":memory:" else SharedExecutor(path)
+            )
         except CommandError as exc:
             _reply.check(exc.to_reply())
             raise

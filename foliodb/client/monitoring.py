@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pymongo.monitoring import CommandFailedEvent, CommandListener, CommandStartedEvent, CommandSucceededEvent
 
 if TYPE_CHECKING:
+    from foliodb.client.remote import SharedExecutor
     from foliodb.commands import Executor
 
 log = logging.getLogger("foliodb")
@@ -27,7 +28,7 @@ _request_ids = itertools.count(1)
 
 
 def publish_command_events(
-    listeners: list[CommandListener], executor: Executor, db: str, cmd: Mapping[str, Any]
+    listeners: list[CommandListener], executor: Executor | SharedExecutor, db: str, cmd: Mapping[str, Any]
 ) -> dict[str, Any]:
     request_id = next(_request_ids)
     name = next(iter(cmd))

@@ -30,7 +30,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,6 +112,9 @@ class Engine:
         self.storage = Storage(path)
         self.users = 1 if path == ":memory:" else 0
         self.closed = False
+        # Called (newest first) when the last user releases the engine, before the storage closes:
+        # the dbpath's shared socket stops there (foliodb.server.share).
+        self.closing_hooks: list[Callable[[], None]] = []
         # Server-wide parameters (getParameter/setParameter).
         self.parameters: dict[str, Any] = {"ttlMonitorSleepSecs": 60, "ttlMonitorEnabled": True}
         # Profiling settings per database (the profile command's ProfileSettings); empty: none.
@@ -154,6 +157,8 @@ class Engine:
             self.closed = True
             if self.path != ":memory:" and _ENGINES.get(os.path.realpath(self.path)) is self:
                 del _ENGINES[os.path.realpath(self.path)]
+        for hook in reversed(self.closing_hooks):
+            hook()
         self.ttl.stop()
         self.storage.close()
 

@@ -332,7 +332,12 @@ def _app_name(metadata: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
+UNIX_PEER = "unix"  # how currentOp and the log name a share socket's client
+
+
 def _peer(sock: socket.socket) -> str:
+    if sock.family == socket.AF_UNIX:
+        return UNIX_PEER
     try:
         host, port = sock.getpeername()[:2]
     except OSError:
@@ -341,5 +346,7 @@ def _peer(sock: socket.socket) -> str:
 
 
 def _is_loopback(peer: str) -> bool:
+    if peer == UNIX_PEER:
+        return True  # another process of this user on this machine (the share socket)
     host = peer.rsplit(":", 1)[0]
     return host in ("127.0.0.1", "::1", "localhost") or host.startswith("127.")

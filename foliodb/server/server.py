@@ -32,6 +32,7 @@ import ipaddress
 import itertools
 import json
 import logging
+import os
 import resource
 import socket
 import threading
@@ -41,6 +42,7 @@ from foliodb.auth.redaction import install_log_filter
 from foliodb.commands.executor import Executor
 from foliodb.commands.replication import ReplicaSet
 from foliodb.server.connection import Connection
+from foliodb.server.share import share
 from foliodb.server.tls import TLSConfig
 
 log = logging.getLogger("foliodb.server")
@@ -109,8 +111,12 @@ class Server:
         replica_set: str | None = "rs0",
         oplog_size_mb: float | None = None,
         oplog_min_retention_hours: float | None = None,
+        executor: Executor | None = None,
+        unix_socket: str | None = None,
     ) -> None:
         self.dbpath = dbpath
+        # A Unix socket path: the dbpath's share socket (foliodb.server.share), not a TCP port.
+        self.unix_socket = unix_socket
         self.host = host
         self.port = port
         self.auth = auth  # every command outside the handshake needs an authorized user
@@ -123,8 +129,12 @@ class Server:
         self.frame_timeout = frame_timeout
         self.startup_warnings: list[str] = []
         install_log_filter(logging.getLogger("foliodb"))  # the executor logs commands it failed on
-        # The primary of a one-member replica set named replica_set (None: a standalone).
-        self.executor = Executor.open(dbpath, ReplicaSet(replica_set) if replica_set is not None else None)
+        # The primary of a one-member replica set named replica_set (None: a standalone); or the
+        # executor given, which this server uses and does not close (a share socket's).
+        self._owns_executor = executor is None
+        if executor is None:
+            executor = Executor.open(dbpath, ReplicaSet(replica_set) if replica_set is not None else None)
+        self.executor = executor
         oplog = self.executor.engine.storage.oplog
         if oplog_size_mb is not None:
             oplog.size_bytes = int(oplog_size_mb * 1024 * 1024)
@@ -141,6 +151,11 @@ class Server:
         self.executor.connection_stats = self._connection_stats
         self.executor.connection_list = self._connection_list
 
+    @classmethod
+    def sharing(cls, executor: Executor, unix_socket: str) -> Server:
+        """The server of a dbpath's share socket, over the owner's engine."""
+        return cls(executor.engine.path, executor=executor, unix_socket=unix_socket)
+
     @property
     def address(self) -> tuple[str, int]:
         """The bound (host, port); with port 0, the port the system chose."""
@@ -150,6 +165,8 @@ class Server:
 
     def start(self) -> tuple[str, int]:
         """Bind, listen and accept connections on a background thread."""
+        if self.unix_socket is not None:
+            return self._start_unix(self.unix_socket)
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         listener = socket.socket(family, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -164,9 +181,24 @@ class Server:
         if self.executor.replica_set is not None:
             self.executor.replica_set.me = _advertised(*self.address)
         self._warn_at_startup()
+        share(self.executor.engine)  # processes that open the dbpath itself reach it too
         self._accept_thread = threading.Thread(target=self._accept_loop, name="foliodb-accept", daemon=True)
         self._accept_thread.start()
         return self.address
+
+    def _start_unix(self, path: str) -> tuple[str, int]:
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(path)
+            os.chmod(path, 0o600)  # the directory is the user's alone already; the socket too
+            listener.listen(128)
+        except OSError:
+            listener.close()
+            raise
+        self._listener = listener
+        self._accept_thread = threading.Thread(target=self._accept_loop, name="foliodb-share", daemon=True)
+        self._accept_thread.start()
+        return path, 0
 
     def _warn_at_startup(self) -> None:
         if _is_loopback_address(self.host):
@@ -222,7 +254,8 @@ class Server:
             sock.close()
             return
         try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if sock.family != socket.AF_UNIX:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             connection_id = next(self._ids)
             connection = Connection(self, sock, connection_id)
             thread = threading.Thread(
@@ -282,6 +315,9 @@ class Server:
                 thread.join(timeout=10)
         if self._accept_thread is not None and self._accept_thread is not threading.current_thread():
             self._accept_thread.join(timeout=10)
-        self.executor.close()
+        if self._owns_executor:
+            self.executor.close()
+        else:
+            self.executor.cursors.kill_all()
         self.stopped.set()
         log.info("foliodb server stopped")

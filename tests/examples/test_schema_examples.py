@@ -1,4 +1,4 @@
-"""The schema-design systems of /work/shared/EXAMPLES.md, end to end.
+"""The schema-design systems of the schema-design texts' EXAMPLES.md, end to end.
 
 Each test builds one system through ``foliodb.MongoClient(":memory:")`` (the
 ``client`` fixture), runs the operations the schema-design texts run, and

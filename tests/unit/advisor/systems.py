@@ -1,5 +1,5 @@
 """The advisor's fixture systems: the schema-design texts' example systems
-(/work/shared/EXAMPLES.md, "Systems"), each built twice, as the design the
+(the schema-design texts' EXAMPLES.md, "Systems"), each built twice, as the design the
 texts warn about ("bad") and the one they recommend ("good"), then run
 through a realistic workload with the profiler at level 2 so
 ``system.profile`` holds what the application did.

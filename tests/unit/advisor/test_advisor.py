@@ -4,7 +4,7 @@ alone, with precision and recall reported; the evidence says what the data
 holds; the JSON keeps its schema; the command line keeps its form; the HTML
 report renders in headless Chromium.
 
-Systems and rules: /work/shared/EXAMPLES.md and docs/advisor.md.
+Systems and rules: the schema-design texts' EXAMPLES.md and docs/advisor.md.
 """
 
 from __future__ import annotations

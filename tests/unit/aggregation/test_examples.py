@@ -1,4 +1,4 @@
-"""The schema-design pipelines of /work/shared/EXAMPLES.md on generated data,
+"""The schema-design pipelines of the schema-design texts' EXAMPLES.md on generated data,
 end to end through ``foliodb.MongoClient``, against answers computed in
 plain Python.
 

@@ -3,7 +3,7 @@ inserts, upserts and updates' results, with its level and action, unless the
 write bypasses it; failures carry MongoDB 5+'s errInfo.
 
 The validator is the orders ``$jsonSchema`` of the "Orders with snapshots"
-system (/work/shared/EXAMPLES.md). Expected errInfo documents are written
+system (the schema-design texts' EXAMPLES.md). Expected errInfo documents are written
 out by hand in the shape the manual shows.
 """
 

@@ -1,0 +1,245 @@
+"""The embedded client of a dbpath another process owns: commands over the
+owner's share socket (foliodb.server.share), answered by the owner's executor.
+
+:class:`SharedExecutor` is what a file-backed client runs its commands on:
+the process's own executor when this process owns the dbpath, else the
+owner's, reached through its socket, with the same ``execute(db, command)``
+as the local one, so every layer above is the same code. It also covers the
+two ways ownership moves:
+
+* after ``fork()``, a child's client cannot use the parent's engine (its
+  connections and lock are the parent's): its commands go to the parent's
+  socket instead;
+* when the owner exits, the next command of another process takes the lock
+  and becomes the owner (the first to get it; the others find its socket), so
+  a worker outlives the process that opened the dbpath.
+
+A command cut off by the owner's death is sent again to the next owner when
+doing so cannot apply it twice: reads, and writes made retryable here (an
+``lsid`` and ``txnNumber`` of this client's own, whose result the engine keeps
+with the write). Anything else raises pymongo's ``AutoReconnect``, as a
+dropped connection does. Open cursors and transactions of a dead owner are
+gone, as after a mongod restart.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+import struct
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import bson
+from bson.binary import Binary, UuidRepresentation
+from pymongo.errors import AutoReconnect
+
+from foliodb.commands import Executor
+from foliodb.commands.replication import ReplicaSet
+from foliodb.engine.catalog import CODEC  # the engine's own: replies decode as its documents do
+from foliodb.errors import CommandError, ErrorCode
+from foliodb.server.share import share, socket_path
+
+_HEADER = struct.Struct("<iiii")
+OP_MSG = 2013
+TAKEOVER_SECONDS = 10.0  # how long a client waits for a new owner's socket
+_RETRYABLE_WRITES = frozenset({"insert", "update", "delete", "findAndModify", "findandmodify"})
+_READS = frozenset(
+    {
+        "find",
+        "count",
+        "distinct",
+        "listCollections",
+        "listIndexes",
+        "listDatabases",
+        "hello",
+        "isMaster",
+        "ismaster",
+        "ping",
+        "buildInfo",
+        "buildinfo",
+        "dbStats",
+        "collStats",
+        "serverStatus",
+        "getParameter",
+    }
+)
+
+
+class RemoteExecutor:
+    """Commands sent to the owner of ``path`` over its socket, one connection per concurrent command."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.socket = socket_path(path)
+        self._idle: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        # This client's own session, for the writes it makes retryable (see the module docstring).
+        self._lsid = {"id": Binary.from_uuid(uuid.uuid4(), UuidRepresentation.STANDARD)}
+        self._txn_numbers = itertools.count(1)
+        self.close_connection()  # fails now, as DBPathInUse would, when no owner answers
+
+    def close_connection(self) -> None:
+        self._give(self._connect())
+
+    def _connect(self) -> socket.socket:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(self.socket)
+        except OSError:
+            sock.close()
+            raise
+        return sock
+
+    def _take(self) -> socket.socket:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return self._connect()
+
+    def _give(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._idle.append(sock)
+
+    def round_trip(self, db: str, command: Mapping[str, Any]) -> dict[str, Any]:
+        """Send one command, return its reply; OSError when the owner is gone."""
+        body = struct.pack("<I", 0) + b"\x00" + bson.encode({**command, "$db": db}, codec_options=CODEC)
+        sock = self._take()
+        try:
+            sock.sendall(_HEADER.pack(_HEADER.size + len(body), next(self._ids), 0, OP_MSG) + body)
+            length = _HEADER.unpack(_read(sock, _HEADER.size))[0]
+            payload = _read(sock, length - _HEADER.size)
+        except BaseException:
+            sock.close()
+            raise
+        self._give(sock)
+        # flags (4 bytes), section kind 0 (1 byte), the reply document
+        return bson.decode(payload[5:], CODEC)
+
+    def retryable(self, command: Mapping[str, Any]) -> dict[str, Any] | None:
+        """``command`` with this client's lsid and the next txnNumber, when it is a write
+        that can be made retryable (not in a session of its own, acknowledged); else None."""
+        name = next(iter(command), "")
+        if name not in _RETRYABLE_WRITES or "lsid" in command:
+            return None
+        concern = command.get("writeConcern")
+        if isinstance(concern, Mapping) and concern.get("w") == 0:
+            return None
+        return {**command, "lsid": self._lsid, "txnNumber": bson.Int64(next(self._txn_numbers))}
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for sock in idle:
+            sock.close()
+
+
+def _read(sock: socket.socket, n: int) -> bytes:
+    chunks = []
+    while n:
+        chunk = sock.recv(min(n, 1 << 20))
+        if not chunk:
+            raise ConnectionResetError("the dbpath's owner closed the connection")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+class SharedExecutor:
+    """A dbpath's executor for a client: this process's own when it owns the
+    dbpath, else the owner's over its socket; see the module docstring."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.pid = os.getpid()
+        self.local: Executor | None = None
+        self.remote: RemoteExecutor | None = None
+        self._open()
+
+    def _open(self) -> None:
+        try:
+            self.local = Executor.open(self.path, ReplicaSet())
+        except CommandError as exc:
+            if exc.code != ErrorCode.DBPathInUse:
+                raise
+            try:
+                self.remote = RemoteExecutor(self.path)
+            except OSError:
+                raise exc from None  # the owner shares nothing (an older FolioDB): its error stands
+            return
+        share(self.local.engine)
+
+    @property
+    def engine(self) -> Any:
+        """What two clients of one dbpath in this process share: the engine, or the owner's socket."""
+        return self.local.engine if self.local is not None else ("shared", self.remote.socket if self.remote else "")
+
+    def execute(self, db: str, command: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
+        local = self.local
+        if local is not None:
+            if self.pid == os.getpid():
+                return local.execute(db, command, **extra)
+            self._forked()
+        return self._remote_execute(db, command)
+
+    def _forked(self) -> None:
+        """In a child after fork(): the parent's engine is the parent's; reach it through its socket."""
+        self.pid = os.getpid()
+        self.local = None
+        self.remote = RemoteExecutor(self.path)
+
+    def _remote_execute(self, db: str, command: Mapping[str, Any]) -> dict[str, Any]:
+        remote = self.remote
+        assert remote is not None
+        retry = remote.retryable(command)
+        sent = retry if retry is not None else command
+        try:
+            reply = remote.round_trip(db, sent)
+        except OSError as exc:
+            if retry is None and next(iter(command), "") not in _READS:
+                self._reconnect()
+                raise AutoReconnect(f"the process owning {self.path} went away: {exc}") from exc
+            self._reconnect()
+            if self.local is not None:
+                return self.local.execute(db, sent)
+            assert self.remote is not None
+            reply = self.remote.round_trip(db, sent)
+        if "lsid" not in command:
+            # As the local executor: cluster times only for commands of a session.
+            reply.pop("$clusterTime", None)
+            reply.pop("operationTime", None)
+        return reply
+
+    def _reconnect(self) -> None:
+        """After the owner's death: become the owner, or find the one who did."""
+        if self.remote is not None:
+            self.remote.close()
+        deadline = time.monotonic() + TAKEOVER_SECONDS
+        while True:
+            try:
+                self.local = Executor.open(self.path, ReplicaSet())
+            except CommandError as exc:
+                if exc.code != ErrorCode.DBPathInUse:
+                    raise
+            else:
+                self.remote = None
+                share(self.local.engine)
+                return
+            try:
+                self.remote = RemoteExecutor(self.path)
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise AutoReconnect(f"no process owns {self.path} and it cannot be opened") from None
+                time.sleep(0.05)
+
+    def close(self) -> None:
+        if self.local is not None and self.pid == os.getpid():
+            self.local.close()
+        if self.remote is not None:
+            self.remote.close()
