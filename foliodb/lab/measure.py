@@ -73,12 +73,13 @@ class ScenarioResult:
 
 
 def schedule(scenario: Scenario, data: Any, calls: int, seed: int) -> list[tuple[Question, Any]]:
-    """The workload: ``calls`` x weight calls of each question, arguments drawn
-    from the data, shuffled into one sequence every design runs alike."""
+    """The workload: ``calls`` x weight calls of each question, shuffled into one
+    sequence every design runs alike, then each call's argument drawn in that
+    order (so a clock the arguments carry, a new post's time, runs forward)."""
     rng = random.Random(seed)
-    work = [(q, q.arguments(data, rng)) for q in scenario.questions for _ in range(calls * q.weight)]
-    rng.shuffle(work)
-    return work
+    questions = [q for q in scenario.questions for _ in range(calls * q.weight)]
+    rng.shuffle(questions)
+    return [(q, q.arguments(data, rng)) for q in questions]
 
 
 def _percentile(values: Sequence[float], fraction: float) -> float:
