@@ -59,7 +59,7 @@ from foliodb.errors import CommandError
 DEFAULT_PATH = "./foliodb-data"
 
 # Options of the embedded client that pymongo does not have.
-_FOLIODB_OPTIONS = ("ttlmonitorsleepsecs",)
+_FOLIODB_OPTIONS = ("ttlmonitorsleepsecs", "read_only")
 # Spellings the embedded client has always taken that pymongo's MongoClient refuses (it wants journal=).
 _ALIASES = {"j": "journal"}
 
@@ -119,7 +119,9 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
             # An embedded engine answers as a one-member replica set's primary: transactions, retryable writes.
             # A dbpath another process owns is reached through the owner (foliodb.client.remote).
             self._executor: Executor | SharedExecutor = (
-                Executor.open(path, ReplicaSet()) if path == ":memory:" else SharedExecutor(path)
+                Executor.open(path, ReplicaSet())
+                if path == ":memory:"
+                else SharedExecutor(path, read_only=bool(foliodb_options.get("read_only")))
             )
         except CommandError as exc:
             _reply.check(exc.to_reply())

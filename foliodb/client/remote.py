@@ -154,14 +154,18 @@ class SharedExecutor:
     """A dbpath's executor for a client: this process's own when it owns the
     dbpath, else the owner's over its socket; see the module docstring."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, read_only: bool = False) -> None:
         self.path = path
+        self.read_only = read_only  # a read-only client opens the files itself: no owner, no sharing
         self.pid = os.getpid()
         self.local: Executor | None = None
         self.remote: RemoteExecutor | None = None
         self._open()
 
     def _open(self) -> None:
+        if self.read_only:
+            self.local = Executor.open(self.path, ReplicaSet(), read_only=True)
+            return
         try:
             self.local = Executor.open(self.path, ReplicaSet())
         except CommandError as exc:

@@ -45,7 +45,7 @@ def hello_reply(request: Request, legacy: bool) -> dict[str, Any]:
             "connectionId": request.extra.get("connection_id", 1),
             "minWireVersion": 0,
             "maxWireVersion": MAX_WIRE_VERSION,
-            "readOnly": False,
+            "readOnly": request.engine.read_only,
             "ok": 1.0,
         }
     )

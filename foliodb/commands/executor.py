@@ -244,9 +244,9 @@ class Executor:
             counters["command"] += 1
 
     @classmethod
-    def open(cls, path: str, replica_set: ReplicaSet | None = None) -> Executor:
+    def open(cls, path: str, replica_set: ReplicaSet | None = None, read_only: bool = False) -> Executor:
         """An executor over the dbpath's engine (shared within the process)."""
-        return cls(open_engine(path), replica_set)
+        return cls(open_engine(path, read_only), replica_set)
 
     def close(self) -> None:
         """Done with it: close its cursors and release the engine."""

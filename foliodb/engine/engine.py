@@ -61,15 +61,15 @@ SNAPSHOT_HISTORY_SECONDS = 300.0
 MAX_SNAPSHOTS = 16
 
 
-def open_engine(path: str) -> Engine:
-    """The process's engine for ``path`` (":memory:" is always a new one)."""
+def open_engine(path: str, read_only: bool = False) -> Engine:
+    """The process's engine for ``path`` (":memory:" is always a new one); a read-only one apart."""
     if path == ":memory:":
         return Engine(path)
-    key = os.path.realpath(path)
+    key = os.path.realpath(path) + ("?ro" if read_only else "")
     with _ENGINES_LOCK:
         engine = _ENGINES.get(key)
         if engine is None or engine.closed or engine.storage.forked:
-            engine = Engine(path)
+            engine = Engine(path, read_only)
             _ENGINES[key] = engine
         engine.users += 1
         return engine
@@ -107,9 +107,10 @@ class IndexBuild:
 
 
 class Engine:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, read_only: bool = False) -> None:
         self.path = path
-        self.storage = Storage(path)
+        self.storage = Storage(path, read_only)
+        self.read_only = self.storage.read_only
         self.users = 1 if path == ":memory:" else 0
         self.closed = False
         # Called (newest first) when the last user releases the engine, before the storage closes:
@@ -128,7 +129,8 @@ class Engine:
         self.operations: dict[int, interrupt.Operation] = {}
         self.opids = itertools.count(1)
         self.ttl = TTLMonitor(self)
-        self.ttl.start()
+        if not self.read_only:  # housekeeping writes (expiry, oplog trims): nothing to do read-only
+            self.ttl.start()
 
     @property
     def catalog(self) -> Catalog:
@@ -155,8 +157,9 @@ class Engine:
             if self.users > 0 or self.closed:
                 return
             self.closed = True
-            if self.path != ":memory:" and _ENGINES.get(os.path.realpath(self.path)) is self:
-                del _ENGINES[os.path.realpath(self.path)]
+            key = os.path.realpath(self.path) + ("?ro" if self.read_only else "")
+            if self.path != ":memory:" and _ENGINES.get(key) is self:
+                del _ENGINES[key]
         for hook in reversed(self.closing_hooks):
             hook()
         self.ttl.stop()

@@ -71,6 +71,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import uuid
 import weakref
 from collections.abc import Iterator
@@ -206,23 +207,49 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def _read_only_uri(file: str) -> str:
+    """``mode=ro``, or ``immutable=1`` when even a read-only open cannot lock the file (read-only
+    media: no -shm can be made beside it); immutable assumes nobody writes it meanwhile."""
+    uri = f"file:{urllib.parse.quote(file)}?mode=ro"
+    try:
+        probe = sqlite3.connect(uri, uri=True)
+        try:
+            probe.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            probe.close()
+    except sqlite3.OperationalError:
+        return f"file:{urllib.parse.quote(file)}?immutable=1"
+    return uri
+
+
 class Storage:
     """The SQLite file of a dbpath: its writer, its readers, its catalog versions."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, read_only: bool = False) -> None:
         self.memory = path == ":memory:"
+        # Read-only: SQLite opens the file mode=ro (immutable on media where even that cannot
+        # lock), no dbpath lock is taken (nothing here writes), and every write is refused.
+        self.read_only = read_only and not self.memory
         self.lock: DBPathLock | None = None
+        self._uri: str | None = None
         if self.memory:
             self.file = _memory_file()
         else:
-            os.makedirs(path, mode=0o700, exist_ok=True)
-            self.lock = DBPathLock(path)
             self.file = os.path.join(path, DATA_FILE)
+            if self.read_only:
+                if not os.path.isfile(self.file):
+                    raise CommandError(ErrorCode.IllegalOperation, f"no FolioDB database at {path} to open read-only")
+                self._uri = _read_only_uri(self.file)
+            else:
+                os.makedirs(path, mode=0o700, exist_ok=True)
+                self.lock = DBPathLock(path)
         try:
-            # Created private before SQLite opens it: its -wal and -shm files take the same mode.
-            os.close(os.open(self.file, os.O_RDWR | os.O_CREAT, 0o600))
+            if not self.read_only:
+                # Created private before SQLite opens it: its -wal and -shm files take the same mode.
+                os.close(os.open(self.file, os.O_RDWR | os.O_CREAT, 0o600))
             self.writer = self._connect()
-            self.writer.execute("PRAGMA journal_mode=WAL")
+            if not self.read_only:
+                self.writer.execute("PRAGMA journal_mode=WAL")
             self.writer.execute(f"PRAGMA synchronous={'OFF' if self.memory else 'NORMAL'}")
             self.writer.execute("PRAGMA cache_size=-65536")  # 64 MiB page cache
             self.published: Catalog = Catalog.load(self.writer)
@@ -254,6 +281,10 @@ class Storage:
         _STORAGES.add(self)
 
     def _connect(self) -> sqlite3.Connection:
+        if self._uri is not None:
+            conn = sqlite3.connect(self._uri, uri=True, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA query_only=ON")
+            return conn
         conn = sqlite3.connect(self.file, isolation_level=None, check_same_thread=False, cached_statements=512)
         conn.execute("PRAGMA temp_store=FILE")
         return conn
@@ -464,6 +495,8 @@ class Storage:
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """A write transaction; nested calls on a thread join the outermost one."""
+        if self.read_only:
+            raise CommandError(ErrorCode.IllegalOperation, "Cannot execute a write operation in read-only mode")
         state = self._state
         if state.writing:
             state.writing += 1
