@@ -262,7 +262,7 @@ def _pixels(png: bytes) -> set[bytes]:
     return {bytes(row[i : i + channels]) for row in rows[::7] for i in range(0, stride, channels * 7)}
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="needs a headless chromium on PATH")
+@pytest.mark.skipif(CHROMIUM is None, reason="needs a headless chromium on PATH (.ci/run installs Debian's)")
 def test_html_report_renders_in_headless_chromium(built: Any, tmp_path: Path) -> None:
     reports = [built[1][("social", False)], built[1][("blog_comments", False)], built[1][("healthy", False)]]
     page = tmp_path / "advice.html"

@@ -167,7 +167,7 @@ def test_command_line(tmp_path: Path) -> None:
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="needs a headless chromium on PATH")
+@pytest.mark.skipif(CHROMIUM is None, reason="needs a headless chromium on PATH (.ci/run installs Debian's)")
 def test_html_report_renders_in_headless_chromium(results: list[lab.ScenarioResult], tmp_path: Path) -> None:
     page = tmp_path / "lab.html"
     page.write_text(render_html(results), encoding="utf-8")
