@@ -43,7 +43,7 @@ from bson import Int64, Timestamp
 
 from foliodb import interrupt
 from foliodb.aggregation.pipeline import STAGES, Pipeline, compile_pipeline
-from foliodb.commands import params
+from foliodb.commands import failpoints, params
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, Lookahead, take_batch
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.oplog import Oplog, pack, transaction_ops, unpack, update_description
@@ -54,6 +54,16 @@ if TYPE_CHECKING:
     from foliodb.commands.executor import Request
 
 EVENT, INVALIDATE, HIGH_WATER = 0, 1, 255
+# mongod's ErrorLabelBuilder: a change stream's error of the RetriableError, NetworkError or
+# NeedRetargettingError categories, or RetryChangeStream or FailedToSatisfyReadPreference, is
+# ResumableChangeStreamError; one of the NonResumableChangeStreamError category says so.
+RESUMABLE = failpoints.RETRIABLE | {
+    ErrorCode.StaleEpoch,
+    ErrorCode.StaleConfig,
+    ErrorCode.RetryChangeStream,
+    ErrorCode.FailedToSatisfyReadPreference,
+}
+NON_RESUMABLE = frozenset({ErrorCode.ChangeStreamFatalError, ErrorCode.ChangeStreamHistoryLost})
 # Stages MongoDB allows after $changeStream (all work one event at a time).
 ALLOWED = frozenset({"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot", "$replaceWith", "$redact"})
 DEFAULT_AWAIT_SECONDS = 1.0
@@ -187,6 +197,14 @@ class ChangeStream(Iterator[dict[str, Any]]):
             ts, index = self.position
         return token(ts, 0, HIGH_WATER) if index == 0xFFFFFFFF else token(ts, index, EVENT)
 
+    @staticmethod
+    def label(error: CommandError) -> None:
+        """Give a change stream's error (its aggregate's or a getMore's) the label mongod gives it."""
+        if error.code in RESUMABLE:
+            error.labels.append("ResumableChangeStreamError")
+        elif error.code in NON_RESUMABLE:
+            error.labels.append("NonResumableChangeStreamError")
+
     def wait(self, seconds: float) -> None:
         """Until a commit records something after the position, or ``seconds``."""
         storage = self.engine.storage
@@ -258,7 +276,13 @@ class ChangeStream(Iterator[dict[str, Any]]):
             event = self._base(packed, index, "update", entry, op)
             event["ns"] = {"db": db, "coll": coll}
             event["documentKey"] = dict(op["o2"])
-            event["updateDescription"] = update_description(op["pre"], op["o"])
+            description = update_description(op["pre"], op["o"])
+            # mongod gives disambiguatedPaths (empty when no path is ambiguous) to showExpandedEvents streams only.
+            if self.expanded:
+                description.setdefault("disambiguatedPaths", {})
+            else:
+                description.pop("disambiguatedPaths", None)
+            event["updateDescription"] = description
             if self.full_document == "updateLookup":
                 event["fullDocument"] = self._lookup(db, coll, op["o2"])
             elif self.full_document in ("whenAvailable", "required"):
@@ -308,7 +332,10 @@ class ChangeStream(Iterator[dict[str, Any]]):
             event["ns"] = {"db": source_db, "coll": source}
             event["to"] = {"db": to_db, "coll": to}
             if self.expanded:
-                event["operationDescription"] = {"to": {"db": to_db, "coll": to}}
+                described: dict[str, Any] = {"to": {"db": to_db, "coll": to}}
+                if "dropTarget" in o:  # the UUID of the collection the rename replaced
+                    described["dropTarget"] = o["dropTarget"]
+                event["operationDescription"] = described
             if self.coll is not None:
                 self._invalidate_next = (packed, index)
             return [event]
@@ -362,6 +389,14 @@ def _no_image(what: str, db: str, coll: str) -> CommandError:
 
 def open_stream(request: Request, cmd: Mapping[str, Any], stages: list[Any], batch_size: int | None) -> dict[str, Any]:
     """Reply to an ``aggregate`` whose first stage is ``$changeStream``."""
+    try:
+        return _open(request, cmd, stages, batch_size)
+    except CommandError as error:
+        ChangeStream.label(error)
+        raise
+
+
+def _open(request: Request, cmd: Mapping[str, Any], stages: list[Any], batch_size: int | None) -> dict[str, Any]:
     if request.executor.replica_set is None:
         raise location(40573, "The $changeStream stage is only supported on replica sets")
     spec = stages[0]["$changeStream"]
@@ -401,8 +436,8 @@ def open_stream(request: Request, cmd: Mapping[str, Any], stages: list[Any], bat
         name = next(iter(stage), "") if isinstance(stage, Mapping) else ""
         if name == "$changeStream":
             raise location(40602, "$changeStream is only valid as the first stage in a pipeline")
-        if name in STAGES.unbuilt:
-            STAGES.get(name)  # NotImplemented (238), as anywhere else
+        if name not in STAGES:
+            STAGES.get(name)  # an unknown stage is 40324, an unbuilt one NotImplemented (238), as anywhere else
         if name not in ALLOWED:
             raise CommandError(ErrorCode.IllegalOperation, f"Stage {name} is not permitted in a $changeStream pipeline")
     from foliodb.commands.aggregate import EngineEnv  # aggregate.py opens streams: imported here, not at the top

@@ -1,5 +1,6 @@
 """Test commands as mongod has them: ``configureFailPoint`` with the
-``failCommand`` and ``onPrimaryTransactionalWrite`` fail points, so drivers'
+``failCommand``, ``failGetMoreAfterCursorCheckout`` and
+``onPrimaryTransactionalWrite`` fail points, so drivers'
 retry and error-label behaviour can be tested against FolioDB as against mongod.
 
 Only when test commands are enabled (``foliodb serve --enableTestCommands``,
@@ -46,6 +47,13 @@ mongod evaluates failCommand twice for a command (once to fail it, once for
 the write concern error), each evaluation counting against ``times``; here
 one command is one evaluation, whatever the fail point does to it.
 
+``failGetMoreAfterCursorCheckout`` (``data``: ``errorCode``, and
+``failCommand``'s ``appName``, ``threadName``, ``namespace``) fails a
+``getMore`` once it holds its cursor (:func:`after_cursor_checkout`), so the
+error is the cursor's: the cursor is killed, and a change stream's error gets
+the change stream labels (``ResumableChangeStreamError``) that an error
+failCommand raises before the checkout does not.
+
 ``onPrimaryTransactionalWrite`` (``data``: ``closeConnection``, default
 true; ``failBeforeCommitExceptionCode``) is evaluated once per statement of
 a retryable write that executes (not for a retry answered from the stored
@@ -81,7 +89,8 @@ if TYPE_CHECKING:
 
 FAIL_COMMAND = "failCommand"
 ON_PRIMARY_TRANSACTIONAL_WRITE = "onPrimaryTransactionalWrite"
-FAIL_POINTS = frozenset({FAIL_COMMAND, ON_PRIMARY_TRANSACTIONAL_WRITE})
+FAIL_GET_MORE_AFTER_CURSOR_CHECKOUT = "failGetMoreAfterCursorCheckout"
+FAIL_POINTS = frozenset({FAIL_COMMAND, ON_PRIMARY_TRANSACTIONAL_WRITE, FAIL_GET_MORE_AFTER_CURSOR_CHECKOUT})
 
 _MESSAGE = "Failing command via 'failCommand' failpoint"
 _CLOSED_CODE = 50985  # what mongod raises after ending the connection (no client sees it)
@@ -302,8 +311,8 @@ def _namespace(request: Request, cmd: Mapping[str, Any]) -> str:
     return f"{request.db}.{target}" if isinstance(target, str) else request.db
 
 
-def _applies(request: Request, cmd: Mapping[str, Any], data: Mapping[str, Any]) -> bool:
-    """mongod's shouldActivateFailCommandFailPoint."""
+def _applies(request: Request, cmd: Mapping[str, Any], data: Mapping[str, Any], ns: str | None = None) -> bool:
+    """mongod's shouldActivateFailCommandFailPoint (``ns``: the namespace, when not the command's own)."""
     name = request.command_name
     if name == "configureFailPoint":
         return False
@@ -311,7 +320,7 @@ def _applies(request: Request, cmd: Mapping[str, Any], data: Mapping[str, Any]) 
         return False
     if "appName" in data and data["appName"] != request.extra.get("app_name"):
         return False
-    if "namespace" in data and data["namespace"] != _namespace(request, cmd):
+    if "namespace" in data and data["namespace"] != (ns or _namespace(request, cmd)):
         return False
     if data.get("failAllCommands"):
         return True
@@ -417,6 +426,24 @@ def run(request: Request, cmd: Mapping[str, Any], call: Callable[[], dict[str, A
     if close_after and _stored(request, cmd):  # stored now: it committed
         return ClosedConnection(reply)
     return reply
+
+
+# -- failGetMoreAfterCursorCheckout -----------------------------------------------------------------
+
+
+def after_cursor_checkout(request: Request, cmd: Mapping[str, Any], ns: str) -> None:
+    """Evaluate failGetMoreAfterCursorCheckout in a getMore that holds its
+    cursor (of namespace ``ns``): raise its ``errorCode`` (InternalError
+    without one) when it fires."""
+    points = _REGISTRY.get(request.engine)
+    if points is None or FAIL_GET_MORE_AFTER_CURSOR_CHECKOUT not in points.points:
+        return
+    data = points.fire(
+        FAIL_GET_MORE_AFTER_CURSOR_CHECKOUT, lambda d: _applies(request, cmd, {**d, "failCommands": ["getMore"]}, ns)
+    )
+    if data is not None:
+        code = _integer(data["errorCode"], "errorCode") if "errorCode" in data else ErrorCode.InternalError
+        raise CommandError(code, "Hit the 'failGetMoreAfterCursorCheckout' failpoint")
 
 
 # -- onPrimaryTransactionalWrite -------------------------------------------------------------------

@@ -64,6 +64,7 @@ from tests.spec.matching import MISSING, Matcher, MatchError, exactly_equal
 from tests.spec.operations import (
     CURSOR_OPERATIONS,
     OPERATIONS,
+    RESULT_ENTITIES,
     Skip,
     bulk_result,
     client_bulk_result,
@@ -306,6 +307,8 @@ class Run:
                 for name, kind in self.kinds.items():
                     if kind == "session":
                         self.entities[name].end_session()
+                    elif kind == "changeStream":
+                        self.entities[name].close()
                 for client in self.clients:
                     client.close()
 
@@ -491,7 +494,7 @@ class Run:
             self._check_result(name, op["expectResult"], result)
         if "saveResultAsEntity" in op:
             self.entities[op["saveResultAsEntity"]] = result
-            self.kinds[op["saveResultAsEntity"]] = "bson"
+            self.kinds[op["saveResultAsEntity"]] = RESULT_ENTITIES.get(name, "bson")
 
     def _handler(self, kind: str, name: str) -> Callable[[Any, dict[str, Any]], Any] | None:
         if (kind, name) == ("session", "withTransaction"):

@@ -1,0 +1,139 @@
+"""Change events and change stream errors as MongoDB 8 gives them, through
+the executor as drivers' commands arrive.
+
+Manual: https://www.mongodb.com/docs/manual/reference/change-events/update/ (disambiguatedPaths,
+only with showExpandedEvents), https://www.mongodb.com/docs/manual/reference/change-events/rename/
+(operationDescription.dropTarget); the error labels follow mongod's ErrorLabelBuilder
+(src/mongo/db/error_labels.cpp) and the change streams spec's resumable errors:
+https://github.com/mongodb/specifications/blob/master/source/change-streams/change-streams.md#resumable-error
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from foliodb.commands import Executor
+from foliodb.commands.failpoints import enable_test_commands
+from foliodb.commands.replication import ReplicaSet
+
+
+@pytest.fixture
+def executor(tmp_path: Path) -> Iterator[Executor]:
+    ex = Executor.open(str(tmp_path / "db"), ReplicaSet())
+    enable_test_commands(ex)
+    yield ex
+    ex.close()
+
+
+def _ok(reply: dict[str, Any]) -> dict[str, Any]:
+    assert reply.get("ok") == 1.0, reply
+    return reply
+
+
+def _watch(executor: Executor, coll: str = "c", pipeline: list[Any] | None = None, **spec: Any) -> int:
+    reply = executor.execute(
+        "db", {"aggregate": coll, "pipeline": [{"$changeStream": spec}, *(pipeline or [])], "cursor": {}}
+    )
+    return int(_ok(reply)["cursor"]["id"])
+
+
+def _more(executor: Executor, cursor_id: int, coll: str = "c") -> dict[str, Any]:
+    return executor.execute("db", {"getMore": cursor_id, "collection": coll, "maxTimeMS": 50})
+
+
+def _update_description(executor: Executor, expanded: bool, update: dict[str, Any]) -> dict[str, Any]:
+    _ok(executor.execute("db", {"insert": "c", "documents": [{"_id": 1, "a": {"1": 1}, "b": 1}]}))
+    cursor = _watch(executor, showExpandedEvents=expanded) if expanded else _watch(executor)
+    _ok(executor.execute("db", {"update": "c", "updates": [{"q": {"_id": 1}, "u": update}]}))
+    (event,) = _ok(_more(executor, cursor))["cursor"]["nextBatch"]
+    description: dict[str, Any] = event["updateDescription"]
+    return description
+
+
+def test_disambiguated_paths_only_with_show_expanded_events(executor: Executor) -> None:
+    plain = _update_description(executor, False, {"$set": {"a.1": 2}})
+    assert plain == {"updatedFields": {"a.1": 2}, "removedFields": [], "truncatedArrays": []}
+    expanded = _update_description(executor, True, {"$set": {"a.1": 3}})
+    assert expanded["disambiguatedPaths"] == {"a.1": ["a", "1"]}
+
+
+def test_disambiguated_paths_is_empty_when_no_path_is_ambiguous(executor: Executor) -> None:
+    assert _update_description(executor, True, {"$set": {"b": 2}})["disambiguatedPaths"] == {}
+
+
+def test_rename_over_a_collection_names_the_one_it_dropped(executor: Executor) -> None:
+    _ok(executor.execute("db", {"create": "c"}))
+    _ok(executor.execute("db", {"create": "target"}))
+    (target,) = _ok(executor.execute("db", {"listCollections": 1, "filter": {"name": "target"}}))["cursor"][
+        "firstBatch"
+    ]
+    cursor = _watch(executor, showExpandedEvents=True)
+    _ok(executor.execute("admin", {"renameCollection": "db.c", "to": "db.target", "dropTarget": True}))
+    rename = _ok(_more(executor, cursor))["cursor"]["nextBatch"][0]
+    assert rename["operationType"] == "rename"
+    assert rename["operationDescription"] == {
+        "to": {"db": "db", "coll": "target"},
+        "dropTarget": target["info"]["uuid"],
+    }
+
+
+def test_an_unknown_stage_after_change_stream_is_40324(executor: Executor) -> None:
+    reply = executor.execute("db", {"aggregate": "c", "pipeline": [{"$changeStream": {}}, {"$nope": 1}], "cursor": {}})
+    assert reply["code"] == 40324
+
+
+def test_a_modified_resume_token_is_a_non_resumable_error(executor: Executor) -> None:
+    cursor = _watch(executor, pipeline=[{"$project": {"_id": 0}}])
+    _ok(executor.execute("db", {"insert": "c", "documents": [{"_id": 1}]}))
+    reply = _more(executor, cursor)
+    assert (reply["code"], reply["errorLabels"]) == (280, ["NonResumableChangeStreamError"])
+
+
+def test_lost_history_is_a_non_resumable_error(executor: Executor) -> None:
+    cursor = _watch(executor)
+    _ok(executor.execute("db", {"insert": "c", "documents": [{"_id": i, "pad": "x" * 200} for i in range(20)]}))
+    first = _ok(_more(executor, cursor))["cursor"]["nextBatch"][0]["_id"]
+    executor.engine.storage.oplog.size_bytes = 1_000  # keep only the newest few entries
+    executor.engine.housekeeping()
+    spec = {"resumeAfter": first}
+    reply = executor.execute("db", {"aggregate": "c", "pipeline": [{"$changeStream": spec}], "cursor": {}})
+    assert (reply["code"], reply["errorLabels"]) == (286, ["NonResumableChangeStreamError"])
+
+
+def _fail_after_checkout(executor: Executor, **data: Any) -> None:
+    point = {"configureFailPoint": "failGetMoreAfterCursorCheckout", "mode": {"times": 1}, "data": data}
+    _ok(executor.execute("admin", point))
+
+
+@pytest.mark.parametrize(
+    ("code", "labels"),
+    [
+        (6, ["ResumableChangeStreamError"]),  # HostUnreachable: RetriableError and NetworkError
+        (150, ["ResumableChangeStreamError"]),  # StaleEpoch: NeedRetargettingError
+        (234, ["ResumableChangeStreamError"]),  # RetryChangeStream
+        (133, ["ResumableChangeStreamError"]),  # FailedToSatisfyReadPreference
+        (216, None),  # ElectionInProgress: not resumable
+        (43, None),  # CursorNotFound: drivers resume on it, the server adds no label
+    ],
+)
+def test_a_change_stream_get_more_failed_after_checkout(executor: Executor, code: int, labels: Any) -> None:
+    cursor = _watch(executor)
+    _fail_after_checkout(executor, errorCode=code)
+    reply = _more(executor, cursor)
+    assert (reply["code"], reply.get("errorLabels")) == (code, labels)
+    assert reply["errmsg"] == "Hit the 'failGetMoreAfterCursorCheckout' failpoint"
+    assert _more(executor, cursor)["code"] == 43  # the failed getMore killed its cursor
+
+
+def test_fail_get_more_after_checkout_on_other_cursors(executor: Executor) -> None:
+    _ok(executor.execute("db", {"insert": "c", "documents": [{"_id": i} for i in range(3)]}))
+    find = _ok(executor.execute("db", {"find": "c", "batchSize": 1}))["cursor"]["id"]
+    _fail_after_checkout(executor, errorCode=6, namespace="db.other")
+    assert _ok(executor.execute("db", {"getMore": find, "collection": "c", "batchSize": 1}))["cursor"]["nextBatch"]
+    _fail_after_checkout(executor)
+    reply = executor.execute("db", {"getMore": find, "collection": "c"})
+    assert (reply["code"], reply.get("errorLabels")) == (1, None)  # InternalError by default; no change stream label
