@@ -21,7 +21,9 @@ holds is ChangeStreamHistoryLost (286).
 Events: insert, update (``updateDescription`` from the documents before and
 after), replace, delete, drop, rename, dropDatabase, invalidate (a collection
 stream's collection dropped or renamed, a database stream's database dropped),
-and with ``showExpandedEvents`` create, createIndexes, dropIndexes, modify.
+and with ``showExpandedEvents`` create, createIndexes, dropIndexes, modify
+(with ``stateBeforeChange``), ``collectionUUID`` (none for a view, which has
+no UUID) and ``updateDescription.disambiguatedPaths``.
 ``fullDocument``: ``updateLookup`` reads the current document,
 ``whenAvailable``/``required`` the post-image, and ``fullDocumentBeforeChange``
 the pre-image, for collections with ``changeStreamPreAndPostImages`` enabled.
@@ -69,6 +71,8 @@ ALLOWED = frozenset({"$match", "$project", "$addFields", "$set", "$unset", "$rep
 DEFAULT_AWAIT_SECONDS = 1.0
 READ_BATCH = 256
 _EXCLUDED_DBS = frozenset({"admin", "config", "local"})
+# A modify event's stateBeforeChange fields, from its collMod entry's o2 (as mongod's).
+_STATE_BEFORE = {"collectionOptions": "collectionOptions_old", "indexOptions": "indexOptions_old"}
 _OPTIONS = {
     "fullDocument": "string",
     "fullDocumentBeforeChange": "string",
@@ -352,12 +356,17 @@ class ChangeStream(Iterator[dict[str, Any]]):
         if not self.expanded:
             return []
         described = {key: value for key, value in o.items() if key != name}
+        if name == "dropIndexes":  # the spec of the index dropped, in a list as createIndexes' (mongod's shape)
+            described = {"indexes": [o["spec"]]}
         kind = {"create": "create", "createIndexes": "createIndexes", "dropIndexes": "dropIndexes", "collMod": "modify"}
         if name not in kind:
             return []
         event = self._base(packed, index, kind[name], entry, op)
         event["ns"] = ns
         event["operationDescription"] = described
+        if name == "collMod":
+            before = op.get("o2") or {}
+            event["stateBeforeChange"] = {key: before[old] for key, old in _STATE_BEFORE.items() if old in before}
         return [event]
 
     def _invalidate(self, packed: int, index: int) -> dict[str, Any]:

@@ -219,7 +219,12 @@ def cmd_collMod(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         check_validation(options, "collMod")
         engine.draft().set_options(info, options)
         changed = {key: value for key, value in options.items() if info.options.get(key) != value}
-        engine.record(request.db, info, {"collMod": name, **changed, **images})
+        engine.record(
+            request.db,
+            info,
+            {"collMod": name, **changed, **images},
+            o2={"collectionOptions_old": engine.options_before(info)},
+        )
     return {"ok": 1.0}
 
 

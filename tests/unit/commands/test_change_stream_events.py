@@ -137,3 +137,58 @@ def test_fail_get_more_after_checkout_on_other_cursors(executor: Executor) -> No
     _fail_after_checkout(executor)
     reply = executor.execute("db", {"getMore": find, "collection": "c"})
     assert (reply["code"], reply.get("errorLabels")) == (1, None)  # InternalError by default; no change stream label
+
+
+def _expanded_events(executor: Executor, *commands: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    cursor = int(
+        _ok(
+            executor.execute(
+                "db", {"aggregate": 1, "pipeline": [{"$changeStream": {"showExpandedEvents": True}}], "cursor": {}}
+            )
+        )["cursor"]["id"]
+    )
+    for db, command in commands:
+        _ok(executor.execute(db, command))
+    events: list[dict[str, Any]] = _ok(_more(executor, cursor, "$cmd.aggregate"))["cursor"]["nextBatch"]
+    return events
+
+
+def test_drop_indexes_lists_the_dropped_index(executor: Executor) -> None:
+    # https://www.mongodb.com/docs/manual/reference/change-events/dropIndexes/
+    _ok(executor.execute("db", {"createIndexes": "c", "indexes": [{"key": {"a": 1}, "name": "a_1"}]}))
+    (event,) = _expanded_events(executor, ("db", {"dropIndexes": "c", "index": "a_1"}))
+    assert event["operationType"] == "dropIndexes"
+    assert event["operationDescription"] == {"indexes": [{"v": 2, "key": {"a": 1}, "name": "a_1"}]}
+
+
+def test_modify_has_the_state_before_the_change(executor: Executor) -> None:
+    # https://www.mongodb.com/docs/manual/reference/change-events/modify/
+    validator = {"a": {"$exists": True}}
+    _ok(executor.execute("db", {"create": "c", "validator": validator}))
+    _ok(executor.execute("db", {"createIndexes": "c", "indexes": [{"key": {"a": 1}, "name": "a_1"}]}))
+    (entry,) = _ok(executor.execute("db", {"listCollections": 1, "filter": {"name": "c"}}))["cursor"]["firstBatch"]
+    uuid = entry["info"]["uuid"]
+    collection, index = _expanded_events(
+        executor,
+        ("db", {"collMod": "c", "validationLevel": "moderate"}),
+        ("db", {"collMod": "c", "index": {"name": "a_1", "hidden": True}}),
+    )
+    assert collection["operationType"] == index["operationType"] == "modify"
+    assert collection["operationDescription"] == {"validationLevel": "moderate"}
+    assert collection["stateBeforeChange"] == {"collectionOptions": {"uuid": uuid, "validator": validator}}
+    assert index["operationDescription"] == {"index": {"name": "a_1", "hidden": True}}
+    assert index["stateBeforeChange"] == {
+        "collectionOptions": {"uuid": uuid, "validator": validator, "validationLevel": "moderate"},
+        "indexOptions": {"hidden": False},
+    }
+
+
+def test_a_view_has_no_collection_uuid(executor: Executor) -> None:
+    # https://www.mongodb.com/docs/manual/reference/change-events/create/: collectionUUID is absent for a view.
+    _ok(executor.execute("db", {"create": "c"}))
+    created, dropped = _expanded_events(
+        executor, ("db", {"create": "v", "viewOn": "c", "pipeline": []}), ("db", {"drop": "v"})
+    )
+    assert (created["operationType"], created["operationDescription"]) == ("create", {"viewOn": "c", "pipeline": []})
+    assert (dropped["operationType"], dropped["ns"]) == ("drop", {"db": "db", "coll": "v"})
+    assert "collectionUUID" not in created and "collectionUUID" not in dropped
