@@ -69,7 +69,10 @@ NON_RESUMABLE = frozenset({ErrorCode.ChangeStreamFatalError, ErrorCode.ChangeStr
 # Stages MongoDB allows after $changeStream (all work one event at a time).
 ALLOWED = frozenset({"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot", "$replaceWith", "$redact"})
 DEFAULT_AWAIT_SECONDS = 1.0
+MAX_EVENT_BYTES = 16 * 1024 * 1024 + 16 * 1024  # mongod's BSONObjMaxInternalSize: a user document and some metadata
 READ_BATCH = 256
+# Stages after $changeStream that never make an event bigger.
+_SHRINKING = frozenset({"$match", "$unset", "$redact"})
 _EXCLUDED_DBS = frozenset({"admin", "config", "local"})
 # A modify event's stateBeforeChange fields, from its collMod entry's o2 (as mongod's).
 _STATE_BEFORE = {"collectionOptions": "collectionOptions_old", "indexOptions": "indexOptions_old"}
@@ -123,6 +126,7 @@ class ChangeStream(Iterator[dict[str, Any]]):
         spec: Mapping[str, Any],
         after: tuple[int, int],
         pipeline: Pipeline | None,
+        stage_names: tuple[str, ...],
     ) -> None:
         self.engine = request.engine
         self.db, self.coll = db, coll  # None: every database / every collection
@@ -135,8 +139,15 @@ class ChangeStream(Iterator[dict[str, Any]]):
         self.delivered = after
         self.pipeline = pipeline
         self.finished = False  # invalidated: the cursor ends after the invalidate event
-        self._pending: list[dict[str, Any]] = []
+        # Events read ahead, each with whether it may be too big for BSON (see _check_size).
+        self._pending: list[tuple[dict[str, Any], bool]] = []
         self._invalidate_next: tuple[int, int] | None = None
+        # An event holds at most its oplog entry's documents twice over (the update description, the
+        # document, its pre-image), so only a large entry makes a large event; unless a looked-up
+        # document or a stage that adds fields joins in, and then every event is measured.
+        self._measure_all = self.full_document == "updateLookup" or (
+            pipeline is not None and any(name not in _SHRINKING for name in stage_names)
+        )
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -148,7 +159,7 @@ class ChangeStream(Iterator[dict[str, Any]]):
                 if not self._read():
                     raise StopIteration  # nothing new yet: the cursor stays open
                 continue
-            event = self._pending.pop(0)
+            event, measure = self._pending.pop(0)
             self.delivered = parse_token(event["_id"])[:2]
             if self.pipeline is not None and event["operationType"] != "invalidate":
                 shaped = list(self.pipeline.run(iter([event])))
@@ -159,6 +170,8 @@ class ChangeStream(Iterator[dict[str, Any]]):
                     raise location(
                         280, "Encountered an event whose _id field, which contains the resume token, was modified"
                     )
+            if measure or self._measure_all:
+                _check_size(event)
             return event
 
     def _read(self) -> bool:
@@ -166,7 +179,7 @@ class ChangeStream(Iterator[dict[str, Any]]):
         if self._invalidate_next is not None:
             ts, index = self._invalidate_next
             self._invalidate_next = None
-            self._pending.append(self._invalidate(ts, index))
+            self._pending.append((self._invalidate(ts, index), False))
             self.finished = True
             return True
         interrupt.check()
@@ -176,12 +189,13 @@ class ChangeStream(Iterator[dict[str, Any]]):
         read = False
         for packed, data in rows:
             entry = bson.decode(data, CODEC)
+            large = 2 * len(data) > MAX_EVENT_BYTES - 1024
             for index, op in transaction_ops(entry):
                 if (packed, index) <= self.position:
                     continue
                 read = True
                 self.position = (packed, index)
-                self._pending.extend(self._events(packed, index, entry, op))
+                self._pending.extend((event, large) for event in self._events(packed, index, entry, op))
                 if self._invalidate_next is not None:
                     return True
         return read
@@ -385,6 +399,19 @@ class ChangeStream(Iterator[dict[str, Any]]):
         return isinstance(option, Mapping) and bool(option.get("enabled"))
 
 
+def _check_size(event: Mapping[str, Any]) -> None:
+    """Refuse an event BSON cannot hold, as mongod does (a document and its
+    pre-image, say): BSONObjectTooLarge, which ``$changeStreamSplitLargeEvent``
+    would avoid in mongod (not built here)."""
+    size = len(bson.encode(event, codec_options=CODEC))
+    if size > MAX_EVENT_BYTES:
+        raise CommandError(
+            ErrorCode.BSONObjectTooLarge,
+            f"BSONObj size: {size} (0x{size:X}) is invalid. Size must be between 0 and {MAX_EVENT_BYTES}(16MB)"
+            f" First element: _id: {event['_id']}",
+        )
+
+
 def _no_image(what: str, db: str, coll: str) -> CommandError:
     return CommandError(
         ErrorCode.NoMatchingDocument,
@@ -454,7 +481,8 @@ def _open(request: Request, cmd: Mapping[str, Any], stages: list[Any], batch_siz
     env = EngineEnv(request, request.context(cmd.get("let")), True)
     pipeline = compile_pipeline(list(stages[1:]), env) if len(stages) > 1 else None
     after = _start(request, spec)
-    stream = ChangeStream(request, db, coll, spec, after, pipeline)
+    names = tuple(next(iter(stage)) for stage in stages[1:])
+    stream = ChangeStream(request, db, coll, spec, after, pipeline, names)
     ns = f"{request.db}.{target}" if coll is not None else f"{request.db}.$cmd.aggregate"
     lookahead = Lookahead(stream)
     batch, _ = take_batch(lookahead, DEFAULT_FIRST_BATCH if batch_size is None else batch_size)

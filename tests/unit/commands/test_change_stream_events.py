@@ -192,3 +192,28 @@ def test_a_view_has_no_collection_uuid(executor: Executor) -> None:
     assert (created["operationType"], created["operationDescription"]) == ("create", {"viewOn": "c", "pipeline": []})
     assert (dropped["operationType"], dropped["ns"]) == ("drop", {"db": "db", "coll": "v"})
     assert "collectionUUID" not in created and "collectionUUID" not in dropped
+
+
+NINE_MB = "x" * (9 * 1024 * 1024)
+
+
+def test_an_event_too_big_for_bson_is_bson_object_too_large(executor: Executor) -> None:
+    # https://www.mongodb.com/docs/manual/reference/operator/aggregation/changeStreamSplitLargeEvent/:
+    # without that stage, an event over 16 MB fails the change stream with BSONObjectTooLarge.
+    _ok(executor.execute("db", {"create": "c", "changeStreamPreAndPostImages": {"enabled": True}}))
+    images = _watch(executor, fullDocument="required", fullDocumentBeforeChange="required")
+    plain = _watch(executor)
+    _ok(executor.execute("db", {"insert": "c", "documents": [{"_id": 1, "a": NINE_MB}]}))
+    _ok(executor.execute("db", {"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"b": 1}}}]}))
+    inserted, updated = _ok(_more(executor, plain))["cursor"]["nextBatch"]  # 9 MB events are fine
+    assert (inserted["operationType"], updated["operationType"]) == ("insert", "update")
+    reply = _more(executor, images)  # the update with its post- and pre-image: 18 MB
+    assert reply["code"] == 10334 and reply["codeName"] == "BSONObjectTooLarge"
+    assert "errorLabels" not in reply  # not resumable: the same event would fail again
+
+
+def test_a_stage_can_make_an_event_too_big(executor: Executor) -> None:
+    _ok(executor.execute("db", {"insert": "c", "documents": [{"_id": 1, "a": NINE_MB}]}))
+    twice = _watch(executor, pipeline=[{"$addFields": {"copy": "$fullDocument"}}], fullDocument="updateLookup")
+    _ok(executor.execute("db", {"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"b": 1}}}]}))
+    assert _more(executor, twice)["code"] == 10334
