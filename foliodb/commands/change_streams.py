@@ -279,7 +279,7 @@ class ChangeStream(Iterator[dict[str, Any]]):
         txn: dict[str, Any],
     ) -> dict[str, Any]:
         kind = op["op"]
-        images = self._images_enabled(db, coll)
+        images = bool(op.get("img"))  # as mongod: pre- and post-images only of writes made while they were on
         if kind == "i":
             event = self._base(packed, index, "insert", entry, op)
             event["fullDocument"] = op["o"]
@@ -392,11 +392,6 @@ class ChangeStream(Iterator[dict[str, Any]]):
             return None
         row = store.row_by_id_key(keystring.encode(key["_id"]))
         return None if row is None else bson.decode(row[1], CODEC)
-
-    def _images_enabled(self, db: str, coll: str) -> bool:
-        info = self.engine.catalog.get(db, coll)
-        option = info.options.get("changeStreamPreAndPostImages") if info is not None else None
-        return isinstance(option, Mapping) and bool(option.get("enabled"))
 
 
 def _check_size(event: Mapping[str, Any]) -> None:

@@ -424,10 +424,10 @@ class Engine:
                 oplog.insert(target.db, target.name, target.uuid, doc_id, after)
             elif op == "u":
                 assert before is not None and after is not None
-                oplog.update(target.db, target.name, target.uuid, doc_id, before, after, replace)
+                oplog.update(target.db, target.name, target.uuid, doc_id, before, after, replace, target.keeps_images)
             else:
                 assert before is not None
-                oplog.delete(target.db, target.name, target.uuid, doc_id, before)
+                oplog.delete(target.db, target.name, target.uuid, doc_id, before, target.keeps_images)
 
     def _apply_overlays(self, txn: Transaction, created: dict[int, CollectionInfo]) -> None:
         for collection_id, overlay in txn.collections.items():

@@ -217,3 +217,25 @@ def test_a_stage_can_make_an_event_too_big(executor: Executor) -> None:
     twice = _watch(executor, pipeline=[{"$addFields": {"copy": "$fullDocument"}}], fullDocument="updateLookup")
     _ok(executor.execute("db", {"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"b": 1}}}]}))
     assert _more(executor, twice)["code"] == 10334
+
+
+def test_images_are_those_of_writes_made_while_they_were_on(executor: Executor) -> None:
+    # https://www.mongodb.com/docs/manual/changeStreams/#change-streams-with-document-pre--and-post-images:
+    # pre- and post-images are recorded when a write happens with changeStreamPreAndPostImages enabled.
+    _ok(executor.execute("db", {"insert": "c", "documents": [{"_id": 1, "n": 0}]}))
+    cursor = _watch(executor, fullDocument="whenAvailable", fullDocumentBeforeChange="whenAvailable")
+
+    def bump() -> None:
+        _ok(executor.execute("db", {"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 1}}}]}))
+
+    bump()  # off: no images
+    _ok(executor.execute("db", {"collMod": "c", "changeStreamPreAndPostImages": {"enabled": True}}))
+    bump()  # on
+    _ok(executor.execute("db", {"collMod": "c", "changeStreamPreAndPostImages": {"enabled": False}}))
+    bump()  # off again
+    events = [e for e in _ok(_more(executor, cursor))["cursor"]["nextBatch"] if e["operationType"] == "update"]
+    assert [(e["fullDocumentBeforeChange"], e["fullDocument"]) for e in events] == [
+        (None, None),
+        ({"_id": 1, "n": 1}, {"_id": 1, "n": 2}),
+        (None, None),
+    ]
