@@ -141,7 +141,7 @@ class ChangeStream(Iterator[dict[str, Any]]):
         self.finished = False  # invalidated: the cursor ends after the invalidate event
         # Events read ahead, each with whether it may be too big for BSON (see _check_size).
         self._pending: list[tuple[dict[str, Any], bool]] = []
-        self._invalidate_next: tuple[int, int] | None = None
+        self._invalidate_next: dict[str, Any] | None = None  # the invalidate event the next read delivers
         # An event holds at most its oplog entry's documents twice over (the update description, the
         # document, its pre-image), so only a large entry makes a large event; unless a looked-up
         # document or a stage that adds fields joins in, and then every event is measured.
@@ -177,9 +177,8 @@ class ChangeStream(Iterator[dict[str, Any]]):
     def _read(self) -> bool:
         """Turn the next oplog entries into pending events; whether any entry was read."""
         if self._invalidate_next is not None:
-            ts, index = self._invalidate_next
+            self._pending.append((self._invalidate_next, False))
             self._invalidate_next = None
-            self._pending.append((self._invalidate(ts, index), False))
             self.finished = True
             return True
         interrupt.check()
@@ -334,7 +333,7 @@ class ChangeStream(Iterator[dict[str, Any]]):
             if self.db is not None and db == self.db and self.coll is None:
                 event = self._base(packed, index, "dropDatabase", entry, op)
                 event["ns"] = {"db": db}
-                self._invalidate_next = (packed, index)
+                self._invalidate_next = self._invalidate(packed, index, entry)
                 return [event]
             if self.db is None and db not in _EXCLUDED_DBS:
                 event = self._base(packed, index, "dropDatabase", entry, op)
@@ -355,7 +354,7 @@ class ChangeStream(Iterator[dict[str, Any]]):
                     described["dropTarget"] = o["dropTarget"]
                 event["operationDescription"] = described
             if self.coll is not None:
-                self._invalidate_next = (packed, index)
+                self._invalidate_next = self._invalidate(packed, index, entry)
             return [event]
         target = o.get(name) if name is not None else None
         if not isinstance(target, str) or not self._watched(f"{db}.{target}"):
@@ -365,7 +364,7 @@ class ChangeStream(Iterator[dict[str, Any]]):
             event = self._base(packed, index, "drop", entry, op)
             event["ns"] = ns
             if self.coll is not None:
-                self._invalidate_next = (packed, index)
+                self._invalidate_next = self._invalidate(packed, index, entry)
             return [event]
         if not self.expanded:
             return []
@@ -383,8 +382,13 @@ class ChangeStream(Iterator[dict[str, Any]]):
             event["stateBeforeChange"] = {key: before[old] for key, old in _STATE_BEFORE.items() if old in before}
         return [event]
 
-    def _invalidate(self, packed: int, index: int) -> dict[str, Any]:
-        return {"_id": token(packed, index, INVALIDATE), "operationType": "invalidate", "clusterTime": unpack(packed)}
+    def _invalidate(self, packed: int, index: int, entry: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "_id": token(packed, index, INVALIDATE),
+            "operationType": "invalidate",
+            "clusterTime": unpack(packed),
+            "wallTime": entry.get("wall"),
+        }
 
     def _lookup(self, db: str, coll: str, key: Mapping[str, Any]) -> Any:
         store = self.engine.store(db, coll)

@@ -239,3 +239,14 @@ def test_images_are_those_of_writes_made_while_they_were_on(executor: Executor) 
         ({"_id": 1, "n": 1}, {"_id": 1, "n": 2}),
         (None, None),
     ]
+
+
+def test_invalidate_has_the_time_of_the_drop(executor: Executor) -> None:
+    # https://www.mongodb.com/docs/manual/reference/change-events/invalidate/: clusterTime and wallTime.
+    _ok(executor.execute("db", {"create": "c"}))
+    cursor = _watch(executor)
+    _ok(executor.execute("db", {"drop": "c"}))
+    drop, invalidate = _ok(_more(executor, cursor))["cursor"]["nextBatch"]
+    assert (drop["operationType"], invalidate["operationType"]) == ("drop", "invalidate")
+    assert set(invalidate) == {"_id", "operationType", "clusterTime", "wallTime"}
+    assert (invalidate["clusterTime"], invalidate["wallTime"]) == (drop["clusterTime"], drop["wallTime"])
