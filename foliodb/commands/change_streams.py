@@ -56,16 +56,6 @@ if TYPE_CHECKING:
     from foliodb.commands.executor import Request
 
 EVENT, INVALIDATE, HIGH_WATER = 0, 1, 255
-# mongod's ErrorLabelBuilder: a change stream's error of the RetriableError, NetworkError or
-# NeedRetargettingError categories, or RetryChangeStream or FailedToSatisfyReadPreference, is
-# ResumableChangeStreamError; one of the NonResumableChangeStreamError category says so.
-RESUMABLE = failpoints.RETRIABLE | {
-    ErrorCode.StaleEpoch,
-    ErrorCode.StaleConfig,
-    ErrorCode.RetryChangeStream,
-    ErrorCode.FailedToSatisfyReadPreference,
-}
-NON_RESUMABLE = frozenset({ErrorCode.ChangeStreamFatalError, ErrorCode.ChangeStreamHistoryLost})
 # Stages MongoDB allows after $changeStream (all work one event at a time).
 ALLOWED = frozenset({"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot", "$replaceWith", "$redact"})
 DEFAULT_AWAIT_SECONDS = 1.0
@@ -217,10 +207,9 @@ class ChangeStream(Iterator[dict[str, Any]]):
     @staticmethod
     def label(error: CommandError) -> None:
         """Give a change stream's error (its aggregate's or a getMore's) the label mongod gives it."""
-        if error.code in RESUMABLE:
-            error.labels.append("ResumableChangeStreamError")
-        elif error.code in NON_RESUMABLE:
-            error.labels.append("NonResumableChangeStreamError")
+        label = failpoints.change_stream_label(error.code, True)
+        if label is not None:
+            error.labels.append(label)
 
     def wait(self, seconds: float) -> None:
         """Until a commit records something after the position, or ``seconds``."""

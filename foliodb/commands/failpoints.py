@@ -153,6 +153,16 @@ RETRIABLE = frozenset(
         ErrorCode.NotPrimaryOrSecondary,
     }
 )
+# A change stream's error of the RetriableError, NetworkError or NeedRetargettingError categories, or
+# RetryChangeStream or FailedToSatisfyReadPreference, is ResumableChangeStreamError; one of the
+# NonResumableChangeStreamError category says so, whatever the command.
+CHANGE_STREAM_RESUMABLE = RETRIABLE | {
+    ErrorCode.StaleEpoch,
+    ErrorCode.StaleConfig,
+    ErrorCode.RetryChangeStream,
+    ErrorCode.FailedToSatisfyReadPreference,
+}
+CHANGE_STREAM_NON_RESUMABLE = frozenset({ErrorCode.ChangeStreamFatalError, ErrorCode.ChangeStreamHistoryLost})
 # isTransientTransactionError's own codes, and ErrorCategory::SnapshotError.
 _TRANSIENT = frozenset(
     {
@@ -334,7 +344,9 @@ def _flag(data: Mapping[str, Any], key: str) -> bool:
 
 def error_labels(cmd: Mapping[str, Any], name: str, code: int | None, wc_code: int | None) -> list[str]:
     """The labels mongod's ErrorLabelBuilder gives a reply with error ``code``
-    and/or write concern error ``wc_code`` (error_labels.cpp)."""
+    and/or write concern error ``wc_code`` (error_labels.cpp). The change
+    stream labels of a getMore are the cursor's (:func:`change_stream_label`):
+    an error before its cursor is checked out has none."""
     in_session = "txnNumber" in cmd
     in_transaction = in_session and "autocommit" in cmd
     commit_or_abort = name in _COMMIT_OR_ABORT
@@ -345,7 +357,24 @@ def error_labels(cmd: Mapping[str, Any], name: str, code: int | None, wc_code: i
         (code is not None and code in RETRIABLE) or (wc_code is not None and wc_code in RETRIABLE)
     ):
         return ["RetryableWriteError"]
-    return []
+    if code is None or wc_code is not None:
+        return []
+    label = change_stream_label(code, name == "aggregate" and _opens_change_stream(cmd))
+    return [label] if label else []
+
+
+def change_stream_label(code: int, change_stream: bool) -> str | None:
+    """The change stream label of an error with ``code``; ``change_stream``:
+    the failed command is a change stream's (its aggregate, or a getMore of
+    its cursor)."""
+    if change_stream and code in CHANGE_STREAM_RESUMABLE:
+        return "ResumableChangeStreamError"
+    return "NonResumableChangeStreamError" if code in CHANGE_STREAM_NON_RESUMABLE else None
+
+
+def _opens_change_stream(cmd: Mapping[str, Any]) -> bool:
+    pipeline = cmd.get("pipeline")
+    return isinstance(pipeline, list) and any(isinstance(s, Mapping) and "$changeStream" in s for s in pipeline)
 
 
 def _transient(code: int, has_write_concern_error: bool, commit_or_abort: bool) -> bool:
