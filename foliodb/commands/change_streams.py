@@ -26,7 +26,11 @@ and with ``showExpandedEvents`` create, createIndexes, dropIndexes, modify
 no UUID) and ``updateDescription.disambiguatedPaths``.
 ``fullDocument``: ``updateLookup`` reads the current document,
 ``whenAvailable``/``required`` the post-image, and ``fullDocumentBeforeChange``
-the pre-image, for collections with ``changeStreamPreAndPostImages`` enabled.
+the pre-image, of writes made while their collection had
+``changeStreamPreAndPostImages`` enabled. An event BSON cannot hold (over
+16 MB and 16 KB) fails the stream with BSONObjectTooLarge (10334), as mongod's.
+Errors carry mongod's change stream labels (``ResumableChangeStreamError``,
+``NonResumableChangeStreamError``: :func:`failpoints.change_stream_label`).
 Events of a transaction come after its commit, in order, with ``lsid`` and
 ``txnNumber``.
 
