@@ -9,12 +9,12 @@ authentication (``Target.auth``: its clients then authenticate), whose
 topology ("single", "replicaset" or "sharded") the runner reads from
 ``hello``. For each test it evaluates ``runOnRequirements``, sets up
 ``initialData`` with an internal client, creates the entities (clients,
-databases, collections, sessions), runs the operations judging
+databases, collections, sessions; change streams an operation saves), runs the operations judging
 ``expectResult`` and ``expectError`` (and the special ``testRunner``
 operations: fail points, session and transaction assertions, collection and
 index assertions), then switches the fail points it set off, judges
 ``expectEvents`` and compares ``outcome`` exactly; at the end it ends the
-sessions and closes the clients.
+sessions, closes the change streams and closes the clients.
 
 What the runner does not judge, and how that ends:
 
