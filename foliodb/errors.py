@@ -79,9 +79,11 @@ class ErrorCode(IntEnum):
     DocumentValidationFailure = 121
     NotAReplicaSet = 123
     CommandFailed = 125
+    FailedToSatisfyReadPreference = 133
     ReadConcernMajorityNotAvailableYet = 134
     CappedPositionLost = 136
     ExceededMemoryLimit = 146
+    StaleEpoch = 150
     CommandNotSupportedOnView = 166
     OptionNotSupportedOnView = 167
     InvalidPipelineOperator = 168
@@ -95,6 +97,7 @@ class ErrorCode(IntEnum):
     IllegalOpMsgFlag = 223
     QueryFeatureNotAllowed = 224
     TransactionTooOld = 225
+    RetryChangeStream = 234
     CursorKilled = 237
     NotImplemented = 238
     SnapshotUnavailable = 246
@@ -124,6 +127,7 @@ class ErrorCode(IntEnum):
     InterruptedAtShutdown = 11600
     InterruptedDueToReplStateChange = 11602
     DatabaseDifferCase = 13297
+    StaleConfig = 13388
     Interrupted = 11601
     NotPrimaryNoSecondaryOk = 13435
     NotPrimaryOrSecondary = 13436

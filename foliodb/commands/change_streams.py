@@ -21,10 +21,16 @@ holds is ChangeStreamHistoryLost (286).
 Events: insert, update (``updateDescription`` from the documents before and
 after), replace, delete, drop, rename, dropDatabase, invalidate (a collection
 stream's collection dropped or renamed, a database stream's database dropped),
-and with ``showExpandedEvents`` create, createIndexes, dropIndexes, modify.
+and with ``showExpandedEvents`` create, createIndexes, dropIndexes, modify
+(with ``stateBeforeChange``), ``collectionUUID`` (none for a view, which has
+no UUID) and ``updateDescription.disambiguatedPaths``.
 ``fullDocument``: ``updateLookup`` reads the current document,
 ``whenAvailable``/``required`` the post-image, and ``fullDocumentBeforeChange``
-the pre-image, for collections with ``changeStreamPreAndPostImages`` enabled.
+the pre-image, of writes made while their collection had
+``changeStreamPreAndPostImages`` enabled. An event BSON cannot hold (over
+16 MB and 16 KB) fails the stream with BSONObjectTooLarge (10334), as mongod's.
+Errors carry mongod's change stream labels (``ResumableChangeStreamError``,
+``NonResumableChangeStreamError``: :func:`failpoints.change_stream_label`).
 Events of a transaction come after its commit, in order, with ``lsid`` and
 ``txnNumber``.
 
@@ -43,7 +49,7 @@ from bson import Int64, Timestamp
 
 from foliodb import interrupt
 from foliodb.aggregation.pipeline import STAGES, Pipeline, compile_pipeline
-from foliodb.commands import params
+from foliodb.commands import failpoints, params
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, Lookahead, take_batch
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.oplog import Oplog, pack, transaction_ops, unpack, update_description
@@ -57,8 +63,13 @@ EVENT, INVALIDATE, HIGH_WATER = 0, 1, 255
 # Stages MongoDB allows after $changeStream (all work one event at a time).
 ALLOWED = frozenset({"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot", "$replaceWith", "$redact"})
 DEFAULT_AWAIT_SECONDS = 1.0
+MAX_EVENT_BYTES = 16 * 1024 * 1024 + 16 * 1024  # mongod's BSONObjMaxInternalSize: a user document and some metadata
 READ_BATCH = 256
+# Stages after $changeStream that never make an event bigger.
+_SHRINKING = frozenset({"$match", "$unset", "$redact"})
 _EXCLUDED_DBS = frozenset({"admin", "config", "local"})
+# A modify event's stateBeforeChange fields, from its collMod entry's o2 (as mongod's).
+_STATE_BEFORE = {"collectionOptions": "collectionOptions_old", "indexOptions": "indexOptions_old"}
 _OPTIONS = {
     "fullDocument": "string",
     "fullDocumentBeforeChange": "string",
@@ -109,6 +120,7 @@ class ChangeStream(Iterator[dict[str, Any]]):
         spec: Mapping[str, Any],
         after: tuple[int, int],
         pipeline: Pipeline | None,
+        stage_names: tuple[str, ...],
     ) -> None:
         self.engine = request.engine
         self.db, self.coll = db, coll  # None: every database / every collection
@@ -121,8 +133,15 @@ class ChangeStream(Iterator[dict[str, Any]]):
         self.delivered = after
         self.pipeline = pipeline
         self.finished = False  # invalidated: the cursor ends after the invalidate event
-        self._pending: list[dict[str, Any]] = []
-        self._invalidate_next: tuple[int, int] | None = None
+        # Events read ahead, each with whether it may be too big for BSON (see _check_size).
+        self._pending: list[tuple[dict[str, Any], bool]] = []
+        self._invalidate_next: dict[str, Any] | None = None  # the invalidate event the next read delivers
+        # An event holds at most its oplog entry's documents twice over (the update description, the
+        # document, its pre-image), so only a large entry makes a large event; unless a looked-up
+        # document or a stage that adds fields joins in, and then every event is measured.
+        self._measure_all = self.full_document == "updateLookup" or (
+            pipeline is not None and any(name not in _SHRINKING for name in stage_names)
+        )
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -134,7 +153,7 @@ class ChangeStream(Iterator[dict[str, Any]]):
                 if not self._read():
                     raise StopIteration  # nothing new yet: the cursor stays open
                 continue
-            event = self._pending.pop(0)
+            event, measure = self._pending.pop(0)
             self.delivered = parse_token(event["_id"])[:2]
             if self.pipeline is not None and event["operationType"] != "invalidate":
                 shaped = list(self.pipeline.run(iter([event])))
@@ -145,14 +164,15 @@ class ChangeStream(Iterator[dict[str, Any]]):
                     raise location(
                         280, "Encountered an event whose _id field, which contains the resume token, was modified"
                     )
+            if measure or self._measure_all:
+                _check_size(event)
             return event
 
     def _read(self) -> bool:
         """Turn the next oplog entries into pending events; whether any entry was read."""
         if self._invalidate_next is not None:
-            ts, index = self._invalidate_next
+            self._pending.append((self._invalidate_next, False))
             self._invalidate_next = None
-            self._pending.append(self._invalidate(ts, index))
             self.finished = True
             return True
         interrupt.check()
@@ -162,12 +182,13 @@ class ChangeStream(Iterator[dict[str, Any]]):
         read = False
         for packed, data in rows:
             entry = bson.decode(data, CODEC)
+            large = 2 * len(data) > MAX_EVENT_BYTES - 1024
             for index, op in transaction_ops(entry):
                 if (packed, index) <= self.position:
                     continue
                 read = True
                 self.position = (packed, index)
-                self._pending.extend(self._events(packed, index, entry, op))
+                self._pending.extend((event, large) for event in self._events(packed, index, entry, op))
                 if self._invalidate_next is not None:
                     return True
         return read
@@ -186,6 +207,13 @@ class ChangeStream(Iterator[dict[str, Any]]):
                 return token(newest, 0, HIGH_WATER)
             ts, index = self.position
         return token(ts, 0, HIGH_WATER) if index == 0xFFFFFFFF else token(ts, index, EVENT)
+
+    @staticmethod
+    def label(error: CommandError) -> None:
+        """Give a change stream's error (its aggregate's or a getMore's) the label mongod gives it."""
+        label = failpoints.change_stream_label(error.code, True)
+        if label is not None:
+            error.labels.append(label)
 
     def wait(self, seconds: float) -> None:
         """Until a commit records something after the position, or ``seconds``."""
@@ -243,7 +271,7 @@ class ChangeStream(Iterator[dict[str, Any]]):
         txn: dict[str, Any],
     ) -> dict[str, Any]:
         kind = op["op"]
-        images = self._images_enabled(db, coll)
+        images = bool(op.get("img"))  # as mongod: pre- and post-images only of writes made while they were on
         if kind == "i":
             event = self._base(packed, index, "insert", entry, op)
             event["fullDocument"] = op["o"]
@@ -258,7 +286,13 @@ class ChangeStream(Iterator[dict[str, Any]]):
             event = self._base(packed, index, "update", entry, op)
             event["ns"] = {"db": db, "coll": coll}
             event["documentKey"] = dict(op["o2"])
-            event["updateDescription"] = update_description(op["pre"], op["o"])
+            description = update_description(op["pre"], op["o"])
+            # mongod gives disambiguatedPaths (empty when no path is ambiguous) to showExpandedEvents streams only.
+            if self.expanded:
+                description.setdefault("disambiguatedPaths", {})
+            else:
+                description.pop("disambiguatedPaths", None)
+            event["updateDescription"] = description
             if self.full_document == "updateLookup":
                 event["fullDocument"] = self._lookup(db, coll, op["o2"])
             elif self.full_document in ("whenAvailable", "required"):
@@ -292,7 +326,7 @@ class ChangeStream(Iterator[dict[str, Any]]):
             if self.db is not None and db == self.db and self.coll is None:
                 event = self._base(packed, index, "dropDatabase", entry, op)
                 event["ns"] = {"db": db}
-                self._invalidate_next = (packed, index)
+                self._invalidate_next = self._invalidate(packed, index, entry)
                 return [event]
             if self.db is None and db not in _EXCLUDED_DBS:
                 event = self._base(packed, index, "dropDatabase", entry, op)
@@ -308,9 +342,12 @@ class ChangeStream(Iterator[dict[str, Any]]):
             event["ns"] = {"db": source_db, "coll": source}
             event["to"] = {"db": to_db, "coll": to}
             if self.expanded:
-                event["operationDescription"] = {"to": {"db": to_db, "coll": to}}
+                described: dict[str, Any] = {"to": {"db": to_db, "coll": to}}
+                if "dropTarget" in o:  # the UUID of the collection the rename replaced
+                    described["dropTarget"] = o["dropTarget"]
+                event["operationDescription"] = described
             if self.coll is not None:
-                self._invalidate_next = (packed, index)
+                self._invalidate_next = self._invalidate(packed, index, entry)
             return [event]
         target = o.get(name) if name is not None else None
         if not isinstance(target, str) or not self._watched(f"{db}.{target}"):
@@ -320,21 +357,31 @@ class ChangeStream(Iterator[dict[str, Any]]):
             event = self._base(packed, index, "drop", entry, op)
             event["ns"] = ns
             if self.coll is not None:
-                self._invalidate_next = (packed, index)
+                self._invalidate_next = self._invalidate(packed, index, entry)
             return [event]
         if not self.expanded:
             return []
         described = {key: value for key, value in o.items() if key != name}
+        if name == "dropIndexes":  # the spec of the index dropped, in a list as createIndexes' (mongod's shape)
+            described = {"indexes": [o["spec"]]}
         kind = {"create": "create", "createIndexes": "createIndexes", "dropIndexes": "dropIndexes", "collMod": "modify"}
         if name not in kind:
             return []
         event = self._base(packed, index, kind[name], entry, op)
         event["ns"] = ns
         event["operationDescription"] = described
+        if name == "collMod":
+            before = op.get("o2") or {}
+            event["stateBeforeChange"] = {key: before[old] for key, old in _STATE_BEFORE.items() if old in before}
         return [event]
 
-    def _invalidate(self, packed: int, index: int) -> dict[str, Any]:
-        return {"_id": token(packed, index, INVALIDATE), "operationType": "invalidate", "clusterTime": unpack(packed)}
+    def _invalidate(self, packed: int, index: int, entry: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "_id": token(packed, index, INVALIDATE),
+            "operationType": "invalidate",
+            "clusterTime": unpack(packed),
+            "wallTime": entry.get("wall"),
+        }
 
     def _lookup(self, db: str, coll: str, key: Mapping[str, Any]) -> Any:
         store = self.engine.store(db, coll)
@@ -343,10 +390,18 @@ class ChangeStream(Iterator[dict[str, Any]]):
         row = store.row_by_id_key(keystring.encode(key["_id"]))
         return None if row is None else bson.decode(row[1], CODEC)
 
-    def _images_enabled(self, db: str, coll: str) -> bool:
-        info = self.engine.catalog.get(db, coll)
-        option = info.options.get("changeStreamPreAndPostImages") if info is not None else None
-        return isinstance(option, Mapping) and bool(option.get("enabled"))
+
+def _check_size(event: Mapping[str, Any]) -> None:
+    """Refuse an event BSON cannot hold, as mongod does (a document and its
+    pre-image, say): BSONObjectTooLarge, which ``$changeStreamSplitLargeEvent``
+    would avoid in mongod (not built here)."""
+    size = len(bson.encode(event, codec_options=CODEC))
+    if size > MAX_EVENT_BYTES:
+        raise CommandError(
+            ErrorCode.BSONObjectTooLarge,
+            f"BSONObj size: {size} (0x{size:X}) is invalid. Size must be between 0 and {MAX_EVENT_BYTES}(16MB)"
+            f" First element: _id: {event['_id']}",
+        )
 
 
 def _no_image(what: str, db: str, coll: str) -> CommandError:
@@ -362,6 +417,14 @@ def _no_image(what: str, db: str, coll: str) -> CommandError:
 
 def open_stream(request: Request, cmd: Mapping[str, Any], stages: list[Any], batch_size: int | None) -> dict[str, Any]:
     """Reply to an ``aggregate`` whose first stage is ``$changeStream``."""
+    try:
+        return _open(request, cmd, stages, batch_size)
+    except CommandError as error:
+        ChangeStream.label(error)
+        raise
+
+
+def _open(request: Request, cmd: Mapping[str, Any], stages: list[Any], batch_size: int | None) -> dict[str, Any]:
     if request.executor.replica_set is None:
         raise location(40573, "The $changeStream stage is only supported on replica sets")
     spec = stages[0]["$changeStream"]
@@ -401,8 +464,8 @@ def open_stream(request: Request, cmd: Mapping[str, Any], stages: list[Any], bat
         name = next(iter(stage), "") if isinstance(stage, Mapping) else ""
         if name == "$changeStream":
             raise location(40602, "$changeStream is only valid as the first stage in a pipeline")
-        if name in STAGES.unbuilt:
-            STAGES.get(name)  # NotImplemented (238), as anywhere else
+        if name not in STAGES:
+            STAGES.get(name)  # an unknown stage is 40324, an unbuilt one NotImplemented (238), as anywhere else
         if name not in ALLOWED:
             raise CommandError(ErrorCode.IllegalOperation, f"Stage {name} is not permitted in a $changeStream pipeline")
     from foliodb.commands.aggregate import EngineEnv  # aggregate.py opens streams: imported here, not at the top
@@ -410,7 +473,8 @@ def open_stream(request: Request, cmd: Mapping[str, Any], stages: list[Any], bat
     env = EngineEnv(request, request.context(cmd.get("let")), True)
     pipeline = compile_pipeline(list(stages[1:]), env) if len(stages) > 1 else None
     after = _start(request, spec)
-    stream = ChangeStream(request, db, coll, spec, after, pipeline)
+    names = tuple(next(iter(stage)) for stage in stages[1:])
+    stream = ChangeStream(request, db, coll, spec, after, pipeline, names)
     ns = f"{request.db}.{target}" if coll is not None else f"{request.db}.$cmd.aggregate"
     lookahead = Lookahead(stream)
     batch, _ = take_batch(lookahead, DEFAULT_FIRST_BATCH if batch_size is None else batch_size)

@@ -23,10 +23,11 @@ from foliodb.commands.write import SYSTEM_DATABASES, check_new_database, collect
 from foliodb.engine.catalog import CollectionInfo
 from foliodb.engine.engine import ID_INDEX_SPEC
 from foliodb.errors import CommandError, ErrorCode
-from foliodb.query.bsontypes import is_string
+from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.filter import compile_filter
 from foliodb.query.validation import compile_validator
 
+PRE_AND_POST_IMAGES = "changeStreamPreAndPostImages"
 # create's options that FolioDB keeps in the catalog and honours.
 _CREATE_OPTIONS = {
     "capped",
@@ -73,6 +74,10 @@ def cmd_create(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
             raise CommandError(ErrorCode.InvalidOptions, "'pipeline' requires 'viewOn' to also be specified")
         if key not in _CREATE_OPTIONS:
             raise CommandError(ErrorCode.InvalidOptions, f"BSON field 'create.{key}' is an unknown field.")
+        if key == PRE_AND_POST_IMAGES:
+            if pre_and_post_images(value, "create"):
+                options[key] = {"enabled": True}
+            continue
         options[key] = value
     if options.get("capped"):
         if "size" not in options:
@@ -194,11 +199,19 @@ def cmd_collMod(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         if info is None:
             raise CommandError(ErrorCode.NamespaceNotFound, f"ns does not exist: {request.db}.{name}")
         options = dict(info.options)
+        images: dict[str, Any] = {}
         for key, value in cmd.items():
             if key == "collMod" or key in params.GENERIC_FIELDS:
                 continue
             if key in ("validator", "validationLevel", "validationAction", "expireAfterSeconds"):
                 options[key] = value
+            elif key == PRE_AND_POST_IMAGES:
+                enabled = pre_and_post_images(value, "collMod")
+                images[key] = {"enabled": enabled}
+                if enabled:
+                    options[key] = images[key]
+                else:
+                    options.pop(key, None)
             elif key == "index":
                 return modify_index(request, request.db, name, value)
             else:
@@ -206,8 +219,32 @@ def cmd_collMod(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         check_validation(options, "collMod")
         engine.draft().set_options(info, options)
         changed = {key: value for key, value in options.items() if info.options.get(key) != value}
-        engine.record(request.db, info, {"collMod": name, **changed})
+        engine.record(
+            request.db,
+            info,
+            {"collMod": name, **changed, **images},
+            o2={"collectionOptions_old": engine.options_before(info)},
+        )
     return {"ok": 1.0}
+
+
+def pre_and_post_images(value: Any, command: str) -> bool:
+    """Whether a ``changeStreamPreAndPostImages: {enabled: <bool>}`` option
+    turns them on. Only an enabled one is kept in the collection's options,
+    as mongod's catalog keeps it."""
+    where = f"{command}.{PRE_AND_POST_IMAGES}"
+    if not isinstance(value, Mapping):
+        raise CommandError(
+            ErrorCode.TypeMismatch,
+            f"BSON field '{where}' is the wrong type '{type_name(value)}', expected type 'object'",
+        )
+    for key in value:
+        if key != "enabled":
+            raise CommandError(40415, f"BSON field '{where}.{key}' is an unknown field.")
+    enabled = params.field(value, "enabled", "bool", where)
+    if enabled is None:
+        raise CommandError(40414, f"BSON field '{where}.enabled' is missing but a required field")
+    return bool(enabled)
 
 
 def check_validation(options: Mapping[str, Any], command: str) -> None:

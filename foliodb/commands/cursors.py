@@ -35,7 +35,7 @@ from bson.raw_bson import RawBSONDocument
 from foliodb import interrupt
 from foliodb.auth.caller import CALLER
 from foliodb.auth.privileges import Privilege, namespace, privilege
-from foliodb.commands import params
+from foliodb.commands import failpoints, params
 from foliodb.commands.registry import COMMANDS
 from foliodb.engine.catalog import CODEC
 from foliodb.errors import CommandError, ErrorCode
@@ -337,6 +337,7 @@ def cmd_getMore(request: Any, cmd: Mapping[str, Any]) -> dict[str, Any]:
     cursors: CursorManager = request.cursors
     cursor = cursors.get(int(cursor_id), ns)
     try:
+        failpoints.after_cursor_checkout(request, cmd, ns)
         if "maxTimeMS" in cmd and not cursor.await_data:
             raise CommandError(ErrorCode.BadValue, "cannot set maxTimeMS on getMore command for a non-awaitData cursor")
         storage = request.engine.storage
@@ -359,9 +360,11 @@ def cmd_getMore(request: Any, cmd: Mapping[str, Any]) -> dict[str, Any]:
         finally:
             if cursor.snapshot is not None:
                 storage.bind_transaction(None)
-    except BaseException:
+    except BaseException as exc:
         cursors.release(cursor)
         cursors.kill(cursor.id)
+        if cursor.stream is not None and isinstance(exc, CommandError):
+            cursor.stream.label(exc)  # the change stream error labels, as mongod gives them
         raise
     cursors.release(cursor)
     if done or cursor.killed:

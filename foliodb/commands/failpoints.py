@@ -1,5 +1,6 @@
 """Test commands as mongod has them: ``configureFailPoint`` with the
-``failCommand`` and ``onPrimaryTransactionalWrite`` fail points, so drivers'
+``failCommand``, ``failGetMoreAfterCursorCheckout`` and
+``onPrimaryTransactionalWrite`` fail points, so drivers'
 retry and error-label behaviour can be tested against FolioDB as against mongod.
 
 Only when test commands are enabled (``foliodb serve --enableTestCommands``,
@@ -46,6 +47,13 @@ mongod evaluates failCommand twice for a command (once to fail it, once for
 the write concern error), each evaluation counting against ``times``; here
 one command is one evaluation, whatever the fail point does to it.
 
+``failGetMoreAfterCursorCheckout`` (``data``: ``errorCode``, and
+``failCommand``'s ``appName``, ``threadName``, ``namespace``) fails a
+``getMore`` once it holds its cursor (:func:`after_cursor_checkout`), so the
+error is the cursor's: the cursor is killed, and a change stream's error gets
+the change stream labels (``ResumableChangeStreamError``) that an error
+failCommand raises before the checkout does not.
+
 ``onPrimaryTransactionalWrite`` (``data``: ``closeConnection``, default
 true; ``failBeforeCommitExceptionCode``) is evaluated once per statement of
 a retryable write that executes (not for a retry answered from the stored
@@ -81,7 +89,8 @@ if TYPE_CHECKING:
 
 FAIL_COMMAND = "failCommand"
 ON_PRIMARY_TRANSACTIONAL_WRITE = "onPrimaryTransactionalWrite"
-FAIL_POINTS = frozenset({FAIL_COMMAND, ON_PRIMARY_TRANSACTIONAL_WRITE})
+FAIL_GET_MORE_AFTER_CURSOR_CHECKOUT = "failGetMoreAfterCursorCheckout"
+FAIL_POINTS = frozenset({FAIL_COMMAND, ON_PRIMARY_TRANSACTIONAL_WRITE, FAIL_GET_MORE_AFTER_CURSOR_CHECKOUT})
 
 _MESSAGE = "Failing command via 'failCommand' failpoint"
 _CLOSED_CODE = 50985  # what mongod raises after ending the connection (no client sees it)
@@ -144,6 +153,16 @@ RETRIABLE = frozenset(
         ErrorCode.NotPrimaryOrSecondary,
     }
 )
+# A change stream's error of the RetriableError, NetworkError or NeedRetargettingError categories, or
+# RetryChangeStream or FailedToSatisfyReadPreference, is ResumableChangeStreamError; one of the
+# NonResumableChangeStreamError category says so, whatever the command.
+CHANGE_STREAM_RESUMABLE = RETRIABLE | {
+    ErrorCode.StaleEpoch,
+    ErrorCode.StaleConfig,
+    ErrorCode.RetryChangeStream,
+    ErrorCode.FailedToSatisfyReadPreference,
+}
+CHANGE_STREAM_NON_RESUMABLE = frozenset({ErrorCode.ChangeStreamFatalError, ErrorCode.ChangeStreamHistoryLost})
 # isTransientTransactionError's own codes, and ErrorCategory::SnapshotError.
 _TRANSIENT = frozenset(
     {
@@ -302,8 +321,8 @@ def _namespace(request: Request, cmd: Mapping[str, Any]) -> str:
     return f"{request.db}.{target}" if isinstance(target, str) else request.db
 
 
-def _applies(request: Request, cmd: Mapping[str, Any], data: Mapping[str, Any]) -> bool:
-    """mongod's shouldActivateFailCommandFailPoint."""
+def _applies(request: Request, cmd: Mapping[str, Any], data: Mapping[str, Any], ns: str | None = None) -> bool:
+    """mongod's shouldActivateFailCommandFailPoint (``ns``: the namespace, when not the command's own)."""
     name = request.command_name
     if name == "configureFailPoint":
         return False
@@ -311,7 +330,7 @@ def _applies(request: Request, cmd: Mapping[str, Any], data: Mapping[str, Any]) 
         return False
     if "appName" in data and data["appName"] != request.extra.get("app_name"):
         return False
-    if "namespace" in data and data["namespace"] != _namespace(request, cmd):
+    if "namespace" in data and data["namespace"] != (ns or _namespace(request, cmd)):
         return False
     if data.get("failAllCommands"):
         return True
@@ -325,7 +344,9 @@ def _flag(data: Mapping[str, Any], key: str) -> bool:
 
 def error_labels(cmd: Mapping[str, Any], name: str, code: int | None, wc_code: int | None) -> list[str]:
     """The labels mongod's ErrorLabelBuilder gives a reply with error ``code``
-    and/or write concern error ``wc_code`` (error_labels.cpp)."""
+    and/or write concern error ``wc_code`` (error_labels.cpp). The change
+    stream labels of a getMore are the cursor's (:func:`change_stream_label`):
+    an error before its cursor is checked out has none."""
     in_session = "txnNumber" in cmd
     in_transaction = in_session and "autocommit" in cmd
     commit_or_abort = name in _COMMIT_OR_ABORT
@@ -336,7 +357,24 @@ def error_labels(cmd: Mapping[str, Any], name: str, code: int | None, wc_code: i
         (code is not None and code in RETRIABLE) or (wc_code is not None and wc_code in RETRIABLE)
     ):
         return ["RetryableWriteError"]
-    return []
+    if code is None or wc_code is not None:
+        return []
+    label = change_stream_label(code, name == "aggregate" and _opens_change_stream(cmd))
+    return [label] if label else []
+
+
+def change_stream_label(code: int, change_stream: bool) -> str | None:
+    """The change stream label of an error with ``code``; ``change_stream``:
+    the failed command is a change stream's (its aggregate, or a getMore of
+    its cursor)."""
+    if change_stream and code in CHANGE_STREAM_RESUMABLE:
+        return "ResumableChangeStreamError"
+    return "NonResumableChangeStreamError" if code in CHANGE_STREAM_NON_RESUMABLE else None
+
+
+def _opens_change_stream(cmd: Mapping[str, Any]) -> bool:
+    pipeline = cmd.get("pipeline")
+    return isinstance(pipeline, list) and any(isinstance(s, Mapping) and "$changeStream" in s for s in pipeline)
 
 
 def _transient(code: int, has_write_concern_error: bool, commit_or_abort: bool) -> bool:
@@ -417,6 +455,24 @@ def run(request: Request, cmd: Mapping[str, Any], call: Callable[[], dict[str, A
     if close_after and _stored(request, cmd):  # stored now: it committed
         return ClosedConnection(reply)
     return reply
+
+
+# -- failGetMoreAfterCursorCheckout -----------------------------------------------------------------
+
+
+def after_cursor_checkout(request: Request, cmd: Mapping[str, Any], ns: str) -> None:
+    """Evaluate failGetMoreAfterCursorCheckout in a getMore that holds its
+    cursor (of namespace ``ns``): raise its ``errorCode`` (InternalError
+    without one) when it fires."""
+    points = _REGISTRY.get(request.engine)
+    if points is None or FAIL_GET_MORE_AFTER_CURSOR_CHECKOUT not in points.points:
+        return
+    data = points.fire(
+        FAIL_GET_MORE_AFTER_CURSOR_CHECKOUT, lambda d: _applies(request, cmd, {**d, "failCommands": ["getMore"]}, ns)
+    )
+    if data is not None:
+        code = _integer(data["errorCode"], "errorCode") if "errorCode" in data else ErrorCode.InternalError
+        raise CommandError(code, "Hit the 'failGetMoreAfterCursorCheckout' failpoint")
 
 
 # -- onPrimaryTransactionalWrite -------------------------------------------------------------------

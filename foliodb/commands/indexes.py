@@ -438,6 +438,8 @@ def modify_index(request: Request, db: str, name: str, change: Any) -> dict[str,
         spec["expireAfterSeconds"] = ttl
     request.engine.draft().update_index_spec(info, index, spec)
     modified = {key: reply[f"{key}_new"] for key in ("hidden", "expireAfterSeconds") if key in change}
-    request.engine.record(db, info, {"collMod": name, "index": {"name": index.name, **modified}})
+    before = {key: reply[f"{key}_old"] for key in ("hidden", "expireAfterSeconds") if f"{key}_old" in reply}
+    o2 = {"collectionOptions_old": request.engine.options_before(info), "indexOptions_old": before}
+    request.engine.record(db, info, {"collMod": name, "index": {"name": index.name, **modified}}, o2=o2)
     reply["ok"] = 1.0
     return reply

@@ -139,6 +139,12 @@ class CollectionInfo:
         return f"{self.db}.{self.name}"
 
     @property
+    def keeps_images(self) -> bool:
+        """Whether its writes keep pre- and post-images for change streams (changeStreamPreAndPostImages)."""
+        option = self.options.get("changeStreamPreAndPostImages")
+        return isinstance(option, dict) and bool(option.get("enabled"))
+
+    @property
     def id_index(self) -> IndexInfo:
         return self.indexes["_id_"]
 

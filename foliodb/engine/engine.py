@@ -432,10 +432,10 @@ class Engine:
                 oplog.insert(target.db, target.name, target.uuid, doc_id, after)
             elif op == "u":
                 assert before is not None and after is not None
-                oplog.update(target.db, target.name, target.uuid, doc_id, before, after, replace)
+                oplog.update(target.db, target.name, target.uuid, doc_id, before, after, replace, target.keeps_images)
             else:
                 assert before is not None
-                oplog.delete(target.db, target.name, target.uuid, doc_id, before)
+                oplog.delete(target.db, target.name, target.uuid, doc_id, before, target.keeps_images)
 
     def _apply_overlays(self, txn: Transaction, created: dict[int, CollectionInfo]) -> None:
         for collection_id, overlay in txn.collections.items():
@@ -584,8 +584,15 @@ class Engine:
         if ready:
             self.record(info.db, info, {"dropIndexes": info.name, "index": index.name, "spec": dict(index.spec)})
 
-    def record(self, db: str, info: CollectionInfo | None, o: dict[str, Any]) -> None:
-        """Inside a write: a catalog change's oplog entry (``o``: mongod's command document)."""
+    def record(self, db: str, info: CollectionInfo | None, o: dict[str, Any], **extra: Any) -> None:
+        """Inside a write: a catalog change's oplog entry (``o``: mongod's command
+        document; ``extra``: its other fields, as a collMod's ``o2``). A view's
+        entry has no ``ui``: as in mongod, views have no UUID."""
         if info is not None and not recorded(db, info.name):
             return
-        self.storage.oplog.command(db, info.uuid if info is not None else None, o)
+        self.storage.oplog.command(db, info.uuid if info is not None and not info.is_view else None, o, **extra)
+
+    def options_before(self, info: CollectionInfo) -> dict[str, Any]:
+        """A collMod's ``o2.collectionOptions_old``: the collection's options (with its
+        UUID) before the change, as mongod's oplog keeps them for the modify event."""
+        return dict(info.options) if info.is_view else {"uuid": _uuid(info.uuid), **info.options}

@@ -6,14 +6,16 @@ the oplog's order), ``entry`` its BSON::
 
     {ts: Timestamp, t: 1, op: "i"|"u"|"d"|"c", ns: "db.coll", ui: UUID,
      o: ..., o2: {_id}, pre: <the document before>, r: true (a replacement),
-     wall: date, lsid, txnNumber}
+     img: true (an update or delete while the collection had
+     changeStreamPreAndPostImages enabled), wall: date, lsid, txnNumber}
 
 as mongod's oplog entries, with one difference kept internal: an update
 stores the whole new document (``o``) and the one before (``pre``) instead of
 mongod's ``{$v: 2, diff}`` - both are at hand when the write happens, so
 recording costs no diff; readers compute the diff (:func:`diff`) and the
 update description from them when they need it, and ``pre`` is also the
-pre-image of ``fullDocumentBeforeChange``. A transaction's commit writes one
+pre-image of ``fullDocumentBeforeChange`` - for the writes marked ``img``
+only, as mongod records pre-images only while the option is on. A transaction's commit writes one
 entry ``{op: "c", ns: "admin.$cmd", o: {applyOps: [...]}, lsid, txnNumber}``
 holding its writes in order, as mongod does. DDL writes ``op: "c"`` entries
 (``create``, ``drop``, ``renameCollection``, ``createIndexes``,
@@ -103,7 +105,15 @@ class Oplog:
             )
 
     def update(
-        self, db: str, coll: str, ui: uuid.UUID, doc_id: Any, before: bytes, after: bytes, replace: bool
+        self,
+        db: str,
+        coll: str,
+        ui: uuid.UUID,
+        doc_id: Any,
+        before: bytes,
+        after: bytes,
+        replace: bool,
+        images: bool,
     ) -> None:
         if recorded(db, coll) and not self.muted:
             entry: dict[str, Any] = {
@@ -116,19 +126,22 @@ class Oplog:
             }
             if replace:
                 entry["r"] = True
+            if images:
+                entry["img"] = True
             self._pending.append(entry)
 
-    def delete(self, db: str, coll: str, ui: uuid.UUID, doc_id: Any, before: bytes) -> None:
+    def delete(self, db: str, coll: str, ui: uuid.UUID, doc_id: Any, before: bytes, images: bool) -> None:
         if recorded(db, coll) and not self.muted:
-            self._pending.append(
-                {
-                    "op": "d",
-                    "ns": f"{db}.{coll}",
-                    "ui": _uuid(ui),
-                    "o": {"_id": doc_id},
-                    "pre": RawBSONDocument(before, RAW),
-                }
-            )
+            entry: dict[str, Any] = {
+                "op": "d",
+                "ns": f"{db}.{coll}",
+                "ui": _uuid(ui),
+                "o": {"_id": doc_id},
+                "pre": RawBSONDocument(before, RAW),
+            }
+            if images:
+                entry["img"] = True
+            self._pending.append(entry)
 
     def command(self, db: str, ui: uuid.UUID | None, o: Mapping[str, Any], **extra: Any) -> None:
         if db not in UNRECORDED_DBS:

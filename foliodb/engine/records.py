@@ -397,7 +397,8 @@ class CollectionStore:
             self._write_update(rid, data, changes)
         if self._oplog is not None:
             before = old_data if old_data is not None else self.encode(old)
-            self._oplog.update(self.info.db, self.info.name, self.info.uuid, new.get("_id"), before, data, replace)
+            info = self.info
+            self._oplog.update(info.db, info.name, info.uuid, new.get("_id"), before, data, replace, info.keeps_images)
 
     def _write_update(
         self, rid: int, data: bytes, changes: list[tuple[IndexWriter, list[bytes], dict[bytes, tuple[Any, ...]]]]
@@ -441,7 +442,9 @@ class CollectionStore:
                 conn.executemany(writer.delete_sql, [(with_rid(k, rid),) for k in keys])
         if self._oplog is not None:
             before = data if data is not None else self.encode(doc)
-            self._oplog.delete(self.info.db, self.info.name, self.info.uuid, doc.get("_id"), before)
+            self._oplog.delete(
+                self.info.db, self.info.name, self.info.uuid, doc.get("_id"), before, self.info.keeps_images
+            )
 
     def truncate(self) -> None:
         held = next((t for (cid, _), t in list(self._txns.doc_intents.items()) if cid == self.info.id), None)
@@ -449,9 +452,10 @@ class CollectionStore:
             raise HeldByTransactionError(held)
         self._cap_totals = None
         if self._oplog is not None:  # each document's delete, for change streams and replicas
+            kept = self.info.keeps_images
             for _, row in self._scan_table(False, None):
                 doc = bson.decode(row, CODEC)
-                self._oplog.delete(self.info.db, self.info.name, self.info.uuid, doc.get("_id"), row)
+                self._oplog.delete(self.info.db, self.info.name, self.info.uuid, doc.get("_id"), row, kept)
         self.conn.execute(f"DELETE FROM {self.info.table}")
         for writer in self.writers:
             self.conn.execute(f"DELETE FROM {writer.table}")

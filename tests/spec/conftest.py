@@ -10,6 +10,8 @@ from tests.spec.test_session_specs import SUITES
 RUNS = {
     ("crud", "embedded"): "tests/spec/test_crud_spec.py::test_crud[",
     ("crud", "over the wire"): "tests/spec/test_crud_spec.py::test_crud_over_wire[",
+    ("change_streams", "embedded"): "tests/spec/test_change_stream_specs.py::test_change_streams[",
+    ("change_streams", "over the wire"): "tests/spec/test_change_stream_specs.py::test_change_streams_over_wire[",
     **{(suite, "embedded"): f"tests/spec/test_session_specs.py::test_spec[{suite}/" for suite in SUITES},
     **{(suite, "over the wire"): f"tests/spec/test_session_specs.py::test_spec_over_wire[{suite}/" for suite in SUITES},
 }

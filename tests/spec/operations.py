@@ -12,6 +12,7 @@ False}``, an iterable result a list.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -26,6 +27,9 @@ from pymongo.write_concern import WriteConcern
 class Skip(Exception):
     """The test cannot run against this target; ``str(exc)`` says why."""
 
+
+# The entity kind of an operation's saved result (saveResultAsEntity), when it is not a BSON value.
+RESULT_ENTITIES = {"createChangeStream": "changeStream"}
 
 # Operations whose result is an iterable of root-level documents.
 CURSOR_OPERATIONS = {"find", "aggregate", "listIndexes", "listCollections", "listDatabases"}
@@ -91,6 +95,13 @@ _SNAKE = {
     "verboseResults": "verbose_results",
     "returnDocument": "return_document",
     "writeConcern": "write_concern",
+    "fullDocument": "full_document",
+    "fullDocumentBeforeChange": "full_document_before_change",
+    "showExpandedEvents": "show_expanded_events",
+    "resumeAfter": "resume_after",
+    "startAfter": "start_after",
+    "startAtOperationTime": "start_at_operation_time",
+    "maxAwaitTimeMS": "max_await_time_ms",
 }
 
 
@@ -347,6 +358,36 @@ def op_dropDatabase(client: Any, args: dict[str, Any]) -> Any:
     return client.drop_database(name, **args)
 
 
+# Change streams (collection, database and client ``watch``) ----------------------------------
+
+# How long iterateUntilDocumentOrError waits for an event before the test fails (not hangs).
+ITERATE_DEADLINE_SECONDS = 10.0
+
+
+def op_createChangeStream(target: Any, args: dict[str, Any]) -> Any:
+    return target.watch(args.pop("pipeline", None), **snake(args))
+
+
+def op_iterateUntilDocumentOrError(stream: Any, args: dict[str, Any]) -> Any:
+    # try_next, not next: pymongo's next waits forever, and a missing event must fail the test instead.
+    deadline = time.monotonic() + ITERATE_DEADLINE_SECONDS
+    while time.monotonic() < deadline:
+        event = stream.try_next()
+        if event is not None:
+            return event
+        if not stream.alive:
+            raise AssertionError("iterateUntilDocumentOrError: the change stream ended without a document")
+    raise AssertionError(f"iterateUntilDocumentOrError: no document within {ITERATE_DEADLINE_SECONDS} s")
+
+
+def op_iterateOnce(stream: Any, args: dict[str, Any]) -> Any:
+    stream.try_next()
+
+
+def op_close(stream: Any, args: dict[str, Any]) -> Any:
+    stream.close()
+
+
 # Session operations ---------------------------------------------------------------------------
 
 
@@ -404,6 +445,12 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("database", "listCollections"): op_listCollections,
     ("database", "modifyCollection"): op_modifyCollection,
     ("database", "runCommand"): op_runCommand,
+    ("collection", "createChangeStream"): op_createChangeStream,
+    ("database", "createChangeStream"): op_createChangeStream,
+    ("client", "createChangeStream"): op_createChangeStream,
+    ("changeStream", "iterateUntilDocumentOrError"): op_iterateUntilDocumentOrError,
+    ("changeStream", "iterateOnce"): op_iterateOnce,
+    ("changeStream", "close"): op_close,
     ("client", "clientBulkWrite"): op_clientBulkWrite,
     ("client", "dropDatabase"): op_dropDatabase,
     ("client", "listDatabaseNames"): op_listDatabaseNames,

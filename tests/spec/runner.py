@@ -9,12 +9,12 @@ authentication (``Target.auth``: its clients then authenticate), whose
 topology ("single", "replicaset" or "sharded") the runner reads from
 ``hello``. For each test it evaluates ``runOnRequirements``, sets up
 ``initialData`` with an internal client, creates the entities (clients,
-databases, collections, sessions), runs the operations judging
+databases, collections, sessions; change streams an operation saves), runs the operations judging
 ``expectResult`` and ``expectError`` (and the special ``testRunner``
 operations: fail points, session and transaction assertions, collection and
 index assertions), then switches the fail points it set off, judges
 ``expectEvents`` and compares ``outcome`` exactly; at the end it ends the
-sessions and closes the clients.
+sessions, closes the change streams and closes the clients.
 
 What the runner does not judge, and how that ends:
 
@@ -64,6 +64,7 @@ from tests.spec.matching import MISSING, Matcher, MatchError, exactly_equal
 from tests.spec.operations import (
     CURSOR_OPERATIONS,
     OPERATIONS,
+    RESULT_ENTITIES,
     Skip,
     bulk_result,
     client_bulk_result,
@@ -306,6 +307,8 @@ class Run:
                 for name, kind in self.kinds.items():
                     if kind == "session":
                         self.entities[name].end_session()
+                    elif kind == "changeStream":
+                        self.entities[name].close()
                 for client in self.clients:
                     client.close()
 
@@ -491,7 +494,7 @@ class Run:
             self._check_result(name, op["expectResult"], result)
         if "saveResultAsEntity" in op:
             self.entities[op["saveResultAsEntity"]] = result
-            self.kinds[op["saveResultAsEntity"]] = "bson"
+            self.kinds[op["saveResultAsEntity"]] = RESULT_ENTITIES.get(name, "bson")
 
     def _handler(self, kind: str, name: str) -> Callable[[Any, dict[str, Any]], Any] | None:
         if (kind, name) == ("session", "withTransaction"):

@@ -73,3 +73,32 @@ def test_unbuilt_collection_kinds_are_refused(db: Any, options: dict[str, Any], 
     with pytest.raises(OperationFailure) as info:
         db.create_collection("c", **options)
     assert info.value.code == code
+
+
+def test_change_stream_pre_and_post_images_switch_on_and_off(db: Any) -> None:
+    # https://www.mongodb.com/docs/manual/reference/command/collMod/#change-streams-with-document-pre--and-post-images
+    db.create_collection("c", changeStreamPreAndPostImages={"enabled": True})
+    assert db.c.options() == {"changeStreamPreAndPostImages": {"enabled": True}}
+    db.command("collMod", "c", changeStreamPreAndPostImages={"enabled": False})
+    assert db.c.options() == {}  # mongod keeps only an enabled one among the options
+    db.command("collMod", "c", changeStreamPreAndPostImages={"enabled": True})
+    assert db.c.options() == {"changeStreamPreAndPostImages": {"enabled": True}}
+    db.create_collection("d", changeStreamPreAndPostImages={"enabled": False})
+    assert db.d.options() == {}
+
+
+@pytest.mark.parametrize(
+    ("value", "code"),
+    [
+        (True, 14),  # TypeMismatch: an object is required
+        ({}, 40414),  # enabled is required
+        ({"enabled": True, "other": 1}, 40415),  # an unknown field
+        ({"enabled": "yes"}, 14),
+    ],
+)
+def test_change_stream_pre_and_post_images_errors(db: Any, value: Any, code: int) -> None:
+    db.create_collection("c")
+    for command in (["collMod", "c"], ["create", "d"]):
+        with pytest.raises(OperationFailure) as info:
+            db.command(*command, changeStreamPreAndPostImages=value)
+        assert info.value.code == code

@@ -121,6 +121,23 @@ def test_labels_as_mongod_adds_them(executor: Executor) -> None:
     assert "errorLabels" not in executor.execute("db", {"insert": "c", "documents": [{}]})  # no session
 
 
+def test_change_stream_labels_as_mongod_adds_them(executor: Executor) -> None:
+    # error_labels.cpp: an aggregate that opens a change stream, failed with a resumable code, is
+    # ResumableChangeStreamError; a getMore failed before its cursor is checked out is not a change
+    # stream's yet, so it gets none; ChangeStreamFatalError is NonResumableChangeStreamError anywhere.
+    stream = {"aggregate": "c", "pipeline": [{"$changeStream": {}}], "cursor": {}}
+    cursor = executor.execute("db", stream)["cursor"]["id"]
+    _fail(executor, "alwaysOn", failCommands=["aggregate", "getMore"], errorCode=6)
+    assert executor.execute("db", stream)["errorLabels"] == ["ResumableChangeStreamError"]
+    assert "errorLabels" not in executor.execute("db", {"aggregate": "c", "pipeline": [], "cursor": {}})
+    assert "errorLabels" not in executor.execute("db", {"getMore": cursor, "collection": "c"})
+    _fail(executor, "alwaysOn", failCommands=["getMore"], errorCode=280)
+    reply = executor.execute("db", {"getMore": cursor, "collection": "c"})
+    assert reply["errorLabels"] == ["NonResumableChangeStreamError"]
+    _fail(executor, "alwaysOn", failCommands=["aggregate"], errorCode=6, errorLabels=[])
+    assert "errorLabels" not in executor.execute("db", stream)
+
+
 def test_error_labels_replace_mongods(executor: Executor) -> None:
     _fail(executor, "alwaysOn", failCommands=["insert"], errorCode=91, errorLabels=[])
     reply = executor.execute("db", {"insert": "c", "documents": [{}], "lsid": _lsid(), "txnNumber": Int64(1)})
