@@ -121,7 +121,7 @@ class ScopedEnv:
 
     def __init__(self, env: PipelineEnv, variables: Mapping[str, Any]) -> None:
         self._env = env
-        self.ctx = Context(variables={**env.ctx.variables, **variables}, now=env.ctx.now)
+        self.ctx = Context({**env.ctx.variables, **variables}, env.ctx.now, env.ctx.collator)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._env, name)

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from foliodb.aggregation.pipeline import compile_pipeline
+from foliodb.commands import collation
 from foliodb.commands.aggregate import EngineEnv
 from foliodb.commands.executor import Request
 from foliodb.engine.query import FindSpec
@@ -46,7 +47,8 @@ def find_stages(spec: FindSpec) -> list[Mapping[str, Any]]:
 def view_documents(
     request: Request, name: str, spec: FindSpec, let: Mapping[str, Any] | None = None
 ) -> Iterator[dict[str, Any]]:
-    env = EngineEnv(request, request.context(let), spec.allow_disk_use, name)
+    ctx = request.context(let, collation.resolve(request, name, spec.collation, "find"))
+    env = EngineEnv(request, ctx, spec.allow_disk_use, name)
     return env.source(name, find_stages(spec))
 
 
