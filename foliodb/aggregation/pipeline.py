@@ -197,7 +197,7 @@ WRITES = frozenset({"$out", "$merge"})
 
 def compile_pipeline(stages: list[Mapping[str, Any]], env: PipelineEnv) -> Pipeline:
     """Compile a whole pipeline, checking every stage."""
-    scope = Scope(frozenset(env.ctx.variables))
+    scope = Scope(frozenset(env.ctx.variables), env.ctx.collator)
     compiled = compile_stages(stages, Where(env, scope))
     return Pipeline(optimize(compiled, Where(env, scope)))
 

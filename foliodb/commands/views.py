@@ -21,6 +21,7 @@ from foliodb.commands.executor import Request
 from foliodb.engine.query import FindSpec
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.bsontypes import is_string
+from foliodb.query.collation import same
 
 
 def is_view(request: Request, name: str) -> bool:
@@ -65,5 +66,16 @@ def check_view_options(request: Request, options: Mapping[str, Any]) -> dict[str
             raise CommandError(
                 ErrorCode.OptionNotSupportedOnView, f"{next(iter(stage))} cannot be used in a view definition"
             )
-    compile_pipeline(list(pipeline), EngineEnv(request, request.context(), True, view_on))
-    return {"viewOn": view_on, "pipeline": list(pipeline)}
+    collator = collation.given(options, "create")
+    compile_pipeline(list(pipeline), EngineEnv(request, request.context(None, collator), True, view_on))
+    source = request.engine.catalog.get(request.db, view_on)
+    if source is not None and source.is_view and not same(collator, collation.default_of(request, view_on)):
+        # A view's collation is not inherited, and views on views must agree.
+        raise CommandError(
+            ErrorCode.OptionNotSupportedOnView,
+            f"View {request.db}.{options.get('create')} has conflicting collation with view {request.db}.{view_on}",
+        )
+    out: dict[str, Any] = {"viewOn": view_on, "pipeline": list(pipeline)}
+    if collator is not None:
+        out["collation"] = dict(collator.spec)
+    return out

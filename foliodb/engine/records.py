@@ -124,13 +124,32 @@ class IndexWriter:
             name: (None if v is MISSING or v is EMPTY_ARRAY else v)
             for name, v in zip(key_pattern, values, strict=False)
         }
-        shown = render_document(key_value)
+        if self.collator is None:
+            shown = render_document(key_value)
+            return CommandError(
+                ErrorCode.DuplicateKey,
+                f"E11000 duplicate key error collection: {ns} index: {self.info.name} dup key: {shown}",
+                keyPattern=key_pattern,
+                keyValue=key_value,
+            )
+        # A collated index knows its strings only as sort keys: mongod shows them in hex.
+        key_value = {name: _collation_key(v) for name, v in key_value.items()}
+        collation = render_document(self.collator.spec)
         return CommandError(
             ErrorCode.DuplicateKey,
-            f"E11000 duplicate key error collection: {ns} index: {self.info.name} dup key: {shown}",
+            f"E11000 duplicate key error collection: {ns} index: {self.info.name} collation: {collation} "
+            f"dup key: {render_document(key_value)}",
             keyPattern=key_pattern,
             keyValue=key_value,
+            collation=dict(self.collator.spec),
         )
+
+
+def _collation_key(value: Any) -> Any:
+    """A transformed string (its sort key as latin-1) as mongod prints a collation key."""
+    if isinstance(value, str):
+        return f"CollationKey(0x{value.encode('latin-1').hex()})"
+    return value
 
 
 def _absent(doc: dict[str, Any], parts: tuple[str, ...]) -> bool:
