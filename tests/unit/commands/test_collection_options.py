@@ -1,5 +1,5 @@
 """Collection options: capped collections, options FolioDB does not build
-(refused, never silently ignored). Collation: tests/unit/commands/test_collation.py.
+(refused, never silently ignored). Collation: tests/unit/commands/test_collation_commands.py.
 
 Manual: https://www.mongodb.com/docs/manual/core/capped-collections/ ,
 https://www.mongodb.com/docs/manual/reference/method/db.createCollection/

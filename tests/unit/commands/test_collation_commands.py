@@ -175,3 +175,30 @@ def test_simple_collation_costs_nothing_and_changes_nothing(db: Any) -> None:
     db.c.insert_many(DOCS)
     assert _ids(db.c.find({"s": "A"}, collation={"locale": "simple"})) == [2]
     assert [d["s"] for d in db.c.find().sort("s", 1).collation({"locale": "simple"})] == ["A", "a", "b", "á"]
+
+
+def test_update_operators_compare_by_the_collation(db: Any) -> None:
+    # https://www.mongodb.com/docs/manual/reference/method/db.collection.updateOne/#std-label-updateOne-collation
+    db.c.insert_one({"_id": 1, "a": ["x", "Y"], "m": "b"})
+    db.c.update_one({}, {"$addToSet": {"a": "X"}, "$max": {"m": "B"}}, collation=S2)
+    assert db.c.find_one() == {"_id": 1, "a": ["x", "Y"], "m": "b"}  # X is x; B is no greater than b
+    db.c.update_one({}, {"$pull": {"a": "y"}}, collation=S2)
+    db.c.update_one({}, {"$pullAll": {"a": ["X"]}}, collation=S2)
+    assert db.c.find_one()["a"] == []
+    db.c.update_one({}, {"$addToSet": {"a": "X"}})  # no collation: binary again
+    db.c.update_one({}, {"$addToSet": {"a": "x"}})
+    assert db.c.find_one()["a"] == ["X", "x"]
+
+
+def test_array_expressions_and_sort_by_follow_the_collation(db: Any) -> None:
+    db.c.insert_many([{"_id": 1, "g": 1, "s": "b"}, {"_id": 2, "g": 1, "s": "A"}, {"_id": 3, "g": 1, "s": "a"}])
+    (out,) = db.c.aggregate(
+        [
+            {"$group": {"_id": "$g", "top": {"$topN": {"n": 2, "sortBy": {"s": 1, "_id": 1}, "output": "$_id"}}}},
+            {"$project": {"top": 1, "sorted": {"$sortArray": {"input": ["b", "B", "a"], "sortBy": 1}}}},
+        ],
+        collation={"locale": "en"},
+    )
+    # strength 3: a < A < b < B (lowercase first at the tertiary level).
+    assert out["top"] == [3, 2]
+    assert out["sorted"] == ["a", "b", "B"]
