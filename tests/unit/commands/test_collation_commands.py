@@ -202,3 +202,24 @@ def test_array_expressions_and_sort_by_follow_the_collation(db: Any) -> None:
     # strength 3: a < A < b < B (lowercase first at the tertiary level).
     assert out["top"] == [3, 2]
     assert out["sorted"] == ["a", "b", "B"]
+
+
+def test_lookup_matches_under_the_pipeline_collation(db: Any) -> None:
+    # The aggregate's collation governs the whole pipeline, $lookup's join included.
+    db.a.insert_many([{"_id": 1, "k": "X"}, {"_id": 2, "k": "y"}])
+    db.b.insert_many([{"_id": 1, "k": "x"}, {"_id": 2, "k": "Y"}])
+    stage = {"$lookup": {"from": "b", "localField": "k", "foreignField": "k", "as": "m"}}
+    joined = db.a.aggregate([stage, {"$sort": {"_id": 1}}], collation=S2)
+    assert [[m["_id"] for m in d["m"]] for d in joined] == [[1], [2]]
+    assert [d["m"] for d in db.a.aggregate([stage])] == [[], []]
+
+
+def test_bucket_boundaries_place_strings_by_the_collation(db: Any) -> None:
+    # en orders a < B < c < D; code points put the capitals first (B, D < a).
+    db.c.insert_many([{"s": "a"}, {"s": "B"}, {"s": "c"}, {"s": "D"}])
+    stage = {"$bucket": {"groupBy": "$s", "boundaries": ["a", "c", "e"], "default": "other"}}
+    assert list(db.c.aggregate([stage], collation={"locale": "en"})) == [
+        {"_id": "a", "count": 2},
+        {"_id": "c", "count": 2},
+    ]
+    assert [(b["_id"], b["count"]) for b in db.c.aggregate([stage])] == [("a", 1), ("c", 1), ("other", 2)]
