@@ -121,7 +121,7 @@ class ScopedEnv:
 
     def __init__(self, env: PipelineEnv, variables: Mapping[str, Any]) -> None:
         self._env = env
-        self.ctx = Context(variables={**env.ctx.variables, **variables}, now=env.ctx.now)
+        self.ctx = Context({**env.ctx.variables, **variables}, env.ctx.now, env.ctx.collator)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._env, name)
@@ -197,7 +197,7 @@ WRITES = frozenset({"$out", "$merge"})
 
 def compile_pipeline(stages: list[Mapping[str, Any]], env: PipelineEnv) -> Pipeline:
     """Compile a whole pipeline, checking every stage."""
-    scope = Scope(frozenset(env.ctx.variables))
+    scope = Scope(frozenset(env.ctx.variables), env.ctx.collator)
     compiled = compile_stages(stages, Where(env, scope))
     return Pipeline(optimize(compiled, Where(env, scope)))
 

@@ -43,6 +43,7 @@ from foliodb.aggregation.accumulators import ACCUMULATORS, Accumulator, constant
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import keystring
 from foliodb.query.bsontypes import is_string, type_name
+from foliodb.query.collation import Collator
 from foliodb.query.compare import DATE, bracket, compare, date_millis
 from foliodb.query.expr import Scope
 from foliodb.query.expr.date_math import date_add
@@ -406,8 +407,8 @@ def _from_accumulator(name: str, spec: Mapping[str, Any], sort_by: SortBy | None
     return _Accumulating(acc, bounds or WHOLE, sort_by)
 
 
-def sort_by_spec(spec: Any) -> SortBy:
-    sort = compile_sort(spec, stage=True)
+def sort_by_spec(spec: Any, collator: Collator | None = None) -> SortBy:
+    sort = compile_sort(spec, stage=True, collator=collator)
     fields = tuple((path, direction) for path, direction in sort.fields) if not sort.meta_fields else ()
     return SortBy(spec, sort.key, fields)
 

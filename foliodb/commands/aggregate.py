@@ -18,7 +18,7 @@ import bson
 from bson import Int64
 
 from foliodb.aggregation.pipeline import FIRST_ONLY, compile_pipeline
-from foliodb.commands import change_streams, oplog_rs, params, stats
+from foliodb.commands import change_streams, collation, oplog_rs, params, stats
 from foliodb.commands.accesses import counted
 from foliodb.commands.current_op import current_ops
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
@@ -89,7 +89,7 @@ class EngineEnv:
     ) -> Iterator[dict[str, Any]]:
         ctx = self.ctx
         if variables:
-            ctx = Context(variables={**self.ctx.variables, **variables}, now=self.ctx.now)
+            ctx = Context({**self.ctx.variables, **variables}, self.ctx.now, self.ctx.collator)
         field_match = _field_match(pipeline)
         if field_match is not None:
             source, view_pipeline = self.engine.resolve_view(db or self.db, coll)
@@ -217,10 +217,13 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if stages and isinstance(stages[0], Mapping) and "$changeStream" in stages[0]:
         return change_streams.open_stream(request, cmd, stages, batch_size)
     let = fields.get("let")
-    params.collation(cmd, "aggregate")
+    if is_string(target):
+        collator = collation.resolve(request, target, cmd.get("collation"), "aggregate")
+    else:
+        collator = collation.given(cmd, "aggregate")
     allow_disk_use = fields.get("allowDiskUse", True)
     hint = fields.get("hint")
-    ctx = request.context(let)
+    ctx = request.context(let, collator)
     env = EngineEnv(request, ctx, allow_disk_use)
     writes = bool(stages) and isinstance(stages[-1], Mapping) and any(k in ("$out", "$merge") for k in stages[-1])
     concern = cmd.get("readConcern")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from foliodb.commands import params
+from foliodb.commands import collation, params
 from foliodb.commands.cursors import cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
@@ -83,9 +83,9 @@ def _bulk_op(writes: Writes, namespaces: list[tuple[str, str]], op: Any, totals:
         return {"n": 1}
     if kind == "delete":
         filter_spec = params.required(op, "filter", "object", where)
-        params.collation(op, where)
+        collation.given(op, where)
         multi = bool(params.field(op, "multi", "bool", where, default=False))
-        n = run_delete(writes, target, filter_spec, multi, op.get("hint"))
+        n = run_delete(writes, target, filter_spec, multi, op.get("hint"), None, op.get("collation"))
         totals["nDeleted"] += n
         return {"n": n}
     statement = UpdateStatement.parse(op, where, ("filter", "updateMods", "constants"))

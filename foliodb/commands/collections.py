@@ -12,7 +12,7 @@ from typing import Any
 from bson.binary import Binary, UuidRepresentation
 
 from foliodb.auth.caller import authorized_collections, authorized_databases
-from foliodb.commands import oplog_rs, params
+from foliodb.commands import collation, oplog_rs, params
 from foliodb.commands.cursors import cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.indexes import modify_index
@@ -49,7 +49,7 @@ _CREATE_OPTIONS = {
 @COMMANDS.register("create")
 def cmd_create(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "create")
-    params.collation(cmd, "create")
+    collator = collation.given(cmd, "create")
     for unbuilt in ("timeseries", "clusteredIndex"):
         if unbuilt in cmd:
             raise CommandError(ErrorCode.NotImplemented, f"{unbuilt} collections are not implemented in FolioDB yet")
@@ -79,6 +79,10 @@ def cmd_create(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
                 options[key] = {"enabled": True}
             continue
         options[key] = value
+    # Stored spelled out (listCollections shows every field); simple is no collation.
+    options.pop("collation", None)
+    if collator is not None:
+        options["collation"] = dict(collator.spec)
     if options.get("capped"):
         if "size" not in options:
             raise CommandError(ErrorCode.InvalidOptions, "the 'size' field is required when 'capped' is true")

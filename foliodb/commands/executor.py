@@ -31,6 +31,7 @@ from foliodb.engine.sessions import lsid_key
 from foliodb.engine.transactions import HeldByTransactionError
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.interrupt import Operation
+from foliodb.query.collation import Collator
 from foliodb.query.context import Context
 from foliodb.query.expr import Scope, compile_expression, root_variables
 from foliodb.query.expr.core import check_variable_name
@@ -79,10 +80,10 @@ class Request:
     def cursors(self) -> CursorManager:
         return self.executor.cursors
 
-    def context(self, let: Mapping[str, Any] | None = None) -> Context:
+    def context(self, let: Mapping[str, Any] | None = None, collator: Collator | None = None) -> Context:
         """The run context of a command; its ``let`` variables are
         expressions, evaluated once (they may use ``$$NOW`` and earlier ones)."""
-        ctx = Context()
+        ctx = Context(collator=collator)
         for name, spec in (let or {}).items():
             check_variable_name(name)
             value = compile_expression(spec, Scope(frozenset(ctx.variables)))(

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from foliodb.aggregation.pipeline import compile_pipeline
-from foliodb.commands import params
+from foliodb.commands import collation, params
 from foliodb.commands.aggregate import EngineEnv
 from foliodb.commands.diagnostics import MONGODB_VERSION
 from foliodb.commands.executor import Request
@@ -60,7 +60,11 @@ def cmd_explain(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         distinct = distinct_execution(request, name, inner)
         if distinct.scan is not None:
             return _finish(explain_distinct(distinct, f"{request.db}.{name}", verbosity), inner)
-        spec = FindSpec(filter=params.field(inner, "query", "object", "distinct"), hint=inner.get("hint"))
+        spec = FindSpec(
+            filter=params.field(inner, "query", "object", "distinct"),
+            hint=inner.get("hint"),
+            collation=inner.get("collation"),
+        )
     elif command in WRITES:
         return _finish(_explain_write(request, command, inner, verbosity, let), inner)
     elif command == "aggregate":
@@ -88,16 +92,21 @@ def _explain_write(
     if command == "update":
         statements = params.required(inner, "updates", "array", command)
         statement = UpdateStatement.parse(statements[0] if statements else None, "update.updates", ("q", "u", "c"))
-        ctx = writes.context(statement.constants)
+        own = statement.collation
+        ctx = writes.context(statement.constants, collation.resolve(request, name, own, command))
         update = compile_update(statement.update, ctx, statement.array_filters)
-        spec = FindSpec(filter=statement.filter, sort=statement.sort, hint=statement.hint)
+        spec = FindSpec(filter=statement.filter, sort=statement.sort, hint=statement.hint, collation=own)
         one, upsert = not statement.multi, statement.upsert
     elif command == "delete":
         statements = params.required(inner, "deletes", "array", command)
         filter_spec, limit = delete_statement(statements[0] if statements else None)
-        spec = FindSpec(filter=filter_spec, hint=statements[0].get("hint"))
+        own = statements[0].get("collation")
+        ctx = writes.context(None, collation.resolve(request, name, own, command))
+        spec = FindSpec(filter=filter_spec, hint=statements[0].get("hint"), collation=own)
         one = limit == 1
     else:
+        own = inner.get("collation")
+        ctx = writes.context(None, collation.resolve(request, name, own, command))
         if not params.field(inner, "remove", "bool", command, default=False):
             spec_update = params.field(inner, "update", "objectOrArray", command)
             update = compile_update(spec_update, ctx, params.field(inner, "arrayFilters", "array", command))
@@ -106,6 +115,7 @@ def _explain_write(
             filter=params.field(inner, "query", "object", command),
             sort=params.field(inner, "sort", "object", command),
             hint=inner.get("hint"),
+            collation=own,
         )
     stage = "UPDATE" if update is not None else "DELETE"
     run = execution(request, name, spec, let)
@@ -154,10 +164,11 @@ def _explain_aggregate(request: Request, inner: Mapping[str, Any], verbosity: st
     name = collection_name(inner, "aggregate")
     stages = params.field(inner, "pipeline", "array", "aggregate") or []
     let = params.field(inner, "let", "object", "aggregate")
-    env = EngineEnv(request, request.context(let), True, name)
+    own = inner.get("collation")
+    env = EngineEnv(request, request.context(let, collation.resolve(request, name, own, "aggregate")), True, name)
     pipeline = compile_pipeline(list(stages), env)
     filter_spec, sort, limit = pipeline.pushdown()
-    spec = FindSpec(filter=filter_spec, sort=sort, limit=limit, hint=inner.get("hint"))
+    spec = FindSpec(filter=filter_spec, sort=sort, limit=limit, hint=inner.get("hint"), collation=own)
     run = execution(request, name, spec, let)
     cursor = explain_find(run, f"{request.db}.{name}", verbosity)
     pushed = int(filter_spec is not None) + int(sort is not None or limit is not None)

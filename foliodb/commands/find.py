@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from foliodb.commands import oplog_rs, params
+from foliodb.commands import collation, oplog_rs, params
 from foliodb.commands.accesses import counted
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
 from foliodb.commands.executor import Request
@@ -59,7 +59,7 @@ def parse_find(cmd: Mapping[str, Any], command: str = "find") -> tuple[FindSpec,
     """The find's spec and all its checked fields."""
     fields = params.parse(cmd, command, FIND_FIELDS)
     if "collation" in fields:
-        params.collation(cmd, command)
+        collation.given(cmd, command)  # checked now: a bad one fails before any plan
     skip = fields.get("skip", 0)
     if skip < 0:
         raise CommandError(ErrorCode.BadValue, f"BSON field 'skip' value must be >= 0, actual value '{skip}'")
@@ -81,13 +81,15 @@ def parse_find(cmd: Mapping[str, Any], command: str = "find") -> tuple[FindSpec,
         allow_disk_use=fields.get("allowDiskUse", True),
         show_record_id=fields.get("showRecordId", False),
         return_key=fields.get("returnKey", False),
+        collation=fields.get("collation"),
     )
     return spec, fields
 
 
 def execution(request: Request, name: str, spec: FindSpec, let: Mapping[str, Any] | None = None) -> FindExecution:
     store = request.engine.store(request.db, name)
-    return counted(request, store, FindExecution(store, spec, request.context(let), request.check_time))
+    ctx = request.context(let, collation.resolve(request, name, spec.collation, "find"))
+    return counted(request, store, FindExecution(store, spec, ctx, request.check_time))
 
 
 def documents(
@@ -153,13 +155,15 @@ def count_execution(request: Request, name: str, cmd: Mapping[str, Any]) -> Coun
     """The count command's execution (its fields checked)."""
     fields = params.parse(cmd, "count", COUNT_FIELDS)
     params.read_concern(cmd, request.executor.replica_set is not None)
-    params.collation(cmd, "count")
+    collator = collation.resolve(request, name, cmd.get("collation"), "count")
     query, hint = fields.get("query"), fields.get("hint")
     skip, limit = fields.get("skip", 0), fields.get("limit", 0)
     if skip < 0:
         raise location(51024, f"BSON field 'skip' value must be >= 0, actual value '{skip}'")
     store = request.engine.store(request.db, name)
-    run = CountExecution(store, query, skip, abs(limit) or None, hint, request.context(), request.check_time)
+    run = CountExecution(
+        store, query, skip, abs(limit) or None, hint, request.context(None, collator), request.check_time
+    )
     if run.find is not None:
         request.track(run.find)
     return run
@@ -173,7 +177,13 @@ def cmd_count(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         query, skip, limit = fields.get("query"), fields.get("skip", 0), fields.get("limit", 0)
         if skip < 0:
             raise location(51024, f"BSON field 'skip' value must be >= 0, actual value '{skip}'")
-        spec = FindSpec(filter=query, skip=skip, limit=abs(limit) or None, hint=fields.get("hint"))
+        spec = FindSpec(
+            filter=query,
+            skip=skip,
+            limit=abs(limit) or None,
+            hint=fields.get("hint"),
+            collation=fields.get("collation"),
+        )
         return {"n": sum(1 for _ in view_documents(request, name, spec, None)), "ok": 1.0}
     return {"n": count_execution(request, name, cmd).count(), "ok": 1.0}
 
@@ -185,7 +195,8 @@ def distinct_execution(request: Request, name: str, cmd: Mapping[str, Any]) -> D
         raise CommandError(ErrorCode.FailedToParse, "BSON field 'distinct.key' is missing but a required field")
     query = params.field(cmd, "query", "object", "distinct")
     params.read_concern(cmd, request.executor.replica_set is not None)
-    params.collation(cmd, "distinct")
+    own = params.field(cmd, "collation", "object", "distinct")
+    collator = collation.resolve(request, name, own, "distinct")
     hint = cmd.get("hint")
     store = None if is_view(request, name) else request.engine.store(request.db, name)
     return DistinctExecution(
@@ -193,8 +204,8 @@ def distinct_execution(request: Request, name: str, cmd: Mapping[str, Any]) -> D
         key,
         query,
         hint,
-        request.context(),
-        lambda: documents(request, name, FindSpec(filter=query, hint=hint)),
+        request.context(None, collator),
+        lambda: documents(request, name, FindSpec(filter=query, hint=hint, collation=own)),
     )
 
 

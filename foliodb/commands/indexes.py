@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from foliodb.commands import params
+from foliodb.commands import collation, params
 from foliodb.commands.cursors import cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
@@ -19,6 +19,8 @@ from foliodb.engine.text import language_of
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import compare as cmp
 from foliodb.query.bsontypes import is_string
+from foliodb.query.collation import Collator
+from foliodb.query.collation import parse as parse_collation
 from foliodb.query.filter import compile_filter
 from foliodb.query.render import render_document
 
@@ -58,12 +60,32 @@ _IDENTITY = (
 )
 
 
+def _index_collator(raw: Mapping[str, Any], default: Collator | None) -> Collator | None:
+    """An index's collator: its own (``simple`` is none), else its collection's
+    default. https://www.mongodb.com/docs/manual/reference/method/db.collection.createIndex/#collation-option"""
+    if "collation" not in raw:
+        return default
+    value = raw["collation"]
+    if isinstance(value, Mapping) and not value:
+        raise _spec_error(raw, "The field 'collation' cannot be an empty object.", ErrorCode.BadValue)
+    try:
+        return parse_collation(value, "collation")
+    except CommandError as exc:
+        shown = render_document({**raw, "v": 2})
+        raise CommandError(
+            exc.code,
+            "failed to add collation information to index spec for index creation: "
+            f"{shown} :: caused by :: {exc.errmsg}",
+        ) from None
+
+
 def _spec_error(spec: Mapping[str, Any], message: str, code: int = ErrorCode.CannotCreateIndex) -> CommandError:
     return CommandError(code, f"Error in specification {render_document(dict(spec))} :: caused by :: {message}")
 
 
-def normalize_spec(raw: Any) -> dict[str, Any]:
-    """Check an index specification and put it in listIndexes' shape."""
+def normalize_spec(raw: Any, default: Collator | None = None) -> dict[str, Any]:
+    """Check an index specification and put it in listIndexes' shape; an
+    index without a collation takes ``default``, its collection's."""
     if not isinstance(raw, Mapping):
         raise CommandError(ErrorCode.TypeMismatch, "The 'indexes' field must be an array of objects")
     key = raw.get("key")
@@ -94,7 +116,7 @@ def normalize_spec(raw: Any) -> dict[str, Any]:
                 raise _spec_error(raw, f"Unknown index plugin '{direction}'")
         elif not cmp.is_number(direction) or cmp.number_value(direction) == 0 or not cmp.is_finite_number(direction):
             raise _spec_error(raw, f"Values in the index key pattern can't be 0 or non-numeric: {direction!r}")
-    params.collation(raw, "createIndexes.indexes")
+    collator = _index_collator(raw, default)
     spec: dict[str, Any] = {"v": 2, "key": dict(key), "name": name}
     _special_kind(raw, key, spec)
     for option, value in raw.items():
@@ -108,8 +130,14 @@ def normalize_spec(raw: Any) -> dict[str, Any]:
                 f"The field '{option}' is not valid for an index specification.",
                 ErrorCode.InvalidIndexSpecificationOption,
             )
+        if option == "collation":
+            continue  # spelled out in full below, as mongod does
         # "background" is kept (listIndexes shows it) though every build is the same.
         spec.setdefault(option, value)
+    if collator is not None:
+        if "_fts" in spec["key"]:
+            raise _spec_error(raw, f"Index type 'text' does not support collation: {render_document(collator.spec)}")
+        spec["collation"] = dict(collator.spec)
     if "partialFilterExpression" in spec:
         if not isinstance(spec["partialFilterExpression"], Mapping):
             raise _spec_error(raw, "'partialFilterExpression' for an index must be a document", ErrorCode.TypeMismatch)
@@ -254,7 +282,8 @@ def cmd_createIndexes(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
     raw_specs = params.field(cmd, "indexes", "array", "createIndexes")
     if not raw_specs:
         raise CommandError(ErrorCode.BadValue, "Must specify at least one index to create")
-    specs = [normalize_spec(raw) for raw in raw_specs]
+    default = collation.default_of(request, name)
+    specs = [normalize_spec(raw, default) for raw in raw_specs]
     engine = request.engine
     created_collection = False
     while True:

@@ -83,22 +83,6 @@ def non_negative(value: int, what: str) -> int:
     return value
 
 
-def collation(cmd: Mapping[str, Any], where: str) -> None:
-    """Refuse a collation other than ``{locale: "simple"}``: FolioDB
-    compares strings by code point only, and a collation it ignored would
-    give wrong answers."""
-    value = cmd.get("collation")
-    if value is None:
-        return
-    if not isinstance(value, Mapping):
-        raise CommandError(
-            ErrorCode.TypeMismatch,
-            f"BSON field '{where}.collation' is the wrong type '{bsontypes.type_name(value)}', expected type 'object'",
-        )
-    if dict(value) != {"locale": "simple"}:
-        raise CommandError(ErrorCode.NotImplemented, "collation is not supported by FolioDB yet (only locale 'simple')")
-
-
 # Fields any command may carry (sessions, transactions, API versioning,
 # read preference): never "unknown".
 GENERIC_FIELDS = frozenset(

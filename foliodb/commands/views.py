@@ -15,11 +15,13 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from foliodb.aggregation.pipeline import compile_pipeline
+from foliodb.commands import collation
 from foliodb.commands.aggregate import EngineEnv
 from foliodb.commands.executor import Request
 from foliodb.engine.query import FindSpec
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.bsontypes import is_string
+from foliodb.query.collation import same
 
 
 def is_view(request: Request, name: str) -> bool:
@@ -46,7 +48,8 @@ def find_stages(spec: FindSpec) -> list[Mapping[str, Any]]:
 def view_documents(
     request: Request, name: str, spec: FindSpec, let: Mapping[str, Any] | None = None
 ) -> Iterator[dict[str, Any]]:
-    env = EngineEnv(request, request.context(let), spec.allow_disk_use, name)
+    ctx = request.context(let, collation.resolve(request, name, spec.collation, "find"))
+    env = EngineEnv(request, ctx, spec.allow_disk_use, name)
     return env.source(name, find_stages(spec))
 
 
@@ -63,5 +66,16 @@ def check_view_options(request: Request, options: Mapping[str, Any]) -> dict[str
             raise CommandError(
                 ErrorCode.OptionNotSupportedOnView, f"{next(iter(stage))} cannot be used in a view definition"
             )
-    compile_pipeline(list(pipeline), EngineEnv(request, request.context(), True, view_on))
-    return {"viewOn": view_on, "pipeline": list(pipeline)}
+    collator = collation.given(options, "create")
+    compile_pipeline(list(pipeline), EngineEnv(request, request.context(None, collator), True, view_on))
+    source = request.engine.catalog.get(request.db, view_on)
+    if source is not None and source.is_view and not same(collator, collation.default_of(request, view_on)):
+        # A view's collation is not inherited, and views on views must agree.
+        raise CommandError(
+            ErrorCode.OptionNotSupportedOnView,
+            f"View {request.db}.{options.get('create')} has conflicting collation with view {request.db}.{view_on}",
+        )
+    out: dict[str, Any] = {"viewOn": view_on, "pipeline": list(pipeline)}
+    if collator is not None:
+        out["collation"] = dict(collator.spec)
+    return out

@@ -31,7 +31,7 @@ import bson
 from bson import ObjectId, Timestamp
 
 from foliodb import interrupt
-from foliodb.commands import params, profiler
+from foliodb.commands import collation, params, profiler
 from foliodb.commands.accesses import count_plan
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
@@ -46,6 +46,7 @@ from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import bsontypes
 from foliodb.query import compare as cmp
 from foliodb.query.bsontypes import is_string
+from foliodb.query.collation import Collator
 from foliodb.query.context import Context
 from foliodb.query.filter import MatchDetails, compile_filter
 from foliodb.query.projection import compile_projection
@@ -268,11 +269,16 @@ class Writes:
             target = self._targets[db, name] = Target(self.request, db, name, self.bypass)
         return target
 
-    def context(self, constants: Mapping[str, Any] | None = None) -> Context:
-        """The command's context, plus an update statement's constants (``c``)."""
-        if not constants:
+    def context(self, constants: Mapping[str, Any] | None = None, collator: Collator | None = None) -> Context:
+        """The command's context, plus an update statement's constants (``c``)
+        and collation."""
+        if not constants and collator is None:
             return self.ctx
-        return Context({**self.ctx.variables, **constants}, self.ctx.now)
+        return Context({**self.ctx.variables, **(constants or {})}, self.ctx.now, collator)
+
+    def collator(self, target: Target, value: Any, where: str) -> Collator | None:
+        """A statement's collator: its own ``collation``, else its collection's default."""
+        return collation.resolve(self.request, target.name, value, where, target.db)
 
 
 def apply_replacement(
@@ -346,8 +352,8 @@ def matching(
     if filter_spec and ("$text" in filter_spec or "$and" in filter_spec) and split_text(filter_spec)[0] is not None:
         yield from _text_matching(store, filter_spec, ctx, hint=hint, sort=sort, one=one, plans=plans)
         return
-    sort_key = compile_sort(sort) if sort else None
-    id_keys = id_point_keys(filter_spec) if hint is None and sort_key is None else None
+    sort_key = compile_sort(sort, collator=ctx.collator) if sort else None
+    id_keys = id_point_keys(filter_spec) if hint is None and sort_key is None and ctx.collator is None else None
     if id_keys is not None:
         # IDHACK: an exact _id point lookup; no filter to compile or check
         # (and no array on the filter's path, so no positional details).
@@ -361,7 +367,7 @@ def matching(
     matcher = compile_filter(filter_spec, ctx)
     if store is None:
         return
-    access = plan_access(store, filter_spec, matcher, hint)
+    access = plan_access(store, filter_spec, matcher, hint, ctx.collator)
     if plans is not None:
         plans.append(access)
     exact = isinstance(access, IdLookup)
@@ -380,7 +386,7 @@ def matching(
             yield best[1], best[2], best[3], best[4]
         return
     seen: set[int] = set()
-    prefilter = raw_narrowing(access, filter_spec)
+    prefilter = raw_narrowing(access, filter_spec, ctx.collator)
     for n, (rid, data) in enumerate(access.rows()):
         if not n & 63:
             interrupt.check()
@@ -445,6 +451,7 @@ class UpdateStatement:
     sort: Mapping[str, Any] | None
     hint: Any
     constants: Mapping[str, Any] | None
+    collation: Mapping[str, Any] | None = None
 
     @classmethod
     def parse(cls, statement: Any, where: str, names: tuple[str, str, str]) -> UpdateStatement:
@@ -459,7 +466,7 @@ class UpdateStatement:
                 raise CommandError(
                     ErrorCode.FailedToParse, f"BSON field '{where}.{required}' is missing but a required field"
                 )
-        params.collation(statement, where)
+        collation.given(statement, where)
         return cls(
             filter=params.field(statement, q, "object", where),
             update=params.field(statement, u, "objectOrArray", where),
@@ -469,6 +476,7 @@ class UpdateStatement:
             sort=params.field(statement, "sort", "object", where),
             hint=statement.get("hint"),
             constants=params.field(statement, c, "object", where),
+            collation=statement.get("collation"),
         )
 
 
@@ -481,7 +489,7 @@ def run_update(
     """(matched, modified, upserted _id or NOT_UPSERTED) of one update
     statement; its access path is counted (and appended to ``plans``)."""
     plans = [] if plans is None else plans
-    ctx = writes.context(statement.constants)
+    ctx = writes.context(statement.constants, writes.collator(target, statement.collation, "update"))
     update = compile_update(statement.update, ctx, statement.array_filters)
     if statement.multi and update.is_replacement:
         raise CommandError(ErrorCode.FailedToParse, "multi update is not supported for replacement-style update")
@@ -558,15 +566,15 @@ def run_delete(
     multi: bool,
     hint: Any,
     plans: list[AccessStage] | None = None,
+    collation_spec: Mapping[str, Any] | None = None,
 ) -> int:
     """The documents one delete statement removed; its access path is
     counted (and appended to ``plans``)."""
     plans = [] if plans is None else plans
     store = target.store
     n = 0
-    for rid, data, doc, _details in matching(
-        store, filter_spec, writes.context(), hint=hint, one=not multi, plans=plans
-    ):
+    ctx = writes.context(None, writes.collator(target, collation_spec, "delete"))
+    for rid, data, doc, _details in matching(store, filter_spec, ctx, hint=hint, one=not multi, plans=plans):
         assert store is not None
         store.delete(rid, doc, data)
         n += 1
@@ -596,6 +604,7 @@ def cmd_delete(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
                     limit == 0,
                     statement.get("hint"),
                     statement_run.plans,
+                    statement.get("collation"),
                 )
             except CommandError as exc:
                 statement_run.finish(error=exc)
@@ -619,7 +628,7 @@ def delete_statement(statement: Any) -> tuple[Mapping[str, Any] | None, int]:
             raise CommandError(
                 ErrorCode.FailedToParse, f"BSON field 'delete.deletes.{required}' is missing but a required field"
             )
-    params.collation(statement, "delete.deletes")
+    collation.given(statement, "delete.deletes")
     filter_spec = params.field(statement, "q", "object", "delete.deletes")
     limit = params.field(statement, "limit", "integer", "delete.deletes")
     if limit not in (0, 1):
@@ -642,7 +651,7 @@ def cmd_findAndModify(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
     fields = params.field(cmd, "fields", "object", command)
     do_upsert = bool(params.field(cmd, "upsert", "bool", command, default=False))
     array_filters = params.field(cmd, "arrayFilters", "array", command)
-    params.collation(cmd, command)
+    collation.given(cmd, command)
     writes = Writes(request, cmd, command)
     if remove and spec is not None:
         raise CommandError(ErrorCode.FailedToParse, "Cannot specify both an update and remove=true")
@@ -657,7 +666,7 @@ def cmd_findAndModify(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
         raise CommandError(ErrorCode.FailedToParse, "Cannot specify both upsert=true and remove=true ")
     if remove and array_filters is not None:
         raise CommandError(ErrorCode.FailedToParse, "Cannot specify arrayFilters and remove=true")
-    ctx = writes.context()
+    ctx = writes.context(None, collation.resolve(request, name, cmd.get("collation"), command))
     projection = compile_projection(fields, ctx, find=True) if fields else None
     update = compile_update(spec, ctx, array_filters) if spec is not None else None
     last_error: dict[str, Any] = {"n": 0}

@@ -36,7 +36,8 @@ from typing import Any
 import bson
 from bson.codec_options import CodecOptions, DatetimeConversion
 
-from foliodb.query import paths
+from foliodb.query import collation, paths
+from foliodb.query.collation import Collator
 
 # How the engine decodes stored BSON: plain dicts, naive UTC datetimes, and
 # dates beyond datetime's range kept as DatetimeMS so nothing is lost.
@@ -85,6 +86,12 @@ class IndexInfo:
     @property
     def key(self) -> dict[str, Any]:
         return self.spec["key"]
+
+    @functools.cached_property
+    def collator(self) -> Collator | None:
+        """The index's collation (None: simple); its string keys are ICU sort keys."""
+        spec = self.spec.get("collation")
+        return None if spec is None else collation.parse(spec)
 
     @property
     def unique(self) -> bool:

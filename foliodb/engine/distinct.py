@@ -16,7 +16,7 @@ from foliodb.engine.planner.distinct import distinct_scan
 from foliodb.engine.planner.plans import DistinctScan
 from foliodb.engine.query import ExecStats
 from foliodb.engine.records import CollectionStore
-from foliodb.query import keystring
+from foliodb.query.collation import key_encoder
 from foliodb.query.context import Context
 from foliodb.query.filter import compile_filter
 from foliodb.query.paths import MISSING, leaf_values, split
@@ -40,7 +40,10 @@ class DistinctExecution:
         self.stats = ExecStats()
         self.n_values = 0
         self.scan: DistinctScan | None = None
-        if store is not None:
+        self.collator = ctx.collator
+        if store is not None and ctx.collator is None:
+            # A DISTINCT_SCAN reads values off binary keys: under a collation
+            # the values are found in documents and folded by the collation.
             self.scan = distinct_scan(store, key, filter_spec, lambda: compile_filter(filter_spec, ctx), hint)
 
     def values(self) -> list[Any]:
@@ -52,12 +55,13 @@ class DistinctExecution:
             found = (v for doc in self.documents() for v in leaf_values(doc, parts) if v is not MISSING)
         seen: set[bytes] = set()
         values: list[Any] = []
+        encode = key_encoder(self.collator)
         for value in found:
-            k = keystring.encode(value)
+            k = encode(value)
             if k not in seen:
                 seen.add(k)
                 values.append(value)
-        values.sort(key=keystring.encode)
+        values.sort(key=encode)
         self.n_values = len(values)
         self.stats.finished = time.perf_counter()
         return values

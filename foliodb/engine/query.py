@@ -26,6 +26,7 @@ from foliodb.engine.sorter import sort_documents
 from foliodb.engine.text import TextIndex, TextQuery, parse_text, split_text
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import metadata
+from foliodb.query.collation import Collator
 from foliodb.query.context import Context
 from foliodb.query.filter import MatchDetails, Matcher, compile_filter
 from foliodb.query.paths import MISSING
@@ -55,6 +56,9 @@ class FindSpec:
     # Only how many documents match matters (a count): none of their fields
     # is returned, so index keys can answer with no projection.
     count_only: bool = False
+    # The operation's own collation document (None: the collection's
+    # default); the Context carries the collator that results from it.
+    collation: Mapping[str, Any] | None = None
 
 
 @dataclass
@@ -82,7 +86,7 @@ class FindExecution:
         self.stats = ExecStats()
         self._key_writer: IndexWriter | None = None  # returnKey's index, found on first use
         # Compile everything first, so errors surface before any result.
-        self.sort = compile_sort(spec.sort) if spec.sort else None
+        self.sort = compile_sort(spec.sort, collator=ctx.collator) if spec.sort else None
         self.projection = compile_projection(spec.projection, ctx, find=True) if spec.projection else None
         filter_spec = spec.filter
         text_arg, rest = split_text(filter_spec) if filter_spec and _may_hold_text(filter_spec) else (None, filter_spec)
@@ -96,7 +100,8 @@ class FindExecution:
         if wants_score and text_arg is None:
             raise CommandError(40218, "query requires text score metadata, but it is not available")
         key_range = bool(spec.min_key or spec.max_key)
-        id_keys = id_point_keys(filter_spec) if spec.hint is None and text_arg is None and not key_range else None
+        plain = spec.hint is None and text_arg is None and not key_range and ctx.collator is None
+        id_keys = id_point_keys(filter_spec) if plain else None
         if id_keys is not None and (self.sort is None or self.sort.natural is None):
             # IDHACK: an exact _id point lookup needs no filter at all.
             if store is not None:
@@ -123,12 +128,13 @@ class FindExecution:
                     spec.hint,
                     spec.min_key,
                     spec.max_key,
+                    ctx.collator,
                 )
             access = self.plan.access if self.plan is not None else None
             exact = (
                 isinstance(access, IndexScan)
                 and not key_range
-                and exact_by_index(filter_spec, access.index)
+                and exact_by_index(filter_spec, access.index, ctx.collator)
                 and not (self.projection is not None and self.projection.uses_positional)
             )
             if rest and not exact:
@@ -138,7 +144,7 @@ class FindExecution:
             if doc_test is not None:
                 self.matcher = _both(self.matcher, doc_test)
         if self.plan is not None and not isinstance(self.plan.access, IdLookup):
-            self.prefilter = raw_narrowing(self.plan.access, rest)
+            self.prefilter = raw_narrowing(self.plan.access, rest, ctx.collator)
             op = interrupt.current()
             if op is not None and op.plan_summary is None:
                 op.plan_summary = self.plan.access.summary()  # currentOp's planSummary
@@ -311,10 +317,15 @@ class FindExecution:
         return dict(zip(access.index.key, values, strict=False))
 
 
-def raw_narrowing(access: AccessStage, filter_spec: Mapping[str, Any] | None) -> Prefilter | None:
+def raw_narrowing(
+    access: AccessStage, filter_spec: Mapping[str, Any] | None, collator: Collator | None = None
+) -> Prefilter | None:
     """Skip records that cannot match before decoding them (see
     :mod:`foliodb.query.prefilter`): a collection scan's SQL does it itself;
-    for other access paths, the Python test this returns does."""
+    for other access paths, the Python test this returns does. Not under a
+    collation: a string may match without its bytes being in the record."""
+    if collator is not None:
+        return None
     if isinstance(access, CollScan):
         access.needles = needle_groups(filter_spec)
         return None

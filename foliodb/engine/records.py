@@ -29,6 +29,7 @@ from foliodb.engine.text import TextIndex
 from foliodb.engine.transactions import HeldByTransactionError, State, Transaction, WriteConflictError, write_conflict
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import keystring
+from foliodb.query.context import Context
 from foliodb.query.filter import compile_filter
 from foliodb.query.keystring import is_canonical
 from foliodb.query.paths import MISSING, reach
@@ -55,7 +56,11 @@ class IndexWriter:
         self.unique = info.unique
         self.sparse = bool(info.spec.get("sparse"))
         partial = info.spec.get("partialFilterExpression")
-        self.partial: Callable[..., bool] | None = compile_filter(partial) if partial is not None else None
+        # A collated index reads its partial filter, and keys strings, by its collation.
+        self.collator = info.collator if info.kind != "text" else None
+        self.partial: Callable[..., bool] | None = (
+            compile_filter(partial, Context(collator=self.collator)) if partial is not None else None
+        )
         self.is_id = info.name == "_id_"
         self.kind = info.kind
         if self.kind == "text":
@@ -85,6 +90,8 @@ class IndexWriter:
             return {keystring.encode(value): (value,)}
         if self.partial is not None and not self.partial(doc):
             return {}
+        if self.collator is not None:
+            doc = self.collator.transform(doc)
         if self.kind != "btree":
             return self._special_keys(doc)
         if self.sparse and all(_absent(doc, parts) for parts, _ in self.fields):
@@ -117,13 +124,32 @@ class IndexWriter:
             name: (None if v is MISSING or v is EMPTY_ARRAY else v)
             for name, v in zip(key_pattern, values, strict=False)
         }
-        shown = render_document(key_value)
+        if self.collator is None:
+            shown = render_document(key_value)
+            return CommandError(
+                ErrorCode.DuplicateKey,
+                f"E11000 duplicate key error collection: {ns} index: {self.info.name} dup key: {shown}",
+                keyPattern=key_pattern,
+                keyValue=key_value,
+            )
+        # A collated index knows its strings only as sort keys: mongod shows them in hex.
+        key_value = {name: _collation_key(v) for name, v in key_value.items()}
+        collation = render_document(self.collator.spec)
         return CommandError(
             ErrorCode.DuplicateKey,
-            f"E11000 duplicate key error collection: {ns} index: {self.info.name} dup key: {shown}",
+            f"E11000 duplicate key error collection: {ns} index: {self.info.name} collation: {collation} "
+            f"dup key: {render_document(key_value)}",
             keyPattern=key_pattern,
             keyValue=key_value,
+            collation=dict(self.collator.spec),
         )
+
+
+def _collation_key(value: Any) -> Any:
+    """A transformed string (its sort key as latin-1) as mongod prints a collation key."""
+    if isinstance(value, str):
+        return f"CollationKey(0x{value.encode('latin-1').hex()})"
+    return value
 
 
 def _absent(doc: dict[str, Any], parts: tuple[str, ...]) -> bool:

@@ -1,15 +1,20 @@
-"""What varies between runs of one compiled query: variables and the clock.
+"""What varies between runs of one compiled query: variables, the clock and
+the collation.
 
 A compiled filter, update or expression reads ``$$NOW``, ``let`` variables and
 the like from a :class:`Context` instead of capturing them, so one compile can
 serve a whole command. ``now`` is read from the clock on first use (most
 commands never ask) and then fixed for the command, as ``$$NOW`` is.
+``collator`` is the command's collation (None: simple, code-point order); the
+operators that compare strings read it when they compile.
 """
 
 from __future__ import annotations
 
 import datetime
 from typing import Any
+
+from foliodb.query.collation import Collator
 
 
 def _now() -> datetime.datetime:
@@ -19,11 +24,17 @@ def _now() -> datetime.datetime:
 
 
 class Context:
-    __slots__ = ("_now", "variables")
+    __slots__ = ("_now", "collator", "variables")
 
-    def __init__(self, variables: dict[str, Any] | None = None, now: datetime.datetime | None = None) -> None:
+    def __init__(
+        self,
+        variables: dict[str, Any] | None = None,
+        now: datetime.datetime | None = None,
+        collator: Collator | None = None,
+    ) -> None:
         self.variables: dict[str, Any] = {} if variables is None else variables
         self._now = now
+        self.collator = collator
 
     @property
     def now(self) -> datetime.datetime:
@@ -32,4 +43,4 @@ class Context:
         return self._now
 
     def __repr__(self) -> str:
-        return f"Context(variables={self.variables!r}, now={self._now!r})"
+        return f"Context(variables={self.variables!r}, now={self._now!r}, collator={self.collator!r})"

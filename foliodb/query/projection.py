@@ -199,7 +199,7 @@ class _Parser:
     def __init__(self, ctx: Context, find: bool) -> None:
         self.ctx = ctx
         self.find = find
-        self.scope = Scope(frozenset(ctx.variables))
+        self.scope = Scope(frozenset(ctx.variables), ctx.collator)
         self.root = _Path()
         self.type: str | None = None
         self.id_specified = False

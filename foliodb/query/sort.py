@@ -30,6 +30,9 @@ arrays instead of yielding ``null``, and yields nothing for empty arrays.
 ``{"$meta": "textScore"}`` (and the other sortable metadata) sorts descending
 by the value from ``meta``; ``$natural`` is not a sort but a scan direction,
 exposed as :attr:`Sort.natural` for the planner.
+
+Under a collation, strings sort by it: each sort value is encoded through
+:meth:`foliodb.query.collation.Collator.transform` (a sort key of sort keys).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import compare as cmp
 from foliodb.query import keystring
 from foliodb.query.bsontypes import is_string
+from foliodb.query.collation import Collator
 from foliodb.query.paths import MISSING, is_index
 from foliodb.query.projection import field_path
 from foliodb.query.render import render
@@ -144,15 +148,26 @@ def _keys(obj: Any, rest: list[tuple[str, ...]], fixed: list[Any], out: list[tup
 class Sort:
     """A compiled sort pattern."""
 
-    __slots__ = ("_parts", "_paths", "fields", "meta_fields", "natural")
+    __slots__ = ("_encode", "_parts", "_paths", "collator", "fields", "meta_fields", "natural")
 
-    def __init__(self, parts: list[tuple[tuple[str, ...] | None, str | None, bool]], natural: int | None) -> None:
+    def __init__(
+        self,
+        parts: list[tuple[tuple[str, ...] | None, str | None, bool]],
+        natural: int | None,
+        collator: Collator | None = None,
+    ) -> None:
         # parts: (path, None, descending) for a field, (None, meta name, True) for $meta.
         self._parts = parts
         self._paths = [path for path, _, _ in parts if path is not None]
         self.fields: list[tuple[str, int]] = [(".".join(p), -1 if desc else 1) for p, _, desc in parts if p is not None]
         self.meta_fields: list[str] = [name for _, name, _ in parts if name is not None]
         self.natural = natural
+        self.collator = collator
+        if collator is None:
+            self._encode = _encode
+        else:
+            transform = collator.transform
+            self._encode = lambda value: _encode(transform(value))
 
     def key(self, doc: Any, meta: Mapping[str, Any] | None = None) -> bytes:
         """The sort key of ``doc`` (with its metadata, for $meta parts)."""
@@ -161,16 +176,17 @@ class Sort:
             # Fast path: one top-level field that is not an array.
             value = doc.get(parts[0][0][0], MISSING)
             if not isinstance(value, list):
-                encoded = _encode(value)
+                encoded = self._encode(value)
                 return keystring.complement(encoded) if parts[0][2] else encoded
         keys = index_keys(doc, self._paths) if self._paths else [()]
         best: bytes | None = None
+        encode = self._encode
         for values in keys:
             chunks = []
             it = iter(values)
             for path, name, desc in parts:
                 if path is not None:
-                    encoded = _encode(next(it))
+                    encoded = encode(next(it))
                 elif meta is not None and name is not None:
                     encoded = _encode(meta.get(name, MISSING))
                 else:
@@ -219,10 +235,10 @@ def _direction(name: str, value: Any) -> int:
     return direction
 
 
-def compile_sort(spec: Any, *, stage: bool = False) -> Sort:
+def compile_sort(spec: Any, *, stage: bool = False, collator: Collator | None = None) -> Sort:
     """Compile a sort pattern: a mapping (or list of pairs) of path to 1/-1 or
     ``{"$meta": name}``. ``stage=True`` for a ``$sort`` stage, whose pattern
-    may not be empty (15976)."""
+    may not be empty (15976); ``collator`` orders strings."""
     items = _items(spec, stage)
     if stage and not items:
         raise location(15976, "$sort stage must have at least one sort key")
@@ -243,4 +259,4 @@ def compile_sort(spec: Any, *, stage: bool = False) -> Sort:
             raise location(7472500, f"$sort key must not contain duplicate keys (duplicate: '{name}')")
         seen.add(path)
         parts.append((path, None, desc))
-    return Sort(parts, natural)
+    return Sort(parts, natural, collator)

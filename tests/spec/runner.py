@@ -29,7 +29,7 @@ What the runner does not judge, and how that ends:
   asserting them are skipped.
 * Tests needing what the target cannot offer are skipped with the reason:
   fail points without ``enableTestCommands``, mongos pinning
-  (``targetedFailPoint``), non-simple collation, sessions when the client has
+  (``targetedFailPoint``), sessions when the client has
   no ``start_session``, a client-level ``bulk_write`` the client lacks, other
   topologies or server versions, auth where the target has none (or the
   reverse), client-side encryption.
@@ -76,7 +76,6 @@ from tests.spec.operations import (
 SERVER_VERSION = (8, 0, 0)
 SCHEMA_MAJOR, SCHEMA_MINOR = 1, 21  # the newest schema version this runner reads
 
-SIMPLE_COLLATION = {"locale": "simple"}
 SCRAM = ("SCRAM-SHA-256", "SCRAM-SHA-1")  # the mechanisms an auth target's clients can use
 # heartbeatFrequencyMS of the clients of a test that sets fail points (the spec's "MAY": faster recovery).
 FAIL_POINT_HEARTBEAT_MS = 50
@@ -198,14 +197,6 @@ def _operations(ops: list[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
             yield from _operations(op["arguments"]["callback"])
 
 
-def _arguments(test: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
-    for op in _operations(test["operations"]):
-        args = op.get("arguments") or {}
-        yield args
-        for model in [*args.get("requests", ()), *args.get("models", ())]:
-            yield from model.values()
-
-
 def requires_auth(spec: SpecTest) -> bool:
     """Whether a runOnRequirements list (the file's or the test's) can be met only with auth."""
     lists = [spec.file.get("runOnRequirements"), spec.test.get("runOnRequirements")]
@@ -249,20 +240,12 @@ def closes_connections(spec: SpecTest) -> bool:
 
 
 def static_reason(spec: SpecTest) -> str | None:
-    """A reason to skip that needs no client: mongos pinning, collation, event kinds."""
+    """A reason to skip that needs no client: mongos pinning, event kinds."""
     test = spec.test
     if test.get("skipReason"):
         return str(test["skipReason"])
     if "targetedFailPoint" in runner_operations(test):
         return "targetedFailPoint sets a fail point on the mongos a session is pinned to: mongos only"
-    for args in _arguments(test):
-        collation = args.get("collation")
-        if collation is not None and dict(collation) != SIMPLE_COLLATION:
-            return "collation not supported"
-    for data in spec.file.get("initialData", ()):
-        collation = (data.get("createOptions") or {}).get("collation")
-        if collation is not None and dict(collation) != SIMPLE_COLLATION:
-            return "collation not supported"
     for expected in test.get("expectEvents", ()):
         if expected.get("eventType", "command") not in ("command", "cmap"):
             return f"asserts {expected['eventType']} events, which the runner does not record"

@@ -26,6 +26,7 @@ from foliodb.aggregation.accumulators.core import (
 from foliodb.aggregation.pipeline import approx_size
 from foliodb.errors import location
 from foliodb.query import keystring
+from foliodb.query.collation import Collator
 from foliodb.query.expr import Expr, Scope, compile_expression
 from foliodb.query.paths import MISSING
 from foliodb.query.render import render
@@ -232,7 +233,7 @@ def _top_bottom(name: str, bottom: bool, single: bool) -> None:
             raise location(5788005, "Missing value for 'sortBy'")
         if not isinstance(sort_by, Mapping) or not sort_by:
             raise location(9657900, "Value for 'sortBy' must be a non-empty object")
-        key_of = sort_key_function(sort_by)
+        key_of = sort_key_function(sort_by, scope.collator)
         output = compile_expression(output_spec, scope)
 
         def pair(doc: Any, vars: dict[str, Any]) -> Any:
@@ -248,12 +249,12 @@ def _top_bottom(name: str, bottom: bool, single: bool) -> None:
     ACCUMULATORS.register(name)(compile_acc)
 
 
-def sort_key_function(sort_by: Mapping[str, Any]) -> Callable[[Any], bytes]:
+def sort_key_function(sort_by: Mapping[str, Any], collator: Collator | None = None) -> Callable[[Any], bytes]:
     """Sort-key bytes of a document under a sort pattern (memcmp order is the
     pattern's order)."""
     from foliodb.query.sort import compile_sort
 
-    return compile_sort(sort_by).key
+    return compile_sort(sort_by, collator=collator).key
 
 
 _top_bottom("$top", False, True)

@@ -1,34 +1,39 @@
 """$min $max $first $last pick one value; $push $addToSet $mergeObjects
 collect them. ``$min`` and ``$max`` ignore null and missing; ``$push`` and
-``$addToSet`` hold at most ``LIMITS.push_bytes``.
+``$addToSet`` hold at most ``LIMITS.push_bytes``. Under a collation
+``$min``/``$max`` order strings by it and ``$addToSet`` keeps one of the
+strings it calls equal (the scope's collation).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from foliodb.aggregation.accumulators.core import nullish, register_simple
+from foliodb.aggregation.accumulators.core import ACCUMULATORS, Accumulator, const_start, nullish, register_simple
 from foliodb.aggregation.pipeline import LIMITS, approx_size
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import keystring
 from foliodb.query.bsontypes import type_name
+from foliodb.query.collation import key_encoder
 from foliodb.query.compare import compare
+from foliodb.query.expr import Scope, compile_expression
 from foliodb.query.paths import MISSING
 from foliodb.query.render import render
 
 
 class MinMaxState:
-    __slots__ = ("sign", "value")
+    __slots__ = ("compare", "sign", "value")
 
-    def __init__(self, sign: int) -> None:
+    def __init__(self, sign: int, compare: Callable[[Any, Any], int] = compare) -> None:
         self.sign = sign  # -1 keeps the minimum, 1 the maximum
+        self.compare = compare
         self.value: Any = MISSING
 
     def add(self, v: Any) -> int:
         if nullish(v):
             return 0
-        if self.value is MISSING or compare(v, self.value) * self.sign > 0:
+        if self.value is MISSING or self.compare(v, self.value) * self.sign > 0:
             self.value = v
         return 0
 
@@ -110,16 +115,17 @@ class PushState:
 
 
 class AddToSetState:
-    __slots__ = ("bytes", "items")
+    __slots__ = ("bytes", "encode", "items")
 
-    def __init__(self) -> None:
+    def __init__(self, encode: Callable[[Any], bytes] = keystring.encode) -> None:
         self.items: dict[bytes, Any] = {}
         self.bytes = 0
+        self.encode = encode
 
     def add(self, v: Any) -> int:
         if v is MISSING:
             return 0
-        key = keystring.encode(v)
+        key = self.encode(v)
         if key in self.items:
             return 0
         self.items[key] = v
@@ -159,10 +165,26 @@ class MergeObjectsState:
         return dict(self.doc)
 
 
-register_simple("$min", lambda: MinMaxState(-1))
-register_simple("$max", lambda: MinMaxState(1))
 register_simple("$first", FirstState)
 register_simple("$last", LastState)
 register_simple("$push", PushState)
-register_simple("$addToSet", AddToSetState)
 register_simple("$mergeObjects", MergeObjectsState)
+
+
+def _min_max(name: str, sign: int) -> None:
+    def compile_acc(arg: Any, scope: Scope) -> Accumulator:
+        order = scope.compare
+        return Accumulator(name, compile_expression(arg, scope), const_start(lambda: MinMaxState(sign, order)))
+
+    compile_acc.__name__ = f"acc_{name[1:]}"
+    ACCUMULATORS.register(name)(compile_acc)
+
+
+_min_max("$min", -1)
+_min_max("$max", 1)
+
+
+@ACCUMULATORS.register("$addToSet")
+def acc_addToSet(arg: Any, scope: Scope) -> Accumulator:
+    encode = key_encoder(scope.collator)
+    return Accumulator("$addToSet", compile_expression(arg, scope), const_start(lambda: AddToSetState(encode)))

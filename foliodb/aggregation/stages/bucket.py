@@ -42,6 +42,7 @@ from foliodb.engine.sorter import sort_documents
 from foliodb.errors import location
 from foliodb.query import keystring
 from foliodb.query.bsontypes import INT32_MAX, INT32_MIN, is_string, type_name
+from foliodb.query.collation import key_encoder
 from foliodb.query.compare import bracket, compare
 from foliodb.query.expr import Expr
 from foliodb.query.paths import MISSING
@@ -123,13 +124,14 @@ def stage_bucket(spec: Any, where: Where) -> Stage:
             )
     if names is None:
         names, accs = _default_outputs(where)
-    keys = [keystring.encode(b) for b in bounds]
+    encode = key_encoder(where.scope.collator)  # string boundaries place values by the collation
+    keys = [encode(b) for b in bounds]
     fallback = default
     by = group_by
 
     def bucket_of(doc: Any, vars: dict[str, Any]) -> Any:
         value = by(doc, vars)
-        k = keystring.encode(None if value is MISSING else value)
+        k = encode(None if value is MISSING else value)
         i = bisect.bisect_right(keys, k) - 1
         if 0 <= i < len(keys) - 1:
             return bounds[i]
@@ -145,7 +147,7 @@ def stage_bucket(spec: Any, where: Where) -> Stage:
 
     def run(docs: Docs) -> Docs:
         groups = list(group_documents(docs, bucket_of, accs, vars_for, allow_disk_use, "$bucket"))
-        groups.sort(key=lambda g: keystring.encode(g[0]))
+        groups.sort(key=lambda g: encode(g[0]))
         for key, states in groups:
             yield _document(key, out_names, states)
 

@@ -32,6 +32,7 @@ from foliodb.aggregation.pipeline import LIMITS, STAGES, Docs, Stage, Where, app
 from foliodb.errors import location
 from foliodb.query import keystring
 from foliodb.query.bsontypes import INT32_MAX, is_string
+from foliodb.query.collation import key_encoder
 from foliodb.query.expr import Expr
 from foliodb.query.paths import MISSING
 
@@ -80,8 +81,10 @@ def group_documents(
     vars_for: Callable[[Any], dict[str, Any]],
     allow_disk_use: bool,
     stage: str = "$group",
+    encode: Callable[[Any], bytes] = keystring.encode,
 ) -> Iterator[Group]:
-    """(group key, accumulator states) for every group of ``docs``."""
+    """(group key, accumulator states) for every group of ``docs``; keys are
+    one group when ``encode`` (the collation's key, under one) makes them equal."""
     groups: dict[bytes, Group] = {}
     used = 0
     spill: SpillFile | None = None
@@ -93,7 +96,7 @@ def group_documents(
         key = key_of(doc, vars)
         if key is MISSING:
             key = None
-        kb = keystring.encode(key)
+        kb = encode(key)
         group = groups.get(kb)
         if group is None:
             key_vars = vars_for(key)
@@ -136,9 +139,10 @@ def stage_group(spec: Any, where: Where) -> Stage:
     vars_for = where.variables()
     allow_disk_use = where.env.allow_disk_use
     grouping = key_of
+    encode = key_encoder(where.scope.collator)
 
     def run(docs: Docs) -> Docs:
-        for key, states in group_documents(docs, grouping, accumulators, vars_for, allow_disk_use):
+        for key, states in group_documents(docs, grouping, accumulators, vars_for, allow_disk_use, "$group", encode):
             out = {"_id": key}
             for name, state in zip(names, states, strict=True):
                 result = state.result()

@@ -31,7 +31,7 @@ from foliodb.query.sort import compile_sort
 
 
 def sort_stage(spec: Mapping[str, Any], where: Where, limit: int | None = None) -> Stage:
-    sort = compile_sort(spec, stage=True)
+    sort = compile_sort(spec, stage=True, collator=where.scope.collator)
 
     def key(doc: Any) -> bytes:
         return sort.key(doc, metadata.of(doc))

@@ -53,7 +53,7 @@ def stage_setWindowFields(spec: Any, where: Where) -> Stage:
     if "sortBy" in spec:
         if not isinstance(spec["sortBy"], Mapping):
             raise wrong_type("$setWindowFields.sortBy", spec["sortBy"], "object")
-        sort_by = sort_by_spec(spec["sortBy"])
+        sort_by = sort_by_spec(spec["sortBy"], where.scope.collator)
     partition_by = where.expression(spec["partitionBy"]) if "partitionBy" in spec else None
     functions: list[tuple[tuple[str, ...], WindowFunction]] = []
     seen: list[tuple[str, ...]] = []

@@ -18,6 +18,14 @@ documents with a key in it, so the answers stay the same.
 When index keys can answer without documents: :mod:`.covering` (covered
 finds), :mod:`.counting` (COUNT_SCAN), :mod:`.distinct` (DISTINCT_SCAN).
 
+Collations: an index serves a query only when their collations are the same
+(None for both is the same); a collated index's bounds are built from the
+query's values transformed into sort keys (:mod:`foliodb.query.collation`),
+and conditions whose bounds a sort key cannot give (``$regex``, ``$not``...)
+bound nothing there: the filter still decides. A hinted index of another
+collation is scanned whole and gives no order. IDHACK only serves queries
+without a collation (the ``_id`` index is binary).
+
 ``FOLIODB_NO_INDEXES=1`` in the environment disables every index access path
 (the answers must not change; the test suite can run both ways).
 """
@@ -50,8 +58,9 @@ from foliodb.engine.planner.bounds import (
 from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan, OrScan
 from foliodb.engine.records import CollectionStore
 from foliodb.errors import CommandError, ErrorCode
+from foliodb.query import collation, keystring
 from foliodb.query import compare as cmp
-from foliodb.query import keystring
+from foliodb.query.collation import Collator
 from foliodb.query.filter import is_operator_doc
 from foliodb.query.hashing import hash64
 from foliodb.query.paths import is_index
@@ -235,13 +244,43 @@ def candidates(
     filter_spec: Mapping[str, Any] | None,
     sort: list[tuple[str, int]] | None,
     only: IndexInfo | None = None,
+    collator: Collator | None = None,
 ) -> list[Candidate]:
-    """The usable indexes for a query (just ``only``, when given)."""
+    """The usable indexes for a query under ``collator`` (just ``only``, when given)."""
     conditions = field_conditions(filter_spec)
     out: list[Candidate] = []
     for index in (only,) if only is not None else store.info.indexes.values():
-        out.extend(_index_candidates(index, conditions, sort))
+        if collation.same(index.collator, collator):
+            out.extend(_index_candidates(index, conditions, sort))
     return out
+
+
+def _collated_conditions(conditions: dict[str, list[Any]], collator: Collator) -> dict[str, list[Any]]:
+    """The conditions as a collated index's keys see them: values as sort
+    keys, and what no sort-key range can express left out."""
+    out: dict[str, list[Any]] = {}
+    for path, conds in conditions.items():
+        kept = [c for cond in conds if (c := _collated_condition(cond, collator)) is not None]
+        if kept:
+            out[path] = kept
+    return out
+
+
+_KEY_OPS = frozenset({"$eq", "$gt", "$gte", "$lt", "$lte", "$in"})
+
+
+def _collated_condition(cond: Any, collator: Collator) -> Any:
+    if not is_operator_doc(cond):
+        return None if cmp.bracket(cond) == cmp.REGEX else collator.transform(cond)
+    out = {}
+    for op, arg in cond.items():
+        if op in ("$exists", "$type"):
+            out[op] = arg
+        elif op in _KEY_OPS and not (
+            cmp.bracket(arg) == cmp.REGEX or (isinstance(arg, list) and any(cmp.bracket(v) == cmp.REGEX for v in arg))
+        ):
+            out[op] = collator.transform(arg)
+    return out or None
 
 
 def _index_candidates(
@@ -253,6 +292,8 @@ def _index_candidates(
     partial = spec.get("partialFilterExpression")
     if partial is not None and not implies(conditions, partial):
         return []
+    if index.collator is not None:
+        conditions = _collated_conditions(conditions, index.collator)
     if index.kind == "wildcard":
         return _wildcard_candidates(index, conditions)
     per_field = [
@@ -313,7 +354,7 @@ def id_point_keys(filter_spec: Mapping[str, Any] | None) -> list[bytes] | None:
 _EXACT_TYPES = (str, ObjectId, int, Int64, bool, datetime.datetime)
 
 
-def exact_by_index(filter_spec: Mapping[str, Any] | None, index: IndexInfo) -> bool:
+def exact_by_index(filter_spec: Mapping[str, Any] | None, index: IndexInfo, collator: Collator | None = None) -> bool:
     """Does scanning ``index`` for ``filter_spec`` yield exactly its matches?
 
     True for one equality with a plain scalar on the index's leading field
@@ -321,7 +362,12 @@ def exact_by_index(filter_spec: Mapping[str, Any] | None, index: IndexInfo) -> b
     field, or one of its array elements, equals the value - which is what
     the equality means - so fetched documents need no second check.
     """
-    if not filter_spec or len(filter_spec) != 1 or index.kind != "btree":
+    if (
+        not filter_spec
+        or len(filter_spec) != 1
+        or index.kind != "btree"
+        or not collation.same(index.collator, collator)
+    ):
         return False
     ((path, cond),) = filter_spec.items()
     if path != next(iter(index.key)) or path.startswith("$") or any(is_index(p) for p in path.split(".")):
@@ -344,6 +390,7 @@ def choose_plan(
     hint: Any = None,
     min_key: Mapping[str, Any] | None = None,
     max_key: Mapping[str, Any] | None = None,
+    collator: Collator | None = None,
 ) -> Plan:
     if min_key or max_key:
         return _min_max_plan(store, hint, min_key or {}, max_key or {}, sort)
@@ -353,32 +400,33 @@ def choose_plan(
     if natural is not None:
         return Plan(CollScan(store, natural))
     if hinted is None:
-        keys = id_point_keys(filter_spec)
+        keys = id_point_keys(filter_spec) if collator is None else None
         if keys is not None:
             return Plan(IdLookup(store, keys))
         if indexes_disabled():
             return Plan(CollScan(store))
-    shape = None if hinted is not None else (query_shape(filter_spec), tuple(sort or ()))
+    shape = None if hinted is not None else (query_shape(filter_spec), tuple(sort or ()), collator)
     cached = store.plan_cache.get(shape) if shape is not None else None
     if cached is not None:
         # The winner for queries of this shape, if it serves this one too
         # (a partial index may not: it depends on the values).
-        found = candidates(store, filter_spec, sort, only=store.info.indexes.get(cached))
+        found = candidates(store, filter_spec, sort, store.info.indexes.get(cached), collator)
         scans = [(c, s) for c in found if (s := _index_scan(store, c)) is not None]
         if len(scans) == 1:
             candidate, scan = scans[0]
             return Plan(scan, candidate.provides_sort)
-    found = candidates(store, filter_spec, sort)
+    found = candidates(store, filter_spec, sort, None, collator)
     if hinted is not None:
         found = [c for c in found if c.index is hinted]
         if not found:
             # A hint forces its index even when nothing bounds it.
             intervals = [[ALL] for _ in hinted.key]
-            direction = _sort_direction(hinted, intervals, sort or [])
+            same = collation.same(hinted.collator, collator)
+            direction = _sort_direction(hinted, intervals, sort or []) if same else 0
             found = [Candidate(hinted, intervals, direction or 1, bool(direction))]
     scans = [(c, s) for c in found if (s := _index_scan(store, c)) is not None]
     if not scans:
-        union_scan = _or_plan(store, filter_spec) if hinted is None else None
+        union_scan = _or_plan(store, filter_spec, collator) if hinted is None else None
         return Plan(union_scan or CollScan(store))
     if len(scans) == 1:
         candidate, scan = scans[0]
@@ -400,7 +448,7 @@ def query_shape(filter_spec: Any) -> Any:
     return cmp.bracket(filter_spec)
 
 
-def _or_plan(store: CollectionStore, filter_spec: Mapping[str, Any] | None) -> OrScan | None:
+def _or_plan(store: CollectionStore, filter_spec: Mapping[str, Any] | None, collator: Collator | None) -> OrScan | None:
     """Index scans for each branch of a top-level ``$or`` (with the filter's
     other conditions), when every branch has one; else None."""
     if not filter_spec or not isinstance(filter_spec.get("$or"), list):
@@ -410,7 +458,7 @@ def _or_plan(store: CollectionStore, filter_spec: Mapping[str, Any] | None) -> O
     for branch in filter_spec["$or"]:
         if not isinstance(branch, Mapping):
             return None
-        found = candidates(store, {"$and": [others, branch]} if others else branch, None)
+        found = candidates(store, {"$and": [others, branch]} if others else branch, None, None, collator)
         scan = next((s for c in found if (s := _index_scan(store, c)) is not None), None)
         if scan is None:
             return None
@@ -466,7 +514,7 @@ def _bound_key(index: IndexInfo, bound: Mapping[str, Any], low: bool) -> bytes:
     parts = []
     for (name, _), (_, descending) in zip(index.key.items(), index.fields, strict=True):
         value = bound[name] if bound else (MinKey() if low != descending else MaxKey())
-        key = keystring.encode(value)
+        key = keystring.encode(value if index.collator is None else index.collator.transform(value))
         parts.append(keystring.complement(key) if descending else key)
     return b"".join(parts)
 
@@ -522,7 +570,11 @@ def _trial(
 
 
 def plan_access(
-    store: CollectionStore, filter_spec: Mapping[str, Any] | None, matcher: Callable[..., bool] | None, hint: Any
+    store: CollectionStore,
+    filter_spec: Mapping[str, Any] | None,
+    matcher: Callable[..., bool] | None,
+    hint: Any,
+    collator: Collator | None = None,
 ) -> AccessStage:
     """The access stage for a write's target documents (no sort)."""
-    return choose_plan(store, filter_spec, matcher, None, None, hint).access
+    return choose_plan(store, filter_spec, matcher, None, None, hint, collator=collator).access

@@ -50,6 +50,8 @@ def distinct_scan(
         names = list(index.key)
         if spec.get("hidden") or index.kind != "btree" or "partialFilterExpression" in spec or key not in names:
             continue
+        if index.collator is not None:
+            continue  # its keys are sort keys, not the values (distinct runs without a collation here)
         position = names.index(key)
         layout = None
         if read:

@@ -211,19 +211,26 @@ class IndexScan(AccessStage):
 
     def explain(self) -> dict[str, Any]:
         spec = self.index.spec
-        return {
+        out: dict[str, Any] = {
             "stage": "IXSCAN",
             "keyPattern": dict(self.index.key),
             "indexName": self.index.name,
-            "isMultiKey": self.index.multikey,
-            "multiKeyPaths": {name: [name] if self.index.multikey else [] for name in self.index.key},
-            "isUnique": bool(spec.get("unique", False)),
-            "isSparse": bool(spec.get("sparse", False)),
-            "isPartial": "partialFilterExpression" in spec,
-            "indexVersion": 2,
-            "direction": "forward" if self.direction > 0 else "backward",
-            "indexBounds": self.bounds,
         }
+        if "collation" in spec:
+            out["collation"] = dict(spec["collation"])  # as mongod shows a collated index
+        out.update(
+            {
+                "isMultiKey": self.index.multikey,
+                "multiKeyPaths": {name: [name] if self.index.multikey else [] for name in self.index.key},
+                "isUnique": bool(spec.get("unique", False)),
+                "isSparse": bool(spec.get("sparse", False)),
+                "isPartial": "partialFilterExpression" in spec,
+                "indexVersion": 2,
+                "direction": "forward" if self.direction > 0 else "backward",
+                "indexBounds": self.bounds,
+            }
+        )
+        return out
 
 
 class TextScan(AccessStage):

@@ -33,7 +33,6 @@ from foliodb.query.expr.core import (
     NOT_CONSTANT,
     Expr,
     Scope,
-    compare_values,
     compile_expression,
     constant_of,
     is_string,
@@ -95,13 +94,13 @@ def _avg(values: list[Any]) -> Any:
     return to_double(total) / len(numbers)
 
 
-def _extreme(sign: int) -> Callable[[list[Any]], Any]:
+def _extreme(sign: int, compare: Callable[[Any, Any], int]) -> Callable[[list[Any]], Any]:
     def pick(values: list[Any]) -> Any:
         best: Any = MISSING
         for v in values:
             if nullish(v):
                 continue
-            if best is MISSING or compare_values(v, best) * sign > 0:
+            if best is MISSING or compare(v, best) * sign > 0:
                 best = v
         return None if best is MISSING else best
 
@@ -127,9 +126,12 @@ def _std_dev(sample: bool) -> Callable[[list[Any]], Any]:
     return std_dev
 
 
-def _from_accumulator(name: str, accumulate: Callable[[list[Any]], Any]) -> None:
+def _from_accumulator(name: str, make: Callable[[Scope], Callable[[list[Any]], Any]]) -> None:
+    """``make(scope)``: the function of the values (given the scope, for its collation)."""
+
     def compile_accumulator(arg: Any, scope: Scope) -> Expr:
         items = operands(arg, name, 0, None, scope)
+        accumulate = make(scope)
 
         def accumulator(doc: Any, vars: dict[str, Any]) -> Any:
             if len(items) == 1:
@@ -143,12 +145,12 @@ def _from_accumulator(name: str, accumulate: Callable[[list[Any]], Any]) -> None
     EXPR_OPS.register(name)(compile_accumulator)
 
 
-_from_accumulator("$sum", _sum)
-_from_accumulator("$avg", _avg)
-_from_accumulator("$max", _extreme(1))
-_from_accumulator("$min", _extreme(-1))
-_from_accumulator("$stdDevPop", _std_dev(False))
-_from_accumulator("$stdDevSamp", _std_dev(True))
+_from_accumulator("$sum", lambda scope: _sum)
+_from_accumulator("$avg", lambda scope: _avg)
+_from_accumulator("$max", lambda scope: _extreme(1, scope.compare))
+_from_accumulator("$min", lambda scope: _extreme(-1, scope.compare))
+_from_accumulator("$stdDevPop", lambda scope: _std_dev(False))
+_from_accumulator("$stdDevSamp", lambda scope: _std_dev(True))
 
 
 # --- $median, $percentile --------------------------------------------------------
@@ -246,7 +248,9 @@ def _n_of(value: Any) -> int:
     return n
 
 
-def _n_operator(name: str, code: int, pick: Callable[[list[Any], int], list[Any]]) -> None:
+def _n_operator(name: str, code: int, pick: Callable[[list[Any], int, Any], list[Any]]) -> None:
+    """``pick(array, n, key)``: ``key`` orders values by the scope's comparison."""
+
     def compile_n(arg: Any, scope: Scope) -> Expr:
         if not isinstance(arg, Mapping):
             raise location(code, f"specification must be an object; found {name}: {render(arg)}")
@@ -258,13 +262,14 @@ def _n_operator(name: str, code: int, pick: Callable[[list[Any], int], list[Any]
         if "input" not in arg:
             raise location(5787907, "Missing value for 'input'")
         count, source = compile_expression(arg["n"], scope), compile_expression(arg["input"], scope)
+        by_value = functools.cmp_to_key(scope.compare)
 
         def n_values(doc: Any, vars: dict[str, Any]) -> Any:
             n = _n_of(count(doc, vars))
             array = source(doc, vars)
             if not is_array(array):
                 raise location(5788200, "Input must be an array")
-            return pick(list(array), n)
+            return pick(list(array), n, by_value)
 
         return n_values
 
@@ -272,8 +277,7 @@ def _n_operator(name: str, code: int, pick: Callable[[list[Any], int], list[Any]
     EXPR_OPS.register(name)(compile_n)
 
 
-_BY_VALUE = functools.cmp_to_key(compare_values)
-_n_operator("$firstN", 5787801, lambda a, n: a[:n])
-_n_operator("$lastN", 5787801, lambda a, n: a[-n:])
-_n_operator("$maxN", 5787900, lambda a, n: sorted((v for v in a if not nullish(v)), key=_BY_VALUE, reverse=True)[:n])
-_n_operator("$minN", 5787900, lambda a, n: sorted((v for v in a if not nullish(v)), key=_BY_VALUE)[:n])
+_n_operator("$firstN", 5787801, lambda a, n, key: a[:n])
+_n_operator("$lastN", 5787801, lambda a, n, key: a[-n:])
+_n_operator("$maxN", 5787900, lambda a, n, key: sorted((v for v in a if not nullish(v)), key=key, reverse=True)[:n])
+_n_operator("$minN", 5787900, lambda a, n, key: sorted((v for v in a if not nullish(v)), key=key)[:n])

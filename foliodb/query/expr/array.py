@@ -21,7 +21,6 @@ from foliodb.query.expr.core import (
     EXPR_OPS,
     Expr,
     Scope,
-    compare_values,
     is_string,
     nullish,
     operands,
@@ -112,12 +111,13 @@ def expr_concatArrays(arg: Any, scope: Scope) -> Expr:
 @EXPR_OPS.register("$in")
 def expr_in(arg: Any, scope: Scope) -> Expr:
     needle, haystack = operands(arg, "$in", 2, 2, scope)
+    compare = scope.compare
 
     def in_(doc: Any, vars: dict[str, Any]) -> Any:
         value, array = needle(doc, vars), haystack(doc, vars)
         if not is_array(array):
             raise location(40081, f"$in requires an array as a second argument, found: {type_of(array)}")
-        return any(compare_values(value, element) == 0 for element in array)
+        return any(compare(value, element) == 0 for element in array)
 
     return in_
 
@@ -138,6 +138,7 @@ def position_argument(name: str, value: Any, what: str) -> int:
 @EXPR_OPS.register("$indexOfArray")
 def expr_indexOfArray(arg: Any, scope: Scope) -> Expr:
     items = operands(arg, "$indexOfArray", 2, 4, scope)
+    compare = scope.compare
 
     def index_of_array(doc: Any, vars: dict[str, Any]) -> Any:
         array = items[0](doc, vars)
@@ -152,7 +153,7 @@ def expr_indexOfArray(arg: Any, scope: Scope) -> Expr:
             end = min(end, position_argument("$indexOfArray", items[3](doc, vars), "ending index"))
         target = items[1](doc, vars)
         for i in range(start, end):
-            if compare_values(array[i], target) == 0:
+            if compare(array[i], target) == 0:
                 return i
         return -1
 

@@ -37,6 +37,7 @@ from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import paths
 from foliodb.query.bsontypes import is_string as is_string  # the operator modules import it from here
 from foliodb.query.bsontypes import type_name
+from foliodb.query.collation import Collator
 from foliodb.query.compare import NUMBER, bracket, compare, number_value
 from foliodb.query.paths import MISSING
 from foliodb.query.registry import Registry
@@ -59,15 +60,22 @@ EXPR_OPS: Registry[ExprOp] = Registry("expression", _unknown, unbuilt=("$functio
 
 
 class Scope:
-    """What a compile may refer to: the variables defined at this point."""
+    """What a compile may refer to: the variables defined at this point, and
+    the command's collation, by which :attr:`compare` orders strings
+    (https://www.mongodb.com/docs/manual/reference/collation/#operations-that-support-collation)."""
 
-    __slots__ = ("variables",)
+    __slots__ = ("collator", "compare", "variables")
 
-    def __init__(self, variables: frozenset[str] = frozenset()) -> None:
+    def __init__(self, variables: frozenset[str] = frozenset(), collator: Collator | None = None) -> None:
         self.variables = variables
+        self.collator = collator
+        self.compare: Callable[[Any, Any], int] = compare_values
+        if collator is not None:
+            transform = collator.transform
+            self.compare = lambda a, b: compare_values(transform(a), transform(b))
 
     def with_vars(self, *names: str) -> Scope:
-        return Scope(self.variables | frozenset(names))
+        return Scope(self.variables | frozenset(names), self.collator)
 
 
 def compile_expression(spec: Any, scope: Scope | None = None) -> Expr:

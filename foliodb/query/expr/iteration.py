@@ -25,7 +25,6 @@ from foliodb.query.expr.core import (
     Expr,
     Scope,
     check_variable_name,
-    compare_values,
     compile_expression,
     is_string,
     nullish,
@@ -187,7 +186,7 @@ def _sort_pattern(spec: Any) -> list[tuple[tuple[str, ...], int]] | int:
     )
 
 
-def _field_key(value: Any, parts: tuple[str, ...], direction: int) -> Any:
+def _field_key(value: Any, parts: tuple[str, ...], direction: int, by_value: Any) -> Any:
     """The value an element sorts by on one field, as a sort stage takes it:
     the least (ascending) or greatest (descending) of an array's elements,
     null for a missing field."""
@@ -197,7 +196,7 @@ def _field_key(value: Any, parts: tuple[str, ...], direction: int) -> Any:
     if not found:
         return MISSING  # an empty array sorts like undefined
     pick = min if direction == 1 else max
-    return pick(found, key=functools.cmp_to_key(compare_values))
+    return pick(found, key=by_value)
 
 
 @EXPR_OPS.register("$sortArray")
@@ -218,12 +217,14 @@ def expr_sortArray(arg: Any, scope: Scope) -> Expr:
     if pattern is None:
         raise location(2942503, "$sortArray requires 'sortBy' to be specified")
     order = pattern
+    compare = scope.compare  # the command's collation orders strings
+    by_value = functools.cmp_to_key(compare)
 
     def compare_elements(a: Any, b: Any) -> int:
         if isinstance(order, int):
-            return compare_values(a, b) * order
+            return compare(a, b) * order
         for parts, direction in order:
-            c = compare_values(_field_key(a, parts, direction), _field_key(b, parts, direction))
+            c = compare(_field_key(a, parts, direction, by_value), _field_key(b, parts, direction, by_value))
             if c:
                 return c * direction
         return 0

@@ -21,24 +21,25 @@ from foliodb.errors import CommandError, location
 from foliodb.query.expr.array import array_operands, is_array
 from foliodb.query.expr.core import EXPR_OPS, Expr, Scope, compare_values, nullish, operands, truthy, type_of
 
-_KEY = functools.cmp_to_key(compare_values)
-
 
 class ValueSet:
-    """The distinct values of an array in MongoDB's order."""
+    """The distinct values of an array in MongoDB's order (``compare``: the
+    scope's, so a collation decides which strings are one value)."""
 
-    __slots__ = ("_keys", "values")
+    __slots__ = ("_compare", "_key", "_keys", "values")
 
-    def __init__(self, array: Any = ()) -> None:
+    def __init__(self, array: Any = (), compare: Callable[[Any, Any], int] = compare_values) -> None:
+        self._compare = compare
+        self._key = key = functools.cmp_to_key(compare)
         self.values: list[Any] = []
-        for v in sorted(array, key=_KEY):  # stable: the first of equals stays
-            if not self.values or compare_values(self.values[-1], v) != 0:
+        for v in sorted(array, key=key):  # stable: the first of equals stays
+            if not self.values or compare(self.values[-1], v) != 0:
                 self.values.append(v)
-        self._keys = [_KEY(v) for v in self.values]
+        self._keys = [key(v) for v in self.values]
 
     def __contains__(self, value: Any) -> bool:
-        i = bisect.bisect_left(self._keys, _KEY(value))
-        return i < len(self.values) and compare_values(self.values[i], value) == 0
+        i = bisect.bisect_left(self._keys, self._key(value))
+        return i < len(self.values) and self._compare(self.values[i], value) == 0
 
     def __len__(self) -> int:
         return len(self.values)
@@ -58,7 +59,7 @@ def expr_setEquals(arg: Any, scope: Scope) -> Expr:
                 raise location(
                     17044, f"All operands of $setEquals must be arrays. {n}-th argument is of type: {type_of(v)}"
                 )
-            values = ValueSet(v)
+            values = ValueSet(v, scope.compare)
             if first is None:
                 first = values
             elif len(values) != len(first) or any(x not in first for x in values.values):
@@ -82,8 +83,8 @@ def expr_setIntersection(arg: Any, scope: Scope) -> Expr:
             return None
         common: ValueSet | None = None
         for v in arrays:
-            values = ValueSet(v)
-            common = values if common is None else ValueSet(x for x in common.values if x in values)
+            values = ValueSet(v, scope.compare)
+            common = values if common is None else ValueSet((x for x in common.values if x in values), scope.compare)
         return [] if common is None else common.values
 
     return set_intersection
@@ -95,7 +96,7 @@ def expr_setUnion(arg: Any, scope: Scope) -> Expr:
 
     def set_union(doc: Any, vars: dict[str, Any]) -> Any:
         arrays = array_operands(items, doc, vars, _not_array("$setUnion", 17043))
-        return None if arrays is None else ValueSet(x for array in arrays for x in array).values
+        return None if arrays is None else ValueSet((x for array in arrays for x in array), scope.compare).values
 
     return set_union
 
@@ -111,17 +112,18 @@ def _both_arrays(name: str, a: Any, b: Any, codes: tuple[int, int]) -> None:
 @EXPR_OPS.register("$setDifference")
 def expr_setDifference(arg: Any, scope: Scope) -> Expr:
     left, right = operands(arg, "$setDifference", 2, 2, scope)
+    by_value = functools.cmp_to_key(scope.compare)
 
     def set_difference(doc: Any, vars: dict[str, Any]) -> Any:
         a, b = left(doc, vars), right(doc, vars)
         if nullish(a) or nullish(b):
             return None
         _both_arrays("$setDifference", a, b, (17048, 17049))
-        excluded = ValueSet(b)
+        excluded = ValueSet(b, scope.compare)
         seen: list[Any] = []  # sort keys of the values kept so far
         out: list[Any] = []
         for x in a:
-            key = _KEY(x)
+            key = by_value(x)
             i = bisect.bisect_left(seen, key)
             if x in excluded or (i < len(seen) and seen[i] == key):
                 continue
@@ -139,7 +141,7 @@ def expr_setIsSubset(arg: Any, scope: Scope) -> Expr:
     def set_is_subset(doc: Any, vars: dict[str, Any]) -> Any:
         a, b = left(doc, vars), right(doc, vars)
         _both_arrays("$setIsSubset", a, b, (17046, 17042))
-        container = ValueSet(b)
+        container = ValueSet(b, scope.compare)
         return all(x in container for x in a)
 
     return set_is_subset

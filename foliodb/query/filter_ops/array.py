@@ -59,7 +59,7 @@ def filter_all(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
             first = _first_key(value)
             if first is not None and is_operator_doc(value) and first in FIELD_OPS:
                 raise bad_value("no $ expressions in $all")
-            clauses.append(eq_clause(value))
+            clauses.append(eq_clause(value, ctx.collator))
     return clauses[0] if len(clauses) == 1 else AllOf(tuple(clauses))
 
 

@@ -8,6 +8,12 @@ Equality is MongoDB's: numbers by value across types, ``null`` also matches
 a missing field, a regex matches strings. Ordering comparisons only match
 values of the operand's type bracket (``{"$gt": 5}`` never matches a string),
 MinKey/MaxKey operands aside, and NaN only equals NaN.
+
+Under a collation (``ctx.collator``) every one of them compares strings by
+the collation: the operand is transformed once when compiled and each
+document value when tested (:meth:`Collator.transform`); a regex operand
+still matches the raw string, as ``$regex`` ignores collations.
+Manual: https://www.mongodb.com/docs/manual/reference/collation/#operations-that-support-collation
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 from foliodb.errors import bad_value
 from foliodb.query import compare as cmp
 from foliodb.query import keystring
+from foliodb.query.collation import Collator, key_encoder
 from foliodb.query.context import Context
 from foliodb.query.filter import FIELD_OPS, TOP_OPS, Clause, Leaf, Matcher, Not, clause_matcher, is_operator_doc
 from foliodb.query.filter_ops.evaluation import regex_single, to_pattern
@@ -49,29 +56,48 @@ def equals(value: Any) -> Callable[[Any], bool]:
     return lambda v: cmp.bracket(v) == b and cmp.compare(v, value) == 0
 
 
-def eq_clause(value: Any) -> Leaf:
-    return Leaf(equals(value), missing=value is None)
+def collated(leaf: Leaf, collator: Collator | None) -> Leaf:
+    """``leaf`` (compiled against the transformed operand) testing each
+    document value through the collation."""
+    if collator is None:
+        return leaf
+    test, transform = leaf.single, collator.transform
+    return Leaf(lambda v: test(transform(v)), missing=leaf.missing, expand=leaf.expand)
+
+
+def eq_clause(value: Any, collator: Collator | None = None) -> Leaf:
+    if collator is None or is_regex(value):
+        return Leaf(equals(value), missing=value is None)
+    return collated(Leaf(equals(collator.transform(value)), missing=value is None), collator)
 
 
 @FIELD_OPS.register("$eq")
 def filter_eq(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
     if "$eq" not in spec:  # a plain {"field": value}
-        return eq_clause(arg)
+        return eq_clause(arg, ctx.collator)
     if is_regex(arg):
         # {$eq: /re/} compares regexes as values instead of matching.
         return Leaf(lambda v: cmp.bracket(v) == cmp.REGEX and cmp.compare(v, arg) == 0)
-    return eq_clause(arg)
+    return eq_clause(arg, ctx.collator)
 
 
 @FIELD_OPS.register("$ne")
 def filter_ne(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
     if is_regex(arg):
         raise bad_value("Can't have regex as arg to $ne.")
-    return Not(eq_clause(arg))
+    return Not(eq_clause(arg, ctx.collator))
 
 
 def _ordering(op: str, test: Callable[[int], bool], nan_ok: bool) -> Callable[..., Clause]:
     def compile_ordering(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
+        collator = ctx.collator
+        if collator is None or cmp.bracket(arg) == cmp.REGEX:
+            return ordering(arg)
+        leaf = ordering(collator.transform(arg))
+        assert isinstance(leaf, Leaf)
+        return collated(leaf, collator)
+
+    def ordering(arg: Any) -> Clause:
         b = cmp.bracket(arg)
         if b == cmp.REGEX:
             # MongoDB names the field here; a field operator does not know it.
@@ -110,8 +136,9 @@ FIELD_OPS.register("$lt")(_ordering("$lt", lambda c: c < 0, nan_ok=False))
 FIELD_OPS.register("$lte")(_ordering("$lte", lambda c: c <= 0, nan_ok=True))
 
 
-def in_single(values: Any, op: str) -> Leaf:
-    """A leaf matching any of ``values`` ($in's list)."""
+def in_single(values: Any, op: str, collator: Collator | None = None) -> Leaf:
+    """A leaf matching any of ``values`` ($in's list), non-regex values
+    compared through ``collator`` when there is one."""
     if not isinstance(values, list):
         raise bad_value(f"{op} needs an array")
     keys: set[bytes] = set()
@@ -123,11 +150,10 @@ def in_single(values: Any, op: str) -> Leaf:
         if is_regex(value):
             regexes.append(equals(value))
         else:
-            keys.add(keystring.encode(value))
+            keys.add(key_encoder(collator)(value))
             if value is None:
                 missing = True
-    encode = keystring.encode
-
+    encode = key_encoder(collator)
     if not regexes:
         return Leaf(lambda v: encode(v) in keys, missing=missing)
 
@@ -139,12 +165,12 @@ def in_single(values: Any, op: str) -> Leaf:
 
 @FIELD_OPS.register("$in")
 def filter_in(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
-    return in_single(arg, "$in")
+    return in_single(arg, "$in", ctx.collator)
 
 
 @FIELD_OPS.register("$nin")
 def filter_nin(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
-    return Not(in_single(arg, "$nin"))
+    return Not(in_single(arg, "$nin", ctx.collator))
 
 
 def _dbref_field(name: str) -> Callable[[Any, Context], Matcher]:

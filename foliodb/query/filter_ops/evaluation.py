@@ -129,7 +129,7 @@ def filter_mod(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
 
 @TOP_OPS.register("$expr")
 def filter_expr(arg: Any, ctx: Context) -> Matcher:
-    expr = compile_expression(arg, Scope(frozenset(ctx.variables)))
+    expr = compile_expression(arg, Scope(frozenset(ctx.variables), ctx.collator))
     let = ctx.variables
     now = ctx.now
 

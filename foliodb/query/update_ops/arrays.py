@@ -5,7 +5,9 @@ Manual: https://www.mongodb.com/docs/manual/reference/operator/update-array/
 
 Equality between array elements is MongoDB's (1 == 1.0 == Int64(1)), taken
 from :mod:`foliodb.query.keystring` encodings, which are equal exactly when
-the values compare equal.
+the values compare equal; under a collation ($addToSet, $pull, $pullAll)
+strings are equal as the collation says
+(https://www.mongodb.com/docs/manual/reference/collation/#operations-that-support-collation).
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from typing import Any
 
 from foliodb.errors import CommandError, ErrorCode, bad_value, failed_to_parse
 from foliodb.query import compare as cmp
-from foliodb.query import keystring, paths
+from foliodb.query import paths
 from foliodb.query.bsontypes import type_name
+from foliodb.query.collation import key_encoder
 from foliodb.query.context import Context
 from foliodb.query.filter import FIELD_OPS, compile_filter
 from foliodb.query.render import render, render_document
@@ -135,11 +138,11 @@ def update_push(path: str, arg: Any, ctx: Context) -> Modifier:
     return Modifier(update=update, create=lambda where: push([]))
 
 
-def _distinct(values: list[Any]) -> list[Any]:
+def _distinct(values: list[Any], encode: Callable[[Any], bytes]) -> list[Any]:
     seen = set()
     out = []
     for v in values:
-        key = keystring.encode(v)
+        key = encode(v)
         if key not in seen:
             seen.add(key)
             out.append(v)
@@ -148,6 +151,7 @@ def _distinct(values: list[Any]) -> list[Any]:
 
 @UPDATE_OPS.register("$addToSet")
 def update_addToSet(path: str, arg: Any, ctx: Context) -> Modifier:
+    encode = key_encoder(ctx.collator)
     # Only an object whose *first* field is $each lists several values.
     if isinstance(arg, Mapping) and arg and next(iter(arg)) == "$each":
         each = arg["$each"]
@@ -158,10 +162,10 @@ def update_addToSet(path: str, arg: Any, ctx: Context) -> Modifier:
             )
         if len(arg) > 1:
             raise bad_value(f"Found unexpected fields after $each in $addToSet: {render_document(dict(arg))}")
-        values = _distinct(list(each))
+        values = _distinct(list(each), encode)
     else:
         values = [arg]
-    keys = [keystring.encode(v) for v in values]
+    keys = [encode(v) for v in values]
 
     def update(old: Any, where: Where) -> Any:
         if old.__class__ is not list:
@@ -169,7 +173,7 @@ def update_addToSet(path: str, arg: Any, ctx: Context) -> Modifier:
                 f"Cannot apply $addToSet to non-array field. Field named '{where.field}' has non-array type "
                 f"{type_name(old)}"
             )
-        present = {keystring.encode(v) for v in old}
+        present = {encode(v) for v in old}
         added = [clone(v) for v, key in zip(values, keys, strict=True) if key not in present]
         return [*old, *added] if added else UNCHANGED
 
@@ -221,13 +225,15 @@ def update_pull(path: str, arg: Any, ctx: Context) -> Modifier:
         # An operator condition (or regex) on each element as a value.
         match = compile_filter({"x": arg}, ctx)
         return _culling(lambda v: match({"x": v}))
-    key = keystring.encode(arg)
-    return _culling(lambda v: keystring.encode(v) == key)
+    encode = key_encoder(ctx.collator)
+    key = encode(arg)
+    return _culling(lambda v: encode(v) == key)
 
 
 @UPDATE_OPS.register("$pullAll")
 def update_pullAll(path: str, arg: Any, ctx: Context) -> Modifier:
     if not isinstance(arg, (list, tuple)):
         raise bad_value(f"$pullAll requires an array argument but was given a {type_name(arg)}")
-    keys = {keystring.encode(v) for v in arg}
-    return _culling(lambda v: keystring.encode(v) in keys)
+    encode = key_encoder(ctx.collator)
+    keys = {encode(v) for v in arg}
+    return _culling(lambda v: encode(v) in keys)

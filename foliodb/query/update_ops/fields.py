@@ -55,10 +55,14 @@ def update_unset(path: str, arg: Any, ctx: Context) -> Modifier:
     return Modifier(update=_remove, strict_path=False)
 
 
-def _compare_node(arg: Any, keep: int) -> Modifier:
-    # $min keeps the old value when it compares lower (keep=-1), $max when higher.
+def _compare_node(arg: Any, keep: int, ctx: Context) -> Modifier:
+    # $min keeps the old value when it compares lower (keep=-1), $max when
+    # higher; strings compare by the statement's collation.
+    collator = ctx.collator
+    key = arg if collator is None else collator.transform(arg)
+
     def update(old: Any, where: Where) -> Any:
-        c = cmp.compare(old, arg)
+        c = cmp.compare(old if collator is None else collator.transform(old), key)
         return UNCHANGED if c == 0 or c == keep else clone(arg)
 
     return Modifier(update=update, create=lambda where: clone(arg))
@@ -66,12 +70,12 @@ def _compare_node(arg: Any, keep: int) -> Modifier:
 
 @UPDATE_OPS.register("$min")
 def update_min(path: str, arg: Any, ctx: Context) -> Modifier:
-    return _compare_node(arg, -1)
+    return _compare_node(arg, -1, ctx)
 
 
 @UPDATE_OPS.register("$max")
 def update_max(path: str, arg: Any, ctx: Context) -> Modifier:
-    return _compare_node(arg, 1)
+    return _compare_node(arg, 1, ctx)
 
 
 @UPDATE_OPS.register("$currentDate")

@@ -104,7 +104,7 @@ def compile_pipeline(stages: list[Any], ctx: Context) -> Transform:
 
 @STAGES.register("$addFields", "$set")
 def stage_addFields(spec: Any, ctx: Context, name: str) -> Transform:
-    tree = compile_add_fields(name, spec, Scope(frozenset(ctx.variables)))
+    tree = compile_add_fields(name, spec, Scope(frozenset(ctx.variables), ctx.collator))
     let, now = ctx.variables, ctx.now
     return lambda doc: apply_tree(doc, tree, doc, root_variables(doc, let, now))
 
@@ -127,7 +127,7 @@ def stage_unset(spec: Any, ctx: Context, name: str) -> Transform:
 
 def _replace(spec: Any, ctx: Context, what: str) -> Transform:
     """``what`` leads MongoDB's message (which has two spaces after it here)."""
-    expr = compile_expression(spec, Scope(frozenset(ctx.variables)))
+    expr = compile_expression(spec, Scope(frozenset(ctx.variables), ctx.collator))
     let, now = ctx.variables, ctx.now
     return lambda doc: replacement(expr(doc, root_variables(doc, let, now)), doc, what)
 

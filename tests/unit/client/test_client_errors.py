@@ -31,7 +31,7 @@ UPDATE_OPS = "https://www.mongodb.com/docs/manual/reference/operator/update/"
 ID_FIELD = "https://www.mongodb.com/docs/manual/core/document/#the-_id-field"
 QUERY_OPS = "https://www.mongodb.com/docs/manual/reference/operator/query/"
 GET_MORE = "https://www.mongodb.com/docs/manual/reference/command/getMore/"
-COLLATION = "https://www.mongodb.com/docs/manual/reference/collation/"  # FolioDB: only {locale: "simple"} (238)
+COLLATION = "https://www.mongodb.com/docs/manual/reference/collation/"
 
 BIG = "x" * (16 * 1024 * 1024)
 
@@ -123,19 +123,19 @@ CASES: list[tuple[str, Callable[[Any], Any], type[Exception], int, dict[str, Any
         QUERY_OPS,
     ),
     (
-        "find with a collation",
-        lambda c: c.find_one({}, collation={"locale": "fr"}),
+        "find with an unknown collation locale",
+        lambda c: c.find_one({}, collation={"locale": "xx"}),
         OperationFailure,
-        238,
-        {"codeName": "NotImplemented"},
+        2,
+        {"codeName": "BadValue"},
         COLLATION,
     ),
     (
-        "update with a collation",
-        lambda c: c.update_one({}, {"$set": {"a": 2}}, collation={"locale": "en", "strength": 2}),
+        "update with a collation field mongod does not know",
+        lambda c: c.update_one({}, {"$set": {"a": 2}}, collation={"locale": "en", "strenght": 2}),
         WriteError,
-        238,
-        {"codeName": "NotImplemented"},
+        40415,
+        {"codeName": "Location40415"},
         COLLATION,
     ),
     (

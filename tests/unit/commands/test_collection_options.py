@@ -1,5 +1,5 @@
-"""Collection options: capped collections, collation (refused), options
-FolioDB does not build (refused, never silently ignored).
+"""Collection options: capped collections, options FolioDB does not build
+(refused, never silently ignored). Collation: tests/unit/commands/test_collation_commands.py.
 
 Manual: https://www.mongodb.com/docs/manual/core/capped-collections/ ,
 https://www.mongodb.com/docs/manual/reference/method/db.createCollection/
@@ -37,23 +37,6 @@ def test_capped_requires_a_size(db: Any) -> None:
     with pytest.raises(OperationFailure) as info:
         db.create_collection("c", capped=True)
     assert info.value.code == 72
-
-
-@pytest.mark.parametrize(
-    "call",
-    [
-        lambda db: list(db.c.find({}, collation={"locale": "fr"})),
-        lambda db: list(db.c.aggregate([], collation={"locale": "fr"})),
-        lambda db: db.c.create_index("a", collation={"locale": "fr", "strength": 2}),
-        lambda db: db.create_collection("d", collation={"locale": "fr"}),
-        lambda db: db.c.update_one({}, {"$set": {"a": 1}}, collation={"locale": "fr"}),
-    ],
-)
-def test_collation_is_refused_not_ignored(db: Any, call: Any) -> None:
-    db.c.insert_one({"a": "x"})
-    with pytest.raises(OperationFailure) as info:
-        call(db)
-    assert info.value.code == 238
 
 
 def test_simple_collation_is_accepted(db: Any) -> None:
