@@ -80,7 +80,6 @@ def _unknown_top_op(name: str) -> CommandError:
     )
 
 
-
 FIELD_OPS: Registry[FieldOp] = Registry("query operator", _unknown_field_op)
 TOP_OPS: Registry[TopOp] = Registry("query operator", _unknown_top_op)
 

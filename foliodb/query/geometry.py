@@ -149,8 +149,7 @@ def _polygon(value: Any) -> Any:
     for hole in loops[1:]:
         if not shell.Contains(hole):
             raise GeoError(
-                "Secondary loops not contained by first exterior loop - secondary loops must be holes: "
-                f"{value}"
+                f"Secondary loops not contained by first exterior loop - secondary loops must be holes: {value}"
             )
     polygon = s2.S2Polygon()
     polygon.InitNested(loops)
@@ -171,9 +170,9 @@ def _geojson(obj: Mapping[str, Any]) -> Geometry:
         parts = []
         for member in members:
             if not isinstance(member, Mapping):
-                raise GeoError(f"Element {member} of \"geometries\" is not an object")
+                raise GeoError(f'Element {member} of "geometries" is not an object')
             if member.get("type") not in _SIMPLE:
-                raise GeoError(f"Element {member} of \"geometries\" is not a valid GeoJSON geometry")
+                raise GeoError(f'Element {member} of "geometries" is not a valid GeoJSON geometry')
             parts.append(_geojson(member))
         return Geometry(
             tuple(p for g in parts for p in g.points),

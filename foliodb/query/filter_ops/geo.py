@@ -36,7 +36,9 @@ def query_geometry(value: Any) -> geo.Geometry:
     if isinstance(value, Mapping) and isinstance(value.get("crs"), Mapping):
         name = value["crs"].get("properties", {}).get("name") if isinstance(value["crs"], Mapping) else None
         if name == _STRICT_WINDING:
-            raise CommandError(ErrorCode.NotImplemented, "big polygons (strictwinding crs) are not implemented in FolioDB yet")
+            raise CommandError(
+                ErrorCode.NotImplemented, "big polygons (strictwinding crs) are not implemented in FolioDB yet"
+            )
     try:
         return geo.parse_geometry(value)
     except geo.GeoError as exc:

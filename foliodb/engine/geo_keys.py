@@ -1,0 +1,159 @@
+"""Index keys of geo indexes: S2 cells (``2dsphere``) and geohashes (``2d``).
+
+A ``2dsphere`` (version 3) entry's geo part is an S2 cell id: a point's leaf
+cell, or each cell of a line's or polygon's covering (at most
+:data:`MAX_CELLS`, levels :data:`COARSEST_LEVEL` to :data:`FINEST_LEVEL`).
+A cell's descendants have the ids in ``[range_min, range_max]``, so a
+query region's covering becomes key ranges (the cells inside a covering
+cell) and point keys (its ancestors, coarse cells of large documents):
+see :mod:`foliodb.engine.planner.geo`.
+
+A ``2d`` entry's geo part is the geohash of a legacy point: ``bits`` bits of
+x and of y over ``[min, max)``, interleaved (x first), so a quadtree cell is
+a range of hashes.
+
+Either is stored as the keystring of ``Int64(value - 2**63)``, which keeps
+unsigned order. Other fields of a compound geo index key as in a B-tree.
+A document whose geo field is missing, null or an empty array has no
+entries (geo indexes are sparse); a value that is not a geometry fails the
+write: 16755 for ``2dsphere``, 16804 and 13027 for ``2d``, as mongod.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import s2geometry as s2
+from bson import Int64
+
+from foliodb.engine.index_keys import encode_key_value, field_values
+from foliodb.errors import CommandError
+from foliodb.query import geometry as geo
+from foliodb.query import keystring
+from foliodb.query.paths import MISSING, reach
+from foliodb.query.render import render, render_document
+
+COARSEST_LEVEL = 6  # ~100 km cells, mongod's coarsest indexed level
+FINEST_LEVEL = 23
+MAX_CELLS = 20
+GEO_KINDS = ("2dsphere", "2d")
+
+
+def stored(value: int) -> bytes:
+    """The key of an unsigned 64-bit cell id or geohash."""
+    return keystring.encode(Int64(value - 2**63))
+
+
+def shown(value: int) -> str:
+    return str(value - 2**63)
+
+
+def coverer() -> Any:
+    c = s2.S2RegionCoverer()
+    c.set_min_level(COARSEST_LEVEL)
+    c.set_max_level(FINEST_LEVEL)
+    c.set_max_cells(MAX_CELLS)
+    return c
+
+
+def geometry_cells(g: geo.Geometry) -> set[int]:
+    cells = {int(s2.S2CellId(p).id()) for p in g.points}
+    cover = coverer()
+    for region in (*g.lines, *g.polygons):
+        cells.update(int(c.id()) for c in cover.GetCovering(region))
+    return cells
+
+
+def geo_values(doc: Any, parts: tuple[str, ...]) -> list[Any]:
+    """The geometries a path holds: a legacy pair or GeoJSON object, or each
+    element of an array of them."""
+    out: list[Any] = []
+    for value, _ in reach(doc, parts, expand=False):
+        if value is MISSING or value is None:
+            continue
+        if isinstance(value, list) and value and not isinstance(value[0], (int, float)):
+            out.extend(value)  # an array of geometries (multikey)
+        elif not (isinstance(value, list) and not value):
+            out.append(value)
+    return out
+
+
+def _combine(per_field: list[list[tuple[bytes, Any]]]) -> dict[bytes, tuple[Any, ...]]:
+    if any(not keys for keys in per_field):
+        return {}
+    return {b"".join(k for k, _ in combo): tuple(v for _, v in combo) for combo in itertools.product(*per_field)}
+
+
+def sphere_document_keys(
+    doc: Any, fields: Sequence[tuple[tuple[str, ...], bool]], kinds: Sequence[str]
+) -> dict[bytes, tuple[Any, ...]]:
+    per_field: list[list[tuple[bytes, Any]]] = []
+    for (parts, descending), kind in zip(fields, kinds, strict=True):
+        if kind == "2dsphere":
+            cells: set[int] = set()
+            for value in geo_values(doc, parts):
+                try:
+                    g = geo.parse_geometry(value)
+                    if not g.geojson and not g.points:
+                        geo.sphere_point(*geo.flat_point(value))  # raises the bounds error
+                except geo.GeoError as exc:
+                    raise CommandError(16755, f"Can't extract geo keys: {render_document(doc)}  {exc}") from None
+                cells |= geometry_cells(g)
+            per_field.append([(stored(c), c) for c in sorted(cells)])
+        else:
+            values, _ = field_values(doc, parts)
+            encoded = [(encode_key_value(v), v) for v in values]
+            per_field.append([(keystring.complement(k), v) for k, v in encoded] if descending else encoded)
+    return _combine(per_field)
+
+
+class FlatGrid:
+    """A ``2d`` index's plane: ``bits`` per coordinate over ``[low, high)``."""
+
+    def __init__(self, bits: int, low: float, high: float) -> None:
+        self.bits = bits
+        self.low = low
+        self.high = high
+        self.scale = (1 << bits) / (high - low)
+
+    def cell(self, v: float) -> int:
+        return min(int((v - self.low) * self.scale), (1 << self.bits) - 1)
+
+    def hash(self, x: float, y: float) -> int:
+        """The point's geohash, left-aligned in 64 bits."""
+        ix, iy = self.cell(x), self.cell(y)
+        h = 0
+        for i in range(self.bits - 1, -1, -1):
+            h = (h << 2) | (((ix >> i) & 1) << 1) | ((iy >> i) & 1)
+        return h << (64 - 2 * self.bits)
+
+    def point(self, doc: Any, value: Any) -> tuple[float, float]:
+        try:
+            x, y = geo.flat_point(value)
+        except geo.GeoError:
+            raise CommandError(16804, "location object expected, location array not in correct format") from None
+        for v in (x, y):
+            if not self.low <= v < self.high:
+                raise CommandError(
+                    13027,
+                    f"point not in interval of [ {render(self.low)}, {render(self.high)} ) :: caused by :: "
+                    + render_document(doc),
+                )
+        return x, y
+
+
+def flat_document_keys(
+    doc: Any, fields: Sequence[tuple[tuple[str, ...], bool]], kinds: Sequence[str], grid: FlatGrid
+) -> dict[bytes, tuple[Any, ...]]:
+    per_field: list[list[tuple[bytes, Any]]] = []
+    for (parts, descending), kind in zip(fields, kinds, strict=True):
+        if kind == "2d":
+            hashes = {grid.hash(*grid.point(doc, v)) for v in geo_values(doc, parts)}
+            per_field.append([(stored(h), h) for h in sorted(hashes)])
+        else:
+            values, _ = field_values(doc, parts)
+            encoded = [(encode_key_value(v), v) for v in values]
+            per_field.append([(keystring.complement(k), v) for k, v in encoded] if descending else encoded)
+    return _combine(per_field)
