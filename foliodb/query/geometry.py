@@ -126,10 +126,10 @@ def _line(value: Any) -> Any:
 
 def _loop(ring: Any) -> Any:
     points = _coordinates(ring)
+    if not points or not same_point(points[0], points[-1]):
+        raise GeoError(f"Loop is not closed, first vertex does not equal last vertex: {ring}")
     if len(points) < 4:
         raise GeoError(f"Loop must have at least 3 different vertices: {ring}")
-    if not same_point(points[0], points[-1]):
-        raise GeoError(f"Loop is not closed, first vertex does not equal last vertex: {ring}")
     vertices = _dedup(points[:-1])
     if len(vertices) < 3:
         raise GeoError(f"Loop must have at least 3 different vertices: {ring}")

@@ -32,7 +32,7 @@ from foliodb.engine.planner.plans import AccessStage, IndexScan
 from foliodb.engine.records import CollectionStore
 from foliodb.query import geometry as geo
 from foliodb.query.filter import is_operator_doc
-from foliodb.query.filter_ops.geo import NearQuery, intersects_geometry, stored_geometry, within_region
+from foliodb.query.filter_ops.geo import NearQuery, intersects_geometry, nearest, within_region
 from foliodb.query.paths import split
 
 QUERY_MAX_CELLS = 20
@@ -226,10 +226,9 @@ class GeoNearScan(AccessStage):
         doc = bson.decode(data, CODEC)
         best: tuple[float, Any] | None = None
         for value in geo_values(doc, self.parts):
-            g = stored_geometry(value)
-            d = self.query.distance(g) if g is not None else None
-            if d is not None and (best is None or d < best[0]):
-                best = (d, value)
+            found = nearest(self.query, value)
+            if found is not None and (best is None or found[0] < best[0]):
+                best = found
         if best is None or not self.query.in_range(best[0]):
             return None
         return best

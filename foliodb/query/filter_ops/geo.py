@@ -190,10 +190,29 @@ def parse_near(op: str, arg: Any, spec: Mapping[str, Any]) -> NearQuery:
     return NearQuery(center, (x, y), False, spherical, low, high)
 
 
+def nearest(query: NearQuery, value: Any) -> tuple[float, Any] | None:
+    """(distance, location) of a field value's nearest geometry (the value
+    itself, or each element of an array of geometries)."""
+    items = value if isinstance(value, list) and value and not cmp.is_number(value[0]) else [value]
+    best: tuple[float, Any] | None = None
+    for item in items:
+        g = stored_geometry(item)
+        d = query.distance(g) if g is not None else None
+        if d is not None and (best is None or d < best[0]):
+            best = (d, item)
+    return best
+
+
 def _near(op: str) -> Any:
     def compile_near(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
         query = parse_near(op, arg, spec)
-        return _geo_leaf(lambda g: query.in_range(query.distance(g)))
+
+        def single(v: Any) -> bool:
+            # A document's distance is its nearest location's, as the near scan measures.
+            found = nearest(query, v)
+            return found is not None and query.in_range(found[0])
+
+        return Leaf(single, expand=False)
 
     compile_near.__name__ = f"filter_{op[1:]}"
     return compile_near
