@@ -33,7 +33,7 @@ from foliodb.errors import CommandError
 from foliodb.query import geometry as geo
 from foliodb.query import keystring
 from foliodb.query.paths import MISSING, reach
-from foliodb.query.render import render, render_document
+from foliodb.query.render import render_document
 
 COARSEST_LEVEL = 6  # ~100 km cells, mongod's coarsest indexed level
 FINEST_LEVEL = 23
@@ -138,10 +138,14 @@ class FlatGrid:
             if not self.low <= v < self.high:
                 raise CommandError(
                     13027,
-                    f"point not in interval of [ {render(self.low)}, {render(self.high)} ) :: caused by :: "
+                    f"point not in interval of [ {_shown_number(self.low)}, {_shown_number(self.high)} ) :: caused by :: "
                     + render_document(doc),
                 )
         return x, y
+
+
+def _shown_number(v: float) -> str:
+    return str(int(v)) if v == int(v) else repr(v)  # as mongod streams a double
 
 
 def flat_document_keys(

@@ -103,7 +103,9 @@ BAD = [
         GEOJSON,
         {
             "loc": {
-                "$geoWithin": {"$geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, 1], [1, 0], [0, 1], [0, 0]]]}}
+                "$geoWithin": {
+                    "$geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, 1], [1, 0], [0, 1], [0, 0]]]}
+                }
             }
         },
     ),
