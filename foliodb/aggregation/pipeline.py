@@ -265,7 +265,6 @@ class Pushdown(NamedTuple):
     filter: Mapping[str, Any] | None
     sort: Mapping[str, Any] | None
     limit: int | None
-    near: Any = None  # a leading $geoNear's request: the find is its distance-ordered scan
 
 
 class Pipeline:
@@ -279,7 +278,7 @@ class Pipeline:
         i = 0
         filter_spec = sort = limit = None
         if stages and stages[0].near is not None:
-            return Pushdown(None, None, None, stages[0].near), 0  # the stage itself still runs
+            return Pushdown(None, None, None), 0  # the find is its near scan (geo_near); the stage still runs
         if i < len(stages) and stages[i].name == "$match":
             filter_spec = stages[i].spec
             i += 1
@@ -294,6 +293,10 @@ class Pipeline:
 
     def pushdown(self) -> Pushdown:
         return self._pushdown_plan()[0]
+
+    def geo_near(self) -> Any:
+        """A leading $geoNear's request (the find it runs on), or None."""
+        return self.stages[0].near if self.stages else None
 
     def leading_match(self) -> Mapping[str, Any] | None:
         return self.pushdown().filter

@@ -136,10 +136,9 @@ class FlatGrid:
             raise CommandError(16804, "location object expected, location array not in correct format") from None
         for v in (x, y):
             if not self.low <= v < self.high:
+                interval = f"[ {_shown_number(self.low)}, {_shown_number(self.high)} )"
                 raise CommandError(
-                    13027,
-                    f"point not in interval of [ {_shown_number(self.low)}, {_shown_number(self.high)} ) :: caused by :: "
-                    + render_document(doc),
+                    13027, f"point not in interval of {interval} :: caused by :: " + render_document(doc)
                 )
         return x, y
 
