@@ -12,8 +12,8 @@ A ``2d`` entry's geo part is the geohash of a legacy point: ``bits`` bits of
 x and of y over ``[min, max)``, interleaved (x first), so a quadtree cell is
 a range of hashes.
 
-Either is stored as the keystring of ``Int64(value - 2**63)``, which keeps
-unsigned order. Other fields of a compound geo index key as in a B-tree.
+Either is stored as the keystring of its 8 big-endian bytes (BinData, all
+of one length, so byte order is numeric order). Other fields of a compound geo index key as in a B-tree.
 A document whose geo field is missing, null or an empty array has no
 entries (geo indexes are sparse); a value that is not a geometry fails the
 write: 16755 for ``2dsphere``, 16804 and 13027 for ``2d``, as mongod.
@@ -26,7 +26,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import s2geometry as s2
-from bson import Int64
 
 from foliodb.engine.index_keys import encode_key_value, field_values
 from foliodb.errors import CommandError
@@ -41,13 +40,17 @@ MAX_CELLS = 20
 GEO_KINDS = ("2dsphere", "2d")
 
 
+# keystring.encode(bytes) of 8 bytes is this prefix and the bytes (checked in tests).
+_BINARY8 = keystring.encode(bytes(8))[:-8]
+
+
 def stored(value: int) -> bytes:
     """The key of an unsigned 64-bit cell id or geohash."""
-    return keystring.encode(Int64(value - 2**63))
+    return _BINARY8 + value.to_bytes(8, "big")
 
 
 def shown(value: int) -> str:
-    return str(value - 2**63)
+    return str(value)
 
 
 def coverer() -> Any:

@@ -27,7 +27,7 @@ import s2geometry as s2
 
 from foliodb.engine.catalog import CODEC, IndexInfo
 from foliodb.engine.geo_keys import COARSEST_LEVEL, FlatGrid, geo_values, shown, stored
-from foliodb.engine.planner.bounds import ALL, Interval, KeyRange, key_ranges, union
+from foliodb.engine.planner.bounds import ALL, Interval, KeyRange, key_ranges
 from foliodb.engine.planner.plans import AccessStage, IndexScan
 from foliodb.engine.records import CollectionStore
 from foliodb.query import geometry as geo
@@ -43,18 +43,27 @@ def _range(lo: int, hi: int) -> Interval:
     return Interval(stored(lo), True, stored(hi), True, shown(lo), shown(hi))
 
 
-def _point(value: int) -> Interval:
-    return _range(value, value)
-
-
 def cell_intervals(cells: list[Any]) -> list[Interval]:
     """Keys of documents whose cells meet ``cells``: descendants and ancestors."""
-    out = []
+    spans = []
     for cell in cells:
-        out.append(_range(int(cell.range_min().id()), int(cell.range_max().id())))
+        spans.append((int(cell.range_min().id()), int(cell.range_max().id())))
         for level in range(COARSEST_LEVEL, cell.level()):
-            out.append(_point(int(cell.parent(level).id())))
-    return union(out)
+            ancestor = int(cell.parent(level).id())
+            spans.append((ancestor, ancestor))
+    return _merged(spans)
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[Interval]:
+    """Intervals of integer spans, overlapping or adjacent ones joined (fewer scans)."""
+    spans.sort()
+    out: list[list[int]] = []
+    for lo, hi in spans:
+        if out and lo <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return [_range(lo, hi) for lo, hi in out]
 
 
 def _sphere_covering(region: Any) -> list[Any]:
@@ -124,14 +133,14 @@ def flat_box_intervals(grid: FlatGrid, x1: float, y1: float, x2: float, y2: floa
                     ):
                         nxt.append((level + 1, cx, cy))
         frontier = nxt
-    out = []
+    spans = []
     for level, ix, iy in done:
         prefix = 0
         for i in range(level - 1, -1, -1):
             prefix = (prefix << 2) | (((ix >> i) & 1) << 1) | ((iy >> i) & 1)
         shift = 64 - 2 * level
-        out.append(_range(prefix << shift, ((prefix + 1) << shift) - 1))
-    return union(out)
+        spans.append((prefix << shift, ((prefix + 1) << shift) - 1))
+    return _merged(spans)
 
 
 def _cap_box(x: float, y: float, radius: float) -> tuple[float, float, float, float]:

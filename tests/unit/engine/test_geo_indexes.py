@@ -224,3 +224,12 @@ def test_geo_near_needs_an_index(db: Any) -> None:
         list(db.c.aggregate([{"$geoNear": {"near": [0, 0], "distanceField": "d"}}]))
     assert info.value.code == 27
     assert "$geoNear requires a 2d or 2dsphere index, but none were found" in str(info.value)
+
+
+def test_geo_keys_are_binary_keystrings() -> None:
+    # geo_keys builds keys without keystring.encode, for speed: they must be its encoding.
+    from foliodb.engine.geo_keys import stored
+    from foliodb.query import keystring
+
+    for value in (0, 1, 2**32 + 7, 2**63, 2**64 - 1):
+        assert stored(value) == keystring.encode(value.to_bytes(8, "big"))
