@@ -17,6 +17,7 @@ import bson
 
 from foliodb import interrupt
 from foliodb.engine.catalog import CODEC
+from foliodb.engine.geo_keys import GEO_KINDS
 from foliodb.engine.index_keys import EMPTY_ARRAY
 from foliodb.engine.planner import Plan, choose_plan, exact_by_index, id_point_keys, near_plan
 from foliodb.engine.planner.covering import KeyLayout, filter_paths, inclusion_paths, key_layout
@@ -440,7 +441,9 @@ def access_explain(stage: AccessStage, run: FindExecution, executed: bool) -> di
     if isinstance(stage, IndexScan):
         if executed:
             node.update(nReturned=stage.docs_examined, keysExamined=stage.keys_examined, works=stage.keys_examined + 1)
-        residual = {k: v for k, v in filter_spec.items() if k not in stage.index.key}
+        # A geo index's keys are cells, never the predicate: FETCH re-checks it, as mongod shows.
+        exact_keys = stage.index.kind not in GEO_KINDS
+        residual = {k: v for k, v in filter_spec.items() if k not in stage.index.key or not exact_keys}
         if stage.covered:
             if residual:
                 node["filter"] = residual  # checked on the keys, as mongod does

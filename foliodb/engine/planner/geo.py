@@ -195,12 +195,13 @@ def geo_field(index: IndexInfo) -> str:
 
 def split_near(filter_spec: Mapping[str, Any] | None) -> tuple[str, str, Any, Mapping[str, Any]] | None:
     """(path, operator, operand, the field's whole condition) of a top-level
-    ``$near``/``$nearSphere``, or None."""
-    for path, cond in (filter_spec or {}).items():
-        if not path.startswith("$") and is_operator_doc(cond):
-            for op in ("$near", "$nearSphere"):
-                if op in cond:
-                    return path, op, cond[op], cond
+    ``$near``/``$nearSphere``, or None. Every find asks: kept to dict lookups."""
+    if not filter_spec:
+        return None
+    for path, cond in filter_spec.items():
+        if isinstance(cond, dict) and ("$near" in cond or "$nearSphere" in cond) and not path.startswith("$"):
+            op = "$near" if "$near" in cond else "$nearSphere"
+            return path, op, cond[op], cond
     return None
 
 
