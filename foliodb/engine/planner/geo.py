@@ -30,6 +30,7 @@ from foliodb.engine.geo_keys import COARSEST_LEVEL, FlatGrid, geo_values, shown,
 from foliodb.engine.planner.bounds import ALL, Interval, KeyRange, key_ranges
 from foliodb.engine.planner.plans import AccessStage, IndexScan
 from foliodb.engine.records import CollectionStore
+from foliodb.errors import bad_value
 from foliodb.query import geometry as geo
 from foliodb.query.filter import is_operator_doc
 from foliodb.query.filter_ops.geo import NearQuery, intersects_geometry, nearest, within_region
@@ -198,11 +199,14 @@ def split_near(filter_spec: Mapping[str, Any] | None) -> tuple[str, str, Any, Ma
     ``$near``/``$nearSphere``, or None. Every find asks: kept to dict lookups."""
     if not filter_spec:
         return None
+    found = None
     for path, cond in filter_spec.items():
         if isinstance(cond, dict) and ("$near" in cond or "$nearSphere" in cond) and not path.startswith("$"):
+            if found is not None or ("$near" in cond and "$nearSphere" in cond):
+                raise bad_value("Too many geoNear expressions")
             op = "$near" if "$near" in cond else "$nearSphere"
-            return path, op, cond[op], cond
-    return None
+            found = path, op, cond[op], cond
+    return found
 
 
 class GeoNearScan(AccessStage):

@@ -232,3 +232,24 @@ def filter_near_distance(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Cla
     if "$near" not in spec and "$nearSphere" not in spec:
         raise bad_value("$maxDistance and $minDistance may only be used with $near or $nearSphere")
     return Leaf(_always, missing=True)
+
+
+_NEAR_OPS = ("$near", "$nearSphere")
+
+
+def has_near(spec: Any) -> bool:
+    """Does a filter use $near/$nearSphere anywhere (what $match refuses)?"""
+    if not isinstance(spec, Mapping):
+        return False
+    for key, value in spec.items():
+        if key in ("$and", "$or", "$nor") and isinstance(value, list):
+            if any(has_near(clause) for clause in value):
+                return True
+        elif not key.startswith("$") and isinstance(value, Mapping):
+            if any(op in value for op in _NEAR_OPS):
+                return True
+            for op in ("$not", "$elemMatch"):
+                inner = value.get(op)
+                if isinstance(inner, Mapping) and (any(k in inner for k in _NEAR_OPS) or has_near(inner)):
+                    return True
+    return False

@@ -234,3 +234,19 @@ def test_geo_keys_are_binary_keystrings() -> None:
 
     for value in (0, 1, 2**32 + 7, 2**63, 2**64 - 1):
         assert stored(value) == keystring.encode(value.to_bytes(8, "big"))
+
+
+def test_one_near_per_query(places: Any) -> None:
+    near = {"$near": {"$geometry": point(0, 0)}}
+    with pytest.raises(OperationFailure) as info:
+        list(places.find({"loc": near, "other": near}))
+    assert info.value.code == 2
+    assert "Too many geoNear expressions" in str(info.value)
+
+
+def test_match_refuses_near(places: Any) -> None:
+    # count_documents runs a $match: distance order belongs to $geoNear there.
+    with pytest.raises(OperationFailure) as info:
+        places.count_documents({"loc": {"$near": {"$geometry": point(0, 0)}}})
+    assert info.value.code == 2
+    assert "$geoNear, $near, and $nearSphere are not allowed in this context" in str(info.value)
