@@ -290,6 +290,11 @@ def _geo_candidates(index: IndexInfo, conditions: dict[str, list[Any]]) -> list[
     return [Candidate(index, [iv if iv is not None else [ALL] for iv in per_field], 1, False)]
 
 
+def _serves(index: IndexInfo, filter_spec: Mapping[str, Any]) -> bool:
+    partial = index.spec.get("partialFilterExpression")
+    return partial is None or implies(field_conditions(filter_spec), partial)
+
+
 def near_plan(store: CollectionStore, filter_spec: Mapping[str, Any], path: str, query: NearQuery) -> Plan:
     """The distance-ordered plan of a $near/$nearSphere on ``path``: a geo
     index on that path is required (2dsphere for a GeoJSON point; a legacy
@@ -297,7 +302,7 @@ def near_plan(store: CollectionStore, filter_spec: Mapping[str, Any], path: str,
     usable = [
         i
         for i in store.info.indexes.values()
-        if i.kind in GEO_KINDS and not i.spec.get("hidden") and geo.geo_field(i) == path
+        if i.kind in GEO_KINDS and not i.spec.get("hidden") and geo.geo_field(i) == path and _serves(i, filter_spec)
     ]
     if query.geojson:
         usable = [i for i in usable if i.kind == "2dsphere"]

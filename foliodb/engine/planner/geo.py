@@ -149,7 +149,9 @@ def _cap_box(x: float, y: float, radius: float) -> tuple[float, float, float, fl
     dlat = math.degrees(radius)
     if radius >= math.pi / 2 or abs(y) + dlat >= 90:
         return -180.0, max(-90.0, y - dlat), 180.0, min(90.0, y + dlat)
-    dlng = math.degrees(math.asin(math.sin(radius) / math.cos(math.radians(y))))
+    dlng = math.degrees(math.asin(min(1.0, math.sin(radius) / math.cos(math.radians(y)))))
+    if x - dlng < -180 or x + dlng > 180:
+        return -180.0, y - dlat, 180.0, y + dlat  # across the antimeridian: every longitude
     return x - dlng, y - dlat, x + dlng, y + dlat
 
 

@@ -250,3 +250,22 @@ def test_match_refuses_near(places: Any) -> None:
         places.count_documents({"loc": {"$near": {"$geometry": point(0, 0)}}})
     assert info.value.code == 2
     assert "$geoNear, $near, and $nearSphere are not allowed in this context" in str(info.value)
+
+
+def test_2d_center_sphere_across_the_antimeridian(db: Any) -> None:
+    db.c.create_index([("p", "2d")])
+    db.c.insert_many([{"_id": 1, "p": [179.9, 0]}, {"_id": 2, "p": [-179.9, 0]}, {"_id": 3, "p": [0, 0]}])
+    # 0.01 rad = 0.57 degrees around (180, 0) reaches both sides of the antimeridian.
+    query = {"p": {"$geoWithin": {"$centerSphere": [[180, 0], 0.01]}}}
+    assert sorted(d["_id"] for d in db.c.find(query)) == [1, 2]
+    near = {"p": {"$nearSphere": [179.95, 0], "$maxDistance": 0.01}}
+    assert [d["_id"] for d in db.c.find(near)] == [1, 2]
+
+
+def test_a_partial_geo_index_serves_only_queries_inside_it(db: Any) -> None:
+    db.c.create_index([("loc", "2dsphere")], partialFilterExpression={"open": True})
+    db.c.insert_many([{"_id": 1, "loc": point(0, 0), "open": False}, {"_id": 2, "loc": point(0, 1), "open": True}])
+    with pytest.raises(OperationFailure) as info:
+        list(db.c.find({"loc": {"$near": {"$geometry": point(0, 0)}}}))
+    assert info.value.code == 291
+    assert [d["_id"] for d in db.c.find({"loc": {"$near": {"$geometry": point(0, 0)}}, "open": True})] == [2]
