@@ -63,9 +63,10 @@ def coverer() -> Any:
 
 def geometry_cells(g: geo.Geometry) -> set[int]:
     cells = {int(s2.S2CellId(p).id()) for p in g.points}
-    cover = coverer()
-    for region in (*g.lines, *g.polygons):
-        cells.update(int(c.id()) for c in cover.GetCovering(region))
+    if g.lines or g.polygons:  # a coverer only where one is needed: most documents are points
+        cover = coverer()
+        for region in (*g.lines, *g.polygons):
+            cells.update(int(c.id()) for c in cover.GetCovering(region))
     return cells
 
 
