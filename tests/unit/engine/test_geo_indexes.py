@@ -269,3 +269,27 @@ def test_a_partial_geo_index_serves_only_queries_inside_it(db: Any) -> None:
         list(db.c.find({"loc": {"$near": {"$geometry": point(0, 0)}}}))
     assert info.value.code == 291
     assert [d["_id"] for d in db.c.find({"loc": {"$near": {"$geometry": point(0, 0)}}, "open": True})] == [2]
+
+
+def test_geo_near_key_picks_among_geo_indexes(db: Any) -> None:
+    db.c.create_index([("home", "2dsphere")])
+    db.c.create_index([("work", "2dsphere")])
+    db.c.insert_many(
+        [{"_id": 1, "home": point(0, 0), "work": point(0, 3)}, {"_id": 2, "home": point(0, 2), "work": point(0, 0)}]
+    )
+    stage = {"near": point(0, 0), "distanceField": "d"}
+    with pytest.raises(OperationFailure) as info:
+        list(db.c.aggregate([{"$geoNear": stage}]))
+    assert info.value.code == 27
+    assert "There is more than one 2dsphere index on test.c; unsure which to use for $geoNear" in str(info.value)
+    assert [d["_id"] for d in db.c.aggregate([{"$geoNear": {**stage, "key": "work"}}])] == [2, 1]
+    assert [d["_id"] for d in db.c.aggregate([{"$geoNear": {**stage, "key": "home"}}])] == [1, 2]
+
+
+def test_sort_by_geo_near_distance_meta(places: Any) -> None:
+    # mongod sorts every $meta descending, geoNearDistance too ("weird for
+    # geoNearDistance", says sort_pattern.cpp): farthest first.
+    query = {"loc": {"$near": {"$geometry": point(0, 0), "$maxDistance": 600_000}}}
+    found = places.find(query, {"d": {"$meta": "geoNearDistance"}}).sort({"d": {"$meta": "geoNearDistance"}})
+    distances = [d["d"] for d in found]
+    assert distances == sorted(distances, reverse=True) and len(distances) == 5
