@@ -133,7 +133,7 @@ class FindExecution:
                 self.plan = self._text_plan(store, text_arg)
             elif near is not None:
                 if store is not None:
-                    self.plan = near_plan(store, filter_spec or {}, near[0], near[1])
+                    self.plan = near_plan(store, rest or {}, near[0], near[1])
             elif store is not None:
                 self.plan = choose_plan(
                     store,
