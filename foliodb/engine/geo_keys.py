@@ -90,6 +90,21 @@ def _combine(per_field: list[list[tuple[bytes, Any]]]) -> dict[bytes, tuple[Any,
     return {b"".join(k for k, _ in combo): tuple(v for _, v in combo) for combo in itertools.product(*per_field)}
 
 
+def _point_cell(value: Any) -> int | None:
+    """The leaf cell of a plainly well-formed GeoJSON Point (two in-bounds
+    floats or ints, nothing else to check), the common document; None: parse
+    it in full (which also finds what is wrong with it)."""
+    if value.__class__ is not dict or len(value) != 2 or value.get("type") != "Point":
+        return None
+    coords = value.get("coordinates")
+    if coords.__class__ is not list or len(coords) != 2:
+        return None
+    x, y = coords
+    if x.__class__ not in (float, int) or y.__class__ not in (float, int) or not geo.valid_lng_lat(x, y):
+        return None
+    return int(s2.S2CellId(s2.S2LatLng.FromDegrees(y, x).ToPoint()).id())
+
+
 def sphere_document_keys(
     doc: Any, fields: Sequence[tuple[tuple[str, ...], bool]], kinds: Sequence[str]
 ) -> dict[bytes, tuple[Any, ...]]:
@@ -98,6 +113,10 @@ def sphere_document_keys(
         if kind == "2dsphere":
             cells: set[int] = set()
             for value in geo_values(doc, parts):
+                cell = _point_cell(value)
+                if cell is not None:
+                    cells.add(cell)
+                    continue
                 try:
                     g = geo.parse_geometry(value)
                     if not g.geojson and not g.points:

@@ -293,3 +293,14 @@ def test_sort_by_geo_near_distance_meta(places: Any) -> None:
     found = places.find(query, {"d": {"$meta": "geoNearDistance"}}).sort({"d": {"$meta": "geoNearDistance"}})
     distances = [d["d"] for d in found]
     assert distances == sorted(distances, reverse=True) and len(distances) == 5
+
+
+def test_point_fast_path_keys_equal_the_full_parse() -> None:
+    # A plain GeoJSON Point skips the full parse on insert: same cell either way.
+    from foliodb.engine.geo_keys import geometry_cells, sphere_document_keys
+    from foliodb.query.geometry import parse_geometry
+
+    for x, y in [(0, 0), (12.5, 41.9), (-180, -90), (180, 90), (-73.97, 40.77)]:
+        loc = point(x, y)
+        keys = sphere_document_keys({"loc": loc}, [(("loc",), False)], ["2dsphere"])
+        assert {cell for (cell,) in keys.values()} == geometry_cells(parse_geometry(loc))
