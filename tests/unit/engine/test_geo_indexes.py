@@ -304,3 +304,11 @@ def test_point_fast_path_keys_equal_the_full_parse() -> None:
         loc = point(x, y)
         keys = sphere_document_keys({"loc": loc}, [(("loc",), False)], ["2dsphere"])
         assert {cell for (cell,) in keys.values()} == geometry_cells(parse_geometry(loc))
+
+
+def test_legacy_near_on_a_2dsphere_index_is_radians(places: Any) -> None:
+    # A legacy pair with a 2dsphere index: spherical distances in radians.
+    found = list(places.find({"loc": {"$near": [0, 0], "$maxDistance": 0.02}}, {"d": {"$meta": "geoNearDistance"}}))
+    # (1, 0) is 1 degree away (0.01745 rad); (0, 2) is 0.0349 rad, beyond.
+    assert [d["_id"] for d in found] == [0, 1]
+    assert found[1]["d"] == pytest.approx(math.radians(1), rel=1e-9)
