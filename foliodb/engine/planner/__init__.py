@@ -310,6 +310,9 @@ def near_plan(store: CollectionStore, filter_spec: Mapping[str, Any], path: str,
     if not usable:
         raise _planner_error(ErrorCode.NoQueryExecutionPlans, "unable to find index for $geoNear query")
     index = usable[0]
+    if index.kind == "2dsphere" and query.center is None:
+        x, y = query.flat
+        raise CommandError(ErrorCode.BadValue, f"longitude/latitude is out of bounds, lng: {x:g} lat: {y:g}")
     if index.kind == "2dsphere" and not query.spherical:
         query = query.on_sphere()  # a legacy $near on a 2dsphere index measures radians
     if indexes_disabled():

@@ -312,3 +312,10 @@ def test_legacy_near_on_a_2dsphere_index_is_radians(places: Any) -> None:
     # (1, 0) is 1 degree away (0.01745 rad); (0, 2) is 0.0349 rad, beyond.
     assert [d["_id"] for d in found] == [0, 1]
     assert found[1]["d"] == pytest.approx(math.radians(1), rel=1e-9)
+
+
+def test_legacy_near_out_of_bounds_on_a_2dsphere_index(places: Any) -> None:
+    with pytest.raises(OperationFailure) as info:
+        list(places.find({"loc": {"$near": [200, 0]}}))
+    assert info.value.code == 2
+    assert "longitude/latitude is out of bounds, lng: 200 lat: 0" in str(info.value)
