@@ -142,7 +142,10 @@ class FlatGrid:
         self.scale = (1 << bits) / (high - low)
 
     def cell(self, v: float) -> int:
-        return min(int((v - self.low) * self.scale), (1 << self.bits) - 1)
+        """The grid column (or row) of ``v``, clamped to the grid (NaN: the first)."""
+        if not v > self.low:
+            return 0
+        return min(int(min(v - self.low, self.high - self.low) * self.scale), (1 << self.bits) - 1)
 
     def hash(self, x: float, y: float) -> int:
         """The point's geohash, left-aligned in 64 bits."""
@@ -159,15 +162,11 @@ class FlatGrid:
             raise CommandError(16804, "location object expected, location array not in correct format") from None
         for v in (x, y):
             if not self.low <= v < self.high:
-                interval = f"[ {_shown_number(self.low)}, {_shown_number(self.high)} )"
+                interval = f"[ {geo.format_number(self.low)}, {geo.format_number(self.high)} )"
                 raise CommandError(
                     13027, f"point not in interval of {interval} :: caused by :: " + render_document(doc)
                 )
         return x, y
-
-
-def _shown_number(v: float) -> str:
-    return str(int(v)) if v == int(v) else repr(v)  # as mongod streams a double
 
 
 def flat_document_keys(

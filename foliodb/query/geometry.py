@@ -78,11 +78,14 @@ def valid_lng_lat(x: float, y: float) -> bool:
 
 def sphere_point(x: float, y: float) -> Any:
     if not valid_lng_lat(x, y):
-        raise GeoError(f"longitude/latitude is out of bounds, lng: {_num(x)} lat: {_num(y)}")
+        raise GeoError(f"longitude/latitude is out of bounds, lng: {format_number(x)} lat: {format_number(y)}")
     return s2.S2LatLng.FromDegrees(y, x).ToPoint()
 
 
-def _num(x: float) -> str:
+def format_number(x: float) -> str:
+    """A double as mongod streams it: 200, 1.5, inf, nan."""
+    if not math.isfinite(x):
+        return str(x)
     return str(int(x)) if x == int(x) else repr(x)
 
 

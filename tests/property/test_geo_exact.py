@@ -163,3 +163,55 @@ def test_flat_shapes_on_a_2d_index(geo_db: Any, points: Any, c1: Any, c2: Any, t
             assert (i in near) == (d <= r)
     distances = [math.dist(c1, points[i]) for i in near]
     assert distances == sorted(distances)
+
+
+# -- bad input: MongoDB's errors, never InternalError --------------------------------
+
+NUMBERS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True), st.integers(min_value=-(2**63), max_value=2**63 - 1)
+)
+COORD = st.one_of(st.lists(NUMBERS, max_size=3), NUMBERS, st.text(max_size=2), st.none())
+COORDS = st.recursive(COORD, lambda inner: st.lists(inner, max_size=5), max_leaves=12)
+GEOJSON = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(["Point", "LineString", "Polygon", "MultiPoint", "MultiPolygon", "Box", 5]),
+        "coordinates": COORDS,
+    }
+)
+SHAPE = st.one_of(
+    st.fixed_dictionaries({"$geometry": GEOJSON}),
+    st.dictionaries(st.sampled_from(["$box", "$polygon", "$center", "$centerSphere", "$uniqueDocs"]), COORDS),
+)
+CONDITION = st.one_of(
+    st.fixed_dictionaries({"$geoWithin": SHAPE}),
+    st.fixed_dictionaries({"$geoIntersects": SHAPE}),
+    st.fixed_dictionaries(
+        {"$near": st.one_of(COORDS, SHAPE)}, optional={"$maxDistance": NUMBERS, "$minDistance": NUMBERS}
+    ),
+    st.fixed_dictionaries({"$nearSphere": st.one_of(COORDS, SHAPE)}),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(CONDITION, st.one_of(GEOJSON, COORDS), st.one_of(GEOJSON, COORDS))
+def test_bad_geo_input_gets_mongodb_errors(condition: Any, stored: Any, near: Any) -> None:
+    from foliodb.commands import Executor
+
+    executor = Executor.open(":memory:")
+    try:
+        for key in ({"s": "2dsphere"}, {"p": "2d"}):
+            executor.execute("db", {"createIndexes": "c", "indexes": [{"key": key, "name": next(iter(key))}]})
+        commands = [
+            {"insert": "c", "documents": [{"s": stored}, {"p": stored}]},
+            {"find": "c", "filter": {"s": condition}},
+            {"find": "c", "filter": {"p": condition}},
+            {"aggregate": "c", "pipeline": [{"$geoNear": {"near": near, "distanceField": "d"}}], "cursor": {}},
+        ]
+        for command in commands:
+            reply = executor.execute("db", command)
+            if not reply["ok"]:
+                assert isinstance(reply["code"], int) and reply["code"] != 1, (command, reply)
+            for error in reply.get("writeErrors", []):
+                assert error["code"] != 1, (command, error)
+    finally:
+        executor.close()

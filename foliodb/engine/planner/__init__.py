@@ -312,7 +312,7 @@ def near_plan(store: CollectionStore, filter_spec: Mapping[str, Any], path: str,
     index = usable[0]
     if index.kind == "2dsphere" and query.center is None:
         x, y = query.flat
-        raise CommandError(ErrorCode.BadValue, f"longitude/latitude is out of bounds, lng: {x:g} lat: {y:g}")
+        raise CommandError(ErrorCode.BadValue, geo.sphere_bounds_message(x, y))
     if index.kind == "2dsphere" and not query.spherical:
         query = query.on_sphere()  # a legacy $near on a 2dsphere index measures radians
     if indexes_disabled():

@@ -177,6 +177,10 @@ def flat_condition_intervals(grid: FlatGrid, cond: Any) -> list[Interval] | None
     return None
 
 
+def sphere_bounds_message(x: float, y: float) -> str:
+    return f"longitude/latitude is out of bounds, lng: {geo.format_number(x)} lat: {geo.format_number(y)}"
+
+
 def grid_of(index: IndexInfo) -> FlatGrid:
     spec = index.spec
     return FlatGrid(int(spec.get("bits", 26)), float(spec.get("min", -180.0)), float(spec.get("max", 180.0)))

@@ -186,7 +186,7 @@ def parse_near(op: str, arg: Any, spec: Mapping[str, Any]) -> NearQuery:
     center = geo.sphere_point(x, y) if geo.valid_lng_lat(x, y) else None
     spherical = op == "$nearSphere"
     if spherical and center is None:
-        raise bad_value(f"longitude/latitude is out of bounds, lng: {x} lat: {y}")
+        raise bad_value(f"longitude/latitude is out of bounds, lng: {geo.format_number(x)} lat: {geo.format_number(y)}")
     return NearQuery(center, (x, y), False, spherical, low, high)
 
 
