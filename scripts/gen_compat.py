@@ -270,9 +270,22 @@ def registry_status(name: str, registries: Iterable[Registry[Any]], unbuilt: Ite
 # -- registry families --------------------------------------------------------------
 
 
+# Shape specifiers live inside $geoWithin/$geoIntersects, not in a registry.
+GEO_SHAPES: dict[str, Any] = {
+    "$box": [[0, 0], [1, 1]],
+    "$center": [[0, 0], 1],
+    "$centerSphere": [[0, 0], 0.1],
+    "$polygon": [[0, 0], [1, 0], [0, 1]],
+    "$geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [0, 1], [0, 0]]]},
+}
+
+
 def query_status(probe: Probe, name: str) -> str:
     if name in JAVASCRIPT_QUERY_OPERATORS:
         return javascript_status(probe, name)
+    if name in GEO_SHAPES:
+        db = probe.fresh()
+        return outcome(lambda: db.c.find_one({"a": {"$geoWithin": {name: GEO_SHAPES[name]}}}))
     found = registry_status(name, (FIELD_OPS, TOP_OPS), (FIELD_OPS, TOP_OPS))
     if found is not None:
         return found
@@ -485,11 +498,15 @@ def index_compound_hashed(db: Any) -> None:
 
 
 def index_2d(db: Any) -> None:
-    db.c.create_index([("loc", "2d")])
+    name = db.c.create_index([("loc", "2d")])
+    db.c.insert_one({"loc": [1, 1]})
+    _expect(_uses_index(db.c.find({"loc": {"$geoWithin": {"$box": [[0, 0], [2, 2]]}}}), name))
 
 
 def index_2dsphere(db: Any) -> None:
-    db.c.create_index([("loc", "2dsphere")])
+    name = db.c.create_index([("loc", "2dsphere")])
+    db.c.insert_one({"loc": {"type": "Point", "coordinates": [1, 1]}})
+    _expect(_uses_index(db.c.find({"loc": {"$geoWithin": {"$centerSphere": [[0, 0], 0.1]}}}), name))
 
 
 def index_unique(db: Any) -> None:

@@ -77,6 +77,7 @@ class Stage:
     sort: Mapping[str, Any] | None = None  # $sort: its pattern
     limit: int | None = None  # $limit: n; $sort: the fused top-k limit
     with_limit: Callable[[int], Stage] | None = None  # $sort: this sort keeping only the first n
+    near: Any = None  # $geoNear: the distance-ordered find it runs on (a GeoNearRequest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +177,6 @@ _UNBUILT = (
     "$search",
     "$searchMeta",
     "$vectorSearch",
-    "$geoNear",
     "$shardedDataDistribution",
     "$querySettings",
     "$queryStats",
@@ -191,7 +191,7 @@ STAGES: Registry[StageCompiler] = Registry("aggregation stage", _unknown_stage, 
 # Placement rules, checked for every stage before its compiler runs.
 FIRST_ONLY = frozenset({"$collStats", "$indexStats", "$documents", "$currentOp"})
 LAST_ONLY = frozenset({"$out", "$merge"})
-NOT_IN_FACET = frozenset({"$collStats", "$facet", "$indexStats", "$out", "$merge", "$documents"})
+NOT_IN_FACET = frozenset({"$collStats", "$facet", "$indexStats", "$out", "$merge", "$documents", "$geoNear"})
 WRITES = frozenset({"$out", "$merge"})
 
 
@@ -212,6 +212,9 @@ def compile_stages(specs: Any, where: Where) -> list[Stage]:
         name, arg = stage_entry(doc)
         compiler = STAGES.get(name)
         check_placement(name, i, last, where.parent)
+        if name == "$geoNear" and i != 0:
+            # First only, but unlike FIRST_ONLY stages it reads the collection.
+            raise location(40602, f"{name} is only valid as the first stage in a pipeline")
         if name == "$match" and (i != 0 or where.parent == "$facet") and has_text(arg):
             raise location(17313, "$match with $text is only allowed as the first pipeline stage")
         made = compiler(arg, where)
@@ -274,6 +277,8 @@ class Pipeline:
         stages = self.stages
         i = 0
         filter_spec = sort = limit = None
+        if stages and stages[0].near is not None:
+            return Pushdown(None, None, None), 0  # the find is its near scan (geo_near); the stage still runs
         if i < len(stages) and stages[i].name == "$match":
             filter_spec = stages[i].spec
             i += 1
@@ -288,6 +293,10 @@ class Pipeline:
 
     def pushdown(self) -> Pushdown:
         return self._pushdown_plan()[0]
+
+    def geo_near(self) -> Any:
+        """A leading $geoNear's request (the find it runs on), or None."""
+        return self.stages[0].near if self.stages else None
 
     def leading_match(self) -> Mapping[str, Any] | None:
         return self.pushdown().filter

@@ -66,11 +66,13 @@ class EngineEnv:
         if oplog_rs.is_oplog(db or self.db, source):  # the oplog's entries, every stage run here
             return pipeline.run(oplog_rs.oplog_find(self.engine, FindSpec(), env.ctx, tailable=False))
         filter_spec, sort, limit = pipeline.pushdown()
+        near = pipeline.geo_near()
         store = self.engine.store(db or self.db, source)
         spec = FindSpec(
             filter=filter_spec,
             sort=sort,
             limit=limit,
+            geo_near=near,
             hint=hint,
             allow_disk_use=self.allow_disk_use,
             keep_metadata=True,

@@ -168,10 +168,11 @@ def _explain_aggregate(request: Request, inner: Mapping[str, Any], verbosity: st
     env = EngineEnv(request, request.context(let, collation.resolve(request, name, own, "aggregate")), True, name)
     pipeline = compile_pipeline(list(stages), env)
     filter_spec, sort, limit = pipeline.pushdown()
-    spec = FindSpec(filter=filter_spec, sort=sort, limit=limit, hint=inner.get("hint"), collation=own)
+    near = pipeline.geo_near()
+    spec = FindSpec(filter=filter_spec, sort=sort, limit=limit, hint=inner.get("hint"), collation=own, geo_near=near)
     run = execution(request, name, spec, let)
     cursor = explain_find(run, f"{request.db}.{name}", verbosity)
-    pushed = int(filter_spec is not None) + int(sort is not None or limit is not None)
+    pushed = int(filter_spec is not None) + int(sort is not None or limit is not None)  # $geoNear stays
     rest = pipeline.explain()[pushed:]
     out: dict[str, Any] = {"explainVersion": "1"}
     if not rest:

@@ -109,7 +109,7 @@ def normalize_spec(raw: Any, default: Collator | None = None) -> dict[str, Any]:
             raise _spec_error(raw, "Index key contains an illegal field name: field name starts with '$'.")
         if is_string(direction):
             if direction not in _SPECIAL_TYPES:
-                if direction in ("2d", "2dsphere", "geoHaystack"):
+                if direction == "geoHaystack":
                     raise CommandError(
                         ErrorCode.NotImplemented, f"'{direction}' indexes are not implemented in FolioDB yet"
                     )
@@ -170,7 +170,7 @@ def normalize_spec(raw: Any, default: Collator | None = None) -> dict[str, Any]:
     return spec
 
 
-_SPECIAL_TYPES = ("text", "hashed")
+_SPECIAL_TYPES = ("text", "hashed", "2dsphere", "2d")
 # The only fields an _id index specification may have (mongod's allowedIdIndexFieldNames).
 _ID_INDEX_FIELDS = frozenset({"collation", "name", "v", "key", "ns", "_id"})
 MAX_INDEXES = 64  # per collection, the _id index included
@@ -244,6 +244,8 @@ def _special_kind(raw: Mapping[str, Any], key: Mapping[str, Any], spec: dict[str
         spec["textIndexVersion"] = 3
         if raw.get("unique"):
             raise _spec_error(raw, "text indexes cannot be unique", ErrorCode.CannotCreateIndex)
+    elif "2dsphere" in directions or "2d" in directions:
+        _geo_spec(raw, key, spec)
     elif "hashed" in directions:
         if directions.count("hashed") > 1:
             raise _spec_error(
@@ -270,6 +272,36 @@ def _special_kind(raw: Mapping[str, Any], key: Mapping[str, Any], spec: dict[str
         raise _spec_error(
             raw, "The field 'wildcardProjection' is only allowed in an 'wildcard' index", ErrorCode.BadValue
         )
+
+
+def _geo_spec(raw: Mapping[str, Any], key: Mapping[str, Any], spec: dict[str, Any]) -> None:
+    """Check a 2dsphere or 2d index spec (Manual: "2dsphere Indexes", "2d Indexes")."""
+    directions = list(key.values())
+    plugins = {d for d in directions if is_string(d)}
+    if len(plugins) > 1:
+        raise _spec_error(raw, "Can't use more than one index plugin for a single index.", ErrorCode.CannotCreateIndex)
+    if "2dsphere" in plugins:
+        version = raw.get("2dsphereIndexVersion", 3)
+        if not cmp.is_number(version) or cmp.number_value(version) not in (1, 2, 3):
+            raise CommandError(
+                17394, f"unsupported geo index version {{ 2dsphereIndexVersion : {version} }}, only versions: [1,2,3]"
+            )
+        if cmp.number_value(version) != 3:
+            raise CommandError(
+                ErrorCode.NotImplemented, "2dsphere index versions 1 and 2 are not implemented in FolioDB"
+            )
+        spec["2dsphereIndexVersion"] = 3
+        return
+    if directions.count("2d") > 1:
+        raise _spec_error(raw, "can't have 2 geo fields", ErrorCode.CannotCreateIndex)
+    if directions[0] != "2d":
+        raise _spec_error(raw, "2d has to be first in index", ErrorCode.CannotCreateIndex)
+    bits = raw.get("bits", 26)
+    if not cmp.is_number(bits) or not 1 <= cmp.number_value(bits) <= 32:
+        raise _spec_error(raw, "bits in geo index must be between 1 and 32", ErrorCode.InvalidOptions)
+    low, high = raw.get("min", -180.0), raw.get("max", 180.0)
+    if not (cmp.is_number(low) and cmp.is_number(high)) or not cmp.number_value(low) < cmp.number_value(high):
+        raise _spec_error(raw, "need a max value > min value", ErrorCode.InvalidOptions)
 
 
 def _identity(spec: Mapping[str, Any]) -> tuple[Any, ...]:

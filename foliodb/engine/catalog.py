@@ -100,10 +100,13 @@ class IndexInfo:
 
     @functools.cached_property
     def kind(self) -> str:
-        """ "btree", "hashed", "wildcard" or "text" (the key never changes)."""
+        """ "btree", "hashed", "wildcard", "text", "2dsphere" or "2d" (the key never changes)."""
         key = self.key
         if "_fts" in key:
             return "text"
+        for geo_kind in ("2dsphere", "2d"):
+            if geo_kind in key.values():
+                return geo_kind
         if any(name == "$**" or name.endswith(".$**") for name in key):
             return "wildcard"
         if "hashed" in key.values():

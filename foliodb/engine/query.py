@@ -17,9 +17,11 @@ import bson
 
 from foliodb import interrupt
 from foliodb.engine.catalog import CODEC
+from foliodb.engine.geo_keys import GEO_KINDS
 from foliodb.engine.index_keys import EMPTY_ARRAY
-from foliodb.engine.planner import Plan, choose_plan, exact_by_index, id_point_keys
+from foliodb.engine.planner import Plan, choose_plan, exact_by_index, id_point_keys, near_plan
 from foliodb.engine.planner.covering import KeyLayout, filter_paths, inclusion_paths, key_layout
+from foliodb.engine.planner.geo import GeoNearScan, split_near
 from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan, OrScan, TextScan
 from foliodb.engine.records import CollectionStore, IndexWriter
 from foliodb.engine.sorter import sort_documents
@@ -29,6 +31,7 @@ from foliodb.query import metadata
 from foliodb.query.collation import Collator
 from foliodb.query.context import Context
 from foliodb.query.filter import MatchDetails, Matcher, compile_filter
+from foliodb.query.filter_ops.geo import parse_near
 from foliodb.query.paths import MISSING
 from foliodb.query.prefilter import Prefilter, compile_prefilter, needle_groups
 from foliodb.query.projection import compile_projection
@@ -59,6 +62,9 @@ class FindSpec:
     # The operation's own collation document (None: the collection's
     # default); the Context carries the collator that results from it.
     collation: Mapping[str, Any] | None = None
+    # A $geoNear stage's request (foliodb.aggregation.stages.geo_near.GeoNearRequest):
+    # a near query on its key, the filter its own query.
+    geo_near: Any = None
 
 
 @dataclass
@@ -90,7 +96,19 @@ class FindExecution:
         self.projection = compile_projection(spec.projection, ctx, find=True) if spec.projection else None
         filter_spec = spec.filter
         text_arg, rest = split_text(filter_spec) if filter_spec and _may_hold_text(filter_spec) else (None, filter_spec)
+        near = None
+        found_near = split_near(rest) if text_arg is None else None
+        if spec.geo_near is not None:
+            rest = spec.geo_near.filter
+            key = spec.geo_near.key or (_geo_near_key(store) if store is not None else "")
+            near = (key, spec.geo_near.query)
+        elif found_near is not None:
+            # The scan orders by distance and applies the distance bounds; the rest is a filter.
+            path, near_op, arg, cond = found_near
+            near = (path, parse_near(near_op, arg, cond))
+            rest = _without_near(rest, path)
         self.text: tuple[TextIndex, TextQuery] | None = None
+        self.near: GeoNearScan | None = None
         self.plan: Plan | None = None
         self.matcher = None
         self.prefilter: Prefilter | None = None
@@ -118,6 +136,9 @@ class FindExecution:
 
             if text_arg is not None:
                 self.plan = self._text_plan(store, text_arg)
+            elif near is not None:
+                if store is not None:
+                    self.plan = near_plan(store, rest or {}, near[0], near[1])
             elif store is not None:
                 self.plan = choose_plan(
                     store,
@@ -143,6 +164,8 @@ class FindExecution:
             doc_test = self.plan.doc_test if self.plan is not None else None
             if doc_test is not None:
                 self.matcher = _both(self.matcher, doc_test)
+        if self.plan is not None and isinstance(self.plan.access, GeoNearScan):
+            self.near = self.plan.access
         if self.plan is not None and not isinstance(self.plan.access, IdLookup):
             self.prefilter = raw_narrowing(self.plan.access, rest, ctx.collator)
             op = interrupt.current()
@@ -225,7 +248,7 @@ class FindExecution:
             if skip:
                 skip -= 1
                 continue
-            meta = metadata.of(doc) if self.text is not None else None
+            meta = metadata.of(doc) if self.text is not None or self.near is not None else None
             if meta is not None and not spec.keep_metadata:
                 doc.pop(metadata.FIELD)
             if spec.return_key:
@@ -270,6 +293,9 @@ class FindExecution:
                 if not query.matches(index, doc):
                     continue
                 doc[metadata.FIELD] = {"textScore": index.score(doc, query.terms)}
+            elif self.near is not None:
+                distance, where = self.near.distances.pop(rid)
+                doc[metadata.FIELD] = {"geoNearDistance": distance, "geoNearPoint": where}
             self.stats.n_matched += 1
             if show_record_id:
                 doc["$recordId"] = rid
@@ -341,6 +367,34 @@ def _both(matcher: Matcher | None, test: Callable[[dict[str, Any]], bool]) -> Ma
     return both
 
 
+def _geo_near_key(store: CollectionStore) -> str:
+    """$geoNear without ``key``: the field of the only 2d index, else of the
+    only 2dsphere index (mongod's choice)."""
+    ns = f"{store.info.db}.{store.info.name}"
+    for kind in ("2d", "2dsphere"):
+        found = [i for i in store.info.indexes.values() if i.kind == kind]
+        if len(found) > 1:
+            raise CommandError(
+                ErrorCode.IndexNotFound,
+                f"There is more than one {kind} index on {ns}; unsure which to use for $geoNear",
+            )
+        if found:
+            return next(name for name, d in found[0].key.items() if d == kind)
+    raise CommandError(ErrorCode.IndexNotFound, "$geoNear requires a 2d or 2dsphere index, but none were found")
+
+
+def _without_near(filter_spec: Mapping[str, Any] | None, path: str) -> dict[str, Any]:
+    """The filter without the $near operator (and its distance bounds) on ``path``."""
+    out = dict(filter_spec or {})
+    cond = {k: v for k, v in out.pop(path).items() if k not in _NEAR_PARTS}
+    if cond:
+        out[path] = cond
+    return out
+
+
+_NEAR_PARTS = ("$near", "$nearSphere", "$minDistance", "$maxDistance")
+
+
 def _may_hold_text(filter_spec: Mapping[str, Any]) -> bool:
     return "$text" in filter_spec or "$and" in filter_spec
 
@@ -398,7 +452,9 @@ def access_explain(stage: AccessStage, run: FindExecution, executed: bool) -> di
     if isinstance(stage, IndexScan):
         if executed:
             node.update(nReturned=stage.docs_examined, keysExamined=stage.keys_examined, works=stage.keys_examined + 1)
-        residual = {k: v for k, v in filter_spec.items() if k not in stage.index.key}
+        # A geo index's keys are cells, never the predicate: FETCH re-checks it, as mongod shows.
+        exact_keys = stage.index.kind not in GEO_KINDS
+        residual = {k: v for k, v in filter_spec.items() if k not in stage.index.key or not exact_keys}
         if stage.covered:
             if residual:
                 node["filter"] = residual  # checked on the keys, as mongod does

@@ -21,6 +21,7 @@ from typing import Any
 import bson
 
 from foliodb.engine.catalog import CODEC, Catalog, CollectionInfo, IndexInfo, set_flag
+from foliodb.engine.geo_keys import GEO_KINDS, FlatGrid, flat_document_keys, sphere_document_keys
 from foliodb.engine.index_keys import EMPTY_ARRAY, document_keys, hashed_document_keys, wildcard_keys, with_rid
 from foliodb.engine.oplog import recorded
 from foliodb.engine.overlay import CollectionOverlay, in_range, merge_index_rows, merge_scan
@@ -71,6 +72,12 @@ class IndexWriter:
             self.wildcard_projection = info.spec.get("wildcardProjection")
         elif self.kind == "hashed":
             self.hashed = [direction == "hashed" for direction in info.key.values()]
+        elif self.kind in GEO_KINDS:
+            self.geo_kinds = [str(direction) for direction in info.key.values()]
+            spec = info.spec
+            self.grid = FlatGrid(
+                int(spec.get("bits", 26)), float(spec.get("min", -180.0)), float(spec.get("max", 180.0))
+            )
         # Set when a document first makes the index multikey; the store
         # records it in the catalog within the same transaction.
         self.mark_multikey = False
@@ -113,6 +120,15 @@ class IndexWriter:
             keys = wildcard_keys(doc, self.wildcard_root, self.wildcard_projection)
             if keys and not self.info.multikey:
                 self.mark_multikey = True  # several paths per document
+            return keys
+        if self.kind in GEO_KINDS:
+            # Geo indexes are sparse by nature: no geometry, no entries.
+            if self.kind == "2dsphere":
+                keys = sphere_document_keys(doc, self.fields, self.geo_kinds)
+            else:
+                keys = flat_document_keys(doc, self.fields, self.geo_kinds, self.grid)
+            if len(keys) > 1 and not self.info.multikey:
+                self.mark_multikey = True
             return keys
         if self.sparse and all(_absent(doc, parts) for parts, _ in self.fields):
             return {}

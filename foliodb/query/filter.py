@@ -80,23 +80,7 @@ def _unknown_top_op(name: str) -> CommandError:
     )
 
 
-_GEO = (
-    "$geoWithin",
-    "$geoIntersects",
-    "$near",
-    "$nearSphere",
-    "$within",
-    "$box",
-    "$center",
-    "$centerSphere",
-    "$geometry",
-    "$maxDistance",
-    "$minDistance",
-    "$polygon",
-    "$uniqueDocs",
-)
-
-FIELD_OPS: Registry[FieldOp] = Registry("query operator", _unknown_field_op, unbuilt=_GEO)
+FIELD_OPS: Registry[FieldOp] = Registry("query operator", _unknown_field_op)
 TOP_OPS: Registry[TopOp] = Registry("query operator", _unknown_top_op)
 
 

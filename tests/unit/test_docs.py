@@ -305,8 +305,15 @@ def _row_change_streams(db: Any) -> None:
 
 
 def _row_geo(db: Any) -> None:
-    assert _code(lambda: db.c.create_index([("loc", "2dsphere")])) == 238
-    assert _code(lambda: db.c.find_one({"loc": {"$geoWithin": {"$centerSphere": [[0, 0], 1]}}})) == 238
+    db.c.create_index([("loc", "2dsphere")])
+    db.c.insert_one({"loc": {"type": "Point", "coordinates": [0, 0]}})
+    assert db.c.find_one({"loc": {"$geoWithin": {"$centerSphere": [[0, 0], 1]}}}) is not None
+    assert _code(lambda: db.c.insert_one({"loc": [200, 0]})) == 16755
+    assert _code(lambda: db.d.create_index([("loc", "2dsphere")], **{"2dsphereIndexVersion": 2})) == 238
+    crs = {"type": "name", "properties": {"name": "urn:x-mongodb:crs:strictwinding:EPSG:4326"}}
+    big = {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]], "crs": crs}
+    assert _code(lambda: db.c.find_one({"loc": {"$geoWithin": {"$geometry": big}}})) == 238
+    assert _code(lambda: db.c.create_index([("h", "geoHaystack")])) == 238
 
 
 def _row_text_in_or(db: Any) -> None:

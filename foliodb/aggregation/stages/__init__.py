@@ -6,6 +6,7 @@ from foliodb.aggregation.stages import (  # noqa: F401
     densify,
     facet,
     fill,
+    geo_near,
     group,
     lookup,
     match,

@@ -16,6 +16,7 @@ from foliodb.aggregation.pipeline import STAGES, Docs, Stage, Where, has_text, k
 from foliodb.engine.text import split_text
 from foliodb.errors import ErrorCode, location
 from foliodb.query.filter import compile_filter
+from foliodb.query.filter_ops.geo import has_near
 
 
 @STAGES.register("$match")
@@ -24,6 +25,9 @@ def stage_match(spec: Any, where: Where) -> Stage:
         raise location(15959, "the match filter must be an expression in an object")
     if "$where" in spec:
         raise location(16395, "$where is not allowed inside of a $match aggregation expression")
+    if has_near(spec):
+        # Distance order needs the find's geo scan: a pipeline uses $geoNear instead.
+        raise location(ErrorCode.BadValue, "$geoNear, $near, and $nearSphere are not allowed in this context")
     if has_text(spec):
         # Only a pipeline's first $match may hold $text (the pipeline compiler
         # checks), and that one always goes to the query planner, which runs

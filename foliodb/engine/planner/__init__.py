@@ -42,7 +42,9 @@ import bson
 from bson import Int64, MaxKey, MinKey, ObjectId
 
 from foliodb.engine.catalog import CODEC, IndexInfo
+from foliodb.engine.geo_keys import GEO_KINDS
 from foliodb.engine.index_keys import NULL_KEY, wildcard_projected
+from foliodb.engine.planner import geo
 from foliodb.engine.planner.bounds import (
     ALL,
     Interval,
@@ -62,6 +64,7 @@ from foliodb.query import collation, keystring
 from foliodb.query import compare as cmp
 from foliodb.query.collation import Collator
 from foliodb.query.filter import is_operator_doc
+from foliodb.query.filter_ops.geo import NearQuery
 from foliodb.query.hashing import hash64
 from foliodb.query.paths import is_index
 
@@ -296,6 +299,8 @@ def _index_candidates(
         conditions = _collated_conditions(conditions, index.collator)
     if index.kind == "wildcard":
         return _wildcard_candidates(index, conditions)
+    if index.kind in GEO_KINDS:
+        return _geo_candidates(index, conditions)
     per_field = [
         _hashed_intervals(conditions.get(name, []))
         if direction == "hashed"
@@ -311,6 +316,55 @@ def _index_candidates(
     if per_field[0] is None and (partial is not None or spec.get("sparse")) and not conditions:
         return []
     return [Candidate(index, intervals, direction or 1, bool(direction))]
+
+
+def _geo_candidates(index: IndexInfo, conditions: dict[str, list[Any]]) -> list[Candidate]:
+    """A geo index serves a $geoWithin/$geoIntersects on its geo field (it is
+    sparse by nature, so nothing else: documents without a geometry are not in it)."""
+    name = geo.geo_field(index)
+    geo_ivs = geo.geo_field_intervals(index, conditions.get(name, []))
+    if geo_ivs is None:
+        return []
+    per_field = [
+        geo_ivs if field == name else field_intervals(conditions.get(field, []), index.multikey) for field in index.key
+    ]
+    return [Candidate(index, [iv if iv is not None else [ALL] for iv in per_field], 1, False)]
+
+
+def _serves(index: IndexInfo, filter_spec: Mapping[str, Any]) -> bool:
+    partial = index.spec.get("partialFilterExpression")
+    return partial is None or implies(field_conditions(filter_spec), partial)
+
+
+def near_plan(store: CollectionStore, filter_spec: Mapping[str, Any], path: str, query: NearQuery) -> Plan:
+    """The distance-ordered plan of a $near/$nearSphere on ``path``: a geo
+    index on that path is required (2dsphere for a GeoJSON point; a legacy
+    $near prefers a 2d index and reads distances on the plane)."""
+    usable = [
+        i
+        for i in store.info.indexes.values()
+        if i.kind in GEO_KINDS and not i.spec.get("hidden") and geo.geo_field(i) == path and _serves(i, filter_spec)
+    ]
+    if query.geojson:
+        usable = [i for i in usable if i.kind == "2dsphere"]
+    usable.sort(key=lambda i: (i.kind != "2d") if not query.spherical else (i.kind != "2dsphere"))
+    if not usable:
+        raise _planner_error(ErrorCode.NoQueryExecutionPlans, "unable to find index for $geoNear query")
+    index = usable[0]
+    if index.kind == "2dsphere" and query.center is None:
+        x, y = query.flat
+        raise CommandError(ErrorCode.BadValue, geo.sphere_bounds_message(x, y))
+    if index.kind == "2dsphere" and not query.spherical:
+        query = query.on_sphere()  # a legacy $near on a 2dsphere index measures radians
+    if indexes_disabled():
+        return Plan(geo.GeoNearScan(store, None, path, query))
+    conditions = field_conditions(filter_spec)
+    others = [
+        field_intervals(conditions.get(field, []), index.multikey) or [ALL] if field != path else [ALL]
+        for field in index.key
+    ]
+    # Distance order is the scan's own; a sort given besides it still applies.
+    return Plan(geo.GeoNearScan(store, index, path, query, others))
 
 
 def shown_bounds(names: list[str], descending: list[bool], per_field: list[list[Interval]]) -> dict[str, list[str]]:
@@ -487,7 +541,9 @@ def _min_max_plan(
     if hinted is None:
         raise _planner_error(51173, "When using min()/max() a hint of which index to use must be provided")
     names = list(hinted.key)
-    if hinted.kind in ("wildcard", "text") or any(bound and list(bound) != names for bound in (min_key, max_key)):
+    if hinted.kind in ("wildcard", "text", *GEO_KINDS) or any(
+        bound and list(bound) != names for bound in (min_key, max_key)
+    ):
         raise _planner_error(51174, "The index chosen is not compatible with min/max")
     start = _bound_key(hinted, min_key, low=True)
     stop = _bound_key(hinted, max_key, low=False)

@@ -162,6 +162,7 @@ PASSIVE_STAGES = {
     "$densify",
     "$documents",
     "$fill",
+    "$geoNear",  # reads the aggregated collection only: find, as every aggregate
     "$group",
     "$limit",
     "$match",

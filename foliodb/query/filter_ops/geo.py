@@ -1,0 +1,255 @@
+"""Geospatial query operators: $geoWithin ($within) $geoIntersects $near $nearSphere.
+
+Manual: https://www.mongodb.com/docs/manual/reference/operator/query-geospatial/
+
+``$geoWithin`` takes one shape: ``$geometry`` (a GeoJSON Polygon or
+MultiPolygon, on the sphere), ``$centerSphere`` (a cap, radius in radians),
+or a flat shape read on the plane (``$box``, ``$polygon``, ``$center``).
+``$geoIntersects`` takes a ``$geometry`` of any GeoJSON type. Values that
+are not geometries never match.
+
+``$near``/``$nearSphere`` order a find's results by distance, which the
+engine does with a geo index (:mod:`foliodb.engine.planner.geo`); as a
+filter they keep documents whose distance lies in ``[$minDistance,
+$maxDistance]``: meters for a GeoJSON point, radians for a legacy pair with
+``$nearSphere``, coordinate units on the plane for a legacy ``$near``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from foliodb.errors import CommandError, ErrorCode, bad_value
+from foliodb.query import compare as cmp
+from foliodb.query import geometry as geo
+from foliodb.query.context import Context
+from foliodb.query.filter import FIELD_OPS, Clause, Leaf
+
+_STRICT_WINDING = "urn:x-mongodb:crs:strictwinding:EPSG:4326"
+
+
+def query_geometry(value: Any) -> geo.Geometry:
+    """A query operand's geometry; a malformed one is BadValue."""
+    if isinstance(value, Mapping) and isinstance(value.get("crs"), Mapping):
+        name = value["crs"].get("properties", {}).get("name") if isinstance(value["crs"], Mapping) else None
+        if name == _STRICT_WINDING:
+            raise CommandError(
+                ErrorCode.NotImplemented, "big polygons (strictwinding crs) are not implemented in FolioDB yet"
+            )
+    try:
+        return geo.parse_geometry(value)
+    except geo.GeoError as exc:
+        raise bad_value(str(exc)) from None
+
+
+def stored_geometry(value: Any) -> geo.Geometry | None:
+    """A document value's geometry, or None when it is not one."""
+    try:
+        return geo.parse_geometry(value)
+    except geo.GeoError:
+        return None
+
+
+def _non_negative(value: Any, what: str) -> float:
+    if not cmp.is_number(value) or isinstance(value, bool):
+        raise bad_value(f"{what} must be a number")
+    n = float(cmp.number_value(value))
+    if math.isnan(n) or n < 0:
+        raise bad_value(f"{what} must be non-negative")
+    return n
+
+
+def _legacy_pair(value: Any, what: str) -> tuple[float, float]:
+    try:
+        return geo.flat_point(value)
+    except geo.GeoError as exc:
+        raise bad_value(f"{what}: {exc}") from None
+
+
+def within_region(arg: Any) -> geo.Region:
+    """The region of a ``$geoWithin`` operand."""
+    if not isinstance(arg, Mapping):
+        raise bad_value("$geoWithin requires an object")
+    shapes = [k for k in arg if k != "$uniqueDocs"]  # $uniqueDocs: deprecated, ignored
+    if len(shapes) != 1:
+        raise bad_value(f"$geoWithin requires exactly one shape, got: {shapes}")
+    (name,) = shapes
+    value = arg[name]
+    if name == "$geometry":
+        if not isinstance(value, Mapping) or value.get("type") not in ("Polygon", "MultiPolygon"):
+            raise bad_value(f"$geoWithin not supported with provided geometry: {value}")
+        return geo.SphereRegion(geo.union(query_geometry(value).polygons))
+    if name == "$box":
+        if not isinstance(value, list) or len(value) != 2:
+            raise bad_value("Point must be an array or object")
+        (x1, y1), (x2, y2) = (_legacy_pair(v, "$box") for v in value)
+        return geo.Box((min(x1, x2), min(y1, y2)), (max(x1, x2), max(y1, y2)))
+    if name == "$polygon":
+        if not isinstance(value, list) or len(value) < 3:
+            raise bad_value("Polygon must have at least 3 points")
+        return geo.FlatPolygon(tuple(_legacy_pair(v, "$polygon") for v in value))
+    if name in ("$center", "$centerSphere"):
+        if not isinstance(value, list) or len(value) != 2:
+            raise bad_value(f"{name} requires [center, radius]")
+        x, y = _legacy_pair(value[0], name)
+        radius = _non_negative(value[1], "radius")
+        if name == "$center":
+            return geo.Circle((x, y), radius)
+        try:
+            return geo.Cap(geo.sphere_point(x, y), radius)
+        except geo.GeoError as exc:
+            raise bad_value(str(exc)) from None
+    raise bad_value(f"unknown geo specifier: {name}: {value}")
+
+
+def _geo_leaf(test: Any) -> Leaf:
+    def single(v: Any) -> bool:
+        g = stored_geometry(v)
+        return g is not None and bool(test(g))
+
+    return Leaf(single)
+
+
+@FIELD_OPS.register("$geoWithin", "$within")
+def filter_geoWithin(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
+    return _geo_leaf(within_region(arg).within)
+
+
+def intersects_geometry(arg: Any) -> geo.Geometry:
+    if not isinstance(arg, Mapping) or list(arg) != ["$geometry"]:
+        raise bad_value("$geoIntersects requires a $geometry object")
+    if not geo.is_geojson(arg["$geometry"]):
+        raise bad_value(f"unknown GeoJSON type: {arg['$geometry']}")
+    return query_geometry(arg["$geometry"])
+
+
+@FIELD_OPS.register("$geoIntersects")
+def filter_geoIntersects(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
+    shape = intersects_geometry(arg)
+    return _geo_leaf(lambda g: geo.intersects(g, shape))
+
+
+@dataclass(frozen=True, slots=True)
+class NearQuery:
+    """A ``$near``/``$nearSphere`` operand. Distances are meters for a GeoJSON
+    point (``geojson``), else radians (``spherical``) or plane units."""
+
+    center: Any  # S2Point, None for a legacy pair outside lng/lat bounds
+    flat: tuple[float, float]
+    geojson: bool
+    spherical: bool
+    min_distance: float
+    max_distance: float
+
+    def on_sphere(self) -> NearQuery:
+        """The query read on the sphere (a legacy $near served by a 2dsphere index)."""
+        return NearQuery(self.center, self.flat, self.geojson, True, self.min_distance, self.max_distance)
+
+    def distance(self, g: geo.Geometry) -> float | None:
+        """The distance to ``g`` in this query's units (None: not measurable)."""
+        if not self.spherical:
+            return None if g.flat is None else math.dist(self.flat, g.flat)
+        if self.center is None or not (g.points or g.lines or g.polygons):
+            return None
+        angle = geo.distance(self.center, g)
+        return angle * geo.EARTH_RADIUS_METERS if self.geojson else angle
+
+    def in_range(self, d: float | None) -> bool:
+        return d is not None and self.min_distance <= d <= self.max_distance
+
+
+def parse_near(op: str, arg: Any, spec: Mapping[str, Any]) -> NearQuery:
+    """The operand of ``{field: {op: arg, ...siblings}}``."""
+    low, high = 0.0, math.inf
+    if isinstance(arg, Mapping) and "$geometry" in arg:
+        point = arg["$geometry"]
+        if not geo.is_geojson(point) or point.get("type") != "Point":
+            raise bad_value(f"invalid point in geo near query $geometry argument: {point}")
+        g = query_geometry(point)
+        for key, value in arg.items():
+            if key == "$maxDistance":
+                high = _non_negative(value, "$maxDistance")
+            elif key == "$minDistance":
+                low = _non_negative(value, "$minDistance")
+            elif key != "$geometry":
+                raise bad_value(f"invalid argument in geo near query: {key}")
+        assert g.flat is not None
+        return NearQuery(g.points[0], g.flat, True, True, low, high)
+    x, y = _legacy_pair(arg, f"invalid argument in geo near query {op}")
+    if "$maxDistance" in spec:
+        high = _non_negative(spec["$maxDistance"], "$maxDistance")
+    if "$minDistance" in spec:
+        low = _non_negative(spec["$minDistance"], "$minDistance")
+    center = geo.sphere_point(x, y) if geo.valid_lng_lat(x, y) else None
+    spherical = op == "$nearSphere"
+    if spherical and center is None:
+        raise bad_value(f"longitude/latitude is out of bounds, lng: {geo.format_number(x)} lat: {geo.format_number(y)}")
+    return NearQuery(center, (x, y), False, spherical, low, high)
+
+
+def nearest(query: NearQuery, value: Any) -> tuple[float, Any] | None:
+    """(distance, location) of a field value's nearest geometry (the value
+    itself, or each element of an array of geometries)."""
+    items = value if isinstance(value, list) and value and not cmp.is_number(value[0]) else [value]
+    best: tuple[float, Any] | None = None
+    for item in items:
+        g = stored_geometry(item)
+        d = query.distance(g) if g is not None else None
+        if d is not None and (best is None or d < best[0]):
+            best = (d, item)
+    return best
+
+
+def _near(op: str) -> Any:
+    def compile_near(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
+        query = parse_near(op, arg, spec)
+
+        def single(v: Any) -> bool:
+            # A document's distance is its nearest location's, as the near scan measures.
+            found = nearest(query, v)
+            return found is not None and query.in_range(found[0])
+
+        return Leaf(single, expand=False)
+
+    compile_near.__name__ = f"filter_{op[1:]}"
+    return compile_near
+
+
+FIELD_OPS.register("$near")(_near("$near"))
+FIELD_OPS.register("$nearSphere")(_near("$nearSphere"))
+
+
+def _always(v: Any) -> bool:
+    return True
+
+
+@FIELD_OPS.register("$maxDistance", "$minDistance")
+def filter_near_distance(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
+    # A legacy $near's bound: $near reads it; on its own it is meaningless.
+    if "$near" not in spec and "$nearSphere" not in spec:
+        raise bad_value("$maxDistance and $minDistance may only be used with $near or $nearSphere")
+    return Leaf(_always, missing=True)
+
+
+_NEAR_OPS = ("$near", "$nearSphere")
+
+
+def has_near(spec: Any) -> bool:
+    """Does a filter use $near/$nearSphere anywhere (what $match refuses)?"""
+    if not isinstance(spec, Mapping):
+        return False
+    for key, value in spec.items():
+        if key in ("$and", "$or", "$nor") and isinstance(value, list):
+            if any(has_near(clause) for clause in value):
+                return True
+        elif not key.startswith("$") and isinstance(value, Mapping):
+            if any(op in value for op in _NEAR_OPS):
+                return True
+            for op in ("$not", "$elemMatch"):
+                inner = value.get(op)
+                if isinstance(inner, Mapping) and (any(k in inner for k in _NEAR_OPS) or has_near(inner)):
+                    return True
+    return False

@@ -1,0 +1,370 @@
+"""Geometries as MongoDB reads them, on Google's S2 (the library mongod uses).
+
+Manual: https://www.mongodb.com/docs/manual/reference/geojson/ and
+https://www.mongodb.com/docs/manual/geospatial-queries/
+
+A stored or query value parses (:func:`parse_geometry`) to a
+:class:`Geometry`: its points, polylines and polygons on the unit sphere,
+and for a single point its plane coordinates too, since the flat operators
+(``$box``, ``$polygon``, ``$center``) and ``2d`` indexes read points as
+``(x, y)``. Accepted forms are the GeoJSON types Point, LineString, Polygon
+(first ring the shell, the others holes inside it), MultiPoint,
+MultiLineString, MultiPolygon and GeometryCollection, and legacy coordinate
+pairs (``[x, y]`` or an embedded document's first two fields). A value that
+is not well formed raises :class:`GeoError` with mongod's message; callers
+turn it into BadValue (a query operand) or 16755 (an indexed document).
+
+Regions answer ``within(geometry)`` for ``$geoWithin``; :func:`intersects`
+answers ``$geoIntersects``; :func:`distance` is the angle from a point to
+the nearest part of a geometry, for ``$near``. Distances on the sphere are
+radians; :data:`EARTH_RADIUS_METERS` (mongod's) converts to meters.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import s2geometry as s2
+
+from foliodb.query import bsontypes
+from foliodb.query import compare as cmp
+from foliodb.query.render import render
+
+EARTH_RADIUS_METERS = 6378.1 * 1000  # mongod's kRadiusOfEarthInMeters
+# Two points this close (radians, ~6 nm) are one point: a point lies on a line.
+_ON_LINE = 1e-15
+
+
+class GeoError(ValueError):
+    """A malformed geometry; the message is mongod's."""
+
+
+@dataclass(frozen=True, slots=True)
+class Geometry:
+    points: tuple[Any, ...] = ()  # S2Point
+    lines: tuple[Any, ...] = ()  # S2Polyline
+    polygons: tuple[Any, ...] = ()  # S2Polygon
+    flat: tuple[float, float] | None = None  # a single point's (x, y)
+    geojson: bool = True  # False: a legacy coordinate pair
+
+
+def _number(value: Any) -> bool:
+    return cmp.is_number(value) and not isinstance(value, bool)
+
+
+def flat_point(value: Any, extra_ok: bool = False) -> tuple[float, float]:
+    """A legacy pair ``[x, y]`` or ``{a: x, b: y}`` (mongod's parseFlatPoint)."""
+    if isinstance(value, Mapping):
+        items = list(value.values())
+    elif isinstance(value, list):
+        items = value
+    else:
+        raise GeoError(f"Point must be an array or object, instead got type {bsontypes.type_name(value)}")
+    if len(items) < 2:
+        raise GeoError("Point must only contain numeric elements")
+    if not _number(items[0]) or not _number(items[1]):
+        raise GeoError("Point must only contain numeric elements")
+    if len(items) > 2 and not extra_ok:
+        raise GeoError("Point must only contain two numeric elements")
+    return float(cmp.number_value(items[0])), float(cmp.number_value(items[1]))
+
+
+def valid_lng_lat(x: float, y: float) -> bool:
+    return -180 <= x <= 180 and -90 <= y <= 90
+
+
+def sphere_point(x: float, y: float) -> Any:
+    if not valid_lng_lat(x, y):
+        raise GeoError(f"longitude/latitude is out of bounds, lng: {format_number(x)} lat: {format_number(y)}")
+    return s2.S2LatLng.FromDegrees(y, x).ToPoint()
+
+
+def format_number(x: float) -> str:
+    """A double as mongod streams it: 200, 1.5, inf, nan."""
+    if not math.isfinite(x):
+        return str(x)
+    return str(int(x)) if x == int(x) else repr(x)
+
+
+def _coordinate(value: Any) -> Any:
+    if not isinstance(value, list):
+        raise GeoError("GeoJSON coordinates must be an array")
+    x, y = flat_point(value, extra_ok=True)  # GeoJSON allows an altitude
+    return sphere_point(x, y)
+
+
+def _coordinates(value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise GeoError("GeoJSON coordinates must be an array of coordinates")
+    return [_coordinate(v) for v in value]
+
+
+def same_point(a: Any, b: Any) -> bool:
+    # S2Point proxies compare by identity: compare coordinates.
+    return bool(a.x() == b.x() and a.y() == b.y() and a.z() == b.z())
+
+
+def _dedup(points: list[Any]) -> list[Any]:
+    """Consecutive equal vertices removed (S2 rejects them; mongod too)."""
+    out: list[Any] = []
+    for p in points:
+        if not out or not same_point(out[-1], p):
+            out.append(p)
+    return out
+
+
+def _line(value: Any) -> Any:
+    points = _dedup(_coordinates(value))
+    if len(points) < 2:
+        raise GeoError(f"GeoJSON LineString must have at least 2 vertices: {value}")
+    line = s2.S2Polyline()
+    line.InitFromS2Points(points)
+    if not line.IsValid():
+        raise GeoError(f"Invalid LineString: {value}")
+    return line
+
+
+def _loop(ring: Any) -> Any:
+    points = _coordinates(ring)
+    if not points or not same_point(points[0], points[-1]):
+        raise GeoError(f"Loop is not closed, first vertex does not equal last vertex: {ring}")
+    if len(points) < 4:
+        raise GeoError(f"Loop must have at least 3 different vertices: {ring}")
+    vertices = _dedup(points[:-1])
+    if len(vertices) < 3:
+        raise GeoError(f"Loop must have at least 3 different vertices: {ring}")
+    loop = s2.S2Loop(vertices)
+    if not loop.IsValid():
+        raise GeoError(f"Loop is not valid: {ring} Edges cross or vertices are duplicated")
+    # A ring's winding does not matter: the smaller of its two sides is meant.
+    loop.Normalize()
+    return loop
+
+
+def _polygon(value: Any) -> Any:
+    if not isinstance(value, list) or not value:
+        raise GeoError("Polygon coordinates must be an array")
+    loops = [_loop(ring) for ring in value]
+    shell = loops[0]
+    for hole in loops[1:]:
+        if not shell.Contains(hole):
+            raise GeoError(
+                f"Secondary loops not contained by first exterior loop - secondary loops must be holes: {value}"
+            )
+    polygon = s2.S2Polygon()
+    polygon.InitNested(loops)
+    if not polygon.IsValid():
+        raise GeoError(f"Polygon isn't valid: {value}")
+    return polygon
+
+
+_SIMPLE = ("Point", "LineString", "Polygon", "MultiPoint", "MultiLineString", "MultiPolygon")
+
+
+def _geojson(obj: Mapping[str, Any]) -> Geometry:
+    kind = obj.get("type")
+    if kind == "GeometryCollection":
+        members = obj.get("geometries")
+        if not isinstance(members, list):
+            raise GeoError("GeometryCollection geometries must be an array")
+        parts = []
+        for member in members:
+            if not isinstance(member, Mapping):
+                raise GeoError(f'Element {member} of "geometries" is not an object')
+            if member.get("type") not in _SIMPLE:
+                raise GeoError(f'Element {member} of "geometries" is not a valid GeoJSON geometry')
+            parts.append(_geojson(member))
+        return Geometry(
+            tuple(p for g in parts for p in g.points),
+            tuple(line for g in parts for line in g.lines),
+            tuple(poly for g in parts for poly in g.polygons),
+        )
+    if kind not in _SIMPLE:
+        raise GeoError(f"unknown GeoJSON type: {_shown(obj)}")
+    coords = obj.get("coordinates")
+    if kind == "Point":
+        if not isinstance(coords, list):
+            raise GeoError("Point must be an array or object, instead got type " + bsontypes.type_name(coords))
+        x, y = flat_point(coords, extra_ok=True)
+        return Geometry(points=(sphere_point(x, y),), flat=(x, y))
+    if not isinstance(coords, list):
+        raise GeoError(f"{kind} coordinates must be an array")
+    if kind == "LineString":
+        return Geometry(lines=(_line(coords),))
+    if kind == "Polygon":
+        return Geometry(polygons=(_polygon(coords),))
+    if not coords:
+        raise GeoError(f"{kind} coordinates must have at least 1 element")
+    if kind == "MultiPoint":
+        return Geometry(points=tuple(_coordinate(c) for c in coords))
+    if kind == "MultiLineString":
+        return Geometry(lines=tuple(_line(c) for c in coords))
+    return Geometry(polygons=tuple(_polygon(c) for c in coords))
+
+
+def _shown(value: Any) -> str:
+    return render(value)
+
+
+def is_geojson(value: Any) -> bool:
+    return isinstance(value, Mapping) and "type" in value
+
+
+def parse_geometry(value: Any) -> Geometry:
+    """A stored or query geometry: GeoJSON, or a legacy coordinate pair."""
+    if is_geojson(value):
+        return _geojson(value)
+    x, y = flat_point(value)
+    # A legacy pair outside longitude/latitude bounds is still a plane point.
+    points = (s2.S2LatLng.FromDegrees(y, x).ToPoint(),) if valid_lng_lat(x, y) else ()
+    return Geometry(points=points, flat=(x, y), geojson=False)
+
+
+# -- predicates -----------------------------------------------------------------------
+
+
+def _line_within(polygon: Any, line: Any) -> bool:
+    pieces = polygon.IntersectWithPolyline(line)
+    return len(pieces) == 1 and abs(pieces[0].GetLength().radians() - line.GetLength().radians()) < 1e-12
+
+
+def _point_on_line(point: Any, line: Any) -> bool:
+    nearest, _ = line.Project(point)
+    return float(s2.S1Angle(point, nearest).radians()) < _ON_LINE
+
+
+def _parts_intersect(a: Geometry, b: Geometry) -> bool:
+    for p in a.points:
+        if any(same_point(p, q) for q in b.points) or any(_point_on_line(p, line) for line in b.lines):
+            return True
+        if any(poly.Contains(p) for poly in b.polygons):
+            return True
+    for line in a.lines:
+        if any(line.Intersects(other) for other in b.lines):
+            return True
+        if any(poly.IntersectWithPolyline(line) for poly in b.polygons):
+            return True
+    return any(poly.Intersects(other) for poly in a.polygons for other in b.polygons)
+
+
+def intersects(a: Geometry, b: Geometry) -> bool:
+    """Do two geometries share a point (``$geoIntersects``)?"""
+    return _parts_intersect(a, b) or _parts_intersect(b, a)
+
+
+def distance(center: Any, geometry: Geometry) -> float:
+    """The angle (radians) from ``center`` to the nearest part of ``geometry``."""
+    best = math.inf
+    for p in geometry.points:
+        best = min(best, float(s2.S1Angle(center, p).radians()))
+    for line in geometry.lines:
+        nearest, _ = line.Project(center)
+        best = min(best, float(s2.S1Angle(center, nearest).radians()))
+    for polygon in geometry.polygons:
+        best = min(best, float(polygon.GetDistance(center).radians()))
+    return best
+
+
+class Region(Protocol):
+    def within(self, geometry: Geometry) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SphereRegion:
+    """A Polygon or MultiPolygon (their union) on the sphere."""
+
+    polygon: Any
+
+    def within(self, geometry: Geometry) -> bool:
+        if not (geometry.points or geometry.lines or geometry.polygons):
+            return False
+        poly = self.polygon
+        return (
+            all(poly.Contains(p) for p in geometry.points)
+            and all(_line_within(poly, line) for line in geometry.lines)
+            and all(poly.Contains(other) for other in geometry.polygons)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Cap:
+    """``$centerSphere``: points within ``radius`` radians of ``center``."""
+
+    center: Any
+    radius: float
+
+    def within(self, geometry: Geometry) -> bool:
+        # A cap under a hemisphere is convex: a line or polygon lies in it
+        # exactly when all its vertices do.
+        vertices = list(geometry.points)
+        for line in geometry.lines:
+            vertices.extend(line.vertex(i) for i in range(line.num_vertices()))
+        for poly in geometry.polygons:
+            for n in range(poly.num_loops()):
+                loop = poly.loop(n)
+                vertices.extend(loop.vertex(i) for i in range(loop.num_vertices()))
+        if not vertices:
+            return False
+        return all(float(s2.S1Angle(self.center, v).radians()) <= self.radius for v in vertices)
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    """``$box``: bottom-left and top-right corners on the plane, edges included."""
+
+    low: tuple[float, float]
+    high: tuple[float, float]
+
+    def within(self, geometry: Geometry) -> bool:
+        p = geometry.flat
+        return p is not None and self.low[0] <= p[0] <= self.high[0] and self.low[1] <= p[1] <= self.high[1]
+
+
+@dataclass(frozen=True, slots=True)
+class FlatPolygon:
+    """``$polygon``: a ring of plane points (closed implicitly), edges included."""
+
+    vertices: tuple[tuple[float, float], ...]
+
+    def within(self, geometry: Geometry) -> bool:
+        p = geometry.flat
+        return p is not None and point_in_ring(p, self.vertices)
+
+
+@dataclass(frozen=True, slots=True)
+class Circle:
+    """``$center``: plane points within ``radius`` of ``center``."""
+
+    center: tuple[float, float]
+    radius: float
+
+    def within(self, geometry: Geometry) -> bool:
+        p = geometry.flat
+        return p is not None and math.dist(p, self.center) <= self.radius
+
+
+def point_in_ring(p: tuple[float, float], ring: Sequence[tuple[float, float]]) -> bool:
+    """Even-odd test, a point on an edge counting as inside."""
+    x, y = p
+    inside = False
+    n = len(ring)
+    for i in range(n):
+        (x1, y1), (x2, y2) = ring[i], ring[(i + 1) % n]
+        cross = (x2 - x1) * (y - y1) - (y2 - y1) * (x - x1)
+        if cross == 0 and min(x1, x2) <= x <= max(x1, x2) and min(y1, y2) <= y <= max(y1, y2):
+            return True
+        if (y1 > y) != (y2 > y) and x < (x2 - x1) * (y - y1) / (y2 - y1) + x1:
+            inside = not inside
+    return inside
+
+
+def union(polygons: Sequence[Any]) -> Any:
+    out = polygons[0]
+    for other in polygons[1:]:
+        merged = s2.S2Polygon()
+        merged.InitToUnion(out, other)
+        out = merged
+    return out
