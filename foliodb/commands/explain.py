@@ -155,11 +155,13 @@ def _explain_aggregate(request: Request, inner: Mapping[str, Any], verbosity: st
     stages = params.field(inner, "pipeline", "array", "aggregate") or []
     let = params.field(inner, "let", "object", "aggregate")
     env = EngineEnv(request, request.context(let), True, name)
-    pipeline = compile_pipeline(list(stages), env)
+    # A view (a time-series collection too) explains as its pipeline over its source, as mongod's.
+    source, view_pipeline = request.engine.resolve_view(request.db, name)
+    pipeline = compile_pipeline(view_pipeline + list(stages), env)
     filter_spec, sort, limit = pipeline.pushdown()
     spec = FindSpec(filter=filter_spec, sort=sort, limit=limit, hint=inner.get("hint"))
-    run = execution(request, name, spec, let)
-    cursor = explain_find(run, f"{request.db}.{name}", verbosity)
+    run = execution(request, source, spec, let)
+    cursor = explain_find(run, f"{request.db}.{source}", verbosity)
     pushed = int(filter_spec is not None) + int(sort is not None or limit is not None)
     rest = pipeline.explain()[pushed:]
     out: dict[str, Any] = {"explainVersion": "1"}

@@ -217,6 +217,12 @@ class Target:
 
     def timeseries(self) -> TimeSeriesWriter:
         assert self.buckets is not None
+        if self.engine.storage.transaction() is not None:
+            # The manual's "Time Series Collection Limitations": no writes in transactions.
+            raise CommandError(
+                ErrorCode.OperationNotSupportedInTransaction,
+                "Cannot write to a time-series collection in a multi-document transaction.",
+            )
         store = self.engine.store(self.db, f"system.buckets.{self.name}")
         assert store is not None
         return TimeSeriesWriter(store, self.buckets, self.ctx)
@@ -563,8 +569,10 @@ def _update_measurements(target: Target, statement: UpdateStatement, update: Com
         modified += bson.encode(new) != bson.encode(doc)
         results.append(new)
 
-    n = writer.remove_matching(statement.filter, statement.multi, each)
-    writer.insert([check_measurement(target.buckets, doc) for doc in results])
+    # One unit: a result that is no measurement (no date) leaves every bucket as it was.
+    with target.engine.storage.savepoint():
+        n = writer.remove_matching(statement.filter, statement.multi, each)
+        writer.insert([check_measurement(target.buckets, doc) for doc in results])
     if n == 0 and statement.upsert:
         doc = target.upsert(update, statement.filter)
         return 1, 0, doc["_id"]
@@ -727,6 +735,10 @@ def cmd_findAndModify(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
     value: dict[str, Any] | None = None
     with request.engine.storage.write():
         target = writes.target(request.db, name)
+        if target.buckets is not None:
+            raise CommandError(
+                ErrorCode.CommandNotSupportedOnView, f"Namespace {request.db}.{name} is a view, not a collection"
+            )
         store = target.store
         plans: list[AccessStage] = []
         found = next(matching(store, filter_spec, ctx, hint=cmd.get("hint"), sort=sort, one=True, plans=plans), None)

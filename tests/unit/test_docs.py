@@ -342,8 +342,18 @@ def _row_capped(db: Any) -> None:
 
 
 def _row_timeseries(db: Any) -> None:
-    assert _code(lambda: db.create_collection("series", timeseries={"timeField": "at"})) == 238
-    assert _code(lambda: db.create_collection("clustered", clusteredIndex={"key": {"_id": 1}, "unique": True})) == 238
+    import datetime
+
+    db.create_collection("series", timeseries={"timeField": "at", "metaField": "m"})
+    db.series.insert_many([{"at": datetime.datetime(2024, 1, 1, 0, i), "m": 1} for i in range(3)])
+    (bucket,) = db["system.buckets.series"].find()
+    assert bucket["control"]["version"] == 1 and list(bucket["data"]["at"]) == ["0", "1", "2"]
+    assert _code(lambda: db.series.find_one_and_delete({})) == 166
+    assert _code(lambda: list(db.series.aggregate([{"$out": {"db": "test", "coll": "o", "timeseries": {}}}]))) == 238
+    db.create_collection("clustered", clusteredIndex={"key": {"_id": 1}, "unique": True})
+    db.clustered.insert_many([{"_id": 2}, {"_id": 1}])
+    assert [d["_id"] for d in db.clustered.find()] == [2, 1]
+    assert next(iter(db.clustered.list_indexes()))["clustered"] is True
 
 
 def _row_write_concern(db: Any) -> None:

@@ -1,0 +1,78 @@
+"""Clustered collections.
+
+Manual: https://www.mongodb.com/docs/manual/core/clustered-collections/ (CC) and
+the create command's ``clusteredIndex`` field
+(https://www.mongodb.com/docs/manual/reference/command/create/).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from typing import Any
+
+import pytest
+from pymongo.errors import DuplicateKeyError, OperationFailure
+
+SPEC = {"key": {"_id": 1}, "unique": True}
+
+
+def test_listed_as_mongod_lists_them(db: Any) -> None:
+    """CC "Behavior": the clustered index shows in listIndexes with clustered: true;
+    listCollections shows the option and no idIndex."""
+    db.create_collection("c", clusteredIndex={**SPEC, "name": "by_id"})
+    assert list(db.c.list_indexes()) == [
+        {"v": 2, "key": {"_id": 1}, "name": "by_id", "unique": True, "clustered": True}
+    ]
+    (entry,) = list(db.list_collections(filter={"name": "c"}))
+    assert entry["options"] == {"clusteredIndex": {"v": 2, "key": {"_id": 1}, "name": "by_id", "unique": True}}
+    assert "idIndex" not in entry
+    db.create_collection("d", clusteredIndex=SPEC)
+    assert next(iter(db.d.list_indexes()))["name"] == "_id_"
+
+
+@pytest.mark.parametrize(
+    "spec, code",
+    [
+        ({"key": {"_id": 1}}, 40414),  # unique is required
+        ({"key": {"_id": 1}, "unique": False}, 5979700),
+        ({"key": {"a": 1}, "unique": True}, 197),
+        ({"key": {"_id": -1}, "unique": True}, 197),
+        ({**SPEC, "other": 1}, 40415),
+        ("yes", 14),
+    ],
+)
+def test_bad_specs(db: Any, spec: Any, code: int) -> None:
+    """CC "Limitations": the key is {_id: 1} and unique is true."""
+    with pytest.raises(OperationFailure) as info:
+        db.create_collection("c", clusteredIndex=spec)
+    assert info.value.code == code
+    assert db.list_collection_names() == []
+
+
+def test_ordered_and_unique_by_id(db: Any) -> None:
+    """CC: documents are stored (and read by _id) in _id order; _id stays unique."""
+    db.create_collection("c", clusteredIndex=SPEC)
+    ids = [5, 1, 9, 3, 7]
+    db.c.insert_many([{"_id": i, "x": i * 10} for i in ids])
+    assert [d["_id"] for d in db.c.find().sort("_id", 1)] == sorted(ids)
+    assert [d["_id"] for d in db.c.find({"_id": {"$gt": 2, "$lte": 7}}).sort("_id", -1)] == [7, 5, 3]
+    with pytest.raises(DuplicateKeyError):
+        db.c.insert_one({"_id": 5})
+
+
+def test_ttl_on_the_clustered_id(client: Any, db: Any) -> None:
+    """CC "Set Up a TTL": expireAfterSeconds removes documents whose _id date is
+    older than that many seconds; other _id types never expire."""
+    db.create_collection("c", clusteredIndex=SPEC, expireAfterSeconds=60)
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0)
+    old = now - dt.timedelta(minutes=5)
+    db.c.insert_many([{"_id": old}, {"_id": now}, {"_id": 7}])
+    client.admin.command("setParameter", 1, ttlMonitorSleepSecs=1)
+    deadline = time.monotonic() + 10
+    while db.c.count_documents({"_id": old}) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert sorted(db.c.distinct("_id"), key=str) == sorted([now, 7], key=str)
+    db.command("collMod", "c", expireAfterSeconds="off")
+    (entry,) = list(db.list_collections(filter={"name": "c"}))
+    assert "expireAfterSeconds" not in entry["options"]
