@@ -18,9 +18,9 @@ nothing changes; none of it changes an answer:
   whose top-level clauses only partly qualify is split, and the qualifying
   clauses move. Fields are compared by their first path component, because an
   array anywhere along a shared prefix can change what a path reaches;
-* a ``$match`` after ``$_internalUnpackBucket`` (a time-series read) also
-  puts the bucket-level filter it implies before the unpacking, to prune
-  buckets through their indexes (the ``$match`` stays where it was);
+* a ``$match`` after ``$_internalUnpackBucket`` (a time-series read) puts
+  the bucket-level filter it implies before the unpacking, to prune buckets
+  through their indexes (see that stage);
 * ``$skip`` n + ``$limit`` m becomes ``$limit`` n+m + ``$skip`` n, so that
 * ``$sort`` + ``$limit`` fuse into one top-k sort; ``$limit`` + ``$limit`` and
   ``$skip`` + ``$skip`` coalesce.
@@ -80,8 +80,8 @@ class Stage:
     sort: Mapping[str, Any] | None = None  # $sort: its pattern
     limit: int | None = None  # $limit: n; $sort: the fused top-k limit
     with_limit: Callable[[int], Stage] | None = None  # $sort: this sort keeping only the first n
-    # $_internalUnpackBucket: (a bucket $match, this stage) to run before a
-    # following $match, or None; the $match itself stays after.
+    # $_internalUnpackBucket: what replaces (this stage, a following $match):
+    # a bucket $match, this stage, what is left of the $match; or None.
     absorb: Callable[[Mapping[str, Any]], list[Stage] | None] | None = None
 
 
@@ -344,10 +344,7 @@ def _rewrite(a: Stage, b: Stage, where: Where) -> list[Stage] | None:
             return [moved, a]  # type: ignore[list-item]
         return [moved, a, match_stage(rest, where)]  # type: ignore[list-item]
     if a.absorb is not None and b.name == "$match":
-        before = a.absorb(b.spec)
-        if before is None:
-            return None
-        return [*before, b]
+        return a.absorb(b.spec)
     if a.name == "$skip" and b.name == "$limit":
         assert a.limit is not None and b.limit is not None
         return [STAGES.get("$limit")(a.limit + b.limit, where), a]  # type: ignore[list-item]

@@ -18,6 +18,7 @@ from foliodb.commands.diagnostics import MONGODB_VERSION
 from foliodb.commands.executor import Request
 from foliodb.commands.find import count_execution, distinct_execution, execution, find_spec
 from foliodb.commands.registry import COMMANDS
+from foliodb.commands.views import find_stages, is_view
 from foliodb.commands.write import UpdateStatement, Writes, collection_name, delete_statement, would_modify
 from foliodb.engine.count import explain_count
 from foliodb.engine.distinct import explain_distinct
@@ -51,6 +52,12 @@ def cmd_explain(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if command == "find":
         name = collection_name(inner, "find")
         spec = find_spec(inner)
+        if is_view(request, name):
+            # A find on a view runs (and so explains) as an aggregate of its pipeline, as mongod's.
+            as_aggregate = {"aggregate": name, "pipeline": find_stages(spec), "cursor": {}}
+            if let is not None:
+                as_aggregate["let"] = let
+            return {**_explain_aggregate(request, as_aggregate, verbosity), "command": dict(inner)}
     elif command == "count":
         name = collection_name(inner, "count")
         out = explain_count(count_execution(request, name, inner), f"{request.db}.{name}", verbosity)

@@ -223,22 +223,38 @@ _TIME_BOUNDS = {"$gt": "max", "$gte": "max", "$lt": "min", "$lte": "min"}
 
 def bucket_filter(spec: BucketSpec, match: Mapping[str, Any]) -> dict[str, Any] | None:
     """A filter on buckets that every bucket holding a measurement matching
-    ``match`` passes (None when nothing can be said). The measurement filter
-    still runs after unpacking, so this only has to be a safe superset:
-    meta clauses are renamed to ``meta``, time comparisons with dates become
-    comparisons with ``control.min``/``control.max``; other clauses drop."""
-    clauses: list[dict[str, Any]] = []
+    ``match`` passes (None when nothing can be said); see :func:`split_match`."""
+    return split_match(spec, match)[0]
+
+
+def split_match(spec: BucketSpec, match: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(a filter on buckets, what is left to check on each measurement).
+
+    A top-level clause on the meta field (or a path inside it) moves to the
+    buckets renamed to ``meta``: every measurement of a bucket has exactly the
+    bucket's meta value, so the clause is decided there. A time comparison with
+    a date adds a comparison with ``control.min``/``control.max`` (a safe
+    superset) and stays for the measurements; other clauses only stay."""
+    clauses: list[tuple[str, Any]] = []
     for key, value in match.items():
-        if key == "$and" and isinstance(value, list):
-            for clause in value:
-                if isinstance(clause, Mapping):
-                    inner = bucket_filter(spec, clause)
-                    if inner is not None:
-                        clauses.append(inner)
-        elif spec.meta_field is not None and (key == spec.meta_field or key.startswith(spec.meta_field + ".")):
-            clauses.append({"meta" + key[len(spec.meta_field) :]: value})
-        elif key == spec.time_field:
-            clauses.extend(_time_clauses(spec, value))
+        if key == "$and" and isinstance(value, list) and all(isinstance(c, Mapping) for c in value):
+            clauses.extend(item for clause in value for item in clause.items())
+        else:
+            clauses.append((key, value))
+    on_buckets: list[dict[str, Any]] = []
+    rest: list[dict[str, Any]] = []
+    meta = spec.meta_field
+    for key, value in clauses:
+        if meta is not None and (key == meta or key.startswith(meta + ".")):
+            on_buckets.append({"meta" + key[len(meta) :]: value})
+            continue
+        if key == spec.time_field:
+            on_buckets.extend(_time_clauses(spec, value))
+        rest.append({key: value})
+    return _conjunction(on_buckets), _conjunction(rest)
+
+
+def _conjunction(clauses: list[dict[str, Any]]) -> dict[str, Any] | None:
     if not clauses:
         return None
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}

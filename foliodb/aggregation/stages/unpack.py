@@ -6,8 +6,10 @@ The view a time-series collection reads through is this one stage over its
 ``system.buckets`` collection, as in mongod. When a ``$match`` follows it,
 the pipeline optimizer asks the stage to ``absorb`` it: a bucket-level
 filter (``foliodb.engine.buckets.bucket_filter``) goes before the stage,
-where the query planner can use the bucket indexes, and the ``$match``
-stays after it, so pruning never decides an answer.
+where the query planner can use the bucket indexes. Clauses on the meta
+field move there whole (a bucket's meta value is each of its measurements');
+the rest of the ``$match`` stays after the stage, time clauses included, so
+the time bounds on ``control.min``/``max`` only prune.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from foliodb.aggregation.pipeline import STAGES, Docs, Stage, Where
-from foliodb.engine.buckets import BucketSpec, bucket_filter, unpack
+from foliodb.engine.buckets import BucketSpec, split_match, unpack
 from foliodb.errors import CommandError, ErrorCode, location
 
 _FIELDS = ("timeField", "metaField", "bucketMaxSpanSeconds", "bucketRoundingSeconds")
@@ -42,11 +44,12 @@ def _stage(spec: dict[str, Any], bucketing: BucketSpec, where: Where, absorbed: 
             yield from unpack(bucketing, bucket)
 
     def absorb(match: Mapping[str, Any]) -> list[Stage] | None:
-        pruning = bucket_filter(bucketing, match)
-        if pruning is None:
+        on_buckets, rest = split_match(bucketing, match)
+        if on_buckets is None:
             return None
-        before = STAGES.get("$match")(pruning, where)
-        assert isinstance(before, Stage)
-        return [before, _stage(spec, bucketing, where, absorbed=True)]
+        stages = [STAGES.get("$match")(on_buckets, where), _stage(spec, bucketing, where, absorbed=True)]
+        if rest is not None:
+            stages.append(STAGES.get("$match")(rest, where))
+        return stages  # type: ignore[return-value]
 
     return Stage("$_internalUnpackBucket", spec, run, absorb=None if absorbed else absorb)
