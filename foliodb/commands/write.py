@@ -174,7 +174,7 @@ class Target:
         options = info.options if info is not None else {}
         # A time-series collection: its measurements are written as buckets.
         self.buckets = BucketSpec.of(options["timeseries"]) if info is not None and info.is_timeseries else None
-        self.ctx = request.context()
+        self.request = request
         self.validator: Validator | None = None
         if not bypass and options.get("validator") is not None:
             self.validator = compile_validator(
@@ -225,7 +225,7 @@ class Target:
             )
         store = self.engine.store(self.db, f"system.buckets.{self.name}")
         assert store is not None
-        return TimeSeriesWriter(store, self.buckets, self.ctx)
+        return TimeSeriesWriter(store, self.buckets, self.request.context())
 
     def insert(self, doc: Any, store: CollectionStore | None = None) -> dict[str, Any]:
         if self.buckets is not None:

@@ -127,7 +127,9 @@ def _smaller(a: Any, b: Any, want_min: bool) -> Any:
 
 
 class Bucket:
-    """A bucket being filled: its record id (None when new), meta and measurements."""
+    """A bucket being filled: its record id (None when new), meta and columns.
+    Adding a measurement appends to the columns and widens control.min/max,
+    so filling a stored bucket never re-reads its measurements."""
 
     def __init__(self, spec: BucketSpec, meta: Any, rid: int | None = None, bucket_id: Any = None) -> None:
         self.spec = spec
@@ -135,19 +137,26 @@ class Bucket:
         self.rid = rid
         self.bucket_id = bucket_id
         self.old: dict[str, Any] | None = None  # the stored document, for the update
-        self.measurements: list[dict[str, Any]] = []
+        self.data: dict[str, dict[str, Any]] = {}
+        self.low: dict[str, Any] = {}
+        self.high: dict[str, Any] = {}
+        self.count = 0
         self.min_time: int | None = None  # rounded, millis
 
     @classmethod
     def load(cls, spec: BucketSpec, rid: int, doc: dict[str, Any]) -> Bucket:
         bucket = cls(spec, doc.get("meta", MISSING), rid, doc["_id"])
         bucket.old = doc
-        bucket.measurements = list(measurements(doc))
-        bucket.min_time = cmp.date_millis(doc["control"]["min"][spec.time_field])
+        # Copies: the stored document stays as it was, for the update's index and oplog work.
+        bucket.data = {key: dict(column) for key, column in doc["data"].items()}
+        bucket.low = dict(doc["control"]["min"])
+        bucket.high = dict(doc["control"]["max"])
+        bucket.count = len(bucket.data.get(spec.time_field, ()))
+        bucket.min_time = cmp.date_millis(bucket.low[spec.time_field])
         return bucket
 
     def fits(self, millis: int) -> bool:
-        if len(self.measurements) >= MAX_MEASUREMENTS:
+        if self.count >= MAX_MEASUREMENTS:
             return False
         return self.min_time is None or self.min_time <= millis < self.min_time + self.spec.max_span * 1000
 
@@ -155,32 +164,31 @@ class Bucket:
         rounded = self.spec.round_down(millis)
         if self.min_time is None or rounded < self.min_time:
             self.min_time = rounded
-        self.measurements.append(measurement)
+        index = str(self.count)
+        data, low, high = self.data, self.low, self.high
+        for key, value in measurement.items():
+            column = data.get(key)
+            if column is None:
+                data[key] = {index: value}
+                low[key] = high[key] = value
+            else:
+                column[index] = value
+                low[key] = _smaller(low[key], value, True)
+                high[key] = _smaller(high[key], value, False)
+        self.count += 1
 
     def document(self) -> dict[str, Any]:
         """The bucket as stored (see the module docstring)."""
-        assert self.min_time is not None and self.measurements
+        assert self.min_time is not None and self.count
         if self.bucket_id is None:
             stamp = (self.min_time // 1000) & 0xFFFFFFFF
             self.bucket_id = ObjectId(stamp.to_bytes(4, "big") + ObjectId().binary[4:])
-        low: dict[str, Any] = {}
-        high: dict[str, Any] = {}
-        data: dict[str, dict[str, Any]] = {}
-        for i, measurement in enumerate(self.measurements):
-            for key, value in measurement.items():
-                column = data.get(key)
-                if column is None:
-                    column = data[key] = {}
-                    low[key] = high[key] = value
-                else:
-                    low[key] = _smaller(low[key], value, True)
-                    high[key] = _smaller(high[key], value, False)
-                column[str(i)] = value
+        low = dict(self.low)
         low[self.spec.time_field] = date_of(self.min_time)
-        doc: dict[str, Any] = {"_id": self.bucket_id, "control": {"version": 1, "min": low, "max": high}}
+        doc: dict[str, Any] = {"_id": self.bucket_id, "control": {"version": 1, "min": low, "max": dict(self.high)}}
         if self.meta is not MISSING:
             doc["meta"] = self.meta
-        doc["data"] = data
+        doc["data"] = self.data
         return doc
 
 

@@ -24,7 +24,17 @@ from typing import Any
 
 from bson import ObjectId
 
-from foliodb.engine.buckets import MISSING, Bucket, BucketSpec, bucket_filter, date_of, meta_key, split_meta, unpack
+from foliodb.engine.buckets import (
+    MISSING,
+    Bucket,
+    BucketSpec,
+    bucket_filter,
+    date_of,
+    measurements,
+    meta_key,
+    split_meta,
+    unpack,
+)
 from foliodb.engine.query import FindExecution, FindSpec
 from foliodb.engine.records import CollectionStore
 from foliodb.errors import CommandError, ErrorCode
@@ -95,7 +105,7 @@ class TimeSeriesWriter:
         return None
 
     def _write(self, bucket: Bucket) -> None:
-        if not bucket.measurements:
+        if not bucket.count:
             if bucket.rid is not None and bucket.old is not None:
                 self.store.delete(bucket.rid, bucket.old)
             return
@@ -124,9 +134,9 @@ class TimeSeriesWriter:
         matcher = compile_filter(filter_spec, self.ctx)
         n = 0
         for rid, stored in self._candidates(filter_spec):
-            bucket = Bucket.load(self.spec, rid, stored)
+            stored_measurements = list(measurements(stored))
             kept = []
-            for measurement, shown in zip(bucket.measurements, unpack(self.spec, stored), strict=True):
+            for measurement, shown in zip(stored_measurements, unpack(self.spec, stored), strict=True):
                 details = MatchDetails()
                 if (multi or n == 0) and matcher(shown, details):
                     n += 1
@@ -134,8 +144,8 @@ class TimeSeriesWriter:
                         each(shown, details)
                 else:
                     kept.append(measurement)
-            if len(kept) != len(bucket.measurements):
-                rebuilt = Bucket(self.spec, bucket.meta, rid, bucket.bucket_id)
+            if len(kept) != len(stored_measurements):
+                rebuilt = Bucket(self.spec, stored.get("meta", MISSING), rid, stored["_id"])
                 rebuilt.old = stored
                 for measurement in kept:
                     rebuilt.add(measurement, cmp.date_millis(measurement[self.spec.time_field]))
