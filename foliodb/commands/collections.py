@@ -237,6 +237,11 @@ def cmd_renameCollection(request: Request, cmd: Mapping[str, Any]) -> dict[str, 
     db, _, name = source.partition(".")
     to_db, _, to_name = target.partition(".")
     drop_target = bool(params.field(cmd, "dropTarget", "bool", "renameCollection", default=False))
+    info = request.engine.catalog.get(db, name)
+    if (info is not None and info.is_timeseries) or name.startswith("system.buckets."):
+        raise CommandError(ErrorCode.IllegalOperation, "Renaming a timeseries collection is not allowed")
+    if to_name.startswith("system.buckets."):
+        raise CommandError(ErrorCode.IllegalOperation, "Renaming to a bucket namespace is not allowed")
     check_new_database(request.engine, to_db)
     request.engine.rename_collection(db, name, to_db, to_name, drop_target)
     return {"ok": 1.0}

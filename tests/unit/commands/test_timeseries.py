@@ -439,3 +439,12 @@ def test_over_the_wire(wire: Any) -> None:
     assert info.value.code == 2
     assert db.w.delete_many({"m.sensor": 0}).deleted_count == 20
     assert db.w.count_documents({}) == 40
+
+
+def test_rename_is_refused(client: Any, db: Any) -> None:
+    """LIM: a time-series collection cannot be renamed (IllegalOperation, 20)."""
+    make(db)
+    for source in ("w", "system.buckets.w"):
+        with pytest.raises(OperationFailure) as info:
+            client.admin.command("renameCollection", f"{db.name}.{source}", to=f"{db.name}.v")
+        assert info.value.code == 20
