@@ -352,7 +352,9 @@ def _row_timeseries(db: Any) -> None:
     assert _code(lambda: list(db.series.aggregate([{"$out": {"db": "test", "coll": "o", "timeseries": {}}}]))) == 238
     db.create_collection("clustered", clusteredIndex={"key": {"_id": 1}, "unique": True})
     db.clustered.insert_many([{"_id": 2}, {"_id": 1}])
-    assert [d["_id"] for d in db.clustered.find()] == [2, 1]
+    assert [d["_id"] for d in db.clustered.find()] == [1, 2]
+    plan = db.clustered.find({"_id": {"$gte": 1}}).explain()["queryPlanner"]["winningPlan"]
+    assert "CLUSTERED_IXSCAN" not in str(plan) and "IXSCAN" in str(plan)
     assert next(iter(db.clustered.list_indexes()))["clustered"] is True
 
 

@@ -56,6 +56,10 @@ def test_ordered_and_unique_by_id(db: Any) -> None:
     ids = [5, 1, 9, 3, 7]
     db.c.insert_many([{"_id": i, "x": i * 10} for i in ids])
     assert [d["_id"] for d in db.c.find().sort("_id", 1)] == sorted(ids)
+    # A collection scan (natural order) walks the clustered index.
+    assert [d["_id"] for d in db.c.find()] == sorted(ids)
+    assert [d["_id"] for d in db.c.find().sort("$natural", -1)] == sorted(ids, reverse=True)
+    assert [d["_id"] for d in db.c.find({"x": {"$gte": 30}})] == [3, 5, 7, 9]
     assert [d["_id"] for d in db.c.find({"_id": {"$gt": 2, "$lte": 7}}).sort("_id", -1)] == [7, 5, 3]
     with pytest.raises(DuplicateKeyError):
         db.c.insert_one({"_id": 5})
@@ -76,3 +80,16 @@ def test_ttl_on_the_clustered_id(client: Any, db: Any) -> None:
     db.command("collMod", "c", expireAfterSeconds="off")
     (entry,) = list(db.list_collections(filter={"name": "c"}))
     assert "expireAfterSeconds" not in entry["options"]
+
+
+def test_natural_order_across_scan_batches(db: Any) -> None:
+    """CC: the natural order is _id order over any number of documents and _id types
+    (numbers before strings, in BSON order)."""
+    db.create_collection("c", clusteredIndex=SPEC)
+    ids: list[Any] = [(i * 7919) % 2503 for i in range(2503)] + [f"s{i:03d}" for i in range(50)]
+    db.c.insert_many([{"_id": i, "tag": "odd" if str(i)[-1] in "13579" else "even"} for i in ids])
+    numbers = sorted(i for i in ids if isinstance(i, int))
+    strings = sorted(i for i in ids if isinstance(i, str))
+    assert [d["_id"] for d in db.c.find()] == numbers + strings
+    assert [d["_id"] for d in db.c.find({"tag": "odd"})] == [i for i in numbers + strings if str(i)[-1] in "13579"]
+    assert [d["_id"] for d in db.c.find().sort("$natural", -1).limit(3)] == strings[::-1][:3]
