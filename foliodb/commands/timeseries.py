@@ -121,7 +121,7 @@ def create(request: Request, name: str, options: dict[str, Any]) -> None:
     draft = engine.draft()
     info = draft.add_collection(request.db, name, options)
     engine.record(request.db, info, {"create": name, **options})
-    bucket_options = {"validator": {}, "clusteredIndex": True, "timeseries": ts}
+    bucket_options = {"clusteredIndex": True, "timeseries": ts}
     if "expireAfterSeconds" in options:
         bucket_options["expireAfterSeconds"] = options["expireAfterSeconds"]
     buckets = draft.add_collection(request.db, buckets_name(name), bucket_options)

@@ -93,3 +93,16 @@ def test_natural_order_across_scan_batches(db: Any) -> None:
     assert [d["_id"] for d in db.c.find()] == numbers + strings
     assert [d["_id"] for d in db.c.find({"tag": "odd"})] == [i for i in numbers + strings if str(i)[-1] in "13579"]
     assert [d["_id"] for d in db.c.find().sort("$natural", -1).limit(3)] == strings[::-1][:3]
+
+
+def test_over_the_wire(wire: Any) -> None:
+    """CC through pymongo against ``foliodb serve``."""
+    db = wire.clw
+    db.drop_collection("c")
+    db.create_collection("c", clusteredIndex=SPEC)
+    db.c.insert_many([{"_id": 3}, {"_id": 1}, {"_id": 2}])
+    assert [d["_id"] for d in db.c.find()] == [1, 2, 3]
+    assert next(iter(db.c.list_indexes()))["clustered"] is True
+    with pytest.raises(OperationFailure) as info:
+        db.create_collection("d", clusteredIndex={"key": {"_id": 1}, "unique": False})
+    assert info.value.code == 5979700

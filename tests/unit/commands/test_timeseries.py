@@ -18,15 +18,10 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pymongo
 import pytest
 from pymongo.errors import BulkWriteError, OperationFailure, WriteError
-
-from foliodb.server import Server
 
 T0 = dt.datetime(2024, 5, 18, 0, 0, 30)
 
@@ -413,16 +408,6 @@ def test_ttl_removes_expired_buckets(client: Any, db: Any) -> None:
 
 
 # -- over the wire --------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def wire(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    running = Server(str(Path(tmp_path_factory.mktemp("ts")) / "data"), "127.0.0.1", 0)
-    host, port = running.start()
-    client: Any = pymongo.MongoClient(host, port, serverSelectionTimeoutMS=5000)
-    yield client
-    client.close()
-    running.shutdown()
 
 
 def test_over_the_wire(wire: Any) -> None:
