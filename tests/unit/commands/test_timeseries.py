@@ -433,3 +433,12 @@ def test_rename_is_refused(client: Any, db: Any) -> None:
         with pytest.raises(OperationFailure) as info:
             client.admin.command("renameCollection", f"{db.name}.{source}", to=f"{db.name}.v")
         assert info.value.code == 20
+
+
+def test_no_writes_in_a_transaction(client: Any, db: Any) -> None:
+    """LIM "Transactions": a time-series collection cannot be written in a transaction (263)."""
+    make(db)
+    with client.start_session() as session, pytest.raises(OperationFailure) as info, session.start_transaction():
+        db.w.insert_one({"t": T0}, session=session)
+    assert info.value.code == 263
+    assert db.w.count_documents({}) == 0
