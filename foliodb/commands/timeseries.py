@@ -113,20 +113,21 @@ def check_options(raw: Any, command: str = "create") -> dict[str, Any]:
     return out
 
 
-def create(request: Request, name: str, options: dict[str, Any]) -> None:
+def create(request: Request, name: str, options: dict[str, Any], db: str | None = None) -> None:
     """Inside a write: the time-series collection and its buckets (with the
     index on meta and time that mongod 6.3+ creates when there is a meta field)."""
     engine = request.engine
+    db = db or request.db
     ts = options["timeseries"]
     draft = engine.draft()
-    info = draft.add_collection(request.db, name, options)
-    engine.record(request.db, info, {"create": name, **options})
+    info = draft.add_collection(db, name, options)
+    engine.record(db, info, {"create": name, **options})
     bucket_options = {"clusteredIndex": True, "timeseries": ts}
     if "expireAfterSeconds" in options:
         bucket_options["expireAfterSeconds"] = options["expireAfterSeconds"]
-    buckets = draft.add_collection(request.db, buckets_name(name), bucket_options)
+    buckets = draft.add_collection(db, buckets_name(name), bucket_options)
     draft.add_index(buckets, dict(ID_INDEX_SPEC))
-    engine.record(request.db, buckets, {"create": buckets.name, **bucket_options})
+    engine.record(db, buckets, {"create": buckets.name, **bucket_options})
     if "metaField" in ts:
         key = {ts["metaField"]: 1, ts["timeField"]: 1}
         draft.add_index(buckets, {"v": 2, "key": bucket_key(ts, key), "name": default_name(key)})

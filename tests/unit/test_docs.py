@@ -349,7 +349,12 @@ def _row_timeseries(db: Any) -> None:
     (bucket,) = db["system.buckets.series"].find()
     assert bucket["control"]["version"] == 1 and list(bucket["data"]["at"]) == ["0", "1", "2"]
     assert _code(lambda: db.series.find_one_and_delete({})) == 166
-    assert _code(lambda: list(db.series.aggregate([{"$out": {"db": "test", "coll": "o", "timeseries": {}}}]))) == 238
+    list(db.series.aggregate([{"$out": {"db": db.name, "coll": "copy", "timeseries": {"timeField": "at"}}}]))
+    assert db.copy.count_documents({}) == 3
+    with db.client.start_session() as session:
+        session.start_transaction()
+        assert _code(lambda: db.series.insert_one({"at": datetime.datetime(2024, 1, 1)}, session=session)) == 263
+        session.abort_transaction()
     db.create_collection("clustered", clusteredIndex={"key": {"_id": 1}, "unique": True})
     db.clustered.insert_many([{"_id": 2}, {"_id": 1}])
     assert [d["_id"] for d in db.clustered.find()] == [1, 2]

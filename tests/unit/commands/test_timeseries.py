@@ -442,3 +442,25 @@ def test_no_writes_in_a_transaction(client: Any, db: Any) -> None:
         db.w.insert_one({"t": T0}, session=session)
     assert info.value.code == 263
     assert db.w.count_documents({}) == 0
+
+
+def test_out_to_a_time_series_collection(db: Any) -> None:
+    """LIM "Aggregation $merge and $out": since 7.0.3 $out writes to a time-series
+    collection (created with the stage's timeseries options)."""
+    db.src.insert_many([{"t": T0 + minutes(i), "m": i % 2, "v": i} for i in range(6)])
+    stage = {"$out": {"db": db.name, "coll": "w", "timeseries": {"timeField": "t", "metaField": "m"}}}
+    list(db.src.aggregate([{"$match": {"v": {"$gte": 2}}}, {"$project": {"_id": 0}}, stage]))
+    (entry,) = list(db.list_collections(filter={"name": "w"}))
+    assert entry["type"] == "timeseries"
+    assert sorted(d["v"] for d in db.w.find()) == [2, 3, 4, 5]
+    assert db["system.buckets.w"].count_documents({}) == 2  # meta 0 and meta 1, within one hour
+    # Again: the collection's measurements are replaced, not added to.
+    list(db.src.aggregate([{"$match": {"v": 0}}, {"$project": {"_id": 0}}, stage]))
+    assert [d["v"] for d in db.w.find()] == [0]
+    with pytest.raises(OperationFailure) as info:
+        list(db.src.aggregate([{"$out": {"db": db.name, "coll": "src", "timeseries": {"timeField": "t"}}}]))
+    assert info.value.code == 72
+    with pytest.raises(OperationFailure) as info:
+        list(db.src.aggregate([{"$project": {"t": 0}}, stage]))
+    assert info.value.code == 2
+    assert [d["v"] for d in db.w.find()] == [0]  # a failed $out leaves the collection as it was
