@@ -75,14 +75,12 @@ class BucketSpec:
         return cls(options["timeField"], options.get("metaField"), span, rounding)
 
     def round_down(self, millis: int) -> int:
-        """mongod's roundTimestampToGranularity: whole seconds, truncated toward zero (C++ ``%``)."""
-        seconds = int(millis / 1000) if abs(millis) < 1 << 52 else millis // 1000
-        return (seconds - int(_cpp_mod(seconds, self.rounding))) * 1000
-
-
-def _cpp_mod(a: int, b: int) -> int:
-    r = abs(a) % b
-    return -r if a < 0 else r
+        """mongod's roundTimestampToGranularity (whole seconds, down to a multiple
+        of ``rounding``) for times from 1970 on; earlier times round down too,
+        where mongod's C++ ``%`` rounds toward zero: a bucket's control.min must
+        never be later than its measurements, or time pruning would miss them."""
+        seconds = millis // 1000
+        return (seconds - seconds % self.rounding) * 1000
 
 
 def date_of(millis: int) -> Any:

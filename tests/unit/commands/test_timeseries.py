@@ -464,3 +464,17 @@ def test_out_to_a_time_series_collection(db: Any) -> None:
         list(db.src.aggregate([{"$project": {"t": 0}}, stage]))
     assert info.value.code == 2
     assert [d["v"] for d in db.w.find()] == [0]  # a failed $out leaves the collection as it was
+
+
+def test_times_before_1970_and_beyond_datetime(db: Any) -> None:
+    """A bucket's control.min never follows its measurements, so time predicates
+    find dates before the epoch and beyond Python's datetime range."""
+    from bson.datetime_ms import DatetimeMS
+
+    make(db)
+    early = dt.datetime(1969, 12, 31, 23, 59, 30)
+    db.w.insert_many([{"t": early, "m": 1}, {"t": DatetimeMS(-(10**15)), "m": 2}, {"t": DatetimeMS(10**15), "m": 3}])
+    assert db["system.buckets.w"].find_one({"meta": 1})["control"]["min"]["t"] == dt.datetime(1969, 12, 31, 23, 59)
+    assert [d["m"] for d in db.w.find({"t": {"$lte": early}}).sort("m", 1)] == [1, 2]
+    assert [d["m"] for d in db.w.find({"t": DatetimeMS(-(10**15))})] == [2]
+    assert [d["m"] for d in db.w.find({"t": {"$gt": dt.datetime(9999, 1, 1)}})] == [3]
