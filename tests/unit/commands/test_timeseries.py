@@ -478,3 +478,15 @@ def test_times_before_1970_and_beyond_datetime(db: Any) -> None:
     assert [d["m"] for d in db.w.find({"t": {"$lte": early}}).sort("m", 1)] == [1, 2]
     assert [d["m"] for d in db.w.find({"t": DatetimeMS(-(10**15))})] == [2]
     assert [d["m"] for d in db.w.find({"t": {"$gt": dt.datetime(9999, 1, 1)}})] == [3]
+
+
+def test_later_inserts_reopen_a_bucket_without_a_meta_field(db: Any) -> None:
+    """BK: without a meta field (and so no meta index) buckets are still refilled,
+    found through their _id (whose timestamp is the bucket's control.min)."""
+    db.create_collection("w", timeseries={"timeField": "t"})
+    for i in range(5):
+        db.w.insert_one({"t": T0 + minutes(i)})
+    db.w.insert_one({"t": T0 + minutes(61)})  # past the one-hour span from 00:00
+    assert [len(b["data"]["t"]) for b in buckets(db)] == [5, 1]
+    (first, _) = buckets(db)
+    assert first["_id"].generation_time.replace(tzinfo=None) == dt.datetime(2024, 5, 18, 0, 0)
