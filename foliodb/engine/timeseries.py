@@ -95,9 +95,9 @@ class TimeSeriesWriter:
         lowest = self.spec.round_down(millis) - self.spec.max_span * 1000
         query: dict[str, Any] = {time_path: {"$lte": date_of(millis), "$gt": date_of(lowest)}}
         query["meta"] = meta if key else {"$exists": False}
-        if lowest >= 0 and millis < (1 << 32) * 1000:
-            # A bucket's _id starts with its control.min time in seconds: the
-            # clustered _id order finds the candidates without a meta index.
+        if self.spec.meta_field is None and lowest >= 0 and millis < (1 << 32) * 1000:
+            # A bucket's _id starts with its control.min time in seconds: with no
+            # meta field (so no meta index) the _id order finds the candidates.
             low, high = (lowest // 1000 + 1).to_bytes(4, "big"), (millis // 1000).to_bytes(4, "big")
             query["_id"] = {"$gte": ObjectId(low + bytes(8)), "$lte": ObjectId(high + b"\xff" * 8)}
         for found in FindExecution(self.store, FindSpec(filter=query, show_record_id=True), self.ctx):
