@@ -589,6 +589,11 @@ def collection_timeseries(db: Any) -> None:
     _ignored_unless(next(db.list_collections(filter={"name": "v"}))["type"] == "timeseries")
 
 
+def collection_clustered(db: Any) -> None:
+    db.create_collection("v", clusteredIndex={"key": {"_id": 1}, "unique": True})
+    _ignored_unless(next(db.v.list_indexes()).get("clustered") is True)
+
+
 def collection_collation(db: Any) -> None:
     db.create_collection("v", collation={"locale": "en", "strength": 2})
     db.v.insert_one({"s": "ABC"})
@@ -637,6 +642,7 @@ COLLECTION_PROBES = {
     "viewOn (views)": collection_view,
     "capped": collection_capped,
     "timeseries": collection_timeseries,
+    "clusteredIndex": collection_clustered,
     "collation (default collation)": collection_collation,
 }
 

@@ -35,9 +35,16 @@ class PipelineEnv(Protocol):
 
     def collection_exists(self, coll: str, db: str | None = None) -> bool: ...
 
-    def replace_collection(self, coll: str, docs: Iterable[Mapping[str, Any]], db: str | None = None) -> None:
+    def replace_collection(
+        self,
+        coll: str,
+        docs: Iterable[Mapping[str, Any]],
+        db: str | None = None,
+        timeseries: Mapping[str, Any] | None = None,
+    ) -> None:
         """``$out``: atomically replace the collection's documents with
-        ``docs`` (keeping its indexes and options; creating it if missing)."""
+        ``docs`` (keeping its indexes and options; creating it if missing);
+        with ``timeseries``, a time-series collection of those options."""
         ...
 
     def unique_index_on(self, coll: str, fields: list[str], db: str | None = None) -> bool:

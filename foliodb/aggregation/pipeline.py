@@ -18,6 +18,9 @@ nothing changes; none of it changes an answer:
   whose top-level clauses only partly qualify is split, and the qualifying
   clauses move. Fields are compared by their first path component, because an
   array anywhere along a shared prefix can change what a path reaches;
+* a ``$match`` after ``$_internalUnpackBucket`` (a time-series read) puts
+  the bucket-level filter it implies before the unpacking, to prune buckets
+  through their indexes (see that stage);
 * ``$skip`` n + ``$limit`` m becomes ``$limit`` n+m + ``$skip`` n, so that
 * ``$sort`` + ``$limit`` fuse into one top-k sort; ``$limit`` + ``$limit`` and
   ``$skip`` + ``$skip`` coalesce.
@@ -78,6 +81,9 @@ class Stage:
     limit: int | None = None  # $limit: n; $sort: the fused top-k limit
     with_limit: Callable[[int], Stage] | None = None  # $sort: this sort keeping only the first n
     near: Any = None  # $geoNear: the distance-ordered find it runs on (a GeoNearRequest)
+    # $_internalUnpackBucket: what replaces (this stage, a following $match):
+    # a bucket $match, this stage, what is left of the $match; or None.
+    absorb: Callable[[Mapping[str, Any]], list[Stage] | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,6 +352,8 @@ def _rewrite(a: Stage, b: Stage, where: Where) -> list[Stage] | None:
         if rest is None:
             return [moved, a]  # type: ignore[list-item]
         return [moved, a, match_stage(rest, where)]  # type: ignore[list-item]
+    if a.absorb is not None and b.name == "$match":
+        return a.absorb(b.spec)
     if a.name == "$skip" and b.name == "$limit":
         assert a.limit is not None and b.limit is not None
         return [STAGES.get("$limit")(a.limit + b.limit, where), a]  # type: ignore[list-item]

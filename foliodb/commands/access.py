@@ -43,7 +43,7 @@ def views(engine: Engine) -> ViewLookup:
         info = engine.catalog.get(db, name)
         if info is None or not info.is_view:
             return None
-        return info.options["viewOn"], list(info.options.get("pipeline", []))
+        return info.view_on, info.view_pipeline
 
     return definition
 

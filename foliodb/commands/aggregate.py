@@ -24,9 +24,13 @@ from foliodb.commands.current_op import current_ops
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
+from foliodb.commands.timeseries import check_options as ts_options
+from foliodb.commands.timeseries import create as timeseries_create
 from foliodb.commands.write import apply_replacement, check_new_database, prepare_insert
+from foliodb.engine.buckets import BucketSpec
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.query import FindExecution, FindSpec
+from foliodb.engine.timeseries import TimeSeriesWriter, check_measurement
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import metadata
 from foliodb.query.bsontypes import is_string
@@ -105,10 +109,19 @@ class EngineEnv:
     def collection_exists(self, coll: str, db: str | None = None) -> bool:
         return self.engine.catalog.get(db or self.db, coll) is not None
 
-    def replace_collection(self, coll: str, docs: Iterable[Mapping[str, Any]], db: str | None = None) -> None:
+    def replace_collection(
+        self,
+        coll: str,
+        docs: Iterable[Mapping[str, Any]],
+        db: str | None = None,
+        timeseries: Mapping[str, Any] | None = None,
+    ) -> None:
         db = db or self.db
         engine = self.engine
         existing = engine.catalog.get(db, coll)
+        if timeseries is not None or (existing is not None and existing.is_timeseries):
+            self._replace_measurements(db, coll, docs, timeseries)
+            return
         if existing is not None and existing.is_view:
             raise CommandError(
                 ErrorCode.CommandNotSupportedOnView, f"Namespace {db}.{coll} is a view, not a collection"
@@ -130,6 +143,40 @@ class EngineEnv:
             for _rid, data in temp.scan():
                 target.insert(bson.decode(data, CODEC), data)
             engine.drop_collection(db, temp_name)
+
+    def _replace_measurements(
+        self, db: str, coll: str, docs: Iterable[Mapping[str, Any]], timeseries: Mapping[str, Any] | None
+    ) -> None:
+        """``$out`` to a time-series collection (MongoDB 7.0.3+): created with
+        ``timeseries`` when missing; an existing one must have those options.
+        The results are gathered first, as the pipeline may read the target."""
+        engine = self.engine
+        options = {"timeseries": ts_options(timeseries, "$out")} if timeseries is not None else None
+        results = [dict(doc) for doc in docs]
+        check_new_database(engine, db)
+        with engine.storage.write():
+            existing = engine.catalog.get(db, coll)
+            if existing is None:
+                if options is None:
+                    return
+                timeseries_create(self.request, coll, options, db)
+                existing = engine.catalog.get(db, coll)
+                assert existing is not None
+            elif not existing.is_timeseries:
+                raise CommandError(
+                    ErrorCode.InvalidOptions, f"Cannot write time-series $out output to the collection {db}.{coll}"
+                )
+            elif options is not None and options["timeseries"] != existing.options["timeseries"]:
+                raise CommandError(
+                    ErrorCode.InvalidOptions,
+                    f"Time-series options of $out do not match the existing collection {db}.{coll}",
+                )
+            spec = BucketSpec.of(existing.options["timeseries"])
+            measurements = [check_measurement(spec, metadata.strip(doc)) for doc in results]
+            store = engine.store(db, f"system.buckets.{coll}")
+            assert store is not None
+            store.truncate()
+            TimeSeriesWriter(store, spec, self.ctx).insert(measurements)
 
     def unique_index_on(self, coll: str, fields: list[str], db: str | None = None) -> bool:
         if sorted(fields) == ["_id"]:

@@ -12,7 +12,7 @@ from typing import Any
 from bson.binary import Binary, UuidRepresentation
 
 from foliodb.auth.caller import authorized_collections, authorized_databases
-from foliodb.commands import collation, oplog_rs, params
+from foliodb.commands import collation, oplog_rs, params, timeseries
 from foliodb.commands.cursors import cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.indexes import modify_index
@@ -22,7 +22,7 @@ from foliodb.commands.views import check_view_options
 from foliodb.commands.write import SYSTEM_DATABASES, check_new_database, collection_name
 from foliodb.engine.catalog import CollectionInfo
 from foliodb.engine.engine import ID_INDEX_SPEC
-from foliodb.errors import CommandError, ErrorCode
+from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.filter import compile_filter
 from foliodb.query.validation import compile_validator
@@ -50,10 +50,7 @@ _CREATE_OPTIONS = {
 def cmd_create(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "create")
     collator = collation.given(cmd, "create")
-    for unbuilt in ("timeseries", "clusteredIndex"):
-        if unbuilt in cmd:
-            raise CommandError(ErrorCode.NotImplemented, f"{unbuilt} collections are not implemented in FolioDB yet")
-    if "expireAfterSeconds" in cmd:
+    if "expireAfterSeconds" in cmd and "timeseries" not in cmd and "clusteredIndex" not in cmd:
         raise CommandError(
             ErrorCode.InvalidOptions, "'expireAfterSeconds' is only supported on time-series or clustered collections"
         )
@@ -92,6 +89,12 @@ def cmd_create(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         # MongoDB's rounding: at least 4096 bytes, else a multiple of 256.
         options["size"] = 4096 if size <= 4096 else (size + 255) // 256 * 256
     check_validation(options, "create")
+    if "timeseries" in options:
+        options["timeseries"] = timeseries.check_options(options["timeseries"])
+    if "clusteredIndex" in options:
+        options["clusteredIndex"] = check_clustered(options)
+    if "expireAfterSeconds" in options:
+        options["expireAfterSeconds"] = check_expire_after(options["expireAfterSeconds"])
     with request.engine.storage.write():
         existing = request.engine.catalog.get(request.db, name)
         if existing is not None:
@@ -99,8 +102,57 @@ def cmd_create(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
                 return {"ok": 1.0}  # MongoDB 7+: creating the same collection again is a no-op
             raise CommandError(ErrorCode.NamespaceExists, f"Collection {request.db}.{name} already exists.")
         check_new_database(request.engine, request.db)
-        request.engine.create_collection(request.db, name, options)
+        if "timeseries" in options:
+            timeseries.create(request, name, options)
+        else:
+            request.engine.create_collection(request.db, name, options)
     return {"ok": 1.0}
+
+
+def check_clustered(options: Mapping[str, Any]) -> dict[str, Any]:
+    """create's ``clusteredIndex``, as listCollections shows it.
+
+    Storage: a clustered collection keeps FolioDB's usual layout, records by
+    record id plus the ``_id`` index (a SQLite WITHOUT ROWID B-tree keyed by
+    the ``_id`` key string), which already orders the collection by ``_id``.
+    A table clustered on ``_id`` itself would need every other index to point
+    at ``_id`` keys instead of record ids, changing each index path, for the
+    one saving of a lookup; so the ``_id`` index is the clustered index, hidden
+    as a separate index and shown as ``clustered: true``."""
+    spec = options["clusteredIndex"]
+    if not isinstance(spec, Mapping):
+        raise CommandError(
+            ErrorCode.TypeMismatch, "BSON field 'create.clusteredIndex' is the wrong type, expected type 'object'"
+        )
+    for key in spec:
+        if key not in ("key", "unique", "name", "v"):
+            raise location(40415, f"BSON field 'create.clusteredIndex.{key}' is an unknown field.")
+    for key in ("key", "unique"):
+        if key not in spec:
+            raise location(40414, f"BSON field 'create.clusteredIndex.{key}' is missing but a required field")
+    if spec["unique"] is not True:
+        raise location(5979700, "The clusteredIndex option requires unique: true to be specified")
+    key = spec["key"]
+    if not isinstance(key, Mapping) or list(key) != ["_id"] or key["_id"] != 1 or isinstance(key["_id"], bool):
+        raise CommandError(
+            ErrorCode.InvalidIndexSpecificationOption, "The clusteredIndex option is only supported for key: {_id: 1}"
+        )
+    if options.get("capped"):
+        raise CommandError(ErrorCode.InvalidOptions, "Cannot create a capped clustered collection")
+    name = spec.get("name", "_id_")
+    if not is_string(name):
+        raise CommandError(
+            ErrorCode.TypeMismatch, "BSON field 'create.clusteredIndex.name' is the wrong type, expected type 'string'"
+        )
+    return {"v": 2, "key": {"_id": 1}, "name": name, "unique": True}
+
+
+def check_expire_after(value: Any) -> int:
+    """create's ``expireAfterSeconds``: a non-negative whole number of seconds."""
+    seconds = params.as_int(value, "create.expireAfterSeconds")
+    if seconds < 0:
+        raise CommandError(ErrorCode.InvalidOptions, "TTL index 'expireAfterSeconds' option cannot be less than 0")
+    return seconds
 
 
 @COMMANDS.register("drop")
@@ -112,6 +164,8 @@ def cmd_drop(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
             # MongoDB 7+ answers ok for a missing collection.
             return {"ok": 1.0}
         n_indexes = len(info.indexes)
+        if info.is_timeseries and request.engine.catalog.get(request.db, timeseries.buckets_name(name)) is not None:
+            request.engine.drop_collection(request.db, timeseries.buckets_name(name))
         request.engine.drop_collection(request.db, name)
     return {"nIndexesWas": n_indexes, "ns": f"{request.db}.{name}", "ok": 1.0}
 
@@ -123,6 +177,8 @@ def cmd_dropDatabase(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]
 
 
 def collection_entry(info: CollectionInfo) -> dict[str, Any]:
+    if info.is_timeseries:
+        return timeseries.collection_entry(info)
     if info.is_view:
         return {"name": info.name, "type": "view", "options": dict(info.options), "info": {"readOnly": True}}
     return {
@@ -130,7 +186,8 @@ def collection_entry(info: CollectionInfo) -> dict[str, Any]:
         "type": "collection",
         "options": dict(info.options),
         "info": {"readOnly": False, "uuid": Binary.from_uuid(info.uuid, UuidRepresentation.STANDARD)},
-        "idIndex": dict(ID_INDEX_SPEC),
+        # A clustered collection has no separate _id index to describe.
+        **({} if "clusteredIndex" in info.options else {"idIndex": dict(ID_INDEX_SPEC)}),
     }
 
 
@@ -189,6 +246,11 @@ def cmd_renameCollection(request: Request, cmd: Mapping[str, Any]) -> dict[str, 
     db, _, name = source.partition(".")
     to_db, _, to_name = target.partition(".")
     drop_target = bool(params.field(cmd, "dropTarget", "bool", "renameCollection", default=False))
+    info = request.engine.catalog.get(db, name)
+    if (info is not None and info.is_timeseries) or name.startswith("system.buckets."):
+        raise CommandError(ErrorCode.IllegalOperation, "Renaming a timeseries collection is not allowed")
+    if to_name.startswith("system.buckets."):
+        raise CommandError(ErrorCode.IllegalOperation, "Renaming to a bucket namespace is not allowed")
     check_new_database(request.engine, to_db)
     request.engine.rename_collection(db, name, to_db, to_name, drop_target)
     return {"ok": 1.0}
@@ -207,7 +269,7 @@ def cmd_collMod(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         for key, value in cmd.items():
             if key == "collMod" or key in params.GENERIC_FIELDS:
                 continue
-            if key in ("validator", "validationLevel", "validationAction", "expireAfterSeconds"):
+            if key in ("validator", "validationLevel", "validationAction"):
                 options[key] = value
             elif key == PRE_AND_POST_IMAGES:
                 enabled = pre_and_post_images(value, "collMod")
@@ -216,12 +278,33 @@ def cmd_collMod(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
                     options[key] = images[key]
                 else:
                     options.pop(key, None)
+            elif key == "expireAfterSeconds" and ("timeseries" in options or "clusteredIndex" in options):
+                # "off" turns expiry off, as mongod's collMod.
+                if value == "off":
+                    options.pop(key, None)
+                else:
+                    options[key] = check_expire_after(value)
+            elif key == "expireAfterSeconds":
+                raise CommandError(
+                    ErrorCode.InvalidOptions,
+                    "'expireAfterSeconds' is only supported on time-series or clustered collections",
+                )
+            elif key == "timeseries" and info.is_timeseries:
+                options[key] = timeseries.coll_mod(options[key], value)
             elif key == "index":
                 return modify_index(request, request.db, name, value)
             else:
                 raise CommandError(ErrorCode.InvalidOptions, f"BSON field 'collMod.{key}' is an unknown field.")
         check_validation(options, "collMod")
         engine.draft().set_options(info, options)
+        buckets = engine.catalog.get(request.db, timeseries.buckets_name(name)) if info.is_timeseries else None
+        if buckets is not None:
+            # The buckets collection keeps the same timeseries and expiry options.
+            bucket_options = {**buckets.options, "timeseries": options["timeseries"]}
+            bucket_options.pop("expireAfterSeconds", None)
+            if "expireAfterSeconds" in options:
+                bucket_options["expireAfterSeconds"] = options["expireAfterSeconds"]
+            engine.draft().set_options(buckets, bucket_options)
         changed = {key: value for key, value in options.items() if info.options.get(key) != value}
         engine.record(
             request.db,

@@ -18,6 +18,7 @@ from foliodb.commands.diagnostics import MONGODB_VERSION
 from foliodb.commands.executor import Request
 from foliodb.commands.find import count_execution, distinct_execution, execution, find_spec
 from foliodb.commands.registry import COMMANDS
+from foliodb.commands.views import find_stages, is_view
 from foliodb.commands.write import UpdateStatement, Writes, collection_name, delete_statement, would_modify
 from foliodb.engine.count import explain_count
 from foliodb.engine.distinct import explain_distinct
@@ -51,6 +52,12 @@ def cmd_explain(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if command == "find":
         name = collection_name(inner, "find")
         spec = find_spec(inner)
+        if is_view(request, name):
+            # A find on a view runs (and so explains) as an aggregate of its pipeline, as mongod's.
+            as_aggregate = {"aggregate": name, "pipeline": find_stages(spec), "cursor": {}}
+            if let is not None:
+                as_aggregate["let"] = let
+            return {**_explain_aggregate(request, as_aggregate, verbosity), "command": dict(inner)}
     elif command == "count":
         name = collection_name(inner, "count")
         out = explain_count(count_execution(request, name, inner), f"{request.db}.{name}", verbosity)
@@ -166,12 +173,14 @@ def _explain_aggregate(request: Request, inner: Mapping[str, Any], verbosity: st
     let = params.field(inner, "let", "object", "aggregate")
     own = inner.get("collation")
     env = EngineEnv(request, request.context(let, collation.resolve(request, name, own, "aggregate")), True, name)
-    pipeline = compile_pipeline(list(stages), env)
+    # A view (a time-series collection too) explains as its pipeline over its source, as mongod's.
+    source, view_pipeline = request.engine.resolve_view(request.db, name)
+    pipeline = compile_pipeline(view_pipeline + list(stages), env)
     filter_spec, sort, limit = pipeline.pushdown()
     near = pipeline.geo_near()
     spec = FindSpec(filter=filter_spec, sort=sort, limit=limit, hint=inner.get("hint"), collation=own, geo_near=near)
-    run = execution(request, name, spec, let)
-    cursor = explain_find(run, f"{request.db}.{name}", verbosity)
+    run = execution(request, source, spec, let)
+    cursor = explain_find(run, f"{request.db}.{source}", verbosity)
     pushed = int(filter_spec is not None) + int(sort is not None or limit is not None)  # $geoNear stays
     rest = pipeline.explain()[pushed:]
     out: dict[str, Any] = {"explainVersion": "1"}

@@ -13,6 +13,7 @@ from foliodb.commands import collation, params
 from foliodb.commands.cursors import cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
+from foliodb.commands.timeseries import bucket_index_spec, bucket_key, buckets_name, listed_indexes
 from foliodb.commands.write import collection_name
 from foliodb.engine.catalog import CollectionInfo, IndexInfo
 from foliodb.engine.text import language_of
@@ -314,9 +315,14 @@ def cmd_createIndexes(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
     raw_specs = params.field(cmd, "indexes", "array", "createIndexes")
     if not raw_specs:
         raise CommandError(ErrorCode.BadValue, "Must specify at least one index to create")
+    engine = request.engine
+    info = engine.catalog.get(request.db, name)
+    if info is not None and info.is_timeseries:
+        # Indexes on a time-series collection are indexes on its buckets.
+        raw_specs = [bucket_index_spec(info.options["timeseries"], raw) for raw in raw_specs]
+        name = buckets_name(name)
     default = collation.default_of(request, name)
     specs = [normalize_spec(raw, default) for raw in raw_specs]
-    engine = request.engine
     created_collection = False
     while True:
         with engine.storage.write():
@@ -417,6 +423,14 @@ def cmd_dropIndexes(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, command)
     engine = request.engine
     selector = cmd.get("index")
+    info = engine.catalog.get(request.db, name)
+    if info is not None and info.is_timeseries:
+        ts = info.options["timeseries"]
+        name = buckets_name(name)
+        if isinstance(selector, Mapping):
+            selector = bucket_key(ts, selector)
+        elif isinstance(selector, list):
+            selector = [bucket_key(ts, s) if isinstance(s, Mapping) else s for s in selector]
     with engine.storage.write():
         store = engine.store(request.db, name)
         if store is None:
@@ -451,10 +465,22 @@ def cmd_listIndexes(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     info = request.engine.catalog.get(request.db, name)
     if info is None:
         raise CommandError(ErrorCode.NamespaceNotFound, f"ns does not exist: {request.db}.{name}")
-    specs = [dict(index.spec) for index in info.indexes.values()]
+    if info.is_timeseries:
+        buckets = request.engine.catalog.get(request.db, buckets_name(name))
+        specs = listed_indexes(info, buckets) if buckets is not None else []
+    else:
+        specs = [listed_spec(info, index) for index in info.indexes.values()]
     cursor = cmd.get("cursor") or {}
     batch_size = cursor.get("batchSize") if isinstance(cursor, Mapping) else None
     return cursor_reply(request, f"{request.db}.$cmd.listIndexes.{name}", iter(specs), batch_size)
+
+
+def listed_spec(info: CollectionInfo, index: IndexInfo) -> dict[str, Any]:
+    """An index as listIndexes shows it; a clustered collection's _id index as its clustered index."""
+    clustered = info.options.get("clusteredIndex")
+    if index.name == "_id_" and isinstance(clustered, Mapping):
+        return {**clustered, "clustered": True}
+    return dict(index.spec)
 
 
 def modify_index(request: Request, db: str, name: str, change: Any) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from foliodb.commands import collation, params, profiler
 from foliodb.commands.accesses import count_plan
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
+from foliodb.engine.buckets import BucketSpec
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.engine import Engine
 from foliodb.engine.planner import id_point_keys, plan_access
@@ -42,6 +43,7 @@ from foliodb.engine.planner.plans import AccessStage, IdLookup
 from foliodb.engine.query import FindExecution, FindSpec, raw_narrowing
 from foliodb.engine.records import CollectionStore
 from foliodb.engine.text import split_text
+from foliodb.engine.timeseries import TimeSeriesWriter, check_measurement
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import bsontypes
 from foliodb.query import compare as cmp
@@ -171,6 +173,9 @@ class Target:
         self.name = name
         info = self.engine.catalog.get(db, name)
         options = info.options if info is not None else {}
+        # A time-series collection: its measurements are written as buckets.
+        self.buckets = BucketSpec.of(options["timeseries"]) if info is not None and info.is_timeseries else None
+        self.request = request
         self.validator: Validator | None = None
         if not bypass and options.get("validator") is not None:
             self.validator = compile_validator(
@@ -211,7 +216,23 @@ class Target:
                 )
         validator.check(doc)
 
+    def timeseries(self) -> TimeSeriesWriter:
+        assert self.buckets is not None
+        if self.engine.storage.transaction() is not None:
+            # The manual's "Time Series Collection Limitations": no writes in transactions.
+            raise CommandError(
+                ErrorCode.OperationNotSupportedInTransaction,
+                "Cannot write to a time-series collection in a multi-document transaction.",
+            )
+        store = self.engine.store(self.db, f"system.buckets.{self.name}")
+        assert store is not None
+        return TimeSeriesWriter(store, self.buckets, self.request.context())
+
     def insert(self, doc: Any, store: CollectionStore | None = None) -> dict[str, Any]:
+        if self.buckets is not None:
+            measurement = check_measurement(self.buckets, doc)
+            self.timeseries().insert([measurement])
+            return measurement
         new = prepare_insert(doc)
         self.validate(new)
         (store or self.ensure_store()).insert(new)
@@ -308,6 +329,9 @@ def cmd_insert(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     with storage.write():
         # Looked up inside the write: the collection's newest indexes and validator.
         target = writes.target(request.db, name)
+        if target.buckets is not None:
+            n, errors = _insert_measurements(target, docs, ordered)
+            return finish(request, cmd, {"n": n, "ok": 1.0, **({"writeErrors": errors} if errors else {})})
         store = target.ensure_store()
         if len(docs) > 1 and target.validator is None:
             # The fast path: every document in one executemany per table.
@@ -330,6 +354,23 @@ def cmd_insert(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if errors:
         reply["writeErrors"] = errors
     return finish(request, cmd, reply)
+
+
+def _insert_measurements(target: Target, docs: list[Any], ordered: bool) -> tuple[int, list[dict[str, Any]]]:
+    """Insert into a time-series collection: the valid measurements, bucketed
+    in one pass (an ordered insert stops at the first invalid one)."""
+    assert target.buckets is not None
+    errors: list[dict[str, Any]] = []
+    good = []
+    for i, doc in enumerate(docs):
+        try:
+            good.append(check_measurement(target.buckets, doc))
+        except CommandError as exc:
+            errors.append(exc.to_write_error(i))
+            if ordered:
+                break
+    target.timeseries().insert(good)
+    return len(good), errors
 
 
 # -- matching documents for update/delete/findAndModify ---------------------------
@@ -495,6 +536,8 @@ def run_update(
         raise CommandError(ErrorCode.FailedToParse, "multi update is not supported for replacement-style update")
     if statement.multi and statement.sort:
         raise CommandError(ErrorCode.FailedToParse, "The sort option is only supported for updateOne")
+    if target.buckets is not None:
+        return _update_measurements(target, statement, update)
     store = target.store
     n = modified = 0
     if store is not None:
@@ -512,6 +555,32 @@ def run_update(
             modified += changed
         for access in plans:
             count_plan(writes.request, store, access)
+    if n == 0 and statement.upsert:
+        doc = target.upsert(update, statement.filter)
+        return 1, 0, doc["_id"]
+    return n, modified, NOT_UPSERTED
+
+
+def _update_measurements(target: Target, statement: UpdateStatement, update: CompiledUpdate) -> tuple[int, int, Any]:
+    """An update of a time-series collection: matched measurements leave their
+    buckets and their updated versions are inserted again (as mongod 7+)."""
+    assert target.buckets is not None
+    writer = target.timeseries()
+    results: list[dict[str, Any]] = []
+    modified = 0
+
+    def each(doc: dict[str, Any], details: MatchDetails) -> None:
+        nonlocal modified
+        new = update.apply(doc, details.array_index)
+        if update.is_replacement and "_id" not in new:
+            new = {**new, "_id": doc["_id"]}
+        modified += bson.encode(new) != bson.encode(doc)
+        results.append(new)
+
+    # One unit: a result that is no measurement (no date) leaves every bucket as it was.
+    with target.engine.storage.savepoint():
+        n = writer.remove_matching(statement.filter, statement.multi, each)
+        writer.insert([check_measurement(target.buckets, doc) for doc in results])
     if n == 0 and statement.upsert:
         doc = target.upsert(update, statement.filter)
         return 1, 0, doc["_id"]
@@ -571,6 +640,8 @@ def run_delete(
     """The documents one delete statement removed; its access path is
     counted (and appended to ``plans``)."""
     plans = [] if plans is None else plans
+    if target.buckets is not None:
+        return target.timeseries().remove_matching(filter_spec, multi)
     store = target.store
     n = 0
     ctx = writes.context(None, writes.collator(target, collation_spec, "delete"))
@@ -673,6 +744,10 @@ def cmd_findAndModify(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
     value: dict[str, Any] | None = None
     with request.engine.storage.write():
         target = writes.target(request.db, name)
+        if target.buckets is not None:
+            raise CommandError(
+                ErrorCode.CommandNotSupportedOnView, f"Namespace {request.db}.{name} is a view, not a collection"
+            )
         store = target.store
         plans: list[AccessStage] = []
         found = next(matching(store, filter_spec, ctx, hint=cmd.get("hint"), sort=sort, one=True, plans=plans), None)

@@ -141,8 +141,28 @@ class CollectionInfo:
 
     @property
     def is_view(self) -> bool:
-        """A read-only view: a pipeline over another collection, no records."""
-        return "viewOn" in self.options
+        """A read-only view: a pipeline over another collection, no records
+        (a time-series collection reads as one over its buckets)."""
+        return "viewOn" in self.options or self.is_timeseries
+
+    @property
+    def is_timeseries(self) -> bool:
+        """A time-series collection (not its ``system.buckets`` collection,
+        whose options hold the same ``timeseries`` document)."""
+        return "timeseries" in self.options and not self.name.startswith("system.buckets.")
+
+    @property
+    def view_on(self) -> str:
+        return f"system.buckets.{self.name}" if self.is_timeseries else str(self.options["viewOn"])
+
+    @property
+    def view_pipeline(self) -> list[Any]:
+        """A view's pipeline; a time-series collection's unpacks its buckets, as mongod's view does."""
+        if self.is_timeseries:
+            ts = self.options["timeseries"]
+            unpack = {key: ts[key] for key in ("timeField", "metaField", "bucketMaxSpanSeconds") if key in ts}
+            return [{"$_internalUnpackBucket": unpack}]
+        return list(self.options.get("pipeline", []))
 
     @property
     def ns(self) -> str:

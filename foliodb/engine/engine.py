@@ -265,8 +265,8 @@ class Engine:
             if name in seen:
                 raise CommandError(ErrorCode.GraphContainsCycle, f"View cycle detected: {sorted(seen)}")
             seen.add(name)
-            pipeline = list(info.options.get("pipeline", [])) + pipeline
-            name = info.options["viewOn"]
+            pipeline = info.view_pipeline + pipeline
+            name = info.view_on
             info = catalog.get(db, name)
         return name, pipeline
 

@@ -685,6 +685,9 @@ class CollectionStore:
             yield from self._scan_table(reverse, needles)
 
     def _scan_table(self, reverse: bool, needles: list[list[bytes]] | None) -> Iterator[tuple[int, bytes]]:
+        if isinstance(self.info.options.get("clusteredIndex"), dict):
+            yield from self._scan_clustered(reverse, needles)
+            return
         table = self.info.table
         where = "rid < ?" if reverse else "rid > ?"
         args: list[Any] = []
@@ -704,6 +707,30 @@ class CollectionStore:
             if len(rows) < SCAN_BATCH:
                 return
             last = rows[-1][0]
+
+    def _scan_clustered(self, reverse: bool, needles: list[list[bytes]] | None) -> Iterator[tuple[int, bytes]]:
+        """A clustered collection's natural order: its ``_id`` index's key order
+        (the clustered index; see ``check_clustered`` in commands.collections)."""
+        where = "k.key < ?" if reverse else "k.key > ?"
+        args: list[Any] = []
+        for group in needles or ():
+            where += " AND (" + " OR ".join("instr(c.doc, ?) > 0" for _ in group) + ")"
+            args.extend(group)
+        order = "DESC" if reverse else ""
+        sql = (
+            f"SELECT c.rid, c.doc, k.key FROM {self.info.id_index.table} AS k JOIN {self.info.table} AS c "
+            f"ON c.rid = k.rid WHERE {where} ORDER BY k.key {order} LIMIT ?"
+        )
+        last = b"\xff" * 8 if reverse else b""
+        while True:
+            conn, _ = self._read()
+            assert conn is not None
+            rows = conn.execute(sql, (last, *args, SCAN_BATCH)).fetchall()
+            for rid, doc, _key in rows:
+                yield rid, doc
+            if len(rows) < SCAN_BATCH:
+                return
+            last = rows[-1][2]
 
     def index_rows(
         self, index: IndexInfo, start: bytes, stop: bytes | None, forward: bool, keys_only: bool, limit: int

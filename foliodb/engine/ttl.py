@@ -9,10 +9,18 @@ seconds. Documents whose field is missing or holds no date never expire.
 It finds candidates through the index's date range and re-checks each
 document before deleting it, in write transactions of at most
 :data:`SWEEP_CHUNK` documents, so a large expiry never holds the writer long.
+
+Collections with an ``expireAfterSeconds`` option expire too: a clustered
+collection by its ``_id`` dates (through the ``_id`` index that orders it), a
+time-series collection's buckets collection a whole bucket at a time, once
+the newest measurement of the bucket (``control.max.<timeField>``) is older
+than the cutoff, as the manual's "Automatic Removal for Time Series
+Collections" describes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import logging
 import sqlite3
@@ -22,10 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 import bson
 
-from foliodb.engine.catalog import CODEC, IndexInfo
+from foliodb.engine.catalog import CODEC, CollectionInfo, IndexInfo
+from foliodb.engine.query import FindExecution, FindSpec
 from foliodb.engine.records import CollectionStore
 from foliodb.query import compare as cmp
 from foliodb.query import keystring
+from foliodb.query.context import Context
 from foliodb.query.paths import leaf_values
 
 if TYPE_CHECKING:
@@ -70,6 +80,45 @@ def sweep_index(store: CollectionStore, index: IndexInfo, now: datetime.datetime
             store.delete(rid, doc, data)
             deleted += 1
     return deleted, len(rids) > SWEEP_CHUNK
+
+
+def sweep_buckets(store: CollectionStore, now: datetime.datetime) -> tuple[int, bool]:
+    """Inside a write: delete up to SWEEP_CHUNK buckets whose newest measurement has expired."""
+    options = store.info.options
+    cutoff = now - datetime.timedelta(seconds=float(cmp.number_value(options["expireAfterSeconds"])))
+    path = f"control.max.{options['timeseries']['timeField']}"
+    spec = FindSpec(filter={path: {"$lt": cutoff}}, limit=SWEEP_CHUNK + 1, show_record_id=True)
+    found = list(FindExecution(store, spec, Context()))
+    for doc in found[:SWEEP_CHUNK]:
+        rid = doc.pop("$recordId")
+        store.delete(rid, doc)
+    return min(len(found), SWEEP_CHUNK), len(found) > SWEEP_CHUNK
+
+
+def ttl_targets(info: CollectionInfo) -> list[str]:
+    """The names of a collection's TTL indexes; "" for the collection's own
+    ``expireAfterSeconds`` (a clustered or time-series buckets collection)."""
+    names = [index.name for index in info.indexes.values() if "expireAfterSeconds" in index.spec]
+    if "expireAfterSeconds" in info.options and not info.is_view:
+        names.append("")
+    return names
+
+
+def sweep_target(store: CollectionStore, index_name: str, now: datetime.datetime) -> tuple[int, bool] | None:
+    """One chunk of one target (see :func:`ttl_targets`); None when it is gone."""
+    info = store.info
+    if index_name:
+        index = info.indexes.get(index_name)
+        return None if index is None else sweep_index(store, index, now)
+    if "expireAfterSeconds" not in info.options:
+        return None
+    if "timeseries" in info.options:
+        return sweep_buckets(store, now)
+    # A clustered collection: its _id index read as a TTL index.
+    by_id = dataclasses.replace(
+        info.id_index, spec={**info.id_index.spec, "expireAfterSeconds": info.options["expireAfterSeconds"]}
+    )
+    return sweep_index(store, by_id, now)
 
 
 class TTLMonitor(threading.Thread):
@@ -119,10 +168,9 @@ class TTLMonitor(threading.Thread):
         storage.begin_operation()
         try:
             targets = [
-                (info.db, info.name, index.name)
+                (info.db, info.name, index_name)
                 for info in engine.catalog.collections.values()
-                for index in info.indexes.values()
-                if "expireAfterSeconds" in index.spec
+                for index_name in ttl_targets(info)
             ]
             storage.end_view()
             for db, name, index_name in targets:
@@ -130,10 +178,10 @@ class TTLMonitor(threading.Thread):
                 while more:
                     with storage.write():
                         store = engine.store(db, name)
-                        index = store.info.indexes.get(index_name) if store is not None else None
-                        if store is None or index is None:
+                        swept = sweep_target(store, index_name, now) if store is not None else None
+                        if swept is None:
                             break
-                        count, more = sweep_index(store, index, now)
+                        count, more = swept
                         deleted += count
                         more = more and count > 0
         finally:

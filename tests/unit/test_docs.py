@@ -354,8 +354,25 @@ def _row_capped(db: Any) -> None:
 
 
 def _row_timeseries(db: Any) -> None:
-    assert _code(lambda: db.create_collection("series", timeseries={"timeField": "at"})) == 238
-    assert _code(lambda: db.create_collection("clustered", clusteredIndex={"key": {"_id": 1}, "unique": True})) == 238
+    import datetime
+
+    db.create_collection("series", timeseries={"timeField": "at", "metaField": "m"})
+    db.series.insert_many([{"at": datetime.datetime(2024, 1, 1, 0, i), "m": 1} for i in range(3)])
+    (bucket,) = db["system.buckets.series"].find()
+    assert bucket["control"]["version"] == 1 and list(bucket["data"]["at"]) == ["0", "1", "2"]
+    assert _code(lambda: db.series.find_one_and_delete({})) == 166
+    list(db.series.aggregate([{"$out": {"db": db.name, "coll": "copy", "timeseries": {"timeField": "at"}}}]))
+    assert db.copy.count_documents({}) == 3
+    with db.client.start_session() as session:
+        session.start_transaction()
+        assert _code(lambda: db.series.insert_one({"at": datetime.datetime(2024, 1, 1)}, session=session)) == 263
+        session.abort_transaction()
+    db.create_collection("clustered", clusteredIndex={"key": {"_id": 1}, "unique": True})
+    db.clustered.insert_many([{"_id": 2}, {"_id": 1}])
+    assert [d["_id"] for d in db.clustered.find()] == [1, 2]
+    plan = db.clustered.find({"_id": {"$gte": 1}}).explain()["queryPlanner"]["winningPlan"]
+    assert "CLUSTERED_IXSCAN" not in str(plan) and "IXSCAN" in str(plan)
+    assert next(iter(db.clustered.list_indexes()))["clustered"] is True
 
 
 def _row_write_concern(db: Any) -> None:

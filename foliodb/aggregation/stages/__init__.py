@@ -14,6 +14,7 @@ from foliodb.aggregation.stages import (  # noqa: F401
     out,
     project,
     sort,
+    unpack,
     unwind,
     window,
 )

@@ -56,14 +56,12 @@ def _check_collection_name(coll: str) -> None:
 @STAGES.register("$out")
 def stage_out(spec: Any, where: Where) -> Stage:
     db: str | None = None
+    timeseries: Any = None
     if is_string(spec):
         coll = spec
     elif isinstance(spec, Mapping):
         check_fields(spec, "$out", ("db", "coll", "timeseries"))
-        if "timeseries" in spec:
-            raise CommandError(
-                ErrorCode.NotImplemented, "$out to a time-series collection is not implemented in FolioDB yet"
-            )
+        timeseries = spec.get("timeseries")
         for key in ("db", "coll"):
             if key not in spec:
                 raise missing_field("$out", key)
@@ -76,7 +74,11 @@ def stage_out(spec: Any, where: Where) -> Stage:
     env = where.env
 
     def run(docs: Docs) -> Docs:
-        env.replace_collection(coll, (_with_id(doc) for doc in docs), db=db)
+        if timeseries is not None:
+            # Measurements get their _id as a time-series insert gives it (last).
+            env.replace_collection(coll, docs, db=db, timeseries=timeseries)
+        else:
+            env.replace_collection(coll, (_with_id(doc) for doc in docs), db=db)
         yield from ()
 
     return Stage("$out", spec, run)

@@ -44,18 +44,11 @@ def test_simple_collation_is_accepted(db: Any) -> None:
     assert len(list(db.c.find({}, collation={"locale": "simple"}))) == 1
 
 
-@pytest.mark.parametrize(
-    "options, code",
-    [
-        ({"timeseries": {"timeField": "t"}}, 238),
-        ({"clusteredIndex": {"key": {"_id": 1}, "unique": True}}, 238),
-        ({"expireAfterSeconds": 5}, 72),
-    ],
-)
-def test_unbuilt_collection_kinds_are_refused(db: Any, options: dict[str, Any], code: int) -> None:
+def test_expire_after_seconds_alone_is_refused(db: Any) -> None:
+    """expireAfterSeconds belongs to time-series and clustered collections (tested in test_timeseries/test_clustered)."""
     with pytest.raises(OperationFailure) as info:
-        db.create_collection("c", **options)
-    assert info.value.code == code
+        db.create_collection("c", expireAfterSeconds=5)
+    assert info.value.code == 72
 
 
 def test_change_stream_pre_and_post_images_switch_on_and_off(db: Any) -> None:
