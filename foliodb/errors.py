@@ -81,6 +81,7 @@ class ErrorCode(IntEnum):
     CommandFailed = 125
     ReadConcernMajorityNotAvailableYet = 134
     CappedPositionLost = 136
+    JSInterpreterFailure = 139
     ExceededMemoryLimit = 146
     CommandNotSupportedOnView = 166
     OptionNotSupportedOnView = 167
