@@ -328,7 +328,8 @@ def compile_window_function(spec: Any, sort_by: SortBy | None, scope: Scope) -> 
     if name is None:
         first = next(iter(spec), "")
         raise failed("Expected a $-prefixed window function" + (f", {first}" if first else ""))
-    if name in ACCUMULATORS and name not in WINDOW_FUNCTIONS:
+    # $accumulator is for $group, $bucket and $bucketAuto only (its manual page).
+    if name in ACCUMULATORS and name not in WINDOW_FUNCTIONS and name != "$accumulator":
         return _from_accumulator(name, spec, sort_by, scope)
     return WINDOW_FUNCTIONS.get(name)(name, spec, sort_by, scope)
 

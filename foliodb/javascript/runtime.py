@@ -137,6 +137,10 @@ class Runtime:
             # Statements rather than an expression: they are the body (as `return ...;` ones are).
             return self._run(self._context.eval, f"(function() {{ {code}\n}})")
 
+    def bind(self, wrapper: str, *functions: Any) -> Any:
+        """The function that the JavaScript ``wrapper`` returns when given ``functions``."""
+        return self._run(self._run(self._context.eval, wrapper), *functions)
+
     def call(self, fn: Any, this: Any, args: list[Any]) -> Any:
         """``fn.apply(this, args)`` (``this`` None: the global object), converted back."""
         this_text, this_tagged = to_json(this) if this is not None else (None, False)

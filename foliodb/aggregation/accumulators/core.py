@@ -42,9 +42,7 @@ def _unknown(name: str) -> CommandError:
     return location(15952, f"unknown group operator '{name}'")
 
 
-ACCUMULATORS: Registry[AccumulatorCompiler] = Registry(
-    "accumulator", _unknown, unbuilt=("$accumulator", "$concatArrays", "$setUnion")
-)
+ACCUMULATORS: Registry[AccumulatorCompiler] = Registry("accumulator", _unknown, unbuilt=("$concatArrays", "$setUnion"))
 
 
 def const_start(factory: Callable[[], State]) -> Callable[[Any, dict[str, Any]], State]:
