@@ -58,7 +58,7 @@ from foliodb.errors import CommandError
 DEFAULT_PATH = "./foliodb-data"
 
 # Options of the embedded client that pymongo does not have.
-_FOLIODB_OPTIONS = ("ttlmonitorsleepsecs",)
+_FOLIODB_OPTIONS = ("ttlmonitorsleepsecs", "noscripting")
 # Spellings the embedded client has always taken that pymongo's MongoClient refuses (it wants journal=).
 _ALIASES = {"j": "journal"}
 
@@ -116,7 +116,8 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         self._path = path
         try:
             # An embedded engine answers as a one-member replica set's primary: transactions, retryable writes.
-            self._executor = Executor.open(path, ReplicaSet())
+            # noscripting=True: no server-side JavaScript, as `foliodb serve --noscripting`.
+            self._executor = Executor.open(path, ReplicaSet(), javascript=not foliodb_options.get("noscripting"))
         except CommandError as exc:
             _reply.check(exc.to_reply())
             raise

@@ -115,7 +115,7 @@ class Runtime:
         _install_interrupt_handler(self._context)
         self._run(self._context.eval, PRELUDE)
         get = self._context.get
-        self._call, self._where, self._map = get("__call"), get("__where"), get("__map")
+        self._call, self._where, self._map, self._each = get("__call"), get("__where"), get("__map"), get("__each")
         if scope:
             text, tagged = to_json(scope)
             self._run(get("__setScope"), text, tagged)
@@ -157,6 +157,12 @@ class Runtime:
         text, tagged = to_json(docs)
         pairs: list[list[Any]] = from_json(self._run(self._map, fn, text, tagged))
         return pairs
+
+    def each(self, fn: Any, pairs: list[list[Any]]) -> list[Any]:
+        """``fn(key, x)`` for each ``[key, x]`` (mapReduce's reduce and finalize), in one call."""
+        text, tagged = to_json(pairs)
+        results: list[Any] = from_json(self._run(self._each, fn, text, tagged))
+        return results
 
 
 def settings() -> tuple[bool, int]:

@@ -121,6 +121,15 @@ function tojson(x, indent, nolint) {
   if (keys.length === 0) return "{ }";
   return "{ " + keys.map(function (k) { return JSON.stringify(k) + " : " + tojson(x[k]); }).join(", ") + " }";
 }
+// The Array helpers the manual's mapReduce examples call (Array.sum in the orders example).
+Array.sum = function (a) { var s = 0; for (var i = 0; i < a.length; i++) s += a[i]; return s; };
+Array.avg = function (a) { return a.length ? Array.sum(a) / a.length : undefined; };
+Array.contains = function (a, x) { return a.indexOf(x) !== -1; };
+Array.unique = function (a) {
+  var out = [];
+  for (var i = 0; i < a.length; i++) if (out.indexOf(a[i]) === -1) out.push(a[i]);
+  return out;
+};
 function tojsononeline(x) { return tojson(x); }
 function printjson() {}
 function print() {}
@@ -184,6 +193,12 @@ function __map(f, docs, tagged) {
   for (var j = 0; j < ds.length; j++) { obj = ds[j]; f.call(ds[j]); }
   var out = __emits;
   __emits = [];
+  return __dump(out);
+}
+// mapReduce's reduce or finalize over a batch of [key, values-or-value] pairs.
+function __each(f, pairs, tagged) {
+  var ps = __load(pairs, tagged), out = new Array(ps.length);
+  for (var j = 0; j < ps.length; j++) out[j] = f.call(null, ps[j][0], ps[j][1]);
   return __dump(out);
 }
 function __setScope(s, tagged) {

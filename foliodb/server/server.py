@@ -109,6 +109,7 @@ class Server:
         replica_set: str | None = "rs0",
         oplog_size_mb: float | None = None,
         oplog_min_retention_hours: float | None = None,
+        javascript: bool = True,
     ) -> None:
         self.dbpath = dbpath
         self.host = host
@@ -124,7 +125,9 @@ class Server:
         self.startup_warnings: list[str] = []
         install_log_filter(logging.getLogger("foliodb"))  # the executor logs commands it failed on
         # The primary of a one-member replica set named replica_set (None: a standalone).
-        self.executor = Executor.open(dbpath, ReplicaSet(replica_set) if replica_set is not None else None)
+        self.executor = Executor.open(
+            dbpath, ReplicaSet(replica_set) if replica_set is not None else None, javascript=javascript
+        )
         oplog = self.executor.engine.storage.oplog
         if oplog_size_mb is not None:
             oplog.size_bytes = int(oplog_size_mb * 1024 * 1024)
