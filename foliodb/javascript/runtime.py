@@ -31,6 +31,7 @@ Invariants:
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import re
 import threading
 import time
@@ -94,6 +95,10 @@ def _failure(exc: Exception) -> CommandError:
     return CommandError(ErrorCode.JSInterpreterFailure, first)
 
 
+def _hex_md5(text: Any) -> str:
+    return hashlib.md5(str(text).encode(), usedforsecurity=False).hexdigest()
+
+
 def function_source(code: str) -> str:
     """A JavaScript expression whose value is the function ``code`` defines:
     a function as written, or (like mongod) a bare expression as the body of
@@ -113,6 +118,8 @@ class Runtime:
         self._context.set_memory_limit(heap_limit_mb * 1024 * 1024)
         self._context.set_max_stack_size(_STACK_BYTES)
         _install_interrupt_handler(self._context)
+        # mongod's hex_md5 (the $where and $function manual examples call it): hashing touches nothing outside.
+        self._context.add_callable("hex_md5", _hex_md5)
         self._run(self._context.eval, PRELUDE)
         get = self._context.get
         self._call, self._where, self._map, self._each = get("__call"), get("__where"), get("__map"), get("__each")

@@ -157,7 +157,9 @@ function __replace(k, v) {
   var o = this[k];
   if (o === undefined || o === null) return null;
   switch (typeof o) {
-    case "number": return isFinite(o) ? o : { "\u0000": "f", v: String(o) };
+    case "number":
+      if (o === 0 && 1 / o < 0) return { "\u0000": "f", v: "-0" };
+      return isFinite(o) ? o : { "\u0000": "f", v: String(o) };
     case "string": case "boolean": return o;
     case "function": return { "\u0000": "c", v: o.toString() };
     case "bigint": return { "\u0000": "l", v: o.toString() };

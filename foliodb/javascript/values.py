@@ -76,8 +76,11 @@ def _binary(v: bytes) -> dict[str, Any]:
     return {_TAG: "b", "v": base64.b64encode(bytes(v)).decode(), "s": subtype}
 
 
+_FLAG_LETTERS = ((re.IGNORECASE, "i"), (re.LOCALE, "l"), (re.MULTILINE, "m"), (re.DOTALL, "s"), (re.VERBOSE, "x"))
+
+
 def _regex(v: Regex[Any]) -> dict[str, Any]:
-    flags = v.flags if isinstance(v.flags, str) else Regex.from_native(re.compile("", v.flags)).flags
+    flags = v.flags if isinstance(v.flags, str) else "".join(ch for bit, ch in _FLAG_LETTERS if v.flags & bit)
     return {_TAG: "r", "v": v.pattern, "f": flags}
 
 

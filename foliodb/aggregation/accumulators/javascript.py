@@ -26,6 +26,7 @@ from typing import Any
 from foliodb.aggregation.accumulators.core import ACCUMULATORS, Accumulator
 from foliodb.errors import location
 from foliodb.javascript import runtime
+from foliodb.query.bsontypes import type_name
 from foliodb.query.expr import Scope, compile_expression
 from foliodb.query.expr.function import js_code
 from foliodb.query.paths import MISSING
@@ -143,7 +144,7 @@ def _function(spec: Mapping[str, Any], name: str) -> str:
 @ACCUMULATORS.register("$accumulator")
 def acc_accumulator(arg: Any, scope: Scope) -> Accumulator:
     if not isinstance(arg, Mapping):
-        raise location(4544703, f"$accumulator expects an object as an argument; found: {render(arg)}")
+        raise location(4544703, f"$accumulator expects an object as an argument; found: {type_name(arg)}")
     functions: dict[str, str] = {}
     init_args = accumulate_args = None
     for name, spec in arg.items():
@@ -155,7 +156,7 @@ def acc_accumulator(arg: Any, scope: Scope) -> Accumulator:
             accumulate_args = compile_expression(spec, scope)
         elif name == "lang":
             if not isinstance(spec, str):
-                raise location(4544704, f"$accumulator lang must be a string; found: {render(spec)}")
+                raise location(4544704, f"$accumulator lang must be a string; found: {type_name(spec)}")
             if spec != "js":
                 raise location(4544705, "$accumulator only supports lang: 'js'")
         else:

@@ -15,9 +15,9 @@ from typing import Any
 
 from foliodb.errors import location
 from foliodb.javascript import runtime
+from foliodb.query.bsontypes import type_name
 from foliodb.query.expr.core import EXPR_OPS, NOT_CONSTANT, Expr, Scope, compile_expression, constant_of
 from foliodb.query.paths import MISSING
-from foliodb.query.render import render
 
 
 def js_code(spec: Any, what: str) -> str:
@@ -40,7 +40,7 @@ def check_lang(spec: Mapping[str, Any]) -> None:
 @EXPR_OPS.register("$function")
 def expr_function(arg: Any, scope: Scope) -> Expr:
     if not isinstance(arg, Mapping):
-        raise location(31260, f"$function requires an object as an argument, found: {render(arg)}")
+        raise location(31260, f"$function requires an object as an argument, found: {type_name(arg)}")
     if "body" not in arg:
         raise location(31261, "The body function must be specified.")
     body = js_code(arg["body"], "body")
