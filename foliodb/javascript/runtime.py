@@ -148,11 +148,11 @@ class Runtime:
         """The function that the JavaScript ``wrapper`` returns when given ``functions``."""
         return self._run(self._run(self._context.eval, wrapper), *functions)
 
-    def call(self, fn: Any, this: Any, args: list[Any]) -> Any:
-        """``fn.apply(this, args)`` (``this`` None: the global object), converted back."""
-        this_text, this_tagged = to_json(this) if this is not None else (None, False)
-        args_text, args_tagged = to_json(args)
-        return from_json(self._run(self._call, fn, this_text, args_text, this_tagged or args_tagged))
+    def call(self, fn: Any, args: list[Any]) -> Any:
+        """``fn(...args)`` with ``this`` an empty object (as mongod calls $function,
+        $accumulator's functions, reduce and finalize), converted back."""
+        text, tagged = to_json(args)
+        return from_json(self._run(self._call, fn, text, tagged))
 
     def where(self, fn: Any, doc: Any) -> bool:
         """``$where``: is ``fn`` truthy with ``this`` (and ``obj``) the document?"""

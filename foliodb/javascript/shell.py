@@ -180,10 +180,7 @@ function __replace(k, v) {
 }
 // Arrays keep their undefined elements as null (JSON does the same).
 function __dump(v) { return JSON.stringify(v, __replace); }
-function __call(f, self, args, tagged) {
-  var t = self === null ? null : __load(self, tagged);
-  return __dump(f.apply(t, __load(args, tagged)));
-}
+function __call(f, args, tagged) { return __dump(f.apply({}, __load(args, tagged))); }
 function __where(f, doc, tagged) {
   var d = __load(doc, tagged);
   obj = d;
@@ -200,7 +197,7 @@ function __map(f, docs, tagged) {
 // mapReduce's reduce or finalize over a batch of [key, values-or-value] pairs.
 function __each(f, pairs, tagged) {
   var ps = __load(pairs, tagged), out = new Array(ps.length);
-  for (var j = 0; j < ps.length; j++) out[j] = f.call(null, ps[j][0], ps[j][1]);
+  for (var j = 0; j < ps.length; j++) out[j] = f.call({}, ps[j][0], ps[j][1]);
   return __dump(out);
 }
 function __setScope(s, tagged) {

@@ -101,10 +101,14 @@ _CONVERT: dict[type, Callable[[Any], dict[str, Any]]] = {
 }
 
 
+# Made once: json.dumps and json.loads with options build a new coder on every call.
+_DUMPS = json.JSONEncoder(ensure_ascii=False, check_circular=False, allow_nan=False).encode
+
+
 def to_json(value: Any) -> tuple[str, bool]:
     encoder = _Encoder()
     plain = encoder.plain(value)
-    return json.dumps(plain, ensure_ascii=False, check_circular=False, allow_nan=False), encoder.tagged
+    return _DUMPS(plain), encoder.tagged
 
 
 def _ms_date(ms: float) -> datetime.datetime | DatetimeMS:
@@ -148,6 +152,9 @@ def _untag(d: dict[str, Any]) -> Any:
     return d if kind is None else _REBUILD[kind](d)
 
 
+# Every plain JavaScript number is a double in BSON, integral or not.
+_LOADS = json.JSONDecoder(parse_int=float, object_hook=_untag).decode
+
+
 def from_json(text: str) -> Any:
-    # Every plain JavaScript number is a double in BSON, integral or not.
-    return json.loads(text, parse_int=float, object_hook=_untag)
+    return _LOADS(text)

@@ -77,15 +77,15 @@ class Program:
 
     def init(self, args: list[Any]) -> Any:
         js, init, _, _, _ = self._functions()
-        return js.call(init, {}, args)
+        return js.call(init, args)
 
     def run(self, state: Any, calls: list[Any], merging: bool) -> Any:
         js, _, accumulate, merge, _ = self._functions()
-        return js.call(merge if merging else accumulate, {}, [state, calls])
+        return js.call(merge if merging else accumulate, [state, calls])
 
     def finalize(self, state: Any) -> Any:
         js, _, _, _, finalize = self._functions()
-        return state if finalize is None else js.call(finalize, {}, [state])
+        return state if finalize is None else js.call(finalize, [state])
 
 
 def _program(token: int, sources: tuple[str, str, str, str | None]) -> Program:

@@ -3,8 +3,7 @@
 Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/function/
 
 ``body`` must be a constant string or Code; ``args`` an array expression,
-checked when evaluated; ``lang`` the string ``"js"``. The function's
-``this`` is an empty object, as in mongod. The JavaScript context is made on
+checked when evaluated; ``lang`` the string ``"js"``. The JavaScript context is made on
 first evaluation, so scripting being off (31264) shows only then, as in mongod.
 """
 
@@ -58,6 +57,6 @@ def expr_function(arg: Any, scope: Scope) -> Expr:
             js = runtime.new_runtime()
             compiled.append((js, js.function(body)))
         js, fn = compiled[0]
-        return js.call(fn, {}, [None if v is MISSING else v for v in values])
+        return js.call(fn, [None if v is MISSING else v for v in values])
 
     return function_expr

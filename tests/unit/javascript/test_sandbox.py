@@ -64,12 +64,11 @@ def test_modules_cannot_be_imported(one: Any) -> None:
         js.function(
             "function() { globalThis.r = 'pending'; import('os').then(() => { r = 'loaded' }, e => { r = 'refused' }) }"
         ),
-        None,
         [],
     )
     while js._context.execute_pending_job():
         pass
-    assert js.call(js.function("function() { return r }"), None, []) == "refused"
+    assert js.call(js.function("function() { return r }"), []) == "refused"
 
 
 def test_an_allocating_loop_fails_at_the_heap_limit_and_the_next_operation_runs(client: Any, one: Any) -> None:
