@@ -102,7 +102,7 @@ _CONVERT: dict[type, Callable[[Any], dict[str, Any]]] = {
 
 
 # Made once: json.dumps and json.loads with options build a new coder on every call.
-_DUMPS = json.JSONEncoder(ensure_ascii=False, check_circular=False, allow_nan=False).encode
+_DUMPS = json.JSONEncoder(check_circular=False, allow_nan=False).encode
 
 
 def to_json(value: Any) -> tuple[str, bool]:
