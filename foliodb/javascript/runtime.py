@@ -80,17 +80,18 @@ def _install_interrupt_handler(context: quickjs.Context) -> None:
     _lib.JS_SetInterruptHandler(pointer, _HANDLER, None)
 
 
-def _failure(exc: Exception) -> CommandError:
+def _failure(exc: Exception, context: quickjs.Context) -> CommandError:
     """The CommandError of a JavaScript exception (its first line, as mongod reports)."""
-    text = str(exc)
-    first = text.split("\n", 1)[0].strip()
+    first = str(exc).split("\n", 1)[0].strip()
     if first == "InternalError: interrupted":
         op = interrupt.current()
         if op is not None:
             op.check()
         return CommandError(ErrorCode.Interrupted, "operation was interrupted")
-    if first in ("null", "InternalError: out of memory", ""):
-        # QuickJS cannot even build the error's message once its heap is full.
+    memory = context.memory()
+    # With its heap full QuickJS may fail to build the error's message too ("null").
+    full = memory["malloc_size"] > 0.9 * memory["malloc_limit"] and first in ("null", "")
+    if first == "InternalError: out of memory" or full:
         return CommandError(ErrorCode.JSInterpreterFailure, "Out of memory")
     return CommandError(ErrorCode.JSInterpreterFailure, first)
 
@@ -132,7 +133,7 @@ class Runtime:
             try:
                 return fn(*args)
             except quickjs.JSException as exc:  # StackOverflow is one too
-                raise _failure(exc) from None
+                raise _failure(exc, self._context) from None
 
     def function(self, code: str) -> Any:
         """The function ``code`` defines, compiled in this context."""

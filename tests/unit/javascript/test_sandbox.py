@@ -82,6 +82,19 @@ def test_an_allocating_loop_fails_at_the_heap_limit_and_the_next_operation_runs(
     assert client.admin.command("getParameter", 1, jsHeapLimitMB=1)["jsHeapLimitMB"] == 16
 
 
+def test_throwing_null_is_not_out_of_memory(one: Any) -> None:
+    with pytest.raises(OperationFailure) as info:
+        _value(one, "function() { throw null }")
+    assert (info.value.code, info.value.details["errmsg"]) == (139, "null")
+
+
+def test_a_script_cannot_catch_its_interruption(one: Any) -> None:
+    started = time.perf_counter()
+    with pytest.raises(ExecutionTimeout):
+        list(one.c.find({"$where": "while (true) { try { for (;;) {} } catch (e) {} }"}).max_time_ms(200))
+    assert time.perf_counter() - started < 2.0
+
+
 def test_deep_recursion_is_an_error_not_a_crash(one: Any) -> None:
     with pytest.raises(OperationFailure) as info:
         _value(one, "function() { function f(n) { return f(n + 1) + 1 } return f(0) }")
