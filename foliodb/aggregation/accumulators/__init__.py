@@ -35,6 +35,7 @@ from foliodb.aggregation.accumulators.arithmetic import SumState
 from foliodb.aggregation.accumulators.core import (
     ACCUMULATORS,
     DECIMAL,
+    GROUP_ONLY,
     Accumulator,
     State,
     compile_accumulator,
@@ -45,6 +46,7 @@ from foliodb.aggregation.accumulators.core import (
 __all__ = [
     "ACCUMULATORS",
     "DECIMAL",
+    "GROUP_ONLY",
     "Accumulator",
     "State",
     "SumState",

@@ -45,6 +45,10 @@ def _unknown(name: str) -> CommandError:
 ACCUMULATORS: Registry[AccumulatorCompiler] = Registry("accumulator", _unknown, unbuilt=("$concatArrays", "$setUnion"))
 
 
+# Accumulators of $group, $bucket and $bucketAuto only, not window functions (their manual pages).
+GROUP_ONLY = frozenset({"$accumulator"})
+
+
 def const_start(factory: Callable[[], State]) -> Callable[[Any, dict[str, Any]], State]:
     return lambda key, vars: factory()
 
