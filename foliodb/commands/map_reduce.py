@@ -36,6 +36,7 @@ from foliodb.commands import params
 from foliodb.commands.aggregate import EngineEnv
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
+from foliodb.engine.engine import validate_collection_name
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.interrupt import check
 from foliodb.javascript import runtime
@@ -78,10 +79,18 @@ def _code(fields: Mapping[str, Any], name: str, required: bool = True) -> str | 
     return str(value)
 
 
+def _target(coll: str, db: str) -> tuple[str, str]:
+    # mongod writes mapReduce's output through $out or $merge: no system collection.
+    if coll.startswith("system."):
+        raise CommandError(ErrorCode.InvalidNamespace, f"Invalid collection name: {coll}")
+    validate_collection_name(db, coll)
+    return coll, db
+
+
 def _out(value: Any, db: str) -> tuple[str, str | None, str]:
     """(mode, collection or None for inline, database)."""
     if is_string(value):
-        return "replace", value, db
+        return ("replace", *_target(value, db))
     if not isinstance(value, Mapping) or not value:
         raise CommandError(ErrorCode.BadValue, "'out' has to be a string or an object")
     mode = next(iter(value))
@@ -100,7 +109,7 @@ def _out(value: Any, db: str) -> tuple[str, str | None, str]:
     out_db = value.get("db", db)
     if not is_string(out_db) or not out_db:
         raise CommandError(ErrorCode.BadValue, "'out.db' must be a non-empty database name")
-    return mode, coll, out_db
+    return (mode, *_target(coll, out_db))
 
 
 def _batches(docs: Iterator[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:

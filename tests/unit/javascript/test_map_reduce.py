@@ -179,6 +179,8 @@ ERRORS = [
      "'out' mode must be one of [replace|merge|reduce|inline], found into"),
     ({"map": MAP_1, "reduce": REDUCE_1, "out": {"inline": 1}, "query": 5}, 14,
      "BSON field 'mapReduce.query' is the wrong type 'int', expected type 'object'"),
+    ({"map": MAP_1, "reduce": REDUCE_1, "out": "system.x"}, 73, "Invalid collection name: system.x"),
+    ({"map": MAP_1, "reduce": REDUCE_1, "out": {"merge": "a$b"}}, 73, "Invalid collection name: a$b"),
     ({"map": MAP_1, "reduce": REDUCE_1, "out": {"inline": 1}, "bogus": 1}, 40415, "BSON field 'mapReduce.bogus' is an unknown field."),
     ({"map": "function() { emit(this.x.y, 1) }", "reduce": REDUCE_1, "out": {"inline": 1}}, 139,
      "TypeError: cannot read property 'y' of undefined"),
