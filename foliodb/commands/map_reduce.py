@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bson import Code
 
+from foliodb import javascript
 from foliodb.commands import params
 from foliodb.commands.aggregate import EngineEnv
 from foliodb.commands.executor import Request
@@ -39,9 +40,11 @@ from foliodb.commands.registry import COMMANDS
 from foliodb.engine.engine import validate_collection_name
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.interrupt import check
-from foliodb.javascript import runtime
 from foliodb.query import keystring
 from foliodb.query.bsontypes import is_string, type_name
+
+if TYPE_CHECKING:
+    from foliodb.javascript.runtime import Runtime
 
 _BATCH = 512  # documents mapped, or keys reduced, per call into JavaScript
 
@@ -123,7 +126,7 @@ def _batches(docs: Iterator[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
         yield batch
 
 
-def _each(js: runtime.Runtime, fn: Any, pairs: list[list[Any]]) -> list[Any]:
+def _each(js: Runtime, fn: Any, pairs: list[list[Any]]) -> list[Any]:
     out: list[Any] = []
     for start in range(0, len(pairs), _BATCH):
         check()
@@ -161,7 +164,7 @@ def cmd_mapReduce(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     scope = dict(fields.get("scope") or {})
     if isinstance(cmd["map"], Code) and cmd["map"].scope:
         scope.update(cmd["map"].scope)
-    js = runtime.new_runtime(scope)
+    js = javascript.new_runtime(scope)
     map_fn = js.function(map_code or "")
     reduce_fn = js.function(reduce_code or "")
     finalize_fn = js.function(finalize_code) if finalize_code is not None else None
@@ -203,7 +206,7 @@ def cmd_mapReduce(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _write(
-    env: EngineEnv, js: runtime.Runtime, reduce_fn: Any, mode: str, coll: str, db: str, docs: list[dict[str, Any]]
+    env: EngineEnv, js: Runtime, reduce_fn: Any, mode: str, coll: str, db: str, docs: list[dict[str, Any]]
 ) -> None:
     storage = env.engine.storage
     if mode == "replace":

@@ -171,19 +171,3 @@ class Runtime:
         text, tagged = to_json(pairs)
         results: list[Any] = from_json(self._run(self._each, fn, text, tagged))
         return results
-
-
-def settings() -> tuple[bool, int]:
-    """Is server-side JavaScript enabled for this thread's operation, and its heap limit (MB)."""
-    op = interrupt.current()
-    if op is None:
-        return True, interrupt.DEFAULT_JS_HEAP_LIMIT_MB
-    return op.javascript, op.js_heap_limit_mb
-
-
-def new_runtime(scope: Any = None) -> Runtime:
-    """A context for the running operation; 31264 when scripting is off (``--noscripting``)."""
-    enabled, heap_mb = settings()
-    if not enabled:
-        raise CommandError(31264, "Cannot run server-side javascript without the javascript engine enabled")
-    return Runtime(heap_mb, scope)

@@ -21,16 +21,19 @@ import itertools
 import threading
 import weakref
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from foliodb import javascript
 from foliodb.aggregation.accumulators.core import ACCUMULATORS, Accumulator
 from foliodb.errors import location
-from foliodb.javascript import runtime
 from foliodb.query.bsontypes import type_name
 from foliodb.query.expr import Scope, compile_expression
 from foliodb.query.expr.function import js_code
 from foliodb.query.paths import MISSING
 from foliodb.query.render import render
+
+if TYPE_CHECKING:
+    from foliodb.javascript.runtime import Runtime
 
 # Calls buffered per state before they run in one batch.
 _BATCH = 256
@@ -55,17 +58,17 @@ class Program:
         self.token = token
         self.sources = sources
         self._lock = threading.Lock()
-        self._compiled: tuple[runtime.Runtime, Any, Any, Any, Any] | None = None
+        self._compiled: tuple[Runtime, Any, Any, Any, Any] | None = None
         _programs[token] = self
 
     def __reduce__(self) -> tuple[Any, tuple[int, tuple[str, str, str, str | None]]]:
         return (_program, (self.token, self.sources))
 
-    def _functions(self) -> tuple[runtime.Runtime, Any, Any, Any, Any]:
+    def _functions(self) -> tuple[Runtime, Any, Any, Any, Any]:
         with self._lock:
             if self._compiled is None:
                 init, accumulate, merge, finalize = self.sources
-                js = runtime.new_runtime()
+                js = javascript.new_runtime()
                 self._compiled = (
                     js,
                     js.function(init),

@@ -10,13 +10,16 @@ first evaluation, so scripting being off (31264) shows only then, as in mongod.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from foliodb import javascript
 from foliodb.errors import location
-from foliodb.javascript import runtime
 from foliodb.query.bsontypes import type_name
 from foliodb.query.expr.core import EXPR_OPS, NOT_CONSTANT, Expr, Scope, compile_expression, constant_of
 from foliodb.query.paths import MISSING
+
+if TYPE_CHECKING:
+    from foliodb.javascript.runtime import Runtime
 
 
 def js_code(spec: Any, what: str) -> str:
@@ -47,14 +50,14 @@ def expr_function(arg: Any, scope: Scope) -> Expr:
         raise location(31263, "The args field must be specified.")
     args = compile_expression(arg["args"], scope)
     check_lang(arg)
-    compiled: list[tuple[runtime.Runtime, Any]] = []
+    compiled: list[tuple[Runtime, Any]] = []
 
     def function_expr(doc: Any, vars: dict[str, Any]) -> Any:
         values = args(doc, vars)
         if not isinstance(values, list):
             raise location(31266, "The args field must be of type array")
         if not compiled:
-            js = runtime.new_runtime()
+            js = javascript.new_runtime()
             compiled.append((js, js.function(body)))
         js, fn = compiled[0]
         return js.call(fn, [None if v is MISSING else v for v in values])
