@@ -199,3 +199,15 @@ _VALUES = st.recursive(
 def test_identity_keeps_every_value_as_mongod_converts_it(db: Any, value: Any) -> None:
     got = call(db, "function(x) { return x }", value)
     assert got == _as_mongod_returns(value)
+
+
+def test_not_in_a_validator(db: Any) -> None:
+    # SERVER-46608 (MongoDB 4.4): $function is banned from schema validators.
+    body = {"$function": {"body": "function() { return true }", "args": [], "lang": "js"}}
+    for validator in ({"$expr": body}, {"$and": [{"a": 1}, {"$expr": {"$not": [body]}}]}):
+        with pytest.raises(OperationFailure) as info:
+            db.create_collection("v", validator=validator)
+        assert (info.value.code, info.value.details["errmsg"]) == (
+            4660800,
+            "$function cannot be used inside a validator.",
+        )
