@@ -123,6 +123,9 @@ def build_parser() -> Parser:
     serve.add_argument("--oplogMinRetentionHours", type=float, help="keep oplog entries at least this long")
     serve.add_argument("--maxConns", type=int, help="connection limit (default: 80%% of the soft RLIMIT_NOFILE)")
     serve.add_argument(
+        "--noscripting", action="store_true", help="no server-side JavaScript ($where, $function, mapReduce)"
+    )
+    serve.add_argument(
         "--enableTestCommands", action="store_true", help="allow configureFailPoint, as mongod's enableTestCommands"
     )
 
@@ -259,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
                 oplog_size_mb=args.oplogSizeMB,
                 oplog_min_retention_hours=args.oplogMinRetentionHours,
                 test_commands=args.enableTestCommands,
+                javascript=not args.noscripting,
             )
         return COMMANDS[args.command](args)
     except BrokenPipeError:

@@ -82,6 +82,7 @@ class ErrorCode(IntEnum):
     FailedToSatisfyReadPreference = 133
     ReadConcernMajorityNotAvailableYet = 134
     CappedPositionLost = 136
+    JSInterpreterFailure = 139
     ExceededMemoryLimit = 146
     StaleEpoch = 150
     CommandNotSupportedOnView = 166

@@ -21,6 +21,9 @@ from typing import Any
 
 from foliodb.errors import CommandError, ErrorCode
 
+# mongod's default jsHeapLimitMB (https://www.mongodb.com/docs/manual/reference/parameters/#mongodb-parameter-param.jsHeapLimitMB).
+DEFAULT_JS_HEAP_LIMIT_MB = 1100
+
 
 class Operation:
     """One command being run: what ``currentOp`` shows and ``killOp`` marks."""
@@ -31,6 +34,8 @@ class Operation:
         "connection_id",
         "db",
         "deadline",
+        "javascript",
+        "js_heap_limit_mb",
         "killed",
         "opid",
         "plan_summary",
@@ -61,6 +66,9 @@ class Operation:
         self.plan_summary: str | None = None
         self.progress: tuple[int, int] | None = None  # (done, total) of an index build
         self.session: bytes | None = None  # the lsid id of the session it runs in
+        # Server-side JavaScript ($where, $function, mapReduce): off under --noscripting; its heap bound.
+        self.javascript = True
+        self.js_heap_limit_mb = DEFAULT_JS_HEAP_LIMIT_MB
 
     def check(self) -> None:
         if self.killed:

@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 from pymongo.errors import DuplicateKeyError, OperationFailure  # noqa: E402
 
 import foliodb  # noqa: E402
-from foliodb.aggregation.accumulators import ACCUMULATORS  # noqa: E402
+from foliodb.aggregation.accumulators import ACCUMULATORS, GROUP_ONLY  # noqa: E402
 from foliodb.aggregation.pipeline import STAGES  # noqa: E402
 from foliodb.aggregation.window import WINDOW_FUNCTIONS  # noqa: E402
 from foliodb.commands.registry import COMMANDS  # noqa: E402
@@ -351,10 +351,11 @@ def accumulator_status(probe: Probe, name: str) -> str:
 
 
 def window_status(probe: Probe, name: str) -> str:
-    # Every $group accumulator is also a window function.
-    found = registry_status(name, (WINDOW_FUNCTIONS, ACCUMULATORS), (WINDOW_FUNCTIONS,))
-    if found is not None:
-        return found
+    # Every $group accumulator but the group-only ones is also a window function.
+    if name not in GROUP_ONLY:
+        found = registry_status(name, (WINDOW_FUNCTIONS, ACCUMULATORS), (WINDOW_FUNCTIONS,))
+        if found is not None:
+            return found
     db = probe.fresh()
     pipeline = [{"$setWindowFields": {"sortBy": {"a": 1}, "output": {"x": {name: {}}}}}]
     return outcome(lambda: list(db.c.aggregate(pipeline)), unknown_error(WINDOW_FUNCTIONS, name))
@@ -742,7 +743,7 @@ def families(probe: Probe) -> list[Family]:
             WINDOW_OPERATORS,
             (WINDOW_FUNCTIONS,),
             window_status,
-            "Every `$group` accumulator FolioDB builds also works as a window function.",
+            "Every `$group` accumulator FolioDB builds also works as a window function, except `$accumulator`.",
             ACCUMULATORS.names(),
         ),
         registry_family(

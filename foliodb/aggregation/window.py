@@ -39,7 +39,7 @@ from typing import Any
 
 from bson import Decimal128, Int64
 
-from foliodb.aggregation.accumulators import ACCUMULATORS, Accumulator, constant_value, is_numeric
+from foliodb.aggregation.accumulators import ACCUMULATORS, GROUP_ONLY, Accumulator, constant_value, is_numeric
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import keystring
 from foliodb.query.bsontypes import is_string, type_name
@@ -329,7 +329,7 @@ def compile_window_function(spec: Any, sort_by: SortBy | None, scope: Scope) -> 
     if name is None:
         first = next(iter(spec), "")
         raise failed("Expected a $-prefixed window function" + (f", {first}" if first else ""))
-    if name in ACCUMULATORS and name not in WINDOW_FUNCTIONS:
+    if name in ACCUMULATORS and name not in WINDOW_FUNCTIONS and name not in GROUP_ONLY:
         return _from_accumulator(name, spec, sort_by, scope)
     return WINDOW_FUNCTIONS.get(name)(name, spec, sort_by, scope)
 

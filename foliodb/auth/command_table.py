@@ -196,6 +196,29 @@ def _aggregate(subject: Subject, db: str, cmd: Mapping[str, Any], views: ViewLoo
     return _decide(subject, db, cmd, [privilege(database(db), "find")])
 
 
+def _map_reduce(subject: Subject, db: str, cmd: Mapping[str, Any], views: ViewLookup) -> Decision:
+    # Manual, mapReduce "Access Control": find on the input; with a collection out, replace needs
+    # insert and remove on it, merge and reduce insert and update.
+    needed = [privilege(_target(db, cmd), "find")]
+    out = cmd.get("out")
+    target: tuple[str, Any, str] | None = None
+    if is_string(out):
+        target = ("replace", out, db)
+    elif isinstance(out, Mapping) and out:
+        mode = next(iter(out))
+        out_db = out.get("db", db)
+        if mode != "inline":
+            target = (mode, out.get(mode), out_db if is_string(out_db) else db)
+    if target is not None:
+        mode, coll, out_db = target
+        actions: tuple[str, ...] = ("insert", "remove") if mode == "replace" else ("insert", "update")
+        if cmd.get("bypassDocumentValidation") is True:
+            actions = (*actions, "bypassDocumentValidation")
+        resource = namespace(out_db, coll) if is_string(coll) and coll else database(out_db)
+        needed.append(privilege(resource, *actions))
+    return _decide(subject, db, cmd, needed)
+
+
 def _explain(subject: Subject, db: str, cmd: Mapping[str, Any], views: ViewLookup) -> Decision:
     inner = cmd["explain"]
     if not isinstance(inner, Mapping) or not inner:
@@ -497,6 +520,10 @@ RULES: dict[str, Rule] = {
     ),
     "aggregate": _special(
         _aggregate, "find on the source, and each stage's privileges at any depth (see the stage table)" + _VIEWS
+    ),
+    "mapReduce": _special(
+        _map_reduce,
+        "find on the input; out to a collection: insert, remove on it (replace) or insert, update (merge, reduce)",
     ),
     "explain": _special(_explain, "the privileges of the explained command"),
     "bulkWrite": _special(_bulk_write, "insert, update (and insert when upserting), remove on each namespace"),

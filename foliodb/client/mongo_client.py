@@ -59,7 +59,7 @@ from foliodb.errors import CommandError
 DEFAULT_PATH = "./foliodb-data"
 
 # Options of the embedded client that pymongo does not have.
-_FOLIODB_OPTIONS = ("ttlmonitorsleepsecs", "read_only")
+_FOLIODB_OPTIONS = ("ttlmonitorsleepsecs", "read_only", "noscripting")
 # Spellings the embedded client has always taken that pymongo's MongoClient refuses (it wants journal=).
 _ALIASES = {"j": "journal"}
 
@@ -117,11 +117,13 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         self._path = path
         try:
             # An embedded engine answers as a one-member replica set's primary: transactions, retryable writes.
-            # A dbpath another process owns is reached through the owner (foliodb.client.remote).
+            # A dbpath another process owns is reached through the owner (foliodb.client.remote);
+            # noscripting=True: no server-side JavaScript, as `foliodb serve --noscripting`.
+            javascript = not foliodb_options.get("noscripting")
             self._executor: Executor | SharedExecutor = (
-                Executor.open(path, ReplicaSet())
+                Executor.open(path, ReplicaSet(), javascript=javascript)
                 if path == ":memory:"
-                else SharedExecutor(path, read_only=bool(foliodb_options.get("read_only")))
+                else SharedExecutor(path, read_only=bool(foliodb_options.get("read_only")), javascript=javascript)
             )
         except CommandError as exc:
             _reply.check(exc.to_reply())

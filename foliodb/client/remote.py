@@ -154,9 +154,11 @@ class SharedExecutor:
     """A dbpath's executor for a client: this process's own when it owns the
     dbpath, else the owner's over its socket; see the module docstring."""
 
-    def __init__(self, path: str, read_only: bool = False) -> None:
+    def __init__(self, path: str, read_only: bool = False, javascript: bool = True) -> None:
         self.path = path
         self.read_only = read_only  # a read-only client opens the files itself: no owner, no sharing
+        # Server-side JavaScript for this process's own executor; through an owner, the owner's setting holds.
+        self.javascript = javascript
         self.pid = os.getpid()
         self.local: Executor | None = None
         self.remote: RemoteExecutor | None = None
@@ -164,10 +166,10 @@ class SharedExecutor:
 
     def _open(self) -> None:
         if self.read_only:
-            self.local = Executor.open(self.path, ReplicaSet(), read_only=True)
+            self.local = Executor.open(self.path, ReplicaSet(), javascript=self.javascript, read_only=True)
             return
         try:
-            self.local = Executor.open(self.path, ReplicaSet())
+            self.local = Executor.open(self.path, ReplicaSet(), javascript=self.javascript)
         except CommandError as exc:
             if exc.code != ErrorCode.DBPathInUse:
                 raise
@@ -226,7 +228,7 @@ class SharedExecutor:
         deadline = time.monotonic() + TAKEOVER_SECONDS
         while True:
             try:
-                self.local = Executor.open(self.path, ReplicaSet())
+                self.local = Executor.open(self.path, ReplicaSet(), javascript=self.javascript)
             except CommandError as exc:
                 if exc.code != ErrorCode.DBPathInUse:
                     raise

@@ -14,6 +14,7 @@ from foliodb.commands import (  # noqa: F401  (each module registers its command
     failpoints,
     find,
     indexes,
+    map_reduce,
     parameters,
     profiler,
     replication,

@@ -30,7 +30,7 @@ from foliodb.engine.engine import Engine, open_engine
 from foliodb.engine.sessions import lsid_key
 from foliodb.engine.transactions import HeldByTransactionError
 from foliodb.errors import CommandError, ErrorCode
-from foliodb.interrupt import Operation
+from foliodb.interrupt import DEFAULT_JS_HEAP_LIMIT_MB, Operation
 from foliodb.query.collation import Collator
 from foliodb.query.context import Context
 from foliodb.query.expr import Scope, compile_expression, root_variables
@@ -133,8 +133,10 @@ class ScanTotals:
 class Executor:
     """Executes commands against one engine; owns its server-side cursors."""
 
-    def __init__(self, engine: Engine, replica_set: ReplicaSet | None = None) -> None:
+    def __init__(self, engine: Engine, replica_set: ReplicaSet | None = None, javascript: bool = True) -> None:
         self.engine = engine
+        # Server-side JavaScript: off as mongod's --noscripting (security.javascriptEnabled: false).
+        self.javascript = javascript
         # The persona: a one-member replica set's primary (transactions, retryable writes), or a standalone.
         self.replica_set = replica_set
         self.cursors = CursorManager()
@@ -151,6 +153,8 @@ class Executor:
 
     def execute(self, db: str, command: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
         op = Operation(next(self._opids), db, command, None, extra.get("connection_id"), extra.get("peer", ""))
+        op.javascript = self.javascript
+        op.js_heap_limit_mb = self.engine.parameters.get("jsHeapLimitMB", DEFAULT_JS_HEAP_LIMIT_MB)
         operations = self.operations
         operations[op.opid] = op
         previous = interrupt.bind(op)
@@ -245,9 +249,11 @@ class Executor:
             counters["command"] += 1
 
     @classmethod
-    def open(cls, path: str, replica_set: ReplicaSet | None = None, read_only: bool = False) -> Executor:
+    def open(
+        cls, path: str, replica_set: ReplicaSet | None = None, javascript: bool = True, read_only: bool = False
+    ) -> Executor:
         """An executor over the dbpath's engine (shared within the process)."""
-        return cls(open_engine(path, read_only), replica_set)
+        return cls(open_engine(path, read_only), replica_set, javascript)
 
     def close(self) -> None:
         """Done with it: close its cursors and release the engine."""

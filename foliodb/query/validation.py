@@ -132,11 +132,22 @@ def _check_option(command: str, field: str, value: Any, expected: str) -> None:
         )
 
 
+def _calls_function(expr: Any) -> bool:
+    """Does an aggregation expression hold a ``$function`` (outside a ``$literal``)?"""
+    if isinstance(expr, list):
+        return any(_calls_function(item) for item in expr)
+    if not isinstance(expr, Mapping):
+        return False
+    return any(key == "$function" or (key != "$literal" and _calls_function(v)) for key, v in expr.items())
+
+
 def _refuse(spec: Mapping[str, Any]) -> None:
     """Raise MongoDB's error for an operator validators may not use."""
     for key, value in spec.items():
         if key in _REFUSED:
             raise bad_value(_REFUSED[key])
+        if key == "$expr" and _calls_function(value):
+            raise CommandError(4660800, "$function cannot be used inside a validator.")
         if key in ("$and", "$or", "$nor") and isinstance(value, list):
             for clause in value:
                 if isinstance(clause, Mapping):

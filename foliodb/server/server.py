@@ -113,6 +113,7 @@ class Server:
         oplog_min_retention_hours: float | None = None,
         executor: Executor | None = None,
         unix_socket: str | None = None,
+        javascript: bool = True,
     ) -> None:
         self.dbpath = dbpath
         # A Unix socket path: the dbpath's share socket (foliodb.server.share), not a TCP port.
@@ -133,7 +134,9 @@ class Server:
         # executor given, which this server uses and does not close (a share socket's).
         self._owns_executor = executor is None
         if executor is None:
-            executor = Executor.open(dbpath, ReplicaSet(replica_set) if replica_set is not None else None)
+            executor = Executor.open(
+                dbpath, ReplicaSet(replica_set) if replica_set is not None else None, javascript=javascript
+            )
         self.executor = executor
         oplog = self.executor.engine.storage.oplog
         if oplog_size_mb is not None:

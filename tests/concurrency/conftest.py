@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 class Deployment:
     """Where the clients of a test connect: ``connect()`` gives a new client."""
 
-    def __init__(self, kind: str, dbpath: str) -> None:
+    def __init__(self, kind: str, dbpath: str, *serve_options: str) -> None:
         self.kind = kind
         self.dbpath = dbpath
         self.process: subprocess.Popen[str] | None = None
@@ -31,7 +31,7 @@ class Deployment:
         if kind == "server":
             env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "foliodb", "serve", "--dbpath", dbpath, "--port", "0"],
+                [sys.executable, "-m", "foliodb", "serve", "--dbpath", dbpath, "--port", "0", *serve_options],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 text=True,

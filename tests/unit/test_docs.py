@@ -342,8 +342,12 @@ def _row_percentile(db: Any) -> None:
 
 
 def _row_javascript(db: Any) -> None:
-    assert _code(lambda: db.c.find_one({"$where": "true"})) == 2
-    assert _code(lambda: db.command("mapReduce", "c", map="", reduce="", out={"inline": 1})) == 238
+    db.c.insert_many([{"k": "a", "n": 1}, {"k": "a", "n": 2}, {"k": "b", "n": 5}])
+    assert [d["n"] for d in db.c.find({"$where": "this.n > 1"}, {"_id": 0})] == [2, 5]
+    out = db.command(
+        "mapReduce", "c", map="function() { emit(this.k, this.n) }", reduce="(k, v) => Array.sum(v)", out={"inline": 1}
+    )
+    assert out["results"] == [{"_id": "a", "value": 3.0}, {"_id": "b", "value": 5.0}]
 
 
 def _row_capped(db: Any) -> None:

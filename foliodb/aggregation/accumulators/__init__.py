@@ -20,12 +20,13 @@ States hold only plain data (no closures), so they pickle for spilling.
 Families, one module each: ``arithmetic`` ($sum $avg $stdDevPop $stdDevSamp
 $count), ``selection`` ($min $max $first $last $push $addToSet
 $mergeObjects), ``n_family`` ($firstN $lastN $maxN $minN $top $bottom $topN
-$bottomN), ``quantiles`` ($percentile $median); ``core`` holds what they
+$bottomN), ``quantiles`` ($percentile $median), ``javascript`` ($accumulator); ``core`` holds what they
 share. Importing the package registers every family in :data:`ACCUMULATORS`.
 """
 
 from foliodb.aggregation.accumulators import (  # noqa: F401  (each module registers its accumulators)
     arithmetic,
+    javascript,
     n_family,
     quantiles,
     selection,
@@ -34,6 +35,7 @@ from foliodb.aggregation.accumulators.arithmetic import SumState
 from foliodb.aggregation.accumulators.core import (
     ACCUMULATORS,
     DECIMAL,
+    GROUP_ONLY,
     Accumulator,
     State,
     compile_accumulator,
@@ -44,6 +46,7 @@ from foliodb.aggregation.accumulators.core import (
 __all__ = [
     "ACCUMULATORS",
     "DECIMAL",
+    "GROUP_ONLY",
     "Accumulator",
     "State",
     "SumState",

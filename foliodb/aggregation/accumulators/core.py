@@ -42,9 +42,11 @@ def _unknown(name: str) -> CommandError:
     return location(15952, f"unknown group operator '{name}'")
 
 
-ACCUMULATORS: Registry[AccumulatorCompiler] = Registry(
-    "accumulator", _unknown, unbuilt=("$accumulator", "$concatArrays", "$setUnion")
-)
+ACCUMULATORS: Registry[AccumulatorCompiler] = Registry("accumulator", _unknown, unbuilt=("$concatArrays", "$setUnion"))
+
+
+# Accumulators of $group, $bucket and $bucketAuto only, not window functions (their manual pages).
+GROUP_ONLY = frozenset({"$accumulator"})
 
 
 def const_start(factory: Callable[[], State]) -> Callable[[Any, dict[str, Any]], State]:

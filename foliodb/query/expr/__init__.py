@@ -13,6 +13,7 @@ from foliodb.query.expr import (  # noqa: F401  (each module registers its opera
     conditional,
     date,
     date_math,
+    function,
     iteration,
     mathematics,
     misc,

@@ -55,8 +55,7 @@ def _unknown(name: str) -> CommandError:
     return CommandError(ErrorCode.InvalidPipelineOperator, f"Unrecognized expression '{name}'")
 
 
-# $function needs server-side JavaScript.
-EXPR_OPS: Registry[ExprOp] = Registry("expression", _unknown, unbuilt=("$function",))
+EXPR_OPS: Registry[ExprOp] = Registry("expression", _unknown)
 
 
 class Scope:

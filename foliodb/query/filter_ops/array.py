@@ -83,11 +83,13 @@ _PATHLESS = frozenset(
 
 
 def _check_element_query(spec: Mapping[str, Any]) -> None:
-    """$expr and $text judge top-level documents only, so an element query
-    (and the $and/$or/$nor branches within it) may not hold them."""
+    """$expr, $text and $where judge top-level documents only, so an element
+    query (and the $and/$or/$nor branches within it) may not hold them."""
     for key, value in spec.items():
         if key in ("$expr", "$text"):
             raise bad_value(f"{key} can only be applied to the top-level document")
+        if key == "$where":
+            raise bad_value("$elemMatch cannot contain $where expression")
         if key in ("$and", "$or", "$nor") and isinstance(value, list):
             for branch in value:
                 if isinstance(branch, Mapping):

@@ -1,15 +1,18 @@
 """Evaluation query operators: $regex $options $mod $expr $where $comment.
 
+``$where`` runs JavaScript (:mod:`foliodb.javascript`).
+
 Manual: https://www.mongodb.com/docs/manual/reference/operator/query-evaluation/
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bson import Regex
+from bson import Code, Regex
 
+from foliodb import javascript
 from foliodb.errors import CommandError, ErrorCode, bad_value, failed_to_parse, location
 from foliodb.query import compare as cmp
 from foliodb.query.bsontypes import INT64_MAX, INT64_MIN, is_string
@@ -18,6 +21,9 @@ from foliodb.query.expr import Scope, compile_expression, root_variables, truthy
 from foliodb.query.filter import FIELD_OPS, TOP_OPS, Clause, Leaf, Matcher
 from foliodb.query.pcre import OPTION_FLAGS, Pattern, compile_regex, from_python
 from foliodb.query.render import render
+
+if TYPE_CHECKING:
+    from foliodb.javascript.runtime import Runtime
 
 # RegexMatchExpression's limit on a pattern's length (pcre's MaxPatternSize).
 _MAX_PATTERN = 32764
@@ -141,8 +147,27 @@ def filter_expr(arg: Any, ctx: Context) -> Matcher:
 
 @TOP_OPS.register("$where")
 def filter_where(arg: Any, ctx: Context) -> Matcher:
-    # FolioDB runs no server-side JavaScript, like mongod with scripting off.
-    raise CommandError(ErrorCode.BadValue, "no globalScriptEngine in $where parsing")
+    # Manual: https://www.mongodb.com/docs/manual/reference/operator/query/where/
+    if isinstance(arg, Code):
+        code, scope = str(arg), arg.scope
+    elif is_string(arg):
+        code, scope = arg, None
+    else:
+        raise bad_value("$where got bad type")
+    if not javascript.settings()[0]:
+        # As mongod started with --noscripting: the check is at parse time.
+        raise CommandError(ErrorCode.BadValue, "no globalScriptEngine in $where parsing")
+    # The context is made on first use, so a $where that meets no document costs nothing.
+    compiled: list[tuple[Runtime, Any]] = []
+
+    def match_where(doc: Any, details: Any = None) -> bool:
+        if not compiled:
+            js = javascript.new_runtime(scope)
+            compiled.append((js, js.function(code)))
+        js, fn = compiled[0]
+        return js.where(fn, doc)
+
+    return match_where
 
 
 @TOP_OPS.register("$comment")

@@ -13,7 +13,7 @@ import pytest
 from bson import Int64, MinKey
 
 from foliodb.errors import CommandError
-from foliodb.query.expr import EXPR_OPS, Scope, compare_values, compile_expression, root_variables, truthy
+from foliodb.query.expr import Scope, compare_values, compile_expression, root_variables, truthy
 from foliodb.query.paths import MISSING
 
 NOW = datetime.datetime(2024, 5, 6, 7, 8, 9, 10000)
@@ -77,7 +77,6 @@ def test_let_variables_come_from_the_caller():
     [
         (EXPRESSIONS, {"$add": [1], "$sub": 2}, 15983),
         (EXPRESSIONS, {"$noSuchOperator": 1}, 168),
-        (EXPRESSIONS, {"$function": {}}, 238),  # known, not built
         (EXPRESSIONS, {"a": 1, "$b": 2}, 16410),
         (EXPRESSIONS, {"a.b": 1}, 16412),
         (FIELD_PATHS, "$", 16872),
@@ -126,7 +125,6 @@ def test_unknown_and_unbuilt_errors_name_the_operator():
         compile_expression({"$bogus": 1})
     assert raised.value.errmsg == "Unrecognized expression '$bogus'"
     assert raised.value.code_name == "InvalidPipelineOperator"
-    assert "$function" in EXPR_OPS.unbuilt
 
 
 @pytest.mark.parametrize(
