@@ -80,8 +80,9 @@ def _install_interrupt_handler(context: quickjs.Context) -> None:
     _lib.JS_SetInterruptHandler(pointer, _HANDLER, None)
 
 
-def _failure(exc: Exception, context: quickjs.Context) -> CommandError:
-    """The CommandError of a JavaScript exception (its first line, as mongod reports)."""
+def _failure(exc: Exception, context: quickjs.Context, throws: bool) -> CommandError:
+    """The CommandError of a JavaScript exception (its first line, as mongod reports);
+    ``throws``: the context's user code has a ``throw`` statement."""
     first = str(exc).split("\n", 1)[0].strip()
     if first == "InternalError: interrupted":
         op = interrupt.current()
@@ -89,8 +90,10 @@ def _failure(exc: Exception, context: quickjs.Context) -> CommandError:
             op.check()
         return CommandError(ErrorCode.Interrupted, "operation was interrupted")
     memory = context.memory()
-    # With its heap full QuickJS may fail to build the error's message too ("null").
-    full = memory["malloc_size"] > 0.9 * memory["malloc_limit"] and first in ("null", "")
+    # Running out of memory while raising "out of memory", QuickJS throws null instead, and may
+    # have freed the heap by the time the error arrives: a null from code that throws nothing
+    # itself is that; a null from code with a `throw` is taken as its own unless the heap is full.
+    full = first in ("null", "") and (not throws or memory["malloc_size"] > 0.9 * memory["malloc_limit"])
     if first == "InternalError: out of memory" or full:
         return CommandError(ErrorCode.JSInterpreterFailure, "Out of memory")
     return CommandError(ErrorCode.JSInterpreterFailure, first)
@@ -115,6 +118,7 @@ class Runtime:
 
     def __init__(self, heap_limit_mb: int, scope: Any = None) -> None:
         self._lock = threading.Lock()
+        self._throws = False  # some user code compiled here has a `throw` (see _failure)
         self._context = quickjs.Context()
         self._context.set_memory_limit(heap_limit_mb * 1024 * 1024)
         self._context.set_max_stack_size(_STACK_BYTES)
@@ -133,10 +137,11 @@ class Runtime:
             try:
                 return fn(*args)
             except quickjs.JSException as exc:  # StackOverflow is one too
-                raise _failure(exc, self._context) from None
+                raise _failure(exc, self._context, self._throws) from None
 
     def function(self, code: str) -> Any:
         """The function ``code`` defines, compiled in this context."""
+        self._throws = self._throws or "throw" in code
         try:
             return self._run(self._context.eval, function_source(code))
         except CommandError as exc:
