@@ -32,26 +32,24 @@ removed oldest first, but none younger than ``min_retention_hours``
 
 from __future__ import annotations
 
-import datetime
 import sqlite3
+import struct
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import bson
-from bson import Int64, Timestamp
+from bson import Timestamp
 from bson.binary import Binary, UuidRepresentation
-from bson.raw_bson import RawBSONDocument
 
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.clock import ClusterClock
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS oplog (ts INTEGER PRIMARY KEY, entry BLOB NOT NULL)"
-RAW = bson.CodecOptions(document_class=RawBSONDocument)
 DEFAULT_SIZE_MB = 1024
 UNRECORDED_DBS = frozenset({"local", "config"})
-TERM = Int64(1)
 
 
 def pack(ts: Timestamp) -> int:
@@ -66,6 +64,26 @@ def _uuid(value: uuid.UUID) -> Binary:
     return Binary.from_uuid(value, UuidRepresentation.STANDARD)
 
 
+_INT32 = struct.Struct("<i")
+_INT64 = struct.Struct("<q")
+_TS = struct.Struct("<II")  # a BSON timestamp: increment, then seconds
+_T = b"\x12t\x00" + _INT64.pack(1)
+_APPLY_OPS_HEAD = b"\x02op\x00\x02\x00\x00\x00c\x00\x02ns\x00\x0b\x00\x00\x00admin.$cmd\x00"
+
+
+def _string(value: bytes) -> bytes:
+    """A BSON string's value: length (with the NUL), bytes, NUL."""
+    return _INT32.pack(len(value) + 1) + value + b"\x00"
+
+
+def _document(elements: bytes) -> bytes:
+    return _INT32.pack(len(elements) + 5) + elements + b"\x00"
+
+
+def _id_doc(doc_id: Any) -> bytes:
+    return bson.encode({"_id": doc_id}, codec_options=CODEC)
+
+
 def recorded(db: str, coll: str) -> bool:
     """Do writes to this namespace go to the oplog?"""
     return db not in UNRECORDED_DBS and coll != "system.profile"
@@ -76,7 +94,8 @@ class Oplog:
         conn.executescript(SCHEMA)
         self.size_bytes = DEFAULT_SIZE_MB * 1024 * 1024
         self.min_retention_hours = 0.0
-        self._pending: list[dict[str, Any]] = []
+        self._pending: list[bytes] = []  # the elements of each queued entry (see _head)
+        self._heads: dict[tuple[bytes, str, str, uuid.UUID], bytes] = {}
         self._transaction: tuple[Any, Any] | None = None  # (lsid, txnNumber) of a commit being replayed
         self.muted = False  # True while a commit applies a transaction's net effect: its own writes are recorded
         self._bytes: int | None = None  # total entry bytes (measured on first trim)
@@ -86,48 +105,42 @@ class Oplog:
         self._trim_lock = threading.Lock()
 
     # -- recording (the writer's thread, inside its SQLite transaction) ------------------
+    #
+    # A queued entry is its BSON elements between ``t`` and ``wall`` (``op``, ``ns``, ``ui``,
+    # ``o``, ...), built from bytes: a write's document is already BSON, and the ``op``/``ns``/
+    # ``ui`` elements of a namespace are encoded once (``_heads``). ``flush`` wraps each in
+    # ``ts``/``t``/``wall`` - the same bytes ``bson.encode`` of the entry would give.
 
-    def add(self, entry: dict[str, Any]) -> None:
-        self._pending.append(entry)
+    def _head(self, op: bytes, db: str, coll: str, ui: uuid.UUID) -> bytes:
+        key = (op, db, coll, ui)
+        head = self._heads.get(key)
+        if head is None:
+            if len(self._heads) > 10_000:  # namespaces come and go: bound the cache
+                self._heads.clear()
+            head = b"\x02op\x00" + _string(op) + b"\x02ns\x00" + _string(f"{db}.{coll}".encode()) + b"\x05ui\x00"
+            head += b"\x10\x00\x00\x00\x04" + ui.bytes
+            self._heads[key] = head
+        return head
+
+    def add(self, entry: Mapping[str, Any]) -> None:
+        self._pending.append(bson.encode(entry, codec_options=CODEC)[4:-1])
 
     def insert(self, db: str, coll: str, ui: uuid.UUID, doc_id: Any, data: bytes) -> None:
         if recorded(db, coll) and not self.muted:
-            self._pending.append(
-                {
-                    "op": "i",
-                    "ns": f"{db}.{coll}",
-                    "ui": _uuid(ui),
-                    "o": RawBSONDocument(data, RAW),
-                    "o2": {"_id": doc_id},
-                }
-            )
+            self._pending.append(self._head(b"i", db, coll, ui) + b"\x03o\x00" + data + b"\x03o2\x00" + _id_doc(doc_id))
 
     def update(
         self, db: str, coll: str, ui: uuid.UUID, doc_id: Any, before: bytes, after: bytes, replace: bool
     ) -> None:
         if recorded(db, coll) and not self.muted:
-            entry: dict[str, Any] = {
-                "op": "u",
-                "ns": f"{db}.{coll}",
-                "ui": _uuid(ui),
-                "o": RawBSONDocument(after, RAW),
-                "o2": {"_id": doc_id},
-                "pre": RawBSONDocument(before, RAW),
-            }
-            if replace:
-                entry["r"] = True
-            self._pending.append(entry)
+            elements = self._head(b"u", db, coll, ui) + b"\x03o\x00" + after + b"\x03o2\x00" + _id_doc(doc_id)
+            elements += b"\x03pre\x00" + before
+            self._pending.append(elements + b"\x08r\x00\x01" if replace else elements)
 
     def delete(self, db: str, coll: str, ui: uuid.UUID, doc_id: Any, before: bytes) -> None:
         if recorded(db, coll) and not self.muted:
             self._pending.append(
-                {
-                    "op": "d",
-                    "ns": f"{db}.{coll}",
-                    "ui": _uuid(ui),
-                    "o": {"_id": doc_id},
-                    "pre": RawBSONDocument(before, RAW),
-                }
+                self._head(b"d", db, coll, ui) + b"\x03o\x00" + _id_doc(doc_id) + b"\x03pre\x00" + before
             )
 
     def command(self, db: str, ui: uuid.UUID | None, o: Mapping[str, Any], **extra: Any) -> None:
@@ -135,7 +148,7 @@ class Oplog:
             entry: dict[str, Any] = {"op": "c", "ns": f"{db}.$cmd", "o": dict(o), **extra}
             if ui is not None:
                 entry["ui"] = _uuid(ui)
-            self._pending.append(entry)
+            self.add(entry)
 
     def transaction(self, lsid: Any, txn_number: Any) -> None:
         """The writes recorded from now to the commit are a transaction's: one applyOps entry."""
@@ -148,24 +161,21 @@ class Oplog:
         txn, self._transaction = self._transaction, None
         if not pending:
             return None
-        wall = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+        wall = b"\x09wall\x00" + _INT64.pack(time.time_ns() // 1_000_000)
         if txn is not None:
-            pending = [
-                {
-                    "op": "c",
-                    "ns": "admin.$cmd",
-                    "o": {"applyOps": pending},
-                    "lsid": txn[0],
-                    "txnNumber": txn[1],
-                }
-            ]
+            ops = b"".join(b"\x03" + str(i).encode() + b"\x00" + _document(op) for i, op in enumerate(pending))
+            apply_ops = _document(b"\x04applyOps\x00" + _document(ops))
+            extra = bson.encode({"lsid": txn[0], "txnNumber": txn[1]}, codec_options=CODEC)[4:-1]
+            pending = [_APPLY_OPS_HEAD + b"\x03o\x00" + apply_ops + extra]
         rows = []
         ts = clock.last
-        for entry in pending:
+        for elements in pending:
             ts = clock.tick(conn)
-            data = bson.encode({"ts": ts, "t": TERM, **entry, "wall": wall}, codec_options=CODEC)
-            rows.append((pack(ts), data))
-        conn.executemany("INSERT INTO oplog (ts, entry) VALUES (?, ?)", rows)
+            rows.append((pack(ts), _document(b"\x11ts\x00" + _TS.pack(ts.inc, ts.time) + _T + elements + wall)))
+        if len(rows) == 1:
+            conn.execute("INSERT INTO oplog (ts, entry) VALUES (?, ?)", rows[0])
+        else:
+            conn.executemany("INSERT INTO oplog (ts, entry) VALUES (?, ?)", rows)
         if self._bytes is not None:
             self._bytes += sum(len(data) for _, data in rows)
         return ts

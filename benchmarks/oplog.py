@@ -1,0 +1,443 @@
+"""The oplog and change stream benchmark: ``python -m benchmarks.oplog [--quick] [--baseline DIR]``.
+
+Three parts, in one run:
+
+1. **Write throughput with the oplog**: ``insert_one``, ``update_one`` by
+   ``_id`` (``$inc``), ``delete_one`` by ``_id`` and ``insert_many`` in
+   batches of 1,000, the embedded client on a file and on ``:memory:``, one
+   thread. With ``--baseline DIR`` (a checkout from before the oplog) the same
+   workloads run against it in the same run: each (checkout, storage) runs in a
+   fresh interpreter, baseline and current alternate (ABAB ...) ``--repeat``
+   times so the machine's load falls on both alike, and the table shows the
+   medians and current / baseline.
+2. **Event latency**: a watcher blocked in its change stream's ``next()`` (a
+   getMore waiting for data), a writer that inserts one document, notes the
+   time its ``insert_one`` returned (the commit acknowledged) and pauses; the
+   latency of an event is its receipt time minus that acknowledgement
+   (``time.perf_counter``: CLOCK_MONOTONIC, one clock for every process), p50
+   and p99. Embedded (watcher and writer threads of one process) and over the
+   wire (``foliodb serve``, the watcher and the writer separate pymongo
+   processes).
+3. **Idle watchers**: ``--watchers`` (1,000) change streams open, each with an
+   awaitData getMore pending (pymongo's ``AsyncMongoClient``, one task and one
+   connection a stream, in a client process), and the server's CPU seconds per
+   wall second over ``--idle-seconds`` (30) read from ``/proc``; then the same
+   number of idle embedded watchers (a thread each) in one process, its CPU
+   from ``resource``. For reference, the same server and process with no
+   watchers.
+
+The JSON goes to ``--out`` (default: the temporary directory); the tables
+are printed in Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run by path as a child: the checkout on PYTHONPATH gives foliodb
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+    sys.path.append(sys.path.pop(0))
+
+from benchmarks import data
+
+ROOT = Path(__file__).resolve().parent.parent
+WRITE_WORKLOADS = ("insert_one", "update_one", "delete_one", "insert_many")
+
+
+# -- part 1: write throughput (one child interpreter per checkout and storage) ------------------
+
+
+def _writes(storage: str, workdir: str, count: int, many: int) -> dict[str, float]:
+    """Ops/s (docs/s for insert_many) of each write workload on a fresh client."""
+    import foliodb
+
+    path = ":memory:" if storage == "memory" else tempfile.mkdtemp(dir=workdir, prefix="oplog-writes-")
+    client = foliodb.MongoClient(path)
+    coll = client.bench.orders
+    docs = data.orders(count + many)
+    singles, bulk = docs[:count], docs[count:]
+    rates: dict[str, float] = {}
+
+    started = time.perf_counter()
+    for doc in singles:
+        coll.insert_one(doc)
+    rates["insert_one"] = count / (time.perf_counter() - started)
+
+    started = time.perf_counter()
+    for doc in singles:
+        coll.update_one({"_id": doc["_id"]}, {"$inc": {"total": 1}})
+    rates["update_one"] = count / (time.perf_counter() - started)
+
+    started = time.perf_counter()
+    for doc in singles:
+        coll.delete_one({"_id": doc["_id"]})
+    rates["delete_one"] = count / (time.perf_counter() - started)
+
+    started = time.perf_counter()
+    for batch in data.batches(bulk, 1000):
+        client.bench.many.insert_many(batch)
+    rates["insert_many"] = many / (time.perf_counter() - started)
+    client.close()
+    return rates
+
+
+def _child(checkout: Path, args: list[str]) -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=str(checkout))
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the child failed: {done.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+def throughput(
+    contenders: list[tuple[str, Path]], workdir: str, repeat: int, count: int, many: int
+) -> dict[str, dict[str, Any]]:
+    """{storage: {label: {workload: {median, runs}}}}, the contenders alternating in every round."""
+    runs: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for round_ in range(repeat):
+        order = contenders if round_ % 2 == 0 else contenders[::-1]
+        for storage in ("disk", "memory"):
+            for label, checkout in order:
+                rates = _child(checkout, ["writes", storage, workdir, str(count), str(many)])
+                cell = runs.setdefault(storage, {}).setdefault(label, {})
+                for workload, rate in rates.items():
+                    cell.setdefault(workload, []).append(rate)
+                print(
+                    f"[{label} {storage} round {round_ + 1}] " + ", ".join(f"{w} {r:,.0f}/s" for w, r in rates.items())
+                )
+    return {
+        storage: {
+            label: {w: {"median": statistics.median(values), "runs": values} for w, values in cells.items()}
+            for label, cells in labels.items()
+        }
+        for storage, labels in runs.items()
+    }
+
+
+# -- part 2: event latency --------------------------------------------------------------------
+
+
+def _write_and_note(coll: Any, events: int, pause: float) -> dict[int, float]:
+    """Insert ``events`` documents, pausing between them; {_id: time insert_one returned}."""
+    acked: dict[int, float] = {}
+    for i in range(events):
+        coll.insert_one({"_id": i, "pad": "x" * 100})
+        acked[i] = time.perf_counter()
+        time.sleep(pause)
+    return acked
+
+
+def _watch_until(stream: Any, events: int, ready: threading.Event | None = None) -> dict[int, float]:
+    """{_id: receipt time} of the next ``events`` inserts on an open stream."""
+    received: dict[int, float] = {}
+    if ready is not None:
+        ready.set()
+    while len(received) < events:
+        change = stream.next()
+        received[change["documentKey"]["_id"]] = time.perf_counter()
+    return received
+
+
+def _latencies(acked: dict[int, float], received: dict[int, float]) -> dict[str, float]:
+    ms = sorted((received[i] - acked[i]) * 1000 for i in acked)
+    return {
+        "events": len(ms),
+        "p50_ms": ms[len(ms) // 2],
+        "p99_ms": ms[min(int(len(ms) * 0.99), len(ms) - 1)],
+        "max_ms": ms[-1],
+    }
+
+
+def latency_embedded(workdir: str, events: int, pause: float) -> dict[str, float]:
+    import foliodb
+
+    client = foliodb.MongoClient(tempfile.mkdtemp(dir=workdir, prefix="oplog-latency-"))
+    coll = client.bench.events
+    coll.insert_one({"_id": -1})
+    out: dict[str, dict[int, float]] = {}
+    with coll.watch() as stream:
+        ready = threading.Event()
+        watcher = threading.Thread(target=lambda: out.update(received=_watch_until(stream, events, ready)))
+        watcher.start()
+        ready.wait()
+        time.sleep(pause)  # the watcher is in its getMore
+        acked = _write_and_note(coll, events, pause)
+        watcher.join(timeout=60)
+    client.close()
+    return _latencies(acked, out["received"])
+
+
+def _wire_watcher(port: int, events: int) -> None:
+    """A child process: the receipt times of ``events`` inserts, as JSON on stdout."""
+    import pymongo
+
+    client = pymongo.MongoClient("127.0.0.1", port)
+    with client.bench.events.watch() as stream:
+        print("watching", flush=True)
+        received = _watch_until(stream, events)
+    print(json.dumps(received), flush=True)
+
+
+def latency_wire(workdir: str, events: int, pause: float) -> dict[str, float]:
+    import pymongo
+
+    server = ServerProcess(ROOT, tempfile.mkdtemp(dir=workdir, prefix="oplog-latency-wire-"))
+    try:
+        watcher = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.oplog", "--child", "watcher", str(server.port), str(events)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert watcher.stdout is not None
+        if watcher.stdout.readline().strip() != "watching":
+            raise RuntimeError("the watcher did not start")
+        time.sleep(pause)
+        client = pymongo.MongoClient("127.0.0.1", server.port)
+        acked = _write_and_note(client.bench.events, events, pause)
+        out, _ = watcher.communicate(timeout=60)
+        client.close()
+    finally:
+        server.stop()
+    received = {int(k): v for k, v in json.loads(out.splitlines()[-1]).items()}
+    return _latencies(acked, received)
+
+
+# -- part 3: idle watchers ---------------------------------------------------------------------
+
+
+class ServerProcess:
+    """``foliodb serve`` from a checkout on a fresh dbpath (as benchmarks.concurrency's)."""
+
+    def __init__(self, checkout: Path, dbpath: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "foliodb", "serve", "--dbpath", dbpath, "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            cwd=checkout,
+            env=dict(os.environ, PYTHONPATH=str(checkout)),
+        )
+        assert self.process.stdout is not None
+        first = self.process.stdout.readline()
+        if "waiting for connections" not in first:
+            raise RuntimeError(f"the server did not start: {first!r}")
+        self.port = int(first.split(" on ", 1)[1].split(" ", 1)[0].rsplit(":", 1)[1])
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=60)
+
+
+async def _async_watchers(port: int, watchers: int, seconds: float) -> None:
+    """A child process: ``watchers`` change streams each in a pending getMore for ``seconds``."""
+    from pymongo import AsyncMongoClient
+
+    client: Any = AsyncMongoClient("127.0.0.1", port, maxPoolSize=watchers + 1, maxConnecting=16)
+    coll = client.bench.idle
+    streams = []
+    for _ in range(watchers):
+        streams.append(await coll.watch())
+    tasks = [asyncio.create_task(stream.next()) for stream in streams]
+    await asyncio.sleep(2.0)  # every task is in its getMore
+    print("watching", flush=True)
+    await asyncio.sleep(seconds)
+    for task in tasks:
+        task.cancel()
+    await client.close()
+
+
+def _server_cpu(server: ServerProcess, seconds: float) -> float:
+    cpu, wall = server.cpu_seconds(), time.perf_counter()
+    time.sleep(seconds)
+    return (server.cpu_seconds() - cpu) / (time.perf_counter() - wall)
+
+
+def idle_wire(workdir: str, watchers: int, seconds: float) -> dict[str, float]:
+    server = ServerProcess(ROOT, tempfile.mkdtemp(dir=workdir, prefix="oplog-idle-"))
+    try:
+        row = {"no watchers": _server_cpu(server, min(seconds, 10.0))}
+        clients = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.oplog",
+                "--child",
+                "idle",
+                str(server.port),
+                str(watchers),
+                str(seconds),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert clients.stdout is not None
+        if clients.stdout.readline().strip() != "watching":
+            raise RuntimeError("the watchers did not start")
+        row[f"{watchers} watchers"] = _server_cpu(server, seconds)
+        clients.wait(timeout=seconds + 120)
+    finally:
+        server.stop()
+    return row
+
+
+def idle_embedded(workdir: str, watchers: int, seconds: float) -> dict[str, float]:
+    import foliodb
+
+    client = foliodb.MongoClient(tempfile.mkdtemp(dir=workdir, prefix="oplog-idle-embedded-"))
+    coll = client.bench.idle
+    coll.insert_one({"_id": 0})
+
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    def measure(span: float) -> float:
+        before, wall = cpu(), time.perf_counter()
+        time.sleep(span)
+        return (cpu() - before) / (time.perf_counter() - wall)
+
+    row = {"no watchers": measure(min(seconds, 10.0))}
+    streams = [coll.watch() for _ in range(watchers)]
+    stop = threading.Event()
+
+    def wait_on(stream: Any) -> None:
+        while not stop.is_set() and stream.alive:
+            stream.try_next()  # a getMore: waits up to the await time for a commit
+
+    threads = [threading.Thread(target=wait_on, args=(s,), daemon=True) for s in streams]
+    for thread in threads:
+        thread.start()
+    time.sleep(2.0)
+    row[f"{watchers} watchers"] = measure(seconds)
+    stop.set()
+    coll.insert_one({"_id": 1})  # wakes every waiter
+    for thread in threads:
+        thread.join(timeout=30)
+    for stream in streams:
+        stream.close()
+    client.close()
+    return row
+
+
+# -- the run ------------------------------------------------------------------------------
+
+
+def _tables(results: dict[str, Any]) -> str:
+    lines: list[str] = []
+    writes = results.get("writes")
+    if writes:
+        labels = list(next(iter(writes.values())))
+        lines.append("\nWrite throughput, median ops/s (insert_many: docs/s); current / baseline\n")
+        lines.append("| storage | workload | " + " | ".join(labels) + (" | ratio |" if len(labels) > 1 else " |"))
+        lines.append("|---|---|" + "--:|" * (len(labels) + (1 if len(labels) > 1 else 0)))
+        for storage, by_label in writes.items():
+            for workload in WRITE_WORKLOADS:
+                cells = [f"{by_label[label][workload]['median']:,.0f}" for label in labels]
+                if len(labels) > 1:
+                    ratio = by_label[labels[0]][workload]["median"] / by_label[labels[1]][workload]["median"]
+                    cells.append(f"{ratio:.2f}")
+                lines.append(f"| {storage} | {workload} | " + " | ".join(cells) + " |")
+    if "latency" in results:
+        lines.append("\nEvent latency, commit acknowledged to event received (ms)\n")
+        lines.append("| where | events | p50 | p99 | max |\n|---|--:|--:|--:|--:|")
+        for where, row in results["latency"].items():
+            lines.append(
+                f"| {where} | {row['events']} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} | {row['max_ms']:.2f} |"
+            )
+    if "idle" in results:
+        lines.append("\nIdle watchers, CPU seconds per wall second\n")
+        lines.append("| where | watchers | CPU s / s |\n|---|---|--:|")
+        for where, row in results["idle"].items():
+            for what, value in row.items():
+                lines.append(f"| {where} | {what} | {value:.3f} |")
+    return "\n".join(lines)
+
+
+def _run_child(argv: list[str]) -> None:
+    kind, rest = argv[0], argv[1:]
+    if kind == "writes":
+        print(json.dumps(_writes(rest[0], rest[1], int(rest[2]), int(rest[3]))))
+    elif kind == "watcher":
+        _wire_watcher(int(rest[0]), int(rest[1]))
+    elif kind == "idle":
+        asyncio.run(_async_watchers(int(rest[0]), int(rest[1]), float(rest[2])))
+    else:
+        raise SystemExit(f"unknown child {kind!r}")
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--child"]:
+        _run_child(sys.argv[2:])
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny counts and short waits (a smoke run)")
+    parser.add_argument(
+        "--baseline", type=Path, help="a FolioDB checkout (before the oplog) to measure beside this one"
+    )
+    parser.add_argument("--repeat", type=int, default=5, help="rounds of the write workloads (default 5)")
+    parser.add_argument(
+        "--writes", type=int, default=5000, help="insert_one/update_one/delete_one each (default 5,000)"
+    )
+    parser.add_argument("--events", type=int, default=500, help="events timed for the latency (default 500)")
+    parser.add_argument("--watchers", type=int, default=1000, help="idle change streams (default 1,000)")
+    parser.add_argument("--idle-seconds", type=float, default=30.0, help="seconds the idle CPU is measured over")
+    parser.add_argument("--parts", default="writes,latency,idle", help="which parts, comma-separated")
+    parser.add_argument("--workdir", default=tempfile.gettempdir(), help="where the dbpaths live")
+    parser.add_argument("--out", type=Path, help="the JSON to write")
+    args = parser.parse_args()
+    if args.quick:
+        args.repeat, args.writes, args.events, args.watchers, args.idle_seconds = 1, 50, 5, 5, 0.5
+    many = args.writes * 4
+    parts = set(args.parts.split(","))
+    contenders = [("current", ROOT)]
+    if args.baseline is not None:
+        contenders.append(("baseline", args.baseline.resolve()))
+    results: dict[str, Any] = {"parameters": vars(args) | {"baseline": str(args.baseline), "out": None}}
+    with tempfile.TemporaryDirectory(dir=args.workdir) as workdir:
+        if "writes" in parts:
+            results["writes"] = throughput(contenders, workdir, args.repeat, args.writes, many)
+        if "latency" in parts:
+            pause = 0.001 if args.quick else 0.01
+            results["latency"] = {
+                "embedded": latency_embedded(workdir, args.events, pause),
+                "wire": latency_wire(workdir, args.events, pause),
+            }
+        if "idle" in parts:
+            results["idle"] = {
+                "wire": idle_wire(workdir, args.watchers, args.idle_seconds),
+                "embedded": idle_embedded(workdir, args.watchers, args.idle_seconds),
+            }
+    print(_tables(results))
+    out = args.out or Path(tempfile.gettempdir()) / f"foliodb-oplog-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.write_text(json.dumps(results, indent=2))
+    print(f"\nwritten {out}")
+
+
+if __name__ == "__main__":
+    main()
