@@ -13,6 +13,11 @@ for change streams, are not shown. A filter on ``ts`` ($gt, $gte) starts
 the read there; every filter is applied as usual. Nothing can create or
 write to it (engine.validate_collection_name).
 
+``count`` (so ``estimatedDocumentCount``), collStats, ``$collStats`` and the
+``local`` database's dbStats count its entries (a transaction is one
+``applyOps`` entry); sizes are those of the stored entries, which hold the
+documents before updates and deletes too.
+
 Manual: https://www.mongodb.com/docs/manual/core/replica-set-oplog/
 """
 
@@ -155,3 +160,48 @@ def collection_entry(engine: Engine) -> dict[str, Any]:
         "options": {"capped": True, "size": size, "autoIndexId": False},
         "info": {"readOnly": False},
     }
+
+
+def oplog_count(engine: Engine, query: Mapping[str, Any] | None, skip: int, limit: int | None, ctx: Context) -> int:
+    """The count command on the oplog: its entries matching ``query``, after ``skip``, at most ``limit``."""
+    if not query or set(query) == {"$comment"}:
+        found = int(engine.storage.reader().execute("SELECT count(*) FROM oplog").fetchone()[0])
+    else:
+        enough = None if limit is None else skip + limit
+        found = 0
+        for _ in OldestFirst(engine, FindSpec(filter=query), ctx, tailable=False):
+            found += 1
+            if found == enough:
+                break
+    left = max(found - skip, 0)
+    return left if limit is None else min(left, limit)
+
+
+def data_stats(engine: Engine) -> tuple[int, int, int]:
+    """(entries, their bytes, bytes of the pages holding them)."""
+    storage = engine.storage
+    count, size = storage.reader().execute("SELECT count(*), coalesce(sum(length(entry)), 0) FROM oplog").fetchone()
+    pages = storage.table_bytes("oplog")
+    return int(count), int(size), int(size if pages is None else pages)
+
+
+def storage_stats(engine: Engine, scale: int) -> dict[str, Any]:
+    """collStats' (and ``$collStats``' ``storageStats``) fields for the oplog: a capped collection without indexes."""
+    count, size, pages = data_stats(engine)
+    out: dict[str, Any] = {"size": size // scale, "count": count}
+    if count:
+        out["avgObjSize"] = size // count
+    out.update(
+        numOrphanDocs=0,
+        storageSize=pages // scale,
+        capped=True,
+        max=0,
+        maxSize=engine.storage.oplog.size_bytes // scale,
+        nindexes=0,
+        indexBuilds=[],
+        totalIndexSize=0,
+        totalSize=pages // scale,
+        indexSizes={},
+        scaleFactor=scale,
+    )
+    return out
