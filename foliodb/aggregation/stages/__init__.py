@@ -12,6 +12,7 @@ from foliodb.aggregation.stages import (  # noqa: F401
     misc,
     out,
     project,
+    sessions,
     sort,
     unwind,
     window,
