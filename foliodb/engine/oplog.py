@@ -80,7 +80,21 @@ def _document(elements: bytes) -> bytes:
     return _INT32.pack(len(elements) + 5) + elements + b"\x00"
 
 
-def _id_doc(doc_id: Any) -> bytes:
+# Value sizes of the BSON types an _id may have: fixed, or read from the int32 after the name.
+_FIXED_SIZE = {0x01: 8, 0x07: 12, 0x08: 1, 0x09: 8, 0x0A: 0, 0x10: 4, 0x11: 8, 0x12: 8, 0x13: 16, 0x7F: 0, 0xFF: 0}
+_PREFIXED_SIZE = {0x02: 4, 0x0D: 4, 0x0E: 4, 0x03: 0, 0x04: 0, 0x05: 5}  # what the length leaves out
+
+
+def _id_doc(data: bytes, doc_id: Any) -> bytes:
+    """``{_id: doc_id}`` as BSON: the first element of the document ``data`` when that is its ``_id``
+    (as stored documents have it), sliced rather than encoded again."""
+    if data[5:9] == b"_id\x00":
+        kind = data[4]
+        size = _FIXED_SIZE.get(kind)
+        if size is None and kind in _PREFIXED_SIZE:
+            size = _INT32.unpack_from(data, 9)[0] + _PREFIXED_SIZE[kind]
+        if size is not None:
+            return _document(data[4 : 9 + size])
     return bson.encode({"_id": doc_id}, codec_options=CODEC)
 
 
@@ -95,7 +109,7 @@ class Oplog:
         self.size_bytes = DEFAULT_SIZE_MB * 1024 * 1024
         self.min_retention_hours = 0.0
         self._pending: list[bytes] = []  # the elements of each queued entry (see _head)
-        self._heads: dict[tuple[bytes, str, str, uuid.UUID], bytes] = {}
+        self._heads: dict[tuple[bytes, str, str, int], bytes] = {}
         self._transaction: tuple[Any, Any] | None = None  # (lsid, txnNumber) of a commit being replayed
         self.muted = False  # True while a commit applies a transaction's net effect: its own writes are recorded
         self._bytes: int | None = None  # total entry bytes (measured on first trim)
@@ -112,7 +126,7 @@ class Oplog:
     # ``ts``/``t``/``wall`` - the same bytes ``bson.encode`` of the entry would give.
 
     def _head(self, op: bytes, db: str, coll: str, ui: uuid.UUID) -> bytes:
-        key = (op, db, coll, ui)
+        key = (op, db, coll, ui.int)  # UUID's own hash and == are Python code
         head = self._heads.get(key)
         if head is None:
             if len(self._heads) > 10_000:  # namespaces come and go: bound the cache
@@ -127,20 +141,22 @@ class Oplog:
 
     def insert(self, db: str, coll: str, ui: uuid.UUID, doc_id: Any, data: bytes) -> None:
         if recorded(db, coll) and not self.muted:
-            self._pending.append(self._head(b"i", db, coll, ui) + b"\x03o\x00" + data + b"\x03o2\x00" + _id_doc(doc_id))
+            self._pending.append(
+                self._head(b"i", db, coll, ui) + b"\x03o\x00" + data + b"\x03o2\x00" + _id_doc(data, doc_id)
+            )
 
     def update(
         self, db: str, coll: str, ui: uuid.UUID, doc_id: Any, before: bytes, after: bytes, replace: bool
     ) -> None:
         if recorded(db, coll) and not self.muted:
-            elements = self._head(b"u", db, coll, ui) + b"\x03o\x00" + after + b"\x03o2\x00" + _id_doc(doc_id)
+            elements = self._head(b"u", db, coll, ui) + b"\x03o\x00" + after + b"\x03o2\x00" + _id_doc(after, doc_id)
             elements += b"\x03pre\x00" + before
             self._pending.append(elements + b"\x08r\x00\x01" if replace else elements)
 
     def delete(self, db: str, coll: str, ui: uuid.UUID, doc_id: Any, before: bytes) -> None:
         if recorded(db, coll) and not self.muted:
             self._pending.append(
-                self._head(b"d", db, coll, ui) + b"\x03o\x00" + _id_doc(doc_id) + b"\x03pre\x00" + before
+                self._head(b"d", db, coll, ui) + b"\x03o\x00" + _id_doc(before, doc_id) + b"\x03pre\x00" + before
             )
 
     def command(self, db: str, ui: uuid.UUID | None, o: Mapping[str, Any], **extra: Any) -> None:
@@ -167,18 +183,23 @@ class Oplog:
             apply_ops = _document(b"\x04applyOps\x00" + _document(ops))
             extra = bson.encode({"lsid": txn[0], "txnNumber": txn[1]}, codec_options=CODEC)[4:-1]
             pending = [_APPLY_OPS_HEAD + b"\x03o\x00" + apply_ops + extra]
-        rows = []
-        ts = clock.last
-        for elements in pending:
-            ts = clock.tick(conn)
-            rows.append((pack(ts), _document(b"\x11ts\x00" + _TS.pack(ts.inc, ts.time) + _T + elements + wall)))
-        if len(rows) == 1:
-            conn.execute("INSERT INTO oplog (ts, entry) VALUES (?, ?)", rows[0])
+        if len(pending) == 1:  # the common case, without the loop's lists
+            seconds, inc = clock.tick(conn)
+            data = _document(b"\x11ts\x00" + _TS.pack(inc, seconds) + _T + pending[0] + wall)
+            conn.execute("INSERT INTO oplog (ts, entry) VALUES (?, ?)", (seconds << 32 | inc, data))
+            size = len(data)
         else:
+            rows = []
+            for elements in pending:
+                seconds, inc = clock.tick(conn)
+                rows.append(
+                    (seconds << 32 | inc, _document(b"\x11ts\x00" + _TS.pack(inc, seconds) + _T + elements + wall))
+                )
             conn.executemany("INSERT INTO oplog (ts, entry) VALUES (?, ?)", rows)
+            size = sum(len(data) for _, data in rows)
         if self._bytes is not None:
-            self._bytes += sum(len(data) for _, data in rows)
-        return ts
+            self._bytes += size
+        return Timestamp(seconds, inc)
 
     def rolled_back(self) -> None:
         self._pending.clear()
