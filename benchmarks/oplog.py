@@ -59,54 +59,97 @@ WRITE_WORKLOADS = ("insert_one", "update_one", "delete_one", "insert_many")
 # -- part 1: write throughput (one child interpreter per checkout and storage) ------------------
 
 
-def _writes(storage: str, workdir: str, count: int, many: int) -> dict[str, float]:
-    """Ops/s (docs/s for insert_many) of each write workload on a fresh client."""
+WARM_UP = 50  # operations of each workload before the measured ones (caches, first-call paths)
+
+
+def _writes(storage: str, workdir: str, count: int, many: int, only: str | None = None) -> dict[str, float]:
+    """Ops/s (docs/s for insert_many) of each write workload (or ``only`` one) on a fresh client,
+    each after a warm-up. Under callgrind (``FOLIODB_CALLGRIND``) instructions are counted
+    only in the measured loops."""
     import foliodb
 
     path = ":memory:" if storage == "memory" else tempfile.mkdtemp(dir=workdir, prefix="oplog-writes-")
     client = foliodb.MongoClient(path)
     coll = client.bench.orders
-    docs = data.orders(count + many)
-    singles, bulk = docs[:count], docs[count:]
+    docs = data.orders(WARM_UP + count + many)
+    warm, singles, bulk = docs[:WARM_UP], docs[WARM_UP : WARM_UP + count], docs[WARM_UP + count :]
+    counting = bool(os.environ.get("FOLIODB_CALLGRIND"))
+
+    def measure(run: Any, items: list[Any], ops: int) -> float:
+        run(warm)
+        if counting:
+            subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], capture_output=True, check=True)
+        started = time.perf_counter()
+        run(items)
+        elapsed = time.perf_counter() - started
+        if counting:
+            subprocess.run(["callgrind_control", "-i", "off", str(os.getpid())], capture_output=True, check=True)
+        return ops / elapsed
+
+    def insert(items: list[Any]) -> None:
+        for doc in items:
+            coll.insert_one(doc)
+
+    def update(items: list[Any]) -> None:
+        for doc in items:
+            coll.update_one({"_id": doc["_id"]}, {"$inc": {"total": 1}})
+
+    def delete(items: list[Any]) -> None:
+        for doc in items:
+            coll.delete_one({"_id": doc["_id"]})
+
+    def insert_many(items: list[Any]) -> None:
+        for batch in data.batches(items, 1000):
+            client.bench.many.insert_many(batch)
+
     rates: dict[str, float] = {}
-
-    started = time.perf_counter()
-    for doc in singles:
-        coll.insert_one(doc)
-    rates["insert_one"] = count / (time.perf_counter() - started)
-
-    started = time.perf_counter()
-    for doc in singles:
-        coll.update_one({"_id": doc["_id"]}, {"$inc": {"total": 1}})
-    rates["update_one"] = count / (time.perf_counter() - started)
-
-    started = time.perf_counter()
-    for doc in singles:
-        coll.delete_one({"_id": doc["_id"]})
-    rates["delete_one"] = count / (time.perf_counter() - started)
-
-    started = time.perf_counter()
-    for batch in data.batches(bulk, 1000):
-        client.bench.many.insert_many(batch)
-    rates["insert_many"] = many / (time.perf_counter() - started)
+    for name in WRITE_WORKLOADS if only is None else (only,):
+        if name in ("update_one", "delete_one"):
+            coll.insert_many(warm + singles)  # what they change, loaded outside the measurement
+        if name == "insert_one":
+            rates[name] = measure(insert, singles, count)
+            coll.delete_many({})
+        elif name == "update_one":
+            rates[name] = measure(update, singles, count)
+            coll.delete_many({})
+        elif name == "delete_one":
+            rates[name] = measure(delete, singles, count)
+        else:
+            rates[name] = measure(insert_many, bulk, many)
+            client.bench.drop_collection("many")
     client.close()
     return rates
 
 
-def _child(checkout: Path, args: list[str]) -> dict[str, Any]:
+def _child(checkout: Path, args: list[str], callgrind: bool = False) -> dict[str, Any]:
     env = dict(os.environ, PYTHONPATH=str(checkout))
-    done = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--child", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", *args]
+    if callgrind:
+        env["FOLIODB_CALLGRIND"] = "1"
+        command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null", *command]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"the child failed: {done.stderr[-2000:]}")
     result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    if callgrind:
+        collected = [line for line in done.stderr.splitlines() if "Collected :" in line]
+        result["instructions"] = int(collected[-1].rsplit(":", 1)[1])
     return result
+
+
+def instructions(contenders: list[tuple[str, Path]], workdir: str, count: int) -> dict[str, dict[str, Any]]:
+    """{storage: {label: {workload: instructions per operation}}}: callgrind counts, which the
+    machine's load does not move (insert_many: per document)."""
+    out: dict[str, dict[str, Any]] = {}
+    for storage in ("disk", "memory"):
+        for label, checkout in contenders:
+            cell = out.setdefault(storage, {}).setdefault(label, {})
+            for workload in WRITE_WORKLOADS:
+                many = count * 4 if workload == "insert_many" else 0
+                result = _child(checkout, ["writes", storage, workdir, str(count), str(many), workload], True)
+                cell[workload] = result["instructions"] / (many or count)
+                print(f"[{label} {storage}] {workload}: {cell[workload]:,.0f} instructions/op", flush=True)
+    return out
 
 
 def throughput(
@@ -363,6 +406,18 @@ def _tables(results: dict[str, Any]) -> str:
                     ratio = by_label[labels[0]][workload]["median"] / by_label[labels[1]][workload]["median"]
                     cells.append(f"{ratio:.2f}")
                 lines.append(f"| {storage} | {workload} | " + " | ".join(cells) + " |")
+    counted = results.get("instructions")
+    if counted:
+        labels = list(next(iter(counted.values())))
+        lines.append("\nInstructions per write (callgrind; insert_many: per document); current / baseline\n")
+        lines.append("| storage | workload | " + " | ".join(labels) + (" | ratio |" if len(labels) > 1 else " |"))
+        lines.append("|---|---|" + "--:|" * (len(labels) + (1 if len(labels) > 1 else 0)))
+        for storage, by_label in counted.items():
+            for workload in WRITE_WORKLOADS:
+                cells = [f"{by_label[label][workload]:,.0f}" for label in labels]
+                if len(labels) > 1:
+                    cells.append(f"{by_label[labels[0]][workload] / by_label[labels[1]][workload]:.2f}")
+                lines.append(f"| {storage} | {workload} | " + " | ".join(cells) + " |")
     if "latency" in results:
         lines.append("\nEvent latency, commit acknowledged to event received (ms)\n")
         lines.append("| where | events | p50 | p99 | max |\n|---|--:|--:|--:|--:|")
@@ -382,7 +437,8 @@ def _tables(results: dict[str, Any]) -> str:
 def _run_child(argv: list[str]) -> None:
     kind, rest = argv[0], argv[1:]
     if kind == "writes":
-        print(json.dumps(_writes(rest[0], rest[1], int(rest[2]), int(rest[3]))))
+        only = rest[4] if len(rest) > 4 else None
+        print(json.dumps(_writes(rest[0], rest[1], int(rest[2]), int(rest[3]), only)))
     elif kind == "watcher":
         _wire_watcher(int(rest[0]), int(rest[1]))
     elif kind == "idle":
@@ -408,6 +464,12 @@ def main() -> None:
     parser.add_argument("--watchers", type=int, default=1000, help="idle change streams (default 1,000)")
     parser.add_argument("--idle-seconds", type=float, default=30.0, help="seconds the idle CPU is measured over")
     parser.add_argument("--parts", default="writes,latency,idle", help="which parts, comma-separated")
+    parser.add_argument(
+        "--instructions",
+        type=int,
+        metavar="N",
+        help="also count instructions per write under callgrind, N operations a workload (needs valgrind)",
+    )
     parser.add_argument("--workdir", default=tempfile.gettempdir(), help="where the dbpaths live")
     parser.add_argument("--out", type=Path, help="the JSON to write")
     args = parser.parse_args()
@@ -422,6 +484,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=args.workdir) as workdir:
         if "writes" in parts:
             results["writes"] = throughput(contenders, workdir, args.repeat, args.writes, many)
+        if args.instructions:
+            results["instructions"] = instructions(contenders, workdir, args.instructions)
         if "latency" in parts:
             pause = 0.001 if args.quick else 0.01
             results["latency"] = {
