@@ -5,26 +5,30 @@ Three parts, in one run:
 1. **Write throughput with the oplog**: ``insert_one``, ``update_one`` by
    ``_id`` (``$inc``), ``delete_one`` by ``_id`` and ``insert_many`` in
    batches of 1,000, the embedded client on a file and on ``:memory:``, one
-   thread. With ``--baseline DIR`` (a checkout from before the oplog) the same
-   workloads run against it in the same run: each (checkout, storage) runs in a
-   fresh interpreter, baseline and current alternate (ABAB ...) ``--repeat``
-   times so the machine's load falls on both alike, and the table shows the
-   medians and current / baseline.
+   thread, each workload after a warm-up of 50. With ``--baseline DIR`` (a
+   checkout from before the oplog) the same workloads run against it in the
+   same run: each (checkout, storage) runs in a fresh interpreter, baseline and
+   current alternate (ABAB ...) ``--repeat`` times so the machine's load falls
+   on both alike, and the table shows the medians and current / baseline.
+   ``--instructions N`` also counts instructions per write under callgrind
+   (valgrind), N operations a workload: a measure the machine's load does not
+   move.
 2. **Event latency**: a watcher blocked in its change stream's ``next()`` (a
-   getMore waiting for data), a writer that inserts one document, notes the
-   time its ``insert_one`` returned (the commit acknowledged) and pauses; the
-   latency of an event is its receipt time minus that acknowledgement
-   (``time.perf_counter``: CLOCK_MONOTONIC, one clock for every process), p50
-   and p99. Embedded (watcher and writer threads of one process) and over the
-   wire (``foliodb serve``, the watcher and the writer separate pymongo
-   processes).
+   getMore waiting for data), a writer that inserts one document at a time,
+   noting when it sent the insert and when ``insert_one`` returned, pausing
+   between them. The commit happens between the two, so commit-to-receipt
+   lies between receipt - acknowledgement and receipt - sending
+   (``time.perf_counter``: CLOCK_MONOTONIC, one clock for every process);
+   p50, p99, max of both. Embedded (watcher and writer threads of one
+   process) and over the wire (``foliodb serve``, the watcher and the writer
+   separate pymongo processes).
 3. **Idle watchers**: ``--watchers`` (1,000) change streams open, each with an
    awaitData getMore pending (pymongo's ``AsyncMongoClient``, one task and one
    connection a stream, in a client process), and the server's CPU seconds per
    wall second over ``--idle-seconds`` (30) read from ``/proc``; then the same
-   number of idle embedded watchers (a thread each) in one process, its CPU
-   from ``resource``. For reference, the same server and process with no
-   watchers.
+   number of idle embedded watchers (a thread each, in ``try_next``) in one
+   process, its CPU from ``resource``. For reference, the same server and
+   process with no watchers.
 
 The JSON goes to ``--out`` (default: the temporary directory); the tables
 are printed in Markdown.
