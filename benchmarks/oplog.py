@@ -75,6 +75,8 @@ def _writes(storage: str, workdir: str, count: int, many: int, only: str | None 
 
     path = ":memory:" if storage == "memory" else tempfile.mkdtemp(dir=workdir, prefix="oplog-writes-")
     client = foliodb.MongoClient(path)
+    if os.environ.get("FOLIODB_MUTE_OPLOG"):  # --oplog-share: the same writes, none recorded (internal switch)
+        client._executor.engine.storage.oplog.muted = True
     coll = client.bench.orders
     docs = data.orders(WARM_UP + count + many)
     warm, singles, bulk = docs[:WARM_UP], docs[WARM_UP : WARM_UP + count], docs[WARM_UP + count :]
@@ -126,8 +128,10 @@ def _writes(storage: str, workdir: str, count: int, many: int, only: str | None 
     return rates
 
 
-def _child(checkout: Path, args: list[str], callgrind: bool = False) -> dict[str, Any]:
+def _child(checkout: Path, args: list[str], callgrind: bool = False, mute: bool = False) -> dict[str, Any]:
     env = dict(os.environ, PYTHONPATH=str(checkout))
+    if mute:
+        env["FOLIODB_MUTE_OPLOG"] = "1"
     command = [sys.executable, str(Path(__file__).resolve()), "--child", *args]
     if callgrind:
         env["FOLIODB_CALLGRIND"] = "1"
@@ -142,23 +146,29 @@ def _child(checkout: Path, args: list[str], callgrind: bool = False) -> dict[str
     return result
 
 
-def instructions(contenders: list[tuple[str, Path]], workdir: str, count: int) -> dict[str, dict[str, Any]]:
+def instructions(
+    contenders: list[tuple[str, Path]], workdir: str, count: int, share: bool = False
+) -> dict[str, dict[str, Any]]:
     """{storage: {label: {workload: instructions per operation}}}: callgrind counts, which the
     machine's load does not move (insert_many: per document). On ``:memory:`` only: a file
     adds waits and system calls, not instructions of FolioDB's (or SQLite's) own. The runs
-    are slow under valgrind, so four go at once."""
+    are slow under valgrind, so four go at once. ``share``: also this checkout with the oplog
+    switched off (``current, no oplog``), so the difference is what recording costs."""
 
     def count_one(label: str, checkout: Path, workload: str) -> float:
         many = count * 4 if workload == "insert_many" else 0
         argv = ["writes", "memory", workdir, str(count), str(many), workload]
+        mute = label == "current, no oplog"
         try:
-            result = _child(checkout, argv, True)
+            result = _child(checkout, argv, True, mute)
         except RuntimeError:  # a valgrind run is long; one killed by the machine gets a second try
-            result = _child(checkout, argv, True)
+            result = _child(checkout, argv, True, mute)
         per_op = float(result["instructions"]) / (many or count)
         print(f"[{label} memory] {workload}: {per_op:,.0f} instructions/op", flush=True)
         return per_op
 
+    if share:
+        contenders = [*contenders, ("current, no oplog", ROOT)]
     jobs = [(label, checkout, workload) for label, checkout in contenders for workload in WRITE_WORKLOADS]
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
         counted = list(pool.map(lambda job: count_one(*job), jobs))
@@ -436,7 +446,7 @@ def _tables(results: dict[str, Any]) -> str:
             for workload in WRITE_WORKLOADS:
                 cells = [f"{by_label[label][workload]:,.0f}" for label in labels]
                 if len(labels) > 1:
-                    cells.append(f"{by_label[labels[0]][workload] / by_label[labels[1]][workload]:.2f}")
+                    cells.append(f"{by_label['current'][workload] / by_label[labels[1]][workload]:.2f}")
                 lines.append(f"| {storage} | {workload} | " + " | ".join(cells) + " |")
     if "latency" in results:
         lines.append(
@@ -491,6 +501,9 @@ def main() -> None:
         metavar="N",
         help="also count instructions per write under callgrind, N operations a workload (needs valgrind)",
     )
+    parser.add_argument(
+        "--oplog-share", action="store_true", help="with --instructions: also this checkout with the oplog off"
+    )
     parser.add_argument("--workdir", default=tempfile.gettempdir(), help="where the dbpaths live")
     parser.add_argument("--out", type=Path, help="the JSON to write")
     args = parser.parse_args()
@@ -506,7 +519,7 @@ def main() -> None:
         if "writes" in parts:
             results["writes"] = throughput(contenders, workdir, args.repeat, args.writes, many)
         if args.instructions:
-            results["instructions"] = instructions(contenders, workdir, args.instructions)
+            results["instructions"] = instructions(contenders, workdir, args.instructions, args.oplog_share)
         if "latency" in parts:
             pause = 0.001 if args.quick else 0.01
             results["latency"] = {
