@@ -1,8 +1,8 @@
 """``local.oplog.rs``: the oplog, read as the capped collection tools tail.
 
 A ``find`` on ``local.oplog.rs`` (tailable and ``awaitData`` or not, in
-natural order either way, with a filter, projection, skip and limit) reads
-the oplog table, each entry in mongod's shape:
+natural order either way, with a filter, projection, skip and limit; sorted on
+fields, not tailable, through a blocking sort) reads the oplog table, each entry in mongod's shape:
 
     {op, ns, ui, o, o2, ts, t, v: 2, wall, lsid?, txnNumber?}
 
@@ -32,10 +32,12 @@ from bson import Timestamp
 from foliodb.engine.engine import Engine
 from foliodb.engine.oplog import Oplog, decoded, pack
 from foliodb.engine.query import FindSpec
+from foliodb.engine.sorter import sort_documents
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.context import Context
 from foliodb.query.filter import compile_filter
 from foliodb.query.projection import compile_projection
+from foliodb.query.sort import compile_sort
 
 NAME = "oplog.rs"
 BATCH = 256
@@ -139,10 +141,24 @@ class NewestFirst(_Entries):
         return rows
 
 
+def _sorted(engine: Engine, spec: FindSpec, ctx: Context) -> Iterator[dict[str, Any]]:
+    """A find sorted on fields (``sort({ts: -1})``): the matching entries through a blocking sort,
+    as mongod sorts any collection's documents."""
+    sort = compile_sort(spec.sort)
+    entries = OldestFirst(engine, FindSpec(filter=spec.filter), ctx, tailable=False)
+    ordered = sort_documents(entries, sort.key, skip=spec.skip, limit=spec.limit, allow_disk_use=spec.allow_disk_use)
+    projection = compile_projection(spec.projection, ctx, find=True) if spec.projection else None
+    return ordered if projection is None else (projection.apply(entry) for entry in ordered)
+
+
 def oplog_find(engine: Engine, spec: FindSpec, ctx: Context, tailable: bool) -> Iterator[dict[str, Any]]:
     """The source of a find on ``local.oplog.rs``, after mongod's checks on its sort and hint."""
     natural = dict(spec.sort) if spec.sort else {"$natural": 1}
-    if set(natural) != {"$natural"} or natural["$natural"] not in (1, -1):
+    if set(natural) != {"$natural"}:
+        if tailable:
+            raise CommandError(ErrorCode.BadValue, "cannot use tailable option with a sort other than {$natural: 1}")
+        return _sorted(engine, spec, ctx)
+    if natural["$natural"] not in (1, -1):
         raise CommandError(ErrorCode.BadValue, "local.oplog.rs is read in natural order: sort {$natural: 1} or -1")
     if natural["$natural"] == -1:
         if tailable:

@@ -75,8 +75,15 @@ def test_filters_order_and_projection(client: Any) -> None:
     assert newest["o"] == {"_id": "b"}
     assert [e["o"]["_id"] for e in oplog.find({"op": "i"}).sort("$natural", -1).skip(1).limit(2)] == [4, 3]
     assert oplog.count_documents({}) == len(list(oplog.find()))
+    # Sorted on a field like any collection (a blocking sort), e.g. the newest entry by ts.
+    by_ts = [e["ts"] for e in oplog.find({}, {"ts": 1}).sort("ts", -1).skip(1).limit(3)]
+    assert by_ts == sorted((e["ts"] for e in oplog.find()), reverse=True)[1:4]
+    assert [e["o"]["_id"] for e in oplog.find({"op": "i"}).sort([("o._id", 1), ("ts", 1)]).limit(2)] == [0, 1]
     with pytest.raises(OperationFailure) as info:
-        list(oplog.find().sort("ts", 1))
+        list(oplog.find(cursor_type=CursorType.TAILABLE).sort("ts", 1))
+    assert info.value.code == 2
+    with pytest.raises(OperationFailure) as info:
+        list(oplog.find().sort("$natural", 2))
     assert info.value.code == 2
 
 
