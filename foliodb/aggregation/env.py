@@ -74,3 +74,8 @@ class PipelineEnv(Protocol):
     def current_ops(self, idle_connections: bool) -> list[dict[str, Any]]:
         """The ``$currentOp`` documents."""
         ...
+
+    def sessions(self, all_users: bool, users: list[tuple[str, str]]) -> list[dict[str, Any]]:
+        """The session records of ``$listLocalSessions``: every session, those of ``users``
+        ((db, user) pairs), or with neither the running user's."""
+        ...

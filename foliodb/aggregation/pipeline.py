@@ -175,8 +175,6 @@ def _unknown_stage(name: str) -> CommandError:
 # sharding and diagnostics stages.
 _UNBUILT = (
     "$changeStreamSplitLargeEvent",
-    "$listSessions",
-    "$listLocalSessions",
     "$listSampledQueries",
     "$listSearchIndexes",
     "$planCacheStats",
@@ -195,9 +193,21 @@ _UNBUILT = (
 STAGES: Registry[StageCompiler] = Registry("aggregation stage", _unknown_stage, unbuilt=_UNBUILT)
 
 # Placement rules, checked for every stage before its compiler runs.
-FIRST_ONLY = frozenset({"$collStats", "$indexStats", "$documents", "$currentOp"})
+FIRST_ONLY = frozenset({"$collStats", "$indexStats", "$documents", "$currentOp", "$listLocalSessions", "$listSessions"})
 LAST_ONLY = frozenset({"$out", "$merge"})
-NOT_IN_FACET = frozenset({"$collStats", "$facet", "$indexStats", "$out", "$merge", "$documents", "$geoNear"})
+NOT_IN_FACET = frozenset(
+    {
+        "$collStats",
+        "$facet",
+        "$indexStats",
+        "$out",
+        "$merge",
+        "$documents",
+        "$geoNear",
+        "$listLocalSessions",
+        "$listSessions",
+    }
+)
 WRITES = frozenset({"$out", "$merge"})
 
 

@@ -190,9 +190,9 @@ def _aggregate(subject: Subject, db: str, cmd: Mapping[str, Any], views: ViewLoo
     coll = cmd["aggregate"]
     bypass = cmd.get("bypassDocumentValidation") is True
     if is_string(coll) and coll:
-        return _decide(subject, db, cmd, pipeline_privileges(db, coll, stages, views, bypass))
+        return _decide(subject, db, cmd, pipeline_privileges(db, coll, stages, views, bypass, subject.users))
     if coll == 1:
-        return _decide(subject, db, cmd, pipeline_privileges(db, None, stages, views, bypass))
+        return _decide(subject, db, cmd, pipeline_privileges(db, None, stages, views, bypass, subject.users))
     return _decide(subject, db, cmd, [privilege(database(db), "find")])
 
 

@@ -12,6 +12,8 @@ then each stage's own needs, sub-pipelines included at any depth:
     $merge                   insert and/or update on the target, by whenMatched/whenNotMatched
     $collStats / $indexStats collStats / indexStats on the aggregated collection (instead of find)
     $currentOp               inprog on the cluster
+    $listLocalSessions,      listSessions on the cluster for ``allUsers`` or users other than the
+    $listSessions            caller (instead of find); nothing for the caller's own sessions
     $changeStream            changeStream and find on the collection (instead of find), on the
                              database for ``aggregate: 1``, on every database for the cluster
     (bypassDocumentValidation: true adds that action to $out and $merge targets)
@@ -61,12 +63,16 @@ STAGE_NEEDS = {
     "$collStats": "collStats on the aggregated collection (instead of find)",
     "$indexStats": "indexStats on the aggregated collection (instead of find)",
     "$currentOp": "inprog on the cluster",
+    "$listLocalSessions": "listSessions on the cluster for `allUsers` or other users' sessions; nothing for one's own",
+    "$listSessions": "as `$listLocalSessions` (instead of find on `config.system.sessions`)",
     "$changeStream": "changeStream, find on the collection; on the database (`aggregate: 1`); "
     "on every database (`allChangesForCluster`)",
 }
 NAMESPACE_STAGES = frozenset(STAGE_NEEDS)
 # Stages that are their own source: no find on the aggregated collection.
-INITIAL_SOURCES = frozenset({"$collStats", "$indexStats", "$currentOp", "$documents", "$changeStream"})
+INITIAL_SOURCES = frozenset(
+    {"$collStats", "$indexStats", "$currentOp", "$documents", "$changeStream", "$listLocalSessions", "$listSessions"}
+)
 
 # $merge: (whenMatched, whenNotMatched) -> actions on the target; a pipeline whenMatched is "pipeline".
 _MERGE_ACTIONS = {
@@ -98,8 +104,11 @@ def _named(value: Any, db: str) -> tuple[str, str] | None:
 
 
 class _Walk:
-    def __init__(self, db: str, bypass: bool, views: ViewLookup | None) -> None:
+    def __init__(
+        self, db: str, bypass: bool, views: ViewLookup | None, users: frozenset[tuple[str, str]] = frozenset()
+    ) -> None:
         self.db = db
+        self.users = users  # the caller's (db, user): whose sessions it may list without listSessions
         self.bypass = bypass
         self.views = views  # None: name what is read, without looking into views
         self.needed: list[Privilege] = []
@@ -176,6 +185,13 @@ class _Walk:
             self.needed.append(privilege(namespace(*source), name[1:]))
         elif name == "$currentOp":
             self.needed.append(privilege(CLUSTER, "inprog"))
+        elif name in ("$listLocalSessions", "$listSessions") and isinstance(spec, Mapping):
+            named = spec.get("users")
+            others = isinstance(named, list) and any(
+                not isinstance(user, Mapping) or (user.get("db"), user.get("user")) not in self.users for user in named
+            )
+            if spec.get("allUsers") is True or others:
+                self.needed.append(privilege(CLUSTER, "listSessions"))
         elif name == "$changeStream":
             cluster = isinstance(spec, Mapping) and spec.get("allChangesForCluster") is True
             watched = ANY_NORMAL if cluster else namespace(*source) if source is not None else database(self.db)
@@ -201,10 +217,16 @@ class _Walk:
 
 
 def pipeline_privileges(
-    db: str, coll: str | None, stages: list[Any], views: ViewLookup, bypass_validation: bool = False
+    db: str,
+    coll: str | None,
+    stages: list[Any],
+    views: ViewLookup,
+    bypass_validation: bool = False,
+    users: frozenset[tuple[str, str]] = frozenset(),
 ) -> list[Privilege]:
-    """What ``aggregate`` of ``stages`` over ``db.coll`` (None: ``aggregate: 1``) needs."""
-    walk = _Walk(db, bypass_validation, views)
+    """What ``aggregate`` of ``stages`` over ``db.coll`` (None: ``aggregate: 1``) needs, run by
+    ``users`` ((db, user) pairs)."""
+    walk = _Walk(db, bypass_validation, views, users)
     source = (db, coll) if coll is not None else None
     first = next(iter(stages[0]), None) if stages and isinstance(stages[0], Mapping) else None
     if source is not None and first not in INITIAL_SOURCES:

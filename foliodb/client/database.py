@@ -268,6 +268,11 @@ class Database(Handle, pymongo.database.Database[Any]):
             cmd["cursor"] = {"batchSize": batch_size}
         cmd.update(kwargs)
         read_concern = None if "readConcern" in cmd else self._read_concern
+        first = pipeline[0] if pipeline else None
+        if session is None and isinstance(first, Mapping) and "$listLocalSessions" in first:
+            # The one command where pymongo's implicit session, which this client leaves out, is seen:
+            # mongod lists the session the aggregate itself runs in.
+            session = self.client._get_bound_session() or self.client._start_session(True, causal_consistency=False)
         reply, held = self.client._open_cursor(
             self._name, cmd, session, read_concern=read_concern, read_preference=None
         )

@@ -18,7 +18,7 @@ import bson
 from bson import Int64
 
 from foliodb.aggregation.pipeline import FIRST_ONLY, compile_pipeline
-from foliodb.commands import change_streams, collation, oplog_rs, params, stats
+from foliodb.commands import change_streams, collation, oplog_rs, params, sessions, stats
 from foliodb.commands.accesses import counted
 from foliodb.commands.current_op import current_ops
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
@@ -218,6 +218,9 @@ class EngineEnv:
 
     def index_stats(self, coll: str) -> list[dict[str, Any]]:
         return stats.index_stats(self.engine, self.db, coll)
+
+    def sessions(self, all_users: bool, users: list[tuple[str, str]]) -> list[dict[str, Any]]:
+        return sessions.listed_sessions(self.request, all_users, users)
 
 
 def _field_match(stages: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:

@@ -177,6 +177,8 @@ class ChangeStream(Iterator[dict[str, Any]]):
             return True
         interrupt.check()
         storage = self.engine.storage
+        if pack(storage.cluster_time) <= self.position[0]:
+            return False  # no commit has recorded anything since: an idle getMore reads nothing
         conn = storage.reader()
         rows = Oplog.entries_after(conn, self.position[0] - (1 if self.position[1] else 0), READ_BATCH)
         read = False

@@ -172,11 +172,16 @@ def count_execution(request: Request, name: str, cmd: Mapping[str, Any]) -> Coun
 @COMMANDS.register("count")
 def cmd_count(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "count")
-    if is_view(request, name):
+    if is_view(request, name) or oplog_rs.is_oplog(request.db, name):
         fields = params.parse(cmd, "count", COUNT_FIELDS)
         query, skip, limit = fields.get("query"), fields.get("skip", 0), fields.get("limit", 0)
         if skip < 0:
             raise location(51024, f"BSON field 'skip' value must be >= 0, actual value '{skip}'")
+        if not is_view(request, name):
+            return {
+                "n": oplog_rs.oplog_count(request.engine, query, skip, abs(limit) or None, request.context()),
+                "ok": 1.0,
+            }
         spec = FindSpec(
             filter=query,
             skip=skip,

@@ -1,8 +1,8 @@
 """``local.oplog.rs``: the oplog, read as the capped collection tools tail.
 
 A ``find`` on ``local.oplog.rs`` (tailable and ``awaitData`` or not, in
-natural order either way or sorted in memory by any other key, with a filter, projection, skip and limit) reads
-the oplog table, each entry in mongod's shape:
+natural order either way, with a filter, projection, skip and limit; sorted on
+fields, not tailable, through a blocking sort) reads the oplog table, each entry in mongod's shape:
 
     {op, ns, ui, o, o2, ts, t, v: 2, wall, lsid?, txnNumber?}
 
@@ -13,6 +13,11 @@ for change streams, are not shown. A filter on ``ts`` ($gt, $gte) starts
 the read there; every filter is applied as usual. Nothing can create or
 write to it (engine.validate_collection_name).
 
+``count`` (so ``estimatedDocumentCount``), collStats, ``$collStats`` and the
+``local`` database's dbStats count its entries (a transaction is one
+``applyOps`` entry); sizes are those of the stored entries, which hold the
+documents before updates and deletes too.
+
 Manual: https://www.mongodb.com/docs/manual/core/replica-set-oplog/
 """
 
@@ -20,7 +25,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
 from typing import Any
 
 from bson import Timestamp
@@ -28,6 +32,7 @@ from bson import Timestamp
 from foliodb.engine.engine import Engine
 from foliodb.engine.oplog import Oplog, decoded, pack
 from foliodb.engine.query import FindSpec
+from foliodb.engine.sorter import sort_documents
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.context import Context
 from foliodb.query.filter import compile_filter
@@ -137,15 +142,13 @@ class NewestFirst(_Entries):
 
 
 def _sorted(engine: Engine, spec: FindSpec, ctx: Context) -> Iterator[dict[str, Any]]:
-    """Any other sort: every matching entry, sorted in memory (mongod's blocking
-    SORT over a collection scan), then skipped, limited and projected."""
-    order = compile_sort(spec.sort)
-    matching = OldestFirst(engine, replace(spec, skip=0, limit=None, projection=None), ctx, False)
-    entries = sorted(matching, key=order.key)[spec.skip :]
-    if spec.limit is not None:
-        entries = entries[: spec.limit]
+    """A find sorted on fields (``sort({ts: -1})``): the matching entries through a blocking sort,
+    as mongod sorts any collection's documents."""
+    sort = compile_sort(spec.sort)
+    entries = OldestFirst(engine, FindSpec(filter=spec.filter), ctx, tailable=False)
+    ordered = sort_documents(entries, sort.key, skip=spec.skip, limit=spec.limit, allow_disk_use=spec.allow_disk_use)
     projection = compile_projection(spec.projection, ctx, find=True) if spec.projection else None
-    return iter([projection.apply(entry) for entry in entries] if projection is not None else entries)
+    return ordered if projection is None else (projection.apply(entry) for entry in ordered)
 
 
 def oplog_find(engine: Engine, spec: FindSpec, ctx: Context, tailable: bool) -> Iterator[dict[str, Any]]:
@@ -173,3 +176,48 @@ def collection_entry(engine: Engine) -> dict[str, Any]:
         "options": {"capped": True, "size": size, "autoIndexId": False},
         "info": {"readOnly": False},
     }
+
+
+def oplog_count(engine: Engine, query: Mapping[str, Any] | None, skip: int, limit: int | None, ctx: Context) -> int:
+    """The count command on the oplog: its entries matching ``query``, after ``skip``, at most ``limit``."""
+    if not query or set(query) == {"$comment"}:
+        found = int(engine.storage.reader().execute("SELECT count(*) FROM oplog").fetchone()[0])
+    else:
+        enough = None if limit is None else skip + limit
+        found = 0
+        for _ in OldestFirst(engine, FindSpec(filter=query), ctx, tailable=False):
+            found += 1
+            if found == enough:
+                break
+    left = max(found - skip, 0)
+    return left if limit is None else min(left, limit)
+
+
+def data_stats(engine: Engine) -> tuple[int, int, int]:
+    """(entries, their bytes, bytes of the pages holding them)."""
+    storage = engine.storage
+    count, size = storage.reader().execute("SELECT count(*), coalesce(sum(length(entry)), 0) FROM oplog").fetchone()
+    pages = storage.table_bytes("oplog")
+    return int(count), int(size), int(size if pages is None else pages)
+
+
+def storage_stats(engine: Engine, scale: int) -> dict[str, Any]:
+    """collStats' (and ``$collStats``' ``storageStats``) fields for the oplog: a capped collection without indexes."""
+    count, size, pages = data_stats(engine)
+    out: dict[str, Any] = {"size": size // scale, "count": count}
+    if count:
+        out["avgObjSize"] = size // count
+    out.update(
+        numOrphanDocs=0,
+        storageSize=pages // scale,
+        capped=True,
+        max=0,
+        maxSize=engine.storage.oplog.size_bytes // scale,
+        nindexes=0,
+        indexBuilds=[],
+        totalIndexSize=0,
+        totalSize=pages // scale,
+        indexSizes={},
+        scaleFactor=scale,
+    )
+    return out

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from bson import Int64, Timestamp
 from bson.binary import Binary, UuidRepresentation
 
-from foliodb.commands import params
+from foliodb.auth.caller import CALLER
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.replication import write_concern_error
 from foliodb.engine.sessions import ServerSession, lsid_key
@@ -90,7 +90,7 @@ def _txn_number(cmd: Mapping[str, Any]) -> int:
 def run(request: Request, handler: Handler, cmd: Mapping[str, Any]) -> dict[str, Any]:
     """Run ``cmd`` (which carries ``lsid``) in its session."""
     engine = request.engine
-    session = engine.sessions.touch(cmd["lsid"])
+    session = engine.sessions.touch(cmd["lsid"], _owner())
     if "txnNumber" not in cmd:
         if "autocommit" in cmd or "startTransaction" in cmd:
             raise CommandError(
@@ -164,6 +164,14 @@ def _statement(
         raise CommandError(
             ErrorCode.OperationNotSupportedInTransaction, "$out and $merge are not allowed in a transaction"
         )
+    first = _first_stage(cmd) if name == "aggregate" else None
+    if first in _NOT_IN_TRANSACTION:
+        engine.abort_transaction(txn)
+        raise CommandError(
+            ErrorCode.OperationNotSupportedInTransaction,
+            f"Operation not permitted in transaction :: caused by :: Stage not supported inside of a "
+            f"multi-document transaction: {first}",
+        )
     storage = engine.storage
     storage.bind_transaction(txn.view)
     try:
@@ -205,6 +213,17 @@ def _start(request: Request, cmd: Mapping[str, Any], session: ServerSession, num
     txn.lsid, txn.number = dict(cmd["lsid"]), Int64(number)
     session.txn, session.txn_number, session.txn_number_of_txn = txn, number, number
     return txn
+
+
+# Source stages mongod refuses in a transaction (their LiteParsed transactionNotSupported).
+_NOT_IN_TRANSACTION = frozenset({"$listLocalSessions", "$listSessions"})
+
+
+def _first_stage(cmd: Mapping[str, Any]) -> str | None:
+    stages = cmd.get("pipeline")
+    if isinstance(stages, list) and stages and isinstance(stages[0], Mapping) and len(stages[0]) == 1:
+        return str(next(iter(stages[0])))
+    return None
 
 
 def _writes(cmd: Mapping[str, Any]) -> bool:
@@ -340,7 +359,7 @@ def _ids(cmd: Mapping[str, Any], name: str) -> list[bytes]:
 @COMMANDS.register("startSession")
 def cmd_startSession(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     lsid = {"id": Binary.from_uuid(uuid.uuid4(), UuidRepresentation.STANDARD)}
-    request.engine.sessions.touch(lsid)
+    request.engine.sessions.touch(lsid, _owner())
     return {"id": lsid, "timeoutMinutes": request.engine.sessions.timeout_minutes, "ok": 1.0}
 
 
@@ -371,14 +390,27 @@ def cmd_refreshSessions(request: Request, cmd: Mapping[str, Any]) -> dict[str, A
     if not isinstance(value, list):
         raise CommandError(ErrorCode.TypeMismatch, "BSON field 'refreshSessions' is the wrong type, expected array")
     for lsid in value:
-        request.engine.sessions.touch(lsid)
+        request.engine.sessions.touch(lsid, _owner())
     return {"ok": 1.0}
 
 
-def listed_sessions(request: Request, spec: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """``$listLocalSessions`` (and ``$listSessions``) documents: ``allUsers`` or all of them here."""
-    params.field(spec, "allUsers", "bool", "$listLocalSessions")
-    return request.engine.sessions.listing()
+def _owner() -> tuple[str, str] | None:
+    """The (db, user) running the command under access control; None without it."""
+    caller = CALLER.get()
+    return min(caller.users) if caller is not None and caller.users else None
+
+
+def listed_sessions(request: Request, all_users: bool, users: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """``$listLocalSessions`` (and ``$listSessions``) documents: every session, those of ``users``,
+    or the running user's (without access control: every session, as all belong to no user)."""
+    if all_users:
+        return request.engine.sessions.listing(None)
+    if users:
+        return request.engine.sessions.listing(set(users))
+    caller = CALLER.get()
+    if caller is not None and not caller.users:
+        raise CommandError(ErrorCode.Unauthorized, "There is no user authenticated")
+    return request.engine.sessions.listing({_owner()})
 
 
 def cluster_time_fields(request: Request) -> dict[str, Any]:

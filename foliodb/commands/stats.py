@@ -22,7 +22,7 @@ from typing import Any
 
 from bson import Int64
 
-from foliodb.commands import params
+from foliodb.commands import oplog_rs, params
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.write import collection_name
@@ -99,6 +99,9 @@ def cmd_dbStats(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         storage += store.storage_size()
         index_size += sum(store.index_sizes().values())
         indexes += len(info.indexes)
+    if request.db == "local":  # the oplog is one of local's collections
+        entries, entry_bytes, pages = oplog_rs.data_stats(engine)
+        collections, objects, size, storage = collections + 1, objects + entries, size + entry_bytes, storage + pages
     reply: dict[str, Any] = {
         "db": request.db,
         "collections": collections,
@@ -123,6 +126,8 @@ def cmd_dbStats(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
 def cmd_collStats(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "collStats")
     scale = _scale(cmd, "collStats")
+    if oplog_rs.is_oplog(request.db, name):
+        return {"ns": f"local.{name}", **oplog_rs.storage_stats(request.engine, scale), "ok": 1.0}
     store = request.engine.store(request.db, name)
     if store is None:
         raise CommandError(ErrorCode.NamespaceNotFound, f"Collection [{request.db}.{name}] not found.")
@@ -138,6 +143,12 @@ def coll_stats(engine: Engine, db: str, coll: str, spec: Mapping[str, Any], now:
         out["latencyStats"] = usage.latency_stats(engine.usage, db, coll, histograms)
     for part in ("storageStats", "count"):
         if part not in spec:
+            continue
+        if oplog_rs.is_oplog(db, coll):
+            stats = oplog_rs.storage_stats(
+                engine, _scale(spec[part], "$collStats.storageStats") if part == "storageStats" else 1
+            )
+            out[part] = stats if part == "storageStats" else stats["count"]
             continue
         if info is not None and info.is_view:
             # A view's latency is its own, but it has no storage.

@@ -24,19 +24,27 @@ class ClusterClock:
         row = conn.execute("SELECT value FROM catalog_meta WHERE key = ?", (_KEY,)).fetchone()
         self._persisted = int(row[0]) if row else 0  # every time given out has seconds <= this
         self._unconfirmed = self._persisted
-        start = max(int(time.time()), self._persisted + 1 if row else 0)
-        self.last = Timestamp(start, 0)  # the newest cluster time (0: none given out since opening)
+        # The newest cluster time as plain ints (a commit's hot path builds no Timestamp); (s, 0): none given
+        # out since opening.
+        self.seconds = max(int(time.time()), self._persisted + 1 if row else 0)
+        self.inc = 0
 
-    def tick(self, conn: sqlite3.Connection) -> Timestamp:
-        """The next cluster time, inside the writer's transaction (which it may write to)."""
+    @property
+    def last(self) -> Timestamp:
+        return Timestamp(self.seconds, self.inc)
+
+    def tick(self, conn: sqlite3.Connection) -> tuple[int, int]:
+        """The next cluster time (seconds, increment), inside the writer's transaction (which it may write to)."""
         now = int(time.time())
-        last = self.last
-        ts = Timestamp(now, 1) if now > last.time else Timestamp(last.time, last.inc + 1)
-        if ts.time > self._persisted:
-            conn.execute("INSERT OR REPLACE INTO catalog_meta (key, value) VALUES (?, ?)", (_KEY, ts.time))
-            self._unconfirmed, self._persisted = self._persisted, ts.time
-        self.last = ts
-        return ts
+        if now > self.seconds:
+            seconds, inc = now, 1
+        else:
+            seconds, inc = self.seconds, self.inc + 1
+        if seconds > self._persisted:
+            conn.execute("INSERT OR REPLACE INTO catalog_meta (key, value) VALUES (?, ?)", (_KEY, seconds))
+            self._unconfirmed, self._persisted = self._persisted, seconds
+        self.seconds, self.inc = seconds, inc
+        return seconds, inc
 
     def rolled_back(self) -> None:
         """The commit that ticked failed: its persisted seconds did not land."""

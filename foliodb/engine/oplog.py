@@ -34,26 +34,24 @@ removed oldest first, but none younger than ``min_retention_hours``
 
 from __future__ import annotations
 
-import datetime
 import sqlite3
+import struct
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import bson
-from bson import Int64, Timestamp
+from bson import Timestamp
 from bson.binary import Binary, UuidRepresentation
-from bson.raw_bson import RawBSONDocument
 
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.clock import ClusterClock
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS oplog (ts INTEGER PRIMARY KEY, entry BLOB NOT NULL)"
-RAW = bson.CodecOptions(document_class=RawBSONDocument)
 DEFAULT_SIZE_MB = 1024
 UNRECORDED_DBS = frozenset({"local", "config"})
-TERM = Int64(1)
 
 
 def pack(ts: Timestamp) -> int:
@@ -68,6 +66,40 @@ def _uuid(value: uuid.UUID) -> Binary:
     return Binary.from_uuid(value, UuidRepresentation.STANDARD)
 
 
+_INT32 = struct.Struct("<i")
+_INT64 = struct.Struct("<q")
+_TS = struct.Struct("<II")  # a BSON timestamp: increment, then seconds
+_T = b"\x12t\x00" + _INT64.pack(1)
+_APPLY_OPS_HEAD = b"\x02op\x00\x02\x00\x00\x00c\x00\x02ns\x00\x0b\x00\x00\x00admin.$cmd\x00"
+
+
+def _string(value: bytes) -> bytes:
+    """A BSON string's value: length (with the NUL), bytes, NUL."""
+    return _INT32.pack(len(value) + 1) + value + b"\x00"
+
+
+def _document(elements: bytes) -> bytes:
+    return _INT32.pack(len(elements) + 5) + elements + b"\x00"
+
+
+# Value sizes of the BSON types an _id may have: fixed, or read from the int32 after the name.
+_FIXED_SIZE = {0x01: 8, 0x07: 12, 0x08: 1, 0x09: 8, 0x0A: 0, 0x10: 4, 0x11: 8, 0x12: 8, 0x13: 16, 0x7F: 0, 0xFF: 0}
+_PREFIXED_SIZE = {0x02: 4, 0x0D: 4, 0x0E: 4, 0x03: 0, 0x04: 0, 0x05: 5}  # what the length leaves out
+
+
+def _id_doc(data: bytes, doc_id: Any) -> bytes:
+    """``{_id: doc_id}`` as BSON: the first element of the document ``data`` when that is its ``_id``
+    (as stored documents have it), sliced rather than encoded again."""
+    if data[5:9] == b"_id\x00":
+        kind = data[4]
+        size = _FIXED_SIZE.get(kind)
+        if size is None and kind in _PREFIXED_SIZE:
+            size = _INT32.unpack_from(data, 9)[0] + _PREFIXED_SIZE[kind]
+        if size is not None:
+            return _document(data[4 : 9 + size])
+    return bson.encode({"_id": doc_id}, codec_options=CODEC)
+
+
 def recorded(db: str, coll: str) -> bool:
     """Do writes to this namespace go to the oplog?"""
     return db not in UNRECORDED_DBS and coll != "system.profile"
@@ -78,7 +110,8 @@ class Oplog:
         conn.executescript(SCHEMA)
         self.size_bytes = DEFAULT_SIZE_MB * 1024 * 1024
         self.min_retention_hours = 0.0
-        self._pending: list[dict[str, Any]] = []
+        self._pending: list[bytes] = []  # the elements of each queued entry (see _head)
+        self._heads: dict[tuple[bytes, str, str, int], bytes] = {}
         self._transaction: tuple[Any, Any] | None = None  # (lsid, txnNumber) of a commit being replayed
         self.muted = False  # True while a commit applies a transaction's net effect: its own writes are recorded
         self._bytes: int | None = None  # total entry bytes (measured on first trim)
@@ -88,20 +121,30 @@ class Oplog:
         self._trim_lock = threading.Lock()
 
     # -- recording (the writer's thread, inside its SQLite transaction) ------------------
+    #
+    # A queued entry is its BSON elements between ``t`` and ``wall`` (``op``, ``ns``, ``ui``,
+    # ``o``, ...), built from bytes: a write's document is already BSON, and the ``op``/``ns``/
+    # ``ui`` elements of a namespace are encoded once (``_heads``). ``flush`` wraps each in
+    # ``ts``/``t``/``wall`` - the same bytes ``bson.encode`` of the entry would give.
 
-    def add(self, entry: dict[str, Any]) -> None:
-        self._pending.append(entry)
+    def _head(self, op: bytes, db: str, coll: str, ui: uuid.UUID) -> bytes:
+        key = (op, db, coll, ui.int)  # UUID's own hash and == are Python code
+        head = self._heads.get(key)
+        if head is None:
+            if len(self._heads) > 10_000:  # namespaces come and go: bound the cache
+                self._heads.clear()
+            head = b"\x02op\x00" + _string(op) + b"\x02ns\x00" + _string(f"{db}.{coll}".encode()) + b"\x05ui\x00"
+            head += b"\x10\x00\x00\x00\x04" + ui.bytes
+            self._heads[key] = head
+        return head
+
+    def add(self, entry: Mapping[str, Any]) -> None:
+        self._pending.append(bson.encode(entry, codec_options=CODEC)[4:-1])
 
     def insert(self, db: str, coll: str, ui: uuid.UUID, doc_id: Any, data: bytes) -> None:
         if recorded(db, coll) and not self.muted:
             self._pending.append(
-                {
-                    "op": "i",
-                    "ns": f"{db}.{coll}",
-                    "ui": _uuid(ui),
-                    "o": RawBSONDocument(data, RAW),
-                    "o2": {"_id": doc_id},
-                }
+                self._head(b"i", db, coll, ui) + b"\x03o\x00" + data + b"\x03o2\x00" + _id_doc(data, doc_id)
             )
 
     def update(
@@ -116,39 +159,23 @@ class Oplog:
         images: bool,
     ) -> None:
         if recorded(db, coll) and not self.muted:
-            entry: dict[str, Any] = {
-                "op": "u",
-                "ns": f"{db}.{coll}",
-                "ui": _uuid(ui),
-                "o": RawBSONDocument(after, RAW),
-                "o2": {"_id": doc_id},
-                "pre": RawBSONDocument(before, RAW),
-            }
+            elements = self._head(b"u", db, coll, ui) + b"\x03o\x00" + after + b"\x03o2\x00" + _id_doc(after, doc_id)
+            elements += b"\x03pre\x00" + before
             if replace:
-                entry["r"] = True
-            if images:
-                entry["img"] = True
-            self._pending.append(entry)
+                elements += b"\x08r\x00\x01"
+            self._pending.append(elements + b"\x08img\x00\x01" if images else elements)
 
     def delete(self, db: str, coll: str, ui: uuid.UUID, doc_id: Any, before: bytes, images: bool) -> None:
         if recorded(db, coll) and not self.muted:
-            entry: dict[str, Any] = {
-                "op": "d",
-                "ns": f"{db}.{coll}",
-                "ui": _uuid(ui),
-                "o": {"_id": doc_id},
-                "pre": RawBSONDocument(before, RAW),
-            }
-            if images:
-                entry["img"] = True
-            self._pending.append(entry)
+            elements = self._head(b"d", db, coll, ui) + b"\x03o\x00" + _id_doc(before, doc_id) + b"\x03pre\x00" + before
+            self._pending.append(elements + b"\x08img\x00\x01" if images else elements)
 
     def command(self, db: str, ui: uuid.UUID | None, o: Mapping[str, Any], **extra: Any) -> None:
         if db not in UNRECORDED_DBS:
             entry: dict[str, Any] = {"op": "c", "ns": f"{db}.$cmd", "o": dict(o), **extra}
             if ui is not None:
                 entry["ui"] = _uuid(ui)
-            self._pending.append(entry)
+            self.add(entry)
 
     def transaction(self, lsid: Any, txn_number: Any) -> None:
         """The writes recorded from now to the commit are a transaction's: one applyOps entry."""
@@ -161,27 +188,29 @@ class Oplog:
         txn, self._transaction = self._transaction, None
         if not pending:
             return None
-        wall = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+        wall = b"\x09wall\x00" + _INT64.pack(time.time_ns() // 1_000_000)
         if txn is not None:
-            pending = [
-                {
-                    "op": "c",
-                    "ns": "admin.$cmd",
-                    "o": {"applyOps": pending},
-                    "lsid": txn[0],
-                    "txnNumber": txn[1],
-                }
-            ]
-        rows = []
-        ts = clock.last
-        for entry in pending:
-            ts = clock.tick(conn)
-            data = bson.encode({"ts": ts, "t": TERM, **entry, "wall": wall}, codec_options=CODEC)
-            rows.append((pack(ts), data))
-        conn.executemany("INSERT INTO oplog (ts, entry) VALUES (?, ?)", rows)
+            ops = b"".join(b"\x03" + str(i).encode() + b"\x00" + _document(op) for i, op in enumerate(pending))
+            apply_ops = _document(b"\x04applyOps\x00" + _document(ops))
+            extra = bson.encode({"lsid": txn[0], "txnNumber": txn[1]}, codec_options=CODEC)[4:-1]
+            pending = [_APPLY_OPS_HEAD + b"\x03o\x00" + apply_ops + extra]
+        if len(pending) == 1:  # the common case, without the loop's lists
+            seconds, inc = clock.tick(conn)
+            data = _document(b"\x11ts\x00" + _TS.pack(inc, seconds) + _T + pending[0] + wall)
+            conn.execute("INSERT INTO oplog (ts, entry) VALUES (?, ?)", (seconds << 32 | inc, data))
+            size = len(data)
+        else:
+            rows = []
+            for elements in pending:
+                seconds, inc = clock.tick(conn)
+                rows.append(
+                    (seconds << 32 | inc, _document(b"\x11ts\x00" + _TS.pack(inc, seconds) + _T + elements + wall))
+                )
+            conn.executemany("INSERT INTO oplog (ts, entry) VALUES (?, ?)", rows)
+            size = sum(len(data) for _, data in rows)
         if self._bytes is not None:
-            self._bytes += sum(len(data) for _, data in rows)
-        return ts
+            self._bytes += size
+        return Timestamp(seconds, inc)
 
     def rolled_back(self) -> None:
         self._pending.clear()

@@ -17,6 +17,7 @@ Manual: https://www.mongodb.com/docs/manual/reference/server-sessions/
 from __future__ import annotations
 
 import datetime
+import hashlib
 import threading
 import time
 import uuid
@@ -52,6 +53,7 @@ class ServerSession:
     txn_number_of_txn: int = -1  # the txnNumber of ``txn``
     retryable: tuple[int, dict[str, Any]] | None = None  # (txnNumber, reply) of its last retryable write
     loaded: bool = False  # ``retryable`` read back from SQLite
+    owner: tuple[str, str] | None = None  # (db, user) who started it under access control; None: no auth
 
 
 def lsid_key(lsid: Any) -> bytes:
@@ -77,12 +79,14 @@ class SessionRegistry:
         self.timeout_minutes = TIMEOUT_MINUTES
         self.transaction_lifetime = 60.0  # transactionLifetimeLimitSeconds
 
-    def touch(self, lsid: Any) -> ServerSession:
+    def touch(self, lsid: Any, owner: tuple[str, str] | None = None) -> ServerSession:
         key = lsid_key(lsid)
         with self.lock:
             session = self.sessions.get(key)
             if session is None:
-                session = self.sessions[key] = ServerSession(key, dict(lsid))
+                session = self.sessions[key] = ServerSession(key, dict(lsid), owner=owner)
+            elif session.owner is None:
+                session.owner = owner  # first touched by a command that runs as no one (hello, ...)
             session.last_use = time.monotonic()
         return session
 
@@ -147,16 +151,27 @@ class SessionRegistry:
         if expired:
             self.end(expired)
 
-    def listing(self) -> list[dict[str, Any]]:
-        """``$listLocalSessions`` documents."""
+    def listing(self, owners: set[tuple[str, str] | None] | None) -> list[dict[str, Any]]:
+        """``$listLocalSessions`` documents (mongod's session records): of the sessions whose
+        owner is in ``owners`` (None: every session)."""
         now = time.monotonic()
         wall = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
         with self.lock:
-            sessions = list(self.sessions.values())
-        return [
-            {
-                "_id": {"id": s.lsid["id"], "uid": s.lsid.get("uid", Binary(b"\x00" * 32))},
+            sessions = [s for s in self.sessions.values() if owners is None or s.owner in owners]
+        records = []
+        for s in sessions:
+            record: dict[str, Any] = {
+                "_id": {"id": s.lsid["id"], "uid": user_digest(s.owner)},
                 "lastUse": wall - datetime.timedelta(seconds=now - s.last_use),
             }
-            for s in sessions
-        ]
+            if s.owner is not None:
+                record["user"] = {"name": f"{s.owner[1]}@{s.owner[0]}"}
+            records.append(record)
+        return records
+
+
+def user_digest(owner: tuple[str, str] | None) -> Binary:
+    """A session's ``uid``: SHA-256 of ``user@db``, or of nothing without access control (mongod's
+    ``getLogicalSessionUserDigestFor``)."""
+    name = b"" if owner is None else f"{owner[1]}@{owner[0]}".encode()
+    return Binary(hashlib.sha256(name).digest())

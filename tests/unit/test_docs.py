@@ -296,6 +296,15 @@ def _row_sessions(db: Any) -> None:
     assert _code(lambda: db.command("find", "c", readConcern=old)) == 239
 
 
+def _row_session_listing(db: Any) -> None:
+    with db.client.start_session() as session:
+        db.c.find_one({}, session=session)
+        listed = db.client.config.system.sessions.aggregate([{"$listSessions": {"allUsers": True}}])
+        assert session.session_id["id"] in [doc["_id"]["id"] for doc in listed]
+    assert list(db.client.config.system.sessions.find()) == []
+    assert len(list(db.client.admin.aggregate([{"$listLocalSessions": {}}]))) >= 1  # its own implicit session
+
+
 def _row_change_streams(db: Any) -> None:
     with db.c.watch() as stream:
         db.c.insert_one({"x": 1})
@@ -408,6 +417,7 @@ DIFFERENCE_ROWS = {
     "Capped collections": _row_capped,
     "Time-series and clustered collections": _row_timeseries,
     "Replication, `w` > 1": _row_write_concern,
+    "Session listing": _row_session_listing,
     "Covered queries": _row_covered,
 }
 

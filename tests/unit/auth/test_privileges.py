@@ -211,6 +211,23 @@ def test_change_streams_need_change_stream_and_find_on_what_they_watch() -> None
     assert needs(None, {"allChangesForCluster": True}, "admin") == {("anyNormal", "", both)}
 
 
+def test_listing_sessions_needs_list_sessions_only_for_others() -> None:
+    # https://www.mongodb.com/docs/manual/reference/operator/aggregation/listLocalSessions/
+    me = frozenset({("shop", "app")})
+
+    def needs(spec: Any, stage: str = "$listLocalSessions", coll: str | None = None) -> set[Any]:
+        found = pipeline_privileges("admin", coll, [{stage: spec}], no_views, users=me)
+        return {(p.resource.kind, frozenset(p.actions)) for p in found}
+
+    cluster = {("cluster", frozenset({"listSessions"}))}
+    assert needs({}) == set()
+    assert needs({"users": [{"user": "app", "db": "shop"}]}) == set()
+    assert needs({"users": [{"user": "app", "db": "shop"}, {"user": "app", "db": "other"}]}) == cluster
+    assert needs({"allUsers": True}) == cluster
+    assert needs({"allUsers": True}, "$listSessions", "system.sessions") == cluster  # no find on the collection
+    assert needs({}, "$listSessions", "system.sessions") == set()
+
+
 def test_views_need_their_cross_database_reads() -> None:
     views = {
         ("shop", "v"): ("w", []),

@@ -75,10 +75,12 @@ def test_filters_order_and_projection(client: Any) -> None:
     assert newest["o"] == {"_id": "b"}
     assert [e["o"]["_id"] for e in oplog.find({"op": "i"}).sort("$natural", -1).skip(1).limit(2)] == [4, 3]
     assert oplog.count_documents({}) == len(list(oplog.find()))
-    # Any other sort is a blocking in-memory sort, as on mongod's collection scan.
+    # Any other sort is a blocking sort, as on mongod's collection scan.
     by_id = [e["o"]["_id"] for e in oplog.find({"op": "i"}, {"o": 1}).sort([("o._id", -1), ("ts", 1)]).limit(3)]
     assert by_id == ["b", 4, 3]  # strings sort after numbers in BSON order
     assert list(oplog.find().sort("ts", -1)) == list(oplog.find().sort("$natural", -1))
+    by_ts = [e["ts"] for e in oplog.find({}, {"ts": 1}).sort("ts", -1).skip(1).limit(3)]
+    assert by_ts == sorted((e["ts"] for e in oplog.find()), reverse=True)[1:4]
     with pytest.raises(OperationFailure) as info:
         list(oplog.find().sort("$natural", 2))
     assert info.value.code == 2
@@ -124,3 +126,55 @@ def test_a_tail_whose_position_was_trimmed_is_lost(client: Any) -> None:
     with pytest.raises(OperationFailure) as info:
         list(cursor)
     assert info.value.code == 136  # CappedPositionLost
+
+
+def _writes_of_known_count(client: Any) -> int:
+    """Writes whose oplog entries are counted by hand: how many entries they make."""
+    client.shop.c.insert_one({"_id": 1})  # the implicit create, then the insert: 2
+    client.shop.c.insert_many([{"_id": i, "pad": "x" * 100} for i in range(2, 6)])  # 4
+    client.shop.c.update_one({"_id": 1}, {"$set": {"a": 1}})  # 1
+    client.shop.c.delete_one({"_id": 2})  # 1
+    with client.start_session() as session, session.start_transaction():  # one applyOps entry: 1
+        client.shop.c.insert_one({"_id": 10}, session=session)
+        client.shop.c.insert_one({"_id": 11}, session=session)
+    client.local.scratch.insert_one({"_id": 0})  # local is not recorded: 0
+    return 9
+
+
+def test_counts_are_the_number_of_entries(client: Any) -> None:
+    # count and estimatedDocumentCount read a collection's count; on the oplog that is its entries
+    # (https://www.mongodb.com/docs/manual/reference/command/count/).
+    expected = _writes_of_known_count(client)
+    oplog = client.local.oplog.rs
+    assert client.local.command("count", "oplog.rs")["n"] == expected
+    assert oplog.estimated_document_count() == expected
+    assert oplog.count_documents({}) == expected
+    # The transaction's inserts are inside its applyOps entry: 5 top-level inserts.
+    assert client.local.command("count", "oplog.rs", query={"op": "i"})["n"] == 5
+    assert oplog.count_documents({"op": "i", "ns": "shop.c"}) == 5
+    assert client.local.command("count", "oplog.rs", query={"op": "i"}, skip=2, limit=3)["n"] == 3
+    assert client.local.command("count", "oplog.rs", skip=7)["n"] == expected - 7
+    assert client.local.command("count", "oplog.rs", skip=expected + 5)["n"] == 0
+    assert client.local.command("count", "oplog.rs", limit=-4)["n"] == 4  # a negative limit counts as its size
+    with pytest.raises(OperationFailure) as info:
+        client.local.command("count", "oplog.rs", skip=-1)
+    assert info.value.code == 51024
+    client.shop.c.insert_one({"_id": 12})
+    assert oplog.estimated_document_count() == expected + 1
+
+
+def test_collection_statistics_count_the_entries(client: Any) -> None:
+    # collStats / $collStats / dbStats: https://www.mongodb.com/docs/manual/reference/command/collStats/,
+    # https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/
+    expected = _writes_of_known_count(client)
+    stats = client.local.command("collStats", "oplog.rs")
+    assert (stats["ns"], stats["count"], stats["capped"], stats["nindexes"]) == ("local.oplog.rs", expected, True, 0)
+    assert stats["size"] > 6 * 100  # the four padded inserts at least
+    assert stats["avgObjSize"] == stats["size"] // expected
+    assert stats["maxSize"] == client.local.command("listCollections")["cursor"]["firstBatch"][0]["options"]["size"]
+    assert client.local.command("collStats", "oplog.rs", scale=1024)["size"] == stats["size"] // 1024
+    (doc,) = client.local.oplog.rs.aggregate([{"$collStats": {"count": {}, "storageStats": {}}}])
+    assert doc["count"] == expected and doc["storageStats"]["count"] == expected
+    db_stats = client.local.command("dbStats")
+    assert db_stats["objects"] == expected + 1  # and local.scratch's one document
+    assert db_stats["collections"] == 2
