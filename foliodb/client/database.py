@@ -21,6 +21,7 @@ from foliodb.client.codec import DocumentCodec
 from foliodb.client.collection import Collection
 from foliodb.client.cursor import CommandCursor
 from foliodb.client.handle import Handle
+from foliodb.client.retry import Kind
 
 if TYPE_CHECKING:
     from foliodb.client.mongo_client import MongoClient
@@ -138,7 +139,7 @@ class Database(Handle, pymongo.database.Database[Any]):
         cmd.update(kwargs)
         if comment is not None:
             cmd["comment"] = comment
-        reply = self._run_command(cmd, session, read_preference=read_preference)
+        reply = self._run_command(cmd, session, read_preference=read_preference, kind=Kind.RUN_COMMAND)
         if check and not reply.get("ok"):
             code = reply.get("code")
             if not allowable_errors or (code not in allowable_errors and reply.get("errmsg") not in allowable_errors):
@@ -164,7 +165,9 @@ class Database(Handle, pymongo.database.Database[Any]):
         without a cursor raises InvalidOperation."""
         cmd: dict[str, Any] = {command: value} if isinstance(command, str) else dict(command)
         cmd.update(kwargs)
-        reply, session = self.client._open_cursor(self._name, cmd, session, read_preference=read_preference)
+        reply, session = self.client._open_cursor(
+            self._name, cmd, session, read_preference=read_preference, kind=Kind.OTHER_READ
+        )
         if not reply.get("cursor"):
             raise InvalidOperation("Command does not return a cursor.")
         collection = self.get_collection("$cmd", codec_options=codec_options or DEFAULT_CODEC_OPTIONS)
@@ -207,7 +210,7 @@ class Database(Handle, pymongo.database.Database[Any]):
             filter=None if filter is None else dict(filter),
             comment=comment,
         )
-        reply, held = self.client._open_cursor(self._name, cmd, session, read_preference=None)
+        reply, held = self.client._open_cursor(self._name, cmd, session, read_preference=None, kind=Kind.READ)
         return CommandCursor(self["$cmd"], reply, ns_collection="$cmd.listCollections", session=held)
 
     def list_collection_names(
@@ -268,8 +271,14 @@ class Database(Handle, pymongo.database.Database[Any]):
             cmd["cursor"] = {"batchSize": batch_size}
         cmd.update(kwargs)
         read_concern = None if "readConcern" in cmd else self._read_concern
+        writes = any(isinstance(stage, Mapping) and ("$out" in stage or "$merge" in stage) for stage in pipeline)
         reply, held = self.client._open_cursor(
-            self._name, cmd, session, read_concern=read_concern, read_preference=None
+            self._name,
+            cmd,
+            session,
+            read_concern=read_concern,
+            read_preference=None,
+            kind=Kind.RUN_COMMAND if writes else Kind.READ,  # pymongo's: $out and $merge are no retryable read
         )
         return CommandCursor(
             self["$cmd.aggregate"], reply, batch_size or 0, ns_collection="$cmd.aggregate", session=held

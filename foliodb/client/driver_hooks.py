@@ -35,6 +35,7 @@ from pymongo.response import Response
 from foliodb.client import _reply
 from foliodb.client.codec import DocumentCodec
 from foliodb.client.monitoring import ADDRESS
+from foliodb.client.retry import Kind
 from foliodb.commands import CODEC
 
 
@@ -97,7 +98,9 @@ class DriverHooks:
             read_concern = None
         codec = DocumentCodec(operation.codec_options)
         started = time.perf_counter()
-        how = {"read_concern": read_concern, "read_preference": operation.read_preference}
+        # pymongo's: a find is a retryable read, a getMore only backpressure's.
+        kind = Kind.READ if isinstance(operation, _Query) else Kind.OTHER_READ
+        how = {"read_concern": read_concern, "read_preference": operation.read_preference, "kind": kind}
         reply = dict(_reply.check(self._execute(operation.db, codec.encode(cmd), operation.session, **how)))
         duration = datetime.timedelta(seconds=time.perf_counter() - started)
         message = _OpMsg(0, bson.encode(reply, codec_options=CODEC))

@@ -60,7 +60,10 @@ class EmbeddedTarget:
 
     def open_client(self, uri_options: Mapping[str, Any], recorder: CommandRecorder | None = None) -> Any:
         listeners = [recorder] if recorder is not None else []
-        return foliodb.MongoClient(self.path, event_listeners=listeners, **uri_options)
+        # The specs' clients are drivers', whose retryWrites defaults to true (the Retryable Writes
+        # spec); the embedded client's defaults to false (docs/differences.md), so the tests ask for it.
+        options = {"retryWrites": True, **uri_options}
+        return foliodb.MongoClient(self.path, event_listeners=listeners, **options)
 
     def close(self) -> None:
         self.executor.close()
