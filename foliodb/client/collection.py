@@ -382,7 +382,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
                 "limit": 1,
                 "singleBatch": True,
             }
-            reply = self._run_command(cmd, read_concern=self._read_concern, read_preference=None)
+            reply = self._run_command(cmd, read_concern=self._read_concern, read_preference=None, kind=Kind.READ)
             batch = _reply.check(reply)["cursor"]["firstBatch"]
             return self._codec.decode(batch)[0] if batch else None
         cursor = self.find(filter, *args, **kwargs)

@@ -255,7 +255,7 @@ class Database(Handle, pymongo.database.Database[Any]):
         https://www.mongodb.com/docs/manual/reference/command/validate/"""
         name = _collection_name(name_or_collection)
         cmd = command_doc({"validate": name, "scandata": scandata, "full": full}, comment=comment)
-        result = dict(_reply.check(self._run_command(cmd, session)))
+        result = dict(_reply.check(self._run_command(cmd, session, kind=Kind.RUN_COMMAND)))  # pymongo's command()
         if not result.get("valid", False):
             raise CollectionInvalid(f"{name} invalid: {result!r}")
         return result

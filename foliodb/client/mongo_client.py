@@ -557,7 +557,8 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         """The ``buildInfo`` command's reply (version, versionArray...).
 
         https://www.mongodb.com/docs/manual/reference/command/buildInfo/"""
-        return dict(_reply.check(self._execute("admin", {"buildinfo": 1}, session)))
+        # pymongo's runs it as admin.command(...)
+        return dict(_reply.check(self._execute("admin", {"buildinfo": 1}, session, kind=Kind.RUN_COMMAND)))
 
     def close(self) -> None:
         """Close the engine and release the dbpath; later operations raise InvalidOperation.
