@@ -19,7 +19,6 @@ import pymongo.change_stream
 from pymongo.collation import validate_collation_or_none
 
 from foliodb.client.cursor import CommandCursor
-from foliodb.client.retry import Kind
 
 if TYPE_CHECKING:
     from foliodb.client.collection import Collection
@@ -76,7 +75,7 @@ class _Embedded:
             cmd["comment"] = self._comment
         client = collection.database.client
         reply, held = client._open_cursor(
-            db, cmd, self._session, read_concern=target._read_concern, read_preference=None, kind=Kind.READ
+            db, cmd, self._session, read_concern=target._read_concern, read_preference=None, kind="read"
         )
         self._process_result(reply)  # type: ignore[attr-defined]
         return ChangeStreamCursor(

@@ -25,7 +25,6 @@ from pymongo.write_concern import WriteConcern
 from foliodb.client import _reply
 from foliodb.client.arguments import command_doc, statement
 from foliodb.client.codec import DocumentCodec, with_id
-from foliodb.client.retry import Kind
 
 if TYPE_CHECKING:
     from foliodb.client.mongo_client import MongoClient
@@ -210,7 +209,7 @@ class ClientBulk:
         cursor_id = cursor["id"]
         while cursor_id:
             cmd = {"getMore": cursor_id, "collection": "$cmd.bulkWrite"}
-            more = _reply.check(self.client._execute("admin", cmd, session, kind=Kind.OTHER_READ))["cursor"]
+            more = _reply.check(self.client._execute("admin", cmd, session, kind="otherRead"))["cursor"]
             entries.extend(more["nextBatch"])
             cursor_id = more["id"]
         return entries

@@ -27,7 +27,6 @@ from foliodb.client.bulk import Bulk
 from foliodb.client.codec import DocumentCodec, with_id
 from foliodb.client.cursor import CommandCursor, Cursor, RawBatchCommandCursor, RawBatchCursor
 from foliodb.client.handle import Handle
-from foliodb.client.retry import Kind
 
 if TYPE_CHECKING:
     from foliodb.client.database import Database
@@ -382,7 +381,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
                 "limit": 1,
                 "singleBatch": True,
             }
-            reply = self._run_command(cmd, read_concern=self._read_concern, read_preference=None, kind=Kind.READ)
+            reply = self._run_command(cmd, read_concern=self._read_concern, read_preference=None, kind="read")
             batch = _reply.check(reply)["cursor"]["firstBatch"]
             return self._codec.decode(batch)[0] if batch else None
         cursor = self.find(filter, *args, **kwargs)
@@ -413,7 +412,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             session,
             read_concern=self._read_concern,
             read_preference=None,
-            kind=Kind.READ,
+            kind="read",
         )
         batch = _reply.check(reply)["cursor"]["firstBatch"]
         return int(batch[0]["n"]) if batch else 0
@@ -425,7 +424,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         if "session" in kwargs:
             raise ConfigurationError("estimated_document_count does not support sessions")
         cmd = command_doc({"count": self._name}, kwargs, comment=comment)
-        reply = self._run_command(cmd, read_concern=self._read_concern, read_preference=None, kind=Kind.READ)
+        reply = self._run_command(cmd, read_concern=self._read_concern, read_preference=None, kind="read")
         return int(_reply.check(reply)["n"])
 
     def distinct(
@@ -449,7 +448,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             hint=index_spec(hint),
             comment=comment,
         )
-        reply = self._run_command(cmd, session, read_concern=self._read_concern, read_preference=None, kind=Kind.READ)
+        reply = self._run_command(cmd, session, read_concern=self._read_concern, read_preference=None, kind="read")
         values = _reply.check(reply)["values"]
         return self._codec.decode([{"v": values}])[0]["v"]
 
@@ -509,7 +508,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             read_concern=read_concern,
             read_preference=None,
             write_concern=concern,
-            kind=Kind.RUN_COMMAND if writes else Kind.READ,  # pymongo's: $out and $merge are no retryable read
+            kind="runCommand" if writes else "read",  # pymongo's: $out and $merge are no retryable read
         )
         # comment: on each getMore too
         return cursor_class(self, reply, batch_size or 0, comment=comment, session=held)
@@ -679,7 +678,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         cmd = command_doc({"listIndexes": self._name, "cursor": {}}, comment=comment)
         try:
             reply, held = self.database.client._open_cursor(
-                self.database.name, cmd, session, read_preference=None, kind=Kind.READ
+                self.database.name, cmd, session, read_preference=None, kind="read"
             )
         except OperationFailure as exc:
             if exc.code != 26:  # pymongo yields nothing for a missing collection

@@ -21,7 +21,6 @@ from foliodb.client.codec import DocumentCodec
 from foliodb.client.collection import Collection
 from foliodb.client.cursor import CommandCursor
 from foliodb.client.handle import Handle
-from foliodb.client.retry import Kind
 
 if TYPE_CHECKING:
     from foliodb.client.mongo_client import MongoClient
@@ -139,7 +138,7 @@ class Database(Handle, pymongo.database.Database[Any]):
         cmd.update(kwargs)
         if comment is not None:
             cmd["comment"] = comment
-        reply = self._run_command(cmd, session, read_preference=read_preference, kind=Kind.RUN_COMMAND)
+        reply = self._run_command(cmd, session, read_preference=read_preference, kind="runCommand")
         if check and not reply.get("ok"):
             code = reply.get("code")
             if not allowable_errors or (code not in allowable_errors and reply.get("errmsg") not in allowable_errors):
@@ -166,7 +165,7 @@ class Database(Handle, pymongo.database.Database[Any]):
         cmd: dict[str, Any] = {command: value} if isinstance(command, str) else dict(command)
         cmd.update(kwargs)
         reply, session = self.client._open_cursor(
-            self._name, cmd, session, read_preference=read_preference, kind=Kind.OTHER_READ
+            self._name, cmd, session, read_preference=read_preference, kind="otherRead"
         )
         if not reply.get("cursor"):
             raise InvalidOperation("Command does not return a cursor.")
@@ -210,7 +209,7 @@ class Database(Handle, pymongo.database.Database[Any]):
             filter=None if filter is None else dict(filter),
             comment=comment,
         )
-        reply, held = self.client._open_cursor(self._name, cmd, session, read_preference=None, kind=Kind.READ)
+        reply, held = self.client._open_cursor(self._name, cmd, session, read_preference=None, kind="read")
         return CommandCursor(self["$cmd"], reply, ns_collection="$cmd.listCollections", session=held)
 
     def list_collection_names(
@@ -255,7 +254,7 @@ class Database(Handle, pymongo.database.Database[Any]):
         https://www.mongodb.com/docs/manual/reference/command/validate/"""
         name = _collection_name(name_or_collection)
         cmd = command_doc({"validate": name, "scandata": scandata, "full": full}, comment=comment)
-        result = dict(_reply.check(self._run_command(cmd, session, kind=Kind.RUN_COMMAND)))  # pymongo's command()
+        result = dict(_reply.check(self._run_command(cmd, session, kind="runCommand")))  # pymongo's command()
         if not result.get("valid", False):
             raise CollectionInvalid(f"{name} invalid: {result!r}")
         return result
@@ -278,7 +277,7 @@ class Database(Handle, pymongo.database.Database[Any]):
             session,
             read_concern=read_concern,
             read_preference=None,
-            kind=Kind.RUN_COMMAND if writes else Kind.READ,  # pymongo's: $out and $merge are no retryable read
+            kind="runCommand" if writes else "read",  # pymongo's: $out and $merge are no retryable read
         )
         return CommandCursor(
             self["$cmd.aggregate"], reply, batch_size or 0, ns_collection="$cmd.aggregate", session=held

@@ -35,7 +35,6 @@ from pymongo.response import Response
 from foliodb.client import _reply
 from foliodb.client.codec import DocumentCodec
 from foliodb.client.monitoring import ADDRESS
-from foliodb.client.retry import Kind
 from foliodb.commands import CODEC
 
 
@@ -99,7 +98,7 @@ class DriverHooks:
         codec = DocumentCodec(operation.codec_options)
         started = time.perf_counter()
         # pymongo's: a find is a retryable read, a getMore only backpressure's.
-        kind = Kind.READ if isinstance(operation, _Query) else Kind.OTHER_READ
+        kind = "read" if isinstance(operation, _Query) else "otherRead"
         how = {"read_concern": read_concern, "read_preference": operation.read_preference, "kind": kind}
         reply = dict(_reply.check(self._execute(operation.db, codec.encode(cmd), operation.session, **how)))
         duration = datetime.timedelta(seconds=time.perf_counter() - started)

@@ -154,7 +154,7 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         read_preference: _ServerMode | None = ReadPreference.PRIMARY,
         retryable_write: bool = False,
         write_concern: WriteConcern | None = None,
-        kind: Kind = Kind.WRITE,
+        kind: Kind = "write",
     ) -> dict[str, Any]:
         """Run ``cmd`` on ``db`` in ``session`` (else the bound session, else an
         implicit one when retryable writes are on), as pymongo's connection
@@ -179,8 +179,8 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
                         reply = publish_command_events(self._command_listeners, self._run, db, cmd)
                     else:
                         reply = self._run(db, cmd)
-                    if reply.get("ok") != 1.0:  # only reads retry without a session
-                        return self._retry(db, cmd, reply, None, kind, kind is Kind.READ)
+                    if reply.get("ok") != 1.0:  # an error: pymongo retries a read, or after backpressure
+                        return self._retry(db, cmd, reply, kind)
                     return reply
                 implicit = self._start_session(True, causal_consistency=False)
                 try:
@@ -197,7 +197,7 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
             # An implicit session a cursor holds, with a w: 0 write: sent outside any session.
             reply = self._send(db, cmd)
             if retry.failed(reply):
-                return self._retry(db, cmd, reply, None, kind, kind is Kind.READ)
+                return self._retry(db, cmd, reply, kind)
             return reply
         return self._in_session(db, cmd, session, read_concern, read_preference, retryable_write, kind)
 
@@ -226,7 +226,7 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
             if not retry.failed(reply):
                 return reply
             if attempts is None:
-                eligible = retryable or (kind is Kind.READ and not in_transaction)
+                eligible = retryable or (kind == "read" and not in_transaction)
                 attempts = retry.Attempts(self._options, self._retry_policy, kind, eligible, session)
             if not attempts.again(reply):
                 return dict(attempts.outcome(reply))
@@ -260,11 +260,10 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
             session._transaction.has_completed_command = True  # a backpressure retry no longer restarts it
         return reply
 
-    def _retry(
-        self, db: str, cmd: dict[str, Any], reply: dict[str, Any], session: None, kind: Kind, retryable: bool
-    ) -> dict[str, Any]:
-        """After the failed first reply of a command sent outside any session: pymongo's retries."""
-        attempts = retry.Attempts(self._options, self._retry_policy, kind, retryable, session)
+    def _retry(self, db: str, cmd: dict[str, Any], reply: dict[str, Any], kind: Kind) -> dict[str, Any]:
+        """After the failed first reply of a command sent outside any session: pymongo's retries
+        (a read's only: a retryable write needs a session)."""
+        attempts = retry.Attempts(self._options, self._retry_policy, kind, kind == "read", None)
         while attempts.again(reply):
             reply = self._send(db, cmd)
             if not retry.failed(reply):
@@ -486,7 +485,7 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
 
         https://www.mongodb.com/docs/manual/reference/command/listDatabases/"""
         cmd = command_doc({"listDatabases": 1}, kwargs, comment=comment)
-        reply = _reply.check(self._execute("admin", cmd, session, kind=Kind.READ))
+        reply = _reply.check(self._execute("admin", cmd, session, kind="read"))
         cursor = {"cursor": {"id": 0, "firstBatch": reply["databases"], "ns": "admin.$cmd"}, "ok": 1.0}
         return CommandCursor(self.admin["$cmd"], cursor)
 
@@ -558,7 +557,7 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
 
         https://www.mongodb.com/docs/manual/reference/command/buildInfo/"""
         # pymongo's runs it as admin.command(...)
-        return dict(_reply.check(self._execute("admin", {"buildinfo": 1}, session, kind=Kind.RUN_COMMAND)))
+        return dict(_reply.check(self._execute("admin", {"buildinfo": 1}, session, kind="runCommand")))
 
     def close(self) -> None:
         """Close the engine and release the dbpath; later operations raise InvalidOperation.

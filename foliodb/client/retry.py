@@ -31,10 +31,9 @@ looked at here, so an operation that succeeds costs nothing.
 
 from __future__ import annotations
 
-import enum
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pymongo.client_options import ClientOptions
 from pymongo.errors import AutoReconnect
@@ -52,15 +51,15 @@ RETRYABLE_ERROR = "RetryableError"
 NO_WRITES_PERFORMED = "NoWritesPerformed"
 
 
-class Kind(enum.Enum):
-    """What an operation is to pymongo's retry loop."""
-
-    WRITE = enum.auto()  # writes and write commands (pymongo's _retryable_write)
-    READ = enum.auto()  # find, aggregate without $out/$merge, distinct, count, list* (pymongo's _retryable_read)
-    OTHER_READ = enum.auto()  # getMore, cursor_command: a read never retried in itself (backpressure only)
-    RUN_COMMAND = enum.auto()  # Database.command, an aggregate with $out or $merge: backpressure only,
-    # and only with both retryReads and retryWrites
-    FINISH = enum.auto()  # commitTransaction, abortTransaction: retried whatever retryWrites says
+# What an operation is to pymongo's retry loop (a string: the hot paths pass a constant):
+# "write": writes and write commands (pymongo's _retryable_write);
+# "read": find, aggregate without $out/$merge, distinct, count, list* (pymongo's _retryable_read);
+# "otherRead": getMore, cursor_command: a read never retried in itself (backpressure only);
+# "runCommand": Database.command, an aggregate with $out or $merge: backpressure only, and only
+#   with both retryReads and retryWrites;
+# "finish": commitTransaction, abortTransaction: retried whatever retryWrites says.
+Kind = Literal["write", "read", "otherRead", "runCommand", "finish"]
+_READS = ("read", "otherRead", "runCommand")
 
 
 def failed(reply: Mapping[str, Any]) -> bool:
@@ -112,7 +111,7 @@ class Attempts:
         if not closes_connection(reply):
             return _labels(reply)
         labels = []
-        if self.retryable and self.kind in (Kind.WRITE, Kind.FINISH):
+        if self.retryable and self.kind in ("write", "finish"):
             labels.append(RETRYABLE_WRITE_ERROR)
         if self.session is not None and self.session.in_transaction:
             labels.append(TRANSIENT_TRANSACTION_ERROR)
@@ -130,9 +129,9 @@ class Attempts:
             self.max_retries = self.options.max_adaptive_retries
             base_backoff = reply.get("baseBackoffMS")
         options = self.options
-        if self.kind is Kind.RUN_COMMAND and not (options.retry_reads and options.retry_writes):
+        if self.kind == "runCommand" and not (options.retry_reads and options.retry_writes):
             return False
-        if self.kind in (Kind.READ, Kind.OTHER_READ, Kind.RUN_COMMAND):
+        if self.kind in _READS:
             closed = closes_connection(reply)
             if reply.get("ok") == 1.0 and not closed:
                 return False  # a read's write concern error is no read error
@@ -142,7 +141,7 @@ class Attempts:
                 return False
             self.last = reply
         else:
-            if self.kind is not Kind.FINISH and (not options.retry_writes or not (self.retryable or always)):
+            if self.kind != "finish" and (not options.retry_writes or not (self.retryable or always)):
                 return False
             exhausted = self.attempt > 0 and self.attempt >= self.max_retries
             if not always and (RETRYABLE_WRITE_ERROR not in labels or not self.retryable or exhausted):
@@ -166,7 +165,7 @@ class Attempts:
     def outcome(self, reply: Mapping[str, Any]) -> Mapping[str, Any]:
         """The reply the operation answers with (its error raised by the caller), or
         raise pymongo's error for a lost connection."""
-        writes = self.kind not in (Kind.READ, Kind.OTHER_READ, Kind.RUN_COMMAND)
+        writes = self.kind not in _READS
         if writes and self.last is not None and NO_WRITES_PERFORMED in self.labels(reply):
             reply = self.last
         if closes_connection(reply):

@@ -96,7 +96,7 @@ class ClientSession(pymongo.client_session.ClientSession):
             if not retry.failed(reply):
                 break
             if attempts is None:
-                attempts = retry.Attempts(client._options, client._retry_policy, retry.Kind.FINISH, True, self)
+                attempts = retry.Attempts(client._options, client._retry_policy, "finish", True, self)
             if not attempts.again(reply):
                 reply = dict(attempts.outcome(reply))
                 break
