@@ -14,6 +14,10 @@ lost between a write and its reply). ``retryWrites=True`` given explicitly
 restores the last two exactly as pymongo sends them: implicit sessions from
 the client's pool of server sessions, and a ``txnNumber`` on every
 retryable write command.
+
+A reply that fails as a failing server's would (a fail point's error, write
+concern error or closed connection) is retried as pymongo retries it
+(:mod:`foliodb.client.retry`); a successful reply costs one check.
 """
 
 from __future__ import annotations
