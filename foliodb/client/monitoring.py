@@ -22,6 +22,7 @@ from foliodb.commands.failpoints import closes_connection
 log = logging.getLogger("foliodb")
 
 ADDRESS = ("foliodb", 0)  # the events' connection_id: an embedded engine has no server address
+CONNECTION_CLOSED = f"{ADDRESS[0]}:{ADDRESS[1]}: connection closed"  # pymongo's message, for a fail point's
 _request_ids = itertools.count(1)
 
 
@@ -40,7 +41,7 @@ def publish_command_events(
     duration = datetime.timedelta(seconds=time.perf_counter() - started)
     if closes_connection(reply):
         # What pymongo reports when the connection drops: the client's error, no server reply.
-        failure = {"errmsg": "connection closed", "errtype": "AutoReconnect"}
+        failure = {"errmsg": CONNECTION_CLOSED, "errtype": "AutoReconnect"}
         event: Any = CommandFailedEvent(duration, failure, name, request_id, ADDRESS, request_id, database_name=db)
         _notify(listeners, "failed", event)
     elif reply.get("ok") == 1.0:

@@ -39,6 +39,7 @@ from pymongo.client_options import ClientOptions
 from pymongo.errors import AutoReconnect
 from pymongo.helpers_shared import _RETRYABLE_ERROR_CODES, _RetryPolicy
 
+from foliodb.client.monitoring import CONNECTION_CLOSED
 from foliodb.commands.failpoints import closes_connection
 
 if TYPE_CHECKING:
@@ -76,9 +77,10 @@ def _labels(reply: Mapping[str, Any]) -> list[str]:
     return labels
 
 
-def connection_error(reply: Mapping[str, Any], labels: list[str]) -> AutoReconnect:
-    """pymongo's error for a connection the server closed instead of replying."""
-    error = AutoReconnect(f"connection closed: {reply.get('errmsg', 'no reply')}")
+def connection_error(labels: list[str]) -> AutoReconnect:
+    """pymongo's error for a connection the server closed instead of replying (what the
+    reply holds is for the server's log: no client sees it)."""
+    error = AutoReconnect(CONNECTION_CLOSED)
     for label in labels:
         error._add_error_label(label)
     return error
@@ -139,7 +141,6 @@ class Attempts:
             eligible = self.retryable and not exhausted and (closed or reply.get("code") in _RETRYABLE_ERROR_CODES)
             if not options.retry_reads or not (always or eligible):
                 return False
-            self.last = reply
         else:
             if self.kind != "finish" and (not options.retry_writes or not (self.retryable or always)):
                 return False
@@ -169,5 +170,5 @@ class Attempts:
         if writes and self.last is not None and NO_WRITES_PERFORMED in self.labels(reply):
             reply = self.last
         if closes_connection(reply):
-            raise connection_error(reply, self.labels(reply))
+            raise connection_error(self.labels(reply))
         return reply
