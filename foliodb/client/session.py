@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import pymongo.client_session
 from pymongo.client_session_shared import _EmptyServerSession
+from pymongo.errors import InvalidOperation
 from pymongo.helpers_shared import _check_command_response
 from pymongo.read_preferences import ReadPreference
 from pymongo.write_concern import WriteConcern
@@ -90,6 +91,8 @@ class ClientSession(pymongo.client_session.ClientSession):
         # built again (a second commit asks for w: "majority"). pymongo's commit_transaction and
         # abort_transaction label or swallow the error raised here.
         client = self._client
+        if client._closed:
+            raise InvalidOperation("Cannot use MongoClient after close")
         attempts: retry.Attempts | None = None
         while True:
             reply = self._finish_transaction(None, command_name)
