@@ -110,6 +110,18 @@ def test_a_closed_connection_is_autoreconnect(dbpath: str, events: Events) -> No
         assert client.admin.command("ping")["ok"] == 1.0
 
 
+def test_without_listeners_too(dbpath: str) -> None:
+    # RETRYABLE_READS, RETRYABLE_WRITES: the same rules on a client that publishes no events.
+    with foliodb.MongoClient(dbpath) as client:
+        client.db.c.insert_one({"_id": 1})
+        _fail(client, {"times": 1}, failCommands=["find"], closeConnection=True)
+        assert client.db.c.find_one({"_id": 1}) == {"_id": 1}
+        _fail(client, {"times": 1}, failCommands=["delete"], closeConnection=True)
+        with pytest.raises(AutoReconnect):
+            client.db.c.delete_one({"_id": 1})
+        assert client.db.c.count_documents({}) == 1
+
+
 def test_by_default_a_write_is_not_retried(dbpath: str, events: Events) -> None:
     # RETRYABLE_WRITES: without retryWrites no write is retried, and no lsid or txnNumber is sent
     # (the embedded client's default, docs/differences.md); the error has no RetryableWriteError.
