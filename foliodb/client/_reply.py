@@ -44,10 +44,9 @@ def check_single_write(reply: Mapping[str, Any]) -> Mapping[str, Any]:
     errors = reply.get("writeErrors")
     if errors:
         raise_write_error(errors[-1])
-    concern_error = _get_wce_doc(reply)
-    if concern_error:
+    if "writeConcernError" in reply:
         # pymongo's: the reply's labels on the error, and WTimeoutError for a write concern timeout.
-        _raise_write_concern_error(concern_error)
+        _raise_write_concern_error(_get_wce_doc(reply))
     return reply
 
 
