@@ -13,9 +13,9 @@ from pymongo.errors import (
     DuplicateKeyError,
     ExecutionTimeout,
     OperationFailure,
-    WriteConcernError,
     WriteError,
 )
+from pymongo.helpers_shared import _get_wce_doc, _raise_write_concern_error
 
 from foliodb.commands.diagnostics import MAX_WIRE_VERSION
 
@@ -45,8 +45,8 @@ def check_single_write(reply: Mapping[str, Any]) -> Mapping[str, Any]:
     if errors:
         raise_write_error(errors[-1])
     if "writeConcernError" in reply:
-        concern_error = reply["writeConcernError"]
-        raise WriteConcernError(concern_error.get("errmsg", ""), concern_error.get("code"), concern_error)
+        # pymongo's: the reply's labels on the error, and WTimeoutError for a write concern timeout.
+        _raise_write_concern_error(_get_wce_doc(reply))
     return reply
 
 

@@ -75,7 +75,7 @@ class _Embedded:
             cmd["comment"] = self._comment
         client = collection.database.client
         reply, held = client._open_cursor(
-            db, cmd, self._session, read_concern=target._read_concern, read_preference=None
+            db, cmd, self._session, read_concern=target._read_concern, read_preference=None, kind="read"
         )
         self._process_result(reply)  # type: ignore[attr-defined]
         return ChangeStreamCursor(

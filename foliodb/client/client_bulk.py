@@ -127,7 +127,7 @@ class ClientBulk:
 
     # -- running ---------------------------------------------------------------------
 
-    def _run_command(self) -> dict[str, Any]:
+    def _run_command(self, session: ClientSession | None) -> dict[str, Any]:
         ns_index: dict[str, int] = {}
         ops = []
         for (kind, op), namespace in zip(self.ops, self.namespaces, strict=True):
@@ -140,7 +140,8 @@ class ClientBulk:
             "ops": ops,
             "nsInfo": [{"ns": namespace} for namespace in ns_index],
         }
-        if self.write_concern.document:
+        # Inside a transaction only its commit carries a write concern (the transaction's, see bulk_write).
+        if self.write_concern.document and not (session is not None and session.in_transaction):
             cmd["writeConcern"] = self.write_concern.document
         return command_doc(cmd, bypassDocumentValidation=self.bypass, comment=self.comment, let=self.let)
 
@@ -158,7 +159,7 @@ class ClientBulk:
     def _execute(self, session: ClientSession | None) -> ClientBulkWriteResult:
         concern = self.write_concern
         reply = self.client._execute(
-            "admin", self._run_command(), session, retryable_write=self.retryable, write_concern=concern
+            "admin", self._run_command(session), session, retryable_write=self.retryable, write_concern=concern
         )
         if not concern.acknowledged:
             return ClientBulkWriteResult(None, False, False)  # type: ignore[arg-type]
@@ -208,7 +209,7 @@ class ClientBulk:
         cursor_id = cursor["id"]
         while cursor_id:
             cmd = {"getMore": cursor_id, "collection": "$cmd.bulkWrite"}
-            more = _reply.check(self.client._execute("admin", cmd, session))["cursor"]
+            more = _reply.check(self.client._execute("admin", cmd, session, kind="otherRead"))["cursor"]
             entries.extend(more["nextBatch"])
             cursor_id = more["id"]
         return entries

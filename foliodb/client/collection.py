@@ -381,7 +381,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
                 "limit": 1,
                 "singleBatch": True,
             }
-            reply = self._run_command(cmd, read_concern=self._read_concern, read_preference=None)
+            reply = self._run_command(cmd, read_concern=self._read_concern, read_preference=None, kind="read")
             batch = _reply.check(reply)["cursor"]["firstBatch"]
             return self._codec.decode(batch)[0] if batch else None
         cursor = self.find(filter, *args, **kwargs)
@@ -408,7 +408,11 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         if "maxTimeMS" in kwargs:
             cmd["maxTimeMS"] = kwargs.pop("maxTimeMS")
         reply = self._run_command(
-            command_doc(cmd, kwargs, comment=comment), session, read_concern=self._read_concern, read_preference=None
+            command_doc(cmd, kwargs, comment=comment),
+            session,
+            read_concern=self._read_concern,
+            read_preference=None,
+            kind="read",
         )
         batch = _reply.check(reply)["cursor"]["firstBatch"]
         return int(batch[0]["n"]) if batch else 0
@@ -420,7 +424,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         if "session" in kwargs:
             raise ConfigurationError("estimated_document_count does not support sessions")
         cmd = command_doc({"count": self._name}, kwargs, comment=comment)
-        reply = self._run_command(cmd, read_concern=self._read_concern, read_preference=None)
+        reply = self._run_command(cmd, read_concern=self._read_concern, read_preference=None, kind="read")
         return int(_reply.check(reply)["n"])
 
     def distinct(
@@ -444,7 +448,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             hint=index_spec(hint),
             comment=comment,
         )
-        reply = self._run_command(cmd, session, read_concern=self._read_concern, read_preference=None)
+        reply = self._run_command(cmd, session, read_concern=self._read_concern, read_preference=None, kind="read")
         values = _reply.check(reply)["values"]
         return self._codec.decode([{"v": values}])[0]["v"]
 
@@ -498,7 +502,13 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         concern = self._write_concern_doc(cmd, session) if writes else None
         client = self.database.client
         reply, held = client._open_cursor(
-            self.database.name, cmd, session, read_concern=read_concern, read_preference=None, write_concern=concern
+            self.database.name,
+            cmd,
+            session,
+            read_concern=read_concern,
+            read_preference=None,
+            write_concern=concern,
+            kind="runCommand" if writes else "read",  # pymongo's: $out and $merge are no retryable read
         )
         # comment: on each getMore too
         return cursor_class(self, reply, batch_size or 0, comment=comment, session=held)
@@ -667,7 +677,9 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         https://www.mongodb.com/docs/manual/reference/command/listIndexes/"""
         cmd = command_doc({"listIndexes": self._name, "cursor": {}}, comment=comment)
         try:
-            reply, held = self.database.client._open_cursor(self.database.name, cmd, session, read_preference=None)
+            reply, held = self.database.client._open_cursor(
+                self.database.name, cmd, session, read_preference=None, kind="read"
+            )
         except OperationFailure as exc:
             if exc.code != 26:  # pymongo yields nothing for a missing collection
                 raise

@@ -65,7 +65,7 @@ class _BatchCursor:
             cmd["comment"] = self._comment  # as pymongo sends it on getMore (MongoDB 4.4+)
         if self._max_await_time_ms is not None:
             cmd["maxTimeMS"] = self._max_await_time_ms
-        reply = check(self._collection.database._run_command(cmd, self._session))
+        reply = check(self._collection.database._run_command(cmd, self._session, kind="otherRead"))
         cursor = reply["cursor"]
         self._cursor_id = int(cursor["id"])
         self._buffer.extend(self._collection._codec.decode(cursor["nextBatch"]))
@@ -501,6 +501,7 @@ class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
             self._session,
             read_concern=collection.read_concern,
             read_preference=None,
+            kind="read",
         )
         cursor = reply["cursor"]
         self._cursor_id = int(cursor["id"])
@@ -593,7 +594,7 @@ class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
         if read_concern.level and not (session is not None and session.in_transaction):
             cmd["readConcern"] = read_concern.document
         explain = {"explain": cmd, "verbosity": "allPlansExecution"}
-        reply, _ = client._open_cursor(database.name, explain, self._session, read_preference=None)
+        reply, _ = client._open_cursor(database.name, explain, self._session, read_preference=None, kind="read")
         return dict(reply)
 
 

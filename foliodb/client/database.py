@@ -138,7 +138,7 @@ class Database(Handle, pymongo.database.Database[Any]):
         cmd.update(kwargs)
         if comment is not None:
             cmd["comment"] = comment
-        reply = self._run_command(cmd, session, read_preference=read_preference)
+        reply = self._run_command(cmd, session, read_preference=read_preference, kind="runCommand")
         if check and not reply.get("ok"):
             code = reply.get("code")
             if not allowable_errors or (code not in allowable_errors and reply.get("errmsg") not in allowable_errors):
@@ -164,7 +164,9 @@ class Database(Handle, pymongo.database.Database[Any]):
         without a cursor raises InvalidOperation."""
         cmd: dict[str, Any] = {command: value} if isinstance(command, str) else dict(command)
         cmd.update(kwargs)
-        reply, session = self.client._open_cursor(self._name, cmd, session, read_preference=read_preference)
+        reply, session = self.client._open_cursor(
+            self._name, cmd, session, read_preference=read_preference, kind="otherRead"
+        )
         if not reply.get("cursor"):
             raise InvalidOperation("Command does not return a cursor.")
         collection = self.get_collection("$cmd", codec_options=codec_options or DEFAULT_CODEC_OPTIONS)
@@ -207,7 +209,7 @@ class Database(Handle, pymongo.database.Database[Any]):
             filter=None if filter is None else dict(filter),
             comment=comment,
         )
-        reply, held = self.client._open_cursor(self._name, cmd, session, read_preference=None)
+        reply, held = self.client._open_cursor(self._name, cmd, session, read_preference=None, kind="read")
         return CommandCursor(self["$cmd"], reply, ns_collection="$cmd.listCollections", session=held)
 
     def list_collection_names(
@@ -252,7 +254,7 @@ class Database(Handle, pymongo.database.Database[Any]):
         https://www.mongodb.com/docs/manual/reference/command/validate/"""
         name = _collection_name(name_or_collection)
         cmd = command_doc({"validate": name, "scandata": scandata, "full": full}, comment=comment)
-        result = dict(_reply.check(self._run_command(cmd, session)))
+        result = dict(_reply.check(self._run_command(cmd, session, kind="runCommand")))  # pymongo's command()
         if not result.get("valid", False):
             raise CollectionInvalid(f"{name} invalid: {result!r}")
         return result
@@ -273,8 +275,14 @@ class Database(Handle, pymongo.database.Database[Any]):
             # The one command where pymongo's implicit session, which this client leaves out, is seen:
             # mongod lists the session the aggregate itself runs in.
             session = self.client._get_bound_session() or self.client._start_session(True, causal_consistency=False)
+        writes = any(isinstance(stage, Mapping) and ("$out" in stage or "$merge" in stage) for stage in pipeline)
         reply, held = self.client._open_cursor(
-            self._name, cmd, session, read_concern=read_concern, read_preference=None
+            self._name,
+            cmd,
+            session,
+            read_concern=read_concern,
+            read_preference=None,
+            kind="runCommand" if writes else "read",  # pymongo's: $out and $merge are no retryable read
         )
         return CommandCursor(
             self["$cmd.aggregate"], reply, batch_size or 0, ns_collection="$cmd.aggregate", session=held

@@ -97,7 +97,9 @@ class DriverHooks:
             read_concern = None
         codec = DocumentCodec(operation.codec_options)
         started = time.perf_counter()
-        how = {"read_concern": read_concern, "read_preference": operation.read_preference}
+        # pymongo's: a find is a retryable read, a getMore only backpressure's.
+        kind = "read" if isinstance(operation, _Query) else "otherRead"
+        how = {"read_concern": read_concern, "read_preference": operation.read_preference, "kind": kind}
         reply = dict(_reply.check(self._execute(operation.db, codec.encode(cmd), operation.session, **how)))
         duration = datetime.timedelta(seconds=time.perf_counter() - started)
         message = _OpMsg(0, bson.encode(reply, codec_options=CODEC))

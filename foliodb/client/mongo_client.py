@@ -14,12 +14,17 @@ lost between a write and its reply). ``retryWrites=True`` given explicitly
 restores the last two exactly as pymongo sends them: implicit sessions from
 the client's pool of server sessions, and a ``txnNumber`` on every
 retryable write command.
+
+A reply that fails as a failing server's would (a fail point's error, write
+concern error or closed connection) is retried as pymongo retries it
+(:mod:`foliodb.client.retry`); a successful reply costs one check.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
 
 import pymongo
@@ -37,13 +42,14 @@ from pymongo.client_session_shared import (
 )
 from pymongo.driver_info import DriverInfo
 from pymongo.errors import ConfigurationError, InvalidOperation
+from pymongo.helpers_shared import _RetryPolicy
 from pymongo.monitoring import CommandListener
 from pymongo.read_concern import ReadConcern
 from pymongo.read_preferences import ReadPreference, _ServerMode
 from pymongo.results import ClientBulkWriteResult
 from pymongo.write_concern import WriteConcern
 
-from foliodb.client import _reply
+from foliodb.client import _reply, retry
 from foliodb.client.arguments import command_doc
 from foliodb.client.client_bulk import ClientBulk
 from foliodb.client.cursor import CommandCursor
@@ -51,8 +57,10 @@ from foliodb.client.database import Database
 from foliodb.client.driver_hooks import DriverHooks, no_network
 from foliodb.client.monitoring import publish_command_events
 from foliodb.client.remote import SharedExecutor
+from foliodb.client.retry import Kind
 from foliodb.client.session import ClientSession, NodeDescription
 from foliodb.commands import Executor
+from foliodb.commands.failpoints import closes_connection
 from foliodb.commands.replication import ReplicaSet
 from foliodb.errors import CommandError
 
@@ -130,6 +138,12 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
             raise
         self._closed = False
         self._retry_writes: bool = self._options.retry_writes
+        self._retry_policy = _RetryPolicy(attempts=self._options.max_adaptive_retries)  # backpressure's backoff
+        # The executor, told the client's appName as a server learns it from the handshake (fail points match it).
+        app_name = self._options.pool_options.metadata.get("application", {}).get("name")
+        self._run: Callable[[str, Mapping[str, Any]], dict[str, Any]] = (
+            self._executor.execute if app_name is None else functools.partial(self._executor.execute, app_name=app_name)
+        )
         # pymongo's pool of server sessions (lsid and txnNumber), the topology's on a pymongo client.
         self._server_session_pool = _ServerSessionPool()
         self._node_description: NodeDescription | None = None
@@ -152,14 +166,18 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         read_preference: _ServerMode | None = ReadPreference.PRIMARY,
         retryable_write: bool = False,
         write_concern: WriteConcern | None = None,
+        kind: Kind = "write",
     ) -> dict[str, Any]:
         """Run ``cmd`` on ``db`` in ``session`` (else the bound session, else an
         implicit one when retryable writes are on), as pymongo's connection
         sends a command: ``read_concern`` is a read's concern (pymongo adds
         it, and a session's afterClusterTime, outside transactions only);
         ``read_preference`` None is a read's, the running transaction's (which
-        must be primary); ``retryable_write`` asks for a txnNumber; and an
-        unacknowledged ``write_concern`` refuses an explicit session."""
+        must be primary); ``retryable_write`` asks for a txnNumber; an
+        unacknowledged ``write_concern`` refuses an explicit session; and
+        ``kind`` is what the operation is to pymongo's retry rules
+        (:mod:`foliodb.client.retry`). A lost connection raises pymongo's
+        AutoReconnect; any other reply is returned, for the caller to check."""
         if self._closed:
             raise InvalidOperation("Cannot use MongoClient after close")
         if session is None:
@@ -168,12 +186,17 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
                 if not self._retry_writes or (write_concern is not None and not write_concern.acknowledged):
                     if read_concern is not None and read_concern.level:
                         cmd["readConcern"] = read_concern.document
-                    if self._command_listeners:  # _send, inlined: every command without a session comes here
-                        return publish_command_events(self._command_listeners, self._executor, db, cmd)
-                    return self._executor.execute(db, cmd)
+                    # _send, inlined: every command without a session comes here.
+                    if self._command_listeners:
+                        reply = publish_command_events(self._command_listeners, self._run, db, cmd)
+                    else:
+                        reply = self._run(db, cmd)
+                    if reply.get("ok") != 1.0:  # an error: pymongo retries a read, or after backpressure
+                        return self._retry(db, cmd, reply, kind)
+                    return reply
                 implicit = self._start_session(True, causal_consistency=False)
                 try:
-                    return self._in_session(db, cmd, implicit, read_concern, read_preference, retryable_write)
+                    return self._in_session(db, cmd, implicit, read_concern, read_preference, retryable_write, kind)
                 finally:
                     implicit._end_implicit_session()
         elif not isinstance(session, pymongo.client_session.ClientSession):
@@ -183,8 +206,12 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         if _validate_session_write_concern(session, write_concern) is None:
             if read_concern is not None and read_concern.level:
                 cmd["readConcern"] = read_concern.document
-            return self._send(db, cmd)  # an implicit session a cursor holds, with a w: 0 write
-        return self._in_session(db, cmd, session, read_concern, read_preference, retryable_write)
+            # An implicit session a cursor holds, with a w: 0 write: sent outside any session.
+            reply = self._send(db, cmd)
+            if retry.failed(reply):
+                return self._retry(db, cmd, reply, kind)
+            return reply
+        return self._in_session(db, cmd, session, read_concern, read_preference, retryable_write, kind)
 
     def _in_session(
         self,
@@ -194,18 +221,43 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         read_concern: ReadConcern | None,
         read_preference: _ServerMode | None,
         retryable_write: bool,
+        kind: Kind,
     ) -> dict[str, Any]:
         # pymongo's order: server selection resets a finished transaction's state, a retryable
-        # write takes the next txnNumber, _apply_to stamps the command, the read concern follows.
+        # write takes the next txnNumber (once: a retry sends the same one), _apply_to stamps the
+        # command, the read concern follows.
         in_transaction = session.in_transaction
         if not in_transaction:
             session._transaction.reset()
         retryable = retryable_write and self._retry_writes and not in_transaction
         if retryable:
             session._start_retryable_write()
+        attempts: retry.Attempts | None = None
+        while True:
+            reply = self._attempt(db, cmd, session, read_concern, read_preference, retryable, in_transaction)
+            if not retry.failed(reply):
+                return reply
+            if attempts is None:
+                eligible = retryable or (kind == "read" and not in_transaction)
+                attempts = retry.Attempts(self._options, self._retry_policy, kind, eligible, session)
+            if not attempts.again(reply):
+                return dict(attempts.outcome(reply))
+
+    def _attempt(
+        self,
+        db: str,
+        cmd: dict[str, Any],
+        session: ClientSession,
+        read_concern: ReadConcern | None,
+        read_preference: _ServerMode | None,
+        retryable_write: bool,
+        in_transaction: bool,
+    ) -> dict[str, Any]:
+        """One attempt of ``cmd`` in ``session``, stamped as pymongo's _apply_to stamps it (a retry
+        again: a transaction may be starting again); the raw reply, a ClosedConnection included."""
         node = self._node
         preference = read_preference or session._txn_read_preference() or ReadPreference.PRIMARY
-        session._apply_to(cmd, retryable, preference, node)  # type: ignore[arg-type]
+        session._apply_to(cmd, retryable_write, preference, node)  # type: ignore[arg-type]
         if read_concern is not None and not in_transaction:
             if read_concern.level:
                 cmd["readConcern"] = read_concern.document
@@ -213,8 +265,22 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         if session._starting_transaction:
             session._transaction.set_in_progress()
         reply = self._send(db, cmd)
+        if closes_connection(reply):
+            return reply
         session._process_response(reply)
+        if session.in_transaction and not retry.failed(reply):
+            session._transaction.has_completed_command = True  # a backpressure retry no longer restarts it
         return reply
+
+    def _retry(self, db: str, cmd: dict[str, Any], reply: dict[str, Any], kind: Kind) -> dict[str, Any]:
+        """After the failed first reply of a command sent outside any session: pymongo's retries
+        (a read's only: a retryable write needs a session)."""
+        attempts = retry.Attempts(self._options, self._retry_policy, kind, kind == "read", None)
+        while attempts.again(reply):
+            reply = self._send(db, cmd)
+            if not retry.failed(reply):
+                return reply
+        return dict(attempts.outcome(reply))
 
     def _open_cursor(
         self, db: str, cmd: dict[str, Any], session: Any, **how: Any
@@ -235,9 +301,10 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         return reply, session
 
     def _send(self, db: str, cmd: Mapping[str, Any]) -> dict[str, Any]:
+        """One attempt: the executor's reply, a ClosedConnection included."""
         if self._command_listeners:
-            return publish_command_events(self._command_listeners, self._executor, db, cmd)
-        return self._executor.execute(db, cmd)
+            return publish_command_events(self._command_listeners, self._run, db, cmd)
+        return self._run(db, cmd)
 
     @property
     def _node(self) -> NodeDescription:
@@ -430,7 +497,7 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
 
         https://www.mongodb.com/docs/manual/reference/command/listDatabases/"""
         cmd = command_doc({"listDatabases": 1}, kwargs, comment=comment)
-        reply = _reply.check(self._execute("admin", cmd, session))
+        reply = _reply.check(self._execute("admin", cmd, session, kind="read"))
         cursor = {"cursor": {"id": 0, "firstBatch": reply["databases"], "ns": "admin.$cmd"}, "ok": 1.0}
         return CommandCursor(self.admin["$cmd"], cursor)
 
@@ -501,7 +568,8 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         """The ``buildInfo`` command's reply (version, versionArray...).
 
         https://www.mongodb.com/docs/manual/reference/command/buildInfo/"""
-        return dict(_reply.check(self._execute("admin", {"buildinfo": 1}, session)))
+        # pymongo's runs it as admin.command(...)
+        return dict(_reply.check(self._execute("admin", {"buildinfo": 1}, session, kind="runCommand")))
 
     def close(self) -> None:
         """Close the engine and release the dbpath; later operations raise InvalidOperation.

@@ -12,8 +12,9 @@ here instead:
 
 * a server session comes from the client's pool (pymongo's
   ``_ServerSessionPool``), not the topology's (:meth:`ClientSession._materialize`);
-* commit and abort run through the client's executor
-  (:meth:`ClientSession._finish_transaction_with_retry`);
+* commit and abort run through the client's executor, retried by
+  pymongo's rules (:meth:`ClientSession._finish_transaction_with_retry`,
+  :mod:`foliodb.client.retry`);
 * what ``_apply_to`` reads off a connection comes from a
   :class:`NodeDescription` of the embedded node (``MongoClient._node``):
   sessions supported, its session timeout, MongoDB 8.0's wire version.
@@ -32,9 +33,12 @@ from typing import TYPE_CHECKING, Any
 
 import pymongo.client_session
 from pymongo.client_session_shared import _EmptyServerSession
+from pymongo.errors import InvalidOperation
 from pymongo.helpers_shared import _check_command_response
+from pymongo.read_preferences import ReadPreference
 from pymongo.write_concern import WriteConcern
 
+from foliodb.client import retry
 from foliodb.commands.diagnostics import MAX_WIRE_VERSION
 
 if TYPE_CHECKING:
@@ -82,12 +86,30 @@ class ClientSession(pymongo.client_session.ClientSession):
                 self._server_session.inc_transaction_id()
 
     def _finish_transaction_with_retry(self, command_name: str) -> dict[str, Any]:
-        # pymongo retries commit and abort once after an error labelled RetryableWriteError; only a
-        # lost connection or a stepping-down primary gives one, and the embedded node has neither.
-        return self._finish_transaction(None, command_name)
+        # pymongo's: commit and abort are sent once more after a RetryableWriteError (a lost connection
+        # gets one), whatever retryWrites says, and as often as backpressure allows; each attempt is
+        # built again (a second commit asks for w: "majority"). pymongo's commit_transaction and
+        # abort_transaction label or swallow the error raised here.
+        client = self._client
+        if client._closed:
+            raise InvalidOperation("Cannot use MongoClient after close")
+        attempts: retry.Attempts | None = None
+        while True:
+            reply = self._finish_transaction(None, command_name)
+            if not retry.failed(reply):
+                break
+            if attempts is None:
+                attempts = retry.Attempts(client._options, client._retry_policy, "finish", True, self)
+            if not attempts.again(reply):
+                reply = dict(attempts.outcome(reply))
+                break
+        # pymongo's own check, so a write concern timeout is WTimeoutError as commit_transaction expects.
+        _check_command_response(reply, MAX_WIRE_VERSION, parse_write_concern_error=True)
+        return reply
 
     def _finish_transaction(self, conn: Any, command_name: str) -> dict[str, Any]:
-        # pymongo's command, sent through the client (recoveryToken is a sharded cluster's only).
+        # pymongo's command, one attempt through the client (recoveryToken is a sharded cluster's
+        # only); its raw reply.
         self._transaction.attempt += 1
         opts = self._transaction.opts
         assert opts is not None
@@ -106,7 +128,4 @@ class ClientSession(pymongo.client_session.ClientSession):
                 concern = WriteConcern(**upgraded)
         if concern is not None and concern.document:
             cmd["writeConcern"] = concern.document
-        reply = self._client._execute("admin", cmd, self)
-        # pymongo's own check, so a write concern timeout is WTimeoutError as commit_transaction expects.
-        _check_command_response(reply, MAX_WIRE_VERSION, parse_write_concern_error=True)
-        return reply
+        return self._client._attempt("admin", cmd, self, None, ReadPreference.PRIMARY, False, True)

@@ -225,20 +225,6 @@ def creates_sessions(spec: SpecTest) -> bool:
     return any("session" in entity for entity in entities)
 
 
-def closes_connections(spec: SpecTest) -> bool:
-    """Whether a fail point of the test drops connections (failCommand's
-    closeConnection; onPrimaryTransactionalWrite, which does by default)."""
-    for op in _operations(spec.test["operations"]):
-        if op["name"] == "failPoint":
-            command = op["arguments"]["failPoint"]
-            data = command.get("data") or {}
-            if data.get("closeConnection") or (
-                command["configureFailPoint"] == "onPrimaryTransactionalWrite" and data.get("closeConnection", True)
-            ):
-                return True
-    return False
-
-
 def static_reason(spec: SpecTest) -> str | None:
     """A reason to skip that needs no client: mongos pinning, event kinds."""
     test = spec.test

@@ -13,19 +13,18 @@ from tests.spec.runner import (
     Run,
     Skip,
     SpecTest,
-    closes_connections,
     creates_sessions,
     expects_read_preference,
     requires_auth,
 )
 from tests.spec.targets import (
-    FACADE_CLOSE_REASON,
+    EMBEDDED_SKIPS,
     FACADE_READ_PREFERENCE_REASON,
     FACADE_SESSIONS,
     FACADE_SESSIONS_REASON,
+    NETWORK_PARTIAL_RESULT,
     EmbeddedTarget,
     ServerTarget,
-    facade_closes_connections,
     facade_sends_read_preference,
 )
 
@@ -34,18 +33,14 @@ _PARTIAL_RESULT = (
     "pymongo 4.20 sets partialResult whenever nErrors < the operations sent (client_bulk.py), so an ordered"
     " failure at index 0 still has one; the Node driver skips these too (NODE-6384)"
 )
-_NETWORK_PARTIAL = (
-    "pymongo raises the retried network error itself, not a BulkWriteError with the partial result the test"
-    " expects; pymongo's own runner skips it (PYTHON-4597)"
-)
 DRIVER_DECIDES = {
     "client-bulkWrite-partialResults: partialResult is unset when first operation fails during an ordered bulk"
     " write (verbose)": _PARTIAL_RESULT,
     "client-bulkWrite-partialResults: partialResult is unset when first operation fails during an ordered bulk"
     " write (summary)": _PARTIAL_RESULT,
-    "bulkWrite: First insertOne is never committed": _NETWORK_PARTIAL,
-    "bulkWrite: Second updateOne is never committed": _NETWORK_PARTIAL,
-    "bulkWrite: Third updateOne is never committed": _NETWORK_PARTIAL,
+    "bulkWrite: First insertOne is never committed": NETWORK_PARTIAL_RESULT,
+    "bulkWrite: Second updateOne is never committed": NETWORK_PARTIAL_RESULT,
+    "bulkWrite: Third updateOne is never committed": NETWORK_PARTIAL_RESULT,
 }
 # pymongo waits this long between server checks after an error (common.MIN_HEARTBEAT_INTERVAL, 0.5 s);
 # shortened as the unified format allows for tests with fail points, as pymongo's own test suite does.
@@ -55,10 +50,10 @@ MIN_HEARTBEAT_INTERVAL = 0.01
 def run_embedded(spec: SpecTest, tmp_path: Path, suite_needs_sessions: bool) -> None:
     """``spec`` against a fresh embedded dbpath; ``suite_needs_sessions``: the
     suite tests driver sessions throughout (transactions, retries, lsids)."""
+    if spec.id in EMBEDDED_SKIPS:
+        pytest.skip(EMBEDDED_SKIPS[spec.id])
     if not FACADE_SESSIONS and (suite_needs_sessions or creates_sessions(spec)):
         pytest.skip(FACADE_SESSIONS_REASON)
-    if closes_connections(spec) and not facade_closes_connections():
-        pytest.skip(FACADE_CLOSE_REASON)
     if expects_read_preference(spec) and not facade_sends_read_preference():
         pytest.skip(FACADE_READ_PREFERENCE_REASON)
     target = EmbeddedTarget(tmp_path / "db")
