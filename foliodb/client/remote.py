@@ -204,17 +204,24 @@ class SharedExecutor:
         assert remote is not None
         retry = remote.retryable(command)
         sent = retry if retry is not None else command
-        try:
-            reply = remote.round_trip(db, sent)
-        except OSError as exc:
-            if retry is None and next(iter(command), "") not in _READS:
+        deadline = time.monotonic() + TAKEOVER_SECONDS
+        while True:
+            try:
+                reply = remote.round_trip(db, sent)
+                break
+            except OSError as exc:
+                # A dying owner may still accept a connection and then reset it: try again until
+                # this process owns the dbpath or a new owner answers.
                 self._reconnect()
-                raise AutoReconnect(f"the process owning {self.path} went away: {exc}") from exc
-            self._reconnect()
-            if self.local is not None:
-                return self.local.execute(db, sent)
-            assert self.remote is not None
-            reply = self.remote.round_trip(db, sent)
+                if retry is None and next(iter(command), "") not in _READS:
+                    raise AutoReconnect(f"the process owning {self.path} went away: {exc}") from exc
+                if self.local is not None:
+                    reply = self.local.execute(db, sent)
+                    break
+                if time.monotonic() > deadline:
+                    raise AutoReconnect(f"the process owning {self.path} went away: {exc}") from exc
+                assert self.remote is not None
+                remote = self.remote
         if "lsid" not in command:
             # As the local executor: cluster times only for commands of a session.
             reply.pop("$clusterTime", None)
