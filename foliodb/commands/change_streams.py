@@ -158,7 +158,9 @@ class ChangeStream(Iterator[dict[str, Any]]):
         interrupt.check()
         storage = self.engine.storage
         conn = storage.reader()
-        rows = Oplog.entries_after(conn, self.position[0] - (1 if self.position[1] else 0), READ_BATCH)
+        # From the position's own entry: a transaction's later ops share its time (the ops up
+        # to the position are skipped below).
+        rows = Oplog.entries_after(conn, self.position[0] - 1, READ_BATCH)
         read = False
         for packed, data in rows:
             entry = bson.decode(data, CODEC)
@@ -435,7 +437,7 @@ def _start(request: Request, spec: Mapping[str, Any]) -> tuple[int, int]:
     storage = request.engine.storage
     if "startAtOperationTime" in spec:
         at = pack(spec["startAtOperationTime"])
-        position = (at - 1, 0)
+        position = (at - 1, 0xFFFFFFFF)  # past everything before ``at``
     elif "resumeAfter" in spec or "startAfter" in spec:
         name = "resumeAfter" if "resumeAfter" in spec else "startAfter"
         ts, index, kind = parse_token(spec[name])
