@@ -476,7 +476,7 @@ def test_replaying_from_the_start_token_onto_any_later_copy_converges(ops: list[
     """The copy may see any state after the start token; re-applying any suffix again changes nothing."""
     with foliodb.MongoClient(":memory:") as source, foliodb.MongoClient(":memory:") as target:
         coll = source.t.c
-        stream = source.watch(full_document="updateLookup")
+        stream = source.watch(full_document="updateLookup", max_await_time_ms=10)
         states = [_documents(coll)]
         for kind, i in ops:
             _write(coll, kind, i)
