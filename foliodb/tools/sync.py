@@ -14,7 +14,7 @@ Order of work, and why it is correct:
    carries.
 3. The stream is replayed from the token, continuously (or, with ``once``,
    until the events up to the cluster time at which replaying began are
-   applied). Each event sets state rather than transforming it, so replaying
+   applied, and none after it). Each event sets state rather than transforming it, so replaying
    an event the copy (or an earlier run) already reflects changes nothing:
 
    - insert, replace: the event's full document replaces the target's
@@ -284,6 +284,12 @@ class Sync:
                         self.reporter.note("caught up: stopping (--once)")
                         return
                     continue
+                if cutoff is not None and event["clusterTime"] > cutoff:
+                    # Past the cutoff: left for the next run, so no transaction is cut in two.
+                    self._apply_documents(pending, task)
+                    self._save(token=before)
+                    self.reporter.note("caught up: stopping (--once)")
+                    return
                 kind = event["operationType"]
                 task.describe(f"lag {max(0.0, time.time() - event['clusterTime'].time):.0f}s")
                 if kind in _DOCUMENT_EVENTS:
@@ -300,12 +306,8 @@ class Sync:
                         self.reporter.warn(f"left out a {kind} event: sync does not apply it")
                     elif apply(self, event):
                         task.advance(1)
+                        self.report.events += 1
                     self._save(token=stream.resume_token)
-                if cutoff is not None and event["clusterTime"] > cutoff:
-                    self._apply_documents(pending, task)
-                    self._save(token=stream.resume_token)
-                    self.reporter.note("caught up: stopping (--once)")
-                    return
             self._apply_documents(pending, task)
             self._save(token=stream.resume_token)
             self.reporter.note("stopped: the position is stored, the next run resumes there")
