@@ -498,3 +498,11 @@ def test_replaying_from_the_start_token_onto_any_later_copy_converges(ops: list[
         assert _documents(target.t.c) == states[-1]
         replay(events[data.draw(st.integers(0, len(events)), label="re-applied from") :])
         assert _documents(target.t.c) == states[-1]
+
+
+def test_a_missing_source_dbpath_is_one_line_and_creates_nothing(tmp_path: Path) -> None:
+    result = run_sync("missing", "target", "--once", cwd=tmp_path)
+    assert result.returncode == 1 and result.stderr == (
+        "foliodb sync: no database at missing: the directory does not exist\n"
+    )
+    assert not (tmp_path / "missing").exists() and not (tmp_path / "target").exists()
