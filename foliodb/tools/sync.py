@@ -166,6 +166,7 @@ class Sync:
             copied = self._copy()
             if copied is None:
                 self.report.complete = False
+                self.reporter.note("stopped during the copy: the next run copies again")
                 return self.report
             token = copied
         try:
