@@ -33,7 +33,10 @@ Order of work, and why it is correct:
    - DDL (create, drop, rename, dropDatabase, createIndexes, dropIndexes,
      modify, from ``showExpandedEvents``) is applied as it happened; one that
      finds its work done (NamespaceExists, NamespaceNotFound, IndexNotFound)
-     is skipped.
+     is skipped;
+   - a unique index that refuses a write (a looked-up document newer than the
+     target's others) makes way: the target's conflicting document is deleted,
+     and its own later event puts it back (:func:`_evict`).
 
 Resumable: after each applied batch the stream's resume token is stored in the
 target, database ``foliodb_sync``, collection ``state``, one document per source
@@ -83,7 +86,7 @@ STATE_DB, STATE_COLLECTION = "foliodb_sync", "state"
 NOT_SYNCED = frozenset({"admin", "config", "local", STATE_DB})
 APPLY_BATCH = 1000  # document events applied (and one token stored) at a time
 AWAIT_MS = 500  # an idle getMore's wait: how soon a stop request is noticed
-_NAMESPACE_NOT_FOUND, _INDEX_NOT_FOUND, _NAMESPACE_EXISTS, _HISTORY_LOST = 26, 27, 48, 286
+_NAMESPACE_NOT_FOUND, _INDEX_NOT_FOUND, _NAMESPACE_EXISTS, _HISTORY_LOST, _DUPLICATE_KEY = 26, 27, 48, 286, 11000
 _INDEX_CONFLICTS = (85, 86)  # IndexOptionsConflict, IndexKeySpecsConflict
 _DOCUMENT_EVENTS = frozenset({"insert", "replace", "update", "delete"})
 _RAW = bson.CodecOptions(document_class=RawBSONDocument)
@@ -321,20 +324,28 @@ class Sync:
 
     def _apply_documents(self, events: list[Mapping[str, Any]], task: Task) -> None:
         """Apply document events, in order for each namespace (namespaces are independent)."""
-        writes: dict[tuple[str, str], list[Any]] = {}
+        writes: dict[tuple[str, str], list[tuple[Any, Any]]] = {}
         for event in events:
-            writes.setdefault((event["ns"]["db"], event["ns"]["coll"]), []).extend(document_writes(event))
-        for (db, coll), requests in writes.items():
-            if not requests:
-                continue
-            try:
-                self.target[db][coll].bulk_write(requests, ordered=True, bypass_document_validation=True)
-            except BulkWriteError as exc:
-                error = (exc.details.get("writeErrors") or [{}])[0]
-                raise ToolError(f"cannot apply a change to {db}.{coll}: {error.get('errmsg', describe(exc))}") from None
+            ns = writes.setdefault((event["ns"]["db"], event["ns"]["coll"]), [])
+            ns.extend((event["documentKey"], write) for write in document_writes(event))
+        for (db, coll), keyed in writes.items():
+            self._write(self.target[db][coll], keyed)
         task.advance(len(events))
         self.report.events += len(events)
         events.clear()
+
+    def _write(self, collection: Any, keyed: list[tuple[Any, Any]]) -> None:
+        while keyed:
+            try:
+                collection.bulk_write([w for _, w in keyed], ordered=True, bypass_document_validation=True)
+                return
+            except BulkWriteError as exc:
+                error = (exc.details.get("writeErrors") or [{}])[0]
+                done = error.get("index", 0)
+                if error.get("code") != _DUPLICATE_KEY or not _evict(collection, keyed[done][0], error):
+                    message = error.get("errmsg", describe(exc))
+                    raise ToolError(f"cannot apply a change to {collection.full_name}: {message}") from None
+                keyed = keyed[done:]
 
     def _save(self, **fields: Any) -> None:
         if set(fields) == {"token"} and fields["token"] == self._saved:
@@ -348,6 +359,21 @@ def _now() -> datetime.datetime:
 
 
 # -- document events ------------------------------------------------------------------------------
+
+
+def _evict(collection: Any, key: Mapping[str, Any], error: Mapping[str, Any]) -> bool:
+    """A unique index refused a document the source holds: the target's other document with
+    that value is older than the source's (the source moved it to another value, by an event
+    still to come, or the document written is a lookup newer than the event), so it is
+    deleted, and its own later event writes it again. Whether one was deleted."""
+    value, pattern = error.get("keyValue"), error.get("keyPattern")
+    if not isinstance(value, Mapping) or "_id" in value:
+        return False
+    index = next((i for i in collection.list_indexes() if dict(i["key"]) == dict(pattern or {})), None)
+    clauses = [dict(value), {"_id": {"$ne": key["_id"]}}]
+    if index is not None and "partialFilterExpression" in index:
+        clauses.append(index["partialFilterExpression"])  # only documents the index holds conflict
+    return bool(collection.delete_many({"$and": clauses}).deleted_count)
 
 
 def document_writes(event: Mapping[str, Any]) -> list[Any]:

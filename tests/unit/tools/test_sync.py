@@ -437,6 +437,26 @@ def test_a_token_the_oplog_lost_says_run_with_resync(servers: Callable[..., Serv
         assert_same(target, source)
 
 
+def test_unique_values_swapped_between_documents_converge() -> None:
+    """The first update's looked-up document already holds the value the other document
+    still holds on the target: the unique index refuses it until the other makes way
+    (https://www.mongodb.com/docs/manual/core/index-unique/)."""
+    with foliodb.MongoClient(":memory:") as source, foliodb.MongoClient(":memory:") as target:
+        people = source.crm.people
+        people.create_index("email", unique=True)
+        people.create_index("nick", unique=True, partialFilterExpression={"nick": {"$exists": True}})
+        people.insert_many([{"_id": 1, "email": "a"}, {"_id": 2, "email": "b"}, {"_id": 3, "nick": "z"}])
+        options = SyncOptions(once=True)
+        Sync(source, target, "swap", options).run()
+        people.update_one({"_id": 1}, {"$set": {"email": "tmp"}})
+        people.update_one({"_id": 2}, {"$set": {"email": "a"}})
+        people.update_one({"_id": 1}, {"$set": {"email": "b"}})
+        people.update_one({"_id": 3}, {"$unset": {"nick": ""}})
+        people.update_one({"_id": 1}, {"$set": {"nick": "z"}})
+        Sync(source, target, "swap", options).run()
+        assert_same(target, source)
+
+
 # -- applying one event: the idempotence the restart relies on -------------------------------------
 
 _OPS = st.lists(
