@@ -555,8 +555,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "restore": run_restore,
     "import": run_import,
     "export": run_export,
-    "advise": run_advisor,
     "sync": run_sync,
+    "advise": run_advisor,
 }
 
 if __name__ == "__main__":
