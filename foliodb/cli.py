@@ -46,6 +46,7 @@ from foliodb.tools.fields import read_field_file, split_fields
 from foliodb.tools.importer import ImportOptions, import_documents
 from foliodb.tools.progress import Reporter
 from foliodb.tools.restore import Options, RestoreReport, restore, restore_archive
+from foliodb.tools.sync import Sync, SyncOptions, source_name
 from foliodb.tools.target import ToolError, describe, in_use_message, open_client, os_reason
 
 
@@ -159,6 +160,9 @@ def build_parser() -> Parser:
         help="concurrent insert_many batches per collection (default 1)",
     )
     restore_cmd.add_argument("--restoreDbUsersAndRoles", action="store_true", help="restore $admin.system.* files")
+    restore_cmd.add_argument(
+        "--bypassDocumentValidation", action="store_true", help="insert documents their collection's validator refuses"
+    )
 
     import_cmd = _tool(commands, "import", "load JSON, CSV or TSV as mongoimport does")
     import_cmd.add_argument("file", nargs="?", default=None, help="the input file (default: --file, else stdin)")
@@ -192,6 +196,18 @@ def build_parser() -> Parser:
     export_cmd.add_argument("--skip", type=count, default=0)
     export_cmd.add_argument("--limit", type=count, default=0)
     export_cmd.add_argument("--assertExists", action="store_true", help="fail when the collection does not exist")
+
+    sync_cmd = commands.add_parser(
+        "sync", help="copy a FolioDB database to MongoDB, then apply its changes continuously (a live move)"
+    )
+    sync_cmd.add_argument("source", metavar="SOURCE", help="a FolioDB dbpath, or a mongodb:// URI of foliodb serve")
+    sync_cmd.add_argument("target", metavar="TARGET", help="a MongoDB URI (replica set, sharded cluster), or a dbpath")
+    sync_cmd.add_argument("--db", "-d", action="append", default=[], metavar="NAME", help="only NAME (repeatable)")
+    sync_cmd.add_argument("--nsInclude", action="append", default=[], metavar="PATTERN", help=_NS_PATTERN)
+    sync_cmd.add_argument("--nsExclude", action="append", default=[], metavar="PATTERN", help=_NS_PATTERN)
+    sync_cmd.add_argument("--resync", action="store_true", help="drop what was synced on the target and start over")
+    sync_cmd.add_argument("--once", action="store_true", help="stop when caught up instead of following the source")
+    sync_cmd.add_argument("--quiet", action="store_true", help="no progress, no notes (problems are still shown)")
 
     # advise parses its own arguments (advise_parser): a usage error there exits 2, as its documentation says.
     advise_cmd = commands.add_parser(
@@ -364,6 +380,7 @@ def run_restore(args: argparse.Namespace) -> int:
         no_index_restore=args.noIndexRestore,
         workers=args.workers,
         restore_db_users_and_roles=args.restoreDbUsersAndRoles,
+        bypass_document_validation=args.bypassDocumentValidation,
     )
     reporter = Reporter(args.quiet)
 
@@ -466,6 +483,29 @@ def run_export(args: argparse.Namespace) -> int:
     return _with_client(args, True, work)
 
 
+def run_sync(args: argparse.Namespace) -> int:
+    include = [*(f"{name}.*" for name in args.db), *args.nsInclude]
+    options = SyncOptions(include=include, exclude=args.nsExclude, resync=args.resync, once=args.once)
+    source = open_client(*_database(args.source), read_only=True)
+    try:
+        target = open_client(*_database(args.target), read_only=False)
+        try:
+            sync = Sync(source, target, source_name(args.source), options, Reporter(args.quiet))
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(signum, lambda *_: sync.stop())
+            sync.run()
+        finally:
+            target.close()
+    finally:
+        source.close()
+    return 0
+
+
+def _database(text: str) -> tuple[str | None, str | None]:
+    """(dbpath, uri) of a command-line database."""
+    return (None, text) if text.startswith(("mongodb://", "mongodb+srv://")) else (text, None)
+
+
 def _fields(args: argparse.Namespace) -> list[str] | None:
     if args.fields is not None:
         return split_fields(args.fields)
@@ -560,6 +600,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "restore": run_restore,
     "import": run_import,
     "export": run_export,
+    "sync": run_sync,
     "advise": run_advisor,
     "lab": run_lab,
 }

@@ -132,6 +132,9 @@ class ChangeStream(Iterator[dict[str, Any]]):
         # into _pending lie between the two, so a batch that ends early resumes from here.
         self.delivered = after
         self.pipeline = pipeline
+        # The cluster time the last read's snapshot held every commit up to, once that read
+        # went through the snapshot's entries (0: it did not): the most a batch may claim.
+        self.seen = 0
         self.finished = False  # invalidated: the cursor ends after the invalidate event
         # Events read ahead, each with whether it may be too big for BSON (see _check_size).
         self._pending: list[tuple[dict[str, Any], bool]] = []
@@ -177,10 +180,17 @@ class ChangeStream(Iterator[dict[str, Any]]):
             return True
         interrupt.check()
         storage = self.engine.storage
-        if pack(storage.cluster_time) <= self.position[0]:
+        # Read before the snapshot opens, so the snapshot holds every commit up to it; the
+        # storage's cluster time read later may count a commit this read never saw.
+        seen = pack(storage.cluster_time)
+        if seen <= self.position[0]:
             return False  # no commit has recorded anything since: an idle getMore reads nothing
+        storage.end_view()
         conn = storage.reader()
-        rows = Oplog.entries_after(conn, self.position[0] - (1 if self.position[1] else 0), READ_BATCH)
+        # From the position's own entry: a transaction's later ops share its time (the ops up
+        # to the position are skipped below).
+        rows = Oplog.entries_after(conn, self.position[0] - 1, READ_BATCH)
+        self.seen = seen if len(rows) < READ_BATCH else 0
         read = False
         for packed, data in rows:
             entry = bson.decode(data, CODEC)
@@ -198,15 +208,15 @@ class ChangeStream(Iterator[dict[str, Any]]):
     def post_batch_token(self) -> dict[str, str]:
         """The resume token of the position reached: the last event delivered
         while events read ahead wait for the next batch; else the last op
-        examined, or the newest cluster time (a high-water mark)."""
+        examined, or the cluster time the last read's snapshot was read
+        through to (a high-water mark): never past a commit not yet read."""
         if self._pending:
             ts, index = self.delivered
         else:
             if self.finished:
                 return token(self.position[0], self.position[1], INVALIDATE)
-            newest = pack(self.engine.storage.cluster_time)
-            if newest > self.position[0]:
-                return token(newest, 0, HIGH_WATER)
+            if self.seen > self.position[0]:
+                return token(self.seen, 0, HIGH_WATER)
             ts, index = self.position
         return token(ts, 0, HIGH_WATER) if index == 0xFFFFFFFF else token(ts, index, EVENT)
 
@@ -501,7 +511,7 @@ def _start(request: Request, spec: Mapping[str, Any]) -> tuple[int, int]:
     storage = request.engine.storage
     if "startAtOperationTime" in spec:
         at = pack(spec["startAtOperationTime"])
-        position = (at - 1, 0)
+        position = (at - 1, 0xFFFFFFFF)  # past everything before ``at``
     elif "resumeAfter" in spec or "startAfter" in spec:
         name = "resumeAfter" if "resumeAfter" in spec else "startAfter"
         ts, index, kind = parse_token(spec[name])

@@ -212,20 +212,25 @@ def _documents(client: Any, intent: _Intent, reporter: Reporter) -> Iterator[byt
 
 def metadata_json(database: Any, info: Mapping[str, Any]) -> str:
     """A namespace's ``.metadata.json`` text, as mongodump's Metadata struct marshals it."""
+    return json_util.dumps(metadata(database, info), json_options=_CANONICAL, separators=(",", ":"), ensure_ascii=False)
+
+
+def metadata(database: Any, info: Mapping[str, Any]) -> SON[str, Any]:
+    """A namespace's metadata document (options, indexes, uuid, name, type), from its listCollections entry."""
     name = info["name"]
-    metadata: SON[str, Any] = SON()
+    document: SON[str, Any] = SON()
     options = dict(info.get("options") or {})
     if options:
-        metadata["options"] = options
+        document["options"] = options
     is_view = info.get("type") == "view"
     # Index documents keep their key order: the key pattern's order is its meaning.
-    metadata["indexes"] = [] if is_view else [SON(index.items()) for index in database[name].list_indexes()]
+    document["indexes"] = [] if is_view else [SON(index.items()) for index in database[name].list_indexes()]
     uuid = (info.get("info") or {}).get("uuid")
     if isinstance(uuid, Binary):
-        metadata["uuid"] = uuid.hex()
-    metadata["collectionName"] = name
-    metadata["type"] = info.get("type") or "collection"
-    return json_util.dumps(metadata, json_options=_CANONICAL, separators=(",", ":"), ensure_ascii=False)
+        document["uuid"] = uuid.hex()
+    document["collectionName"] = name
+    document["type"] = info.get("type") or "collection"
+    return document
 
 
 def file_stem(name: str) -> str:

@@ -30,6 +30,7 @@ class Task:
     def __init__(self, reporter: Reporter, label: str, total: int | None, unit: str) -> None:
         self.reporter, self.label, self.total, self.unit = reporter, label, total, unit
         self.done = 0
+        self.detail = ""  # a changing remark after the count (a sync's lag)
         self._bar: Any = None
         self._last_log = time.monotonic()
         if reporter.mode == "bar":
@@ -52,6 +53,12 @@ class Task:
             self._last_log = time.monotonic()
             self.reporter.log(self._progress())
 
+    def describe(self, detail: str) -> None:
+        """Set the remark shown after the count (on the bar at once, in the next log line)."""
+        self.detail = detail
+        if self._bar is not None:
+            self._bar.set_postfix_str(detail, refresh=False)
+
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
@@ -59,8 +66,10 @@ class Task:
 
     def _progress(self) -> str:
         if self.total:
-            return f"{self.label}  {self.done}/{self.total} {self.unit}  ({100 * self.done / self.total:.1f}%)"
-        return f"{self.label}  {self.done} {self.unit}"
+            text = f"{self.label}  {self.done}/{self.total} {self.unit}  ({100 * self.done / self.total:.1f}%)"
+        else:
+            text = f"{self.label}  {self.done} {self.unit}"
+        return f"{text}  {self.detail}" if self.detail else text
 
     def __enter__(self) -> Task:
         return self

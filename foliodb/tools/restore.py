@@ -37,7 +37,7 @@ import gc
 import os
 import threading
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -90,13 +90,14 @@ class Options:
     no_index_restore: bool = False
     workers: int = 1
     restore_db_users_and_roles: bool = False
+    bypass_document_validation: bool = False
 
 
 def restore(client: Any, source: str, options: Options | None = None, reporter: Reporter = SILENT) -> RestoreReport:
     """Restore every ``<db>/<collection>`` under the dump directory ``source``."""
     if not os.path.isdir(source):
         raise FileNotFoundError(f"no dump directory at {source!r}")
-    run = _Restore(client, options or Options(), reporter)
+    run = Loader(client, options or Options(), reporter)
     try:
         for db_name in sorted(os.listdir(source)):
             directory = os.path.join(source, db_name)
@@ -122,7 +123,7 @@ def restore_archive(
 ) -> RestoreReport:
     """Restore a mongodump archive read from ``stream`` (already decompressed)."""
     reader = ArchiveReader(stream, BATCH_DOCUMENTS, BATCH_BYTES)
-    run = _Restore(client, options or Options(), reporter)
+    run = Loader(client, options or Options(), reporter)
     try:
         wanted = set()
         for entry in reader.entries:
@@ -152,11 +153,13 @@ class _Namespace:
     pending: list[Future[None]] = field(default_factory=list)
 
 
-class _Restore:
-    """One restore: namespaces are begun, fed batches, ended; views and users come last."""
+class Loader:
+    """One restore: namespaces are begun, fed batches, ended; views and users come last.
+    ``foliodb sync`` copies through it too (:mod:`foliodb.tools.sync`)."""
 
-    def __init__(self, client: Any, options: Options, reporter: Reporter) -> None:
+    def __init__(self, client: Any, options: Options, reporter: Reporter, verb: str = "restored") -> None:
         self.client = client
+        self.verb = verb  # in the notes: "restored", or "copied" for sync
         self.options = options
         self.reporter = reporter
         self.include = Matcher(options.include)
@@ -233,7 +236,9 @@ class _Restore:
         with _collector_paused():
             documents = bson.decode_all(batch, self.codec)  # RawBSONDocuments for pymongo, else dicts
             try:
-                state.collection.insert_many(documents, ordered=False)
+                state.collection.insert_many(
+                    documents, ordered=False, bypass_document_validation=self.options.bypass_document_validation or None
+                )
                 inserted = len(documents)  # pymongo lists no inserted_ids for RawBSONDocuments
             except BulkWriteError as exc:
                 details = exc.details
@@ -266,18 +271,10 @@ class _Restore:
             extra += f", {failed} failed: {self.report.errors[state.target]}"
         indexes = 0 if self.options.no_index_restore else self._indexes(state)
         self.report.indexes[state.target] = indexes
-        self.reporter.note(f"restored {restored} documents to {state.target}{extra}, {indexes} indexes")
+        self.reporter.note(f"{self.verb} {restored} documents to {state.target}{extra}, {indexes} indexes")
 
     def _indexes(self, state: _Namespace) -> int:
-        models = []
-        for spec in state.metadata.get("indexes", []):
-            spec = dict(spec)
-            if spec.get("name") == "_id_":
-                continue
-            key = list(spec.pop("key").items())
-            spec.pop("v", None)
-            spec.pop("ns", None)  # written by servers before 4.4
-            models.append(IndexModel(key, **spec))
+        models = [index_model(spec) for spec in state.metadata.get("indexes", []) if spec.get("name") != "_id_"]
         if models:
             state.collection.create_indexes(models)
         return len(models)
@@ -305,7 +302,7 @@ class _Restore:
             return
         database.create_collection(name, **options)
         self.report.views.append(state.target)
-        self.reporter.note(f"restored view {state.target}")
+        self.reporter.note(f"{self.verb} view {state.target}")
 
     def _users_and_roles(self, states: list[_Namespace]) -> None:
         """As mongorestore's RestoreUsersOrRoles: fill temporary collections, merge them in."""
@@ -351,6 +348,16 @@ class _Restore:
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
             self.pool = None
+
+
+def index_model(spec: Mapping[str, Any]) -> IndexModel:
+    """An index as ``listIndexes`` describes it, to create elsewhere: without the version
+    and namespace the server adds."""
+    options = dict(spec)
+    key = list(options.pop("key").items())
+    options.pop("v", None)
+    options.pop("ns", None)  # written by servers before 4.4
+    return IndexModel(key, **options)
 
 
 @contextmanager

@@ -160,6 +160,7 @@ NOT_RUN = {
     "mongosh": "MongoDB's shell, a separate program (tests/clients/ drive it against foliodb serve)",
     "mongorestore": "MongoDB's database tools, a separate program",
     "foliodb advise --uri mongodb://db.example/": "needs a MongoDB deployment at db.example",
+    "foliodb sync mongodb://127.0.0.1:27017 ": "needs the application's foliodb serve and a MongoDB replica set",
 }
 
 

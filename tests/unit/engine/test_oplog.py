@@ -183,3 +183,30 @@ def test_timestamps_pack_in_order() -> None:
     assert [unpack(pack(ts)) for ts in stamps] == stamps
     assert sorted(stamps, key=pack) == stamps
     assert pack(Timestamp(int(time.time()), 1)) > 0
+
+
+def test_resuming_inside_a_transaction_delivers_its_remaining_writes() -> None:
+    """Regression: resuming after a transaction's first event skipped the rest of the
+    transaction (its ops share one cluster time). Resuming after any event continues
+    with the next one (https://www.mongodb.com/docs/manual/changeStreams/#resume-a-change-stream)."""
+    import foliodb
+
+    with foliodb.MongoClient(":memory:") as client:
+        coll = client.shop.c
+        coll.insert_one({"_id": -1})  # created before: the transaction's first op is an insert
+        stream = coll.watch()
+        with client.start_session() as session, session.start_transaction():
+            coll.insert_many([{"_id": i} for i in range(3)], session=session)
+        coll.insert_one({"_id": 3})
+        events = [stream.next() for _ in range(4)]
+        assert [e["documentKey"]["_id"] for e in events] == [0, 1, 2, 3]
+        assert len({e["clusterTime"] for e in events[:3]}) == 1  # one commit
+
+        def ids(**start: Any) -> list[Any]:
+            with coll.watch(max_await_time_ms=50, **start) as again:
+                return [e["documentKey"]["_id"] for e in iter(again.try_next, None)]
+
+        for k, event in enumerate(events):
+            assert ids(resume_after=event["_id"]) == list(range(k + 1, 4))
+        assert ids(start_at_operation_time=events[0]["clusterTime"]) == [0, 1, 2, 3]
+        assert ids(start_at_operation_time=events[3]["clusterTime"]) == [3]
