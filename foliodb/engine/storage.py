@@ -545,9 +545,12 @@ class Storage:
         self.commit_seq += 1  # odd until the counters describe this commit
         try:
             self._commit_sqlite()
+            # commits before cluster_time: a reader that sees the new cluster time must not reuse a
+            # snapshot stamped with the old count (it would lack this commit, and a change stream
+            # would report a high-water mark past an entry it never read).
+            self.commits += 1
             if ts is not None:
                 self.cluster_time = ts
-            self.commits += 1
         finally:
             self.commit_seq += 1
         self.transactions.committed(self.commits)

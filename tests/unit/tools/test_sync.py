@@ -270,12 +270,6 @@ def test_server_to_server_under_writes_and_ddl_then_once_makes_them_equal(
     assert "gone" not in target.list_database_names()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known bug, under investigation: with a busy writer in the same process, an embedded "
-    "source's stream now and then applies nothing and stores a position past the writes (about 1 run in 3 "
-    "on a loaded machine)",
-)
 def test_dbpath_source_to_server(servers: Callable[..., Served], tmp_path: Path) -> None:
     path = str(tmp_path / "app")
     target_server = servers("target")
