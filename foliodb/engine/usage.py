@@ -107,6 +107,9 @@ class NamespaceUsage:
     collection: uuid.UUID | None = None  # the collection its index counters belong to
     indexes: dict[str, IndexUsage] = field(default_factory=dict)
     collection_scans: int = 0  # queries that read the whole collection ($collStats' queryExecStats)
+    # The catalog entry ``indexes`` was last brought up to date with: catalog versions are
+    # copy-on-write, so the same entry object means the same indexes (nothing to compare).
+    synced: Any = None
     latency: dict[str, Latency] = field(default_factory=lambda: {name: Latency() for name in LATENCY_CLASSES})
 
 
@@ -130,6 +133,8 @@ class EngineUsage:
         """The counters of a collection's indexes, brought up to date with
         the catalog: counters of dropped indexes go, new indexes start now."""
         entry = self.namespace(info.db, info.name)
+        if entry.synced is info:
+            return entry.indexes
         if entry.collection != info.uuid:
             entry.collection = info.uuid
             entry.indexes = {}
@@ -140,6 +145,7 @@ class EngineUsage:
             used = counters.get(name)
             if used is None or used.index_id != index.id:
                 counters[name] = IndexUsage(index.id, since or _now())
+        entry.synced = info
         return counters
 
 
