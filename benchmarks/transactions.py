@@ -55,7 +55,7 @@ def workloads(client: Any, seconds: float) -> dict[str, float]:
     base = [0]
 
     def pair(i: int) -> None:
-        db.orders.insert_one({"_id": ("p", base[0], i), "sku": "sku"})
+        db.orders.insert_one({"_id": f"p-{base[0]}-{i}", "sku": "sku"})
         db.stock.update_one({"_id": "sku"}, {"$inc": {"qty": -1}})
 
     out["pair"] = _rate(pair, seconds)
@@ -64,7 +64,7 @@ def workloads(client: Any, seconds: float) -> dict[str, float]:
 
     def pair_in_transaction(i: int) -> None:
         session.start_transaction()
-        db.orders.insert_one({"_id": ("t", base[0], i), "sku": "sku"}, session=session)
+        db.orders.insert_one({"_id": f"t-{base[0]}-{i}", "sku": "sku"}, session=session)
         db.stock.update_one({"_id": "sku"}, {"$inc": {"qty": -1}}, session=session)
         session.commit_transaction()
 
@@ -81,7 +81,9 @@ def retryable(make: Callable[[bool], Any], seconds: float) -> dict[str, float]:
         coll.drop()
         coll.insert_one({"_id": "u", "n": 0})
         tag = "on" if retry else "off"
-        out[f"insert_one, retryWrites {tag}"] = _rate(lambda i, c=coll, t=tag: c.insert_one({"_id": (t, i)}), seconds)
+        out[f"insert_one, retryWrites {tag}"] = _rate(
+            lambda i, c=coll, t=tag: c.insert_one({"_id": f"{t}-{i}"}), seconds
+        )
         out[f"update_one, retryWrites {tag}"] = _rate(
             lambda i, c=coll: c.update_one({"_id": "u"}, {"$inc": {"n": 1}}), seconds
         )
