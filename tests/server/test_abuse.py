@@ -292,7 +292,9 @@ def test_abandoned_cursors_are_reaped_on_a_timer(spawn: Any) -> None:
     gone = monitor.shop.command("killCursors", "c", cursors=ids[::250])
     assert (gone["cursorsKilled"], len(gone["cursorsNotFound"])) == ([], count // 250)
     assert monitor.shop.command("getMore", kept, collection="c")["cursor"]["nextBatch"]  # noCursorTimeout
-    assert child.blocks() < baseline * 1.2, (baseline, grown, child.blocks())
+    # Settled, not at once: a connection thread of the busy server may still hold the last
+    # batch it built when the count is taken (a 4-round probe showed no growth across rounds).
+    assert settle(lambda: child.blocks() < baseline * 1.2, 10), (baseline, grown, child.blocks())
     # What was freed is reused: a second round of abandoned cursors does not grow the process.
     assert child.rss() < baseline_rss * 1.2, (baseline_rss, child.rss())
     sock.close()
