@@ -216,15 +216,6 @@ def expects_read_preference(spec: SpecTest) -> bool:
     )
 
 
-def creates_sessions(spec: SpecTest) -> bool:
-    """Whether the test has session entities (in the file's or its own createEntities)."""
-    entities = list(spec.file.get("createEntities", ()))
-    for op in _operations(spec.test["operations"]):
-        if op["name"] == "createEntities":
-            entities.extend(op["arguments"]["entities"])
-    return any("session" in entity for entity in entities)
-
-
 def static_reason(spec: SpecTest) -> str | None:
     """A reason to skip that needs no client: mongos pinning, event kinds."""
     test = spec.test

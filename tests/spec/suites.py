@@ -13,15 +13,12 @@ from tests.spec.runner import (
     Run,
     Skip,
     SpecTest,
-    creates_sessions,
     expects_read_preference,
     requires_auth,
 )
 from tests.spec.targets import (
     EMBEDDED_SKIPS,
     FACADE_READ_PREFERENCE_REASON,
-    FACADE_SESSIONS,
-    FACADE_SESSIONS_REASON,
     NETWORK_PARTIAL_RESULT,
     EmbeddedTarget,
     ServerTarget,
@@ -47,13 +44,10 @@ DRIVER_DECIDES = {
 MIN_HEARTBEAT_INTERVAL = 0.01
 
 
-def run_embedded(spec: SpecTest, tmp_path: Path, suite_needs_sessions: bool) -> None:
-    """``spec`` against a fresh embedded dbpath; ``suite_needs_sessions``: the
-    suite tests driver sessions throughout (transactions, retries, lsids)."""
+def run_embedded(spec: SpecTest, tmp_path: Path) -> None:
+    """``spec`` against a fresh embedded dbpath."""
     if spec.id in EMBEDDED_SKIPS:
         pytest.skip(EMBEDDED_SKIPS[spec.id])
-    if not FACADE_SESSIONS and (suite_needs_sessions or creates_sessions(spec)):
-        pytest.skip(FACADE_SESSIONS_REASON)
     if expects_read_preference(spec) and not facade_sends_read_preference():
         pytest.skip(FACADE_READ_PREFERENCE_REASON)
     target = EmbeddedTarget(tmp_path / "db")

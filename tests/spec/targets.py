@@ -5,9 +5,6 @@ replica set). Both run with test commands enabled, so ``failPoint`` works.
 What the embedded facade lacks is probed, not assumed, so a skip keyed on it
 disappears once the facade has it:
 
-* :data:`FACADE_SESSIONS`: driver sessions (lsids, transactions, retryable
-  writes) - the facade's ClientSession is pymongo's own ClientSession (a
-  subclass), which is what the session suites' assertions read;
 * :func:`facade_sends_read_preference`: a command read with a non-primary read
   preference carries ``$readPreference``, as pymongo sends it to a replica set.
 
@@ -25,11 +22,9 @@ from typing import Any
 
 import pymongo
 from pymongo import monitoring
-from pymongo.client_session import ClientSession
 from pymongo.read_preferences import SecondaryPreferred
 
 import foliodb
-from foliodb.client.session import ClientSession as FacadeSession
 from foliodb.commands import Executor
 from foliodb.commands.failpoints import enable_test_commands
 from foliodb.commands.replication import ReplicaSet
@@ -37,12 +32,6 @@ from foliodb.server import Server
 from tests.spec.events import CommandRecorder
 
 USER, PASSWORD = "spec-runner", "spec-runner-password"  # the auth target's user
-
-FACADE_SESSIONS = issubclass(FacadeSession, ClientSession)
-FACADE_SESSIONS_REASON = (
-    "the embedded facade has no driver sessions yet (foliodb.client.session.ClientSession is not a pymongo"
-    " ClientSession: no lsid, transactions or retryable writes)"
-)
 
 
 # pymongo, which the embedded facade follows, raises a retried network error itself, not the BulkWriteError

@@ -24,7 +24,7 @@ IDS = [spec.id for spec in CHANGE_STREAMS]
 
 @pytest.mark.parametrize("spec", CHANGE_STREAMS, ids=IDS)
 def test_change_streams(spec: SpecTest, tmp_path: Path) -> None:
-    run_embedded(spec, tmp_path, suite_needs_sessions=False)
+    run_embedded(spec, tmp_path)
 
 
 @pytest.mark.clients

@@ -24,7 +24,7 @@ CRUD = load_tests(Path(__file__).parent / "crud")
 
 @pytest.mark.parametrize("spec", CRUD, ids=[spec.id for spec in CRUD])
 def test_crud(spec: SpecTest, tmp_path: Path) -> None:
-    run_embedded(spec, tmp_path, suite_needs_sessions=False)
+    run_embedded(spec, tmp_path)
 
 
 @pytest.mark.clients

@@ -4,9 +4,7 @@ the embedded client and against ``foliodb serve`` through pymongo itself
 (the reference client: real pymongo runs transactions against the server).
 
 Both answer as the primary of a one-member replica set. The tests are the
-vendored JSON (see ``SOURCE.md``); ``runner.py`` runs them. Until the
-embedded facade has driver sessions, its runs of these suites are skipped
-with that reason (``targets.FACADE_SESSIONS``).
+vendored JSON (see ``SOURCE.md``); ``runner.py`` runs them.
 
 Run: ``pytest tests/spec/test_session_specs.py -rs`` (skips print their reasons).
 """
@@ -27,7 +25,7 @@ IDS = [f"{suite}/{spec.id}" for suite, spec in TESTS]
 
 @pytest.mark.parametrize(("suite", "spec"), TESTS, ids=IDS)
 def test_spec(suite: str, spec: SpecTest, tmp_path: Path) -> None:
-    run_embedded(spec, tmp_path, suite_needs_sessions=True)
+    run_embedded(spec, tmp_path)
 
 
 @pytest.mark.clients
