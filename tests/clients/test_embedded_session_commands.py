@@ -22,29 +22,16 @@ from typing import Any
 import pymongo
 import pytest
 from bson import Timestamp
-from pymongo import DeleteMany, InsertOne, ReplaceOne, UpdateOne, monitoring
+from pymongo import DeleteMany, InsertOne, ReplaceOne, UpdateOne
 from pymongo.errors import DuplicateKeyError, OperationFailure, WriteConcernError
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
 import foliodb
 from tests.clients.conftest import RunningServer
+from tests.sent_commands import SentCommands
 
 pytestmark = pytest.mark.clients
-
-
-class Commands(monitoring.CommandListener):
-    def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
-
-    def started(self, event: monitoring.CommandStartedEvent) -> None:
-        self.sent.append(dict(event.command))
-
-    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        pass
-
-    def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        pass
 
 
 def _explicit_sessions(client: Any) -> None:
@@ -169,7 +156,7 @@ MODES = {
 @pytest.mark.parametrize("mode", list(MODES))
 def test_embedded_sessions_send_pymongos_commands(mode: str, tmp_path: Path) -> None:
     embedded_options, wire_options, scenario = MODES[mode]
-    embedded_commands, wire_commands = Commands(), Commands()
+    embedded_commands, wire_commands = SentCommands(), SentCommands()
     with foliodb.MongoClient(str(tmp_path / "embedded"), event_listeners=[embedded_commands], **embedded_options) as c:
         scenario(c)
     server = RunningServer(tmp_path / "served")

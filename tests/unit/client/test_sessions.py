@@ -16,12 +16,13 @@ import gridfs
 import pymongo
 import pytest
 from bson import Binary, Timestamp
-from pymongo import InsertOne, UpdateOne, monitoring
+from pymongo import InsertOne, UpdateOne
 from pymongo.client_session import ClientSession, SessionOptions
 from pymongo.errors import ConfigurationError, InvalidOperation, OperationFailure
 from pymongo.write_concern import WriteConcern
 
 import foliodb
+from tests.sent_commands import SentCommands
 
 SESSIONS = "https://pymongo.readthedocs.io/en/stable/api/pymongo/client_session.html"
 CAUSAL = "https://www.mongodb.com/docs/manual/core/read-isolation-consistency-recency/#causal-consistency"
@@ -29,38 +30,19 @@ SNAPSHOT = "https://www.mongodb.com/docs/manual/reference/read-concern-snapshot/
 RETRYABLE = "https://www.mongodb.com/docs/manual/core/retryable-writes/"
 
 
-class Commands(monitoring.CommandListener):
-    """The command documents the client sent, in order."""
-
-    def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
-
-    def started(self, event: monitoring.CommandStartedEvent) -> None:
-        self.sent.append(dict(event.command))
-
-    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        pass
-
-    def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        pass
-
-    def named(self, name: str) -> list[dict[str, Any]]:
-        return [cmd for cmd in self.sent if next(iter(cmd)) == name]
+@pytest.fixture
+def commands() -> SentCommands:
+    return SentCommands()
 
 
 @pytest.fixture
-def commands() -> Commands:
-    return Commands()
-
-
-@pytest.fixture
-def client(commands: Commands) -> Iterator[Any]:
+def client(commands: SentCommands) -> Iterator[Any]:
     with foliodb.MongoClient(":memory:", event_listeners=[commands]) as client:
         yield client
 
 
 @pytest.fixture
-def retrying(commands: Commands) -> Iterator[Any]:
+def retrying(commands: SentCommands) -> Iterator[Any]:
     with foliodb.MongoClient(":memory:", event_listeners=[commands], retryWrites=True) as client:
         yield client
 
@@ -106,7 +88,7 @@ def test_times_advance_from_each_reply(client: Any) -> None:
             session.advance_cluster_time({"clusterTime": 1})
 
 
-def test_lsid_only_with_an_explicit_session_by_default(client: Any, commands: Commands) -> None:
+def test_lsid_only_with_an_explicit_session_by_default(client: Any, commands: SentCommands) -> None:
     # The embedded client sends no implicit lsid and no retryable-write txnNumber unless
     # retryWrites=True is given (see foliodb/client/mongo_client.py).
     assert client.options.retry_writes is False
@@ -123,7 +105,7 @@ def test_lsid_only_with_an_explicit_session_by_default(client: Any, commands: Co
     assert "txnNumber" not in inserts[1]
 
 
-def test_retry_writes_sends_implicit_sessions_and_txn_numbers(retrying: Any, commands: Commands) -> None:
+def test_retry_writes_sends_implicit_sessions_and_txn_numbers(retrying: Any, commands: SentCommands) -> None:
     # RETRYABLE: each retryable write command takes the session's next txnNumber; multi-document
     # updates and deletes are not retryable; implicit sessions come back to the pool and are reused.
     assert retrying.options.retry_writes is True
@@ -150,7 +132,7 @@ def test_retry_writes_sends_implicit_sessions_and_txn_numbers(retrying: Any, com
     assert len(lsids) == 1  # one pooled server session, reused operation after operation
 
 
-def test_an_unacknowledged_write_refuses_an_explicit_session(retrying: Any, commands: Commands) -> None:
+def test_an_unacknowledged_write_refuses_an_explicit_session(retrying: Any, commands: SentCommands) -> None:
     # pymongo: explicit sessions are incompatible with w: 0; an implicit one is simply not used.
     unacknowledged = retrying.db.get_collection("c", write_concern=WriteConcern(w=0))
     with retrying.start_session() as session, pytest.raises(ConfigurationError, match="unacknowledged"):
@@ -167,7 +149,7 @@ def test_a_session_of_another_client_or_not_a_session_is_refused(client: Any) ->
         client.db.command("ping", session="not a session")
 
 
-def test_a_cursor_keeps_its_session_for_get_more_and_kill_cursors(client: Any, commands: Commands) -> None:
+def test_a_cursor_keeps_its_session_for_get_more_and_kill_cursors(client: Any, commands: SentCommands) -> None:
     # SESSIONS: a cursor's getMore and killCursors run in the session its find ran in.
     coll = client.db.c
     coll.insert_many([{"_id": i} for i in range(5)])
@@ -183,7 +165,7 @@ def test_a_cursor_keeps_its_session_for_get_more_and_kill_cursors(client: Any, c
     assert [cmd["lsid"] for cmd in commands.named("killCursors")] == [lsid]
 
 
-def test_an_implicit_session_is_held_while_its_cursor_is_open(retrying: Any, commands: Commands) -> None:
+def test_an_implicit_session_is_held_while_its_cursor_is_open(retrying: Any, commands: SentCommands) -> None:
     # pymongo: the implicit session of a find stays with its cursor (cursor.session shows None)
     # and returns to the pool once the cursor is exhausted, for the next command to reuse.
     coll = retrying.db.c
@@ -199,7 +181,7 @@ def test_an_implicit_session_is_held_while_its_cursor_is_open(retrying: Any, com
     assert finds[2]["lsid"] in (finds[0]["lsid"], finds[1]["lsid"])  # both are back in the pool
 
 
-def test_causal_consistency_sends_after_cluster_time(client: Any, commands: Commands) -> None:
+def test_causal_consistency_sends_after_cluster_time(client: Any, commands: SentCommands) -> None:
     # CAUSAL: a causally consistent session's reads (and, in pymongo 4.20, its writes) wait for
     # the operation time of its last operation: readConcern.afterClusterTime.
     coll = client.db.c
@@ -222,7 +204,7 @@ def test_causal_consistency_sends_after_cluster_time(client: Any, commands: Comm
     assert "readConcern" not in unordered and "readConcern" not in plain
 
 
-def test_causal_reads_keep_the_collections_read_concern(client: Any, commands: Commands) -> None:
+def test_causal_reads_keep_the_collections_read_concern(client: Any, commands: SentCommands) -> None:
     majority = client.db.get_collection("c", read_concern=pymongo.read_concern.ReadConcern("majority"))
     with client.start_session() as session:
         majority.insert_one({"_id": 1}, session=session)
@@ -233,7 +215,7 @@ def test_causal_reads_keep_the_collections_read_concern(client: Any, commands: C
         }
 
 
-def test_snapshot_sessions_read_their_pinned_time(client: Any, commands: Commands) -> None:
+def test_snapshot_sessions_read_their_pinned_time(client: Any, commands: SentCommands) -> None:
     # SNAPSHOT: a snapshot session's first read picks the time (atClusterTime in its reply); every
     # later read of the session reads at that time, whatever was written since.
     coll = client.db.c
@@ -277,7 +259,7 @@ def test_a_snapshot_sessions_cursor_gets_more(client: Any) -> None:
         assert coll.count_documents({}, session=session) == 4
 
 
-def test_session_on_commands_cursor_commands_and_client_bulk_write(client: Any, commands: Commands) -> None:
+def test_session_on_commands_cursor_commands_and_client_bulk_write(client: Any, commands: SentCommands) -> None:
     with client.start_session() as session:
         client.db.command("ping", session=session)
         client.db.c.insert_many([{"_id": i} for i in range(3)], session=session)
@@ -288,7 +270,7 @@ def test_session_on_commands_cursor_commands_and_client_bulk_write(client: Any, 
         assert [cmd["lsid"] for cmd in commands.named(name)] == [lsid], name
 
 
-def test_a_bound_session_is_used_without_session_argument(client: Any, commands: Commands) -> None:
+def test_a_bound_session_is_used_without_session_argument(client: Any, commands: SentCommands) -> None:
     # pymongo 4.17+'s ClientSession.bind: operations in the block run in the session.
     session = client.start_session()
     with session.bind():
@@ -299,7 +281,7 @@ def test_a_bound_session_is_used_without_session_argument(client: Any, commands:
     assert [("lsid" in cmd) for cmd in commands.sent] == [True, True, False]
 
 
-def test_ended_sessions_are_pooled_and_ended_with_the_client(commands: Commands) -> None:
+def test_ended_sessions_are_pooled_and_ended_with_the_client(commands: SentCommands) -> None:
     # pymongo's server session pool: an ended session's lsid serves the next session; close()
     # ends every pooled session with endSessions.
     client = foliodb.MongoClient(":memory:", event_listeners=[commands])
@@ -314,7 +296,7 @@ def test_ended_sessions_are_pooled_and_ended_with_the_client(commands: Commands)
     assert sorted(bytes(s["id"]) for s in end["endSessions"]) == sorted([bytes(lsid["id"]), bytes(other["id"])])
 
 
-def test_gridfs_runs_in_implicit_sessions_when_writes_retry(retrying: Any, commands: Commands) -> None:
+def test_gridfs_runs_in_implicit_sessions_when_writes_retry(retrying: Any, commands: SentCommands) -> None:
     # gridfs's GridOutCursor is pymongo's own Cursor: it takes its implicit session from the client.
     fs = gridfs.GridFS(retrying.files)
     file_id = fs.put(b"x" * 300_000, filename="f")
@@ -323,7 +305,7 @@ def test_gridfs_runs_in_implicit_sessions_when_writes_retry(retrying: Any, comma
     assert all("lsid" in cmd for cmd in commands.sent if next(iter(cmd)) != "endSessions")
 
 
-def test_an_explain_runs_in_the_session(client: Any, commands: Commands) -> None:
+def test_an_explain_runs_in_the_session(client: Any, commands: SentCommands) -> None:
     with client.start_session() as session:
         client.db.c.insert_one({"_id": 1}, session=session)
         assert client.db.c.find({"_id": 1}, session=session).explain()["ok"] == 1.0

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from pymongo import ReadPreference, monitoring
+from pymongo import ReadPreference
 from pymongo.client_session import TransactionOptions
 from pymongo.errors import (
     ConfigurationError,
@@ -28,6 +28,7 @@ from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
 import foliodb
+from tests.sent_commands import SentCommands
 
 TRANSACTIONS = "https://www.mongodb.com/docs/manual/core/transactions/"
 SESSIONS = "https://pymongo.readthedocs.io/en/stable/api/pymongo/client_session.html"
@@ -39,30 +40,13 @@ CONFLICTS = "https://www.mongodb.com/docs/manual/core/transactions-production-co
 SPEC = "https://github.com/mongodb/specifications/blob/master/source/transactions/transactions.md"
 
 
-class Commands(monitoring.CommandListener):
-    def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
-
-    def started(self, event: monitoring.CommandStartedEvent) -> None:
-        self.sent.append(dict(event.command))
-
-    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        pass
-
-    def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        pass
-
-    def named(self, name: str) -> list[dict[str, Any]]:
-        return [cmd for cmd in self.sent if next(iter(cmd)) == name]
+@pytest.fixture
+def commands() -> SentCommands:
+    return SentCommands()
 
 
 @pytest.fixture
-def commands() -> Commands:
-    return Commands()
-
-
-@pytest.fixture
-def client(commands: Commands, tmp_path: Any) -> Iterator[Any]:
+def client(commands: SentCommands, tmp_path: Any) -> Iterator[Any]:
     with foliodb.MongoClient(str(tmp_path / "data"), event_listeners=[commands]) as client:
         yield client
 
@@ -238,7 +222,7 @@ def test_the_context_manager_aborts_on_error_and_commits_otherwise(shop: Any, cl
     assert [d["_id"] for d in shop.orders.find()] == [2]
 
 
-def test_ending_a_session_aborts_its_transaction(shop: Any, client: Any, commands: Commands) -> None:
+def test_ending_a_session_aborts_its_transaction(shop: Any, client: Any, commands: SentCommands) -> None:
     session = client.start_session()
     session.start_transaction()
     shop.orders.insert_one({"_id": 1}, session=session)
@@ -247,7 +231,7 @@ def test_ending_a_session_aborts_its_transaction(shop: Any, client: Any, command
     assert shop.orders.count_documents({}) == 0
 
 
-def test_the_commands_of_a_transaction(client: Any, commands: Commands) -> None:
+def test_the_commands_of_a_transaction(client: Any, commands: SentCommands) -> None:
     # SPEC: the first command starts the transaction and carries its read concern; every
     # command has lsid, txnNumber and autocommit: false; no statement has a write concern, the
     # commit has the transaction's (and maxTimeMS); a retried commit is w: majority, wtimeout 10000.
@@ -272,7 +256,7 @@ def test_the_commands_of_a_transaction(client: Any, commands: Commands) -> None:
     assert retried_commit["writeConcern"] == {"w": "majority", "wtimeout": 10000}
 
 
-def test_transaction_options_are_inherited(client: Any, commands: Commands) -> None:
+def test_transaction_options_are_inherited(client: Any, commands: SentCommands) -> None:
     # SESSIONS: unset transaction options come from the session's defaults, then the client's.
     defaults = TransactionOptions(write_concern=WriteConcern(w="majority"), max_commit_time_ms=250)
     with client.start_session(default_transaction_options=defaults) as session, session.start_transaction():
@@ -281,7 +265,7 @@ def test_transaction_options_are_inherited(client: Any, commands: Commands) -> N
     assert commit["writeConcern"] == {"w": "majority"} and commit["maxTimeMS"] == 250
 
 
-def test_an_empty_transaction_sends_nothing(client: Any, commands: Commands) -> None:
+def test_an_empty_transaction_sends_nothing(client: Any, commands: SentCommands) -> None:
     # SPEC: a transaction that ran no command is committed or aborted without a command.
     with client.start_session() as session:
         session.start_transaction()
@@ -323,7 +307,7 @@ def test_client_side_state_errors(client: Any) -> None:
     assert [d["_id"] for d in orders.find()] == [1, 3]
 
 
-def test_a_failed_statement_aborts_the_transaction_server_side(client: Any, commands: Commands) -> None:
+def test_a_failed_statement_aborts_the_transaction_server_side(client: Any, commands: SentCommands) -> None:
     # SPEC: any error aborts the transaction on the server; its commit then fails with
     # NoSuchTransaction (251), labelled TransientTransactionError; abort ignores server errors.
     orders = client.shop.orders
@@ -374,7 +358,7 @@ def test_a_callback_that_commits_itself(client: Any) -> None:
     assert orders.count_documents({}) == 1
 
 
-def test_a_cursor_in_a_transaction_gets_more_inside_it(client: Any, commands: Commands) -> None:
+def test_a_cursor_in_a_transaction_gets_more_inside_it(client: Any, commands: SentCommands) -> None:
     orders = client.shop.orders
     with client.start_session() as session, session.start_transaction():
         orders.insert_many([{"_id": i} for i in range(5)], session=session)
