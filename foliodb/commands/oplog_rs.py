@@ -23,19 +23,18 @@ Manual: https://www.mongodb.com/docs/manual/core/replica-set-oplog/
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from bson import Timestamp
 
+from foliodb.commands.tailable import PositionedRows
 from foliodb.engine.engine import Engine
 from foliodb.engine.oplog import Oplog, decoded, pack
 from foliodb.engine.query import FindSpec
 from foliodb.engine.sorter import sort_documents
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.context import Context
-from foliodb.query.filter import compile_filter
 from foliodb.query.projection import compile_projection
 from foliodb.query.sort import compile_sort
 
@@ -68,45 +67,15 @@ def _start_after(filter_spec: Mapping[str, Any] | None) -> int:
     return 0
 
 
-class _Entries(Iterator[dict[str, Any]]):
-    """Rendered entries in one direction, through the find's filter, skip, limit and projection."""
-
-    tailable = False
+class _Entries(PositionedRows):
+    """Rendered entries in one direction (positions: packed cluster times)."""
 
     def __init__(self, engine: Engine, spec: FindSpec, ctx: Context) -> None:
+        super().__init__(spec, ctx)
         self.engine = engine
-        self.matcher = compile_filter(spec.filter, ctx) if spec.filter else None
-        self.projection = compile_projection(spec.projection, ctx, find=True) if spec.projection else None
-        self.skip = spec.skip
-        self.remaining = spec.limit  # None: no limit
-        self.pending: deque[tuple[int, bytes]] = deque()
 
-    def _more(self) -> list[tuple[int, bytes]]:
-        """The next rows (packed ts, entry) after the last one read."""
-        raise NotImplementedError
-
-    def __next__(self) -> dict[str, Any]:
-        while self.remaining is None or self.remaining > 0:
-            if not self.pending:
-                self.pending.extend(self._more())
-                if not self.pending:
-                    raise StopIteration  # a tailable cursor stays open
-            self.last, data = self.pending.popleft()
-            entry = rendered(decoded(data))
-            if self.matcher is not None and not self.matcher(entry):
-                continue
-            if self.skip:
-                self.skip -= 1
-                continue
-            if self.remaining is not None:
-                self.remaining -= 1
-            return self.projection.apply(entry) if self.projection is not None else entry
-        raise StopIteration
-
-    @property
-    def finished(self) -> bool:
-        """A limit reached: unlike running out, this ends a tailable cursor."""
-        return self.remaining is not None and self.remaining <= 0
+    def _document(self, data: bytes) -> dict[str, Any]:
+        return rendered(decoded(data))
 
 
 class OldestFirst(_Entries):

@@ -30,29 +30,37 @@ from foliodb.query.projection import compile_projection
 BATCH = 256
 
 
-class TailSource(Iterator[dict[str, Any]]):
-    """The documents of a capped collection after a position, again and again."""
+class PositionedRows(Iterator[dict[str, Any]]):
+    """Documents read in batches of (position, BSON) rows after the position
+    reached, through a find's filter, skip, limit and projection; running out
+    is not the end (a tailable cursor reads again later). Subclasses say how
+    rows are read (:meth:`_more`) and decoded (:meth:`_document`)."""
 
-    tailable = True  # the cursor layer keeps such a source open when it runs out
+    tailable = False
+    last: int  # the position of the last row taken
 
-    def __init__(self, store_now: Callable[[], CollectionStore | None], spec: FindSpec, ctx: Context) -> None:
-        self.store_now = store_now
+    def __init__(self, spec: FindSpec, ctx: Context) -> None:
         self.matcher = compile_filter(spec.filter, ctx) if spec.filter else None
         self.projection = compile_projection(spec.projection, ctx, find=True) if spec.projection else None
         self.skip = spec.skip
         self.remaining = spec.limit  # None: no limit
-        self.last = 0  # the record id reached; 0 before the first
         self.pending: deque[tuple[int, bytes]] = deque()
+
+    def _more(self) -> list[tuple[int, bytes]]:
+        """The next rows after ``last``."""
+        raise NotImplementedError
+
+    def _document(self, data: bytes) -> dict[str, Any]:
+        return bson.decode(data, CODEC)
 
     def __next__(self) -> dict[str, Any]:
         while self.remaining is None or self.remaining > 0:
             if not self.pending:
-                self._read()
+                self.pending.extend(self._more())
                 if not self.pending:
-                    raise StopIteration  # nothing new yet; the cursor stays open
-            rid, data = self.pending.popleft()
-            self.last = rid
-            doc = bson.decode(data, CODEC)
+                    raise StopIteration  # nothing new yet; a tailable cursor stays open
+            self.last, data = self.pending.popleft()
+            doc = self._document(data)
             if self.matcher is not None and not self.matcher(doc):
                 continue
             if self.skip:
@@ -65,10 +73,21 @@ class TailSource(Iterator[dict[str, Any]]):
 
     @property
     def finished(self) -> bool:
-        """A limit reached: unlike running out, this ends the cursor."""
+        """A limit reached: unlike running out, this ends a tailable cursor."""
         return self.remaining is not None and self.remaining <= 0
 
-    def _read(self) -> None:
+
+class TailSource(PositionedRows):
+    """The documents of a capped collection after a position, again and again."""
+
+    tailable = True  # the cursor layer keeps such a source open when it runs out
+
+    def __init__(self, store_now: Callable[[], CollectionStore | None], spec: FindSpec, ctx: Context) -> None:
+        super().__init__(spec, ctx)
+        self.store_now = store_now
+        self.last = 0  # the record id reached; 0 before the first
+
+    def _more(self) -> list[tuple[int, bytes]]:
         store = self.store_now()
         if store is None:
             raise CommandError(ErrorCode.QueryPlanKilled, "collection dropped while a tailable cursor was open")
@@ -79,7 +98,7 @@ class TailSource(Iterator[dict[str, Any]]):
                 "CollectionScan died due to position in capped collection being deleted. "
                 f"Last seen record id: {self.last}",
             )
-        self.pending.extend(row for row in rows if row[0] != self.last)
+        return [row for row in rows if row[0] != self.last]
 
 
 def tail_source(store_now: Callable[[], CollectionStore | None], ns: str, spec: FindSpec, ctx: Context) -> TailSource:
