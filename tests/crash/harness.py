@@ -20,26 +20,34 @@ import foliodb
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _killed_midway(
+    args: list[str], what: str, ready: bytes | None, delay: float, still_running: bool = False
+) -> tuple[bytes, bytes]:
+    """Start ``python -m <args>``, wait for its first line (``ready`` when given),
+    SIGKILL it ``delay`` seconds later (``still_running``: it must not have exited
+    by then); its first line and the rest of its output."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    child = subprocess.Popen(
+        [sys.executable, "-m", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=env
+    )
+    assert child.stdout is not None and child.stderr is not None
+    first = child.stdout.readline()
+    if not first or (ready is not None and first != ready):
+        raise AssertionError(f"{what} died: {child.stderr.read().decode()}")
+    time.sleep(delay)
+    if still_running and child.poll() is not None:
+        raise AssertionError(f"{what} died: {child.stderr.read().decode()}")
+    child.send_signal(signal.SIGKILL)
+    out, _ = child.communicate()
+    return first, out
+
+
 def run_trial(path: str, seed: int, min_s: float = 0.05, max_s: float = 0.6) -> dict[str, int]:
     """One child run, killed with SIGKILL after a random delay; returns
     counts of what was checked. Raises AssertionError on any loss."""
     rng = random.Random(seed)
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.crash.writer", path, str(seed)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=ROOT,
-        env=env,
-    )
-    assert child.stdout is not None
     # Wait until the child is writing, then let it run a random while.
-    first = child.stdout.readline()
-    if not first:
-        raise AssertionError("writer died: " + child.stderr.read().decode() if child.stderr else "")
-    time.sleep(rng.uniform(min_s, max_s))
-    child.send_signal(signal.SIGKILL)
-    out, _ = child.communicate()
+    first, out = _killed_midway(["tests.crash.writer", path, str(seed)], "writer", None, rng.uniform(min_s, max_s))
     # The last line may be cut by the kill: only whole lines count.
     lines = (first + out).decode().split("\n")[:-1]
     inserted: set[int] = set()
@@ -79,23 +87,8 @@ def run_build_trial(path: str, seed: int, max_s: float = 0.5) -> bool:
     AssertionError unless, reopened, the index is there when acknowledged,
     agrees with a collection scan whenever it is there, and validate passes."""
     rng = random.Random(seed)
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.crash.writer", path, str(seed), "build"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=ROOT,
-        env=env,
-    )
-    assert child.stdout is not None
-    first = child.stdout.readline()
-    if first != b"building\n":
-        raise AssertionError("builder died: " + (child.stderr.read().decode() if child.stderr else ""))
-    time.sleep(rng.uniform(0.02, max_s))
-    if child.poll() is not None:
-        raise AssertionError("builder died: " + (child.stderr.read().decode() if child.stderr else ""))
-    child.send_signal(signal.SIGKILL)
-    out, _ = child.communicate()
+    args = ["tests.crash.writer", path, str(seed), "build"]
+    _, out = _killed_midway(args, "builder", b"building\n", rng.uniform(0.02, max_s), still_running=True)
     built = b"built\n" in out
     name = f"k_{seed}"
     with foliodb.MongoClient(path) as client:
@@ -128,21 +121,8 @@ def run_transaction_trial(path: str, seed: int, max_s: float = 0.6) -> dict[str,
     from tests.crash.txn_writer import STOCK
 
     rng = random.Random(seed)
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.crash.txn_writer", path, str(seed)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=ROOT,
-        env=env,
-    )
-    assert child.stdout is not None
-    first = child.stdout.readline()
-    if not first:
-        raise AssertionError("transaction writer died: " + (child.stderr.read().decode() if child.stderr else ""))
-    time.sleep(rng.uniform(0.02, max_s))
-    child.send_signal(signal.SIGKILL)
-    out, _ = child.communicate()
+    args = ["tests.crash.txn_writer", path, str(seed)]
+    first, out = _killed_midway(args, "transaction writer", None, rng.uniform(0.02, max_s))
     lines = [line.split() for line in (first + out).decode().split("\n")[:-1]]
     committed = {int(parts[1]) for parts in lines if parts and parts[0] == "txn"}
     retries = [
