@@ -19,8 +19,10 @@ would avoid that at the cost of a retry loop; the texts accept the simpler form.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
+
+from bson import ObjectId
 
 from foliodb.patterns._types import Coll, Session
 
@@ -48,6 +50,14 @@ def append(
         upsert=True,
         session=session,
     )
+
+
+def filled(key: Mapping[str, Any], items: Sequence[Any], size: int) -> list[dict[str, Any]]:
+    """The buckets :func:`append` builds when ``items`` are appended to ``key`` in
+    order, as documents to load in one ``insert_many`` (their ObjectIds increase
+    in that order, the order :func:`items` and :func:`latest` read)."""
+    chunks = [list(items[start : start + size]) for start in range(0, len(items), size)]
+    return [{"_id": ObjectId(), **key, "count": len(chunk), "items": chunk} for chunk in chunks]
 
 
 def items(buckets: Coll, key: Mapping[str, Any], *, session: Session = None) -> Iterator[Any]:

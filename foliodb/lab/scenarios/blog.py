@@ -15,7 +15,6 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from bson import ObjectId
 from pymongo import DESCENDING
 
 from foliodb.lab.scenario import Db, Design, Question, Scenario
@@ -78,6 +77,21 @@ def _names(db: Db, ids: set[Any]) -> dict[Any, str]:
     return {u["_id"]: u["name"] for u in db.users.find({"_id": {"$in": sorted(ids)}}, {"name": 1})}
 
 
+def _embedded(comment: dict[str, Any], author_name: str) -> dict[str, Any]:
+    """A comment as B and C embed it: with its author's ``{_id, name}``."""
+    return {
+        "author": {"_id": comment["author_id"], "name": author_name},
+        "body": comment["body"],
+        "created_at": comment["created_at"],
+    }
+
+
+def _name(db: Db, user_id: int) -> str:
+    user = db.users.find_one({"_id": user_id}, {"name": 1})
+    assert user is not None
+    return str(user["name"])
+
+
 def _page(post: dict[str, Any], author: str, count: int, comments: list[tuple[str, str]]) -> dict[str, Any]:
     return {"title": post["title"], "author": author, "comment_count": count, "comments": comments}
 
@@ -133,13 +147,7 @@ def load_b(db: Db, data: dict[str, Any]) -> None:
     names = {u["_id"]: u["name"] for u in data["users"]}
     by_post: dict[int, list[dict[str, Any]]] = {}
     for c in data["comments"]:
-        by_post.setdefault(c["post_id"], []).append(
-            {
-                "author": {"_id": c["author_id"], "name": names[c["author_id"]]},
-                "body": c["body"],
-                "created_at": c["created_at"],
-            }
-        )
+        by_post.setdefault(c["post_id"], []).append(_embedded(c, names[c["author_id"]]))
     db.users.insert_many(data["users"])
     db.posts.insert_many(
         [
@@ -175,13 +183,7 @@ def list_b(db: Db, _: None) -> list[tuple[str, str, int]]:
 
 
 def comment_b(db: Db, comment: dict[str, Any]) -> None:
-    author = db.users.find_one({"_id": comment["author_id"]})
-    assert author is not None
-    embedded = {
-        "author": {"_id": author["_id"], "name": author["name"]},
-        "body": comment["body"],
-        "created_at": comment["created_at"],
-    }
+    embedded = _embedded(comment, _name(db, comment["author_id"]))
     db.posts.update_one({"_id": comment["post_id"]}, {"$push": {"comments": embedded}, "$inc": {"comment_count": 1}})
 
 
@@ -210,21 +212,12 @@ def load_c(db: Db, data: dict[str, Any]) -> None:
     db.comment_buckets.create_index([("post_id", 1), ("count", 1)])
     db.comment_buckets.create_index([("post_id", 1), ("_id", -1)])
     db.comment_buckets.create_index("items.author._id")
-    # The buckets bucket.append would build, written in one batch: in comment
-    # order, at most BUCKET_SIZE a bucket, ObjectIds increasing in that order.
     by_post: dict[int, list[dict[str, Any]]] = {}
     for c in data["comments"]:
-        item = {
-            "author": {"_id": c["author_id"], "name": names[c["author_id"]]},
-            "body": c["body"],
-            "created_at": c["created_at"],
-        }
-        by_post.setdefault(c["post_id"], []).append(item)
-    buckets = []
-    for post_id, items in by_post.items():
-        for start in range(0, len(items), BUCKET_SIZE):
-            chunk = items[start : start + BUCKET_SIZE]
-            buckets.append({"_id": ObjectId(), "post_id": post_id, "count": len(chunk), "items": chunk})
+        by_post.setdefault(c["post_id"], []).append(_embedded(c, names[c["author_id"]]))
+    buckets = [
+        doc for post_id, items in by_post.items() for doc in bucket.filled({"post_id": post_id}, items, BUCKET_SIZE)
+    ]
     if buckets:
         db.comment_buckets.insert_many(buckets)
 
@@ -245,13 +238,7 @@ def list_c(db: Db, _: None) -> list[tuple[str, str, int]]:
 
 
 def comment_c(db: Db, comment: dict[str, Any]) -> None:
-    author = db.users.find_one({"_id": comment["author_id"]})
-    assert author is not None
-    item = {
-        "author": {"_id": author["_id"], "name": author["name"]},
-        "body": comment["body"],
-        "created_at": comment["created_at"],
-    }
+    item = _embedded(comment, _name(db, comment["author_id"]))
     bucket.append(db.comment_buckets, {"post_id": comment["post_id"]}, item, size=BUCKET_SIZE)
     db.posts.update_one({"_id": comment["post_id"]}, {"$inc": {"comment_count": 1}})
 
@@ -311,9 +298,7 @@ def list_d(db: Db, _: None) -> list[tuple[str, str, int]]:
 
 
 def comment_d(db: Db, comment: dict[str, Any]) -> None:
-    author = db.users.find_one({"_id": comment["author_id"]})
-    assert author is not None
-    db.comments.insert_one({**comment, "author_name": author["name"]})
+    db.comments.insert_one({**comment, "author_name": _name(db, comment["author_id"])})
     db.posts.update_one(
         {"_id": comment["post_id"]}, {"$inc": {"comment_count": 1}, "$set": {"last_comment_at": comment["created_at"]}}
     )

@@ -11,10 +11,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from bson import ObjectId
-
 from foliodb.lab.scenario import Db, Design, Question, Scenario
-from foliodb.patterns import fanout
+from foliodb.patterns import bucket, fanout
 
 TIMELINE = 20
 FOLLOWS_EACH = 10
@@ -72,11 +70,7 @@ def load_write(db: Db, data: dict[str, Any]) -> None:
     for post in data["posts"]:
         for follower in followers.get(post["author"], []):
             walls.setdefault(follower, []).append(post)
-    buckets = []
-    for owner, entries in walls.items():
-        for start in range(0, len(entries), WALL_BUCKET):
-            chunk = entries[start : start + WALL_BUCKET]
-            buckets.append({"_id": ObjectId(), "owner": owner, "count": len(chunk), "items": chunk})
+    buckets = [doc for owner, entries in walls.items() for doc in bucket.filled({"owner": owner}, entries, WALL_BUCKET)]
     if buckets:
         db.timeline.insert_many(buckets)
 

@@ -75,3 +75,12 @@ def test_window_start() -> None:
     assert bucket.window_start(when) == datetime.datetime(2026, 3, 1, 10, tzinfo=UTC)
     assert bucket.window_start(when, "day") == datetime.datetime(2026, 3, 1, tzinfo=UTC)
     assert bucket.window_start(when, "minute") == datetime.datetime(2026, 3, 1, 10, 37, tzinfo=UTC)
+
+
+def test_filled_buckets_load_as_append_would_build_them(db: Any) -> None:
+    db.comments.insert_many(bucket.filled({"post_id": 1}, [{"n": n} for n in range(7)], 3))
+    assert [b["count"] for b in db.comments.find({}, sort=[("_id", 1)])] == [3, 3, 1]
+    assert [c["n"] for c in bucket.items(db.comments, {"post_id": 1})] == list(range(7))
+    bucket.append(db.comments, {"post_id": 1}, {"n": 7}, size=3)  # appends go on in the open bucket
+    assert [b["count"] for b in db.comments.find({}, sort=[("_id", 1)])] == [3, 3, 2]
+    assert [c["n"] for c in bucket.latest(db.comments, {"post_id": 1}, 2)] == [7, 6]
