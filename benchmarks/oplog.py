@@ -421,33 +421,32 @@ def idle_embedded(workdir: str, watchers: int, seconds: float, settle: float = 2
 # -- the run ------------------------------------------------------------------------------
 
 
+def _ratio_table(title: str, by_storage: dict[str, Any], value: Any) -> list[str]:
+    """One row per storage and write workload, a column per label (current,
+    baseline) and, with two labels, their ratio; ``value`` reads a cell."""
+    labels = list(next(iter(by_storage.values())))
+    lines = [title, "| storage | workload | " + " | ".join(labels) + (" | ratio |" if len(labels) > 1 else " |")]
+    lines.append("|---|---|" + "--:|" * (len(labels) + (1 if len(labels) > 1 else 0)))
+    for storage, by_label in by_storage.items():
+        for workload in WRITE_WORKLOADS:
+            cells = [f"{value(by_label[label][workload]):,.0f}" for label in labels]
+            if len(labels) > 1:
+                ratio = value(by_label[labels[0]][workload]) / value(by_label[labels[1]][workload])
+                cells.append(f"{ratio:.2f}")
+            lines.append(f"| {storage} | {workload} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def _tables(results: dict[str, Any]) -> str:
     lines: list[str] = []
     writes = results.get("writes")
     if writes:
-        labels = list(next(iter(writes.values())))
-        lines.append("\nWrite throughput, median ops/s (insert_many: docs/s); current / baseline\n")
-        lines.append("| storage | workload | " + " | ".join(labels) + (" | ratio |" if len(labels) > 1 else " |"))
-        lines.append("|---|---|" + "--:|" * (len(labels) + (1 if len(labels) > 1 else 0)))
-        for storage, by_label in writes.items():
-            for workload in WRITE_WORKLOADS:
-                cells = [f"{by_label[label][workload]['median']:,.0f}" for label in labels]
-                if len(labels) > 1:
-                    ratio = by_label[labels[0]][workload]["median"] / by_label[labels[1]][workload]["median"]
-                    cells.append(f"{ratio:.2f}")
-                lines.append(f"| {storage} | {workload} | " + " | ".join(cells) + " |")
+        title = "\nWrite throughput, median ops/s (insert_many: docs/s); current / baseline\n"
+        lines += _ratio_table(title, writes, lambda cell: cell["median"])
     counted = results.get("instructions")
     if counted:
-        labels = list(next(iter(counted.values())))
-        lines.append("\nInstructions per write (callgrind; insert_many: per document); current / baseline\n")
-        lines.append("| storage | workload | " + " | ".join(labels) + (" | ratio |" if len(labels) > 1 else " |"))
-        lines.append("|---|---|" + "--:|" * (len(labels) + (1 if len(labels) > 1 else 0)))
-        for storage, by_label in counted.items():
-            for workload in WRITE_WORKLOADS:
-                cells = [f"{by_label[label][workload]:,.0f}" for label in labels]
-                if len(labels) > 1:
-                    cells.append(f"{by_label['current'][workload] / by_label[labels[1]][workload]:.2f}")
-                lines.append(f"| {storage} | {workload} | " + " | ".join(cells) + " |")
+        title = "\nInstructions per write (callgrind; insert_many: per document); current / baseline\n"
+        lines += _ratio_table(title, counted, lambda cell: cell)
     if "latency" in results:
         lines.append(
             "\nEvent latency (ms): event received - write acknowledged (<= commit to receipt <=) - write sent\n"
