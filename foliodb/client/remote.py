@@ -82,10 +82,7 @@ class RemoteExecutor:
         # This client's own session, for the writes it makes retryable (see the module docstring).
         self._lsid = {"id": Binary.from_uuid(uuid.uuid4(), UuidRepresentation.STANDARD)}
         self._txn_numbers = itertools.count(1)
-        self.close_connection()  # fails now, as DBPathInUse would, when no owner answers
-
-    def close_connection(self) -> None:
-        self._give(self._connect())
+        self._give(self._connect())  # fails now, as DBPathInUse would, when no owner answers
 
     def _connect(self) -> socket.socket:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -168,17 +165,25 @@ class SharedExecutor:
         if self.read_only:
             self.local = Executor.open(self.path, ReplicaSet(), javascript=self.javascript, read_only=True)
             return
+        refused = self._own()
+        if refused is None:
+            return
+        try:
+            self.remote = RemoteExecutor(self.path)
+        except OSError:
+            raise refused from None  # the owner shares nothing (an older FolioDB): its error stands
+
+    def _own(self) -> CommandError | None:
+        """Open the dbpath as its owner, sharing it; the DBPathInUse error when another process owns it."""
         try:
             self.local = Executor.open(self.path, ReplicaSet(), javascript=self.javascript)
         except CommandError as exc:
             if exc.code != ErrorCode.DBPathInUse:
                 raise
-            try:
-                self.remote = RemoteExecutor(self.path)
-            except OSError:
-                raise exc from None  # the owner shares nothing (an older FolioDB): its error stands
-            return
+            return exc
+        self.remote = None
         share(self.local.engine)
+        return None
 
     @property
     def engine(self) -> Any:
@@ -234,14 +239,7 @@ class SharedExecutor:
             self.remote.close()
         deadline = time.monotonic() + TAKEOVER_SECONDS
         while True:
-            try:
-                self.local = Executor.open(self.path, ReplicaSet(), javascript=self.javascript)
-            except CommandError as exc:
-                if exc.code != ErrorCode.DBPathInUse:
-                    raise
-            else:
-                self.remote = None
-                share(self.local.engine)
+            if self._own() is None:
                 return
             try:
                 self.remote = RemoteExecutor(self.path)
