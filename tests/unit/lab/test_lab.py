@@ -3,6 +3,7 @@ questions alike, and the measurements and reports it makes of them."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import random
 import shutil
@@ -93,14 +94,19 @@ def test_references_show_todays_price_after_a_price_change() -> None:
 
 
 def test_a_design_the_database_lacks_is_reported_not_run() -> None:
-    scenario = lab.SCENARIOS["iot"]
+    """A design whose ``available`` says no (a time-series collection on a database
+    without them) is listed, not measured, and never counted as a differing answer."""
+    iot_scenario = lab.SCENARIOS["iot"]
+    reading, hourly, _ = iot_scenario.designs
+    lacking = dataclasses.replace(hourly, name="lacking", available=lambda db: False)
+    scenario = dataclasses.replace(iot_scenario, designs=(reading, lacking))
     with foliodb.MongoClient(":memory:") as client:
         result = run_scenario(client, scenario, 10, calls=1)
-        series = next(d for d in result.designs if d.design == "timeseries")
-        assert series.available == scenario.designs[2].available(client.probe_db)
-        if not series.available:
-            assert series.measurements == [] and "timeseries" not in result.mismatches.get("record a reading", [])
         assert not [n for n in client.list_database_names() if n.startswith("lab_")]  # scratch dropped
+    absent = result.designs[1]
+    assert (absent.design, absent.available, absent.measurements, absent.data_bytes) == ("lacking", False, [], 0)
+    assert result.mismatches == {}
+    assert "(not available on this database)" in render_text([result])
 
 
 class _Page(HTMLParser):
