@@ -25,7 +25,6 @@ gone, as after a mongod restart.
 from __future__ import annotations
 
 import itertools
-import os
 import socket
 import struct
 import threading
@@ -156,7 +155,6 @@ class SharedExecutor:
         self.read_only = read_only  # a read-only client opens the files itself: no owner, no sharing
         # Server-side JavaScript for this process's own executor; through an owner, the owner's setting holds.
         self.javascript = javascript
-        self.pid = os.getpid()
         self.local: Executor | None = None
         self.remote: RemoteExecutor | None = None
         self._open()
@@ -193,14 +191,13 @@ class SharedExecutor:
     def execute(self, db: str, command: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
         local = self.local
         if local is not None:
-            if self.pid == os.getpid():
+            if not local.engine.storage.forked:  # set in a fork child (storage's at-fork hook)
                 return local.execute(db, command, **extra)
             self._forked()
         return self._remote_execute(db, command)
 
     def _forked(self) -> None:
         """In a child after fork(): the parent's engine is the parent's; reach it through its socket."""
-        self.pid = os.getpid()
         self.local = None
         self.remote = RemoteExecutor(self.path)
 
@@ -250,7 +247,7 @@ class SharedExecutor:
                 time.sleep(0.05)
 
     def close(self) -> None:
-        if self.local is not None and self.pid == os.getpid():
+        if self.local is not None:
             self.local.close()
         if self.remote is not None:
             self.remote.close()
