@@ -111,6 +111,27 @@ class IdLookup(AccessStage):
         }
 
 
+def index_scan_explain(stage: str, index: IndexInfo, direction: int, bounds: Any) -> dict[str, Any]:
+    """An index-reading stage as mongod's explain shows it (IXSCAN, DISTINCT_SCAN)."""
+    spec = index.spec
+    out: dict[str, Any] = {"stage": stage, "keyPattern": dict(index.key), "indexName": index.name}
+    if "collation" in spec:
+        out["collation"] = dict(spec["collation"])  # as mongod shows a collated index
+    out.update(
+        {
+            "isMultiKey": index.multikey,
+            "multiKeyPaths": {name: [name] if index.multikey else [] for name in index.key},
+            "isUnique": bool(spec.get("unique", False)),
+            "isSparse": bool(spec.get("sparse", False)),
+            "isPartial": "partialFilterExpression" in spec,
+            "indexVersion": 2,
+            "direction": "forward" if direction > 0 else "backward",
+            "indexBounds": bounds,
+        }
+    )
+    return out
+
+
 class IndexScan(AccessStage):
     """Records through an index's key ranges (IXSCAN, with the FETCH of each
     record in the same SQL statement). A multikey index can list a record
@@ -210,27 +231,7 @@ class IndexScan(AccessStage):
             batch = min(batch * 4, 512)
 
     def explain(self) -> dict[str, Any]:
-        spec = self.index.spec
-        out: dict[str, Any] = {
-            "stage": "IXSCAN",
-            "keyPattern": dict(self.index.key),
-            "indexName": self.index.name,
-        }
-        if "collation" in spec:
-            out["collation"] = dict(spec["collation"])  # as mongod shows a collated index
-        out.update(
-            {
-                "isMultiKey": self.index.multikey,
-                "multiKeyPaths": {name: [name] if self.index.multikey else [] for name in self.index.key},
-                "isUnique": bool(spec.get("unique", False)),
-                "isSparse": bool(spec.get("sparse", False)),
-                "isPartial": "partialFilterExpression" in spec,
-                "indexVersion": 2,
-                "direction": "forward" if self.direction > 0 else "backward",
-                "indexBounds": self.bounds,
-            }
-        )
-        return out
+        return index_scan_explain("IXSCAN", self.index, self.direction, self.bounds)
 
 
 class TextScan(AccessStage):
@@ -455,20 +456,7 @@ class DistinctScan(AccessStage):
             batch = min(batch * 4, 512)
 
     def explain(self) -> dict[str, Any]:
-        spec = self.index.spec
-        return {
-            "stage": "DISTINCT_SCAN",
-            "keyPattern": dict(self.index.key),
-            "indexName": self.index.name,
-            "isMultiKey": self.index.multikey,
-            "multiKeyPaths": {name: [name] if self.index.multikey else [] for name in self.index.key},
-            "isUnique": bool(spec.get("unique", False)),
-            "isSparse": bool(spec.get("sparse", False)),
-            "isPartial": "partialFilterExpression" in spec,
-            "indexVersion": 2,
-            "direction": "forward",
-            "indexBounds": self.bounds,
-        }
+        return index_scan_explain("DISTINCT_SCAN", self.index, 1, self.bounds)
 
 
 _NONE = object()  # no value found
