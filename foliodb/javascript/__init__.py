@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from foliodb import interrupt
-from foliodb.errors import CommandError
+from foliodb.errors import CommandError, ErrorCode
 
 if TYPE_CHECKING:
     from foliodb.javascript.runtime import Runtime
@@ -33,6 +33,8 @@ def new_runtime(scope: Any = None) -> Runtime:
     if not enabled:
         raise CommandError(31264, "Cannot run server-side javascript without the javascript engine enabled")
     # QuickJS and ctypes load on first use: a client that runs no JavaScript never pays for them.
-    from foliodb.javascript.runtime import Runtime
-
+    try:
+        from foliodb.javascript.runtime import Runtime
+    except ImportError as exc:  # the engine's wheel is missing or shadowed: the message says which
+        raise CommandError(ErrorCode.InternalError, str(exc)) from None
     return Runtime(heap_mb, scope)

@@ -1,6 +1,8 @@
 """A sandboxed JavaScript context for one operation's server-side code.
 
-The engine is QuickJS (the ``quickjs`` wheel), chosen over V8 (the
+The engine is QuickJS, in its maintained fork quickjs-ng (the ``quickjs-ng``
+wheel, a drop-in for the archived ``quickjs`` one, whose 2021 engine crashes
+when an allocation fails near the heap limit), chosen over V8 (the
 ``mini_racer`` wheel) by measurement and by what each bounds. A call into
 JavaScript with a small document costs about 5 microseconds on QuickJS and
 about 240 on mini_racer, whose every call crosses to V8's own thread: for
@@ -32,10 +34,12 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import importlib.metadata
 import re
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import _quickjs
@@ -48,6 +52,22 @@ from foliodb.javascript.values import from_json, to_json
 
 _STACK_BYTES = 1024 * 1024
 
+
+def _check_engine() -> None:
+    # Both wheels install `_quickjs`; where the archived one was installed first its
+    # interpreter-specific extension outranks quickjs-ng's abi3 one on import.
+    try:
+        ours = {f.name for f in importlib.metadata.files("quickjs-ng") or ()}
+    except importlib.metadata.PackageNotFoundError:
+        ours = set()
+    if Path(_quickjs.__file__ or "").name not in ours:
+        raise ImportError(
+            f"{_quickjs.__file__} is not quickjs-ng's engine (the archived `quickjs` package shadows it): "
+            "run `pip uninstall quickjs quickjs-ng` and then `pip install quickjs-ng`"
+        )
+
+
+_check_engine()
 _lib = ctypes.CDLL(_quickjs.__file__)
 _Handler = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
 _lib.JS_SetInterruptHandler.argtypes = [ctypes.c_void_p, _Handler, ctypes.c_void_p]

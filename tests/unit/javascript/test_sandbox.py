@@ -30,6 +30,7 @@ import foliodb
 from foliodb.auth.command_table import Subject, authorize
 from foliodb.auth.privileges import PrivilegeSet
 from foliodb.auth.roles import privileges_of
+from foliodb.errors import CommandError
 from foliodb.javascript.runtime import Runtime
 
 
@@ -82,6 +83,18 @@ def test_an_allocating_loop_fails_at_the_heap_limit_and_the_next_operation_runs(
     assert client.admin.command("getParameter", 1, jsHeapLimitMB=1)["jsHeapLimitMB"] == 16
 
 
+def test_many_contexts_at_the_heap_limit_fail_cleanly() -> None:
+    # The archived quickjs engine crashed the process when an allocation failed with the heap
+    # almost full (its error object could not be built); where the limit falls depends on the
+    # allocation sizes, so this steps them across many fresh contexts.
+    for step in range(0, 2000, 41):
+        js = Runtime(4)
+        loop = js.function(f"function() {{ var a = []; while (true) a.push('x'.repeat({1000 + step}) + a.length) }}")
+        with pytest.raises(CommandError) as info:
+            js.call(loop, [])
+        assert (info.value.code, info.value.errmsg) == (139, "Out of memory")
+
+
 def test_throwing_null_is_not_out_of_memory(one: Any) -> None:
     with pytest.raises(OperationFailure) as info:
         _value(one, "function() { throw null }")
@@ -98,7 +111,8 @@ def test_a_script_cannot_catch_its_interruption(one: Any) -> None:
 def test_deep_recursion_is_an_error_not_a_crash(one: Any) -> None:
     with pytest.raises(OperationFailure) as info:
         _value(one, "function() { function f(n) { return f(n + 1) + 1 } return f(0) }")
-    assert info.value.code == 139 and "stack overflow" in info.value.details["errmsg"]
+    # The engine's wording (SpiderMonkey's is "InternalError: too much recursion").
+    assert (info.value.code, info.value.details["errmsg"]) == (139, "RangeError: Maximum call stack size exceeded")
 
 
 @pytest.mark.parametrize(
@@ -185,3 +199,12 @@ def test_map_reduce_privileges(roles: list[tuple[str, str]], out: Any, allowed: 
 def test_nobody_may_map_reduce() -> None:
     nobody = Subject(frozenset(), frozenset(), PrivilegeSet())
     assert authorize(nobody, "shop", {**MR, "out": {"inline": 1}}, lambda db, name: None).refusal is not None
+
+
+def test_an_engine_other_than_quickjs_ng_is_refused_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The archived wheel's extension, where an old install left it, outranks quickjs-ng's on import.
+    import foliodb.javascript.runtime as runtime
+
+    monkeypatch.setattr(runtime._quickjs, "__file__", "/site-packages/_quickjs.cpython-311-x86_64-linux-gnu.so")
+    with pytest.raises(ImportError, match="pip uninstall quickjs quickjs-ng"):
+        runtime._check_engine()

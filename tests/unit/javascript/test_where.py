@@ -98,7 +98,7 @@ def test_updates_and_deletes_filter_with_where(db: Any) -> None:
     [
         ("throw new Error('boom')", "Error: boom"),
         ("this.a.b", "TypeError: cannot read property 'b' of undefined"),  # this.a is undefined
-        ("nosuchname > 1", "ReferenceError: 'nosuchname' is not defined"),
+        ("nosuchname > 1", "ReferenceError: nosuchname is not defined"),  # SpiderMonkey's wording too
     ],
 )
 def test_errors_in_user_code_are_js_interpreter_failures(db: Any, code: str, message: str) -> None:
