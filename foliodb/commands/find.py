@@ -8,6 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import bson
+from bson import Int64
+
 from foliodb.commands import collation, oplog_rs, params
 from foliodb.commands.accesses import counted
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
@@ -16,8 +19,11 @@ from foliodb.commands.registry import COMMANDS
 from foliodb.commands.tailable import tail_source
 from foliodb.commands.views import is_view, view_documents
 from foliodb.commands.write import collection_name
+from foliodb.engine import usage
+from foliodb.engine.catalog import CODEC
 from foliodb.engine.count import CountExecution
 from foliodb.engine.distinct import DistinctExecution
+from foliodb.engine.planner import id_point_keys
 from foliodb.engine.query import FindExecution, FindSpec
 from foliodb.errors import CommandError, ErrorCode, location
 
@@ -101,8 +107,49 @@ def documents(
     return iter(execution(request, name, spec, let))
 
 
+# find_one by _id as drivers send it ({find, filter: {_id: v}, limit: 1, singleBatch: true}), with
+# the session, routing and Stable API fields the executor has already handled: all a point read has.
+_POINT_FIELDS = frozenset(
+    {
+        "find", "filter", "limit", "singleBatch", "readConcern", "lsid", "txnNumber", "autocommit",
+        "startTransaction", "$db", "$clusterTime", "$readPreference", "apiVersion", "apiStrict",
+        "apiDeprecationErrors",
+    }
+)  # fmt: skip
+
+
+def point_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The reply to a find of one document by ``_id`` (mongod's IDHACK), read
+    without a spec, a plan or a cursor; None when the general path must answer
+    (any other field, a view, a default collation, the profiler on, the oplog).
+    Its reply, counters and errors are the general path's: the read goes
+    through the same record store, the ``_id`` index counts one access."""
+    if not cmd.keys() <= _POINT_FIELDS or cmd.get("limit") != 1 or cmd.get("singleBatch") is not True:
+        return None
+    filter_spec, name, db = cmd.get("filter"), cmd["find"], request.db
+    if type(filter_spec) is not dict or type(name) is not str or db == "local" or type(cmd["limit"]) is not int:
+        return None
+    keys = id_point_keys(filter_spec)
+    engine = request.engine
+    info = engine.catalog.get(db, name)
+    if keys is None or info is None or info.is_view or "collation" in info.options:
+        return None
+    profiling = engine.profiling.get(db) if engine.profiling else None
+    if profiling is not None and profiling.level:
+        return None
+    params.read_concern(cmd, request.executor.replica_set is not None)
+    store = engine.store_of(info)
+    usage.id_lookup_used(engine.usage, store)
+    row = store.row_by_id_key(keys[0])
+    batch = [] if row is None else [bson.decode(row[1], CODEC)]
+    return {"cursor": {"firstBatch": batch, "id": Int64(0), "ns": f"{db}.{name}"}, "ok": 1.0}
+
+
 @COMMANDS.register("find")
 def cmd_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    point = point_find(request, cmd)
+    if point is not None:
+        return point
     name = collection_name(cmd, "find")
     spec, fields = parse_find(cmd)
     params.read_concern(cmd, request.executor.replica_set is not None)

@@ -172,6 +172,13 @@ def plan_used(usage: EngineUsage, store: CollectionStore, access: AccessStage) -
             used.ops += 1
 
 
+def id_lookup_used(usage: EngineUsage, store: CollectionStore) -> None:
+    """:func:`plan_used` of an ``_id`` point lookup (IDHACK), for the point-read path."""
+    used = usage.indexes_of(store.info).get("_id_")
+    if used is not None:
+        used.ops += 1
+
+
 def command_finished(
     usage: EngineUsage, catalog: Catalog, db: str, name: str, command: Mapping[str, Any], seconds: float
 ) -> None:
