@@ -327,7 +327,7 @@ def _decode_number(r: _Reader) -> Any:
     bits = bits ^ _SIGN if bits & _SIGN else bits ^ _ALL
     (d,) = struct.unpack(">d", _PACK_BITS(bits))
     if r.byte() == _EXACT[0]:
-        if d.is_integer() and abs(d) < 2**63:
+        if d.is_integer() and -(2**63) <= d < 2**63:  # Int64's range, its minimum included
             n = int(d)
             return n if -(2**31) <= n < 2**31 else Int64(n)
         return d

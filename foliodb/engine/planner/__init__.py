@@ -235,6 +235,10 @@ def _wildcard_candidates(index: IndexInfo, conditions: dict[str, list[Any]]) -> 
             continue
         if projection and not wildcard_projected(path, projection):
             continue
+        if any(part.isdigit() for part in path.split(".")):
+            # "a.0" may be an array position: its matches are keyed under "a" (a wildcard key
+            # holds no positions), so bounds on the path "a.0" would miss them.
+            continue
         intervals = field_intervals(conds, multikey=True)
         if intervals is None or includes_null(intervals):
             continue

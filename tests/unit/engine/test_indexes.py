@@ -407,3 +407,15 @@ def test_equality_to_an_array_whose_first_element_is_an_array(db: Any) -> None:
     assert [d["_id"] for d in db.c.find({"a": [[]]})] == [0]
     assert [d["_id"] for d in db.c.find({"a": [[1], 2]})] == [1]
     assert [d["_id"] for d in db.c.find({"a": [1]}).sort("_id", 1)] == [1, 2]
+
+
+# https://www.mongodb.com/docs/manual/core/indexes/index-types/index-wildcard/ : a wildcard key holds a
+# path without array positions ({a: [{b: 1}]} is keyed under "a.b"), so a query whose path has a
+# numeric component ("a.0.b": an array position or a field named "0") must not be answered from keys
+# of that path alone.
+def test_wildcard_index_and_paths_with_array_positions(db: Any) -> None:
+    db.c.create_index([("$**", 1)])
+    db.c.insert_many([{"_id": 0, "a": [[]]}, {"_id": 1, "a": [{"b": 1}]}, {"_id": 2, "a": {"0": {"b": 1}}}])
+    assert [d["_id"] for d in db.c.find({"a.0": []})] == [0]
+    assert [d["_id"] for d in db.c.find({"a.0.b": 1}).sort("_id", 1)] == [1, 2]
+    assert [d["_id"] for d in db.c.find({"c": None, "a.0": []})] == [0]
