@@ -81,6 +81,13 @@ def _flag(command: Mapping[str, Any], name: str) -> bool | None:
 def check_api_parameters(name: str, command: Mapping[str, Any], parameters: Mapping[str, Any]) -> None:
     """Refuse ``command`` (named ``name``) if its Stable API fields, or the
     server's ``requireApiVersion`` (in ``parameters``), do not allow it."""
+    if (
+        "apiVersion" not in command
+        and "apiStrict" not in command
+        and "apiDeprecationErrors" not in command
+        and not parameters.get("requireApiVersion")
+    ):
+        return  # most commands: nothing to check
     version = command.get("apiVersion")
     if version is not None and type_name(version) != "string":
         raise CommandError(

@@ -181,15 +181,17 @@ class Executor:
             raise CommandError(ErrorCode.FailedToParse, "Empty command")
         name = next(iter(command))
         handler = registry.COMMANDS.get(name)
-        api_version.check_api_parameters(name, command, self.engine.parameters)
+        engine = self.engine
+        api_version.check_api_parameters(name, command, engine.parameters)
         request = Request(self, db, name, extra=extra)
-        max_time = params.field(command, "maxTimeMS", "integer", name)
-        if max_time is not None and max_time < 0:
-            raise CommandError(
-                ErrorCode.BadValue, f"BSON field 'maxTimeMS' value must be >= 0, actual value '{max_time}'"
-            )
-        if max_time and name != "getMore":  # a getMore's maxTimeMS is its await time (awaitData cursors)
-            request.deadline = op.deadline = time.monotonic() + max_time / 1000.0
+        if "maxTimeMS" in command:
+            max_time = params.field(command, "maxTimeMS", "integer", name)
+            if max_time is not None and max_time < 0:
+                raise CommandError(
+                    ErrorCode.BadValue, f"BSON field 'maxTimeMS' value must be >= 0, actual value '{max_time}'"
+                )
+            if max_time and name != "getMore":  # a getMore's maxTimeMS is its await time (awaitData cursors)
+                request.deadline = op.deadline = time.monotonic() + max_time / 1000.0
         if self.replica_set is not None and name in WRITE_COMMANDS:
             unsatisfiable = write_concern_error(command.get("writeConcern"))
             if unsatisfiable is not None:
@@ -204,11 +206,9 @@ class Executor:
             reply = exc.to_reply()
         if self.replica_set is not None and (in_session or "connection_id" in extra):
             reply.update(sessions.cluster_time_fields(request))
-        if self.engine.profiling:
+        if engine.profiling:
             profiler.record(request, command, reply, int((time.perf_counter() - started) * 1000))
-        usage.command_finished(
-            self.engine.usage, self.engine.storage.published, db, name, command, time.perf_counter() - started
-        )
+        usage.command_finished(engine.usage, engine.storage.published, db, name, command, time.perf_counter() - started)
         self._count(name, command)
         return reply
 
