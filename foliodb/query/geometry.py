@@ -21,7 +21,7 @@ is its interior, however large, where a default ring means the smaller of
 its two sides. S2 reads a loop's interior from its orientation, so a big
 polygon is its loop un-normalized; :attr:`Geometry.big` marks it, since
 mongod queries with big polygons but neither indexes nor matches stored ones
-(https://www.mongodb.com/docs/manual/reference/operator/query/geoWithin/#std-label-geowithin-big-polygon).
+(https://www.mongodb.com/docs/manual/reference/operator/query/geoWithin/).
 
 Regions answer ``within(geometry)`` for ``$geoWithin``; :func:`intersects`
 answers ``$geoIntersects``; :func:`distance` is the angle from a point to

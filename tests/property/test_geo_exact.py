@@ -154,7 +154,7 @@ def test_big_polygon_is_the_complement_of_its_ring(
     (seen from above) a convex ring's interior is the rest of the earth, a big
     polygon; counter-clockwise, the ring's small inside. The default crs means
     the small inside either way.
-    https://www.mongodb.com/docs/manual/reference/operator/query/geoWithin/#std-label-geowithin-big-polygon
+    https://www.mongodb.com/docs/manual/reference/operator/query/geoWithin/
 
     The expected answer is independent of S2 and FolioDB: the ring's corners
     lie on a circle (radius under 90 degrees) around ``center``, so it is

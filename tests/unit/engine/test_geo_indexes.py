@@ -21,7 +21,7 @@ INDEX_2DSPHERE = "https://www.mongodb.com/docs/manual/core/indexes/index-types/g
 INDEX_2D = "https://www.mongodb.com/docs/manual/core/indexes/index-types/geospatial/2d/"
 GEONEAR = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/geoNear/"
 GEOWITHIN_BIG = (
-    "https://www.mongodb.com/docs/manual/reference/operator/query/geoWithin/#std-label-geowithin-big-polygon"
+    "https://www.mongodb.com/docs/manual/reference/operator/query/geoWithin/"
 )
 RADIUS = 6378.1 * 1000
 STRICT = {"type": "name", "properties": {"name": "urn:x-mongodb:crs:strictwinding:EPSG:4326"}}
