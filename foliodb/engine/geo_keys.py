@@ -15,8 +15,9 @@ a range of hashes.
 Either is stored as the keystring of its 8 big-endian bytes (BinData, all
 of one length, so byte order is numeric order). Other fields of a compound geo index key as in a B-tree.
 A document whose geo field is missing, null or an empty array has no
-entries (geo indexes are sparse); a value that is not a geometry fails the
-write: 16755 for ``2dsphere``, 16804 and 13027 for ``2d``, as mongod.
+entries (geo indexes are sparse); a value that is not a geometry, or is a
+big polygon (strict-winding CRS), fails the write: 16755 for ``2dsphere``,
+16804 and 13027 for ``2d``, as mongod.
 """
 
 from __future__ import annotations
@@ -121,6 +122,8 @@ def sphere_document_keys(
                     g = geo.parse_geometry(value)
                     if not g.geojson and not g.points:
                         geo.sphere_point(*geo.flat_point(value))  # raises the bounds error
+                    if g.big:  # mongod's S2GetKeysForElement: big polygons are for queries only
+                        raise geo.GeoError("can't index geometry with strict winding order")
                 except geo.GeoError as exc:
                     raise CommandError(16755, f"Can't extract geo keys: {render_document(doc)}  {exc}") from None
                 cells |= geometry_cells(g)

@@ -14,6 +14,15 @@ pairs (``[x, y]`` or an embedded document's first two fields). A value that
 is not well formed raises :class:`GeoError` with mongod's message; callers
 turn it into BadValue (a query operand) or 16755 (an indexed document).
 
+A GeoJSON object may name its ``crs``: EPSG:4326 (the default) or, for a
+Polygon alone, MongoDB's strict-winding CRS (:data:`STRICT_WINDING`), which
+makes a "big polygon": one ring whose left side (counter-clockwise winding)
+is its interior, however large, where a default ring means the smaller of
+its two sides. S2 reads a loop's interior from its orientation, so a big
+polygon is its loop un-normalized; :attr:`Geometry.big` marks it, since
+mongod queries with big polygons but neither indexes nor matches stored ones
+(https://www.mongodb.com/docs/manual/reference/operator/query/geoWithin/).
+
 Regions answer ``within(geometry)`` for ``$geoWithin``; :func:`intersects`
 answers ``$geoIntersects``; :func:`distance` is the angle from a point to
 the nearest part of a geometry, for ``$near``. Distances on the sphere are
@@ -36,6 +45,8 @@ from foliodb.query.render import render
 EARTH_RADIUS_METERS = 6378.1 * 1000  # mongod's kRadiusOfEarthInMeters
 # Two points this close (radians, ~6 nm) are one point: a point lies on a line.
 _ON_LINE = 1e-15
+STRICT_WINDING = "urn:x-mongodb:crs:strictwinding:EPSG:4326"
+_DEFAULT_CRS = ("urn:ogc:def:crs:OGC:1.3:CRS84", "EPSG:4326")
 
 
 class GeoError(ValueError):
@@ -49,6 +60,7 @@ class Geometry:
     polygons: tuple[Any, ...] = ()  # S2Polygon
     flat: tuple[float, float] | None = None  # a single point's (x, y)
     geojson: bool = True  # False: a legacy coordinate pair
+    big: bool = False  # a strict-winding Polygon
 
 
 def _number(value: Any) -> bool:
@@ -127,7 +139,7 @@ def _line(value: Any) -> Any:
     return line
 
 
-def _loop(ring: Any) -> Any:
+def _loop(ring: Any, normalize: bool = True) -> Any:
     points = _coordinates(ring)
     if not points or not same_point(points[0], points[-1]):
         raise GeoError(f"Loop is not closed, first vertex does not equal last vertex: {ring}")
@@ -139,8 +151,8 @@ def _loop(ring: Any) -> Any:
     loop = s2.S2Loop(vertices)
     if not loop.IsValid():
         raise GeoError(f"Loop is not valid: {ring} Edges cross or vertices are duplicated")
-    # A ring's winding does not matter: the smaller of its two sides is meant.
-    loop.Normalize()
+    if normalize:  # a default-CRS ring's winding does not matter: the smaller side is meant
+        loop.Normalize()
     return loop
 
 
@@ -161,10 +173,41 @@ def _polygon(value: Any) -> Any:
     return polygon
 
 
+def _big_polygon(value: Any) -> Any:
+    """A strict-winding Polygon's coordinates (a list): one ring, its left side the inside."""
+    if len(value) != 1:
+        raise GeoError(f"Only one simple loop is allowed in a big polygon: {value}")
+    polygon = s2.S2Polygon()
+    polygon.InitNested([_loop(value[0], normalize=False)])
+    return polygon
+
+
+def _strict_crs(obj: Mapping[str, Any]) -> bool:
+    """Does ``obj`` name the strict-winding CRS? Checked as mongod's parseGeoJSONCRS."""
+    if "crs" not in obj:
+        return False
+    crs = obj["crs"]
+    if not isinstance(crs, Mapping):
+        raise GeoError("GeoJSON CRS must be an object")
+    if crs.get("type") != "name":
+        raise GeoError('GeoJSON CRS must have field "type": "name"')
+    properties = crs.get("properties")
+    if not isinstance(properties, Mapping):
+        raise GeoError('CRS must have field "properties" which is an object')
+    name = properties.get("name")
+    if not isinstance(name, str):
+        raise GeoError('In CRS, "properties.name" must be a string')
+    if name in _DEFAULT_CRS:
+        return False
+    if name == STRICT_WINDING:
+        return True
+    raise GeoError(f"Unknown CRS name: {name}")
+
+
 _SIMPLE = ("Point", "LineString", "Polygon", "MultiPoint", "MultiLineString", "MultiPolygon")
 
 
-def _geojson(obj: Mapping[str, Any]) -> Geometry:
+def _geojson(obj: Mapping[str, Any], in_collection: bool = False) -> Geometry:
     kind = obj.get("type")
     if kind == "GeometryCollection":
         members = obj.get("geometries")
@@ -176,7 +219,7 @@ def _geojson(obj: Mapping[str, Any]) -> Geometry:
                 raise GeoError(f'Element {member} of "geometries" is not an object')
             if member.get("type") not in _SIMPLE:
                 raise GeoError(f'Element {member} of "geometries" is not a valid GeoJSON geometry')
-            parts.append(_geojson(member))
+            parts.append(_geojson(member, in_collection=True))
         return Geometry(
             tuple(p for g in parts for p in g.points),
             tuple(line for g in parts for line in g.lines),
@@ -184,6 +227,10 @@ def _geojson(obj: Mapping[str, Any]) -> Geometry:
         )
     if kind not in _SIMPLE:
         raise GeoError(f"unknown GeoJSON type: {_shown(obj)}")
+    big = _strict_crs(obj)
+    # A big polygon in a GeometryCollection is refused too: mongod cannot use one there.
+    if big and (kind != "Polygon" or in_collection):
+        raise GeoError("Strict winding order is only supported by polygon")
     coords = obj.get("coordinates")
     if kind == "Point":
         if not isinstance(coords, list):
@@ -195,6 +242,8 @@ def _geojson(obj: Mapping[str, Any]) -> Geometry:
     if kind == "LineString":
         return Geometry(lines=(_line(coords),))
     if kind == "Polygon":
+        if big:
+            return Geometry(polygons=(_big_polygon(coords),), big=True)
         return Geometry(polygons=(_polygon(coords),))
     if not coords:
         raise GeoError(f"{kind} coordinates must have at least 1 element")

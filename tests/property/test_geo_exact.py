@@ -4,7 +4,7 @@ Random points and random shapes; the expected answer is computed here with
 independent formulas (never FolioDB's code): the haversine distance on
 mongod's sphere (radius 6378.1 km) for ``$centerSphere`` and ``$near``, the
 sign of a triple product for a point against a great-circle edge (a
-GeoJSON triangle), and plane geometry for ``$box``, ``$polygon``,
+GeoJSON triangle, and a convex ring as a big polygon's complement), and plane geometry for ``$box``, ``$polygon``,
 ``$center`` and a 2d ``$near``. Points within a hair of a boundary (where
 float rounding may decide either way) are left out of the comparison.
 Each query must also have used the index (explain), so the index path, not
@@ -132,6 +132,65 @@ def test_geojson_triangle_matches_great_circle_sides(geo_db: Any, points: Any, c
             assert (i in got) == all(s > 0 for s in sides), (p, corners)
 
 
+def destination(start: tuple[float, float], bearing: float, angle: float) -> tuple[float, float]:
+    """The point ``angle`` radians from ``start`` along ``bearing`` (radians, clockwise from north)."""
+    lng, lat = map(math.radians, start)
+    lat2 = math.asin(math.sin(lat) * math.cos(angle) + math.cos(lat) * math.sin(angle) * math.cos(bearing))
+    y = math.sin(bearing) * math.sin(angle) * math.cos(lat)
+    lng2 = lng + math.atan2(y, math.cos(angle) - math.sin(lat) * math.sin(lat2))
+    return (math.degrees(lng2) + 180) % 360 - 180, math.degrees(lat2)
+
+
+STRICT = {"type": "name", "properties": {"name": "urn:x-mongodb:crs:strictwinding:EPSG:4326"}}
+BEARINGS = st.lists(st.integers(min_value=0, max_value=71), min_size=3, max_size=8, unique=True)
+
+
+@SETTINGS
+@given(POINTS, st.tuples(LNG, LAT), st.floats(min_value=0.05, max_value=1.4), BEARINGS, st.booleans())
+def test_big_polygon_is_the_complement_of_its_ring(
+    geo_db: Any, points: Any, center: Any, radius: float, steps: list[int], clockwise: bool
+) -> None:
+    """A strict-winding ring's interior is its left side: walked clockwise
+    (seen from above) a convex ring's interior is the rest of the earth, a big
+    polygon; counter-clockwise, the ring's small inside. The default crs means
+    the small inside either way.
+    https://www.mongodb.com/docs/manual/reference/operator/query/geoWithin/
+
+    The expected answer is independent of S2 and FolioDB: the ring's corners
+    lie on a circle (radius under 90 degrees) around ``center``, so it is
+    convex and under a hemisphere, and a point is inside it exactly when it
+    is left of every edge walked counter-clockwise (a positive triple
+    product); inside the big polygon exactly when it is not. The index path
+    (covering cells of a region larger than a hemisphere) must agree with a
+    collection scan and with that answer."""
+    corners = [destination(center, math.radians(5 * k), radius) for k in sorted(steps)]  # clockwise: bearings grow
+    ccw = [unit(p) for p in reversed(corners)]
+    if any(abs(triple(ccw[k - 2], ccw[k - 1], ccw[k])) < 1e-9 for k in range(len(ccw))):
+        return  # three corners nearly on one great circle: the ring may not be convex to S2
+    ring = corners if clockwise else corners[::-1]
+    coordinates = [[list(p) for p in ring] + [list(ring[0])]]
+    coll = load(geo_db, points)
+    strict_shape = {"type": "Polygon", "coordinates": coordinates, "crs": STRICT}
+    default_shape = {"type": "Polygon", "coordinates": coordinates}
+    small: set[int] = set()
+    settled: set[int] = set()  # points clear of the ring's edges
+    for i, p in enumerate(points):
+        sides = [triple(ccw[k], ccw[(k + 1) % len(ccw)], unit(p)) for k in range(len(ccw))]
+        if min(abs(side) for side in sides) > 1e-9:
+            settled.add(i)
+            if all(side > 0 for side in sides):
+                small.add(i)
+    expected = {"strict": settled - small if clockwise else small, "default": small}
+    for crs, shape in (("strict", strict_shape), ("default", default_shape)):
+        for op in ("$geoWithin", "$geoIntersects"):
+            query = {"s": {op: {"$geometry": shape}}}
+            indexed = {d["_id"] for d in coll.find(query)}
+            assert uses(coll, query, "s_2dsphere")
+            scanned = {d["_id"] for d in coll.find(query).hint([("$natural", 1)])}
+            assert indexed == scanned, (crs, op)
+            assert indexed & settled == expected[crs], (crs, op, ring)
+
+
 @SETTINGS
 @given(POINTS, st.tuples(LNG, LAT), st.tuples(LNG, LAT), st.lists(st.tuples(LNG, LAT), min_size=3, max_size=3))
 def test_flat_shapes_on_a_2d_index(geo_db: Any, points: Any, c1: Any, c2: Any, triangle: Any) -> None:
@@ -172,11 +231,20 @@ NUMBERS = st.one_of(
 )
 COORD = st.one_of(st.lists(NUMBERS, max_size=3), NUMBERS, st.text(max_size=2), st.none())
 COORDS = st.recursive(COORD, lambda inner: st.lists(inner, max_size=5), max_leaves=12)
+CRS_NAMES = st.sampled_from([STRICT["properties"]["name"], "EPSG:4326", "EPSG:3857", 4326])
+CRS = st.one_of(
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["name", "link"]), "properties": st.fixed_dictionaries({"name": CRS_NAMES})}
+    ),
+    st.fixed_dictionaries({"type": st.just("name")}, optional={"properties": st.one_of(st.none(), st.just({}))}),
+    COORD,
+)
 GEOJSON = st.fixed_dictionaries(
     {
         "type": st.sampled_from(["Point", "LineString", "Polygon", "MultiPoint", "MultiPolygon", "Box", 5]),
         "coordinates": COORDS,
-    }
+    },
+    optional={"crs": CRS},
 )
 SHAPE = st.one_of(
     st.fixed_dictionaries({"$geometry": GEOJSON}),

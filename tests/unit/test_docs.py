@@ -323,8 +323,12 @@ def _row_geo(db: Any) -> None:
     assert _code(lambda: db.c.insert_one({"loc": [200, 0]})) == 16755
     assert _code(lambda: db.d.create_index([("loc", "2dsphere")], **{"2dsphereIndexVersion": 2})) == 238
     crs = {"type": "name", "properties": {"name": "urn:x-mongodb:crs:strictwinding:EPSG:4326"}}
-    big = {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]], "crs": crs}
-    assert _code(lambda: db.c.find_one({"loc": {"$geoWithin": {"$geometry": big}}})) == 238
+    # Clockwise around [1, 2] x [1, 2]: under strict winding, the rest of the earth.
+    big = {"type": "Polygon", "coordinates": [[[1, 1], [1, 2], [2, 2], [2, 1], [1, 1]]], "crs": crs}
+    assert db.c.find_one({"loc": {"$geoWithin": {"$geometry": big}}}) is not None
+    assert db.c.find_one({"loc": {"$geoIntersects": {"$geometry": big}}}) is not None
+    assert _code(lambda: db.c.insert_one({"loc": big})) == 16755
+    assert _code(lambda: db.c.find_one({"loc": {"$geoWithin": {"$geometry": {**big, "type": "MultiPolygon"}}}})) == 2
     assert _code(lambda: db.c.create_index([("h", "geoHaystack")])) == 238
 
 

@@ -5,8 +5,10 @@ Manual: https://www.mongodb.com/docs/manual/reference/operator/query-geospatial/
 ``$geoWithin`` takes one shape: ``$geometry`` (a GeoJSON Polygon or
 MultiPolygon, on the sphere), ``$centerSphere`` (a cap, radius in radians),
 or a flat shape read on the plane (``$box``, ``$polygon``, ``$center``).
-``$geoIntersects`` takes a ``$geometry`` of any GeoJSON type. Values that
-are not geometries never match.
+``$geoIntersects`` takes a ``$geometry`` of any GeoJSON type. Either may be
+a big polygon: a single-ringed Polygon with the strict-winding ``crs``,
+larger than a hemisphere if its ring says so (see :mod:`foliodb.query.geometry`).
+Values that are not geometries never match.
 
 ``$near``/``$nearSphere`` order a find's results by distance, which the
 engine does with a geo index (:mod:`foliodb.engine.planner.geo`); as a
@@ -22,23 +24,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from foliodb.errors import CommandError, ErrorCode, bad_value
+from foliodb.errors import bad_value
 from foliodb.query import compare as cmp
 from foliodb.query import geometry as geo
 from foliodb.query.context import Context
 from foliodb.query.filter import FIELD_OPS, Clause, Leaf
 
-_STRICT_WINDING = "urn:x-mongodb:crs:strictwinding:EPSG:4326"
-
 
 def query_geometry(value: Any) -> geo.Geometry:
-    """A query operand's geometry; a malformed one is BadValue."""
-    if isinstance(value, Mapping) and isinstance(value.get("crs"), Mapping):
-        name = value["crs"].get("properties", {}).get("name") if isinstance(value["crs"], Mapping) else None
-        if name == _STRICT_WINDING:
-            raise CommandError(
-                ErrorCode.NotImplemented, "big polygons (strictwinding crs) are not implemented in FolioDB yet"
-            )
+    """A query operand's geometry (a big polygon too); a malformed one is BadValue."""
     try:
         return geo.parse_geometry(value)
     except geo.GeoError as exc:
@@ -46,11 +40,14 @@ def query_geometry(value: Any) -> geo.Geometry:
 
 
 def stored_geometry(value: Any) -> geo.Geometry | None:
-    """A document value's geometry, or None when it is not one."""
+    """A document value's geometry, or None when it is not one. A stored big
+    polygon matches nothing: mongod compares a query only with default-CRS
+    shapes (its intersects answers false for one, and it refuses to index one)."""
     try:
-        return geo.parse_geometry(value)
+        g = geo.parse_geometry(value)
     except geo.GeoError:
         return None
+    return None if g.big else g
 
 
 def _non_negative(value: Any, what: str) -> float:

@@ -20,7 +20,13 @@ from pymongo.errors import OperationFailure, WriteError
 INDEX_2DSPHERE = "https://www.mongodb.com/docs/manual/core/indexes/index-types/geospatial/2dsphere/"
 INDEX_2D = "https://www.mongodb.com/docs/manual/core/indexes/index-types/geospatial/2d/"
 GEONEAR = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/geoNear/"
+GEOWITHIN_BIG = (
+    "https://www.mongodb.com/docs/manual/reference/operator/query/geoWithin/"
+)
 RADIUS = 6378.1 * 1000
+STRICT = {"type": "name", "properties": {"name": "urn:x-mongodb:crs:strictwinding:EPSG:4326"}}
+# Everything but the square [95, 105] x [-5, 5]: its ring walked clockwise.
+BIG = {"type": "Polygon", "coordinates": [[[95, -5], [95, 5], [105, 5], [105, -5], [95, -5]]], "crs": STRICT}
 
 
 def haversine(a: tuple[float, float], b: tuple[float, float]) -> float:
@@ -57,6 +63,9 @@ def test_index_spec_gets_version_3(db: Any) -> None:
         ({"loc": [200, 0]}, "longitude/latitude is out of bounds, lng: 200 lat: 0"),
         ({"loc": {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1]]]}}, "Loop is not closed"),
         ({"loc": {"type": "Triangle", "coordinates": []}}, "unknown GeoJSON type"),
+        # Big polygons are for queries: mongod's S2GetKeysForElement refuses them.
+        ({"loc": BIG}, "can't index geometry with strict winding order"),
+        ({"loc": {**point(0, 0), "crs": STRICT}}, "Strict winding order is only supported by polygon"),
     ],
 )
 def test_bad_geometry_cannot_be_indexed(db: Any, doc: dict[str, Any], reason: str) -> None:
@@ -75,6 +84,53 @@ def test_index_build_fails_on_existing_bad_geometry(db: Any) -> None:
     with pytest.raises(OperationFailure) as info:
         db.c.create_index([("loc", "2dsphere")])
     assert info.value.code == 16755
+
+
+def test_index_build_fails_on_a_stored_big_polygon(db: Any) -> None:
+    db.c.insert_one({"_id": 1, "loc": BIG})  # no index: stored, but never matched
+    assert db.c.count_documents({"loc": {"$geoIntersects": {"$geometry": point(0, 0)}}}) == 0
+    with pytest.raises(OperationFailure) as info:
+        db.c.create_index([("loc", "2dsphere")])
+    assert info.value.code == 16755, GEOWITHIN_BIG
+    assert "can't index geometry with strict winding order" in str(info.value)
+
+
+def test_big_polygon_queries_use_the_index(places: Any) -> None:
+    places.insert_one({"_id": 100, "loc": point(100, 0)})  # in the square: outside BIG
+    for op in ("$geoWithin", "$geoIntersects"):
+        query = {"loc": {op: {"$geometry": BIG}}}
+        assert sorted(d["_id"] for d in places.find(query)) == list(range(len(PLACES))), GEOWITHIN_BIG
+        assert sorted(d["_id"] for d in places.find(query).hint([("$natural", 1)])) == list(range(len(PLACES)))
+        plan = places.find(query).explain()["queryPlanner"]["winningPlan"]
+        assert plan["inputStage"]["stage"] == "IXSCAN"
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        [{"$geoNear": {"near": {**point(0, 0), "crs": STRICT}, "distanceField": "d"}}],
+        [
+            {
+                "$geoNear": {
+                    "near": point(0, 0),
+                    "distanceField": "d",
+                    "query": {"loc": {"$geoWithin": {"$geometry": {**BIG, "coordinates": BIG["coordinates"] * 2}}}},
+                }
+            }
+        ],
+    ],
+)
+def test_big_polygon_misuse_in_geo_near(places: Any, pipeline: list[dict[str, Any]]) -> None:
+    with pytest.raises(OperationFailure) as info:
+        list(places.aggregate(pipeline))
+    assert info.value.code == 2, GEOWITHIN_BIG
+
+
+def test_geo_near_query_may_use_a_big_polygon(places: Any) -> None:
+    # The far point (-100, 40) is outside a big polygon that leaves out the Americas' longitudes.
+    americas = {**BIG, "coordinates": [[[-120, -60], [-120, 60], [-80, 60], [-80, -60], [-120, -60]]]}
+    stage = {"near": point(0, 0), "distanceField": "d", "query": {"loc": {"$geoWithin": {"$geometry": americas}}}}
+    assert [d["_id"] for d in places.aggregate([{"$geoNear": stage}])] == [0, 1, 2, 4, 3, 5], GEONEAR
 
 
 def test_documents_without_geometry_are_left_out(db: Any) -> None:

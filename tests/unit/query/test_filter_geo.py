@@ -139,8 +139,104 @@ def test_messages_are_mongods() -> None:
         compile_filter(BAD[5][1])
 
 
-def test_big_polygon_crs_is_not_implemented() -> None:
-    crs = {"type": "name", "properties": {"name": "urn:x-mongodb:crs:strictwinding:EPSG:4326"}}
-    with pytest.raises(CommandError) as info:
-        compile_filter({"loc": {"$geoWithin": {"$geometry": {**SQUARE, "crs": crs}}}})
-    assert info.value.code == 238
+# -- big polygons: the strict-winding crs ------------------------------------------
+
+GEOMETRY = OPS + "geometry/"
+STRICT = {"type": "name", "properties": {"name": "urn:x-mongodb:crs:strictwinding:EPSG:4326"}}
+
+
+def strict(*rings: list[list[float]]) -> dict[str, Any]:
+    return {"type": "Polygon", "coordinates": list(rings), "crs": STRICT}
+
+
+# The square [95, 105] x [-5, 5] (around (100, 0)) walked clockwise (north,
+# east, south, west): its left side, the interior under strict winding, is the
+# rest of the earth. Walked counter-clockwise it is the square itself.
+HOLE_CW = [[95, -5], [95, 5], [105, 5], [105, -5], [95, -5]]
+HOLE_CCW = [[95, -5], [105, -5], [105, 5], [95, 5], [95, -5]]
+# The $geoWithin page's big-polygon example: down the meridian -100, along
+# the great circle through the south pole's side of 180 to (100, -60), up
+# the meridian 100, back near the north pole. Its left side spans longitude
+# -100..100 through 0 and both poles, leaving a lune around 180.
+MANUAL_BIG = [[-100, 60], [-100, 0], [-100, -60], [100, -60], [100, 60], [-100, 60]]
+
+BIG_DOCS = [
+    {"_id": 1, "loc": point(0, 0)},
+    {"_id": 2, "loc": point(101, 0)},  # inside the square, east of the meridian 100
+    {"_id": 3, "loc": {"type": "LineString", "coordinates": [[0, 0], [50, 0]]}},
+    {"_id": 4, "loc": {"type": "LineString", "coordinates": [[90, 0], [110, 0]]}},  # crosses the square
+    {"_id": 5, "loc": {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]]}},
+    {"_id": 6, "loc": {"type": "Polygon", "coordinates": [[[99, -1], [101, -1], [101, 1], [99, 1], [99, -1]]]}},
+    # A ring around the square: it overlaps both sides.
+    {"_id": 7, "loc": {"type": "Polygon", "coordinates": [[[90, -10], [110, -10], [110, 10], [90, 10], [90, -10]]]}},
+    {"_id": 8, "loc": strict(HOLE_CW)},  # a stored big polygon matches nothing
+    {"_id": 9, "loc": point(-170, 80)},
+    {"_id": 10, "loc": [179, 1]},  # a legacy pair, in the lune around 180
+    {"_id": 11, "loc": point(0, 89)},
+]
+
+BIG_CASES = [
+    (GEOWITHIN, {"$geoWithin": {"$geometry": strict(HOLE_CW)}}, [1, 3, 5, 9, 10, 11]),
+    (GEOINTERSECTS, {"$geoIntersects": {"$geometry": strict(HOLE_CW)}}, [1, 3, 4, 5, 7, 9, 10, 11]),
+    # Under a hemisphere the strict crs reads as the default one.
+    (GEOWITHIN, {"$geoWithin": {"$geometry": strict(HOLE_CCW)}}, [2, 6]),
+    (GEOINTERSECTS, {"$geoIntersects": {"$geometry": strict(HOLE_CCW)}}, [2, 4, 6, 7]),
+    # The default crs takes the smaller side whatever the winding.
+    (GEOWITHIN, {"$geoWithin": {"$geometry": {"type": "Polygon", "coordinates": [HOLE_CW]}}}, [2, 6]),
+    # 4, 6 and 7 straddle the meridian 100; (-170, 80) is south of the edge
+    # near the north pole (it reaches 84.3 degrees at 180), so in the lune.
+    (GEOWITHIN, {"$geoWithin": {"$geometry": strict(MANUAL_BIG)}}, [1, 3, 5, 11]),
+    (GEOINTERSECTS, {"$geoIntersects": {"$geometry": strict(MANUAL_BIG)}}, [1, 3, 4, 5, 6, 7, 11]),
+]
+
+
+@pytest.mark.parametrize(("page", "cond", "expected"), BIG_CASES)
+def test_big_polygon(page: str, cond: dict[str, Any], expected: list[Any]) -> None:
+    assert matched({"loc": cond}, BIG_DOCS) == expected, page
+
+
+BIG_BAD = [
+    # Only a Polygon may name the strict crs (geoparser.cpp's parseGeoJSONCRS).
+    ({"$geoIntersects": {"$geometry": {**point(0, 0), "crs": STRICT}}}, "Strict winding order is only supported by"),
+    (
+        {"$geoWithin": {"$geometry": {"type": "MultiPolygon", "coordinates": [[HOLE_CW]], "crs": STRICT}}},
+        "Strict winding order is only supported by polygon",
+    ),
+    (
+        {"$geoIntersects": {"$geometry": {"type": "GeometryCollection", "geometries": [strict(HOLE_CW)]}}},
+        "Strict winding order is only supported by polygon",
+    ),
+    ({"$near": {"$geometry": {**point(0, 0), "crs": STRICT}}}, "Strict winding order is only supported by polygon"),
+    # One ring, no holes.
+    (
+        {"$geoWithin": {"$geometry": strict(HOLE_CW, [[99, -1], [101, -1], [101, 1], [99, 1], [99, -1]])}},
+        "Only one simple loop is allowed in a big polygon",
+    ),
+    ({"$geoWithin": {"$geometry": strict([[0, 0], [1, 0], [1, 1]])}}, "Loop is not closed"),
+    ({"$geoWithin": {"$geometry": strict([[0, 0], [1, 1], [1, 0], [0, 1], [0, 0]])}}, "Loop is not valid"),
+    # The crs object itself.
+    ({"$geoWithin": {"$geometry": {**SQUARE, "crs": "EPSG:4326"}}}, "GeoJSON CRS must be an object"),
+    ({"$geoWithin": {"$geometry": {**SQUARE, "crs": {"properties": {}}}}}, 'must have field "type": "name"'),
+    ({"$geoWithin": {"$geometry": {**SQUARE, "crs": {"type": "name"}}}}, 'field "properties" which is an object'),
+    (
+        {"$geoWithin": {"$geometry": {**SQUARE, "crs": {"type": "name", "properties": {"name": 4326}}}}},
+        '"properties.name" must be a string',
+    ),
+    (
+        {"$geoWithin": {"$geometry": {**SQUARE, "crs": {"type": "name", "properties": {"name": "EPSG:3857"}}}}},
+        "Unknown CRS name: EPSG:3857",
+    ),
+]
+
+
+@pytest.mark.parametrize(("cond", "message"), BIG_BAD)
+def test_big_polygon_misuse_is_bad_value(cond: dict[str, Any], message: str) -> None:
+    with pytest.raises(CommandError, match=message) as info:
+        compile_filter({"loc": cond})
+    assert info.value.code == 2, GEOMETRY
+
+
+@pytest.mark.parametrize("name", ["EPSG:4326", "urn:ogc:def:crs:OGC:1.3:CRS84"])
+def test_the_default_crs_may_be_named(name: str) -> None:
+    shape = {**SQUARE, "crs": {"type": "name", "properties": {"name": name}}}
+    assert matched({"loc": {"$geoWithin": {"$geometry": shape}}}) == [1, 2, 4, 5, 7, 10], GEOMETRY
