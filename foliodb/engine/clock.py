@@ -33,8 +33,9 @@ class ClusterClock:
     def last(self) -> Timestamp:
         return Timestamp(self.seconds, self.inc)
 
-    def tick(self, conn: sqlite3.Connection) -> tuple[int, int]:
-        """The next cluster time (seconds, increment), inside the writer's transaction (which it may write to)."""
+    def tick(self, conn: sqlite3.Connection, count: int = 1) -> tuple[int, int]:
+        """The first of the next ``count`` cluster times (seconds, increment; the rest follow it in
+        increments of the same second), inside the writer's transaction (which it may write to)."""
         now = int(time.time())
         if now > self.seconds:
             seconds, inc = now, 1
@@ -43,7 +44,7 @@ class ClusterClock:
         if seconds > self._persisted:
             conn.execute("INSERT OR REPLACE INTO catalog_meta (key, value) VALUES (?, ?)", (_KEY, seconds))
             self._unconfirmed, self._persisted = self._persisted, seconds
-        self.seconds, self.inc = seconds, inc
+        self.seconds, self.inc = seconds, inc + count - 1
         return seconds, inc
 
     def rolled_back(self) -> None:
