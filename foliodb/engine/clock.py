@@ -2,7 +2,8 @@
 
 A cluster time is (seconds, increment), as a replica set's optime: the wall
 clock's seconds, and a counter within the second. Each commit of the writer
-takes the next one (:meth:`ClusterClock.tick`, inside its SQLite transaction).
+takes the next ones, one per entry it records, in one call (:meth:`ClusterClock.tick`,
+inside its SQLite transaction).
 The seconds part is persisted (``catalog_meta.cluster_time_seconds``) in the
 same transaction whenever it moves, so after a restart the clock starts in a
 later second than any time it gave out: strictly increasing even if the
