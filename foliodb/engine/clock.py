@@ -2,7 +2,8 @@
 
 A cluster time is (seconds, increment), as a replica set's optime: the wall
 clock's seconds, and a counter within the second. Each commit of the writer
-takes the next one (:meth:`ClusterClock.tick`, inside its SQLite transaction).
+takes the next ones, one per entry it records, in one call (:meth:`ClusterClock.tick`,
+inside its SQLite transaction).
 The seconds part is persisted (``catalog_meta.cluster_time_seconds``) in the
 same transaction whenever it moves, so after a restart the clock starts in a
 later second than any time it gave out: strictly increasing even if the
@@ -33,8 +34,9 @@ class ClusterClock:
     def last(self) -> Timestamp:
         return Timestamp(self.seconds, self.inc)
 
-    def tick(self, conn: sqlite3.Connection) -> tuple[int, int]:
-        """The next cluster time (seconds, increment), inside the writer's transaction (which it may write to)."""
+    def tick(self, conn: sqlite3.Connection, count: int = 1) -> tuple[int, int]:
+        """The first of the next ``count`` cluster times (seconds, increment; the rest follow it in
+        increments of the same second), inside the writer's transaction (which it may write to)."""
         now = int(time.time())
         if now > self.seconds:
             seconds, inc = now, 1
@@ -43,7 +45,7 @@ class ClusterClock:
         if seconds > self._persisted:
             conn.execute("INSERT OR REPLACE INTO catalog_meta (key, value) VALUES (?, ?)", (_KEY, seconds))
             self._unconfirmed, self._persisted = self._persisted, seconds
-        self.seconds, self.inc = seconds, inc
+        self.seconds, self.inc = seconds, inc + count - 1
         return seconds, inc
 
     def rolled_back(self) -> None:

@@ -309,9 +309,7 @@ class CollectionStore:
             self._record_flags(writer)
             conn.executemany(writer.insert_sql, entries)
         if self._oplog is not None:
-            info = self.info
-            for doc, data in zip(docs, rows, strict=True):
-                self._oplog.insert(info.db, info.name, info.uuid, doc["_id"], data)
+            self._oplog.insert_many(self.info.db, self.info.name, self.info.uuid, docs, rows)
         if self.cap_size is not None:
             self._after_capped_insert(len(rows), sum(len(row) for row in rows))
 

@@ -20,7 +20,7 @@ from bson.binary import Binary, UuidRepresentation
 from foliodb.commands import Executor
 from foliodb.commands.replication import ReplicaSet
 from foliodb.engine.catalog import CODEC
-from foliodb.engine.oplog import pack, unpack, update_description
+from foliodb.engine.oplog import Oplog, pack, unpack, update_description
 
 
 def _ok(reply: dict[str, Any]) -> dict[str, Any]:
@@ -70,6 +70,54 @@ def test_every_write_is_an_entry_in_commit_order(executor: Executor) -> None:
     assert times == sorted(times) and len(set(times)) == len(times)
     assert all(e["t"] == 1 and isinstance(e["wall"], type(entries[0]["wall"])) for e in entries)
     assert executor.engine.storage.cluster_time == entries[-1]["ts"]
+
+
+def _expected_insert(entry: dict[str, Any], doc: dict[str, Any]) -> bytes:
+    """An insert's entry as mongod's format has it, encoded from the document: only ``ts``, ``ui``
+    and ``wall`` come from the stored entry."""
+    fields = {"ts": entry["ts"], "t": Int64(1), "op": "i", "ns": "shop.c", "ui": entry["ui"]}
+    return bson.encode({**fields, "o": doc, "o2": {"_id": doc["_id"]}, "wall": entry["wall"]}, codec_options=CODEC)
+
+
+def test_a_batch_insert_records_the_entries_of_one_by_one_inserts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """insert_many builds its entries its own way (one call, ObjectId _ids from their bytes, one
+    clock tick): byte for byte what inserting the documents one at a time records, but ts and wall."""
+    docs: list[dict[str, Any]] = [
+        {"_id": bson.ObjectId(), "a": 1, "items": [{"sku": "x", "n": 2}]},
+        {"_id": 7, "a": "seven"},
+        {"_id": "key", "nested": {"b": [1, 2.5, None]}},
+        {"_id": {"k": 1}, "a": True},
+        {"_id": bson.ObjectId(), "a": Int64(2), "when": Timestamp(5, 6)},
+        {"_id": 2.5},
+    ]
+    batches: list[int] = []
+    batch_insert = Oplog.insert_many
+
+    def counted(oplog: Oplog, db: str, coll: str, ui: uuid.UUID, many: Any, rows: list[bytes]) -> None:
+        batches.append(len(rows))
+        batch_insert(oplog, db, coll, ui, many, rows)
+
+    monkeypatch.setattr(Oplog, "insert_many", counted)
+    recorded, times = {}, {}
+    for way, groups in (("batch", [docs]), ("one by one", [[doc] for doc in docs])):
+        ex = Executor.open(str(tmp_path / way.replace(" ", "-")), ReplicaSet())
+        _ok(ex.execute("shop", {"create": "c"}))
+        for group in groups:
+            _ok(ex.execute("shop", {"insert": "c", "documents": group}))
+        with ex.engine.reading():
+            rows = ex.engine.storage.reader().execute("SELECT ts, entry FROM oplog ORDER BY ts").fetchall()[1:]
+        ex.close()
+        entries = [bson.decode(data, CODEC) for _, data in rows]
+        assert [data for _, data in rows] == [_expected_insert(e, doc) for e, doc in zip(entries, docs, strict=True)]
+        assert [ts for ts, _ in rows] == [pack(e["ts"]) for e in entries]
+        recorded[way] = [{k: v for k, v in e.items() if k not in ("ts", "wall", "ui")} for e in entries]
+        times[way] = [e["ts"] for e in entries]
+    assert recorded["batch"] == recorded["one by one"]
+    assert batches == [len(docs)]  # the batch went through insert_many, the single inserts did not
+    first = times["batch"][0]  # one commit: consecutive increments of one second
+    assert times["batch"] == [Timestamp(first.time, first.inc + i) for i in range(len(docs))]
 
 
 def test_a_transaction_is_one_apply_ops_entry_at_commit(executor: Executor) -> None:
