@@ -178,9 +178,11 @@ class Target:
         self.request = request
         self.validator: Validator | None = None
         if not bypass and options.get("validator") is not None:
+            # mongod matches the validator under the collection's default
+            # collation (never the write's own); $jsonSchema's enum stays binary.
             self.validator = compile_validator(
                 options["validator"],
-                request.context(),
+                request.context(collator=collation.default_of(request, name, db)),
                 level=options.get("validationLevel", "strict"),
                 action=options.get("validationAction", "error"),
             )
