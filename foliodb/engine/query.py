@@ -524,7 +524,8 @@ def _stage_tree(run: FindExecution, executed: bool) -> tuple[dict[str, Any], dic
             node = {"stage": "LIMIT", "limitAmount": spec.limit, "inputStage": node}
         if run.projection is not None:
             kind = "PROJECTION_SIMPLE" if not run.projection.is_exclusion else "PROJECTION_DEFAULT"
-            if run.covered is not None:
+            # Keys answer a clustered scan too, but mongod reads its records: no covered projection there.
+            if run.covered is not None and not isinstance(run.plan.access, ClusteredScan):
                 kind = "PROJECTION_COVERED"
             node = {"stage": kind, "transformBy": dict(spec.projection or {}), "inputStage": node}
         if with_stats:

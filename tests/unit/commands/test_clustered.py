@@ -159,6 +159,9 @@ def test_other_scans_explain_as_collection_scans(numbered: Any) -> None:
     assert (plan["stage"], plan["direction"], plan["minRecord"]) == ("CLUSTERED_IXSCAN", "backward", 95)
     assert stats["nReturned"] == 4
     assert numbered.c.find({"_id": 7}).explain()["queryPlanner"]["winningPlan"]["stage"] == "CLUSTERED_IXSCAN"
+    # No index keys to cover a projection: the records are read.
+    plan, _ = _plan(numbered, {"_id": {"$gt": 95}}, projection={"_id": 1})
+    assert [plan["stage"], plan["inputStage"]["stage"]] == ["PROJECTION_SIMPLE", "CLUSTERED_IXSCAN"]
 
 
 def test_a_default_collation_is_the_clustered_index_s(db: Any) -> None:
