@@ -54,7 +54,6 @@ from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, Lookahead, take_batch
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.oplog import Oplog, pack, transaction_ops, unpack, update_description
 from foliodb.errors import CommandError, ErrorCode, location
-from foliodb.query import keystring
 
 if TYPE_CHECKING:
     from foliodb.commands.executor import Request
@@ -399,7 +398,7 @@ class ChangeStream(Iterator[dict[str, Any]]):
         store = self.engine.store(db, coll)
         if store is None:
             return None
-        row = store.row_by_id_key(keystring.encode(key["_id"]))
+        row = store.row_by_id_key(store.id_key(key["_id"]))
         return None if row is None else bson.decode(row[1], CODEC)
 
 

@@ -21,7 +21,6 @@ from foliodb.commands.stats import database_size
 from foliodb.commands.views import check_view_options
 from foliodb.commands.write import SYSTEM_DATABASES, check_new_database, collection_name
 from foliodb.engine.catalog import CollectionInfo
-from foliodb.engine.engine import ID_INDEX_SPEC
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.filter import compile_filter
@@ -187,7 +186,7 @@ def collection_entry(info: CollectionInfo) -> dict[str, Any]:
         "options": dict(info.options),
         "info": {"readOnly": False, "uuid": Binary.from_uuid(info.uuid, UuidRepresentation.STANDARD)},
         # A clustered collection has no separate _id index to describe.
-        **({} if "clusteredIndex" in info.options else {"idIndex": dict(ID_INDEX_SPEC)}),
+        **({} if "clusteredIndex" in info.options else {"idIndex": dict(info.id_index.spec)}),
     }
 
 

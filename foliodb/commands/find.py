@@ -23,7 +23,7 @@ from foliodb.engine import usage
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.count import CountExecution
 from foliodb.engine.distinct import DistinctExecution
-from foliodb.engine.planner import id_point_keys
+from foliodb.engine.planner import id_hack_keys
 from foliodb.engine.query import FindExecution, FindSpec
 from foliodb.errors import CommandError, ErrorCode, location
 
@@ -129,16 +129,18 @@ def point_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | Non
     filter_spec, name, db = cmd.get("filter"), cmd["find"], request.db
     if type(filter_spec) is not dict or type(name) is not str or db == "local" or type(cmd["limit"]) is not int:
         return None
-    keys = id_point_keys(filter_spec)
     engine = request.engine
     info = engine.catalog.get(db, name)
-    if keys is None or info is None or info.is_view or "collation" in info.options:
+    if info is None or info.is_view or "collation" in info.options:
+        return None
+    store = engine.store_of(info)
+    keys = id_hack_keys(store, filter_spec, None)  # no collation: the collection has no default
+    if keys is None:
         return None
     profiling = engine.profiling.get(db) if engine.profiling else None
     if profiling is not None and profiling.level:
         return None
     params.read_concern(cmd, request.executor.replica_set is not None)
-    store = engine.store_of(info)
     usage.id_lookup_used(engine.usage, store)
     row = store.row_by_id_key(keys[0])
     batch = [] if row is None else [bson.decode(row[1], CODEC)]

@@ -476,10 +476,13 @@ def cmd_listIndexes(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def listed_spec(info: CollectionInfo, index: IndexInfo) -> dict[str, Any]:
-    """An index as listIndexes shows it; a clustered collection's _id index as its clustered index."""
+    """An index as listIndexes shows it; a clustered collection's _id index as
+    its clustered index, with the collection's default collation (mongod's
+    formatClusterKeyForListIndexes)."""
     clustered = info.options.get("clusteredIndex")
     if index.name == "_id_" and isinstance(clustered, Mapping):
-        return {**clustered, "clustered": True}
+        default = {"collation": info.options["collation"]} if "collation" in info.options else {}
+        return {**clustered, **default, "clustered": True}
     return dict(index.spec)
 
 

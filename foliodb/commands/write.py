@@ -38,7 +38,7 @@ from foliodb.commands.registry import COMMANDS
 from foliodb.engine.buckets import BucketSpec
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.engine import Engine
-from foliodb.engine.planner import id_point_keys, plan_access
+from foliodb.engine.planner import id_hack_keys, plan_access
 from foliodb.engine.planner.plans import AccessStage, IdLookup
 from foliodb.engine.query import FindExecution, FindSpec, raw_narrowing
 from foliodb.engine.records import CollectionStore
@@ -178,9 +178,11 @@ class Target:
         self.request = request
         self.validator: Validator | None = None
         if not bypass and options.get("validator") is not None:
+            # mongod matches the validator under the collection's default
+            # collation (never the write's own); $jsonSchema's enum stays binary.
             self.validator = compile_validator(
                 options["validator"],
-                request.context(),
+                request.context(collator=collation.default_of(request, name, db)),
                 level=options.get("validationLevel", "strict"),
                 action=options.get("validationAction", "error"),
             )
@@ -394,7 +396,7 @@ def matching(
         yield from _text_matching(store, filter_spec, ctx, hint=hint, sort=sort, one=one, plans=plans)
         return
     sort_key = compile_sort(sort, collator=ctx.collator) if sort else None
-    id_keys = id_point_keys(filter_spec) if hint is None and sort_key is None and ctx.collator is None else None
+    id_keys = id_hack_keys(store, filter_spec, ctx.collator) if hint is None and sort_key is None else None
     if id_keys is not None:
         # IDHACK: an exact _id point lookup; no filter to compile or check
         # (and no array on the filter's path, so no positional details).

@@ -165,6 +165,12 @@ class CollectionInfo:
         return list(self.options.get("pipeline", []))
 
     @property
+    def is_clustered(self) -> bool:
+        """Clustered on ``_id``: a ``clusteredIndex`` spec, or ``True`` (the
+        form time-series buckets collections are created with)."""
+        return bool(self.options.get("clusteredIndex"))
+
+    @property
     def ns(self) -> str:
         return f"{self.db}.{self.name}"
 

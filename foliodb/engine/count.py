@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from foliodb.engine.planner.counting import exact_scan, single_interval
-from foliodb.engine.planner.plans import AccessStage, IndexScan
+from foliodb.engine.planner.plans import AccessStage, ClusteredScan, IndexScan
 from foliodb.engine.query import ExecStats, FindExecution, FindSpec, access_explain
 from foliodb.engine.records import CollectionStore
 from foliodb.query.context import Context
@@ -119,7 +119,8 @@ def _count_tree(run: CountExecution, executed: bool) -> dict[str, Any]:
     access = run.access
     if run.find is None or access is None:
         return {"stage": "RECORD_STORE_FAST_COUNT", **counts, **tallies}
-    if run.exact:
+    # A clustered collection's _id index stands for its clustered index, which has no COUNT_SCAN.
+    if run.exact and not isinstance(access, ClusteredScan):
         assert isinstance(access, IndexScan)
         node = access.explain()
         bounds = single_interval(access)

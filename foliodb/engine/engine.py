@@ -54,11 +54,21 @@ _ENGINES: dict[str, Engine] = {}
 _ENGINES_LOCK = threading.Lock()
 
 ID_INDEX_SPEC = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
+
+
 # Documents indexed per write transaction of an index build: a few milliseconds of the writer.
 BUILD_CHUNK = 1000
 # How long and how many readConcern snapshot points stay readable (mongod's minSnapshotHistoryWindowInSeconds).
 SNAPSHOT_HISTORY_SECONDS = 300.0
 MAX_SNAPSHOTS = 16
+
+
+def id_index_spec(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A new collection's _id index: it takes the collection's default
+    collation, as mongod's does (so _id is unique, and looked up, under it)."""
+    if "collation" in options:
+        return {**ID_INDEX_SPEC, "collation": dict(options["collation"])}
+    return dict(ID_INDEX_SPEC)
 
 
 def open_engine(path: str, read_only: bool = False) -> Engine:
@@ -207,8 +217,9 @@ class Engine:
                 raise CommandError(ErrorCode.NamespaceExists, f"Collection {db}.{name} already exists.")
             draft = self.draft()
             info = draft.add_collection(db, name, dict(options or {}))
-            draft.add_index(info, dict(ID_INDEX_SPEC))
-            self.record(db, info, {"create": name, **(options or {}), "idIndex": dict(ID_INDEX_SPEC)})
+            id_spec = id_index_spec(info.options)
+            draft.add_index(info, id_spec)
+            self.record(db, info, {"create": name, **(options or {}), "idIndex": dict(id_spec)})
             store = self.store(db, name)
         assert store is not None
         return store
@@ -238,7 +249,7 @@ class Engine:
             )
         info = CollectionInfo(txn.next_pending_id, db, name, uuid.uuid4(), options)
         txn.next_pending_id -= 1
-        info.indexes["_id_"] = IndexInfo(txn.next_pending_id, "_id_", dict(ID_INDEX_SPEC))
+        info.indexes["_id_"] = IndexInfo(txn.next_pending_id, "_id_", id_index_spec(options))
         txn.next_pending_id -= 1
         txn.pending[(db, name)] = info
         # The transaction's own catalog version: its snapshot's, with the collection it created.
@@ -413,7 +424,7 @@ class Engine:
             for index in pending.indexes.values():
                 draft.add_index(info, dict(index.spec))
             created[pending.id] = info
-            self.record(db, info, {"create": name, **pending.options, "idIndex": dict(ID_INDEX_SPEC)})
+            self.record(db, info, {"create": name, **pending.options, "idIndex": dict(pending.id_index.spec)})
             built = [dict(index.spec) for index in pending.indexes.values() if index.name != "_id_"]
             if built:
                 self.record(db, info, {"createIndexes": name, "indexes": built})

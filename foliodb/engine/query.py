@@ -19,10 +19,10 @@ from foliodb import interrupt
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.geo_keys import GEO_KINDS
 from foliodb.engine.index_keys import EMPTY_ARRAY
-from foliodb.engine.planner import Plan, choose_plan, exact_by_index, id_point_keys, near_plan
+from foliodb.engine.planner import Plan, choose_plan, exact_by_index, id_hack_keys, near_plan
 from foliodb.engine.planner.covering import KeyLayout, filter_paths, inclusion_paths, key_layout
 from foliodb.engine.planner.geo import GeoNearScan, split_near
-from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan, OrScan, TextScan
+from foliodb.engine.planner.plans import AccessStage, ClusteredScan, CollScan, IdLookup, IndexScan, OrScan, TextScan
 from foliodb.engine.records import CollectionStore, IndexWriter
 from foliodb.engine.sorter import sort_documents
 from foliodb.engine.text import TextIndex, TextQuery, parse_text, split_text
@@ -118,8 +118,8 @@ class FindExecution:
         if wants_score and text_arg is None:
             raise CommandError(40218, "query requires text score metadata, but it is not available")
         key_range = bool(spec.min_key or spec.max_key)
-        plain = spec.hint is None and text_arg is None and not key_range and ctx.collator is None
-        id_keys = id_point_keys(filter_spec) if plain else None
+        plain = spec.hint is None and text_arg is None and not key_range
+        id_keys = id_hack_keys(store, filter_spec, ctx.collator) if plain else None
         if id_keys is not None and (self.sort is None or self.sort.natural is None):
             # IDHACK: an exact _id point lookup needs no filter at all.
             if store is not None:
@@ -449,6 +449,13 @@ def access_explain(stage: AccessStage, run: FindExecution, executed: bool) -> di
     FETCH (filter) over IXSCAN."""
     node = stage.explain()
     filter_spec = dict(run.spec.filter or {})
+    if isinstance(stage, ClusteredScan) or (isinstance(stage, IdLookup) and stage.clustered):
+        # A scan of the records themselves, with the whole filter (its bounds are inclusive).
+        if filter_spec:
+            node["filter"] = filter_spec
+        if executed:
+            node.update(nReturned=run.stats.n_matched, docsExamined=stage.docs_examined, works=stage.docs_examined + 1)
+        return node
     if isinstance(stage, IndexScan):
         if executed:
             node.update(nReturned=stage.docs_examined, keysExamined=stage.keys_examined, works=stage.keys_examined + 1)
@@ -517,7 +524,8 @@ def _stage_tree(run: FindExecution, executed: bool) -> tuple[dict[str, Any], dic
             node = {"stage": "LIMIT", "limitAmount": spec.limit, "inputStage": node}
         if run.projection is not None:
             kind = "PROJECTION_SIMPLE" if not run.projection.is_exclusion else "PROJECTION_DEFAULT"
-            if run.covered is not None:
+            # Keys answer a clustered scan too, but mongod reads its records: no covered projection there.
+            if run.covered is not None and not isinstance(run.plan.access, ClusteredScan):
                 kind = "PROJECTION_COVERED"
             node = {"stage": kind, "transformBy": dict(spec.projection or {}), "inputStage": node}
         if with_stats:

@@ -29,7 +29,7 @@ from foliodb.engine.storage import Storage
 from foliodb.engine.text import TextIndex
 from foliodb.engine.transactions import HeldByTransactionError, State, Transaction, WriteConflictError, write_conflict
 from foliodb.errors import CommandError, ErrorCode
-from foliodb.query import keystring
+from foliodb.query import collation, keystring
 from foliodb.query.context import Context
 from foliodb.query.filter import compile_filter
 from foliodb.query.keystring import is_canonical
@@ -94,6 +94,8 @@ class IndexWriter:
             value = doc["_id"]
             if not self.info.lossy and not is_canonical(value):
                 self.mark_lossy = True
+            if self.collator is not None:
+                value = self.collator.transform(value)
             return {keystring.encode(value): (value,)}
         if self.partial is not None and not self.partial(doc):
             return {}
@@ -163,9 +165,7 @@ class IndexWriter:
 
 def _collation_key(value: Any) -> Any:
     """A transformed string (its sort key as latin-1) as mongod prints a collation key."""
-    if isinstance(value, str):
-        return f"CollationKey(0x{value.encode('latin-1').hex()})"
-    return value
+    return collation.shown_key(value) if isinstance(value, str) else value
 
 
 def _absent(doc: dict[str, Any], parts: tuple[str, ...]) -> bool:
@@ -297,7 +297,8 @@ class CollectionStore:
         conn.executemany(f"INSERT INTO {self.info.table} (rid, doc) VALUES (?, ?)", zip(rids, rows, strict=True))
         for writer in self.writers:
             if writer.is_id:
-                entries = [(keystring.encode(doc["_id"]), rid) for doc, rid in zip(docs, rids, strict=True)]
+                id_key = collation.key_encoder(writer.collator)
+                entries = [(id_key(doc["_id"]), rid) for doc, rid in zip(docs, rids, strict=True)]
                 if not writer.info.lossy and not all(is_canonical(doc["_id"]) for doc in docs):
                     writer.mark_lossy = True
             elif writer.unique:
@@ -648,6 +649,10 @@ class CollectionStore:
             return None
         row = conn.execute(self._get_sql, (rid,)).fetchone()
         return None if row is None else row[0]
+
+    def id_key(self, value: Any) -> bytes:
+        """The ``_id`` index key of an ``_id`` value (under the index's collation)."""
+        return collation.key_encoder(self.info.id_index.collator)(value)
 
     def row_by_id_key(self, key: bytes) -> tuple[int, bytes] | None:
         """(rid, BSON) of the document whose ``_id`` encodes to ``key``."""

@@ -138,6 +138,12 @@ def key_encoder(collator: Collator | None) -> Callable[[Any], bytes]:
     return lambda value: keystring.encode(transform(value))
 
 
+def shown_key(key: str) -> str:
+    """A sort key (as :meth:`Collator.transform` spells it) as mongod prints
+    a collation key in messages and explain: ``CollationKey(0x<hex>)``."""
+    return f"CollationKey(0x{key.encode('latin-1').hex()})"
+
+
 def same(a: Collator | None, b: Collator | None) -> bool:
     """Whether two collations (None = simple) order strings alike."""
     return a is b or (a is not None and b is not None and a.spec == b.spec)

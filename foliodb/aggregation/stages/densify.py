@@ -26,6 +26,7 @@ from foliodb.engine.sorter import sort_documents
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import keystring
 from foliodb.query.bsontypes import is_string, type_name
+from foliodb.query.collation import key_encoder
 from foliodb.query.compare import DATE, bracket, compare
 from foliodb.query.idl import check_fields, wrong_type
 from foliodb.query.paths import MISSING
@@ -118,7 +119,11 @@ def stage_densify(spec: Any, where: Where) -> Stage:
         )
     partition_parts = [split_path(name) for name in partition_fields]
     sort_fields = ([] if bounds == "full" else list(partition_fields)) + [field]
-    sort_key = compile_sort(dict.fromkeys(sort_fields, 1)).key
+    # Partitions are told apart, and sorted, under the pipeline's collation,
+    # as mongod's partition table (its expression context's value comparator) does.
+    collator = where.scope.collator
+    sort_key = compile_sort(dict.fromkeys(sort_fields, 1), collator=collator).key
+    encode_partition = key_encoder(collator)
     allow_disk_use = where.env.allow_disk_use
 
     def value_of(doc: dict[str, Any]) -> Any:
@@ -135,7 +140,7 @@ def stage_densify(spec: Any, where: Where) -> Stage:
 
     def partition_of(doc: dict[str, Any]) -> tuple[bytes, list[Any]]:
         values = [get_path(doc, parts) for parts in partition_parts]
-        return keystring.encode([None if v is MISSING else v for v in values]), values
+        return encode_partition([None if v is MISSING else v for v in values]), values
 
     def generated(value: Any, partition: list[Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -18,13 +18,17 @@ documents with a key in it, so the answers stay the same.
 When index keys can answer without documents: :mod:`.covering` (covered
 finds), :mod:`.counting` (COUNT_SCAN), :mod:`.distinct` (DISTINCT_SCAN).
 
-Collations: an index serves a query only when their collations are the same
-(None for both is the same); a collated index's bounds are built from the
-query's values transformed into sort keys (:mod:`foliodb.query.collation`),
-and conditions whose bounds a sort key cannot give (``$regex``, ``$not``...)
-bound nothing there: the filter still decides. A hinted index of another
-collation is scanned whole and gives no order. IDHACK only serves queries
-without a collation (the ``_id`` index is binary).
+Collations: an index of the query's collation (None for both is the same)
+serves it fully; a collated index's bounds are built from the query's values
+transformed into sort keys (:mod:`foliodb.query.collation`), and conditions
+whose bounds a sort key cannot give (``$regex``, ``$not``...) bound nothing
+there: the filter still decides. An index of another collation serves only
+through conditions that compare no strings (numbers, dates, ObjectIds...:
+what a collation does not order), gives no order, and, with a partial filter,
+not at all - as mongod's planner does (a query "must specify the same
+collation" to use an index for string comparisons). A hinted index of another
+collation is scanned whole and gives no order. The ``_id`` index has the
+collection's default collation, so IDHACK serves the queries of that collation.
 
 ``FOLIODB_NO_INDEXES=1`` in the environment disables every index access path
 (the answers must not change; the test suite can run both ways).
@@ -49,6 +53,7 @@ from foliodb.engine.planner.bounds import (
     ALL,
     Interval,
     KeyRange,
+    collation_keys_shown,
     condition_intervals,
     contains,
     intersect,
@@ -57,7 +62,7 @@ from foliodb.engine.planner.bounds import (
     point,
     union,
 )
-from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan, OrScan
+from foliodb.engine.planner.plans import AccessStage, ClusteredScan, CollScan, IdLookup, IndexScan, OrScan
 from foliodb.engine.records import CollectionStore
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import collation, keystring
@@ -259,7 +264,37 @@ def candidates(
     for index in (only,) if only is not None else store.info.indexes.values():
         if collation.same(index.collator, collator):
             out.extend(_index_candidates(index, conditions, sort))
+        elif "partialFilterExpression" not in index.spec:
+            out.extend(_index_candidates(index, _uncollated_conditions(conditions), None))
     return out
+
+
+def _uncollated_conditions(conditions: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """The conditions an index of another collation can bound: those that
+    compare no strings (objects and arrays may hold strings), and
+    ``$exists``/``$type``, whose type-bracket bounds no collation moves."""
+    out: dict[str, list[Any]] = {}
+    for path, conds in conditions.items():
+        kept = [c for cond in conds if (c := _uncollated_condition(cond)) is not None]
+        if kept:
+            out[path] = kept
+    return out
+
+
+_STRINGISH = frozenset({cmp.STRING, cmp.OBJECT, cmp.ARRAY, cmp.REGEX})
+
+
+def _uncollated_condition(cond: Any) -> Any:
+    if not is_operator_doc(cond):
+        return None if cmp.bracket(cond) in _STRINGISH else cond
+    out = {}
+    for op, arg in cond.items():
+        if op == "$in":
+            if isinstance(arg, list) and all(cmp.bracket(v) not in _STRINGISH for v in arg):
+                out[op] = arg
+        elif op in ("$exists", "$type") or (op in _KEY_OPS and cmp.bracket(arg) not in _STRINGISH):
+            out[op] = arg
+    return out or None
 
 
 def _collated_conditions(conditions: dict[str, list[Any]], collator: Collator) -> dict[str, list[Any]]:
@@ -384,20 +419,35 @@ def _index_scan(store: CollectionStore, candidate: Candidate) -> IndexScan | Non
     ranges = key_ranges(candidate.intervals, candidate.descending)
     if ranges is None:
         return None
-    shown = shown_bounds(candidate.names, candidate.descending, candidate.intervals)
     index = candidate.index
+    shown_intervals = candidate.intervals
+    if index.collator is not None:
+        # A wildcard index's $_path keys are field paths, never collated.
+        shown_intervals = [
+            ivs if name == "$_path" else [collation_keys_shown(iv) for iv in ivs]
+            for name, ivs in zip(candidate.names, candidate.intervals, strict=True)
+        ]
+    shown = shown_bounds(candidate.names, candidate.descending, shown_intervals)
     check = None
     if index.kind == "btree" and not index.multikey:
         check = key_checker(candidate.intervals, candidate.descending)
-    return IndexScan(store, index, ranges, candidate.direction, shown, check, candidate.intervals)
+    # A clustered collection's _id index is its clustered index.
+    scan = ClusteredScan if index.name == "_id_" and store.info.is_clustered else IndexScan
+    return scan(store, index, ranges, candidate.direction, shown, check, candidate.intervals)
 
 
 # -- choosing ---------------------------------------------------------------------------
 
 
-def id_point_keys(filter_spec: Mapping[str, Any] | None) -> list[bytes] | None:
-    """The ``_id`` keys of a filter that is exactly ``{_id: value}`` (IDHACK)."""
-    if not filter_spec or list(filter_spec) != ["_id"]:
+def id_hack_keys(
+    store: CollectionStore | None, filter_spec: Mapping[str, Any] | None, collator: Collator | None
+) -> list[bytes] | None:
+    """IDHACK's ``_id`` index key of a filter that is exactly ``{_id: value}``,
+    for a query under ``collator``: only when that is the index's collation
+    (mongod: the collection's default), so the index's equality is the
+    query's. Without a collection, as if simple."""
+    id_collator = store.info.id_index.collator if store is not None else None
+    if not collation.same(id_collator, collator) or not filter_spec or list(filter_spec) != ["_id"]:
         return None
     cond = filter_spec["_id"]
     if is_operator_doc(cond):
@@ -406,7 +456,7 @@ def id_point_keys(filter_spec: Mapping[str, Any] | None) -> list[bytes] | None:
         cond = cond["$eq"]
     if cmp.bracket(cond) in (cmp.REGEX, cmp.ARRAY):
         return None
-    return [keystring.encode(cond)]
+    return [collation.key_encoder(id_collator)(cond)]
 
 
 _EXACT_TYPES = (str, ObjectId, int, Int64, bool, datetime.datetime)
@@ -458,7 +508,7 @@ def choose_plan(
     if natural is not None:
         return Plan(CollScan(store, natural))
     if hinted is None:
-        keys = id_point_keys(filter_spec) if collator is None else None
+        keys = id_hack_keys(store, filter_spec, collator)
         if keys is not None:
             return Plan(IdLookup(store, keys))
         if indexes_disabled():

@@ -20,6 +20,7 @@ key that starts with it.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from bson import MaxKey, MinKey, Regex
 from bson.datetime_ms import DatetimeMS
 
 from foliodb.engine.index_keys import NULL_KEY, UNDEFINED_KEY
-from foliodb.query import bsontypes, keystring
+from foliodb.query import bsontypes, collation, keystring
 from foliodb.query import compare as cmp
 from foliodb.query.filter import is_operator_doc
 from foliodb.query.keystring import decode_key
@@ -67,6 +68,22 @@ class Interval:
             self.hi_shown,
             self.lo_shown,
         )
+
+
+def collation_keys_shown(iv: Interval) -> Interval:
+    """``iv`` of a collated index as explain shows it. Its string bounds are
+    sort keys; mongod's Interval::toString prints a string bound of an index
+    with a non-simple collation as ``CollationKey(0x<hex>)`` (and only
+    top-level strings: an object bound holding one prints as it is), so
+    FolioDB does the same rather than show the key's raw bytes."""
+    return dataclasses.replace(iv, lo_shown=_key_shown(iv.lo, iv.lo_shown), hi_shown=_key_shown(iv.hi, iv.hi_shown))
+
+
+def _key_shown(key: bytes, shown: str) -> str:
+    if not key.startswith(keystring.T_STRING):
+        return shown
+    (text,) = decode_key(key, [False])
+    return collation.shown_key(text)
 
 
 def point(value: Any, key: bytes | None = None) -> Interval:
@@ -347,6 +364,16 @@ def _interval_within(i: Interval, o: Interval) -> bool:
     else:
         hi_ok = i.hi < o.hi or (i.hi == o.hi and not i.hi_inclusive)
     return lo_ok and hi_ok
+
+
+def whole_value(key: bytes, descending: bool) -> tuple[bool, Any]:
+    """(True, value) when ``key`` is one value's whole key."""
+    try:
+        value = decode_key(key, [descending])[0]
+    except (IndexError, KeyError, ValueError):
+        return False, None  # a bracket edge (a lone type byte) or a prefix
+    encoded = keystring.encode(value)
+    return (keystring.complement(encoded) if descending else encoded) == key, value
 
 
 def next_prefix(key: bytes) -> bytes | None:

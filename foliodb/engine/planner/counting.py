@@ -22,11 +22,9 @@ from typing import Any
 
 from bson import Int64, MaxKey, MinKey, ObjectId
 
-from foliodb.engine.planner.bounds import ALL, Interval, condition_intervals
+from foliodb.engine.planner.bounds import ALL, Interval, condition_intervals, whole_value
 from foliodb.engine.planner.plans import IndexScan
-from foliodb.query import keystring
 from foliodb.query.filter import is_operator_doc
-from foliodb.query.keystring import decode_key
 from foliodb.query.paths import is_index, split
 
 _SCALARS = (str, ObjectId, int, Int64, float, datetime.datetime)
@@ -88,16 +86,6 @@ def exact_scan(filter_spec: Mapping[str, Any] | None, scan: IndexScan) -> bool:
     return scan.key_check is not None or all(ivs == [ALL] for ivs in later)
 
 
-def _whole_value(key: bytes, descending: bool) -> tuple[bool, Any]:
-    """(True, value) when ``key`` is one value's whole key."""
-    try:
-        value = decode_key(key, [descending])[0]
-    except (IndexError, KeyError, ValueError):
-        return False, None  # a bracket edge (a lone type byte) or a prefix
-    encoded = keystring.encode(value)
-    return (keystring.complement(encoded) if descending else encoded) == key, value
-
-
 def single_interval(scan: IndexScan) -> dict[str, Any] | None:
     """COUNT_SCAN's ``indexBounds`` (startKey, endKey and their inclusion,
     in the index's order) when the scan's bounds are one interval: points,
@@ -119,8 +107,8 @@ def single_interval(scan: IndexScan) -> dict[str, Any] | None:
         if len(intervals) != 1:
             return None
         iv: Interval = intervals[0].reversed() if descending else intervals[0]
-        ok_lo, lo = _whole_value(iv.lo, descending)
-        ok_hi, hi = _whole_value(iv.hi, descending)
+        ok_lo, lo = whole_value(iv.lo, descending)
+        ok_hi, hi = whole_value(iv.hi, descending)
         if not (ok_lo and ok_hi):
             return None
         start[name], end[name] = lo, hi

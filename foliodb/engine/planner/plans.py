@@ -19,10 +19,10 @@ import bson
 from foliodb import interrupt
 from foliodb.engine.catalog import CODEC, IndexInfo
 from foliodb.engine.index_keys import UNDEFINED_KEY
-from foliodb.engine.planner.bounds import Interval, KeyRange, next_prefix
+from foliodb.engine.planner.bounds import ALL, Interval, KeyRange, next_prefix, whole_value
 from foliodb.engine.planner.covering import KeyLayout
 from foliodb.engine.records import CollectionStore
-from foliodb.query import keystring
+from foliodb.query import collation, keystring
 from foliodb.query.keystring import decode_key
 from foliodb.query.paths import MISSING, leaf_values, split
 
@@ -82,24 +82,67 @@ class CollScan(AccessStage):
         return {"stage": "COLLSCAN", "direction": "forward" if self.direction > 0 else "backward"}
 
 
+def _record_bound(key: bytes, collated: bool) -> tuple[bool, Any]:
+    """(True, the value) of a clustered scan's bound key, as minRecord and
+    maxRecord show it: a string of a ``collated`` ``_id`` index is a sort
+    key, shown as explain shows collated bounds (``CollationKey(0x..)``,
+    see :func:`~foliodb.engine.planner.bounds.collation_keys_shown`); the
+    number bracket starts at NaN there (its minimum for the type), where
+    index bounds say -inf."""
+    if key == _NEG_INF:
+        return True, float("nan")
+    whole, value = whole_value(key, False)
+    if whole and collated and isinstance(value, str):
+        return True, collation.shown_key(value)
+    return whole, value
+
+
+_NEG_INF = keystring.encode(float("-inf"))
+
+
+def clustered_explain(index: IndexInfo, direction: int, hull: tuple[bytes, bytes] | None) -> dict[str, Any]:
+    """A scan of a clustered collection's ``_id`` index as mongod shows its
+    scan of the clustered index (a collection scan there): CLUSTERED_IXSCAN
+    with the inclusive record bounds ``minRecord``/``maxRecord`` - the
+    lowest and highest keys of the scan of ``index`` (``hull``), the filter
+    deciding the rest, as in mongod - or a plain COLLSCAN when they are no
+    values (``$exists``, a ``$regex``, a hint without a filter...).
+
+    Manual: https://www.mongodb.com/docs/manual/core/clustered-collections/
+    ("a query that uses a clustered index performs a bounded collection scan")."""
+    node: dict[str, Any] = {"stage": "COLLSCAN", "direction": "forward" if direction > 0 else "backward"}
+    if hull is not None:
+        collated = index.collator is not None
+        low, lo = _record_bound(hull[0], collated)
+        high, hi = _record_bound(hull[1], collated)
+        if low and high:
+            node.update(stage="CLUSTERED_IXSCAN", minRecord=lo, maxRecord=hi)
+    return node
+
+
 class IdLookup(AccessStage):
     """Point lookups of ``_id`` values in the ``_id`` index (MongoDB's IDHACK
-    for one value, an IXSCAN of point bounds for several)."""
+    for one value, an IXSCAN of point bounds for several; on a clustered
+    collection, a CLUSTERED_IXSCAN of each record, which reads no keys)."""
 
     def __init__(self, store: CollectionStore, keys: list[bytes]) -> None:
         self.store = store
         self.keys = keys
-        self.stage = "IDHACK" if len(keys) == 1 else "IXSCAN"
+        self.clustered = store.info.is_clustered
+        self.stage = "CLUSTERED_IXSCAN" if self.clustered else "IDHACK" if len(keys) == 1 else "IXSCAN"
 
     def rows(self) -> Iterator[tuple[int, bytes]]:
         for key in self.keys:
-            self.keys_examined += 1
+            if not self.clustered:
+                self.keys_examined += 1
             row = self.store.row_by_id_key(key)
             if row is not None:
                 self.docs_examined += 1
                 yield row
 
     def explain(self) -> dict[str, Any]:
+        if self.clustered:
+            return clustered_explain(self.store.info.id_index, 1, (min(self.keys), max(self.keys)))
         if self.stage == "IDHACK":
             return {"stage": "IDHACK"}
         return {
@@ -232,6 +275,28 @@ class IndexScan(AccessStage):
 
     def explain(self) -> dict[str, Any]:
         return index_scan_explain("IXSCAN", self.index, self.direction, self.bounds)
+
+
+class ClusteredScan(IndexScan):
+    """An IndexScan of a clustered collection's ``_id`` index, which stands
+    for its clustered index: explain shows it as mongod shows a scan of the
+    clustered index (see :func:`clustered_explain`), and, as there, it reads
+    records, no index keys."""
+
+    @property
+    def keys_examined(self) -> int:
+        return 0
+
+    @keys_examined.setter
+    def keys_examined(self, value: int) -> None:
+        pass  # a clustered scan counts the records it reads, never keys
+
+    def explain(self) -> dict[str, Any]:
+        ids = self.intervals[0] if self.intervals else None
+        return clustered_explain(self.index, self.direction, (ids[0].lo, ids[-1].hi) if ids and ids != [ALL] else None)
+
+    def summary(self) -> str:
+        return str(self.explain()["stage"])
 
 
 class TextScan(AccessStage):

@@ -2,12 +2,17 @@
 
 Manual: https://www.mongodb.com/docs/manual/core/clustered-collections/ (CC) and
 the create command's ``clusteredIndex`` field
-(https://www.mongodb.com/docs/manual/reference/command/create/).
+(https://www.mongodb.com/docs/manual/reference/command/create/). Explain: CC says a
+query on the clustered index "performs a bounded collection scan"; mongod shows it
+as ``CLUSTERED_IXSCAN`` with inclusive ``minRecord``/``maxRecord`` (type-bracketed:
+a number range runs from NaN to Infinity), a scan bounded by nothing as ``COLLSCAN``
+(mongod's jstests/libs/clustered_collections/clustered_collection_bounded_scan_common.js).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import time
 from typing import Any
 
@@ -106,3 +111,67 @@ def test_over_the_wire(wire: Any) -> None:
     with pytest.raises(OperationFailure) as info:
         db.create_collection("d", clusteredIndex={"key": {"_id": 1}, "unique": False})
     assert info.value.code == 5979700
+
+
+def _plan(db: Any, filter_spec: Any, **find: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    out = db.command("explain", {"find": "c", "filter": filter_spec, **find}, verbosity="executionStats")
+    return out["queryPlanner"]["winningPlan"], out["executionStats"]
+
+
+@pytest.fixture
+def numbered(db: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """_ids null, 0..99 and "foo", as in mongod's bounded-scan test."""
+    monkeypatch.delenv("FOLIODB_NO_INDEXES", raising=False)  # it asserts on the plan
+    db.create_collection("c", clusteredIndex=SPEC)
+    db.c.insert_many([{"_id": i, "a": -i} for i in range(100)] + [{"_id": None}, {"_id": "foo"}])
+    return db
+
+
+@pytest.mark.parametrize(
+    "filter_spec, low, high, returned",
+    [
+        ({"_id": 5}, 5, 5, 1),
+        ({"_id": {"$lt": 10}}, math.nan, 10, 10),
+        ({"_id": {"$lte": 10}}, math.nan, 10, 11),
+        ({"_id": {"$gt": 89}}, 89, math.inf, 10),
+        ({"_id": {"$gte": 20, "$lt": 40}}, 20, 40, 20),
+        ({"_id": {"$in": [10, 20, 30]}}, 10, 30, 3),
+    ],
+)
+def test_id_bounds_explain_as_a_clustered_scan(
+    numbered: Any, filter_spec: Any, low: float, high: float, returned: int
+) -> None:
+    plan, stats = _plan(numbered, filter_spec)
+    assert plan["stage"] == "CLUSTERED_IXSCAN" and plan["direction"] == "forward"
+    assert plan["filter"] == filter_spec
+    for got, wanted in ((plan["minRecord"], low), (plan["maxRecord"], high)):
+        assert got == wanted or (math.isnan(wanted) and math.isnan(got))
+    assert stats["nReturned"] == returned
+    assert stats["totalKeysExamined"] == 0  # records are read, no index keys
+
+
+def test_other_scans_explain_as_collection_scans(numbered: Any) -> None:
+    plan, _ = _plan(numbered, {"a": {"$gt": -10}})
+    assert plan == {"stage": "COLLSCAN", "direction": "forward", "filter": {"a": {"$gt": -10}}}
+    plan, _ = _plan(numbered, {"a": -2}, hint={"_id": 1})  # the cluster key hinted, no _id bounds
+    assert plan["stage"] == "COLLSCAN" and "minRecord" not in plan
+    plan, stats = _plan(numbered, {"_id": {"$gt": 95}}, sort={"_id": -1})
+    assert (plan["stage"], plan["direction"], plan["minRecord"]) == ("CLUSTERED_IXSCAN", "backward", 95)
+    assert stats["nReturned"] == 4
+    assert numbered.c.find({"_id": 7}).explain()["queryPlanner"]["winningPlan"]["stage"] == "CLUSTERED_IXSCAN"
+    # No index keys to cover a projection: the records are read.
+    plan, _ = _plan(numbered, {"_id": {"$gt": 95}}, projection={"_id": 1})
+    assert [plan["stage"], plan["inputStage"]["stage"]] == ["PROJECTION_SIMPLE", "CLUSTERED_IXSCAN"]
+
+
+def test_a_default_collation_is_the_clustered_index_s(db: Any) -> None:
+    """CC and listIndexes: the clustered index is listed with the collection's default
+    collation, and _id is unique under it."""
+    strength2 = {"locale": "en", "strength": 2}
+    db.create_collection("c", clusteredIndex=SPEC, collation=strength2)
+    (listed,) = db.c.list_indexes()
+    assert listed["clustered"] is True and listed["collation"]["strength"] == 2
+    db.c.insert_one({"_id": "a"})
+    with pytest.raises(DuplicateKeyError):
+        db.c.insert_one({"_id": "A"})
+    assert db.c.find_one({"_id": "A"}) == {"_id": "a"}

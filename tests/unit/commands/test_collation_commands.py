@@ -225,3 +225,117 @@ def test_bucket_boundaries_place_strings_by_the_collation(db: Any) -> None:
         {"_id": "c", "count": 2},
     ]
     assert [(b["_id"], b["count"]) for b in db.c.aggregate([stage])] == [("a", 1), ("c", 1), ("other", 2)]
+
+
+def _icu_key(text: str, strength: int = 2) -> str:
+    """``text``'s collation key as mongod prints it, computed with ICU itself
+    (mongod's getSortKey, without the terminating 0x00)."""
+    import icu
+
+    collator = icu.Collator.createInstance(icu.Locale("en"))
+    collator.setStrength({1: icu.Collator.PRIMARY, 2: icu.Collator.SECONDARY}[strength])
+    return f"CollationKey(0x{collator.getSortKey(text)[:-1].hex()})"
+
+
+def test_the_id_index_takes_the_collection_collation(db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """https://www.mongodb.com/docs/manual/reference/method/db.createCollection/ (collation:
+    "Indexes on that collection will be created with that collation"): the _id index is one of
+    them, so listIndexes and listCollections' idIndex show it, _id is unique under it (at
+    strength 2 "a" and "A" are one key, "á" another) and an _id equality of that collation
+    finds "a" for "A" through the index (IDHACK)."""
+    monkeypatch.delenv("FOLIODB_NO_INDEXES", raising=False)  # it asserts on the plan
+    db.create_collection("c", collation=S2)
+    (id_index,) = db.c.list_indexes()
+    assert id_index["name"] == "_id_" and id_index["collation"]["strength"] == 2
+    (entry,) = db.list_collections(filter={"name": "c"})
+    assert entry["idIndex"]["collation"] == id_index["collation"]
+    db.c.insert_many([{"_id": "a"}, {"_id": "á"}, {"_id": 3}])
+    with pytest.raises(DuplicateKeyError) as info:
+        db.c.insert_one({"_id": "A"})
+    assert f'dup key: {{ _id: "{_icu_key("A")}" }}' in str(info.value)
+    with pytest.raises(OperationFailure):
+        db.c.insert_many([{"_id": "x"}, {"_id": "X"}])  # the batched path too
+    assert db.c.find_one({"_id": "x"}) == {"_id": "x"}
+    assert db.c.find_one({"_id": "A"}) == {"_id": "a"}
+    assert db.c.find({"_id": "A"}).explain()["queryPlanner"]["winningPlan"] == {"stage": "IDHACK"}
+    assert db.c.delete_one({"_id": "X"}).deleted_count == 1  # a write's _id lookup too
+
+
+def test_another_collation_uses_the_id_index_only_without_strings(db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """https://www.mongodb.com/docs/manual/reference/collation/#collation-and-index-use: "To use
+    an index for string comparisons, an operation must also specify the same collation" - a
+    number is no string comparison, so a simple-collation {_id: 3} still scans the collated _id
+    index, while {_id: "A"} scans the collection (and, binary, finds no "a")."""
+    monkeypatch.delenv("FOLIODB_NO_INDEXES", raising=False)  # it asserts on the plan
+    db.create_collection("c", collation=S2)
+    db.c.insert_many([{"_id": "a"}, {"_id": 3}, {"_id": 4}])
+    simple = {"locale": "simple"}
+    plan = db.c.find({"_id": 3}).collation(simple).explain()["queryPlanner"]["winningPlan"]
+    assert [s["stage"] for s in _winning_stages(plan)] == ["FETCH", "IXSCAN"]
+    assert plan["inputStage"]["indexBounds"] == {"_id": ["[3, 3]"]}
+    assert list(db.c.find({"_id": {"$gte": 3}}).collation(simple)) == [{"_id": 3}, {"_id": 4}]
+    plan = db.c.find({"_id": "A"}).collation(simple).explain()["queryPlanner"]["winningPlan"]
+    assert plan["stage"] == "COLLSCAN"
+    assert list(db.c.find({"_id": "A"}).collation(simple)) == []
+    # A secondary index of another collation likewise serves numbers, never strings.
+    db.d.insert_many([{"n": 1, "s": "a"}, {"n": 2, "s": "A"}])
+    db.d.create_index("n", collation=S2)
+    plan = db.d.find({"n": 2}).explain()["queryPlanner"]["winningPlan"]
+    assert plan["inputStage"]["indexName"] == "n_1"
+    assert _ids(db.d.find({"n": 2})) == [db.d.find_one({"n": 2})["_id"]]
+
+
+def test_explain_shows_collated_bounds_as_collation_keys(db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """mongod prints a string bound of an index with a non-simple collation as
+    ``CollationKey(0x<hex of the ICU sort key>)`` (Interval::toString); the other bounds
+    (the string bracket's end, ``{}``; numbers) as usual. Expected keys come from ICU."""
+    monkeypatch.delenv("FOLIODB_NO_INDEXES", raising=False)  # it asserts on the plan
+    db.c.insert_many(DOCS)
+    db.c.create_index("s", collation=S2)
+    db.c.create_index([("s", -1)], name="down", collation=S2)
+
+    def bounds(filter_spec: dict[str, Any], hint: str) -> list[str]:
+        plan = db.c.find(filter_spec).collation(S2).hint(hint).explain()["queryPlanner"]["winningPlan"]
+        return list(plan["inputStage"]["indexBounds"]["s"])
+
+    b = _icu_key("b")
+    assert bounds({"s": {"$gt": "b"}}, "s_1") == [f"({b}, {{}})"]
+    assert bounds({"s": {"$gt": "b"}}, "down") == [f"({{}}, {b})"]
+    # The string bracket starts at the empty string itself (mongod's minForType), not a sort key.
+    assert bounds({"s": {"$lt": "b"}}, "s_1") == [f"[CollationKey(0x), {b})"]
+    # "B" and "b" are one key at strength 2: one point.
+    assert bounds({"s": {"$in": ["b", "B"]}}, "s_1") == [f"[{b}, {b}]"]
+    assert bounds({"s": {"$in": ["b", 5]}}, "s_1") == ["[5, 5]", f"[{b}, {b}]"]
+
+
+def test_validator_matches_under_the_collection_collation(db: Any) -> None:
+    """The validator takes the collection's default collation (mongod parses it with the
+    collection's collator; https://www.mongodb.com/docs/manual/reference/collation/: operations
+    on the collection use its default collation), never the write's own; $jsonSchema's enum
+    compares binary (mongod's InternalSchemaEqMatchExpression has no collator)."""
+    db.create_collection("c", collation=S2, validator={"s": {"$in": ["a", "b"]}})
+    db.c.insert_one({"s": "A"})
+    with pytest.raises(OperationFailure) as info:
+        db.c.insert_one({"s": "c"})
+    assert info.value.code == 121
+    db.create_collection("d", validator={"s": "a"})
+    with pytest.raises(OperationFailure):
+        db.d.update_one({"_id": 1}, {"$set": {"s": "A"}}, upsert=True, collation=S2)
+    db.create_collection("e", collation=S2, validator={"$jsonSchema": {"properties": {"s": {"enum": ["a"]}}}})
+    db.e.insert_one({"s": "a"})
+    with pytest.raises(OperationFailure):
+        db.e.insert_one({"s": "A"})
+
+
+def test_densify_partitions_under_the_collation(db: Any) -> None:
+    """https://www.mongodb.com/docs/manual/reference/operator/aggregation/densify/: mongod keeps
+    the partitions in a table of its expression context's comparator, so under strength 2 the
+    partitions "a" and "A" are one: 0 and 2 in it need the 1 between them."""
+    db.c.insert_many([{"p": "a", "v": 0}, {"p": "A", "v": 2}])
+    stage = {"$densify": {"field": "v", "partitionByFields": ["p"], "range": {"step": 1, "bounds": "partition"}}}
+    folded = list(db.c.aggregate([stage, {"$project": {"_id": 0}}], collation=S2))
+    assert [(d["p"].lower(), d["v"]) for d in folded] == [("a", 0), ("a", 1), ("a", 2)]
+    assert len(list(db.c.aggregate([stage]))) == 2  # binary: two partitions of one value each
+    db.create_collection("d", collation=S2)  # the collection's default collation, likewise
+    db.d.insert_many([{"p": "a", "v": 0}, {"p": "A", "v": 2}])
+    assert len(list(db.d.aggregate([stage]))) == 3
