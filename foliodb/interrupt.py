@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from foliodb.errors import CommandError, ErrorCode
@@ -42,6 +43,7 @@ class Operation:
         "progress",
         "session",
         "started",
+        "stored_javascript",
         "waiting_for_lock",
     )
 
@@ -69,6 +71,9 @@ class Operation:
         # Server-side JavaScript ($where, $function, mapReduce): off under --noscripting; its heap bound.
         self.javascript = True
         self.js_heap_limit_mb = DEFAULT_JS_HEAP_LIMIT_MB
+        # The documents of a database's system.js as this operation reads them (its snapshot, its
+        # transaction): set by whoever can read storage, called only when a context is made.
+        self.stored_javascript: Callable[[str], Sequence[Mapping[str, Any]]] | None = None
 
     def check(self) -> None:
         if self.killed:

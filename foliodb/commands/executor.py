@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import bson
 from bson import ObjectId
 
 from foliodb import interrupt
@@ -26,6 +27,7 @@ from foliodb.commands import api_version, failpoints, params, profiler, registry
 from foliodb.commands.cursors import CursorManager
 from foliodb.commands.replication import ReplicaSet, write_concern_error
 from foliodb.engine import usage
+from foliodb.engine.catalog import CODEC
 from foliodb.engine.engine import Engine, open_engine
 from foliodb.engine.sessions import lsid_key
 from foliodb.engine.transactions import HeldByTransactionError
@@ -155,6 +157,7 @@ class Executor:
         op = Operation(next(self._opids), db, command, None, extra.get("connection_id"), extra.get("peer", ""))
         op.javascript = self.javascript
         op.js_heap_limit_mb = self.engine.parameters.get("jsHeapLimitMB", DEFAULT_JS_HEAP_LIMIT_MB)
+        op.stored_javascript = self.stored_javascript
         operations = self.operations
         operations[op.opid] = op
         previous = interrupt.bind(op)
@@ -232,6 +235,14 @@ class Executor:
             except HeldByTransactionError as held:
                 while not held.txn.ended.wait(0.05):
                     request.check_time()
+
+    def stored_javascript(self, db: str) -> list[dict[str, Any]]:
+        """The documents of ``db``'s ``system.js`` in the running operation's snapshot (its
+        transaction's, its snapshot read's); a catalog lookup only, when it does not exist."""
+        store = self.engine.store(db, "system.js")
+        if store is None:
+            return []
+        return [bson.decode(data, CODEC) for _, data in store.scan()]
 
     def _count(self, name: str, command: Mapping[str, Any]) -> None:
         counters = self.opcounters

@@ -164,7 +164,7 @@ def cmd_mapReduce(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     scope = dict(fields.get("scope") or {})
     if isinstance(cmd["map"], Code) and cmd["map"].scope:
         scope.update(cmd["map"].scope)
-    js = javascript.new_runtime(scope)
+    js = javascript.new_runtime(scope, stored=True)
     map_fn = js.function(map_code or "")
     reduce_fn = js.function(reduce_code or "")
     finalize_fn = js.function(finalize_code) if finalize_code is not None else None

@@ -28,29 +28,38 @@ Invariants:
   thousand JavaScript steps.
 * Any error of user code, of conversion or of a limit is a CommandError:
   JSInterpreterFailure (139) carrying the JavaScript message.
+* The shell's globals are the context's own: a ``system.js`` entry of the
+  same name (or a language built-in's) is left out, since the conversions
+  find the shell's types by name (mongod's types are native, out of reach).
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import importlib.metadata
+import logging
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import _quickjs
 import quickjs
+from bson import Code
 
 from foliodb import interrupt
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.javascript.shell import PRELUDE
 from foliodb.javascript.values import from_json, to_json
 
+log = logging.getLogger("foliodb")
+
 _STACK_BYTES = 1024 * 1024
+_UNSET = object()
 
 
 def _check_engine() -> None:
@@ -123,6 +132,15 @@ def _hex_md5(text: Any) -> str:
     return hashlib.md5(str(text).encode(), usedforsecurity=False).hexdigest()
 
 
+@functools.cache
+def _shell_globals() -> frozenset[str]:
+    """The names every context starts with: the language's built-ins and the shell's."""
+    context = quickjs.Context()
+    context.eval(PRELUDE)
+    names: str = context.eval("Object.getOwnPropertyNames(globalThis).join('\\n')")
+    return frozenset(names.split("\n")) | {"hex_md5"}
+
+
 def function_source(code: str) -> str:
     """A JavaScript expression whose value is the function ``code`` defines:
     a function as written, or (like mongod) a bare expression as the body of
@@ -134,9 +152,10 @@ def function_source(code: str) -> str:
 
 
 class Runtime:
-    """A fresh context: the shell prelude, ``scope`` as globals, and limits."""
+    """A fresh context: the shell prelude, ``scope`` as globals, the ``stored``
+    (``system.js``) documents' values as globals, and limits."""
 
-    def __init__(self, heap_limit_mb: int, scope: Any = None) -> None:
+    def __init__(self, heap_limit_mb: int, scope: Any = None, stored: Iterable[Mapping[str, Any]] = ()) -> None:
         self._lock = threading.Lock()
         self._throws = False  # some user code compiled here has a `throw` (see _failure)
         self._context = quickjs.Context()
@@ -151,6 +170,38 @@ class Runtime:
         if scope:
             text, tagged = to_json(scope)
             self._run(get("__setScope"), text, tagged)
+        # After the scope, as mongod loads them: a stored function replaces a scope variable of its name.
+        self._define_stored(stored)
+
+    def _define_stored(self, docs: Iterable[Mapping[str, Any]]) -> None:
+        """Each ``{_id: name, value}`` as the global ``name`` (a function for Code), as
+        mongod's Scope::loadStored: a name that is not a string (10209), no value
+        (10210) or code with scope (4546000) fails the operation; code that does not
+        compile is logged and left out."""
+        for doc in docs:
+            name, value = doc.get("_id"), doc.get("value", _UNSET)
+            if not isinstance(name, str):
+                raise CommandError(10209, f"name has to be a string: _id: {name!r}")
+            if value is _UNSET:
+                raise CommandError(10210, "value has to be set")
+            if isinstance(value, Code) and value.scope is not None:
+                raise CommandError(
+                    4546000,
+                    "BSON type 'CodeWithScope' not supported in system.js scripts. "
+                    f"As an alternative use 'Code'. Script _id value: '{name}'",
+                )
+            if name in _shell_globals():
+                continue
+            if not isinstance(value, Code):  # mongod defines any other value as it is: a string stays a string
+                text, tagged = to_json({name: value})
+                self._run(self._context.get("__setScope"), text, tagged)
+                continue
+            try:
+                self._context.set(name, self.function(str(value)))
+            except CommandError as exc:
+                if exc.code != ErrorCode.JSInterpreterFailure:
+                    raise
+                log.error("unable to load stored JavaScript function %s(): %s", name, exc.errmsg)
 
     def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
         with self._lock:

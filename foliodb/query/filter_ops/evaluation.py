@@ -162,7 +162,7 @@ def filter_where(arg: Any, ctx: Context) -> Matcher:
 
     def match_where(doc: Any, details: Any = None) -> bool:
         if not compiled:
-            js = javascript.new_runtime(scope)
+            js = javascript.new_runtime(scope, stored=True)
             compiled.append((js, js.function(code)))
         js, fn = compiled[0]
         return js.where(fn, doc)
