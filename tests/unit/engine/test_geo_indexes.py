@@ -20,9 +20,7 @@ from pymongo.errors import OperationFailure, WriteError
 INDEX_2DSPHERE = "https://www.mongodb.com/docs/manual/core/indexes/index-types/geospatial/2dsphere/"
 INDEX_2D = "https://www.mongodb.com/docs/manual/core/indexes/index-types/geospatial/2d/"
 GEONEAR = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/geoNear/"
-GEOWITHIN_BIG = (
-    "https://www.mongodb.com/docs/manual/reference/operator/query/geoWithin/"
-)
+GEOWITHIN_BIG = "https://www.mongodb.com/docs/manual/reference/operator/query/geoWithin/"
 RADIUS = 6378.1 * 1000
 STRICT = {"type": "name", "properties": {"name": "urn:x-mongodb:crs:strictwinding:EPSG:4326"}}
 # Everything but the square [95, 105] x [-5, 5]: its ring walked clockwise.
