@@ -17,8 +17,8 @@ fewer than 1000 measurements and room under the size limit
 holds fewer than 10: then up to 12 MiB); control.min is the earliest time
 rounded down to bucketRoundingSeconds. Where the manual leaves the choice
 open FolioDB takes the earliest control.min, then the oldest bucket; an
-update re-inserts its results in the order it visits the buckets (their
-``_id`` order), which the model reads from the collection.
+update re-inserts its results in the order it visits the buckets (record-id
+order: the order they were made).
 """
 
 from __future__ import annotations
@@ -99,10 +99,10 @@ class Model:
         bucket.size += size
         bucket.min_time = min(bucket.min_time, self.rounded(t))
 
-    def remove(self, keep: Any, order: list[ModelBucket] | None = None) -> list[dict[str, Any]]:
-        """Remove the measurements ``keep`` refuses (visiting buckets in ``order``); those removed."""
+    def remove(self, keep: Any) -> list[dict[str, Any]]:
+        """Remove the measurements ``keep`` refuses, visiting the buckets in the order made; those removed."""
         removed = []
-        for bucket in order or self.buckets:
+        for bucket in self.buckets:
             kept = [m for m in bucket.measurements if keep(m)]
             removed += [
                 m | ({"m": bson.decode(bucket.meta)["m"]} if bucket.meta else {})
@@ -264,9 +264,9 @@ class Run:
             self.collection(name).delete_many({"v": op[1]})
         elif kind == "update":
             _, old, new = op
-            # An update visits the buckets in _id order: the model follows it (the manual leaves it open).
-            order = [b["data"]["_id"]["0"] for b in self.db[f"system.buckets.{name}"].find().sort("_id", 1)]
-            removed = model.remove(lambda m: m["v"] != old, [model.holding(i) for i in order])
+            # An update visits the buckets in record-id order (the order they were made) and
+            # inserts its results in that order (the manual leaves the order open).
+            removed = model.remove(lambda m: m["v"] != old)
             for doc in removed:
                 model.insert({**doc, "v": new})
             self.collection(name).update_many({"v": old}, {"$set": {"v": new}})
