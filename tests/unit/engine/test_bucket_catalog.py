@@ -94,3 +94,15 @@ def test_least_recently_used_series_are_forgotten(db: Any, client: Any, monkeypa
     for meta in range(10):  # forgotten series load again from storage
         db.w.insert_one({"t": T0, "m": meta, "v": 20})
     assert _counts(db) == [21] * 10
+
+
+def test_drop_and_drop_database_start_a_new_catalog(client: Any, db: Any) -> None:
+    """A collection made again under the same name has none of the old buckets."""
+    for drop in (lambda: db.w.drop(), lambda: client.drop_database(db.name)):
+        db.create_collection("w", timeseries={"timeField": "t", "metaField": "m"})
+        db.w.insert_many([{"t": T0, "m": "a"} for _ in range(3)])  # the catalog holds the bucket
+        drop()
+        db.create_collection("w", timeseries={"timeField": "t", "metaField": "m"})
+        db.w.insert_one({"t": T0, "m": "a"})
+        assert _counts(db) == [1]
+        db.w.drop()
