@@ -21,7 +21,11 @@ measurement without the field has no ``<i>`` there. Every measurement has
 * ``control.min.<time>`` is the smallest time rounded down to
   ``bucketRoundingSeconds``, and every time lies in
   ``[control.min.<time>, control.min.<time> + bucketMaxSpanSeconds)``;
-* at most :data:`MAX_MEASUREMENTS` measurements;
+* at most :data:`MAX_MEASUREMENTS` measurements, of at most
+  :data:`MAX_BUCKET_SIZE` bytes together (each measurement's BSON without
+  the meta field) unless the bucket holds fewer than
+  :data:`LARGE_MEASUREMENT_COUNT` large ones (then up to
+  :data:`LARGE_BUCKET_SIZE`), as mongod's bucket size limits;
 * ``control.min``/``max`` hold each field's smallest and largest value in
   BSON order (embedded documents field by field, as mongod does), so a
   bucket-level predicate on them never misses a measurement.
@@ -41,9 +45,16 @@ import bson
 from bson.datetime_ms import DatetimeMS
 from bson.objectid import ObjectId
 
+from foliodb.engine.catalog import CODEC
 from foliodb.query import compare as cmp
 
 MAX_MEASUREMENTS = 1000  # timeseriesBucketMaxCount
+MAX_BUCKET_SIZE = 128_000  # timeseriesBucketMaxSize (125 KiB)
+# timeseriesBucketMinCount: a bucket of fewer measurements than this, too large for
+# MAX_BUCKET_SIZE, holds large measurements and stays open up to mongod's
+# kLargeMeasurementsMaxBucketSize (the BSON limit less 4 MiB, room for control).
+LARGE_MEASUREMENT_COUNT = 10
+LARGE_BUCKET_SIZE = 16 * 1024 * 1024 - 4 * 1024 * 1024
 
 # granularity -> (bucketMaxSpanSeconds, bucketRoundingSeconds), as the manual's "Set Granularity" table.
 GRANULARITIES: dict[str, tuple[int, int]] = {
@@ -127,18 +138,22 @@ def _smaller(a: Any, b: Any, want_min: bool) -> Any:
 class Bucket:
     """A bucket being filled: its record id (None when new), meta and columns.
     Adding a measurement appends to the columns and widens control.min/max,
-    so filling a stored bucket never re-reads its measurements."""
+    so filling a stored bucket never re-reads its measurements. ``old`` and
+    ``stored`` are the document and BSON last written (None when new): what
+    the update replaces."""
 
     def __init__(self, spec: BucketSpec, meta: Any, rid: int | None = None, bucket_id: Any = None) -> None:
         self.spec = spec
         self.meta = meta
         self.rid = rid
         self.bucket_id = bucket_id
-        self.old: dict[str, Any] | None = None  # the stored document, for the update
+        self.old: dict[str, Any] | None = None
+        self.stored: bytes | None = None
         self.data: dict[str, dict[str, Any]] = {}
         self.low: dict[str, Any] = {}
         self.high: dict[str, Any] = {}
         self.count = 0
+        self.size = 0  # bytes of its measurements (see MAX_BUCKET_SIZE)
         self.min_time: int | None = None  # rounded, millis
 
     @classmethod
@@ -150,15 +165,20 @@ class Bucket:
         bucket.low = dict(doc["control"]["min"])
         bucket.high = dict(doc["control"]["max"])
         bucket.count = len(bucket.data.get(spec.time_field, ()))
+        bucket.size = sum(measurement_size(m) for m in measurements(doc))
         bucket.min_time = cmp.date_millis(bucket.low[spec.time_field])
         return bucket
 
-    def fits(self, millis: int) -> bool:
+    def fits(self, millis: int, size: int) -> bool:
+        """Does a measurement at ``millis`` of ``size`` bytes belong here (the limits of the module docstring)?"""
         if self.count >= MAX_MEASUREMENTS:
             return False
-        return self.min_time is None or self.min_time <= millis < self.min_time + self.spec.max_span * 1000
+        if self.min_time is not None and not self.min_time <= millis < self.min_time + self.spec.max_span * 1000:
+            return False
+        total = self.size + size
+        return total <= MAX_BUCKET_SIZE or (self.count < LARGE_MEASUREMENT_COUNT and total <= LARGE_BUCKET_SIZE)
 
-    def add(self, measurement: dict[str, Any], millis: int) -> None:
+    def add(self, measurement: dict[str, Any], millis: int, size: int) -> None:
         rounded = self.spec.round_down(millis)
         if self.min_time is None or rounded < self.min_time:
             self.min_time = rounded
@@ -174,9 +194,11 @@ class Bucket:
                 low[key] = _smaller(low[key], value, True)
                 high[key] = _smaller(high[key], value, False)
         self.count += 1
+        self.size += size
 
     def document(self) -> dict[str, Any]:
-        """The bucket as stored (see the module docstring)."""
+        """The bucket as stored (see the module docstring); its own copy of the
+        columns, so that adding to the bucket leaves the document as written."""
         assert self.min_time is not None and self.count
         if self.bucket_id is None:
             stamp = (self.min_time // 1000) & 0xFFFFFFFF
@@ -186,8 +208,18 @@ class Bucket:
         doc: dict[str, Any] = {"_id": self.bucket_id, "control": {"version": 1, "min": low, "max": dict(self.high)}}
         if self.meta is not MISSING:
             doc["meta"] = self.meta
-        doc["data"] = self.data
+        doc["data"] = {key: dict(column) for key, column in self.data.items()}
         return doc
+
+
+# Bytes {"m": <measurement>} adds to a measurement's BSON: encoded embedded, a
+# measurement keeps its field order (at the top level, BSON encoders move _id first).
+WRAPPING = 8
+
+
+def measurement_size(measurement: dict[str, Any]) -> int:
+    """What a measurement (without its meta field) counts toward MAX_BUCKET_SIZE: its BSON size."""
+    return len(bson.encode({"m": measurement}, codec_options=CODEC)) - WRAPPING
 
 
 def measurements(bucket: Mapping[str, Any]) -> Iterator[dict[str, Any]]:

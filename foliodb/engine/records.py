@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import bson
 
@@ -35,6 +35,9 @@ from foliodb.query.filter import compile_filter
 from foliodb.query.keystring import is_canonical
 from foliodb.query.paths import MISSING, reach
 from foliodb.query.render import render_document
+
+if TYPE_CHECKING:
+    from foliodb.engine.bucket_catalog import BucketCatalog
 
 MAX_BSON_SIZE = 16 * 1024 * 1024
 # "MongoDB supports no more than 100 levels of nesting for BSON documents";
@@ -198,6 +201,11 @@ class CollectionStore:
         self.cap_size: int | None = int(options["size"]) if options.get("capped") else None
         self.cap_max: int | None = int(options.get("max") or 0) or None if options.get("capped") else None
         self._cap_totals: list[int] | None = None  # [documents, bytes], loaded on first use
+        # Record writes so far (each insert, update, delete, truncate): a cache of the
+        # records (the bucket catalog) knows it is stale when this moved past what it saw.
+        self.writes = 0
+        # A time-series buckets collection's catalog of open buckets, made on first use.
+        self.bucket_catalog: BucketCatalog | None = None
 
         self.writers = [IndexWriter(index) for index in info.indexes.values()]
         self.writers += [IndexWriter(index, building=True) for index in info.building.values()]
@@ -250,6 +258,7 @@ class CollectionStore:
         if self._txns.key_intents:
             self._wait_for_keys(doc, None)
         conn = self.conn
+        self.writes += 1
         rid = conn.execute(self._insert_sql, (data,)).lastrowid
         assert rid is not None
         try:
@@ -292,6 +301,7 @@ class CollectionStore:
             for doc in docs:
                 self._wait_for_keys(doc, None)
         conn = self.conn
+        self.writes += 1
         first = conn.execute(f"SELECT coalesce(max(rid), 0) + 1 FROM {self.info.table}").fetchone()[0]
         rids = range(first, first + len(docs))
         conn.executemany(f"INSERT INTO {self.info.table} (rid, doc) VALUES (?, ?)", zip(rids, rows, strict=True))
@@ -416,6 +426,7 @@ class CollectionStore:
             self._txn_update(txn, rid, old, new, data, replace, old_data)
             return
         self._txns.written(self.info.id, rid)
+        self.writes += 1
         if self._txns.key_intents:
             self._wait_for_keys(new, old)
         changes = []
@@ -472,6 +483,7 @@ class CollectionStore:
                 txn.writes.append(("d", self.info.id, doc.get("_id"), before, None, False))
             return
         self._txns.written(self.info.id, rid)
+        self.writes += 1
         conn = self.conn
         self._cap_totals = None
         conn.execute(self._delete_sql, (rid,))
@@ -492,6 +504,7 @@ class CollectionStore:
         if held is not None and held.state is State.IN_PROGRESS:
             raise HeldByTransactionError(held)
         self._cap_totals = None
+        self.writes += 1
         if self._oplog is not None:  # each document's delete, for change streams and replicas
             kept = self.info.keeps_images
             for _, row in self._scan_table(False, None):

@@ -33,6 +33,11 @@ Concurrency
 * **Writes read the newest state.** Inside :meth:`write`, the thread's reads
   go to the writer connection and see the transaction's own changes. A commit
   ends the thread's view, so the operation's next read sees its own write.
+* **Caches of the write.** A cache the writer fills from its own uncommitted
+  writes (the time-series bucket catalog) registers a hook in
+  :attr:`Storage.rollback_hooks`; every rollback (of the write, of a failed
+  commit, or of a savepoint inside it) runs them, so no cache outlives the
+  changes it describes.
 * **Catalog versions.** DDL builds a draft of the catalog (copy-on-write,
   :class:`~foliodb.engine.catalog.CatalogDraft`) that the commit publishes.
   ``ddl_seq`` is odd while a DDL commit is being published; a view pins the
@@ -74,7 +79,7 @@ import time
 import urllib.parse
 import uuid
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from bson import Timestamp
@@ -264,6 +269,8 @@ class Storage:
         self.cluster_time: Timestamp = self.clock.last  # of the newest commit
         self.transactions = TransactionTable()
         self.draft: CatalogDraft | None = None  # the writer's catalog changes, published at commit
+        # Run when the current write (or a savepoint of it) rolls back; emptied when it ends.
+        self.rollback_hooks: dict[object, Callable[[], None]] = {}  # by what they drop: each once
         self.ddl_seq = 0  # odd while a catalog change is being published
         self.commit_seq = 0  # odd while any commit is landing (for exact snapshots)
         self.commits = 0  # writer commits so far: a snapshot stamped with this count is the newest
@@ -526,12 +533,15 @@ class Storage:
                 self.oplog.rolled_back()
                 self.writer.execute("ROLLBACK")
             finally:
+                self._run_rollback_hooks()
+                self.rollback_hooks.clear()
                 self._writer_lock.release()
             raise
         state.writing = 0
         try:
             self._commit()
         finally:
+            self.rollback_hooks.clear()
             self._writer_lock.release()
         if state.view is not None:
             self._release_view(state)  # the operation's next read sees this write
@@ -590,7 +600,12 @@ class Storage:
             self.draft = None
             self.ddl_seq += 1
 
+    def _run_rollback_hooks(self) -> None:
+        for hook in self.rollback_hooks.values():
+            hook()
+
     def _rollback_failed_commit(self) -> None:
+        self._run_rollback_hooks()
         self.transactions.rolled_back()
         self.oplog.rolled_back()
         self.clock.rolled_back()
@@ -611,6 +626,7 @@ class Storage:
         except BaseException:
             self.writer.execute("ROLLBACK TO unit")
             self.writer.execute("RELEASE unit")
+            self._run_rollback_hooks()
             raise
         self.writer.execute("RELEASE unit")
 

@@ -7,9 +7,11 @@ https://www.mongodb.com/docs/manual/core/timeseries/timeseries-limitations/
 ``system.buckets.<name>`` store (format in :mod:`foliodb.engine.buckets`):
 
 * insert: each measurement goes into a bucket of its meta value whose time
-  span holds it and which has room, looked up in the store (mongod "reopens"
-  buckets the same way) or among the buckets this batch is filling, else a
-  new bucket. A batch rewrites each bucket it touches once.
+  span holds it and which has room, as the collection's bucket catalog
+  (:mod:`foliodb.engine.bucket_catalog`) chooses it from the buckets it holds
+  in memory, loading from the store (mongod "reopens" buckets the same way)
+  only what it does not hold; else a new bucket. A batch rewrites each bucket
+  it touches once, without reading it back.
 * delete and update (any filter and update since MongoDB 7.0): the buckets
   the filter's bucket-level predicate admits are unpacked, the filter runs on
   each measurement, and each touched bucket is rewritten without the matched
@@ -22,19 +24,23 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import bson
 from bson import ObjectId
 
+from foliodb.engine.bucket_catalog import BucketCatalog, Series
 from foliodb.engine.buckets import (
     MISSING,
+    WRAPPING,
     Bucket,
     BucketSpec,
     bucket_filter,
-    date_of,
+    measurement_size,
     measurements,
     meta_key,
     split_meta,
     unpack,
 )
+from foliodb.engine.catalog import CODEC
 from foliodb.engine.query import FindExecution, FindSpec
 from foliodb.engine.records import CollectionStore
 from foliodb.errors import CommandError, ErrorCode
@@ -72,54 +78,48 @@ class TimeSeriesWriter:
 
     def insert(self, measurements: list[Doc]) -> None:
         """Store checked measurements (see :func:`check_measurement`)."""
-        filling: dict[bytes, list[Bucket]] = {}
-        for measurement in measurements:
-            meta, rest = split_meta(self.spec, measurement)
-            millis = cmp.date_millis(rest[self.spec.time_field])
-            key = meta_key(meta)
-            open_buckets = filling.setdefault(key, [])
-            bucket = next((b for b in open_buckets if b.fits(millis)), None)
-            if bucket is None:
-                bucket = self._reopen(meta, key, millis, {b.rid for b in open_buckets if b.rid is not None})
+        store = self.store
+        catalog = BucketCatalog.of(store, self.spec)
+        store.storage.rollback_hooks[catalog] = catalog.drop
+        filled: dict[bytes, dict[int, Bucket]] = {}  # by meta, then bucket: the order written
+        touched: dict[bytes, Series] = {}
+        try:
+            for measurement in measurements:
+                meta, rest = split_meta(self.spec, measurement)
+                data = store.encode({"m": rest})
+                rest = bson.decode(data, CODEC)["m"]  # the engine's own copy, as storage would give it back
+                size = len(data) - WRAPPING  # as measurement_size(rest)
+                millis = cmp.date_millis(rest[self.spec.time_field])
+                key = meta_key(meta)
+                series, bucket = catalog.bucket_for(store, self.ctx, meta, key, millis, size)
                 if bucket is None:
-                    bucket = Bucket(self.spec, meta)
-                open_buckets.append(bucket)
-            bucket.add(rest, millis)
-        for open_buckets in filling.values():
-            for bucket in open_buckets:
-                self._write(bucket)
-
-    def _reopen(self, meta: Any, key: bytes, millis: int, skip: set[int]) -> Bucket | None:
-        """A stored bucket of this meta value whose span holds ``millis`` and which has room."""
-        time_path = f"control.min.{self.spec.time_field}"
-        lowest = self.spec.round_down(millis) - self.spec.max_span * 1000
-        query: dict[str, Any] = {time_path: {"$lte": date_of(millis), "$gt": date_of(lowest)}}
-        query["meta"] = meta if key else {"$exists": False}
-        if self.spec.meta_field is None and lowest >= 0 and millis < (1 << 32) * 1000:
-            # A bucket's _id starts with its control.min time in seconds: with no
-            # meta field (so no meta index) the _id order finds the candidates.
-            low, high = (lowest // 1000 + 1).to_bytes(4, "big"), (millis // 1000).to_bytes(4, "big")
-            query["_id"] = {"$gte": ObjectId(low + bytes(8)), "$lte": ObjectId(high + b"\xff" * 8)}
-        for found in FindExecution(self.store, FindSpec(filter=query, show_record_id=True), self.ctx):
-            rid = found.pop("$recordId")
-            if rid in skip or meta_key(found.get("meta", MISSING)) != key:
-                continue
-            bucket = Bucket.load(self.spec, rid, found)
-            if bucket.fits(millis):
-                return bucket
-        return None
+                    bucket = Bucket(self.spec, bson.decode(key, CODEC)["m"] if key else MISSING)
+                    series.buckets.append(bucket)
+                bucket.add(rest, millis, size)
+                filled.setdefault(key, {})[id(bucket)] = bucket
+                touched[key] = series
+            for buckets in filled.values():
+                for bucket in buckets.values():
+                    self._write(bucket)
+        except BaseException:
+            catalog.drop()  # it may hold measurements the store does not
+            raise
+        catalog.written(store, list(touched.values()))
 
     def _write(self, bucket: Bucket) -> None:
         if not bucket.count:
             if bucket.rid is not None and bucket.old is not None:
-                self.store.delete(bucket.rid, bucket.old)
+                self.store.delete(bucket.rid, bucket.old, bucket.stored)
             return
         doc = bucket.document()
         if bucket.rid is None:
-            bucket.rid = self.store.insert(doc)
+            data = self.store.encode(doc)
+            bucket.rid = self.store.insert(doc, data)
         else:
             assert bucket.old is not None
-            self.store.update(bucket.rid, bucket.old, doc, replace=True)
+            data = self.store.encode(doc, after_update=True)
+            self.store.update(bucket.rid, bucket.old, doc, data, bucket.stored, replace=True)
+        bucket.old, bucket.stored = doc, data
 
     # -- delete and update ---------------------------------------------------------
 
@@ -153,7 +153,8 @@ class TimeSeriesWriter:
                 rebuilt = Bucket(self.spec, stored.get("meta", MISSING), rid, stored["_id"])
                 rebuilt.old = stored
                 for measurement in kept:
-                    rebuilt.add(measurement, cmp.date_millis(measurement[self.spec.time_field]))
+                    millis = cmp.date_millis(measurement[self.spec.time_field])
+                    rebuilt.add(measurement, millis, measurement_size(measurement))
                 self._write(rebuilt)
             if n and not multi:
                 break
