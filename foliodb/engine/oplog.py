@@ -5,7 +5,8 @@ cluster time packed as ``seconds << 32 | increment`` (so SQLite's order is
 the oplog's order), ``entry`` its BSON::
 
     {ts: Timestamp, t: 1, op: "i"|"u"|"d"|"c", ns: "db.coll", ui: UUID,
-     o: ..., o2: {_id}, pre: <the document before>, r: true (a replacement),
+     o: ..., o2: {_id}, pre: <the document before: of an update, or of a
+     delete marked img>, r: true (a replacement),
      img: true (an update or delete while the collection had
      changeStreamPreAndPostImages enabled), wall: date, lsid, txnNumber}
 
@@ -211,8 +212,8 @@ class Oplog:
                 self._pending.append(
                     _join((head, _id_doc(before, doc_id), b"\x03pre\x00", before, b"\x08img\x00\x01", _TAIL))
                 )
-            else:
-                self._pending.append(_join((head, _id_doc(before, doc_id), b"\x03pre\x00", before, _TAIL)))
+            else:  # no pre-image to keep: a delete's event needs only its document key
+                self._pending.append(_join((head, _id_doc(before, doc_id), _TAIL)))
 
     def command(self, db: str, ui: uuid.UUID | None, o: Mapping[str, Any], **extra: Any) -> None:
         if db not in UNRECORDED_DBS:

@@ -241,6 +241,21 @@ def test_images_are_those_of_writes_made_while_they_were_on(executor: Executor) 
     ]
 
 
+def test_a_delete_has_its_pre_image_only_while_images_are_on(executor: Executor) -> None:
+    # The same manual section: a delete's fullDocumentBeforeChange is the document it removed,
+    # recorded only while changeStreamPreAndPostImages is enabled (null otherwise, with whenAvailable).
+    _ok(executor.execute("db", {"insert": "c", "documents": [{"_id": 1, "n": 1}, {"_id": 2, "n": 2}]}))
+    cursor = _watch(executor, fullDocumentBeforeChange="whenAvailable")
+    _ok(executor.execute("db", {"delete": "c", "deletes": [{"q": {"_id": 1}, "limit": 1}]}))
+    _ok(executor.execute("db", {"collMod": "c", "changeStreamPreAndPostImages": {"enabled": True}}))
+    _ok(executor.execute("db", {"delete": "c", "deletes": [{"q": {"_id": 2}, "limit": 1}]}))
+    events = [e for e in _ok(_more(executor, cursor))["cursor"]["nextBatch"] if e["operationType"] == "delete"]
+    assert [(e["documentKey"], e["fullDocumentBeforeChange"]) for e in events] == [
+        ({"_id": 1}, None),
+        ({"_id": 2}, {"_id": 2, "n": 2}),
+    ]
+
+
 def test_invalidate_has_the_time_of_the_drop(executor: Executor) -> None:
     # https://www.mongodb.com/docs/manual/reference/change-events/invalidate/: clusterTime and wallTime.
     _ok(executor.execute("db", {"create": "c"}))
