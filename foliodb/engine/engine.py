@@ -383,10 +383,15 @@ class Engine:
 
     def begin_transaction(self, options: dict[str, Any]) -> Transaction:
         """A new transaction on a pinned snapshot."""
-        view, _ = self.storage.pin_snapshot()
-        txn = Transaction(self.storage.transactions, view, view.commits, options)
-        view.overlay = txn
-        self.storage.transactions.begin(txn)
+        table = self.storage.transactions
+        table.opening_snapshot()  # before the snapshot: every commit after it gets stamped
+        txn = None
+        try:
+            view, _ = self.storage.pin_snapshot()
+            txn = Transaction(table, view, view.commits, options)
+            view.overlay = txn
+        finally:
+            table.begin(txn)
         return txn
 
     def commit_transaction(self, txn: Transaction) -> None:

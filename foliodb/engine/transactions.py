@@ -22,8 +22,9 @@ Conflicts, as MongoDB's (first writer wins):
   runs the command again), bounded by its ``maxTimeMS``.
 
 Invariants: an intent belongs to a transaction in progress (ending releases
-them all); ``recent`` only grows while a transaction is open and is emptied
-when none is; the overlay only ever holds writes its transaction claimed.
+them all); ``recent`` only grows while a transaction is open or opening (its
+snapshot being pinned: a commit landing then must be stamped for it) and is
+emptied when none is; the overlay only ever holds writes its transaction claimed.
 """
 
 from __future__ import annotations
@@ -150,10 +151,21 @@ class TransactionTable:
         self.key_intents: dict[tuple[int, bytes], Transaction] = {}
         self.recent: dict[tuple[int, int], int] = {}  # (collection id, rid) -> commit number
         self._pending: list[tuple[int, int]] = []  # written by the writer's transaction in progress
+        # Transactions pinning their snapshot, not yet in ``open``: commits landing meanwhile must be
+        # stamped for them too (or one could write over a change its snapshot does not hold).
+        self.opening = 0
 
-    def begin(self, txn: Transaction) -> None:
+    def opening_snapshot(self) -> None:
+        """A transaction is about to pin its snapshot: keep stamping commits until :meth:`begin`."""
         with self.lock:
-            self.open.add(txn)
+            self.opening += 1
+
+    def begin(self, txn: Transaction | None) -> None:
+        """The transaction that :meth:`opening_snapshot` announced is open (None: it never opened)."""
+        with self.lock:
+            self.opening -= 1
+            if txn is not None:
+                self.open.add(txn)
 
     def claim(self, txn: Transaction, key: Any, mine: set[Any], intents: dict[Any, Transaction]) -> None:
         with self.lock:
@@ -172,7 +184,7 @@ class TransactionTable:
                 if self.key_intents.get(key) is txn:
                     del self.key_intents[key]
             self.open.discard(txn)
-            if not self.open:
+            if not self.open and not self.opening:
                 self.recent.clear()
 
     # -- the writer's side (it holds the writer lock) ---------------------------------
@@ -196,7 +208,7 @@ class TransactionTable:
     def committed(self, seq: int) -> None:
         """The writer committed transaction number ``seq``: stamp what it wrote, for open snapshots."""
         if self._pending:
-            if self.open:
+            if self.open or self.opening:
                 with self.lock:
                     for doc in self._pending:
                         self.recent[doc] = seq
