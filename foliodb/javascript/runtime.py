@@ -119,10 +119,12 @@ def _failure(exc: Exception, context: quickjs.Context, throws: bool) -> CommandE
             op.check()
         return CommandError(ErrorCode.Interrupted, "operation was interrupted")
     memory = context.memory()
-    # Running out of memory while raising "out of memory", QuickJS throws null instead, and may
-    # have freed the heap by the time the error arrives: a null from code that throws nothing
-    # itself is that; a null from code with a `throw` is taken as its own unless the heap is full.
-    full = first in ("null", "") and (not throws or memory["malloc_size"] > 0.9 * memory["malloc_limit"])
+    # Running out of memory while raising "out of memory", QuickJS throws null (or an
+    # InternalError it had no memory to give a message) instead, and may have freed the heap by
+    # the time the error arrives: such an error from code that throws nothing itself is that; from
+    # code with a `throw` it is taken as the code's own unless the heap is full.
+    bare = first in ("null", "", "InternalError")
+    full = bare and (not throws or memory["malloc_size"] > 0.9 * memory["malloc_limit"])
     if first == "InternalError: out of memory" or full:
         return CommandError(ErrorCode.JSInterpreterFailure, "Out of memory")
     return CommandError(ErrorCode.JSInterpreterFailure, first)

@@ -86,8 +86,9 @@ def test_an_allocating_loop_fails_at_the_heap_limit_and_the_next_operation_runs(
 def test_many_contexts_at_the_heap_limit_fail_cleanly() -> None:
     # The archived quickjs engine crashed the process when an allocation failed with the heap
     # almost full (its error object could not be built); where the limit falls depends on the
-    # allocation sizes, so this steps them across many fresh contexts.
-    for step in range(0, 2000, 41):
+    # allocation sizes, so this steps them across many fresh contexts (among them, here, cases
+    # where QuickJS-ng has no memory left for the error itself: a bare InternalError or null).
+    for step in range(0, 2000, 7):
         js = Runtime(4)
         loop = js.function(f"function() {{ var a = []; while (true) a.push('x'.repeat({1000 + step}) + a.length) }}")
         with pytest.raises(CommandError) as info:
