@@ -1,3 +1,4 @@
+# ruff: noqa: F811
 """Stored JavaScript: the functions of a database's ``system.js`` are globals of its JavaScript contexts.
 
 Manual: https://www.mongodb.com/docs/manual/tutorial/store-javascript-function-on-server/
@@ -13,51 +14,21 @@ Expected answers are worked out in Python from the documents.
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pymongo
 import pytest
 from bson import Code, ObjectId
 from pymongo.errors import OperationFailure
 
 import foliodb
 from foliodb.commands.executor import Executor
-from foliodb.server import Server
+from tests.both_targets import client, db, server  # noqa: F401  (fixtures, which the tests' parameters name)
 
 MANUAL = "https://www.mongodb.com/docs/manual/tutorial/store-javascript-function-on-server/"
 NUMBERS = [{"value": v} for v in range(1, 7)]  # the manual's test_numbers
 IS_EVEN = Code("function (num) { return num % 2 === 0; }")
 ECHO = Code("function(x) { return x; }")
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
-    running = Server(str(Path(tmp_path_factory.mktemp("systemjs")) / "data"), "127.0.0.1", 0)
-    host, port = running.start()
-    yield host, port
-    running.shutdown()
-
-
-@pytest.fixture(params=["embedded", "wire"])
-def client(request: pytest.FixtureRequest) -> Iterator[Any]:
-    if request.param == "embedded":
-        opened: Any = foliodb.MongoClient(":memory:")
-    else:
-        host, port = request.getfixturevalue("server")
-        opened = pymongo.MongoClient(host, port, serverSelectionTimeoutMS=5000)
-    yield opened
-    opened.close()
-
-
-@pytest.fixture
-def db(client: Any, request: pytest.FixtureRequest) -> Any:
-    """A fresh database per test (the wire server is shared by the module)."""
-    name = f"t{zlib.crc32(request.node.nodeid.encode())}"
-    client.drop_database(name)
-    return client[name]
 
 
 def _where_values(db: Any, code: str) -> list[Any]:
