@@ -56,6 +56,7 @@ if __package__ in (None, ""):  # run by path as a child: the checkout on PYTHONP
     sys.path.append(sys.path.pop(0))
 
 from benchmarks import data
+from benchmarks.concurrency import ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 WRITE_WORKLOADS = ("insert_one", "update_one", "delete_one", "insert_many")
@@ -296,33 +297,6 @@ def latency_wire(workdir: str, events: int, pause: float) -> dict[str, float]:
 
 
 # -- part 3: idle watchers ---------------------------------------------------------------------
-
-
-class ServerProcess:
-    """``foliodb serve`` from a checkout on a fresh dbpath (as benchmarks.concurrency's)."""
-
-    def __init__(self, checkout: Path, dbpath: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "foliodb", "serve", "--dbpath", dbpath, "--port", "0"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            cwd=checkout,
-            env=dict(os.environ, PYTHONPATH=str(checkout)),
-        )
-        assert self.process.stdout is not None
-        first = self.process.stdout.readline()
-        if "waiting for connections" not in first:
-            raise RuntimeError(f"the server did not start: {first!r}")
-        self.port = int(first.split(" on ", 1)[1].split(" ", 1)[0].rsplit(":", 1)[1])
-
-    def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=60)
 
 
 async def _async_watchers(port: int, watchers: int, seconds: float, settle: float) -> None:

@@ -171,6 +171,13 @@ def _collation_key(value: Any) -> Any:
     return collation.shown_key(value) if isinstance(value, str) else value
 
 
+def _needle_filter(needles: list[list[bytes]] | None, column: str) -> tuple[str, list[bytes]]:
+    """The SQL that keeps rows whose ``column`` holds, for each group of needles,
+    one of them (a scan's prefilter), and its arguments."""
+    sql = "".join(" AND (" + " OR ".join(f"instr({column}, ?) > 0" for _ in group) + ")" for group in needles or ())
+    return sql, [needle for group in needles or () for needle in group]
+
+
 def _absent(doc: dict[str, Any], parts: tuple[str, ...]) -> bool:
     """Does the path reach nothing (what a sparse index leaves out)?"""
     return all(value is MISSING for value, _ in reach(doc, parts, expand=False))
@@ -705,11 +712,8 @@ class CollectionStore:
             yield from self._scan_clustered(reverse, needles)
             return
         table = self.info.table
-        where = "rid < ?" if reverse else "rid > ?"
-        args: list[Any] = []
-        for group in needles or ():
-            where += " AND (" + " OR ".join("instr(doc, ?) > 0" for _ in group) + ")"
-            args.extend(group)
+        narrowing, args = _needle_filter(needles, "doc")
+        where = ("rid < ?" if reverse else "rid > ?") + narrowing
         order = "DESC" if reverse else ""
         sql = f"SELECT rid, doc FROM {table} WHERE {where} ORDER BY rid {order} LIMIT ?"
         last = (1 << 62) if reverse else 0
@@ -727,11 +731,8 @@ class CollectionStore:
     def _scan_clustered(self, reverse: bool, needles: list[list[bytes]] | None) -> Iterator[tuple[int, bytes]]:
         """A clustered collection's natural order: its ``_id`` index's key order
         (the clustered index; see ``check_clustered`` in commands.collections)."""
-        where = "k.key < ?" if reverse else "k.key > ?"
-        args: list[Any] = []
-        for group in needles or ():
-            where += " AND (" + " OR ".join("instr(c.doc, ?) > 0" for _ in group) + ")"
-            args.extend(group)
+        narrowing, args = _needle_filter(needles, "c.doc")
+        where = ("k.key < ?" if reverse else "k.key > ?") + narrowing
         order = "DESC" if reverse else ""
         sql = (
             f"SELECT c.rid, c.doc, k.key FROM {self.info.id_index.table} AS k JOIN {self.info.table} AS c "
