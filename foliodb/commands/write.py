@@ -35,6 +35,7 @@ from foliodb.commands import collation, params, profiler
 from foliodb.commands.accesses import count_plan
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
+from foliodb.engine import usage
 from foliodb.engine.buckets import BucketSpec
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.engine import Engine
@@ -158,6 +159,65 @@ def finish(request: Request, cmd: Mapping[str, Any], reply: dict[str, Any]) -> d
 
 def ordered_flag(cmd: Mapping[str, Any], command: str) -> bool:
     return bool(params.field(cmd, "ordered", "bool", command, default=True))
+
+
+# -- point writes: one document by _id, as drivers send insert_one/update_one/delete_one --------
+
+# What a driver's write command carries besides its own fields (session, cluster time, Stable
+# API, write concern); any other field (let, comment, bypassDocumentValidation...) goes the
+# general way.
+_POINT_WRITE_FIELDS = frozenset(
+    {
+        "ordered", "writeConcern", "lsid", "txnNumber", "$db", "$clusterTime", "$readPreference",
+        "apiVersion", "apiStrict", "apiDeprecationErrors",
+    }
+)  # fmt: skip
+
+
+def _point_statement(cmd: Mapping[str, Any], command: str, batch: str) -> Any:
+    """The one statement (or document) of a write command the point path may run,
+    judged by the command's shape alone; None for the general path."""
+    statements = cmd.get(batch)
+    if type(statements) is not list or len(statements) != 1 or type(cmd[command]) is not str:
+        return None
+    if type(cmd.get("ordered", True)) is not bool or not cmd.keys() - {command, batch} <= _POINT_WRITE_FIELDS:
+        return None
+    statement = statements[0]
+    return statement if type(statement) is dict else None
+
+
+def _point_store(request: Request, name: str) -> CollectionStore | None:
+    """The collection a point write may write, read from the newest catalog
+    without opening a snapshot: a plain collection (no view, time series,
+    validator or default collation), no transaction, no profiling. Looked up
+    again inside the write (:func:`_same_store`): the catalog may change meanwhile."""
+    engine = request.engine
+    storage = engine.storage
+    if storage.transaction_view() is not None or request.db == "local":
+        return None
+    profiling = engine.profiling.get(request.db) if engine.profiling else None
+    if profiling is not None and profiling.level:
+        return None
+    info = storage.published.get(request.db, name)
+    if info is None or info.is_view or "collation" in info.options or info.options.get("validator") is not None:
+        return None
+    return engine.store_of(info)
+
+
+def _same_store(request: Request, store: CollectionStore) -> bool:
+    """Inside the write: is ``store`` still the collection's newest version?"""
+    return request.engine.catalog.get(store.info.db, store.info.name) is store.info
+
+
+def _point_filter_key(store: CollectionStore, statement: dict[str, Any], allowed: frozenset[str]) -> bytes | None:
+    """The ``_id`` index key of a statement of ``allowed`` fields whose filter is ``{_id: value}``."""
+    if not statement.keys() <= allowed:
+        return None
+    filter_spec = statement.get("q")
+    if type(filter_spec) is not dict:
+        return None
+    keys = id_hack_keys(store, filter_spec, None)  # no collation: the collection has no default
+    return None if keys is None else keys[0]
 
 
 # -- one command's writes: targets and validation ------------------------------------
@@ -319,8 +379,33 @@ def apply_replacement(
 # -- insert ----------------------------------------------------------------------
 
 
+def point_insert(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The reply to an insert of one document into an existing plain collection
+    (see :func:`_point_store`), written without the general path's batch and
+    target machinery; None when the general path must answer. Its reply and
+    errors are the general path's: the same record store writes it."""
+    doc = _point_statement(cmd, "insert", "documents")
+    if doc is None:
+        return None
+    store = _point_store(request, cmd["insert"])
+    if store is None:
+        return None
+    reply: dict[str, Any] = {"n": 1, "ok": 1.0}
+    with request.engine.storage.write():
+        if not _same_store(request, store):
+            return None
+        try:
+            store.insert(prepare_insert(doc))
+        except CommandError as exc:
+            reply = {"n": 0, "writeErrors": [exc.to_write_error(0)], "ok": 1.0}
+    return finish(request, cmd, reply)
+
+
 @COMMANDS.register("insert")
 def cmd_insert(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    point = point_insert(request, cmd)
+    if point is not None:
+        return point
     name = collection_name(cmd, "insert")
     docs = params.write_batch(params.required(cmd, "documents", "array", "insert"))
     ordered = ordered_flag(cmd, "insert")
@@ -589,8 +674,54 @@ def _update_measurements(target: Target, statement: UpdateStatement, update: Com
     return n, modified, NOT_UPSERTED
 
 
+_POINT_UPDATE = frozenset({"q", "u", "multi", "upsert"})
+
+
+def point_update(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The reply to an update of one document by ``_id`` (mongod's IDHACK) in a
+    plain collection (see :func:`_point_store`), without an upsert; None when
+    the general path must answer. It runs what :func:`run_update` runs for such
+    a statement - the same compiled update, record store and ``_id`` access
+    count - without its statement, target and plan objects."""
+    statement = _point_statement(cmd, "update", "updates")
+    if statement is None or statement.get("upsert", False) is not False or statement.get("multi", False) is not False:
+        return None
+    spec = statement.get("u")
+    store = _point_store(request, cmd["update"]) if type(spec) in (dict, list) else None
+    if store is None:
+        return None
+    key = _point_filter_key(store, statement, _POINT_UPDATE)
+    if key is None:
+        return None
+    with request.engine.storage.write():
+        if not _same_store(request, store):
+            return None
+        try:
+            update = compile_update(spec, Context(), None)
+            modified = 0
+            usage.id_lookup_used(request.engine.usage, store)
+            row = store.row_by_id_key(key)
+            if row is not None:
+                rid, data = row
+                doc = bson.decode(data, CODEC)
+                new = update.apply(doc, None)
+                if "_id" in new:
+                    check_id(new["_id"])
+                new_data = store.encode(new, after_update=True)
+                if new_data != data:
+                    store.update(rid, doc, new, new_data, data, update.is_replacement)
+                    modified = 1
+            reply: dict[str, Any] = {"n": int(row is not None), "nModified": modified, "ok": 1.0}
+        except CommandError as exc:
+            reply = {"n": 0, "nModified": 0, "writeErrors": [exc.to_write_error(0)], "ok": 1.0}
+    return finish(request, cmd, reply)
+
+
 @COMMANDS.register("update")
 def cmd_update(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    point = point_update(request, cmd)
+    if point is not None:
+        return point
     name = collection_name(cmd, "update")
     statements = params.write_batch(params.required(cmd, "updates", "array", "update"))
     ordered = ordered_flag(cmd, "update")
@@ -657,8 +788,38 @@ def run_delete(
     return n
 
 
+_POINT_DELETE = frozenset({"q", "limit"})
+
+
+def point_delete(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The reply to a delete of one document by ``_id`` (mongod's IDHACK) in a
+    plain collection (see :func:`_point_store`); None when the general path
+    must answer. It runs what :func:`run_delete` runs for such a statement."""
+    statement = _point_statement(cmd, "delete", "deletes")
+    if statement is None or statement.get("limit") not in (0, 1) or type(statement.get("limit")) is not int:
+        return None
+    store = _point_store(request, cmd["delete"])
+    if store is None:
+        return None
+    key = _point_filter_key(store, statement, _POINT_DELETE)
+    if key is None:
+        return None
+    with request.engine.storage.write():
+        if not _same_store(request, store):
+            return None
+        usage.id_lookup_used(request.engine.usage, store)
+        row = store.row_by_id_key(key)
+        if row is not None:
+            rid, data = row
+            store.delete(rid, bson.decode(data, CODEC), data)
+    return finish(request, cmd, {"n": int(row is not None), "ok": 1.0})
+
+
 @COMMANDS.register("delete")
 def cmd_delete(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    point = point_delete(request, cmd)
+    if point is not None:
+        return point
     name = collection_name(cmd, "delete")
     statements = params.write_batch(params.required(cmd, "deletes", "array", "delete"))
     ordered = ordered_flag(cmd, "delete")

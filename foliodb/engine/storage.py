@@ -86,6 +86,7 @@ from bson import Timestamp
 
 from foliodb import interrupt
 from foliodb.engine.catalog import Catalog, CatalogDraft
+from foliodb.engine.checkpoint import Checkpointer
 from foliodb.engine.clock import ClusterClock
 from foliodb.engine.oplog import Oplog
 from foliodb.engine.transactions import Transaction, TransactionTable
@@ -205,6 +206,9 @@ def _after_fork_in_child() -> None:
         storage.forked = True
         if storage._cleanup is not None:
             storage._cleanup.detach()  # the parent's :memory: file is not the child's to remove
+        if storage.checkpointer is not None:
+            storage._stop_checkpointer.detach()  # its thread is the parent's; the child has none
+            _INHERITED.append(storage.checkpointer.conn)
         _INHERITED.append(storage.writer)
         _INHERITED.extend(reader.conn for reader in storage._idle)
 
@@ -255,7 +259,8 @@ class Storage:
             self.writer = self._connect()
             if not self.read_only:
                 self.writer.execute("PRAGMA journal_mode=WAL")
-            self.writer.execute(f"PRAGMA synchronous={'OFF' if self.memory else 'NORMAL'}")
+                self.writer.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's job (checkpoint.py)
+            self.writer.execute(f"PRAGMA synchronous={self._synchronous}")
             self.writer.execute("PRAGMA cache_size=-65536")  # 64 MiB page cache
             self.published: Catalog = Catalog.load(self.writer)
         except (sqlite3.Error, OSError) as exc:
@@ -285,7 +290,21 @@ class Storage:
         self._idle: list[_Reader] = []
         self._idle_in_txn = 0  # idle readers left inside a snapshot (an upper bound)
         self._wal_fd: int | None = None
+        self.checkpointer: Checkpointer | None = None
+        if not self.read_only:
+            self.checkpointer = Checkpointer(self._checkpoint_connection, self.writer, self._writer_lock)
+            self._stop_checkpointer = weakref.finalize(self, self.checkpointer.stop)
         _STORAGES.add(self)
+
+    @property
+    def _synchronous(self) -> str:
+        return "OFF" if self.memory else "NORMAL"
+
+    def _checkpoint_connection(self) -> sqlite3.Connection:
+        conn = self._connect()
+        conn.execute(f"PRAGMA synchronous={self._synchronous}")  # its checkpoints fsync as the writer's would
+        conn.execute("PRAGMA cache_size=-2048")
+        return conn
 
     def _connect(self) -> sqlite3.Connection:
         if self._uri is not None:
@@ -563,6 +582,8 @@ class Storage:
                 self.cluster_time = ts
         finally:
             self.commit_seq += 1
+        if self.checkpointer is not None:
+            self.checkpointer.committed()
         self.transactions.committed(self.commits)
         self._end_stale_snapshots()
         if ts is not None and self.watchers:
@@ -671,6 +692,8 @@ class Storage:
             if self.lock:
                 self.lock.release(forked=True)
             return
+        if self.checkpointer is not None:
+            self._stop_checkpointer()  # before the writer lock: a catch-up checkpoint may be waiting for it
         self._writer_lock.acquire()
         try:
             if self._wal_fd is not None:
