@@ -237,6 +237,7 @@ class FailPoints:
 
 _REGISTRY: weakref.WeakKeyDictionary[Engine, FailPoints] = weakref.WeakKeyDictionary()
 _REGISTRY_LOCK = threading.Lock()
+_configured = False  # set when any engine gets its fail points
 
 
 def enable_test_commands(executor: Executor) -> None:
@@ -246,10 +247,12 @@ def enable_test_commands(executor: Executor) -> None:
 
 
 def _points(engine: Engine) -> FailPoints:
+    global _configured
     with _REGISTRY_LOCK:
         points = _REGISTRY.get(engine)
         if points is None:
             points = _REGISTRY[engine] = FailPoints()
+            _configured = True
         return points
 
 
@@ -413,6 +416,8 @@ def _set_labels(reply: dict[str, Any], labels: list[str]) -> None:
 
 def run(request: Request, cmd: Mapping[str, Any], call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """The reply to ``cmd``: ``call()``'s, as the engine's fail points change it."""
+    if not _configured:  # no engine ever had fail points: the usual case, without a weak-key lookup
+        return call()
     points = _REGISTRY.get(request.engine)
     if points is None or not points.points:
         return call()

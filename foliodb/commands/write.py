@@ -46,7 +46,7 @@ from foliodb.engine.records import CollectionStore
 from foliodb.engine.text import split_text
 from foliodb.engine.timeseries import TimeSeriesWriter, check_measurement
 from foliodb.errors import CommandError, ErrorCode
-from foliodb.query import bsontypes
+from foliodb.query import bsontypes, keystring
 from foliodb.query import compare as cmp
 from foliodb.query.bsontypes import is_string
 from foliodb.query.collation import Collator
@@ -205,8 +205,14 @@ def _point_store(request: Request, name: str) -> CollectionStore | None:
 
 
 def _same_store(request: Request, store: CollectionStore) -> bool:
-    """Inside the write: is ``store`` still the collection's newest version?"""
-    return request.engine.catalog.get(store.info.db, store.info.name) is store.info
+    """Inside the write (under the writer lock, before any catalog change): is ``store``
+    still the collection's newest version?"""
+    info = store.info
+    return request.engine.storage.published.collections.get((info.db, info.name)) is info
+
+
+# _id values whose key id_hack_keys gives as plain keystring.encode (no operator, array or regex).
+_PLAIN_ID_TYPES = frozenset({ObjectId, str, int})
 
 
 def _point_filter_key(store: CollectionStore, statement: dict[str, Any], allowed: frozenset[str]) -> bytes | None:
@@ -216,6 +222,8 @@ def _point_filter_key(store: CollectionStore, statement: dict[str, Any], allowed
     filter_spec = statement.get("q")
     if type(filter_spec) is not dict:
         return None
+    if len(filter_spec) == 1 and type(filter_spec.get("_id")) in _PLAIN_ID_TYPES:
+        return keystring.encode(filter_spec["_id"])  # id_hack_keys' answer for the usual _id values
     keys = id_hack_keys(store, filter_spec, None)  # no collation: the collection has no default
     return None if keys is None else keys[0]
 
@@ -675,6 +683,46 @@ def _update_measurements(target: Target, statement: UpdateStatement, update: Com
 
 
 _POINT_UPDATE = frozenset({"q", "u", "multi", "upsert"})
+# Update operators whose compiled form depends on nothing but the spec (a point update's context
+# has no variables and no collation): $currentDate reads the command's clock and $pull compiles a query, so
+# neither is here.
+_CACHEABLE_OPERATORS = frozenset(
+    {
+        "$set",
+        "$unset",
+        "$inc",
+        "$mul",
+        "$min",
+        "$max",
+        "$rename",
+        "$push",
+        "$addToSet",
+        "$pop",
+        "$pull",
+        "$pullAll",
+        "$bit",
+    }
+)
+_COMPILED_UPDATES: dict[bytes, CompiledUpdate] = {}  # by the spec's BSON: equal bytes, the same update
+_COMPILED_UPDATES_MAX = 256
+
+
+def _point_compiled_update(spec: Any) -> CompiledUpdate:
+    """``compile_update(spec)`` in a plain context, compiled once per distinct operator spec: a
+    driver's update_one sends the same few shapes and values over and over."""
+    if type(spec) is not dict or not spec.keys() <= _CACHEABLE_OPERATORS:
+        return compile_update(spec, Context(), None)
+    try:
+        key = bson.encode(spec, codec_options=CODEC)
+    except (bson.errors.InvalidDocument, TypeError, OverflowError, ValueError):
+        return compile_update(spec, Context(), None)  # what compiling reports, if anything
+    update = _COMPILED_UPDATES.get(key)
+    if update is None:
+        update = compile_update(spec, Context(), None)
+        if len(_COMPILED_UPDATES) >= _COMPILED_UPDATES_MAX:
+            _COMPILED_UPDATES.clear()
+        _COMPILED_UPDATES[key] = update
+    return update
 
 
 def point_update(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -697,7 +745,7 @@ def point_update(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | N
         if not _same_store(request, store):
             return None
         try:
-            update = compile_update(spec, Context(), None)
+            update = _point_compiled_update(spec)
             modified = 0
             usage.id_lookup_used(request.engine.usage, store)
             row = store.row_by_id_key(key)
@@ -811,7 +859,10 @@ def point_delete(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | N
         row = store.row_by_id_key(key)
         if row is not None:
             rid, data = row
-            store.delete(rid, bson.decode(data, CODEC), data)
+            if store.only_id_index:
+                store.delete_by_id_key(rid, key, data)
+            else:
+                store.delete(rid, bson.decode(data, CODEC), data)
     return finish(request, cmd, {"n": int(row is not None), "ok": 1.0})
 
 

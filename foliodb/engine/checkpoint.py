@@ -40,8 +40,9 @@ log = logging.getLogger("foliodb")
 # writes about three log frames: this is about SQLite's default of 1,000 frames.
 ROWS_PER_CHECKPOINT = 1000
 # Frames in the log past which a checkpoint runs under the writer lock, so the
-# log can start over (16 MiB of 4 KiB pages).
-CATCH_UP_FRAMES = 4096
+# log can start over (64 MiB of 4 KiB pages). That checkpoint's fsyncs make the
+# next write wait a few milliseconds: once in about 5,000 single-document writes.
+CATCH_UP_FRAMES = 16384
 # How long the thread sleeps when nothing asks for a checkpoint: an idle
 # database's last writes reach the file within this time.
 IDLE_SECONDS = 1.0

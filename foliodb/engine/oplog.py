@@ -108,7 +108,8 @@ _PREFIXED_SIZE = {0x02: 4, 0x0D: 4, 0x0E: 4, 0x03: 0, 0x04: 0, 0x05: 5}  # what 
 
 def _id_doc(data: bytes, doc_id: Any) -> bytes:
     """``{_id: doc_id}`` as BSON: from an ObjectId's bytes, or the first element of the document
-    ``data`` when that is its ``_id`` (as stored documents have it), sliced rather than encoded again."""
+    ``data`` when that is its ``_id`` (as stored documents have it), sliced rather than encoded again.
+    ``doc_id`` None: the ``_id`` is whatever ``data`` holds."""
     if type(doc_id) is ObjectId:  # the usual _id, and the cheapest: no slicing
         return _OID_DOC + doc_id.binary + b"\x00"
     if data[5:9] == b"_id\x00":
@@ -118,6 +119,8 @@ def _id_doc(data: bytes, doc_id: Any) -> bytes:
             size = _INT32.unpack_from(data, 9)[0] + _PREFIXED_SIZE[kind]
         if size is not None:
             return _document(data[4 : 9 + size])
+    if doc_id is None:
+        doc_id = bson.decode(data, CODEC).get("_id")
     return bson.encode({"_id": doc_id}, codec_options=CODEC)
 
 

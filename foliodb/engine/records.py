@@ -438,7 +438,10 @@ class CollectionStore:
             self._wait_for_keys(new, old)
         changes = []
         risky = False
+        same_id = old.get("_id") is new.get("_id")  # the same value: the same _id key
         for writer in self.writers:
+            if same_id and writer.is_id:
+                continue
             old_keys = writer.keys(old)
             new_keys = writer.keys(new)
             self._record_flags(writer)
@@ -496,7 +499,10 @@ class CollectionStore:
         conn.execute(self._delete_sql, (rid,))
         for writer in self.writers:
             keys = writer.keys(doc)
-            if writer.unique:
+            if len(keys) == 1:
+                (key,) = keys
+                conn.execute(writer.delete_sql, (key if writer.unique else with_rid(key, rid),))
+            elif writer.unique:
                 conn.executemany(writer.delete_sql, [(k,) for k in keys])
             else:
                 conn.executemany(writer.delete_sql, [(with_rid(k, rid),) for k in keys])
@@ -505,6 +511,24 @@ class CollectionStore:
             self._oplog.delete(
                 self.info.db, self.info.name, self.info.uuid, doc.get("_id"), before, self.info.keeps_images
             )
+
+    @property
+    def only_id_index(self) -> bool:
+        """Is ``_id_`` its only index (none built meanwhile), in an uncapped collection?
+        Then a delete needs no index key but the ``_id`` one (:meth:`delete_by_id_key`)."""
+        return len(self.writers) == 1 and self.cap_size is None
+
+    def delete_by_id_key(self, rid: int, id_key: bytes, data: bytes) -> None:
+        """:meth:`delete` of the record ``rid`` whose ``_id`` index key is ``id_key``,
+        outside a transaction, when :attr:`only_id_index`: nothing to decode."""
+        self._txns.written(self.info.id, rid)
+        self.writes += 1
+        conn = self.conn
+        conn.execute(self._delete_sql, (rid,))
+        conn.execute(self.writers[0].delete_sql, (id_key,))
+        if self._oplog is not None:
+            info = self.info
+            self._oplog.delete(info.db, info.name, info.uuid, None, data, info.keeps_images)
 
     def truncate(self) -> None:
         held = next((t for (cid, _), t in list(self._txns.doc_intents.items()) if cid == self.info.id), None)

@@ -195,6 +195,35 @@ class _ThreadState(threading.local):
     txn: _Reader | None = None  # the transaction this thread's command runs in (its pinned snapshot)
 
 
+class _Write:
+    """:meth:`Storage.write`'s context: the outermost one on a thread begins the SQLite
+    transaction and commits it (or rolls it back on an exception); a nested one joins it; in
+    a multi-document transaction the writes go to its overlay, so there is nothing to begin."""
+
+    __slots__ = ("_joined", "_outer", "_storage")
+
+    def __init__(self, storage: Storage) -> None:
+        self._storage = storage
+        self._outer = self._joined = False
+
+    def __enter__(self) -> sqlite3.Connection:
+        storage = self._storage
+        state = storage._state
+        if state.writing:
+            state.writing += 1
+            self._joined = True
+        elif state.txn is None:
+            storage._begin_write()
+            self._outer = True
+        return storage.writer
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if self._outer:
+            self._storage._end_write(kind is not None)
+        elif self._joined:
+            self._storage._state.writing -= 1
+
+
 _STORAGES: weakref.WeakSet[Storage] = weakref.WeakSet()
 # Connections of storages inherited across fork(): kept referenced, so the
 # child never finalizes (closes, checkpoints) what belongs to the parent.
@@ -518,22 +547,14 @@ class Storage:
 
     # -- writes ------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction; nested calls on a thread join the outermost one."""
+    def write(self) -> _Write:
+        """A write transaction (a context manager yielding the writer connection); nested
+        calls on a thread join the outermost one."""
         if self.read_only:
             raise CommandError(ErrorCode.IllegalOperation, "Cannot execute a write operation in read-only mode")
-        state = self._state
-        if state.writing:
-            state.writing += 1
-            try:
-                yield self.writer
-            finally:
-                state.writing -= 1
-            return
-        if state.txn is not None:
-            yield self.writer  # inside a transaction: its writes go to its overlay, not through the writer
-            return
+        return _Write(self)
+
+    def _begin_write(self) -> None:
         self._writer_lock.acquire()
         try:
             self.writer.execute("BEGIN IMMEDIATE")
@@ -541,11 +562,12 @@ class Storage:
             self._writer_lock.release()
             raise
         self._writer_view.catalog = self.published  # the newest: every catalog change commits through here
-        state.writing = 1
-        try:
-            yield self.writer
-        except BaseException:
-            state.writing = 0
+        self._state.writing = 1
+
+    def _end_write(self, failed: bool) -> None:
+        state = self._state
+        state.writing = 0
+        if failed:
             try:
                 self.draft = None
                 self.transactions.rolled_back()
@@ -555,12 +577,12 @@ class Storage:
                 self._run_rollback_hooks()
                 self.rollback_hooks.clear()
                 self._writer_lock.release()
-            raise
-        state.writing = 0
+            return
         try:
             self._commit()
         finally:
-            self.rollback_hooks.clear()
+            if self.rollback_hooks:
+                self.rollback_hooks.clear()
             self._writer_lock.release()
         if state.view is not None:
             self._release_view(state)  # the operation's next read sees this write

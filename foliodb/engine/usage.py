@@ -205,7 +205,10 @@ def command_finished(
     # Reads and writes count on any namespace (a missing collection's too, as
     # in mongod); other commands only on a collection or view (not createUser's user).
     if kind != "commands" or info is not None:
-        usage.namespace(db, target).latency[kind].add(int(seconds * 1_000_000))
+        entry = usage.namespace(db, target)
+        entry.latency[kind].add(int(seconds * 1_000_000))
+        if info is None or entry.synced is info:
+            return  # nothing to bring up to date
     if info is not None and not info.is_view:
         usage.indexes_of(info)
 
