@@ -1,0 +1,106 @@
+"""The write-ahead log's checkpoints run on their own thread (:mod:`foliodb.engine.checkpoint`).
+
+SQLite's documented behaviour is the reference (https://www.sqlite.org/wal.html):
+a checkpoint copies the log's frames into the database file; the log starts
+over from its beginning at the first write after a checkpoint that copied
+every frame, and otherwise only grows; ``wal_autocheckpoint=0`` turns the
+automatic checkpoint off.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import foliodb
+from foliodb.engine import checkpoint
+from foliodb.engine.storage import DATA_FILE, Storage
+
+
+def _storage(client: foliodb.MongoClient) -> Storage:
+    storage: Storage = client._executor.engine.storage  # type: ignore[attr-defined]
+    return storage
+
+
+def _wait_for(condition: object, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_the_writer_leaves_checkpoints_to_the_checkpointer(tmp_path: Path) -> None:
+    with foliodb.MongoClient(str(tmp_path)) as client:
+        client.db.c.insert_one({"_id": 0})
+        storage = _storage(client)
+        assert storage.writer.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
+        assert storage.checkpointer is not None
+        before = storage.checkpointer.checkpoints
+        for i in range(1, checkpoint.ROWS_PER_CHECKPOINT):  # three rows a write: past the threshold
+            client.db.c.insert_one({"_id": i})
+        assert _wait_for(lambda: storage.checkpointer is not None and storage.checkpointer.checkpoints > before)
+        # What the log held reached the file: a reader of the file alone (no log) sees the documents.
+        client.db.c.insert_one({"_id": "last"})
+    probe = sqlite3.connect(f"file:{tmp_path / DATA_FILE}?mode=ro", uri=True)
+    try:
+        assert not os.path.exists(tmp_path / (DATA_FILE + "-wal"))  # the last close checkpointed and removed it
+        (table,) = probe.execute("SELECT 'c' || id FROM catalog_collections WHERE name = 'c'").fetchone()
+        assert probe.execute(f"SELECT count(*) FROM {table}").fetchone() == (checkpoint.ROWS_PER_CHECKPOINT + 1,)
+    finally:
+        probe.close()
+
+
+def test_steady_writes_do_not_grow_the_log_without_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Small thresholds: the log would pass 6,000 frames (about 24 MB) in this loop if it never
+    # started over; with a catch-up checkpoint every 64 frames it stays far below that.
+    monkeypatch.setattr(checkpoint, "ROWS_PER_CHECKPOINT", 30)
+    monkeypatch.setattr(checkpoint, "CATCH_UP_FRAMES", 64)
+    with foliodb.MongoClient(str(tmp_path)) as client:
+        for i in range(2000):
+            client.db.c.insert_one({"_id": i, "pad": "x" * 200})
+        wal = os.path.getsize(tmp_path / (DATA_FILE + "-wal"))
+        assert wal < 8 * 1024 * 1024, wal
+        assert client.db.c.count_documents({}) == 2000
+
+
+def test_a_reader_keeps_its_snapshot_while_checkpoints_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A checkpoint never copies frames a reader's snapshot still needs over the pages it reads.
+    monkeypatch.setattr(checkpoint, "ROWS_PER_CHECKPOINT", 30)
+    monkeypatch.setattr(checkpoint, "CATCH_UP_FRAMES", 64)
+    with foliodb.MongoClient(str(tmp_path)) as client:
+        coll = client.db.c
+        coll.insert_many([{"_id": i, "v": 0} for i in range(200)])
+        cursor = coll.find({}, batch_size=2)
+        first = [next(cursor) for _ in range(2)]
+        session = client.start_session(snapshot=True)
+        snapshot = list(coll.find({}, session=session))
+        for round_ in range(1, 40):
+            coll.update_many({}, {"$set": {"v": round_}})
+        assert list(coll.find({}, session=session)) == snapshot  # the snapshot read, unchanged
+        session.end_session()
+        assert len(first) + len(list(cursor)) == 200
+        assert {doc["v"] for doc in coll.find()} == {39}
+        assert client.db.command("validate", "c")["valid"]
+
+
+def test_closing_ends_the_thread(tmp_path: Path) -> None:
+    client = foliodb.MongoClient(str(tmp_path))
+    client.db.c.insert_one({"_id": 1})
+    assert any(t.name == "foliodb-checkpoint" for t in threading.enumerate())
+    client.close()
+    assert _wait_for(lambda: not any(t.name == "foliodb-checkpoint" for t in threading.enumerate()), 5.0)
+
+
+def test_a_read_only_open_has_no_checkpointer(tmp_path: Path) -> None:
+    with foliodb.MongoClient(str(tmp_path)) as client:
+        client.db.c.insert_one({"_id": 1})
+    with foliodb.MongoClient(str(tmp_path), read_only=True) as reader:
+        assert reader.db.c.find_one() == {"_id": 1}
+        assert _storage(reader).checkpointer is None
