@@ -607,7 +607,8 @@ class Storage:
         if self.checkpointer is not None:
             self.checkpointer.committed()
         self.transactions.committed(self.commits)
-        self._end_stale_snapshots()
+        if self._idle_in_txn:
+            self._end_stale_snapshots()
         if ts is not None and self.watchers:
             with self.new_entries:
                 self.new_entries.notify_all()
