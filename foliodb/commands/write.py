@@ -747,7 +747,6 @@ def point_update(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | N
         try:
             update = _point_compiled_update(spec)
             modified = 0
-            usage.id_lookup_used(request.engine.usage, store)
             row = store.row_by_id_key(key)
             if row is not None:
                 rid, data = row
@@ -759,6 +758,7 @@ def point_update(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | N
                 if new_data != data:
                     store.update(rid, doc, new, new_data, data, update.is_replacement)
                     modified = 1
+            usage.id_lookup_used(request.engine.usage, store)  # as run_update: a failed statement counts none
             reply: dict[str, Any] = {"n": int(row is not None), "nModified": modified, "ok": 1.0}
         except CommandError as exc:
             reply = {"n": 0, "nModified": 0, "writeErrors": [exc.to_write_error(0)], "ok": 1.0}

@@ -53,6 +53,8 @@ _UPDATES: list[tuple[dict[str, Any], Any]] = [
     ({"r": 1}, lambda d: {"_id": d["_id"], "r": 1}),  # a replacement keeps _id
 ]
 
+_CODE_NAMES = {14: "TypeMismatch", 66: "ImmutableField"}
+
 _OPS = st.one_of(
     st.tuples(st.just("insert"), _IDS),
     st.tuples(st.just("update"), _IDS, st.integers(0, len(_UPDATES) - 1)),
@@ -94,7 +96,7 @@ def _expected(model: list[dict[str, Any]], op: tuple[Any, ...]) -> dict[str, Any
         return {"n": 0, "nModified": 0}
     result = _UPDATES[op[2]][1](model[found])
     if isinstance(result, int):
-        return {"n": 0, "nModified": 0, "writeErrors": [{"index": 0, "code": result}]}
+        return {"n": 0, "nModified": 0, "writeErrors": [{"index": 0, "code": result, "codeName": _CODE_NAMES[result]}]}
     modified = result != model[found] or list(result) != list(model[found])
     model[found] = result
     return {"n": 1, "nModified": int(modified)}
