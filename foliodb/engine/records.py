@@ -46,6 +46,7 @@ MAX_BSON_SIZE = 16 * 1024 * 1024
 # "MongoDB supports no more than 100 levels of nesting for BSON documents";
 # each document or array is a level, the top-level document the first.
 MAX_NESTING_DEPTH = 100
+_MIN_LEVEL_BYTES = 7  # the smallest a nested level's encoding can be
 SCAN_BATCH = 256
 PLAN_CACHE_SIZE = 1000
 
@@ -243,9 +244,14 @@ class CollectionStore:
                 ErrorCode.BSONObjectTooLarge,
                 f"object to insert too large. size in bytes: {len(data)}, max size: {MAX_BSON_SIZE}",
             )
-        # Each nested level needs a 0x03 (document) or 0x04 (array) type byte, so
-        # the byte count (C speed) rules most documents out before any walk.
-        if data.count(3) + data.count(4) >= MAX_NESTING_DEPTH and _too_deep(doc):
+        # Each nested level needs a 0x03 (document) or 0x04 (array) type byte and at least 7 bytes
+        # (type, an empty name's NUL, length, terminator): the size, then the byte count (C speed),
+        # rule most documents out before any walk.
+        if (
+            len(data) >= _MIN_LEVEL_BYTES * MAX_NESTING_DEPTH
+            and data.count(3) + data.count(4) >= MAX_NESTING_DEPTH
+            and _too_deep(doc)
+        ):
             message = (
                 f"Resulting document after update exceeds {MAX_NESTING_DEPTH} levels of nesting"
                 if after_update
