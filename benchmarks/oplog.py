@@ -49,14 +49,16 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 if __package__ in (None, ""):  # run by path as a child: the checkout on PYTHONPATH gives foliodb
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
     sys.path.append(sys.path.pop(0))
 
 from benchmarks import data
-from benchmarks.concurrency import ServerProcess
+
+if TYPE_CHECKING:  # imported where used: a --baseline child's `benchmarks` is the baseline's, which may lack it
+    from benchmarks.concurrency import ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 WRITE_WORKLOADS = ("insert_one", "update_one", "delete_one", "insert_many")
@@ -274,6 +276,8 @@ def _wire_watcher(port: int, events: int) -> None:
 def latency_wire(workdir: str, events: int, pause: float) -> dict[str, float]:
     import pymongo
 
+    from benchmarks.concurrency import ServerProcess
+
     server = ServerProcess(ROOT, tempfile.mkdtemp(dir=workdir, prefix="oplog-latency-wire-"))
     try:
         watcher = subprocess.Popen(
@@ -324,6 +328,8 @@ def _server_cpu(server: ServerProcess, seconds: float) -> float:
 
 
 def idle_wire(workdir: str, watchers: int, seconds: float, settle: float = 2.0) -> dict[str, float]:
+    from benchmarks.concurrency import ServerProcess
+
     server = ServerProcess(ROOT, tempfile.mkdtemp(dir=workdir, prefix="oplog-idle-"))
     try:
         row = {"no watchers": _server_cpu(server, min(seconds, 10.0))}
