@@ -405,7 +405,7 @@ def point_insert(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | N
         try:
             store.insert(prepare_insert(doc))
         except CommandError as exc:
-            reply = {"n": 0, "writeErrors": [exc.to_write_error(0)], "ok": 1.0}
+            reply = {"n": 0, "ok": 1.0, "writeErrors": [exc.to_write_error(0)]}  # the general path's order
     return finish(request, cmd, reply)
 
 
