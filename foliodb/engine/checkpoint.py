@@ -46,6 +46,8 @@ CATCH_UP_FRAMES = 16384
 # How long the thread sleeps when nothing asks for a checkpoint: an idle
 # database's last writes reach the file within this time.
 IDLE_SECONDS = 1.0
+# How long stopping waits for a checkpoint under way.
+STOP_SECONDS = 10.0
 
 
 class Lock(Protocol):
@@ -86,7 +88,10 @@ class Checkpointer:
         self._stopping = True
         self._wake.set()
         if threading.current_thread() is not self._thread:
-            self._thread.join()
+            # Bounded: at interpreter exit a catch-up may wait for a writer that never ends.
+            self._thread.join(STOP_SECONDS)
+            if self._thread.is_alive():
+                return  # still checkpointing: its connection stays open for it
         self.conn.close()
 
     def _run(self) -> None:
