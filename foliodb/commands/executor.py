@@ -185,14 +185,7 @@ class Executor:
         name = next(iter(command))
         handler = registry.COMMANDS.get(name)
         engine = self.engine
-        parameters = engine.parameters
-        if (
-            "apiVersion" in command
-            or "apiStrict" in command
-            or "apiDeprecationErrors" in command
-            or parameters.get("requireApiVersion")
-        ):
-            api_version.check_api_parameters(name, command, parameters)
+        api_version.check_api_parameters(name, command, engine.parameters)
         request = Request(self, db, name, extra=extra)
         if "maxTimeMS" in command:
             max_time = params.field(command, "maxTimeMS", "integer", name)
@@ -202,8 +195,8 @@ class Executor:
                 )
             if max_time and name != "getMore":  # a getMore's maxTimeMS is its await time (awaitData cursors)
                 request.deadline = op.deadline = time.monotonic() + max_time / 1000.0
-        if self.replica_set is not None and "writeConcern" in command and name in WRITE_COMMANDS:
-            unsatisfiable = write_concern_error(command["writeConcern"])
+        if self.replica_set is not None and name in WRITE_COMMANDS:
+            unsatisfiable = write_concern_error(command.get("writeConcern"))
             if unsatisfiable is not None:
                 raise unsatisfiable
         in_session = "lsid" in command
@@ -228,7 +221,7 @@ class Executor:
         """The handler's reply; a write that met a document held by an open
         transaction is run again once that transaction ends (all of it: the
         write rolled back), waiting no longer than its maxTimeMS."""
-        if "readConcern" in command and sessions.wants_snapshot(command):
+        if sessions.wants_snapshot(command):
             inner = handler
 
             def handler(request: Request, command: Mapping[str, Any]) -> dict[str, Any]:

@@ -167,7 +167,7 @@ def cmd_replSetInitiate(request: Request, cmd: Mapping[str, Any]) -> dict[str, A
 
 def write_concern_error(concern: Any) -> CommandError | None:
     """Why a one-member replica set cannot satisfy ``concern`` (None: it can)."""
-    if not isinstance(concern, Mapping):
+    if concern is None or not isinstance(concern, Mapping):  # None first: the ABC check is slow
         return None
     w = concern.get("w")
     if isinstance(w, int) and not isinstance(w, bool) and w > 1:

@@ -299,7 +299,8 @@ def wants_snapshot(cmd: Mapping[str, Any]) -> bool:
     """A readConcern snapshot command outside a transaction (a snapshot session's, say)."""
     concern = cmd.get("readConcern")
     return (
-        isinstance(concern, Mapping)
+        concern is not None  # first: the ABC check is slow
+        and isinstance(concern, Mapping)
         and concern.get("level") == "snapshot"
         and cmd.get("autocommit") is not False
         and next(iter(cmd), None) not in CURSOR_FOLLOW_UPS

@@ -46,7 +46,7 @@ from foliodb.engine.records import CollectionStore
 from foliodb.engine.text import split_text
 from foliodb.engine.timeseries import TimeSeriesWriter, check_measurement
 from foliodb.errors import CommandError, ErrorCode
-from foliodb.query import bsontypes, keystring
+from foliodb.query import bsontypes
 from foliodb.query import compare as cmp
 from foliodb.query.bsontypes import is_string
 from foliodb.query.collation import Collator
@@ -211,21 +211,19 @@ def _same_store(request: Request, store: CollectionStore) -> bool:
     return request.engine.storage.published.collections.get((info.db, info.name)) is info
 
 
-# _id values whose key id_hack_keys gives as plain keystring.encode (no operator, array or regex).
-_PLAIN_ID_TYPES = frozenset({ObjectId, str, int})
-
-
-def _point_filter_key(store: CollectionStore, statement: dict[str, Any], allowed: frozenset[str]) -> bytes | None:
-    """The ``_id`` index key of a statement of ``allowed`` fields whose filter is ``{_id: value}``."""
-    if not statement.keys() <= allowed:
-        return None
+def _point_target(
+    request: Request, name: str, statement: dict[str, Any], allowed: frozenset[str]
+) -> tuple[CollectionStore, bytes] | None:
+    """The collection (:func:`_point_store`) and ``_id`` index key of a statement of
+    ``allowed`` fields whose filter is ``{_id: value}``; None for the general path."""
     filter_spec = statement.get("q")
-    if type(filter_spec) is not dict:
+    if not statement.keys() <= allowed or type(filter_spec) is not dict:
         return None
-    if len(filter_spec) == 1 and type(filter_spec.get("_id")) in _PLAIN_ID_TYPES:
-        return keystring.encode(filter_spec["_id"])  # id_hack_keys' answer for the usual _id values
+    store = _point_store(request, name)
+    if store is None:
+        return None
     keys = id_hack_keys(store, filter_spec, None)  # no collation: the collection has no default
-    return None if keys is None else keys[0]
+    return None if keys is None else (store, keys[0])
 
 
 # -- one command's writes: targets and validation ------------------------------------
@@ -684,8 +682,8 @@ def _update_measurements(target: Target, statement: UpdateStatement, update: Com
 
 _POINT_UPDATE = frozenset({"q", "u", "multi", "upsert"})
 # Update operators whose compiled form depends on nothing but the spec (a point update's context
-# has no variables and no collation): $currentDate reads the command's clock and $pull compiles a query, so
-# neither is here.
+# has no variables and no collation): $currentDate reads the command's clock and $pull compiles a
+# query, so neither is here.
 _CACHEABLE_OPERATORS = frozenset(
     {
         "$set",
@@ -698,7 +696,6 @@ _CACHEABLE_OPERATORS = frozenset(
         "$push",
         "$addToSet",
         "$pop",
-        "$pull",
         "$pullAll",
         "$bit",
     }
@@ -735,12 +732,10 @@ def point_update(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | N
     if statement is None or statement.get("upsert", False) is not False or statement.get("multi", False) is not False:
         return None
     spec = statement.get("u")
-    store = _point_store(request, cmd["update"]) if type(spec) in (dict, list) else None
-    if store is None:
+    target = _point_target(request, cmd["update"], statement, _POINT_UPDATE) if type(spec) in (dict, list) else None
+    if target is None:
         return None
-    key = _point_filter_key(store, statement, _POINT_UPDATE)
-    if key is None:
-        return None
+    store, key = target
     with request.engine.storage.write():
         if not _same_store(request, store):
             return None
@@ -846,12 +841,10 @@ def point_delete(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | N
     statement = _point_statement(cmd, "delete", "deletes")
     if statement is None or statement.get("limit") not in (0, 1) or type(statement.get("limit")) is not int:
         return None
-    store = _point_store(request, cmd["delete"])
-    if store is None:
+    target = _point_target(request, cmd["delete"], statement, _POINT_DELETE)
+    if target is None:
         return None
-    key = _point_filter_key(store, statement, _POINT_DELETE)
-    if key is None:
-        return None
+    store, key = target
     with request.engine.storage.write():
         if not _same_store(request, store):
             return None

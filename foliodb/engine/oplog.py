@@ -166,11 +166,9 @@ class Oplog:
 
     def insert(self, db: str, coll: str, ui: uuid.UUID, doc_id: Any, data: bytes) -> None:
         if recorded(db, coll) and not self.muted:
-            head = self._head(b"i", db, coll, ui)
-            if type(doc_id) is ObjectId:  # _id_doc's common case inlined: every insert_one comes here
-                self._pending.append(_join((head, data, _OID_O2, doc_id.binary, _OID_END)))
-            else:
-                self._pending.append(_join((head, data, b"\x03o2\x00", _id_doc(data, doc_id), _TAIL)))
+            self._pending.append(
+                _join((self._head(b"i", db, coll, ui), data, b"\x03o2\x00", _id_doc(data, doc_id), _TAIL))
+            )
 
     def insert_many(self, db: str, coll: str, ui: uuid.UUID, docs: list[dict[str, Any]], rows: list[bytes]) -> None:
         """The entries of documents inserted together (``rows``: their BSON), as :meth:`insert`'s."""
@@ -249,15 +247,6 @@ class Oplog:
         count = len(pending)
         seconds, inc = clock.tick(conn, count)  # one reading of the clock for the whole commit
         first = seconds << 32 | inc
-        if count == 1:  # a single-document write's commit: no loop
-            entry = pending[0]
-            length = len(entry)
-            _FRONT.pack_into(entry, 0, length, _TS_NAME, inc, seconds)
-            _INT64.pack_into(entry, length - _WALL_FROM_END, wall)
-            conn.execute(_INSERT, (first, entry))
-            if self._bytes is not None:
-                self._bytes += length
-            return Timestamp(seconds, inc)
         size, set_front, set_wall = 0, _FRONT.pack_into, _INT64.pack_into
         for entry in pending:
             length = len(entry)
@@ -265,7 +254,10 @@ class Oplog:
             set_wall(entry, length - _WALL_FROM_END, wall)
             size += length
             inc += 1
-        conn.executemany(_INSERT, zip(range(first, first + count), pending, strict=True))
+        if count == 1:
+            conn.execute(_INSERT, (first, pending[0]))
+        else:
+            conn.executemany(_INSERT, zip(range(first, first + count), pending, strict=True))
         if self._bytes is not None:
             self._bytes += size
         return Timestamp(seconds, inc - 1)

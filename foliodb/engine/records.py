@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 # Statements on the single-document paths bind BLOBs as bytearray: the sqlite3 module binds bytes only
 # after a failed adapter lookup that formats an error message (about 6,000 instructions a parameter,
 # measured with callgrind); a bytearray binds directly, as the same BLOB.
+
 MAX_BSON_SIZE = 16 * 1024 * 1024
 # "MongoDB supports no more than 100 levels of nesting for BSON documents";
 # each document or array is a level, the top-level document the first.

@@ -581,8 +581,7 @@ class Storage:
         try:
             self._commit()
         finally:
-            if self.rollback_hooks:
-                self.rollback_hooks.clear()
+            self.rollback_hooks.clear()
             self._writer_lock.release()
         if state.view is not None:
             self._release_view(state)  # the operation's next read sees this write
@@ -607,8 +606,7 @@ class Storage:
         if self.checkpointer is not None:
             self.checkpointer.committed()
         self.transactions.committed(self.commits)
-        if self._idle_in_txn:
-            self._end_stale_snapshots()
+        self._end_stale_snapshots()
         if ts is not None and self.watchers:
             with self.new_entries:
                 self.new_entries.notify_all()

@@ -439,6 +439,9 @@ def _index_scan(store: CollectionStore, candidate: Candidate) -> IndexScan | Non
 # -- choosing ---------------------------------------------------------------------------
 
 
+_PLAIN_ID_TYPES = frozenset({ObjectId, str, int})
+
+
 def id_hack_keys(
     store: CollectionStore | None, filter_spec: Mapping[str, Any] | None, collator: Collator | None
 ) -> list[bytes] | None:
@@ -450,6 +453,8 @@ def id_hack_keys(
     if not collation.same(id_collator, collator) or not filter_spec or list(filter_spec) != ["_id"]:
         return None
     cond = filter_spec["_id"]
+    if type(cond) in _PLAIN_ID_TYPES:  # the usual _id values: no operator document, array or regex
+        return [collation.key_encoder(id_collator)(cond)]
     if is_operator_doc(cond):
         if list(cond) != ["$eq"]:
             return None
