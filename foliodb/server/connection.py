@@ -24,6 +24,7 @@ import itertools
 import logging
 import socket
 import ssl
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -82,12 +83,15 @@ class Connection:
         self._buffer = bytearray()
         self._message_started: float | None = None  # when the first byte of the message being read arrived
         self.app_name: str | None = None  # client.application.name of the handshake (fail points match it)
+        self._kernel_timeouts = False  # see _use_kernel_timeouts
+        self._recv_seconds = 0.0  # the SO_RCVTIMEO set (0: none)
 
     def run(self) -> None:
         """Serve requests until the peer closes, the stream breaks, time runs out or the server stops."""
         try:
             if not self._start_tls():
                 return
+            self._use_kernel_timeouts()
             while not self.server.stopping.is_set():
                 frame = self._read_message()
                 if frame is None:
@@ -144,22 +148,42 @@ class Connection:
         while True:
             deadline = self._deadline()
             if deadline is None:
-                self.sock.settimeout(_IDLE_POLL)
+                self._recv_timeout(_IDLE_POLL)
             else:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     stage = "a message stalled mid-frame" if self._message_started is not None else "sent nothing"
                     raise _TimeLimitError(f"{stage} within the time limit")
-                self.sock.settimeout(remaining)
+                self._recv_timeout(remaining)
             try:
                 count = self.sock.recv_into(view)
-            except TimeoutError:
+            except (TimeoutError, BlockingIOError):  # Python's timeout, or the kernel's (SO_RCVTIMEO)
                 if self.server.stopping.is_set():
                     return 0
                 continue
             if count and self._message_started is None:
                 self._message_started = time.monotonic()
             return count
+
+    def _use_kernel_timeouts(self) -> None:
+        """A plain socket blocks, and the kernel enforces its time limits
+        (SO_RCVTIMEO, SO_SNDTIMEO): a request then costs one recv and one send.
+        Python's own timeouts poll() before each recv and send, and switch the
+        socket's mode (an ioctl) at each change of timeout: four more system
+        calls a request, each letting go of the interpreter lock, which other
+        connections' threads then take. TLS sockets keep Python's timeouts."""
+        if isinstance(self.sock, ssl.SSLSocket):
+            return
+        self.sock.settimeout(None)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(self.server.frame_timeout))
+        self._kernel_timeouts = True
+
+    def _recv_timeout(self, seconds: float) -> None:
+        if not self._kernel_timeouts:
+            self.sock.settimeout(seconds)
+        elif seconds != self._recv_seconds:  # between messages it stays _IDLE_POLL: no call
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(seconds))
+            self._recv_seconds = seconds
 
     def _take(self, size: int) -> bytes | None:
         """The next ``size`` bytes of the stream; None at end of stream."""
@@ -199,10 +223,11 @@ class Connection:
         return request_id, op_code, payload
 
     def _send(self, data: bytes) -> None:
-        self.sock.settimeout(self.server.frame_timeout)
+        if not self._kernel_timeouts:
+            self.sock.settimeout(self.server.frame_timeout)
         try:
             self.sock.sendall(data)
-        except TimeoutError:
+        except (TimeoutError, BlockingIOError):
             raise _TimeLimitError("did not take its reply within the time limit") from None
 
     # -- requests --------------------------------------------------------------------------
@@ -323,6 +348,12 @@ class Connection:
         # As mongod: the server goes away; the caller sees its connection close.
         threading.Thread(target=self.server.shutdown, name="foliodb-shutdown", daemon=True).start()
         return {"ok": 1.0}
+
+
+def _timeval(seconds: float) -> bytes:
+    """A ``struct timeval`` for SO_RCVTIMEO/SO_SNDTIMEO (at least 1 µs: zero means no limit)."""
+    micros = max(int(seconds * 1_000_000), 1)
+    return struct.pack("@ll", micros // 1_000_000, micros % 1_000_000)
 
 
 def _app_name(metadata: Any) -> str | None:
