@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from foliodb import lane
 from foliodb.errors import CommandError, ErrorCode
 
 # mongod's default jsHeapLimitMB (https://www.mongodb.com/docs/manual/reference/parameters/#mongodb-parameter-param.jsHeapLimitMB).
@@ -76,6 +77,7 @@ class Operation:
         self.stored_javascript: Callable[[str], Sequence[Mapping[str, Any]]] | None = None
 
     def check(self) -> None:
+        lane.leave_if_overdue()  # a command long enough to check runs beside the lane after its slice
         if self.killed:
             raise CommandError(ErrorCode.Interrupted, "operation was interrupted")
         deadline = self.deadline

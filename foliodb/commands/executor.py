@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import bson
 from bson import ObjectId
 
-from foliodb import interrupt
+from foliodb import interrupt, lane
 from foliodb.commands import api_version, failpoints, params, profiler, registry, sessions
 from foliodb.commands.cursors import CursorManager
 from foliodb.commands.replication import ReplicaSet, write_concern_error
@@ -233,6 +233,7 @@ class Executor:
                     return sessions.run(request, handler, command)
                 return handler(request, command)
             except HeldByTransactionError as held:
+                lane.leave()
                 while not held.txn.ended.wait(0.05):
                     request.check_time()
 

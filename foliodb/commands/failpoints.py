@@ -78,6 +78,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from foliodb import lane
 from foliodb.commands import params
 from foliodb.commands.registry import COMMANDS
 from foliodb.errors import CommandError, ErrorCode
@@ -395,6 +396,7 @@ def _block(request: Request, data: Mapping[str, Any]) -> None:
     if millis < 0:
         raise CommandError(ErrorCode.InvalidOptions, "'blockTimeMS' must be non-negative")
     until = time.monotonic() + millis / 1000.0
+    lane.leave()
     while (left := until - time.monotonic()) > 0:
         time.sleep(min(left, 0.05))
         request.check_time()

@@ -38,7 +38,7 @@ import bson
 from bson import Timestamp
 from bson.binary import Binary, UuidRepresentation
 
-from foliodb import interrupt
+from foliodb import interrupt, lane
 from foliodb.engine.catalog import CODEC, Catalog, CatalogDraft, CollectionInfo, IndexInfo
 from foliodb.engine.oplog import recorded
 from foliodb.engine.records import CollectionStore
@@ -591,6 +591,7 @@ class Engine:
             if info is None or index_name not in info.building:
                 return
             interrupt.check()
+            lane.leave()
             time.sleep(0.02)
 
     def drop_index(self, info: CollectionInfo, index: IndexInfo) -> None:

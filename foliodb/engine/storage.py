@@ -84,7 +84,7 @@ from typing import Any
 
 from bson import Timestamp
 
-from foliodb import interrupt
+from foliodb import interrupt, lane
 from foliodb.engine.catalog import Catalog, CatalogDraft
 from foliodb.engine.checkpoint import Checkpointer
 from foliodb.engine.clock import ClusterClock
@@ -148,6 +148,7 @@ class _WriterLock:
             turn = threading.Lock()
             turn.acquire()
             self._waiters.append(turn)
+        lane.leave()  # nothing waits in the lane
         op = interrupt.current()
         if op is not None:
             op.waiting_for_lock = True
@@ -613,6 +614,7 @@ class Storage:
 
     def wait_for_entries(self, after: Timestamp, timeout: float) -> None:
         """Until the cluster time passes ``after`` (a commit recorded something) or ``timeout`` seconds."""
+        lane.leave()
         with self.new_entries:
             self.watchers += 1
             try:

@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from foliodb import lane
 from foliodb.auth.caller import running_as
 from foliodb.commands import Request, failpoints
 from foliodb.errors import CommandError, ErrorCode
@@ -81,6 +82,7 @@ class Connection:
         self.accepted = time.monotonic()
         self.established = False  # a complete message has arrived
         self._buffer = bytearray()
+        self._chunk = memoryview(bytearray(_CHUNK))  # what each recv reads into: allocated once, not per message
         self._message_started: float | None = None  # when the first byte of the message being read arrived
         self.app_name: str | None = None  # client.application.name of the handshake (fail points match it)
         self._kernel_timeouts = False  # see _use_kernel_timeouts
@@ -200,9 +202,9 @@ class Connection:
                     return None
                 have += count
             return bytes(out)
-        chunk = bytearray(_CHUNK)
+        chunk = self._chunk
         while len(buffer) < size:
-            count = self._recv_into(memoryview(chunk))
+            count = self._recv_into(chunk)
             if not count:
                 return None
             buffer += chunk[:count]
@@ -237,7 +239,8 @@ class Connection:
         if message.command is None:
             reply = (message.error or CommandError(ErrorCode.InvalidBSON, "invalid command")).to_reply()
         else:
-            reply = self.run_command(message)
+            with self.server.lane.turn():
+                reply = self.run_command(message)
         if failpoints.closes_connection(reply):
             raise _FailPointClosedError("a fail point closes it instead of replying")
         if message.more_to_come:
@@ -264,7 +267,8 @@ class Connection:
                 return
             # Exhaust: the next batch answers this reply, until the cursor is done.
             response_to = request_id
-            reply = self.run_command(message)
+            with self.server.lane.turn():
+                reply = self.run_command(message)
             if failpoints.closes_connection(reply):
                 raise _FailPointClosedError("a fail point closes it instead of replying")
 
@@ -326,6 +330,7 @@ class Connection:
             and max_await >= 0
             and waited.get("processId") == self.server.executor.process_id
         ):
+            lane.leave()  # nothing waits in the lane
             self.server.stopping.wait(max_await / 1000.0)
         if self.app_name is None:
             self.app_name = _app_name(cmd.get("client"))

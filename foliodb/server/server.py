@@ -41,6 +41,7 @@ import time
 from foliodb.auth.redaction import install_log_filter
 from foliodb.commands.executor import Executor
 from foliodb.commands.replication import ReplicaSet
+from foliodb.lane import Lane
 from foliodb.server.connection import Connection
 from foliodb.server.share import share
 from foliodb.server.tls import TLSConfig
@@ -143,6 +144,7 @@ class Server:
             oplog.size_bytes = int(oplog_size_mb * 1024 * 1024)
         if oplog_min_retention_hours is not None:
             oplog.min_retention_hours = oplog_min_retention_hours
+        self.lane = Lane()  # the connections' commands take turns (foliodb.lane)
         self.stopping = threading.Event()
         self.stopped = threading.Event()
         self._listener: socket.socket | None = None
