@@ -37,6 +37,7 @@ from foliodb.lab.html import render_html as render_lab_html
 from foliodb.lab.report import render_claims
 from foliodb.lab.report import render_text as render_lab_text
 from foliodb.server import DEFAULT_PORT, Server
+from foliodb.server.server import tune_interpreter_for_serving
 from foliodb.server.tls import MODES as TLS_MODES
 from foliodb.server.tls import TLSError
 from foliodb.tools import files
@@ -301,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_server(dbpath: str, host: str, port: int, auth: bool, test_commands: bool = False, **options: Any) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    tune_interpreter_for_serving()
     try:
         server = Server(dbpath, host, port, auth=auth, **options)
         if test_commands:
