@@ -5,10 +5,15 @@ What a server does with many clients at once, in one run:
 1. **Throughput and latency** of ``find_one`` by ``_id``, and of a 90/10
    read/write mix (``update_one`` by ``_id`` with ``$inc``), against
    ``foliodb serve`` with 1, 4, 16 and 64 concurrent client *processes*
-   (pymongo each), ops/s with p50/p99 latency, and the server's CPU use in
+   (pymongo each, all starting together once every one is connected), ops/s
+   with p50/p99 latency, and the server's CPU use in
    cores. The floor in the same run: as many processes reading the same
    SQLite file directly (pymongo's C ``bson`` over bare ``sqlite3``), the
    ceiling of any server on that file.
+   The same with *wire clients*: processes that send the bytes pymongo would send
+   (prepared ``OP_MSG`` frames with a session), a client costing microseconds
+   where pymongo's cost about a hundred: with many pymongo processes on a small
+   machine the clients, not the server, use up the cores.
 2. **Point reads beside a long aggregation**: the p50/p99/max latency of
    ``find_one`` from one client while another runs a ``$group`` over 200,000
    documents again and again.
@@ -27,11 +32,14 @@ import json
 import multiprocessing
 import os
 import random
+import socket
 import sqlite3
+import struct
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -90,12 +98,13 @@ def _load(port: int) -> None:
 # -- client processes ------------------------------------------------------------
 
 
-def _client_worker(port: int, seconds: float, write_share: float, seed: int, out: Any) -> None:
+def _client_worker(port: int, seconds: float, write_share: float, seed: int, out: Any, start: Any) -> None:
     import pymongo
 
     client = pymongo.MongoClient("127.0.0.1", port, maxPoolSize=1)
     coll = client.bench.orders
     coll.find_one({"_id": 0})
+    start.wait()  # every client is up: none measures while others still start (imports take seconds of CPU)
     rng = random.Random(seed)
     latencies = []
     end = time.perf_counter() + seconds
@@ -113,9 +122,53 @@ def _client_worker(port: int, seconds: float, write_share: float, seed: int, out
     out.put(latencies)
 
 
-def _floor_worker(dbpath: str, seconds: float, write_share: float, seed: int, out: Any) -> None:
+def _op_msg(request_id: int, command: dict[str, Any]) -> bytes:
+    body = b"\x00\x00\x00\x00\x00" + bson.encode(command)  # flags, then a kind-0 section
+    return struct.pack("<iiii", 16 + len(body), request_id, 0, 2013) + body
+
+
+def _wire_worker(port: int, seconds: float, write_share: float, seed: int, out: Any, start: Any) -> None:
+    """The same requests as pymongo's find_one and update_one (with a session), sent
+    as prepared OP_MSG bytes: a client costing microseconds, not pymongo's hundred,
+    so that many of them on a small machine load the server, not themselves."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    lsid = {"id": bson.Binary(uuid.uuid4().bytes, 4)}
+    finds = [
+        _op_msg(
+            i, {"find": "orders", "filter": {"_id": i}, "limit": 1, "singleBatch": True, "lsid": lsid, "$db": "bench"}
+        )
+        for i in range(DOCS)
+    ]
+    updates = [
+        _op_msg(
+            i,
+            {"update": "orders", "updates": [{"q": {"_id": i}, "u": {"$inc": {"n": 1}}}], "lsid": lsid, "$db": "bench"},
+        )
+        for i in range(DOCS)
+    ]
+    rng = random.Random(seed)
+    latencies = []
+    start.wait()
+    end = time.perf_counter() + seconds
+    while True:
+        started = time.perf_counter()
+        if started >= end:
+            break
+        key = rng.randrange(DOCS)
+        sock.sendall(updates[key] if write_share and rng.random() < write_share else finds[key])
+        reply = sock.recv(1 << 16)
+        while len(reply) < 4 or len(reply) < struct.unpack_from("<i", reply)[0]:
+            reply += sock.recv(1 << 16)
+        latencies.append(time.perf_counter() - started)
+    sock.close()
+    out.put(latencies)
+
+
+def _floor_worker(dbpath: str, seconds: float, write_share: float, seed: int, out: Any, start: Any) -> None:
     """Bare sqlite3 + bson on the same file: the table and key layout of a point read, no server."""
     conn = sqlite3.connect(os.path.join(dbpath, "floor.sqlite"), isolation_level=None, timeout=30)
+    start.wait()
     rng = random.Random(seed)
     latencies = []
     end = time.perf_counter() + seconds
@@ -153,19 +206,28 @@ def _floor_file(dbpath: str) -> None:
     conn.close()
 
 
-def _run_clients(target: Any, where: Any, processes: int, seconds: float, write_share: float) -> list[float]:
-    """Run ``processes`` client processes of ``target(where, ...)`` at once; all their latencies."""
+def _run_clients(
+    target: Any, where: Any, processes: int, seconds: float, write_share: float, server: ServerProcess | None = None
+) -> tuple[list[float], float]:
+    """Run ``processes`` client processes of ``target(where, ...)`` at once, all
+    starting together once every one is ready: all their latencies, and the
+    server's CPU use (cores) while they ran."""
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
-    workers = [ctx.Process(target=target, args=(where, seconds, write_share, i, out)) for i in range(processes)]
+    start = ctx.Barrier(processes + 1, timeout=300)  # the clients and this process
+    workers = [ctx.Process(target=target, args=(where, seconds, write_share, i, out, start)) for i in range(processes)]
     for worker in workers:
         worker.start()
+    start.wait()
+    cpu_before = server.cpu_seconds() if server else 0.0
+    wall = time.perf_counter()
     latencies: list[float] = []
     for _ in workers:
         latencies.extend(out.get(timeout=seconds + 120))
+    cores = (server.cpu_seconds() - cpu_before) / (time.perf_counter() - wall) if server else 0.0
     for worker in workers:
         worker.join(timeout=30)
-    return latencies
+    return latencies, cores
 
 
 def _summary(latencies: list[float], seconds: float) -> dict[str, float]:
@@ -197,15 +259,15 @@ def throughput(label: str, checkout: Path | None, workdir: str, counts: list[int
         _load(server.port)
         target, where = _client_worker, server.port
     try:
-        for mix, share in (("find_one", 0.0), ("90/10 read/write", 0.1)):
+        mixes = [("find_one", 0.0, target), ("90/10 read/write", 0.1, target)]
+        if server is not None:
+            mixes += [("find_one, wire clients", 0.0, _wire_worker), ("90/10, wire clients", 0.1, _wire_worker)]
+        for mix, share, worker in mixes:
             for processes in counts:
-                cpu_before = server.cpu_seconds() if server else 0.0
-                wall = time.perf_counter()
-                latencies = _run_clients(target, where, processes, seconds, share)
-                wall = time.perf_counter() - wall
+                latencies, cores = _run_clients(worker, where, processes, seconds, share, server)
                 row = _summary(latencies, seconds)
                 if server is not None:
-                    row["server_cores"] = (server.cpu_seconds() - cpu_before) / wall
+                    row["server_cores"] = cores
                 results[f"{mix} x{processes}"] = row
                 print(
                     f"[{label}] {mix} x{processes}: {row['ops_per_s']:,.0f} ops/s p99 {row['p99_ms']:.1f} ms",
@@ -267,7 +329,7 @@ def reads_beside_group(label: str, checkout: Path, workdir: str, seconds: float)
 
 def _table(results: dict[str, Any], counts: list[int]) -> str:
     lines = []
-    for mix in ("find_one", "90/10 read/write"):
+    for mix in ("find_one", "90/10 read/write", "find_one, wire clients", "90/10, wire clients"):
         lines.append(f"\n{mix}, ops/s (p50 / p99 ms; server cores)\n")
         lines.append("| contender | " + " | ".join(f"{n} clients" for n in counts) + " |")
         lines.append("|---|" + "--:|" * len(counts))
