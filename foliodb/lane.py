@@ -32,8 +32,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 SLICE_SECONDS = 0.002  # a command's time in the lane before its next check sends it out
-HOLDER_SECONDS = 0.01  # a turn this long means its holder blocks: the others stop waiting for it
-WAIT_SECONDS = 0.1  # the longest wait for a turn, however long the line
+# A turn this long means its holder blocks: the others stop waiting for it. Not less: with more
+# runnable processes than cores the system preempts holders for milliseconds, and running beside
+# a preempted holder only brings back the contention the lane exists to avoid.
+HOLDER_SECONDS = 0.02
+WAIT_SECONDS = 0.5  # the longest wait for a turn, however long the line
 
 
 class _Turn(threading.local):
