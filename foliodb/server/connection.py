@@ -20,6 +20,7 @@ is closed alone, logged in one line; a traceback in the log means a bug.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import socket
@@ -47,6 +48,24 @@ _CHUNK = 1 << 16  # bytes read ahead from the socket at a time
 _IDLE_POLL = 60.0  # seconds between checks for shutdown while an established connection idles
 
 _HELLO = frozenset({"hello", "ismaster", "isMaster"})
+# Short commands of in-memory state that drivers and tools rely on answering at once, busy or
+# not: run beside the lane, never waiting for a turn (the monitoring spec's heartbeats,
+# killOp of what holds everything, authentication of a new connection).
+_ANSWER_AT_ONCE = _HELLO | frozenset(
+    {
+        "ping",
+        "buildInfo",
+        "buildinfo",
+        "currentOp",
+        "killOp",
+        "killCursors",
+        "endSessions",
+        "serverStatus",
+        "saslStart",
+        "saslContinue",
+        "authenticate",
+    }
+)
 # Commands whose replies drivers must not receive compressed (the compression spec).
 _NEVER_COMPRESSED = frozenset(
     {
@@ -239,7 +258,7 @@ class Connection:
         if message.command is None:
             reply = (message.error or CommandError(ErrorCode.InvalidBSON, "invalid command")).to_reply()
         else:
-            with self.server.lane.turn():
+            with self._turn(message.command):
                 reply = self.run_command(message)
         if failpoints.closes_connection(reply):
             raise _FailPointClosedError("a fail point closes it instead of replying")
@@ -267,10 +286,17 @@ class Connection:
                 return
             # Exhaust: the next batch answers this reply, until the cursor is done.
             response_to = request_id
-            with self.server.lane.turn():
+            with self.server.lane.turn():  # a getMore
                 reply = self.run_command(message)
             if failpoints.closes_connection(reply):
                 raise _FailPointClosedError("a fail point closes it instead of replying")
+
+    def _turn(self, command: Mapping[str, Any]) -> contextlib.AbstractContextManager[None]:
+        """The command's turn in the lane (foliodb/lane.py); none for the commands
+        that answer at once whatever else runs: they wait for nobody."""
+        if next(iter(command), None) in _ANSWER_AT_ONCE:
+            return contextlib.nullcontext()
+        return self.server.lane.turn()
 
     def _encoded(self, encode: Callable[[dict[str, Any], int], bytes], reply: dict[str, Any]) -> tuple[bytes, int]:
         """(the frame, its requestID); a reply FolioDB cannot encode (a bug) becomes an InternalError."""
