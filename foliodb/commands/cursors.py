@@ -259,12 +259,16 @@ def take_batch(source: Lookahead, size: int | None, measure: bool = False) -> tu
         # Without a count limit, stop at the reply size limit instead.
         total = 0
         for doc in source:
+            if not len(batch) & 255:
+                interrupt.check()  # a batch of 16 MiB takes a while to gather
             append(doc)
             total += 200  # an estimate: in-process replies are not bound by the message limit
             if total >= MAX_BATCH_BYTES:
                 return batch, source.exhausted()
         return batch, source.ran_out()
     for doc in itertools.islice(source, size):
+        if not len(batch) & 255:
+            interrupt.check()
         append(doc)
     if len(batch) < size:
         return batch, source.ran_out()
@@ -275,6 +279,8 @@ def _take_measured(source: Lookahead, size: int | None) -> tuple[list[Any], bool
     batch: list[Any] = []
     total = 0
     for doc in source:
+        if not len(batch) & 255:
+            interrupt.check()  # encoding up to 16 MiB of documents takes tens of milliseconds
         try:
             data = bson.encode(doc, codec_options=CODEC)
         except InvalidDocument as exc:  # a key with a NUL byte, say, that a stage let through
