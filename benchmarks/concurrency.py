@@ -86,7 +86,7 @@ class ServerProcess:
 def _load(port: int) -> None:
     import pymongo
 
-    client = pymongo.MongoClient("127.0.0.1", port)
+    client: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient("127.0.0.1", port)
     coll = client.bench.orders
     rng = random.Random(1)
     coll.insert_many(
@@ -101,7 +101,7 @@ def _load(port: int) -> None:
 def _client_worker(port: int, seconds: float, write_share: float, seed: int, out: Any, start: Any) -> None:
     import pymongo
 
-    client = pymongo.MongoClient("127.0.0.1", port, maxPoolSize=1)
+    client: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient("127.0.0.1", port, maxPoolSize=1)
     coll = client.bench.orders
     coll.find_one({"_id": 0})
     start.wait()  # every client is up: none measures while others still start (imports take seconds of CPU)
@@ -282,7 +282,7 @@ def throughput(label: str, checkout: Path | None, workdir: str, counts: list[int
 def _group_loop(port: int, stop_at: float, out: Any) -> None:
     import pymongo
 
-    client = pymongo.MongoClient("127.0.0.1", port)
+    client: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient("127.0.0.1", port)
     durations = []
     while time.perf_counter() < stop_at:
         started = time.perf_counter()
@@ -298,7 +298,7 @@ def reads_beside_group(label: str, checkout: Path, workdir: str, seconds: float)
 
     server = ServerProcess(checkout, tempfile.mkdtemp(dir=workdir, prefix=f"{label}-group-"))
     try:
-        client = pymongo.MongoClient("127.0.0.1", server.port)
+        client: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient("127.0.0.1", server.port)
         for start in range(0, GROUP_DOCS, 20_000):
             client.bench.big.insert_many([{"_id": i, "k": i % 50_000, "v": i} for i in range(start, start + 20_000)])
         client.bench.big.find_one({"_id": 1})

@@ -266,7 +266,7 @@ def _wire_watcher(port: int, events: int) -> None:
     """A child process: the receipt times of ``events`` inserts, as JSON on stdout."""
     import pymongo
 
-    client = pymongo.MongoClient("127.0.0.1", port)
+    client: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient("127.0.0.1", port)
     with client.bench.events.watch() as stream:
         print("watching", flush=True)
         received = _watch_until(stream, events)
@@ -290,7 +290,7 @@ def latency_wire(workdir: str, events: int, pause: float) -> dict[str, float]:
         if watcher.stdout.readline().strip() != "watching":
             raise RuntimeError("the watcher did not start")
         time.sleep(pause)
-        client = pymongo.MongoClient("127.0.0.1", server.port)
+        client: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient("127.0.0.1", server.port)
         times = _write_and_note(client.bench.events, events, pause)
         out, _ = watcher.communicate(timeout=60)
         client.close()

@@ -81,12 +81,15 @@ def retryable(make: Callable[[bool], Any], seconds: float) -> dict[str, float]:
         coll.drop()
         coll.insert_one({"_id": "u", "n": 0})
         tag = "on" if retry else "off"
-        out[f"insert_one, retryWrites {tag}"] = _rate(
-            lambda i, c=coll, t=tag: c.insert_one({"_id": f"{t}-{i}"}), seconds
-        )
-        out[f"update_one, retryWrites {tag}"] = _rate(
-            lambda i, c=coll: c.update_one({"_id": "u"}, {"$inc": {"n": 1}}), seconds
-        )
+
+        def insert(i: int, c: Any = coll, t: str = tag) -> None:
+            c.insert_one({"_id": f"{t}-{i}"})
+
+        def update(i: int, c: Any = coll) -> None:
+            c.update_one({"_id": "u"}, {"$inc": {"n": 1}})
+
+        out[f"insert_one, retryWrites {tag}"] = _rate(insert, seconds)
+        out[f"update_one, retryWrites {tag}"] = _rate(update, seconds)
         client.close()
     return out
 
