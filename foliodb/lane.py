@@ -12,7 +12,8 @@ lock, asleep, and the one running has the interpreter to itself.
 Invariants:
 
 * nothing waits in the lane: code about to block (the writer lock, awaitData,
-  a transaction's end, a sleep) calls :func:`leave` first, and a command
+  a transaction's end, a sleep, a slow regular expression match) calls
+  :func:`leave` first, and a command
   that has been in the lane for :data:`SLICE_SECONDS` leaves it at its next
   interrupt check (:mod:`foliodb.interrupt`), every few milliseconds of any
   long loop. A long command then runs beside the lane, as every command did

@@ -6,6 +6,8 @@ atomic groups before 3.11, ``\\p{...}``, POSIX classes, inline flags past the
 start, ``\\h``, ``\\R``...) and cannot be stopped: one pattern with
 catastrophic backtracking froze every thread. The ``regex`` package accepts
 that syntax, releases the GIL while it matches, and takes a timeout.
+A match that runs past :data:`IN_LANE_SECONDS` starts over outside the
+server's lane, so it holds back no one's turn.
 
 Every search of a :class:`Pattern` is bounded by the running operation's
 deadline (MaxTimeMSExpired, 50) and by :data:`MATCH_TIME_LIMIT` for one match
@@ -26,12 +28,14 @@ from typing import Any
 
 import regex
 
-from foliodb import interrupt
+from foliodb import interrupt, lane
 from foliodb.errors import CommandError, ErrorCode, location
 
 OPTION_FLAGS = {"i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL, "x": regex.VERBOSE, "u": 0}
 # Seconds one search may take before it fails (mongod's PCRE match limit plays this part).
 MATCH_TIME_LIMIT = 1.0
+# A match still running after this long starts over outside the server's lane (foliodb/lane.py).
+IN_LANE_SECONDS = 0.002
 
 _UNESCAPED = r"(?<!\\)((?:\\\\)*)"
 
@@ -58,6 +62,14 @@ class Pattern:
             if remaining is not None and remaining < limit:
                 limit, by_deadline = remaining, True
         try:
+            if limit > IN_LANE_SECONDS:
+                try:
+                    return self._search(text, pos, None, None, False, IN_LANE_SECONDS)
+                except TimeoutError:
+                    # A slow match: again, outside the server's lane (the engine lets go of the
+                    # interpreter lock while it matches, so others can run; nothing waits in the lane).
+                    lane.leave()
+                    limit -= IN_LANE_SECONDS
             return self._search(text, pos, None, None, False, limit)
         except TimeoutError:
             if by_deadline:

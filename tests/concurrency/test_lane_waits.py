@@ -15,6 +15,7 @@ The server runs in this process so the test can set that patience.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import threading
 import time
@@ -24,6 +25,7 @@ from typing import Any
 
 import pymongo
 import pytest
+from pymongo.errors import ExecutionTimeout
 
 from foliodb import lane
 from foliodb.commands.failpoints import enable_test_commands
@@ -149,3 +151,28 @@ def test_hello_ping_and_currentop_never_wait_for_a_turn(served: tuple[Server, Ca
         waited = time.perf_counter() - started
     assert quick < HOLDER_SECONDS / 4
     assert waited >= HOLDER_SECONDS * 0.9
+
+
+def test_a_slow_regular_expression_matches_outside_the_lane(served: tuple[Server, Callable[[], Any]]) -> None:
+    _server, connect = served
+    loader = connect()
+    loader.test.s.insert_many([{"_id": i, "s": "a" * 40 + "!"} for i in range(3)])
+
+    def wait(client: Any) -> None:  # catastrophic backtracking, until maxTimeMS
+        with contextlib.suppress(ExecutionTimeout):
+            list(client.test.s.find({"s": {"$regex": "(a|a)+$"}}).max_time_ms(900))
+
+    waiter, prober = connect(), connect()
+    prober.test.s.find_one({"_id": 0})
+    thread = threading.Thread(target=wait, args=(waiter,), daemon=True)
+    thread.start()
+    time.sleep(0.3)
+    samples = []
+    while thread.is_alive() and len(samples) < 20:
+        started = time.perf_counter()
+        prober.test.s.find_one({"_id": 0})  # takes its turn in the lane
+        samples.append(time.perf_counter() - started)
+        time.sleep(0.01)
+    thread.join(timeout=60)
+    assert len(samples) >= 5
+    assert statistics.median(samples) < QUICK
