@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,26 @@ def _load(port: int) -> None:
 # -- client processes ------------------------------------------------------------
 
 
+def _timed(
+    seconds: float, write_share: float, seed: int, read: Callable[[int], object], write: Callable[[int], object]
+) -> list[float]:
+    """Each operation's latency for ``seconds``: ``write(key)`` for a ``write_share`` of
+    them, else ``read(key)``, keys drawn from ``seed`` (every kind of client draws alike)."""
+    rng = random.Random(seed)
+    latencies: list[float] = []
+    end = time.perf_counter() + seconds
+    while True:
+        started = time.perf_counter()
+        if started >= end:
+            return latencies
+        key = rng.randrange(DOCS)
+        if write_share and rng.random() < write_share:
+            write(key)
+        else:
+            read(key)
+        latencies.append(time.perf_counter() - started)
+
+
 def _client_worker(port: int, seconds: float, write_share: float, seed: int, out: Any, start: Any) -> None:
     import pymongo
 
@@ -105,19 +126,13 @@ def _client_worker(port: int, seconds: float, write_share: float, seed: int, out
     coll = client.bench.orders
     coll.find_one({"_id": 0})
     start.wait()  # every client is up: none measures while others still start (imports take seconds of CPU)
-    rng = random.Random(seed)
-    latencies = []
-    end = time.perf_counter() + seconds
-    while True:
-        started = time.perf_counter()
-        if started >= end:
-            break
-        key = rng.randrange(DOCS)
-        if write_share and rng.random() < write_share:
-            coll.update_one({"_id": key}, {"$inc": {"n": 1}})
-        else:
-            coll.find_one({"_id": key})
-        latencies.append(time.perf_counter() - started)
+    latencies = _timed(
+        seconds,
+        write_share,
+        seed,
+        lambda key: coll.find_one({"_id": key}),
+        lambda key: coll.update_one({"_id": key}, {"$inc": {"n": 1}}),
+    )
     client.close()
     out.put(latencies)
 
@@ -147,20 +162,15 @@ def _wire_worker(port: int, seconds: float, write_share: float, seed: int, out: 
         )
         for i in range(DOCS)
     ]
-    rng = random.Random(seed)
-    latencies = []
-    start.wait()
-    end = time.perf_counter() + seconds
-    while True:
-        started = time.perf_counter()
-        if started >= end:
-            break
-        key = rng.randrange(DOCS)
-        sock.sendall(updates[key] if write_share and rng.random() < write_share else finds[key])
+
+    def request(frame: bytes) -> None:
+        sock.sendall(frame)
         reply = sock.recv(1 << 16)
         while len(reply) < 4 or len(reply) < struct.unpack_from("<i", reply)[0]:
             reply += sock.recv(1 << 16)
-        latencies.append(time.perf_counter() - started)
+
+    start.wait()
+    latencies = _timed(seconds, write_share, seed, lambda key: request(finds[key]), lambda key: request(updates[key]))
     sock.close()
     out.put(latencies)
 
@@ -168,25 +178,20 @@ def _wire_worker(port: int, seconds: float, write_share: float, seed: int, out: 
 def _floor_worker(dbpath: str, seconds: float, write_share: float, seed: int, out: Any, start: Any) -> None:
     """Bare sqlite3 + bson on the same file: the table and key layout of a point read, no server."""
     conn = sqlite3.connect(os.path.join(dbpath, "floor.sqlite"), isolation_level=None, timeout=30)
+
+    def read(key: int) -> None:
+        bson.decode(conn.execute("SELECT doc FROM docs WHERE id = ?", (key,)).fetchone()[0])
+
+    def write(key: int) -> None:
+        row = conn.execute("SELECT doc FROM docs WHERE id = ?", (key,)).fetchone()
+        doc = bson.decode(row[0])
+        doc["n"] += 1
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("UPDATE docs SET doc = ? WHERE id = ?", (bson.encode(doc), key))
+        conn.execute("COMMIT")
+
     start.wait()
-    rng = random.Random(seed)
-    latencies = []
-    end = time.perf_counter() + seconds
-    while True:
-        started = time.perf_counter()
-        if started >= end:
-            break
-        key = rng.randrange(DOCS)
-        if write_share and rng.random() < write_share:
-            row = conn.execute("SELECT doc FROM docs WHERE id = ?", (key,)).fetchone()
-            doc = bson.decode(row[0])
-            doc["n"] += 1
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("UPDATE docs SET doc = ? WHERE id = ?", (bson.encode(doc), key))
-            conn.execute("COMMIT")
-        else:
-            bson.decode(conn.execute("SELECT doc FROM docs WHERE id = ?", (key,)).fetchone()[0])
-        latencies.append(time.perf_counter() - started)
+    latencies = _timed(seconds, write_share, seed, read, write)
     conn.close()
     out.put(latencies)
 

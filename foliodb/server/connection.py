@@ -31,7 +31,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from foliodb import lane
 from foliodb.auth.caller import running_as
 from foliodb.commands import Request, failpoints
 from foliodb.errors import CommandError, ErrorCode
@@ -356,8 +355,7 @@ class Connection:
             and max_await >= 0
             and waited.get("processId") == self.server.executor.process_id
         ):
-            lane.leave()  # nothing waits in the lane
-            self.server.stopping.wait(max_await / 1000.0)
+            self.server.stopping.wait(max_await / 1000.0)  # outside the lane: hello takes no turn
         if self.app_name is None:
             self.app_name = _app_name(cmd.get("client"))
         reply = self.server.executor.execute(db, cmd, connection_id=self.id, peer=self.peer, app_name=self.app_name)
