@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 SLICE_SECONDS = 0.002  # a command's time in the lane before its next check sends it out
@@ -41,8 +41,11 @@ WAIT_SECONDS = 0.5  # the longest wait for a turn, however long the line
 
 
 class _Turn(threading.local):
-    lock: threading.Lock | None = None  # the lane's lock while this thread holds it
+    lane: Lane | None = None  # the lane this thread holds a turn in
     until = 0.0  # time.monotonic() when this turn's slice ends
+    # What this thread does before it waits or runs long, besides leaving the lane: the server
+    # loop's leader hands the loop to another thread (foliodb/server/loop.py). Called once.
+    on_wait: Callable[[], None] | None = None
 
 
 _turn = _Turn()
@@ -58,42 +61,73 @@ class Lane:
     @contextmanager
     def turn(self) -> Iterator[None]:
         """Run the block in the lane (or beside it: see :meth:`_enter`); out of it at the end."""
-        if _turn.lock is not None or not self._enter():
+        if _turn.lane is not None or not self._enter():
             yield  # already in a lane, or beside it
             return
         now = time.monotonic()
         self._since = now
-        _turn.lock = self._lock
+        _turn.lane = self
         _turn.until = now + SLICE_SECONDS
         try:
             yield
         finally:
-            leave()
+            if _turn.lane is self:  # not left early
+                _turn.lane = None
+                self._lock.release()
 
     def _enter(self) -> bool:
         """Take the lane; False (run beside it) once its holder has kept it for
         HOLDER_SECONDS (it blocks where it did not leave), or after WAIT_SECONDS
-        of waiting (a long line: no one starves)."""
+        of waiting (a long line: no one starves); at once when this thread has
+        something others wait for it to give up (``on_wait``)."""
         lock = self._lock
         if lock.acquire(blocking=False):
             return True
-        started = time.monotonic()
-        while not lock.acquire(timeout=HOLDER_SECONDS):
-            now = time.monotonic()
-            if now - self._since > HOLDER_SECONDS or now - started > WAIT_SECONDS:
+        if _waiting():
+            # A server loop's leader hands the loop on and runs beside: waiting for its turn, it
+            # would hold the lane once it had it, and the next leader would then wait for it.
+            return False
+        started = now = time.monotonic()
+        while True:
+            held = now - self._since  # by the holder now: holders change while the line moves
+            if held >= HOLDER_SECONDS or now - started >= WAIT_SECONDS:
                 return False
-        return True
+            if lock.acquire(timeout=HOLDER_SECONDS - held):
+                return True
+            now = time.monotonic()
+
+
+def in_lane() -> bool:
+    """Does this thread hold a turn?"""
+    return _turn.lane is not None
+
+
+def on_wait(callback: Callable[[], None] | None) -> None:
+    """What this thread does at its next :func:`leave` or wait for a turn (None: nothing)."""
+    _turn.on_wait = callback
+
+
+def _waiting() -> bool:
+    """Run this thread's ``on_wait``; was there one?"""
+    callback = _turn.on_wait
+    if callback is None:
+        return False
+    _turn.on_wait = None
+    callback()
+    return True
 
 
 def leave() -> None:
-    """Out of the lane, if this thread is in it: before a wait, or when the slice is over."""
-    lock = _turn.lock
-    if lock is not None:
-        _turn.lock = None
-        lock.release()
+    """Out of the lane, if this thread is in it, and out of whatever else others wait
+    for it to give up (``on_wait``): before a wait, or when the slice is over."""
+    held = _turn.lane
+    if held is not None:
+        _turn.lane = None
+        held._lock.release()
+    _waiting()
 
 
 def leave_if_overdue() -> None:
     """Out of the lane once this thread's slice is over (called by interrupt checks)."""
-    if _turn.lock is not None and time.monotonic() > _turn.until:
+    if _turn.lane is not None and time.monotonic() > _turn.until:
         leave()

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from foliodb import lane
 from foliodb.auth.caller import running_as
 from foliodb.commands import Request, failpoints
 from foliodb.errors import CommandError, ErrorCode
@@ -105,29 +106,76 @@ class Connection:
         self.app_name: str | None = None  # client.application.name of the handshake (fail points match it)
         self._kernel_timeouts = False  # see _use_kernel_timeouts
         self._recv_seconds = 0.0  # the SO_RCVTIMEO set (0: none)
+        self._fd = sock.fileno()  # the loop's key, still known once the socket is closed
+        self._closed = False
 
-    def run(self) -> None:
-        """Serve requests until the peer closes, the stream breaks, time runs out or the server stops."""
-        try:
+    def run(self) -> bool:
+        """Serve requests on this thread until the peer closes, the stream breaks, time runs
+        out or the server stops; or, once established on a plain socket, until it has no
+        unread bytes: then it waits in the server's loop (True; the socket stays open)."""
+        with self._closing_on_error():
             if not self._start_tls():
-                return
+                return self.close()
             self._use_kernel_timeouts()
             while not self.server.stopping.is_set():
                 frame = self._read_message()
                 if frame is None:
-                    return  # the peer closed
-                message = wire.decode(*frame)
-                self.established = True
-                for reply in self.replies(message):
-                    self._send(reply)
+                    break  # the peer closed
+                self._answer(frame)
+                if self._kernel_timeouts and not self._buffer and self.server.loop.park(self):
+                    return True
+        return self.close()
+
+    def serve_ready(self) -> bool:
+        """The loop's part (foliodb/server/loop.py), with the socket readable: answer each
+        whole message it holds; the rest of a message that came in part is read beside the
+        loop. False once the connection is closed."""
+        with self._closing_on_error():
+            try:
+                count = self.sock.recv_into(self._chunk, _CHUNK, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return True  # nothing after all
+            if not count:
+                return self.close()  # the peer closed
+            self._buffer += self._chunk[:count]
+            while self._buffer:
+                if not self._whole_message_buffered():
+                    lane.leave()  # the rest may be slow to come: wait for it beside the loop
+                frame = self._read_message()
+                if frame is None:
+                    return self.close()
+                self._answer(frame)
+            if not self.server.stopping.is_set():
+                return True
+        return self.close()
+
+    @contextlib.contextmanager
+    def _closing_on_error(self) -> Iterator[None]:
+        """A broken, timed-out or malformed connection (or a FolioDB bug in serving it) is
+        logged and closed; the server goes on."""
+        try:
+            yield
         except (wire.ProtocolError, _TimeLimitError, _FailPointClosedError) as exc:
             log.info("closing connection %d from %s: %s", self.id, self.peer, exc)
         except OSError:
             pass  # reset by the peer, or closed by shutdown()
         except Exception:  # a FolioDB bug: this connection ends, the server keeps serving
             log.exception("closing connection %d from %s after an internal error", self.id, self.peer)
-        finally:
+
+    def close(self) -> bool:
+        """Close the connection (idempotent); False, for the callers that return it."""
+        if not self._closed:
+            self._closed = True
+            self.server.loop.forget(self, self._fd)
             self.sock.close()
+            self.server.forget(self)
+        return False
+
+    def _answer(self, frame: tuple[int, int, bytes]) -> None:
+        message = wire.decode(*frame)
+        self.established = True
+        for reply in self.replies(message):
+            self._send(reply)
 
     # -- bytes in and out ----------------------------------------------------------------
 
@@ -230,6 +278,10 @@ class Connection:
         del buffer[:size]
         return out_bytes
 
+    def _whole_message_buffered(self) -> bool:
+        buffer = self._buffer
+        return len(buffer) >= wire.HEADER.size and len(buffer) >= wire.read_header(buffer[: wire.HEADER.size])[0]
+
     def _read_message(self) -> tuple[int, int, bytes] | None:
         """(requestID, opCode, the bytes after the header) of the next message; None at end of stream."""
         self._message_started = time.monotonic() if self._buffer else None
@@ -243,10 +295,20 @@ class Connection:
         return request_id, op_code, payload
 
     def _send(self, data: bytes) -> None:
-        if not self._kernel_timeouts:
+        rest: bytes | memoryview = data
+        if self._kernel_timeouts:
+            try:
+                sent = self.sock.send(data, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                sent = 0
+            if sent == len(data):
+                return
+            lane.leave()  # the peer is slow to take it: wait beside the loop
+            rest = memoryview(data)[sent:]
+        else:
             self.sock.settimeout(self.server.frame_timeout)
         try:
-            self.sock.sendall(data)
+            self.sock.sendall(rest)
         except (TimeoutError, BlockingIOError):
             raise _TimeLimitError("did not take its reply within the time limit") from None
 
@@ -283,7 +345,9 @@ class Connection:
             yield frame
             if not more or self.server.stopping.is_set():
                 return
-            # Exhaust: the next batch answers this reply, until the cursor is done.
+            # Exhaust: the next batch answers this reply, until the cursor is done; the stream
+            # runs beside the server's loop (not holding its lead for the whole cursor).
+            lane.leave()
             response_to = request_id
             with self.server.lane.turn():  # a getMore
                 reply = self.run_command(message)
@@ -355,7 +419,8 @@ class Connection:
             and max_await >= 0
             and waited.get("processId") == self.server.executor.process_id
         ):
-            self.server.stopping.wait(max_await / 1000.0)  # outside the lane: hello takes no turn
+            lane.leave()  # hello takes no turn, but the server loop's leader hands on its lead
+            self.server.stopping.wait(max_await / 1000.0)
         if self.app_name is None:
             self.app_name = _app_name(cmd.get("client"))
         reply = self.server.executor.execute(db, cmd, connection_id=self.id, peer=self.peer, app_name=self.app_name)

@@ -1,8 +1,12 @@
-"""``foliodb serve``: a listening socket and a thread per connection over one
+"""``foliodb serve``: a listening socket, and connections served over one
 shared executor.
 
-A thread per connection suits an engine whose storage calls block (SQLite);
-commands run concurrently, as in the embedded client (see foliodb/engine/storage.py).
+A new connection gets a thread of its own until its first message is answered
+(its TLS handshake and that message, within the handshake time limit); then a
+plain socket waits for its requests in the server's loop (foliodb/server/loop.py),
+where one thread serves whichever connection is ready, and hands the loop on
+to another before any wait. A TLS connection keeps its thread. Commands run
+concurrently, as in the embedded client (see foliodb/engine/storage.py).
 Stopping closes the listener and every connection, waits for their threads,
 then releases the engine (its last close checkpoints the WAL).
 
@@ -45,6 +49,7 @@ from foliodb.commands.executor import Executor
 from foliodb.commands.replication import ReplicaSet
 from foliodb.lane import Lane
 from foliodb.server.connection import Connection
+from foliodb.server.loop import Loop
 from foliodb.server.share import share
 from foliodb.server.tls import TLSConfig
 
@@ -164,10 +169,12 @@ class Server:
         if oplog_min_retention_hours is not None:
             oplog.min_retention_hours = oplog_min_retention_hours
         self.lane = Lane()  # the connections' commands take turns (foliodb.lane)
+        self.loop = Loop()
         self.stopping = threading.Event()
         self.stopped = threading.Event()
         self._listener: socket.socket | None = None
-        self._connections: dict[int, tuple[Connection, threading.Thread]] = {}
+        self._connections: dict[int, Connection] = {}  # open, by id
+        self._threads: set[threading.Thread] = set()  # connections' own (until they join the loop)
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._created = 0
@@ -291,12 +298,14 @@ class Server:
                 if self.stopping.is_set():
                     sock.close()
                     return
-                self._connections[connection_id] = (connection, thread)
+                self._connections[connection_id] = connection
+                self._threads.add(thread)
                 self._created += 1
                 try:
                     thread.start()
                 except RuntimeError:  # no thread to be had: this connection waits for none
                     del self._connections[connection_id]
+                    self._threads.discard(thread)
                     raise
         except (OSError, RuntimeError) as exc:
             log.warning("closing a new connection that cannot start: %s", exc)
@@ -310,14 +319,19 @@ class Server:
 
     def _connection_list(self) -> list[tuple[int, str]]:
         with self._lock:
-            return [(connection_id, c.peer) for connection_id, (c, _) in self._connections.items()]
+            return [(connection_id, c.peer) for connection_id, c in self._connections.items()]
 
     def _serve(self, connection: Connection) -> None:
         try:
             connection.run()
         finally:
             with self._lock:
-                self._connections.pop(connection.id, None)
+                self._threads.discard(threading.current_thread())
+
+    def forget(self, connection: Connection) -> None:
+        """``connection`` has closed."""
+        with self._lock:
+            self._connections.pop(connection.id, None)
 
     def shutdown(self) -> None:
         """Stop accepting, close every connection, release the engine. Idempotent."""
@@ -331,12 +345,14 @@ class Server:
             self._listener.close()
         with self._lock:
             connections = list(self._connections.values())
-        for connection, _thread in connections:
+            threads = list(self._threads)
+        for connection in connections:
             with contextlib.suppress(OSError):
                 connection.sock.shutdown(socket.SHUT_RDWR)
-        for _connection, thread in connections:
+        for thread in threads:
             if thread is not threading.current_thread():
                 thread.join(timeout=10)
+        self.loop.stop()
         if self._accept_thread is not None and self._accept_thread is not threading.current_thread():
             self._accept_thread.join(timeout=10)
         if self._owns_executor:

@@ -73,7 +73,7 @@ class Message:
     compressor: int | None = None  # the request came compressed with this
 
 
-def read_header(data: bytes) -> tuple[int, int, int, int]:
+def read_header(data: bytes | bytearray) -> tuple[int, int, int, int]:
     """``(length, request_id, response_to, op_code)``; the length is checked
     against MongoDB's 48 MB message limit."""
     length, request_id, response_to, op_code = HEADER.unpack(data)

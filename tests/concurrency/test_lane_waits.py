@@ -7,9 +7,8 @@ can wait - an awaitData ``getMore`` of a change stream, a fail point's
 topology change - while another client pings. The lane's patience with a
 holder is raised to 2 s, so a wait that kept its turn would hold every ping
 back until it next checks for killOp, or 2 s; each ping must answer as if
-nothing else were running.
-The commands that must answer at once (``hello``, ``ping``, ``currentOp``...)
-take no turn: they answer while the lane is held, where a ``find`` waits.
+nothing else were running (tests/concurrency/test_server_loop.py has the
+loop's own cases: a command answers while another thread holds the lane).
 The server runs in this process so the test can set that patience.
 """
 
@@ -134,23 +133,6 @@ def test_an_awaitable_hello_waits_outside_the_lane(served: tuple[Server, Callabl
         client.admin.command({"hello": 1, "topologyVersion": topology, "maxAwaitTimeMS": 2000})
 
     assert _beside(connect, wait) < QUICK
-
-
-def test_hello_ping_and_currentop_never_wait_for_a_turn(served: tuple[Server, Callable[[], Any]]) -> None:
-    server, connect = served
-    client = connect()
-    client.test.c.insert_one({"_id": 1})
-    with server.lane.turn():  # this thread holds the lane, as a command that blocked without leaving would
-        started = time.perf_counter()
-        client.admin.command("ping")
-        client.admin.command("hello")
-        client.admin.command("currentOp")
-        quick = time.perf_counter() - started
-        started = time.perf_counter()
-        client.test.c.find_one({"_id": 1})  # an ordinary command waits for its turn, then gives up on the holder
-        waited = time.perf_counter() - started
-    assert quick < HOLDER_SECONDS / 4
-    assert waited >= HOLDER_SECONDS * 0.9
 
 
 def test_a_slow_regular_expression_matches_outside_the_lane(served: tuple[Server, Callable[[], Any]]) -> None:

@@ -75,7 +75,7 @@ def test_a_long_command_leaves_at_its_first_check_after_the_slice(patient: None)
     started = time.monotonic()
     with road.turn():
         waited = time.monotonic() - started
-        assert lane._turn.lock is not None  # in the lane: the long command left it
+        assert lane.in_lane()  # in the lane: the long command left it
     stop.set()
     thread.join(timeout=10)
     assert waited < 1.0
@@ -97,7 +97,7 @@ def test_a_holder_that_blocks_delays_the_others_briefly(monkeypatch: pytest.Monk
     started = time.monotonic()
     with road.turn():
         waited = time.monotonic() - started
-        assert lane._turn.lock is None  # beside the lane: the holder still has it
+        assert not lane.in_lane()  # beside the lane: the holder still has it
     release.set()
     thread.join(timeout=10)
     assert waited < 1.0  # about HOLDER_SECONDS; the holder keeps the lane 10 s
@@ -112,18 +112,50 @@ def test_leave_ends_the_turn_early_and_twice_is_harmless(patient: None) -> None:
 
         def other() -> None:
             with road.turn():
-                if lane._turn.lock is not None:
+                if lane.in_lane():
                     other_got_in.set()
 
         _in_thread(other).join(timeout=10)
         assert other_got_in.is_set()
-    assert lane._turn.lock is None
+    assert not lane.in_lane()
 
 
 def test_a_turn_inside_a_turn_runs_in_the_outer_one() -> None:
     road = lane.Lane()
     with road.turn():
         with road.turn():  # a command that runs a command (no deadlock)
-            assert lane._turn.lock is not None
-        assert lane._turn.lock is not None  # the inner block does not end the outer turn
-    assert lane._turn.lock is None
+            assert lane.in_lane()
+        assert lane.in_lane()  # the inner block does not end the outer turn
+    assert not lane.in_lane()
+
+
+def test_on_wait_runs_once_at_a_leave_or_a_wait_for_a_turn_never_at_a_turns_end(patient: None) -> None:
+    road = lane.Lane()
+    calls: list[str] = []
+    lane.on_wait(lambda: calls.append("leave"))
+    with road.turn():
+        pass  # a turn that ends: the thread hands nothing on
+    assert calls == []
+    with road.turn():
+        lane.leave()
+        lane.leave()
+    assert calls == ["leave"]  # once: it is cleared when it runs
+    # A thread with something to hand on does not wait for a busy lane: it hands it on, runs beside.
+    taken, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with road.turn():
+            taken.set()
+            release.wait(10)
+
+    holder = _in_thread(hold)
+    assert taken.wait(10)
+    lane.on_wait(lambda: calls.append("wait"))
+    started = time.monotonic()
+    with road.turn():
+        assert not lane.in_lane()
+    assert time.monotonic() - started < 1.0  # not the patient HOLDER_SECONDS
+    assert calls == ["leave", "wait"]
+    release.set()
+    holder.join(timeout=10)
+    lane.on_wait(None)

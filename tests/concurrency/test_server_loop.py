@@ -1,0 +1,246 @@
+"""The server's loop (foliodb/server/loop.py): established connections wait in one
+epoll set, one thread serves whichever is ready, and hands the loop on before
+it waits.
+
+Raw sockets, so that no driver's monitor threads or pools blur what is
+measured: each connection sends OP_MSG frames and reads the replies by
+``responseTo``. The server runs in this process, so the tests can see its
+threads and set the lane's patience; what each checks is an answer a client
+gets (or the time it takes), against what MongoDB's wire protocol says it
+must get.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import bson
+import pymongo
+import pytest
+
+from foliodb import lane
+from foliodb.server import Server
+from foliodb.server import loop as server_loop
+
+HEADER = struct.Struct("<iiii")
+OP_MSG = 2013
+
+
+def frame(command: dict[str, Any], request_id: int) -> bytes:
+    body = b"\x00\x00\x00\x00\x00" + bson.encode(command)  # flags, then a kind-0 section
+    return HEADER.pack(HEADER.size + len(body), request_id, 0, OP_MSG) + body
+
+
+class Peer:
+    """A raw connection: frames out, replies in (``responseTo`` and the document)."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self._data = b""
+
+    def send(self, command: dict[str, Any], request_id: int = 1) -> None:
+        self.sock.sendall(frame(command, request_id))
+
+    def reply(self) -> tuple[int, dict[str, Any]]:
+        while len(self._data) < HEADER.size or len(self._data) < HEADER.unpack_from(self._data)[0]:
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise ConnectionError("closed by the server")
+            self._data += chunk
+        length, _request_id, response_to, _op = HEADER.unpack_from(self._data)
+        document = bson.decode(self._data[HEADER.size + 5 : length])
+        self._data = self._data[length:]
+        return response_to, document
+
+    def command(self, command: dict[str, Any], request_id: int = 1) -> dict[str, Any]:
+        self.send(command, request_id)
+        response_to, document = self.reply()
+        assert response_to == request_id
+        return document
+
+    def closed_by_server(self) -> bool:
+        try:
+            return self.sock.recv(1) == b""
+        except ConnectionResetError:
+            return True
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _ping(peer: Peer) -> float:
+    started = time.perf_counter()
+    assert peer.command({"ping": 1, "$db": "admin"})["ok"] == 1.0
+    return time.perf_counter() - started
+
+
+def _server_threads(prefix: str) -> int:
+    return sum(thread.name.startswith(prefix) for thread in threading.enumerate())
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Callable[..., Server]]:
+    servers: list[Server] = []
+
+    def start(**options: Any) -> Server:
+        server = Server(str(tmp_path / f"data{len(servers)}"), "127.0.0.1", 0, **options)
+        server.start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.shutdown()
+
+
+@pytest.fixture
+def patient(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No follower passes a leader that blocks for less than 5 s, and no slice ends before: the
+    explicit hand-overs are what a test with this sees, not the watch that would end any block
+    after 20 ms, or the interrupt check after a 2 ms slice."""
+    monkeypatch.setattr(lane, "HOLDER_SECONDS", 5.0)
+    monkeypatch.setattr(lane, "SLICE_SECONDS", 5.0)
+
+
+def _settle(check: Callable[[], bool], seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_established_connections_wait_in_the_loop_not_in_threads(serve: Callable[..., Server]) -> None:
+    server = serve()
+    port = server.address[1]
+    peers = [Peer(port) for _ in range(40)]
+    for peer in peers:
+        _ping(peer)  # the first message is answered on the connection's own thread
+    # Then each plain connection joins the loop and its thread ends.
+    assert _settle(lambda: _server_threads("foliodb-conn") == 0)
+    assert _server_threads("foliodb-loop") <= 1 + server_loop.MAX_IDLE
+    # Every connection sends at once; each gets its own answer (its key, its requestID).
+    for i, peer in enumerate(peers):
+        peer.send({"insert": "c", "documents": [{"_id": i}], "$db": "test"}, request_id=1000 + i)
+    for i, peer in enumerate(peers):
+        response_to, inserted = peer.reply()
+        assert response_to == 1000 + i and (inserted["n"], inserted["ok"]) == (1, 1.0)
+    for i, peer in enumerate(peers):
+        found = peer.command({"find": "c", "filter": {"_id": i}, "$db": "test"}, request_id=2000 + i)
+        assert found["cursor"]["firstBatch"] == [{"_id": i}]
+    assert _server_threads("foliodb-loop") <= 1 + server_loop.MAX_IDLE
+    for peer in peers:
+        peer.close()
+    assert _settle(lambda: server._connection_stats()["current"] == 0)
+
+
+def test_pipelined_requests_are_answered_in_order(serve: Callable[..., Server]) -> None:
+    peer = Peer(serve().address[1])
+    _ping(peer)
+    # Three requests in one send: the loop finds them in one read and answers each.
+    peer.sock.sendall(b"".join(frame({"ping": 1, "$db": "admin"}, request_id) for request_id in (7, 8, 9)))
+    assert [peer.reply()[0] for _ in range(3)] == [7, 8, 9]
+
+
+def test_a_message_sent_in_part_is_finished_beside_the_loop(serve: Callable[..., Server], patient: None) -> None:
+    server = serve(frame_timeout=1.5)
+    port = server.address[1]
+    slow, other = Peer(port), Peer(port)
+    _ping(slow)
+    _ping(other)
+    whole = frame({"ping": 1, "$db": "admin"}, request_id=5)
+    slow.sock.sendall(whole[:10])  # part of the header: its thread waits for the rest
+    time.sleep(0.2)
+    assert max(_ping(other) for _ in range(5)) < 0.5  # the others are served meanwhile
+    slow.sock.sendall(whole[10:])
+    response_to, pinged = slow.reply()
+    assert response_to == 5 and pinged["ok"] == 1.0
+    # A message that stops midway is closed after the frame time limit; the server goes on.
+    slow.sock.sendall(whole[:20])
+    started = time.monotonic()
+    assert slow.closed_by_server()
+    assert 1.0 < time.monotonic() - started < 10
+    assert _ping(other) < 0.5
+
+
+def test_a_peer_slow_to_take_its_reply_holds_back_no_one(serve: Callable[..., Server], patient: None) -> None:
+    port = serve().address[1]
+    loader = pymongo.MongoClient("127.0.0.1", port)
+    try:
+        loader.test.big.insert_many([{"_id": i, "pad": "x" * 3_000_000} for i in range(5)])
+    finally:
+        loader.close()
+    reader, other = Peer(port), Peer(port)
+    _ping(reader)
+    _ping(other)
+    # A 15 MB first batch of five documents (found in a moment, more than the sockets' buffers
+    # hold), and a reader that takes none of it for a while: the server's send waits.
+    reader.send({"find": "big", "$db": "test"}, request_id=3)
+    time.sleep(1.0)
+    assert max(_ping(other) for _ in range(5)) < 0.5
+    response_to, found = reader.reply()
+    assert response_to == 3 and [doc["_id"] for doc in found["cursor"]["firstBatch"]] == list(range(5))
+
+
+def test_a_leader_that_blocks_where_nobody_marked_is_passed(
+    serve: Callable[..., Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request that blocks the loop's leader without leaving the lane (here a sleep
+    inside the executor, as a long SQLite statement would) delays the others by about
+    HOLDER_SECONDS: a follower leads beside it."""
+    monkeypatch.setattr(lane, "HOLDER_SECONDS", 0.2)
+    server = serve()
+    execute = server.executor.execute
+
+    def blocking_execute(db: str, cmd: Any, **kwargs: Any) -> dict[str, Any]:
+        if cmd.get("comment") == "block":
+            time.sleep(2.0)
+        return execute(db, cmd, **kwargs)
+
+    monkeypatch.setattr(server.executor, "execute", blocking_execute)
+    port = server.address[1]
+    blocked, other = Peer(port), Peer(port)
+    _ping(blocked)
+    _ping(other)
+    blocked.send({"find": "c", "comment": "block", "$db": "test"}, request_id=4)
+    time.sleep(0.05)
+    latencies = [_ping(other) for _ in range(5)]
+    assert max(latencies) < 1.0  # not the 2 s of the blocked request
+    response_to, found = blocked.reply()
+    assert response_to == 4 and found["ok"] == 1.0
+    assert _ping(other) < 0.5
+
+
+def test_commands_answer_while_the_lane_is_held(serve: Callable[..., Server]) -> None:
+    """A loop's leader does not wait for a turn another thread holds: it hands the
+    loop on and runs beside; hello, ping and currentOp never take one."""
+    server = serve()
+    peer = Peer(server.address[1])
+    peer.command({"insert": "c", "documents": [{"_id": 1}], "$db": "test"})
+    with server.lane.turn():  # this thread holds the lane, as a command that blocked without leaving would
+        started = time.perf_counter()
+        for command in ({"ping": 1}, {"hello": 1}, {"currentOp": 1}, {"find": "c", "filter": {"_id": 1}}):
+            db = "test" if "find" in command else "admin"
+            assert peer.command(command | {"$db": db})["ok"] == 1.0
+        elapsed = time.perf_counter() - started
+    assert elapsed < lane.HOLDER_SECONDS
+
+
+def test_shutdown_closes_the_connections_in_the_loop(serve: Callable[..., Server]) -> None:
+    server = serve()
+    peers = [Peer(server.address[1]) for _ in range(5)]
+    for peer in peers:
+        _ping(peer)
+    assert _settle(lambda: _server_threads("foliodb-conn") == 0)
+    started = time.monotonic()
+    server.shutdown()
+    assert time.monotonic() - started < 5
+    assert all(peer.closed_by_server() for peer in peers)
+    assert _server_threads("foliodb-loop") == 0
