@@ -75,13 +75,9 @@ class Loop:
         with self._cv:
             if self._closed:
                 return False
-            known = fd in self._parked
             self._parked[fd] = connection
             spawn = self._leader is None and not self._idle
-        if known:
-            self._epoll.modify(fd, _ARMED)
-        else:
-            self._epoll.register(fd, _ARMED)
+        self._epoll.register(fd, _ARMED)  # once: whoever serves it later re-arms it (_rearm)
         if spawn:  # the first connection, or the leader just resigned and its successor is starting
             self._spawn()
         return True
@@ -145,7 +141,8 @@ class Loop:
                 if orphaned:
                     self._leader = None
                     self._cv.notify()
-            if orphaned:
+                spawn = orphaned and not self._idle
+            if spawn:
                 self._spawn()
 
     def _await_lead(self, me: int) -> bool:
