@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("foliodb.server")
 
 _CHUNK = 1 << 16  # bytes read ahead from the socket at a time
+# A read or send that takes what the socket has and never waits (the loop's: see loop.SUPPORTED).
+_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
 _IDLE_POLL = 60.0  # seconds between checks for shutdown while an established connection idles
 
 _HELLO = frozenset({"hello", "ismaster", "isMaster"})
@@ -132,7 +134,7 @@ class Connection:
         loop. False once the connection is closed."""
         with self._closing_on_error():
             try:
-                count = self.sock.recv_into(self._chunk, _CHUNK, socket.MSG_DONTWAIT)
+                count = self.sock.recv_into(self._chunk, _CHUNK, _DONTWAIT)
             except BlockingIOError:
                 return True  # nothing after all
             if not count:
@@ -298,7 +300,7 @@ class Connection:
         rest: bytes | memoryview = data
         if self._kernel_timeouts:
             try:
-                sent = self.sock.send(data, socket.MSG_DONTWAIT)
+                sent = self.sock.send(data, _DONTWAIT)
             except BlockingIOError:
                 sent = 0
             if sent == len(data):

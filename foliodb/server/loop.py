@@ -50,23 +50,27 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("foliodb.server")
 
+SUPPORTED = hasattr(select, "epoll")
 MAX_IDLE = 2  # followers kept waiting; more end
-_ARMED = select.EPOLLIN | select.EPOLLONESHOT
+_ARMED = select.EPOLLIN | select.EPOLLONESHOT if SUPPORTED else 0
 _POLL_SECONDS = 1.0  # a leader's poll wakes this often to see the loop stopped, whatever wakes it first
 
 
 class Loop:
     def __init__(self) -> None:
-        self._epoll = select.epoll()
-        self._wake_read, self._wake_write = os.pipe()  # written once, by stop()
-        self._epoll.register(self._wake_read, select.EPOLLIN)
         self._parked: dict[int, Connection] = {}  # fd -> connection, while the connection is in the loop
         self._cv = threading.Condition()
         self._leader: int | None = None  # the leading thread's ident
         self._serving: tuple[int, float] | None = None  # (leader, time.monotonic() its request began)
         self._idle = 0  # followers waiting
         self._threads: set[threading.Thread] = set()
-        self._closed = False
+        # Without epoll (systems other than Linux) the loop is closed from the start: park()
+        # refuses, and every connection keeps its own thread.
+        self._closed = not SUPPORTED
+        if SUPPORTED:
+            self._epoll = select.epoll()
+            self._wake_read, self._wake_write = os.pipe()  # written once, by stop()
+            self._epoll.register(self._wake_read, select.EPOLLIN)
 
     def park(self, connection: Connection) -> bool:
         """``connection`` (a plain socket, no unread bytes) waits in the loop for its

@@ -244,3 +244,19 @@ def test_shutdown_closes_the_connections_in_the_loop(serve: Callable[..., Server
     assert time.monotonic() - started < 5
     assert all(peer.closed_by_server() for peer in peers)
     assert _server_threads("foliodb-loop") == 0
+
+
+def test_without_epoll_each_connection_keeps_its_thread(
+    serve: Callable[..., Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(server_loop, "SUPPORTED", False)  # as on a system other than Linux
+    server = serve()
+    peers = [Peer(server.address[1]) for _ in range(3)]
+    for i, peer in enumerate(peers):
+        _ping(peer)
+        peer.command({"insert": "c", "documents": [{"_id": i}], "$db": "test"})
+    assert _server_threads("foliodb-conn") == 3 and _server_threads("foliodb-loop") == 0
+    found = peers[0].command({"find": "c", "sort": {"_id": 1}, "$db": "test"})
+    assert found["cursor"]["firstBatch"] == [{"_id": 0}, {"_id": 1}, {"_id": 2}]
+    server.shutdown()
+    assert all(peer.closed_by_server() for peer in peers)
