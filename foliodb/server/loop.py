@@ -133,11 +133,10 @@ class Loop:
     def _follow(self) -> None:
         me = threading.get_ident()
         try:
-            while self._await_lead(me):
+            if self._await_lead(me, returning=False):
                 self._lead(me)
-                with self._cv:
-                    if self._idle >= MAX_IDLE:
-                        return
+                while self._await_lead(me, returning=True):
+                    self._lead(me)
         finally:
             with self._cv:
                 self._threads.discard(threading.current_thread())
@@ -149,9 +148,12 @@ class Loop:
             if spawn:
                 self._spawn()
 
-    def _await_lead(self, me: int) -> bool:
-        """Wait to lead; False once the loop stops."""
+    def _await_lead(self, me: int, returning: bool) -> bool:
+        """Wait to lead; False once the loop stops, or when a thread ``returning`` from
+        serving beside the loop finds MAX_IDLE followers waiting already (it ends)."""
         with self._cv:
+            if returning and self._idle >= MAX_IDLE:
+                return False
             self._idle += 1
             try:
                 while not self._closed:

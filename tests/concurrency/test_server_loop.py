@@ -12,6 +12,8 @@ must get.
 
 from __future__ import annotations
 
+import logging
+import random
 import socket
 import struct
 import threading
@@ -172,7 +174,7 @@ def test_a_message_sent_in_part_is_finished_beside_the_loop(serve: Callable[...,
 
 def test_a_peer_slow_to_take_its_reply_holds_back_no_one(serve: Callable[..., Server], patient: None) -> None:
     port = serve().address[1]
-    loader = pymongo.MongoClient("127.0.0.1", port)
+    loader: Any = pymongo.MongoClient("127.0.0.1", port)
     try:
         loader.test.big.insert_many([{"_id": i, "pad": "x" * 3_000_000} for i in range(5)])
     finally:
@@ -260,3 +262,109 @@ def test_without_epoll_each_connection_keeps_its_thread(
     assert found["cursor"]["firstBatch"] == [{"_id": 0}, {"_id": 1}, {"_id": 2}]
     server.shutdown()
     assert all(peer.closed_by_server() for peer in peers)
+
+
+def _client_session(port: int, seed: int, rounds: int, errors: list[str], inserted: list[int]) -> None:
+    """One client doing, at random, what clients do to a connection: a request and its reply,
+    a burst of pipelined requests, a message sent in two parts with a pause between, a reply
+    read slowly, and hanging up with a request unanswered. Every reply must answer its own
+    request; a document whose insert was answered must be there at the end."""
+    rng = random.Random(seed)
+    peer = Peer(port)
+    request_id = 0
+    try:
+        for _ in range(rounds):
+            action = rng.choice(("request", "burst", "split", "slow", "hang up"))
+            request_id += 1
+            key = seed * 1_000_000 + request_id
+            insert = frame({"insert": "chaos", "documents": [{"_id": key, "seed": seed}], "$db": "test"}, request_id)
+            if action == "request":
+                peer.sock.sendall(insert)
+                response_to, answer = peer.reply()
+                if (response_to, answer.get("n")) != (request_id, 1):
+                    errors.append(f"{seed}: {response_to} {answer} for request {request_id}")
+                inserted.append(key)
+            elif action == "burst":
+                ids = [request_id + i for i in range(rng.randint(2, 20))]
+                request_id = ids[-1]
+                peer.sock.sendall(b"".join(frame({"ping": 1, "$db": "admin"}, i) for i in ids))
+                got = [peer.reply()[0] for _ in ids]
+                if got != ids:
+                    errors.append(f"{seed}: burst answered {got}, sent {ids}")
+            elif action == "split":
+                cut = rng.randint(1, len(insert) - 1)
+                peer.sock.sendall(insert[:cut])
+                time.sleep(rng.uniform(0, 0.05))
+                peer.sock.sendall(insert[cut:])
+                response_to, answer = peer.reply()
+                if (response_to, answer.get("n")) != (request_id, 1):
+                    errors.append(f"{seed}: split insert answered {response_to} {answer}")
+                inserted.append(key)
+            elif action == "slow":
+                peer.send({"find": "chaos", "filter": {"seed": seed}, "batchSize": 1000, "$db": "test"}, request_id)
+                time.sleep(rng.uniform(0, 0.05))
+                response_to, answer = peer.reply()
+                mine = {doc["_id"] for doc in answer["cursor"]["firstBatch"]}
+                if response_to != request_id or not set(inserted) <= mine:
+                    errors.append(f"{seed}: find answered {response_to}, missing {set(inserted) - mine}")
+            else:  # a request in flight, or half a message, and the connection goes
+                peer.sock.sendall(insert[: rng.randint(1, len(insert))])
+                peer.close()
+                peer = Peer(port)
+    except Exception as exc:  # any exception is a failure of the server's answers
+        errors.append(f"{seed}: {type(exc).__name__}: {exc}")
+    finally:
+        peer.close()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_many_clients_doing_anything_get_their_own_answers(
+    serve: Callable[..., Server], seed: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = serve()
+    port = server.address[1]
+    errors: list[str] = []
+    inserted: list[list[int]] = [[] for _ in range(12)]
+    threads = [
+        threading.Thread(target=_client_session, args=(port, seed * 100 + i, 40, errors, inserted[i]), daemon=True)
+        for i in range(12)
+    ]
+    watcher = Peer(port)
+    with caplog.at_level(logging.INFO, logger="foliodb"):
+        for thread in threads:
+            thread.start()
+        slowest = 0.0
+        while any(thread.is_alive() for thread in threads):
+            slowest = max(slowest, _ping(watcher))
+            time.sleep(0.01)
+        for thread in threads:
+            thread.join(timeout=60)
+    assert errors == []
+    assert slowest < 1.0
+    stored = {
+        doc["_id"]
+        for doc in server.executor.execute("test", {"find": "chaos", "batchSize": 100_000})["cursor"]["firstBatch"]
+    }
+    answered = {key for keys in inserted for key in keys}
+    assert answered <= stored  # an answered insert is never lost; a hung-up one may or may not have run
+    assert not [r for r in caplog.records if r.exc_info], "a FolioDB bug was logged"
+    assert _settle(lambda: server._connection_stats()["current"] == 1)  # the watcher alone
+
+
+def test_threads_that_served_beside_the_loop_end_beyond_the_idle_few(
+    serve: Callable[..., Server], patient: None
+) -> None:
+    server = serve()
+    port = server.address[1]
+    peers = [Peer(port) for _ in range(30)]
+    for peer in peers:
+        _ping(peer)
+    whole = frame({"ping": 1, "$db": "admin"}, request_id=9)
+    for peer in peers:  # each connection's thread reads the rest of its message beside the loop
+        peer.sock.sendall(whole[:5])
+    assert _settle(lambda: _server_threads("foliodb-loop") >= 30)
+    for peer in peers:  # all at once, they finish and come back
+        peer.sock.sendall(whole[5:])
+    assert all(peer.reply()[0] == 9 for peer in peers)
+    assert _settle(lambda: _server_threads("foliodb-loop") <= 1 + server_loop.MAX_IDLE)
+    assert _ping(peers[0]) < 0.5
