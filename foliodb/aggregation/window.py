@@ -232,7 +232,7 @@ def add_numbers(a: Any, b: Any) -> Any:
         return to_double(a) + to_double(b)
     total = int(a) + int(b)
     if not fits_long(total):
-        return to_double(a) + to_double(b)
+        return float(total)  # the exact sum rounded once, as $add's
     return Int64(total) if widest is Kind.LONG else int_or_long(total)
 
 

@@ -107,7 +107,8 @@ class Loop:
             self._parked.clear()
         os.write(self._wake_write, b"x")
         for thread in threads:
-            if thread is not threading.current_thread():
+            # One still starting (ident None) sees the loop closed at once and ends by itself.
+            if thread is not threading.current_thread() and thread.ident is not None:
                 thread.join(timeout=10)
         for connection in parked:
             connection.close()

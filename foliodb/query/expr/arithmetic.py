@@ -105,12 +105,9 @@ class _Sum:
         elif self.widest is Kind.DECIMAL and old < Kind.DECIMAL:
             self.decimal = double_to_decimal(self.double) if old is Kind.DOUBLE else Decimal(self.long)
         if self.widest <= Kind.LONG:
-            total = self.long + int(value)
-            if fits_long(total):
-                self.long = total
-            else:
-                self.widest = Kind.DOUBLE
-                self.double = float(self.long) + to_double(value)
+            # Exact, past the long range too: mongod sums integers exactly (its double-double
+            # summation) and makes a double only of a total that does not fit, rounded once.
+            self.long += int(value)
         elif self.widest is Kind.DOUBLE:
             self.double += to_double(value)
         else:
@@ -119,6 +116,8 @@ class _Sum:
     def value(self) -> Any:
         if self.date:
             return to_date(self.long)
+        if self.widest <= Kind.LONG and not fits_long(self.long):
+            return float(self.long)
         if self.widest is Kind.INT:
             return int_or_long(self.long)
         if self.widest is Kind.LONG:
