@@ -124,7 +124,7 @@ class Connection:
                 if frame is None:
                     break  # the peer closed
                 self._answer(frame)
-                if self._kernel_timeouts and not self._buffer and self.server.loop.park(self):
+                if not self._buffer and not self._tls_pending() and self.server.loop.park(self):
                     return True
         return self.close()
 
@@ -133,13 +133,11 @@ class Connection:
         whole message it holds; the rest of a message that came in part is read beside the
         loop. False once the connection is closed."""
         with self._closing_on_error():
-            try:
-                count = self.sock.recv_into(self._chunk, _CHUNK, _DONTWAIT)
-            except BlockingIOError:
+            count = self._read_ready()
+            if count is None:
                 return True  # nothing after all
             if not count:
                 return self.close()  # the peer closed
-            self._buffer += self._chunk[:count]
             while self._buffer:
                 if not self._whole_message_buffered():
                     lane.leave()  # the rest may be slow to come: wait for it beside the loop
@@ -147,9 +145,31 @@ class Connection:
                 if frame is None:
                     return self.close()
                 self._answer(frame)
+                if not self._buffer and self._tls_pending() and not self._read_ready():
+                    return self.close()
             if not self.server.stopping.is_set():
                 return True
         return self.close()
+
+    def _read_ready(self) -> int | None:
+        """Into the buffer, what the socket has now, without waiting: the bytes read, 0 at
+        the end of the stream, None when it had nothing."""
+        sock = self.sock
+        try:
+            if isinstance(sock, ssl.SSLSocket):
+                sock.settimeout(0.0)
+                count = sock.recv_into(self._chunk, _CHUNK)
+            else:
+                count = sock.recv_into(self._chunk, _CHUNK, _DONTWAIT)
+        except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            return None
+        self._buffer += self._chunk[:count]
+        return count
+
+    def _tls_pending(self) -> bool:
+        """Decrypted bytes held in TLS's own buffer: the socket shows them no more, so the
+        loop would not hear of them (they are read before the connection waits in it)."""
+        return isinstance(self.sock, ssl.SSLSocket) and self.sock.pending() > 0
 
     @contextlib.contextmanager
     def _closing_on_error(self) -> Iterator[None]:
@@ -297,17 +317,22 @@ class Connection:
         return request_id, op_code, payload
 
     def _send(self, data: bytes) -> None:
-        rest: bytes | memoryview = data
-        if self._kernel_timeouts:
-            try:
+        """Send at once what the socket takes; for the rest, wait beside the loop (a TLS write
+        that could not finish is retried with the same bytes from the start, as OpenSSL asks)."""
+        tls = isinstance(self.sock, ssl.SSLSocket)
+        try:
+            if tls:
+                self.sock.settimeout(0.0)
+                sent = self.sock.send(data)
+            else:
                 sent = self.sock.send(data, _DONTWAIT)
-            except BlockingIOError:
-                sent = 0
-            if sent == len(data):
-                return
-            lane.leave()  # the peer is slow to take it: wait beside the loop
-            rest = memoryview(data)[sent:]
-        else:
+        except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
+            sent = 0
+        if sent == len(data):
+            return
+        lane.leave()  # the peer is slow to take it: wait beside the loop
+        rest = memoryview(data)[sent:]
+        if not self._kernel_timeouts:
             self.sock.settimeout(self.server.frame_timeout)
         try:
             self.sock.sendall(rest)

@@ -73,7 +73,7 @@ class Loop:
             self._epoll.register(self._wake_read, select.EPOLLIN)
 
     def park(self, connection: Connection) -> bool:
-        """``connection`` (a plain socket, no unread bytes) waits in the loop for its
+        """``connection`` (no unread bytes, TLS's own buffer included) waits in the loop for its
         next request; False when the loop has stopped (the caller closes it)."""
         fd = connection.sock.fileno()
         with self._cv:

@@ -2,10 +2,10 @@
 shared executor.
 
 A new connection gets a thread of its own until its first message is answered
-(its TLS handshake and that message, within the handshake time limit); then a
-plain socket waits for its requests in the server's loop (foliodb/server/loop.py),
-where one thread serves whichever connection is ready, and hands the loop on
-to another before any wait. A TLS connection keeps its thread. Commands run
+(its TLS handshake and that message, within the handshake time limit); then it
+waits for its requests in the server's loop (foliodb/server/loop.py), where one
+thread serves whichever connection is ready, and hands the loop on to another
+before any wait. Commands run
 concurrently, as in the embedded client (see foliodb/engine/storage.py).
 Stopping closes the listener and every connection, waits for their threads,
 then releases the engine (its last close checkpoints the WAL).

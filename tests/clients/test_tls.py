@@ -161,3 +161,25 @@ def run_node(uri: str, db: str) -> dict[str, Any]:
     assert proc.returncode == 0 and lines, proc.stderr
     result: dict[str, Any] = json_util.loads(lines[-1])
     return result
+
+
+def test_tls_connections_wait_in_the_server_loop(serve: Any) -> None:
+    """Once its first message is answered a TLS connection waits in the server's loop
+    (foliodb/server/loop.py) like a plain one: no thread of its own, and large replies,
+    whose writes cannot finish at once, and many small ones arrive whole."""
+    import threading
+    import time
+
+    server = serve("requireTLS")
+    clients = [server.client(maxPoolSize=1) for _ in range(8)]
+    for i, client in enumerate(clients):
+        client.test.c.insert_one({"_id": i, "pad": "x" * 1_000_000})
+    # Each monitor's awaitable hello waits on a loop thread, beside the loop; no connection keeps its own.
+    deadline = time.monotonic() + 10
+    while sum(t.name.startswith("foliodb-conn") for t in threading.enumerate()) > 0:
+        assert time.monotonic() < deadline, "connection threads stayed after their first message"
+        time.sleep(0.05)
+    for _ in range(3):
+        for client in clients:
+            assert len(list(client.test.c.find())) == 8  # an 8 MB batch through TLS
+            assert [doc["_id"] for doc in client.test.c.find({}, {"pad": 0}).batch_size(2)] == list(range(8))
