@@ -111,22 +111,21 @@ class Connection:
         self._fd = sock.fileno()  # the loop's key, still known once the socket is closed
         self._closed = False
 
-    def run(self) -> bool:
+    def run(self) -> None:
         """Serve requests on this thread until the peer closes, the stream breaks, time runs
-        out or the server stops; or, once established on a plain socket, until it has no
-        unread bytes: then it waits in the server's loop (True; the socket stays open)."""
+        out or the server stops; or, once a message is answered and no byte is left unread,
+        until the connection waits in the server's loop (its socket stays open)."""
         with self._closing_on_error():
-            if not self._start_tls():
-                return self.close()
-            self._use_kernel_timeouts()
-            while not self.server.stopping.is_set():
-                frame = self._read_message()
-                if frame is None:
-                    break  # the peer closed
-                self._answer(frame)
-                if not self._buffer and not self._tls_pending() and self.server.loop.park(self):
-                    return True
-        return self.close()
+            if self._start_tls():
+                self._use_kernel_timeouts()
+                while not self.server.stopping.is_set():
+                    frame = self._read_message()
+                    if frame is None:
+                        break  # the peer closed
+                    self._answer(frame)
+                    if not self._buffer and not self._tls_pending() and self.server.loop.park(self):
+                        return
+        self.close()
 
     def serve_ready(self) -> bool:
         """The loop's part (foliodb/server/loop.py), with the socket readable: answer each
@@ -145,8 +144,8 @@ class Connection:
                 if frame is None:
                     return self.close()
                 self._answer(frame)
-                if not self._buffer and self._tls_pending() and not self._read_ready():
-                    return self.close()
+                if not self._buffer and self._tls_pending() and self._read_ready() == 0:
+                    return self.close()  # the peer closed
             if not self.server.stopping.is_set():
                 return True
         return self.close()

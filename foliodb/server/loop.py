@@ -133,11 +133,11 @@ class Loop:
 
     def _follow(self) -> None:
         me = threading.get_ident()
+        returning = False
         try:
-            if self._await_lead(me, returning=False):
+            while self._await_lead(me, returning):
                 self._lead(me)
-                while self._await_lead(me, returning=True):
-                    self._lead(me)
+                returning = True
         finally:
             with self._cv:
                 self._threads.discard(threading.current_thread())
@@ -197,9 +197,8 @@ class Loop:
             lane.on_wait(None)
 
     def _rearm(self, connection: Connection, fd: int) -> None:
-        with self._cv:
-            if self._parked.get(fd) is not connection:
-                return  # the loop stopped meanwhile and closed it
+        if self._parked.get(fd) is not connection:
+            return  # the loop stopped meanwhile and closed it
         try:
             self._epoll.modify(fd, _ARMED)
         except (OSError, ValueError):  # the loop's epoll closed by stop()
