@@ -62,6 +62,7 @@ if TYPE_CHECKING:  # imported where used: a --baseline child's `benchmarks` is t
 
 ROOT = Path(__file__).resolve().parent.parent
 WRITE_WORKLOADS = ("insert_one", "update_one", "delete_one", "insert_many")
+NO_OPLOG = "current, no oplog"  # the label of this checkout measured with the oplog switched off
 
 
 # -- part 1: write throughput (one child interpreter per checkout and storage) ------------------
@@ -156,12 +157,12 @@ def instructions(
     machine's load does not move (insert_many: per document). On ``:memory:`` only: a file
     adds waits and system calls, not instructions of FolioDB's (or SQLite's) own. The runs
     are slow under valgrind, so four go at once. ``share``: also this checkout with the oplog
-    switched off (``current, no oplog``), so the difference is what recording costs."""
+    switched off (:data:`NO_OPLOG`), so the difference is what recording costs."""
 
     def count_one(label: str, checkout: Path, workload: str) -> float:
         many = count * 4 if workload == "insert_many" else 0
         argv = ["writes", "memory", workdir, str(count), str(many), workload]
-        mute = label == "current, no oplog"
+        mute = label == NO_OPLOG
         try:
             result = _child(checkout, argv, True, mute)
         except RuntimeError:  # a valgrind run is long; one killed by the machine gets a second try
@@ -171,7 +172,7 @@ def instructions(
         return per_op
 
     if share:
-        contenders = [*contenders, ("current, no oplog", ROOT)]
+        contenders = [*contenders, (NO_OPLOG, ROOT)]
     jobs = [(label, checkout, workload) for label, checkout in contenders for workload in WRITE_WORKLOADS]
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
         counted = list(pool.map(lambda job: count_one(*job), jobs))
@@ -182,15 +183,18 @@ def instructions(
 
 
 def throughput(
-    contenders: list[tuple[str, Path]], workdir: str, repeat: int, count: int, many: int
+    contenders: list[tuple[str, Path]], workdir: str, repeat: int, count: int, many: int, share: bool = False
 ) -> dict[str, dict[str, Any]]:
-    """{storage: {label: {workload: {median, runs}}}}, the contenders alternating in every round."""
+    """{storage: {label: {workload: {median, runs}}}}, the contenders alternating in every round;
+    ``share``: also this checkout with the oplog switched off, as for :func:`instructions`."""
+    if share:
+        contenders = [*contenders, (NO_OPLOG, ROOT)]
     runs: dict[str, dict[str, dict[str, list[float]]]] = {}
     for round_ in range(repeat):
         order = contenders if round_ % 2 == 0 else contenders[::-1]
         for storage in ("disk", "memory"):
             for label, checkout in order:
-                rates = _child(checkout, ["writes", storage, workdir, str(count), str(many)])
+                rates = _child(checkout, ["writes", storage, workdir, str(count), str(many)], mute=label == NO_OPLOG)
                 cell = runs.setdefault(storage, {}).setdefault(label, {})
                 for workload, rate in rates.items():
                     cell.setdefault(workload, []).append(rate)
@@ -481,11 +485,16 @@ def main() -> None:
         help="also count instructions per write under callgrind, N operations a workload (needs valgrind)",
     )
     parser.add_argument(
-        "--oplog-share", action="store_true", help="with --instructions: also this checkout with the oplog off"
+        "--oplog-share",
+        action="store_true",
+        help="also this checkout with the oplog off (rates, and with --instructions counts)",
     )
     parser.add_argument("--workdir", default=tempfile.gettempdir(), help="where the dbpaths live")
     parser.add_argument("--out", type=Path, help="the JSON to write")
     args = parser.parse_args()
+    if args.baseline is not None and not (args.baseline / "foliodb" / "__init__.py").is_file():
+        # A child's PYTHONPATH without foliodb would import the installed one: this checkout, twice.
+        parser.error(f"--baseline {args.baseline} is not a FolioDB checkout")
     if args.quick:
         args.repeat, args.writes, args.events, args.watchers, args.idle_seconds = 1, 50, 5, 5, 0.5
     many = args.writes * 4
@@ -496,7 +505,7 @@ def main() -> None:
     results: dict[str, Any] = {"parameters": vars(args) | {"baseline": str(args.baseline), "out": None}}
     with tempfile.TemporaryDirectory(dir=args.workdir) as workdir:
         if "writes" in parts:
-            results["writes"] = throughput(contenders, workdir, args.repeat, args.writes, many)
+            results["writes"] = throughput(contenders, workdir, args.repeat, args.writes, many, args.oplog_share)
         if args.instructions:
             results["instructions"] = instructions(contenders, workdir, args.instructions, args.oplog_share)
         if "latency" in parts:

@@ -143,6 +143,18 @@ def code_name(code: int) -> str:
     return name
 
 
+# mongod's ErrorCategory::Interruption, as far as FolioDB raises them.
+INTERRUPTIONS = frozenset(
+    {
+        ErrorCode.MaxTimeMSExpired,
+        ErrorCode.ExceededTimeLimit,
+        ErrorCode.Interrupted,
+        ErrorCode.InterruptedAtShutdown,
+        ErrorCode.InterruptedDueToReplStateChange,
+    }
+)
+
+
 class CommandError(Exception):
     """A MongoDB error: ``code``, ``codeName``, ``errmsg`` and optional extra
     fields of the error reply (``keyPattern``, ``keyValue``, ``errInfo``...).
@@ -174,6 +186,11 @@ class CommandError(Exception):
         return reply
 
     def to_write_error(self, index: int) -> dict[str, Any]:
+        """This error as the ``writeErrors`` entry of the write at ``index``. An interruption is no
+        one write's error: it is raised again, to fail the whole command (as mongod's write path,
+        whose ``handleError`` rethrows them: "These have always failed the whole batch")."""
+        if self.code in INTERRUPTIONS:
+            raise self
         error: dict[str, Any] = {"index": index, "code": self.code}
         if self.code != ErrorCode.DuplicateKey:
             error["codeName"] = self.code_name

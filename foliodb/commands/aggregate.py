@@ -17,6 +17,7 @@ from typing import Any
 import bson
 from bson import Int64
 
+from foliodb import interrupt
 from foliodb.aggregation.pipeline import FIRST_ONLY, compile_pipeline
 from foliodb.commands import change_streams, collation, oplog_rs, params, sessions, stats
 from foliodb.commands.accesses import counted
@@ -81,7 +82,7 @@ class EngineEnv:
             allow_disk_use=self.allow_disk_use,
             keep_metadata=True,
         )
-        run = counted(self.request, store, FindExecution(store, spec, env.ctx, self.request.check_time))
+        run = counted(self.request, store, FindExecution(store, spec, env.ctx, interrupt.check))
         return pipeline.run(iter(run), pushed=True)
 
     # -- PipelineEnv ---------------------------------------------------------------------
@@ -103,7 +104,7 @@ class EngineEnv:
                 # $lookup's per-document match is a find: no pipeline to compile.
                 store = self.engine.store(db or self.db, source)
                 spec = FindSpec(filter=field_match, allow_disk_use=self.allow_disk_use)
-                return iter(counted(self.request, store, FindExecution(store, spec, ctx, self.request.check_time)))
+                return iter(counted(self.request, store, FindExecution(store, spec, ctx, interrupt.check)))
         return self.source(coll, pipeline, db, ctx)
 
     def collection_exists(self, coll: str, db: str | None = None) -> bool:

@@ -14,7 +14,7 @@ from foliodb.commands.cursors import cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.write import NOT_UPSERTED, UpdateStatement, Writes, finish, ordered_flag, run_delete, run_update
-from foliodb.errors import CommandError, ErrorCode
+from foliodb.errors import INTERRUPTIONS, CommandError, ErrorCode
 from foliodb.query.bsontypes import is_string
 
 BULK_WRITE_NS = "admin.$cmd.bulkWrite"
@@ -42,6 +42,8 @@ def cmd_bulkWrite(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
             try:
                 result = _bulk_op(writes, namespaces, op, totals)
             except CommandError as exc:
+                if exc.code in INTERRUPTIONS:
+                    raise  # fails the whole command, as an interrupted write command
                 totals["nErrors"] += 1
                 error = {"ok": 0.0, "idx": idx, "code": exc.code, "codeName": exc.code_name, "errmsg": exc.errmsg}
                 results.append({**error, **exc.extra})

@@ -101,6 +101,9 @@ class Cursor:
     snapshot: Any = None  # the pinned snapshot of a readConcern snapshot read its getMores read
     stream: Any = None  # a change stream's source: getMores wait on it and report its resume token
     await_data: bool = False  # a tailable awaitData cursor: getMore may carry maxTimeMS
+    # What is left of the opening command's maxTimeMS (seconds; None: no limit): as mongod, the
+    # limit bounds the time the cursor's getMores spend working, not the time it sits idle.
+    time_left: float | None = None
     owners: frozenset[tuple[str, str]] | None = None  # (db, user); None: opened without authorization
     privileges: tuple[Privilege, ...] = ()  # what the opening command needed
     in_use: bool = False  # a getMore is taking a batch from it
@@ -126,6 +129,8 @@ class CursorManager:
         op = interrupt.current()
         if op is not None and op.session is not None:
             options.setdefault("lsid", op.session)
+        if op is not None and op.deadline is not None and not options.get("await_data"):
+            options.setdefault("time_left", op.remaining())
         caller = CALLER.get()
         if caller is not None:
             options.setdefault("owners", caller.users)
@@ -346,6 +351,9 @@ def cmd_getMore(request: Any, cmd: Mapping[str, Any]) -> dict[str, Any]:
         failpoints.after_cursor_checkout(request, cmd, ns)
         if "maxTimeMS" in cmd and not cursor.await_data:
             raise CommandError(ErrorCode.BadValue, "cannot set maxTimeMS on getMore command for a non-awaitData cursor")
+        op = interrupt.current()
+        if op is not None and cursor.time_left is not None:
+            op.deadline = time.monotonic() + cursor.time_left
         storage = request.engine.storage
         if cursor.snapshot is not None:  # a readConcern snapshot cursor goes on reading its snapshot
             storage.bind_transaction(cursor.snapshot)
@@ -363,6 +371,8 @@ def cmd_getMore(request: Any, cmd: Mapping[str, Any]) -> dict[str, Any]:
                     storage.end_view()
                     storage.wait_for_entries(mark, seconds)
                 batch, done = take_batch(cursor.source, batch_size, measure=over_the_wire(request))
+            if op is not None and cursor.time_left is not None:
+                cursor.time_left = op.remaining()
         finally:
             if cursor.snapshot is not None:
                 storage.bind_transaction(None)

@@ -57,7 +57,6 @@ class Request:
     executor: Executor
     db: str
     command_name: str
-    deadline: float | None = None  # time.monotonic() deadline from maxTimeMS
     lsid: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
     # What this command's finds examined, for the profiler: None unless it profiles this database.
@@ -93,13 +92,6 @@ class Request:
             )
             ctx.variables[name] = None if value is MISSING else value
         return ctx
-
-    def check_time(self) -> None:
-        """Stop a cursor's work past this command's deadline, or when the running operation (this
-        one, or the getMore continuing its cursor) was killed."""
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            raise CommandError(ErrorCode.MaxTimeMSExpired, "operation exceeded time limit")
-        interrupt.check()
 
 
 @dataclass
@@ -194,7 +186,7 @@ class Executor:
                     ErrorCode.BadValue, f"BSON field 'maxTimeMS' value must be >= 0, actual value '{max_time}'"
                 )
             if max_time and name != "getMore":  # a getMore's maxTimeMS is its await time (awaitData cursors)
-                request.deadline = op.deadline = time.monotonic() + max_time / 1000.0
+                op.deadline = time.monotonic() + max_time / 1000.0
         if self.replica_set is not None and name in WRITE_COMMANDS:
             unsatisfiable = write_concern_error(command.get("writeConcern"))
             if unsatisfiable is not None:
@@ -235,7 +227,7 @@ class Executor:
             except HeldByTransactionError as held:
                 lane.leave()
                 while not held.txn.ended.wait(0.05):
-                    request.check_time()
+                    interrupt.check()
 
     def stored_javascript(self, db: str) -> list[dict[str, Any]]:
         """The documents of ``db``'s ``system.js`` in the running operation's snapshot (its

@@ -78,7 +78,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from foliodb import lane
+from foliodb import interrupt, lane
 from foliodb.commands import params
 from foliodb.commands.registry import COMMANDS
 from foliodb.errors import CommandError, ErrorCode
@@ -399,7 +399,7 @@ def _block(request: Request, data: Mapping[str, Any]) -> None:
     lane.leave()
     while (left := until - time.monotonic()) > 0:
         time.sleep(min(left, 0.05))
-        request.check_time()
+        interrupt.check()
 
 
 def _error(data: Mapping[str, Any], code: int, labels: list[str]) -> dict[str, Any]:

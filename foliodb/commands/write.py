@@ -45,7 +45,7 @@ from foliodb.engine.query import FindExecution, FindSpec, raw_narrowing
 from foliodb.engine.records import CollectionStore
 from foliodb.engine.text import split_text
 from foliodb.engine.timeseries import TimeSeriesWriter, check_measurement
-from foliodb.errors import CommandError, ErrorCode
+from foliodb.errors import INTERRUPTIONS, CommandError, ErrorCode
 from foliodb.query import bsontypes
 from foliodb.query import compare as cmp
 from foliodb.query.bsontypes import is_string
@@ -72,6 +72,7 @@ def collection_name(cmd: Mapping[str, Any], command: str) -> str:
 
 # Databases every mongod has (system.version, system.sessions, startup_log live there):
 # listed, and reserved, even when FolioDB keeps nothing in them.
+INSERT_CHUNK = 1000  # documents an insert stores between interruption checks (a few ms of work)
 SYSTEM_DATABASES = ("admin", "config", "local")
 
 
@@ -427,15 +428,24 @@ def cmd_insert(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
             return finish(request, cmd, {"n": n, "ok": 1.0, **({"writeErrors": errors} if errors else {})})
         store = target.ensure_store()
         if len(docs) > 1 and target.validator is None:
-            # The fast path: every document in one executemany per table.
+            # The fast path: one executemany per table for each thousand documents (between them
+            # the operation checks for interruption).
             try:
                 with storage.savepoint():
-                    store.insert_batch([prepare_insert(doc) for doc in docs])
+                    for start in range(0, len(docs), INSERT_CHUNK):
+                        interrupt.check()
+                        store.insert_batch([prepare_insert(doc) for doc in docs[start : start + INSERT_CHUNK]])
                 n = len(docs)
-            except (CommandError, sqlite3.IntegrityError):
+            except sqlite3.IntegrityError:
                 n = 0  # rolled back: the path below finds and reports each error
+            except CommandError as exc:
+                if exc.code in INTERRUPTIONS:
+                    raise  # the whole command fails and rolls back
+                n = 0
         if not n:
             for i, doc in enumerate(docs):
+                if i and not i & 255:
+                    interrupt.check()
                 try:
                     target.insert(doc, store)
                     n += 1

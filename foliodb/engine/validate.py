@@ -12,6 +12,7 @@ from typing import Any
 
 import bson
 
+from foliodb import interrupt
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.index_keys import with_rid
 from foliodb.engine.records import CollectionStore
@@ -25,6 +26,8 @@ def validate_collection(store: CollectionStore) -> dict[str, Any]:
     invalid_docs = 0
     for rid, data in store.scan():
         n_records += 1
+        if not n_records & 255:
+            interrupt.check()
         try:
             doc = bson.decode(data, CODEC)
         except Exception as exc:  # a corrupt record is exactly what validate reports
@@ -43,7 +46,11 @@ def validate_collection(store: CollectionStore) -> dict[str, Any]:
     index_details: dict[str, dict[str, Any]] = {}
     for writer in store.writers:
         name = writer.info.name
-        actual = set(store.conn.execute(f"SELECT key, rid FROM {writer.table}").fetchall())
+        actual: set[tuple[bytes, int]] = set()
+        entries = store.conn.execute(f"SELECT key, rid FROM {writer.table}")
+        while chunk := entries.fetchmany(4096):
+            interrupt.check()
+            actual.update(chunk)
         keys_per_index[name] = len(actual)
         missing = expected[name] - actual
         extra = actual - expected[name]

@@ -157,3 +157,99 @@ def test_kill_op_stops_an_index_build_and_leaves_nothing_behind(deployment: Depl
     scanned = {d["_id"] for d in admin.test.big.find({"k": 5}, {"_id": 1}).hint({"$natural": 1})}
     assert len(hinted) == len(scanned) and set(hinted) == scanned and "during" in scanned
     assert admin.test.command("validate", "big")["valid"]
+
+
+def test_max_time_ms_bounds_a_cursors_work_not_its_idle_time(deployment: Deployment) -> None:
+    """As mongod, a find's or aggregate's ``maxTimeMS`` is what its cursor may spend working, over
+    the first batch and every getMore; the time the client holds the cursor between batches is free.
+
+    https://www.mongodb.com/docs/manual/reference/method/cursor.maxTimeMS/ (processing time)."""
+    client = deployment.connect()
+    coll = client.test.cursor_time
+    coll.insert_many([{"k": i} for i in range(1000)])
+    idle = coll.find({}, batch_size=10).max_time_ms(200)
+    seen = [next(idle)["k"] for _ in range(10)]
+    time.sleep(0.4)  # past the limit, idle
+    seen += [d["k"] for d in idle]
+    assert sorted(seen) == list(range(1000))
+    # $densify makes a million documents: the first getMore runs out of what the first batch left.
+    dense = coll.aggregate([{"$densify": {"field": "k", "range": {"step": 0.001, "bounds": "full"}}}], maxTimeMS=200)
+    started = time.perf_counter()
+    with pytest.raises(ExecutionTimeout) as info:
+        for _ in dense:
+            pass
+    assert info.value.code == 50
+    assert time.perf_counter() - started < 0.2 + 0.5
+
+
+def test_validate_stops_at_max_time_ms_and_killop(deployment: Deployment) -> None:
+    """validate is interruptible, as mongod's (jstests/noPassthrough/validate_interrupt.js)."""
+    client, admin = deployment.connect(), deployment.connect()
+    coll = client.test.checked
+    for start in range(0, 40_000, 20_000):
+        coll.insert_many([{"_id": i, "k": i % 977, "a": [i, -i], "s": str(i)} for i in range(start, start + 20_000)])
+    for key in ("k", "a", "s"):
+        coll.create_index(key)
+    started = time.perf_counter()
+    with pytest.raises(ExecutionTimeout) as info:
+        client.test.command("validate", "checked", full=True, maxTimeMS=50)
+    assert info.value.code == 50 and time.perf_counter() - started < 0.05 + 0.5
+    running = Background(lambda: client.test.command("validate", "checked", full=True, comment="the-validate"))
+    op = wait_for(lambda: _commented(admin, "the-validate"))[0]
+    admin.admin.command("killOp", op=op["opid"])
+    running.join()
+    assert isinstance(running.error, OperationFailure) and running.error.code == 11601
+    report = admin.test.command("validate", "checked")
+    assert report["valid"] and report["nrecords"] == 40_000
+    assert report["keysPerIndex"] == {"_id_": 40_000, "k_1": 40_000, "a_1": 79_999, "s_1": 40_000}  # [0, -0]: one key
+
+
+def test_a_near_query_stops_at_max_time_ms(deployment: Deployment) -> None:
+    """A $near search widens its ring until it holds the whole index; each ring is checked as it is
+    read (unchecked, the last ring of these 80k points took 0.45 s here)."""
+    client = deployment.connect()
+    coll = client.test.places
+    coll.insert_many([{"loc": [(i * 7919) % 360 - 180 + 0.5, (i * 104729) % 180 - 90 + 0.5]} for i in range(80_000)])
+    coll.create_index([("loc", "2d")])
+    searches = {
+        "find": lambda: list(coll.find({"loc": {"$near": [0, 0]}}).limit(80_000).max_time_ms(50)),
+        "geoNear": lambda: list(coll.aggregate([{"$geoNear": {"near": [0, 0], "distanceField": "d"}}], maxTimeMS=50)),
+    }
+    for name, search in searches.items():
+        started = time.perf_counter()
+        with pytest.raises(ExecutionTimeout) as info:
+            search()
+        assert info.value.code == 50
+        assert time.perf_counter() - started < 0.05 + 0.2, name
+
+
+def test_an_interrupted_write_command_fails_whole_and_leaves_nothing_of_it(deployment: Deployment) -> None:
+    """As mongod, an interruption is not one write's error (in ``writeErrors``) but the command's:
+    ``ok: 0`` with code 50 or 11601, ordered or not. Here the command's writes, one SQLite
+    transaction, all roll back (mongod keeps those before the interruption, one document each)."""
+    client, admin = deployment.connect(), deployment.connect()
+    db = client.test
+    db.w.insert_many([{"_id": i, "n": 0} for i in range(60_000)])
+    started = time.perf_counter()
+    with pytest.raises(ExecutionTimeout) as info:
+        db.command("insert", "fresh", documents=[{"i": i} for i in range(100_000)], maxTimeMS=30)
+    assert info.value.code == 50 and time.perf_counter() - started < 1.5
+    assert db.fresh.count_documents({}) == 0
+    for ordered in (True, False):
+        with pytest.raises(ExecutionTimeout):
+            db.command(
+                "delete",
+                "w",
+                deletes=[{"q": {"n": 1}, "limit": 0}, {"q": {}, "limit": 0}],
+                ordered=ordered,
+                maxTimeMS=20,
+            )
+    assert db.w.count_documents({}) == 60_000
+    running = Background(lambda: db.w.update_many({}, {"$inc": {"n": 1}}, comment="the-update"))
+    op = wait_for(lambda: _commented(admin, "the-update"))[0]
+    admin.admin.command("killOp", op=op["opid"])
+    running.join()
+    error = running.error
+    assert isinstance(error, OperationFailure) and error.code == 11601 and error.details["ok"] == 0.0
+    assert admin.test.w.count_documents({"n": 0}) == 60_000
+    assert admin.test.command("validate", "w")["valid"]

@@ -25,6 +25,7 @@ from typing import Any
 import bson
 import s2geometry as s2
 
+from foliodb import interrupt
 from foliodb.engine.catalog import CODEC, IndexInfo
 from foliodb.engine.geo_keys import COARSEST_LEVEL, FlatGrid, geo_values, shown, stored
 from foliodb.engine.planner.bounds import ALL, Interval, KeyRange, key_ranges
@@ -268,6 +269,8 @@ class GeoNearScan(AccessStage):
                     continue
                 seen.add(rid)
                 self.docs_examined += 1
+                if not self.docs_examined & 255:
+                    interrupt.check()  # a ring holds what its radius reaches: up to the whole index
                 found = self._measure(data)
                 if found is not None:
                     heapq.heappush(heap, (found[0], rid, data, found[1]))
@@ -284,6 +287,8 @@ class GeoNearScan(AccessStage):
         found = []
         for rid, data in self.store.scan():
             self.docs_examined += 1
+            if not self.docs_examined & 255:
+                interrupt.check()
             measured = self._measure(data)
             if measured is not None:
                 found.append((measured[0], rid, data, measured[1]))

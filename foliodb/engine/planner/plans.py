@@ -213,9 +213,13 @@ class IndexScan(AccessStage):
         seen: set[int] | None = set() if self.index.multikey else None
         ranges = self.ranges if self.direction > 0 else list(reversed(self.ranges))
         key_check = self.key_check
+        n = 0
         for key_range in ranges:
             for key, rid, data in self._scan(key_range, False):
                 self.keys_examined += 1
+                n += 1
+                if not n & 255:
+                    interrupt.check()  # keys the check rejects, or a caller that yields no rows
                 if key_check is not None and not key_check(key):
                     continue
                 if seen is not None:
@@ -232,9 +236,13 @@ class IndexScan(AccessStage):
         descending = [isinstance(d, (int, float)) and d < 0 for d in self.index.key.values()]
         ranges = self.ranges if self.direction > 0 else list(reversed(self.ranges))
         key_check = self.key_check
+        n = 0
         for key_range in ranges:
             for key, rid, _ in self._scan(key_range, True):
                 self.keys_examined += 1
+                n += 1
+                if not n & 255:
+                    interrupt.check()
                 if key_check is None or key_check(key):
                     yield rid, decode_key(key, descending)
 
