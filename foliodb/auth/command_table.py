@@ -481,6 +481,7 @@ RULES: dict[str, Rule] = {
     "killSessions": _authenticated(),
     # A test command (enableTestCommands only): mongod's fail_point_cmd.cpp checks no privilege.
     "configureFailPoint": _authenticated("exists only with enableTestCommands"),
+    "sleep": _authenticated("exists only with enableTestCommands; mongod's sleep_command.cpp checks no privilege"),
     "listDatabases": _special(
         _list_databases,
         "authenticated; without listDatabases on the cluster only the databases the user has a privilege in "

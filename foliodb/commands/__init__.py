@@ -20,6 +20,7 @@ from foliodb.commands import (  # noqa: F401  (each module registers its command
     replication,
     roles,
     sessions,
+    sleep,
     stats,
     users,
     write,

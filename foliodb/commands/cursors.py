@@ -354,6 +354,7 @@ def cmd_getMore(request: Any, cmd: Mapping[str, Any]) -> dict[str, Any]:
         op = interrupt.current()
         if op is not None and cursor.time_left is not None:
             op.deadline = time.monotonic() + cursor.time_left
+            failpoints.deadline_set(request, op)
         storage = request.engine.storage
         if cursor.snapshot is not None:  # a readConcern snapshot cursor goes on reading its snapshot
             storage.bind_transaction(cursor.snapshot)

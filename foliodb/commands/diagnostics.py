@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import foliodb
-from foliodb.commands import params
+from foliodb.commands import failpoints, params
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.users import find_user
@@ -154,7 +154,8 @@ def cmd_getCmdLineOpts(request: Request, cmd: Mapping[str, Any]) -> dict[str, An
 
 @COMMANDS.register("listCommands")
 def cmd_listCommands(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    return {"commands": {name: {"help": ""} for name in COMMANDS.names()}, "ok": 1.0}
+    hidden = () if request.engine.parameters.get("enableTestCommands") else failpoints.TEST_COMMANDS
+    return {"commands": {name: {"help": ""} for name in COMMANDS.names() if name not in hidden}, "ok": 1.0}
 
 
 @COMMANDS.register("validate")

@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("foliodb")
 
+MAX_TIME_MS = 2**31 - 1  # the largest maxTimeMS mongod takes (jstests/core/max_time_ms.js)
+
 # Commands whose writeConcern a one-member replica set checks before running them.
 WRITE_COMMANDS = frozenset(
     {"insert", "update", "delete", "findAndModify", "findandmodify", "bulkWrite", "create", "drop", "createIndexes"}
@@ -185,8 +187,14 @@ class Executor:
                 raise CommandError(
                     ErrorCode.BadValue, f"BSON field 'maxTimeMS' value must be >= 0, actual value '{max_time}'"
                 )
+            if max_time is not None and max_time > MAX_TIME_MS:
+                raise CommandError(
+                    ErrorCode.BadValue,
+                    f"BSON field 'maxTimeMS' value must be <= {MAX_TIME_MS}, actual value '{max_time}'",
+                )
             if max_time and name != "getMore":  # a getMore's maxTimeMS is its await time (awaitData cursors)
                 op.deadline = time.monotonic() + max_time / 1000.0
+                failpoints.deadline_set(request, op)
         if self.replica_set is not None and name in WRITE_COMMANDS:
             unsatisfiable = write_concern_error(command.get("writeConcern"))
             if unsatisfiable is not None:

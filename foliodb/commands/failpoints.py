@@ -1,6 +1,6 @@
 """Test commands as mongod has them: ``configureFailPoint`` with the
-``failCommand``, ``failGetMoreAfterCursorCheckout`` and
-``onPrimaryTransactionalWrite`` fail points, so drivers'
+``failCommand``, ``failGetMoreAfterCursorCheckout``, ``onPrimaryTransactionalWrite``,
+``maxTimeAlwaysTimeOut`` and ``maxTimeNeverTimeOut`` fail points, so drivers'
 retry and error-label behaviour can be tested against FolioDB as against mongod.
 
 Only when test commands are enabled (``foliodb serve --enableTestCommands``,
@@ -54,6 +54,12 @@ error is the cursor's: the cursor is killed, and a change stream's error gets
 the change stream labels (``ResumableChangeStreamError``) that an error
 failCommand raises before the checkout does not.
 
+``maxTimeAlwaysTimeOut`` and ``maxTimeNeverTimeOut`` (no ``data``) are
+evaluated when an operation gets a deadline (:func:`deadline_set`: a command's
+``maxTimeMS``, a getMore's share of its cursor's): the first stops it at once
+with MaxTimeMSExpired (mongod checks for interruption right after setting
+the deadline), the second takes the deadline away.
+
 ``onPrimaryTransactionalWrite`` (``data``: ``closeConnection``, default
 true; ``failBeforeCommitExceptionCode``) is evaluated once per statement of
 a retryable write that executes (not for a retry answered from the stored
@@ -91,7 +97,19 @@ if TYPE_CHECKING:
 FAIL_COMMAND = "failCommand"
 ON_PRIMARY_TRANSACTIONAL_WRITE = "onPrimaryTransactionalWrite"
 FAIL_GET_MORE_AFTER_CURSOR_CHECKOUT = "failGetMoreAfterCursorCheckout"
-FAIL_POINTS = frozenset({FAIL_COMMAND, ON_PRIMARY_TRANSACTIONAL_WRITE, FAIL_GET_MORE_AFTER_CURSOR_CHECKOUT})
+# Commands that exist only with enableTestCommands (the others: foliodb.commands.sleep).
+TEST_COMMANDS = frozenset({"configureFailPoint", "sleep"})
+MAX_TIME_ALWAYS_TIME_OUT = "maxTimeAlwaysTimeOut"
+MAX_TIME_NEVER_TIME_OUT = "maxTimeNeverTimeOut"
+FAIL_POINTS = frozenset(
+    {
+        FAIL_COMMAND,
+        ON_PRIMARY_TRANSACTIONAL_WRITE,
+        FAIL_GET_MORE_AFTER_CURSOR_CHECKOUT,
+        MAX_TIME_ALWAYS_TIME_OUT,
+        MAX_TIME_NEVER_TIME_OUT,
+    }
+)
 
 _MESSAGE = "Failing command via 'failCommand' failpoint"
 _CLOSED_CODE = 50985  # what mongod raises after ending the connection (no client sees it)
@@ -480,6 +498,22 @@ def after_cursor_checkout(request: Request, cmd: Mapping[str, Any], ns: str) -> 
     if data is not None:
         code = _integer(data["errorCode"], "errorCode") if "errorCode" in data else ErrorCode.InternalError
         raise CommandError(code, "Hit the 'failGetMoreAfterCursorCheckout' failpoint")
+
+
+# -- maxTimeAlwaysTimeOut, maxTimeNeverTimeOut ---------------------------------------------------
+
+
+def deadline_set(request: Request, op: interrupt.Operation) -> None:
+    """Evaluate the maxTime fail points for ``op``, just given a deadline."""
+    if not _configured:
+        return
+    points = _REGISTRY.get(request.engine)
+    if points is None or not points.points:
+        return
+    if points.fire(MAX_TIME_NEVER_TIME_OUT, lambda d: True) is not None:
+        op.deadline = None
+    elif points.fire(MAX_TIME_ALWAYS_TIME_OUT, lambda d: True) is not None:
+        raise CommandError(ErrorCode.MaxTimeMSExpired, "operation exceeded time limit")
 
 
 # -- onPrimaryTransactionalWrite -------------------------------------------------------------------
