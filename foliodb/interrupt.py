@@ -34,6 +34,7 @@ class Operation:
         "client",
         "command",
         "connection_id",
+        "cursor",
         "db",
         "deadline",
         "javascript",
@@ -68,6 +69,7 @@ class Operation:
         self.waiting_for_lock = False
         self.plan_summary: str | None = None
         self.progress: tuple[int, int] | None = None  # (done, total) of an index build
+        self.cursor: Any = None  # the cursor a getMore takes a batch from (commands.cursors.Cursor)
         self.session: bytes | None = None  # the lsid id of the session it runs in
         # Server-side JavaScript ($where, $function, mapReduce): off under --noscripting; its heap bound.
         self.javascript = True

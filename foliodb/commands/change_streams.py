@@ -491,7 +491,7 @@ def _open(request: Request, cmd: Mapping[str, Any], stages: list[Any], batch_siz
     batch, _ = take_batch(lookahead, DEFAULT_FIRST_BATCH if batch_size is None else batch_size)
     cursor_id = 0
     if not stream.finished or lookahead.pending:
-        cursor = request.cursors.open(ns, lookahead, await_data=True)
+        cursor = request.cursors.open(ns, lookahead, len(batch), await_data=True)
         cursor.stream = stream
         cursor_id = cursor.id
     return {

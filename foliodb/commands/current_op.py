@@ -24,6 +24,9 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from bson import Int64
+from bson.binary import UUID_SUBTYPE, Binary
+
 from foliodb.commands import params
 from foliodb.commands.profiler import OP_NAMES
 from foliodb.commands.registry import COMMANDS
@@ -35,8 +38,9 @@ if TYPE_CHECKING:
     from foliodb.interrupt import Operation
 
 
-def current_ops(request: Request, idle_connections: bool) -> list[dict[str, Any]]:
-    """``$currentOp`` documents: the running operations, this one included."""
+def current_ops(request: Request, idle_connections: bool, idle_cursors: bool = False) -> list[dict[str, Any]]:
+    """``$currentOp`` documents: the running operations, this one included; with
+    ``idle_cursors``, also the open cursors no getMore is using (``type: "idleCursor"``)."""
     executor = request.executor
     now = time.monotonic()
     host = socket.gethostname()
@@ -60,6 +64,15 @@ def current_ops(request: Request, idle_connections: bool) -> list[dict[str, Any]
                         "currentOpTime": datetime.datetime.now(datetime.UTC).isoformat(),
                     }
                 )
+    if idle_cursors:
+        for cursor in request.cursors.idle():
+            entry: dict[str, Any] = {"type": "idleCursor", "host": host, "ns": cursor.ns}
+            if cursor.lsid is not None:
+                entry["lsid"] = {"id": Binary(cursor.lsid, UUID_SUBTYPE)}
+            if cursor.plan_summary is not None:
+                entry["planSummary"] = cursor.plan_summary
+            entry["cursor"] = cursor.describe()
+            out.append(entry)
     return out
 
 
@@ -67,7 +80,7 @@ def _describe(op: Operation, now: float, host: str) -> dict[str, Any]:
     command = op.command
     name = next(iter(command))
     running = max(now - op.started, 0.0)
-    target = command[name]
+    target = command.get("collection") if name == "getMore" else command[name]
     doc: dict[str, Any] = {"type": "op", "host": host}
     if op.connection_id is not None:
         doc.update(desc=f"conn{op.connection_id}", connectionId=op.connection_id, client=op.client)
@@ -83,8 +96,12 @@ def _describe(op: Operation, now: float, host: str) -> dict[str, Any]:
         ns=f"{op.db}.{target if isinstance(target, str) else '$cmd'}",
         command=_redacted(command),
     )
-    if op.plan_summary is not None:
-        doc["planSummary"] = op.plan_summary
+    cursor = op.cursor
+    plan_summary = op.plan_summary if cursor is None or cursor.plan_summary is None else cursor.plan_summary
+    if plan_summary is not None:
+        doc["planSummary"] = plan_summary
+    if cursor is not None:  # a getMore: the cursor it works on, as mongod shows it
+        doc["cursor"] = {**cursor.describe(), "operationUsingCursorId": Int64(op.opid)}
     if op.progress is not None:
         done, total = op.progress
         percent = done * 100 // total if total else 100

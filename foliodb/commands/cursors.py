@@ -19,6 +19,7 @@ next batches. Invariants:
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import secrets
 import threading
@@ -108,6 +109,37 @@ class Cursor:
     privileges: tuple[Privilege, ...] = ()  # what the opening command needed
     in_use: bool = False  # a getMore is taking a batch from it
     killed: bool = False  # killed while in use: the getMore closes it
+    # What currentOp shows of it (mongod's GenericCursor): the command that opened it, its plan,
+    # when it was opened and last used (wall clock), the documents and batches it returned.
+    tailable: bool = False
+    originating: Mapping[str, Any] | None = None
+    plan_summary: str | None = None
+    created: datetime.datetime | None = None
+    last_access: datetime.datetime | None = None
+    docs_returned: int = 0
+    batches_returned: int = 0
+
+    def returned(self, batch: int) -> None:
+        """Count a batch of ``batch`` documents handed to the client."""
+        self.docs_returned += batch
+        self.batches_returned += 1
+        self.last_access = datetime.datetime.now(datetime.UTC)
+
+    def describe(self) -> dict[str, Any]:
+        """The ``cursor`` document of currentOp (mongod's GenericCursor)."""
+        shown: dict[str, Any] = {
+            "cursorId": Int64(self.id),
+            "createdDate": self.created,
+            "lastAccessDate": self.last_access,
+            "nDocsReturned": Int64(self.docs_returned),
+            "nBatchesReturned": Int64(self.batches_returned),
+            "noCursorTimeout": self.no_timeout,
+            "tailable": self.tailable,
+            "awaitData": self.await_data,
+        }
+        if self.originating is not None:
+            shown["originatingCommand"] = dict(self.originating)
+        return shown
 
 
 class CursorManager:
@@ -124,19 +156,25 @@ class CursorManager:
             if cursor_id and cursor_id not in self._cursors:
                 return cursor_id
 
-    def open(self, ns: str, source: Iterator[dict[str, Any]], **options: Any) -> Cursor:
+    def open(self, ns: str, source: Iterator[dict[str, Any]], returned: int = 0, **options: Any) -> Cursor:
+        """A new cursor over ``source``, its first batch of ``returned`` documents already taken."""
         lookahead = source if isinstance(source, Lookahead) else Lookahead(source)
         op = interrupt.current()
         if op is not None and op.session is not None:
             options.setdefault("lsid", op.session)
-        if op is not None and op.deadline is not None and not options.get("await_data"):
-            options.setdefault("time_left", op.remaining())
+        if op is not None:
+            if op.deadline is not None and not options.get("await_data"):
+                options.setdefault("time_left", op.remaining())
+            options.setdefault("originating", op.command)
+            options.setdefault("plan_summary", op.plan_summary)
         caller = CALLER.get()
         if caller is not None:
             options.setdefault("owners", caller.users)
             options.setdefault("privileges", caller.needed)
         with self._lock:
             cursor = Cursor(self._new_id(), ns, lookahead, last_used=time.monotonic(), **options)
+            cursor.created = datetime.datetime.now(datetime.UTC)
+            cursor.returned(returned)
             self._cursors[cursor.id] = cursor
             if self._reaper is None and not self._stopped.is_set():
                 self._reaper = threading.Thread(target=self._reap_loop, name="foliodb-cursor-reaper", daemon=True)
@@ -187,6 +225,11 @@ class CursorManager:
             ):
                 raise CommandError(ErrorCode.Unauthorized, f"not authorized to kill cursor on {cursor.ns}")
         return cursor
+
+    def idle(self) -> list[Cursor]:
+        """The open cursors no getMore is using (``$currentOp``'s ``idleCursors``)."""
+        with self._lock:
+            return [c for c in self._cursors.values() if not c.in_use]
 
     def kill(self, cursor_id: int) -> bool:
         with self._lock:
@@ -327,7 +370,7 @@ def cursor_reply(
     batch, done = take_batch(lookahead, batch_size, measure=over_the_wire(request))
     cursor_id = 0
     if not done and not single_batch:
-        cursor_id = request.cursors.open(ns, lookahead, **options).id
+        cursor_id = request.cursors.open(ns, lookahead, len(batch), **options).id
     elif not done:
         lookahead.close()
     return {"cursor": {first: batch, "id": Int64(cursor_id), "ns": ns}, "ok": 1.0}
@@ -352,9 +395,11 @@ def cmd_getMore(request: Any, cmd: Mapping[str, Any]) -> dict[str, Any]:
         if "maxTimeMS" in cmd and not cursor.await_data:
             raise CommandError(ErrorCode.BadValue, "cannot set maxTimeMS on getMore command for a non-awaitData cursor")
         op = interrupt.current()
-        if op is not None and cursor.time_left is not None:
-            op.deadline = time.monotonic() + cursor.time_left
-            failpoints.deadline_set(request, op)
+        if op is not None:
+            op.cursor = cursor
+            if cursor.time_left is not None:
+                op.deadline = time.monotonic() + cursor.time_left
+                failpoints.deadline_set(request, op)
         storage = request.engine.storage
         if cursor.snapshot is not None:  # a readConcern snapshot cursor goes on reading its snapshot
             storage.bind_transaction(cursor.snapshot)
@@ -383,6 +428,7 @@ def cmd_getMore(request: Any, cmd: Mapping[str, Any]) -> dict[str, Any]:
         if cursor.stream is not None and isinstance(exc, CommandError):
             cursor.stream.label(exc)  # the change stream error labels, as mongod gives them
         raise
+    cursor.returned(len(batch))
     cursors.release(cursor)
     if done or cursor.killed:
         cursors.kill(cursor.id)

@@ -181,7 +181,11 @@ def cmd_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if spec.limit is not None and (batch_size == 0 or spec.limit < batch_size) and single_batch:
         batch_size = spec.limit
     ns = f"{request.db}.{name}"
-    options = {"no_timeout": fields.get("noCursorTimeout", False), "await_data": bool(fields.get("awaitData"))}
+    options = {
+        "no_timeout": fields.get("noCursorTimeout", False),
+        "tailable": bool(fields.get("tailable")),
+        "await_data": bool(fields.get("awaitData")),
+    }
     if batch_size == 0:
         # batchSize 0: open the cursor, return nothing yet.
         source = run

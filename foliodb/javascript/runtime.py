@@ -51,7 +51,7 @@ import _quickjs
 import quickjs
 from bson import Code
 
-from foliodb import interrupt
+from foliodb import interrupt, lane
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.javascript.shell import PRELUDE
 from foliodb.javascript.values import from_json, to_json
@@ -134,13 +134,24 @@ def _hex_md5(text: Any) -> str:
     return hashlib.md5(str(text).encode(), usedforsecurity=False).hexdigest()
 
 
+def _sleep(millis: Any) -> None:
+    """mongod's ``sleep(ms)`` (jstests slow ``$where`` down with it): a wait, out of the lane, that
+    ends early once the operation is killed or out of time; the interrupt handler then stops the
+    script."""
+    seconds = float(millis) / 1000.0 if isinstance(millis, int | float) and not isinstance(millis, bool) else 0.0
+    until = time.monotonic() + seconds
+    lane.leave()
+    while (left := until - time.monotonic()) > 0 and not _should_stop(None, None):
+        time.sleep(min(left, 0.01))
+
+
 @functools.cache
 def _shell_globals() -> frozenset[str]:
     """The names every context starts with: the language's built-ins and the shell's."""
     context = quickjs.Context()
     context.eval(PRELUDE)
     names: str = context.eval("Object.getOwnPropertyNames(globalThis).join('\\n')")
-    return frozenset(names.split("\n")) | {"hex_md5"}
+    return frozenset(names.split("\n")) | {"hex_md5", "sleep"}
 
 
 def function_source(code: str) -> str:
@@ -166,6 +177,7 @@ class Runtime:
         _install_interrupt_handler(self._context)
         # mongod's hex_md5 (the $where and $function manual examples call it): hashing touches nothing outside.
         self._context.add_callable("hex_md5", _hex_md5)
+        self._context.add_callable("sleep", _sleep)
         self._run(self._context.eval, PRELUDE)
         get = self._context.get
         self._call, self._where, self._map, self._each = get("__call"), get("__where"), get("__map"), get("__each")

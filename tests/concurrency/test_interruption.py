@@ -253,3 +253,75 @@ def test_an_interrupted_write_command_fails_whole_and_leaves_nothing_of_it(deplo
     assert isinstance(error, OperationFailure) and error.code == 11601 and error.details["ok"] == 0.0
     assert admin.test.w.count_documents({"n": 0}) == 60_000
     assert admin.test.command("validate", "w")["valid"]
+
+
+def _slow_where(coll: Any, millis: int) -> Any:
+    """Documents marked ``slow`` take ``millis`` to match: mongod's ``sleep()`` in ``$where``."""
+    return coll.find({"$where": f"if (this.slow) {{ sleep({millis}); }} return true;"}).sort("_id", 1)
+
+
+def test_max_time_ms_js_getmore_cases(deployment: Deployment) -> None:
+    """jstests/core/max_time_ms.js, scaled down: a cursor's getMores share what its find's
+    maxTimeMS left; the first batch is fast, a later one slow."""
+    client = deployment.connect()
+    coll = client.test.mt
+    coll.insert_many([{"_id": 0}, {"_id": 1}, {"_id": 2}, {"_id": 3, "slow": True}, {"_id": 4}, {"_id": 5}])
+    # Batch 1 fast, batch 2 sleeps 2 s past a 400 ms limit: the getMore fails at the limit.
+    cursor = _slow_where(coll, 2000).batch_size(3).max_time_ms(400)
+    assert [next(cursor)["_id"] for _ in range(3)] == [0, 1, 2]
+    started = time.perf_counter()
+    with pytest.raises(ExecutionTimeout) as info:
+        next(cursor)
+    assert info.value.code == 50 and time.perf_counter() - started < 0.4 + 0.3  # sleep() ends at the deadline
+    # The same with a 3 s limit passes.
+    assert [d["_id"] for d in _slow_where(coll, 300).batch_size(3).max_time_ms(3000)] == list(range(6))
+    # Many batches, each a little slow: together past the limit, though each alone is within it.
+    many = client.test.mt_many
+    many.insert_many([{"_id": 3 * i + j, **({"slow": True} if j == 2 else {})} for i in range(5) for j in range(3)])
+    with pytest.raises(ExecutionTimeout):
+        list(_slow_where(many, 150).batch_size(3).max_time_ms(450))
+    assert len(list(_slow_where(many, 150).batch_size(3).max_time_ms(5000))) == 15
+
+
+def test_current_op_shows_a_getmores_cursor_and_idle_cursors(deployment: Deployment) -> None:
+    """A getMore's currentOp entry has its cursor (mongod's GenericCursor: originatingCommand,
+    nDocsReturned, nBatchesReturned...); ``$currentOp: {idleCursors: true}`` lists the cursors no
+    getMore is using (an embedded client lists its own: each has its cursors)."""
+    client, admin = deployment.connect(), deployment.connect()
+    client.test.gm.insert_many([{"_id": i} for i in range(30)])
+    idle = client.test.gm.find({"_id": {"$gte": 0}}, comment="idle-one").batch_size(4)
+    next(idle)
+    (entry,) = [
+        e
+        for e in client.admin.aggregate([{"$currentOp": {"idleCursors": True}}, {"$match": {"type": "idleCursor"}}])
+        if e["cursor"]["originatingCommand"].get("comment") == "idle-one"
+    ]
+    assert entry["ns"] == "test.gm" and entry["planSummary"].startswith("IXSCAN")
+    shown = entry["cursor"]
+    assert (shown["nDocsReturned"], shown["nBatchesReturned"]) == (4, 1)
+    assert shown["originatingCommand"]["find"] == "gm" and shown["noCursorTimeout"] is False
+    assert shown["tailable"] is False and shown["awaitData"] is False
+    assert shown["createdDate"] <= shown["lastAccessDate"]
+    # Not idle while a getMore works on it; the getMore's own entry shows it.
+    slow = client.test.gm.find({"$where": "sleep(50); return true;"}, comment="busy-one").batch_size(2)
+    next(slow)
+    running = Background(lambda: list(slow))
+    getmores = wait_for(
+        lambda: [
+            op
+            for op in admin.admin.command("currentOp")["inprog"]
+            if op.get("op") == "getmore" and op["cursor"]["originatingCommand"].get("comment") == "busy-one"
+        ]
+    )
+    op = getmores[0]
+    assert op["ns"] == "test.gm" and op["command"]["collection"] == "gm" and op["planSummary"] == "COLLSCAN"
+    assert op["cursor"]["operationUsingCursorId"] == op["opid"] and op["cursor"]["nBatchesReturned"] >= 1
+    busy = [
+        e
+        for e in client.admin.aggregate([{"$currentOp": {"idleCursors": True}}, {"$match": {"type": "idleCursor"}}])
+        if e["cursor"]["cursorId"] == op["cursor"]["cursorId"]
+    ]
+    assert not busy
+    admin.admin.command("killOp", op=op["opid"])
+    running.join()
+    idle.close()

@@ -110,9 +110,10 @@ def stage_currentOp(spec: Any, where: Where) -> Stage:
             ErrorCode.InvalidNamespace, "$currentOp must be run against the 'admin' database with {aggregate: 1}"
         )
     idle = bool(spec.get("idleConnections", False))
+    idle_cursors = bool(spec.get("idleCursors", False))
 
     def run(docs: Docs) -> Docs:
-        yield from env.current_ops(idle)
+        yield from env.current_ops(idle, idle_cursors)
 
     return Stage("$currentOp", spec, run)
 
