@@ -540,6 +540,8 @@ RULES: dict[str, Rule] = {
     "getParameter": _cluster("getParameter"),
     "setParameter": _cluster("setParameter"),
     "shutdown": _cluster("shutdown"),
+    "fsync": _cluster("fsync"),
+    "fsyncUnlock": _cluster("unlock"),
     "killAllSessions": _cluster("killAnySession"),
     "killAllSessionsByPattern": _cluster("killAnySession"),
     "commitTransaction": _authenticated("the session's own transaction"),

@@ -13,6 +13,7 @@ from foliodb.commands import (  # noqa: F401  (each module registers its command
     explain,
     failpoints,
     find,
+    fsync,
     indexes,
     map_reduce,
     parameters,

@@ -129,7 +129,11 @@ def cmd_currentOp(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     }
     matcher = compile_filter(conditions) if conditions else None
     ops = [op for op in current_ops(request, include_idle) if matcher is None or matcher(op)]
-    return {"inprog": ops, "ok": 1.0}
+    reply: dict[str, Any] = {"inprog": ops}
+    if request.engine.storage.fsync_locks:  # as mongod's currentOp while fsyncLock holds writes back
+        reply.update(fsyncLock=True, info="use db.fsyncUnlock() to terminate the fsync write/snapshot lock")
+    reply["ok"] = 1.0
+    return reply
 
 
 @COMMANDS.register("killOp")

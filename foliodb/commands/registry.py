@@ -41,7 +41,6 @@ COMMANDS: Registry[Handler] = Registry(
         "logout",
         "compact",
         "reIndex",
-        "fsync",
         "planCacheClear",
         "createSearchIndexes",
         "dropSearchIndex",

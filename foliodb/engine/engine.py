@@ -172,6 +172,7 @@ class Engine:
                 del _ENGINES[key]
         for hook in reversed(self.closing_hooks):
             hook()
+        self.storage.release_fsync_locks()  # a TTL pass waiting for the writer must end
         self.ttl.stop()
         self.storage.close()
 

@@ -315,6 +315,10 @@ class Storage:
         # A :memory: file goes when its storage does, or at exit should close() never run.
         self._cleanup = weakref.finalize(self, _remove_files, self.file) if self.memory else None
         self._writer_lock = _WriterLock()
+        # fsyncLock holds the writer lock across commands: how many locks are held, and what
+        # orders the fsync commands among themselves.
+        self.fsync_locks = 0
+        self._fsync_mutex = threading.Lock()
         self._writer_view = _Reader(self.writer)  # its catalog: the published one, or the draft being changed
         self._state = _ThreadState()
         self._idle: list[_Reader] = []
@@ -707,10 +711,45 @@ class Storage:
             self._wal_fd = os.open(wal, os.O_RDONLY)
         os.fsync(self._wal_fd)
 
+    def fsync_lock(self) -> int:
+        """fsyncLock: hold the writer (other writes wait; reads go on) until as many
+        :meth:`fsync_unlock` calls; the first lock checkpoints and syncs the log. The new count."""
+        with self._fsync_mutex:
+            if not self.fsync_locks:
+                self._writer_lock.acquire()  # a wait maxTimeMS and killOp end
+                try:
+                    if not self.read_only:
+                        self.writer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    self.sync()
+                except BaseException:
+                    self._writer_lock.release()
+                    raise
+            self.fsync_locks += 1
+            return self.fsync_locks
+
+    def fsync_unlock(self) -> int | None:
+        """Undo one :meth:`fsync_lock` (the last one lets writes go on); the count left, None when
+        not locked."""
+        with self._fsync_mutex:
+            if not self.fsync_locks:
+                return None
+            self.fsync_locks -= 1
+            if not self.fsync_locks:
+                self._writer_lock.release()
+            return self.fsync_locks
+
+    def release_fsync_locks(self) -> None:
+        """Let writes go on whatever fsyncLock holds (closing, as mongod at shutdown)."""
+        with self._fsync_mutex:
+            if self.fsync_locks:
+                self.fsync_locks = 0
+                self._writer_lock.release()
+
     def close(self) -> None:
         if self.closed:
             return
         self.closed = True
+        self.release_fsync_locks()  # else the writer lock below, and threads waiting for it, never come
         if self.forked:
             if self.lock:
                 self.lock.release(forked=True)
