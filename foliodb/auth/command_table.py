@@ -530,6 +530,7 @@ RULES: dict[str, Rule] = {
     "bulkWrite": _special(_bulk_write, "insert, update (and insert when upserting), remove on each namespace"),
     # A database as a whole.
     "dbStats": _db("dbStats"),
+    **dict.fromkeys(("dbHash", "dbhash"), _db("dbHash")),
     "dropDatabase": _db("dropDatabase"),
     "profile": _db("enableProfiler"),
     # The server.

@@ -9,6 +9,7 @@ from foliodb.commands import (  # noqa: F401  (each module registers its command
     collections,
     current_op,
     cursors,
+    db_hash,
     diagnostics,
     explain,
     failpoints,
