@@ -542,6 +542,7 @@ RULES: dict[str, Rule] = {
     "setParameter": _cluster("setParameter"),
     "shutdown": _cluster("shutdown"),
     "fsync": _cluster("fsync"),
+    "top": _cluster("top"),
     "fsyncUnlock": _cluster("unlock"),
     "killAllSessions": _cluster("killAnySession"),
     "killAllSessionsByPattern": _cluster("killAnySession"),

@@ -20,6 +20,7 @@ from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.users import find_user
 from foliodb.commands.write import collection_name
+from foliodb.engine import usage
 from foliodb.engine.validate import validate_collection
 from foliodb.errors import CommandError, ErrorCode
 
@@ -156,6 +157,15 @@ def cmd_getCmdLineOpts(request: Request, cmd: Mapping[str, Any]) -> dict[str, An
 def cmd_listCommands(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     hidden = () if request.engine.parameters.get("enableTestCommands") else failpoints.TEST_COMMANDS
     return {"commands": {name: {"help": ""} for name in COMMANDS.names() if name not in hidden}, "ok": 1.0}
+
+
+@COMMANDS.register("top")
+def cmd_top(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    """Time and count of the operations on each namespace since the engine opened (mongotop's
+    source), as mongod's Top."""
+    if request.db != "admin":
+        raise CommandError(ErrorCode.Unauthorized, "top may only be run against the admin database.")
+    return {"totals": usage.top_totals(request.engine.usage), "ok": 1.0}
 
 
 @COMMANDS.register("validate")

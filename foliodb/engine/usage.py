@@ -1,6 +1,6 @@
 """What an engine has been used for since it opened: index accesses (for
 ``$indexStats``) and operation latencies per namespace (for ``$collStats``'
-``latencyStats``), in memory, as mongod keeps them (they restart with the
+``latencyStats`` and the ``top`` command), in memory, as mongod keeps them (they restart with the
 process).
 
 Two hooks feed it: :func:`plan_used` where a query or write has chosen its
@@ -39,6 +39,14 @@ from foliodb.query.bsontypes import is_string
 READS = frozenset({"find", "getMore", "aggregate", "count", "distinct"})
 WRITES = frozenset({"insert", "update", "delete", "findAndModify", "findandmodify"})
 LATENCY_CLASSES = ("reads", "writes", "commands", "transactions")
+# The ``top`` command's counters (mongod's Top): every operation in ``total``, in ``readLock`` or
+# ``writeLock`` by the lock it takes, and in one of the others by its logical op.
+TOP_FIELDS = ("total", "readLock", "writeLock", "queries", "getmore", "insert", "update", "remove", "commands")
+_TOP_OPS = {"find": "queries", "getMore": "getmore", "insert": "insert", "update": "update", "delete": "remove"}
+# Commands other than writes that change a collection, under a write lock in mongod.
+_CATALOG_WRITES = frozenset(
+    {"create", "createIndexes", "dropIndexes", "collMod", "renameCollection", "convertToCapped", "compact"}
+)
 _HISTOGRAM_BUCKETS = 51
 
 
@@ -111,6 +119,7 @@ class NamespaceUsage:
     # copy-on-write, so the same entry object means the same indexes (nothing to compare).
     synced: Any = None
     latency: dict[str, Latency] = field(default_factory=lambda: {name: Latency() for name in LATENCY_CLASSES})
+    top: dict[str, list[int]] = field(default_factory=dict)  # TOP_FIELDS name -> [microseconds, count]
 
 
 class EngineUsage:
@@ -206,11 +215,33 @@ def command_finished(
     # in mongod); other commands only on a collection or view (not createUser's user).
     if kind != "commands" or info is not None:
         entry = usage.namespace(db, target)
-        entry.latency[kind].add(int(seconds * 1_000_000))
+        micros = int(seconds * 1_000_000)
+        entry.latency[kind].add(micros)
+        writes = kind == "writes" or name in _CATALOG_WRITES
+        top = entry.top
+        for counter in ("total", "writeLock" if writes else "readLock", _TOP_OPS.get(name, "commands")):
+            totals = top.get(counter)
+            if totals is None:
+                top[counter] = [micros, 1]
+            else:
+                totals[0] += micros
+                totals[1] += 1
         if info is None or entry.synced is info:
             return  # nothing to bring up to date
     if info is not None and not info.is_view:
         usage.indexes_of(info)
+
+
+def top_totals(usage: EngineUsage) -> dict[str, Any]:
+    """The ``top`` command's ``totals``: per namespace, each counter's time (µs) and count."""
+    totals: dict[str, Any] = {"note": "all times in microseconds"}
+    for (db, coll), entry in sorted(usage.namespaces.items()):
+        if entry.top:
+            totals[f"{db}.{coll}"] = {
+                name: {"time": Int64(entry.top.get(name, (0, 0))[0]), "count": Int64(entry.top.get(name, (0, 0))[1])}
+                for name in TOP_FIELDS
+            }
+    return totals
 
 
 def latency_stats(usage: EngineUsage, db: str, coll: str, histograms: bool) -> dict[str, Any]:

@@ -233,3 +233,58 @@ def test_list_databases_sizes(client: Any, db: Any) -> None:
     assert listed["usage"]["sizeOnDisk"] > coll["size"]  # pages, not just documents
     assert (listed["usage"]["empty"], listed["local"]["empty"]) == (False, True)
     assert reply["totalSize"] == sum(entry["sizeOnDisk"] for entry in listed.values())
+
+
+def test_top_counts_operations_per_namespace(db: Any) -> None:
+    """The top command (mongotop's source): per namespace, total, readLock, writeLock and one
+    counter per logical op, each {time (µs), count}; admin only.
+    https://www.mongodb.com/docs/manual/reference/command/top/"""
+
+    def counts() -> dict[str, int]:
+        entry = db.client.admin.command("top")["totals"]["usage.c"]
+        return {name: value["count"] for name, value in entry.items()}
+
+    before = counts()  # the fixture's insert_many
+    assert before == {
+        "total": 1,
+        "readLock": 0,
+        "writeLock": 1,
+        "queries": 0,
+        "getmore": 0,
+        "insert": 1,
+        "update": 0,
+        "remove": 0,
+        "commands": 0,
+    }
+    list(db.c.find({"a": 1}, batch_size=1))  # a find and its getMores
+    db.c.insert_one({"_id": 50})
+    db.c.update_one({"_id": 50}, {"$set": {"x": 1}})
+    db.c.delete_one({"_id": 50})
+    db.c.count_documents({})  # an aggregate: a command under a read lock
+    db.c.create_index("a")  # a command under a write lock
+    after = counts()
+    getmores = after["getmore"]
+    assert getmores >= 2
+    assert {k: after[k] - before[k] for k in after} == {
+        "total": 6 + getmores,
+        "readLock": 2 + getmores,
+        "writeLock": 4,
+        "queries": 1,
+        "getmore": getmores,
+        "insert": 1,
+        "update": 1,
+        "remove": 1,
+        "commands": 2,
+    }
+    totals = db.client.admin.command("top")["totals"]
+    assert totals["note"] == "all times in microseconds"
+    entry = totals["usage.c"]
+    assert entry["total"]["time"] >= entry["readLock"]["time"] + entry["writeLock"]["time"] - 1
+    assert entry["total"]["time"] == sum(
+        entry[k]["time"] for k in ("queries", "getmore", "insert", "update", "remove", "commands")
+    )
+    with pytest.raises(OperationFailure) as info:
+        db.command("top")
+    assert info.value.code == 13
+    db.c.drop()
+    assert "usage.c" not in db.client.admin.command("top")["totals"]
