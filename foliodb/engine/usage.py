@@ -40,7 +40,8 @@ READS = frozenset({"find", "getMore", "aggregate", "count", "distinct"})
 WRITES = frozenset({"insert", "update", "delete", "findAndModify", "findandmodify"})
 LATENCY_CLASSES = ("reads", "writes", "commands", "transactions")
 # The ``top`` command's counters (mongod's Top): every operation in ``total``, in ``readLock`` or
-# ``writeLock`` by the lock it takes, and in one of the others by its logical op.
+# ``writeLock`` by the lock it takes, and in one of the others by its logical op (``total`` is
+# the two lock counters' sum, so it is not kept).
 TOP_FIELDS = ("total", "readLock", "writeLock", "queries", "getmore", "insert", "update", "remove", "commands")
 _TOP_OPS = {"find": "queries", "getMore": "getmore", "insert": "insert", "update": "update", "delete": "remove"}
 # Commands other than writes that change a collection, under a write lock in mongod.
@@ -219,7 +220,7 @@ def command_finished(
         entry.latency[kind].add(micros)
         writes = kind == "writes" or name in _CATALOG_WRITES
         top = entry.top
-        for counter in ("total", "writeLock" if writes else "readLock", _TOP_OPS.get(name, "commands")):
+        for counter in ("writeLock" if writes else "readLock", _TOP_OPS.get(name, "commands")):
             totals = top.get(counter)
             if totals is None:
                 top[counter] = [micros, 1]
@@ -237,9 +238,12 @@ def top_totals(usage: EngineUsage) -> dict[str, Any]:
     totals: dict[str, Any] = {"note": "all times in microseconds"}
     for (db, coll), entry in sorted(usage.namespaces.items()):
         if entry.top:
+            counts = {name: entry.top.get(name, [0, 0]) for name in TOP_FIELDS[1:]}
+            # Every operation is in one of the lock counters: their sum is the total.
+            read, write = counts["readLock"], counts["writeLock"]
+            counts["total"] = [read[0] + write[0], read[1] + write[1]]
             totals[f"{db}.{coll}"] = {
-                name: {"time": Int64(entry.top.get(name, (0, 0))[0]), "count": Int64(entry.top.get(name, (0, 0))[1])}
-                for name in TOP_FIELDS
+                name: {"time": Int64(counts[name][0]), "count": Int64(counts[name][1])} for name in TOP_FIELDS
             }
     return totals
 
