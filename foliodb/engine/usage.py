@@ -40,8 +40,8 @@ READS = frozenset({"find", "getMore", "aggregate", "count", "distinct"})
 WRITES = frozenset({"insert", "update", "delete", "findAndModify", "findandmodify"})
 LATENCY_CLASSES = ("reads", "writes", "commands", "transactions")
 # The ``top`` command's counters (mongod's Top): every operation in ``total``, in ``readLock`` or
-# ``writeLock`` by the lock it takes, and in one of the others by its logical op (``total`` is
-# the two lock counters' sum, so it is not kept).
+# ``writeLock`` by the lock it takes, and in one of the others by its logical op; all of which
+# follow from the command's name, so only a total per name is kept.
 TOP_FIELDS = ("total", "readLock", "writeLock", "queries", "getmore", "insert", "update", "remove", "commands")
 _TOP_OPS = {"find": "queries", "getMore": "getmore", "insert": "insert", "update": "update", "delete": "remove"}
 # Commands other than writes that change a collection, under a write lock in mongod.
@@ -120,7 +120,8 @@ class NamespaceUsage:
     # copy-on-write, so the same entry object means the same indexes (nothing to compare).
     synced: Any = None
     latency: dict[str, Latency] = field(default_factory=lambda: {name: Latency() for name in LATENCY_CLASSES})
-    top: dict[str, list[int]] = field(default_factory=dict)  # TOP_FIELDS name -> [microseconds, count]
+    # Per command name: [microseconds, count], what the ``top`` command sums into its counters.
+    by_command: dict[str, list[int]] = field(default_factory=dict)
 
 
 class EngineUsage:
@@ -218,15 +219,12 @@ def command_finished(
         entry = usage.namespace(db, target)
         micros = int(seconds * 1_000_000)
         entry.latency[kind].add(micros)
-        writes = kind == "writes" or name in _CATALOG_WRITES
-        top = entry.top
-        for counter in ("writeLock" if writes else "readLock", _TOP_OPS.get(name, "commands")):
-            totals = top.get(counter)
-            if totals is None:
-                top[counter] = [micros, 1]
-            else:
-                totals[0] += micros
-                totals[1] += 1
+        totals = entry.by_command.get(name)
+        if totals is None:
+            entry.by_command[name] = [micros, 1]
+        else:
+            totals[0] += micros
+            totals[1] += 1
         if info is None or entry.synced is info:
             return  # nothing to bring up to date
     if info is not None and not info.is_view:
@@ -237,14 +235,17 @@ def top_totals(usage: EngineUsage) -> dict[str, Any]:
     """The ``top`` command's ``totals``: per namespace, each counter's time (µs) and count."""
     totals: dict[str, Any] = {"note": "all times in microseconds"}
     for (db, coll), entry in sorted(usage.namespaces.items()):
-        if entry.top:
-            counts = {name: entry.top.get(name, [0, 0]) for name in TOP_FIELDS[1:]}
-            # Every operation is in one of the lock counters: their sum is the total.
-            read, write = counts["readLock"], counts["writeLock"]
-            counts["total"] = [read[0] + write[0], read[1] + write[1]]
-            totals[f"{db}.{coll}"] = {
-                name: {"time": Int64(counts[name][0]), "count": Int64(counts[name][1])} for name in TOP_FIELDS
-            }
+        if not entry.by_command:
+            continue
+        counts = {name: [0, 0] for name in TOP_FIELDS}
+        for command, (micros, ops) in entry.by_command.items():
+            lock = "writeLock" if command in WRITES or command in _CATALOG_WRITES else "readLock"
+            for counter in ("total", lock, _TOP_OPS.get(command, "commands")):
+                counts[counter][0] += micros
+                counts[counter][1] += ops
+        totals[f"{db}.{coll}"] = {
+            name: {"time": Int64(micros), "count": Int64(ops)} for name, (micros, ops) in counts.items()
+        }
     return totals
 
 
