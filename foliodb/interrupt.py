@@ -46,6 +46,7 @@ class Operation:
         "session",
         "started",
         "stored_javascript",
+        "users",
         "waiting_for_lock",
     )
 
@@ -71,6 +72,9 @@ class Operation:
         self.progress: tuple[int, int] | None = None  # (done, total) of an index build
         self.cursor: Any = None  # the cursor a getMore takes a batch from (commands.cursors.Cursor)
         self.session: bytes | None = None  # the lsid id of the session it runs in
+        # The (db, user) pairs authenticated on the connection that runs it; None without access
+        # control (the embedded client, a server without --auth): whose it is, for currentOp and killOp.
+        self.users: frozenset[tuple[str, str]] | None = None
         # Server-side JavaScript ($where, $function, mapReduce): off under --noscripting; its heap bound.
         self.javascript = True
         self.js_heap_limit_mb = DEFAULT_JS_HEAP_LIMIT_MB

@@ -259,6 +259,12 @@ def _list_collections(subject: Subject, db: str, cmd: Mapping[str, Any], views: 
     return _decide(subject, db, cmd, [privilege(database(db), "listCollections")])
 
 
+def _current_op(subject: Subject, db: str, cmd: Mapping[str, Any], views: ViewLookup) -> Decision:
+    if cmd.get("$ownOps") is True:
+        return Decision()  # the handler shows only the caller's users' operations
+    return _decide(subject, db, cmd, [privilege(CLUSTER, "inprog")])
+
+
 def _list_databases(subject: Subject, db: str, cmd: Mapping[str, Any], views: ViewLookup) -> Decision:
     if cmd.get("authorizedDatabases") is False:
         return _decide(subject, db, cmd, [privilege(CLUSTER, "listDatabases")])
@@ -552,10 +558,8 @@ RULES: dict[str, Rule] = {
     "replSetGetConfig": _cluster("replSetGetConfig"),
     "replSetInitiate": _cluster("replSetConfigure"),
     "replSetResizeOplog": _cluster("replSetResizeOplog"),
-    "killOp": _cluster("killop", note="also for one's own operations: FolioDB does not yet track operations by user"),
-    "currentOp": _cluster(
-        "inprog", note="also with $ownOps: FolioDB's currentOp does not yet filter operations by user"
-    ),
+    "killOp": _authenticated("killop on the cluster, or an operation of one of the caller's users"),
+    "currentOp": _special(_current_op, "inprog on the cluster; with $ownOps: true, none (only one's own operations)"),
     # Users and roles.
     "createUser": _special(_create_user, "createUser on the database; " + _GRANTS),
     "updateUser": _special(

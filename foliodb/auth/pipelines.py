@@ -11,7 +11,7 @@ then each stage's own needs, sub-pipelines included at any depth:
     $out                     insert and remove on the target
     $merge                   insert and/or update on the target, by whenMatched/whenNotMatched
     $collStats / $indexStats collStats / indexStats on the aggregated collection (instead of find)
-    $currentOp               inprog on the cluster
+    $currentOp               inprog on the cluster with allUsers: true (else one's own operations)
     $listLocalSessions,      listSessions on the cluster for ``allUsers`` or users other than the
     $listSessions            caller (instead of find); nothing for the caller's own sessions
     $changeStream            changeStream and find on the collection (instead of find), on the
@@ -62,7 +62,7 @@ STAGE_NEEDS = {
     "$merge": "insert and/or update on the target, by whenMatched/whenNotMatched",
     "$collStats": "collStats on the aggregated collection (instead of find)",
     "$indexStats": "indexStats on the aggregated collection (instead of find)",
-    "$currentOp": "inprog on the cluster",
+    "$currentOp": "inprog on the cluster for `allUsers: true`; nothing for one's own operations",
     "$listLocalSessions": "listSessions on the cluster for `allUsers` or other users' sessions; nothing for one's own",
     "$listSessions": "as `$listLocalSessions` (instead of find on `config.system.sessions`)",
     "$changeStream": "changeStream, find on the collection; on the database (`aggregate: 1`); "
@@ -184,7 +184,8 @@ class _Walk:
         elif name in ("$collStats", "$indexStats") and source is not None:
             self.needed.append(privilege(namespace(*source), name[1:]))
         elif name == "$currentOp":
-            self.needed.append(privilege(CLUSTER, "inprog"))
+            if isinstance(spec, Mapping) and spec.get("allUsers") is True:
+                self.needed.append(privilege(CLUSTER, "inprog"))  # without it: one's own operations only
         elif name in ("$listLocalSessions", "$listSessions") and isinstance(spec, Mapping):
             named = spec.get("users")
             others = isinstance(named, list) and any(

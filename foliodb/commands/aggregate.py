@@ -214,8 +214,8 @@ class EngineEnv:
     def coll_stats(self, coll: str, spec: Mapping[str, Any]) -> dict[str, Any]:
         return stats.coll_stats(self.engine, self.db, coll, spec, self.ctx.now)
 
-    def current_ops(self, idle_connections: bool, idle_cursors: bool) -> list[dict[str, Any]]:
-        return current_ops(self.request, idle_connections, idle_cursors)
+    def current_ops(self, idle_connections: bool, idle_cursors: bool, all_users: bool) -> list[dict[str, Any]]:
+        return current_ops(self.request, idle_connections, idle_cursors, all_users)
 
     def index_stats(self, coll: str) -> list[dict[str, Any]]:
         return stats.index_stats(self.engine, self.db, coll)

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 from bson import Int64
 from bson.binary import UUID_SUBTYPE, Binary
 
+from foliodb.auth.caller import CALLER
+from foliodb.auth.privileges import CLUSTER, privilege
 from foliodb.commands import params
 from foliodb.commands.profiler import OP_NAMES
 from foliodb.commands.registry import COMMANDS
@@ -38,10 +40,20 @@ if TYPE_CHECKING:
     from foliodb.interrupt import Operation
 
 
-def current_ops(request: Request, idle_connections: bool, idle_cursors: bool = False) -> list[dict[str, Any]]:
+def current_ops(
+    request: Request, idle_connections: bool, idle_cursors: bool = False, all_users: bool = True
+) -> list[dict[str, Any]]:
     """``$currentOp`` documents: the running operations, this one included; with
-    ``idle_cursors``, also the open cursors no getMore is using (``type: "idleCursor"``)."""
+    ``idle_cursors``, also the open cursors no getMore is using (``type: "idleCursor"``).
+    Without ``all_users``, under access control, only what belongs to a user of the caller's
+    (mongod's "coauthorized": sharing an authenticated user)."""
     executor = request.executor
+    caller = CALLER.get()
+    mine = None if all_users or caller is None else caller.users
+
+    def shown(users: frozenset[tuple[str, str]] | None) -> bool:
+        return mine is None or bool(users and users & mine)
+
     now = time.monotonic()
     host = socket.gethostname()
     out = []
@@ -49,10 +61,11 @@ def current_ops(request: Request, idle_connections: bool, idle_cursors: bool = F
     for op in list(executor.operations.values()):
         if op.connection_id is not None:
             busy.add(op.connection_id)
-        out.append(_describe(op, now, host))
+        if shown(op.users):
+            out.append(_describe(op, now, host))
     if idle_connections and executor.connection_list is not None:
-        for connection_id, client in executor.connection_list():
-            if connection_id not in busy:
+        for connection_id, client, users in executor.connection_list():
+            if connection_id not in busy and shown(users):
                 out.append(
                     {
                         "type": "op",
@@ -66,6 +79,8 @@ def current_ops(request: Request, idle_connections: bool, idle_cursors: bool = F
                 )
     if idle_cursors:
         for cursor in request.cursors.idle():
+            if not shown(cursor.owners):
+                continue
             entry: dict[str, Any] = {"type": "idleCursor", "host": host, "ns": cursor.ns}
             if cursor.lsid is not None:
                 entry["lsid"] = {"id": Binary(cursor.lsid, UUID_SUBTYPE)}
@@ -124,11 +139,12 @@ def cmd_currentOp(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if request.db != "admin":
         raise CommandError(ErrorCode.Unauthorized, "currentOp may only be run against the admin database.")
     include_idle = bool(params.field(cmd, "$all", "bool", "currentOp", default=False))
+    own = bool(params.field(cmd, "$ownOps", "bool", "currentOp", default=False))
     conditions = {
         k: v for k, v in cmd.items() if k not in ("currentOp", "$all", "$ownOps") and k not in params.GENERIC_FIELDS
     }
     matcher = compile_filter(conditions) if conditions else None
-    ops = [op for op in current_ops(request, include_idle) if matcher is None or matcher(op)]
+    ops = [op for op in current_ops(request, include_idle, all_users=not own) if matcher is None or matcher(op)]
     reply: dict[str, Any] = {"inprog": ops}
     if request.engine.storage.fsync_locks:  # as mongod's currentOp while fsyncLock holds writes back
         reply.update(fsyncLock=True, info="use db.fsyncUnlock() to terminate the fsync write/snapshot lock")
@@ -146,6 +162,15 @@ def cmd_killOp(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(opid, bool) or not isinstance(opid, int | float):
         raise CommandError(ErrorCode.TypeMismatch, '"op" field must be a number')
     op = request.executor.operations.get(int(opid))
+    caller = CALLER.get()
+    # As mongod: without killop, a user may kill only an operation of one of its own users (an
+    # operation that does not exist is no one's).
+    if (
+        caller is not None
+        and not caller.subject.allows([privilege(CLUSTER, "killop")])
+        and (op is None or not (op.users and op.users & caller.users))
+    ):
+        raise CommandError(ErrorCode.Unauthorized, "Unauthorized")
     if op is not None:
         op.killed = True
     return {"info": "attempting to kill op", "ok": 1.0}

@@ -23,6 +23,7 @@ import bson
 from bson import ObjectId
 
 from foliodb import interrupt, lane
+from foliodb.auth.caller import CALLER
 from foliodb.commands import api_version, failpoints, params, profiler, registry, sessions
 from foliodb.commands.cursors import CursorManager
 from foliodb.commands.replication import ReplicaSet, write_concern_error
@@ -141,14 +142,18 @@ class Executor:
         self.opcounters = dict.fromkeys(("insert", "query", "update", "delete", "getmore", "command"), 0)
         # serverStatus.connections, when a server runs this executor: () -> {current, available, totalCreated}.
         self.connection_stats: Callable[[], dict[str, int]] | None = None
-        # $currentOp's idle connections, when a server runs this executor: () -> [(connection id, client)].
-        self.connection_list: Callable[[], list[tuple[int, str]]] | None = None
+        # $currentOp's idle connections, when a server runs this executor:
+        # () -> [(connection id, client, the (db, user) pairs authenticated on it)].
+        self.connection_list: Callable[[], list[tuple[int, str, frozenset[tuple[str, str]]]]] | None = None
         # The commands running now on this engine, from every client and connection: opid -> op.
         self.operations = engine.operations
         self._opids = engine.opids
 
     def execute(self, db: str, command: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
         op = Operation(next(self._opids), db, command, None, extra.get("connection_id"), extra.get("peer", ""))
+        caller = CALLER.get()
+        if caller is not None:
+            op.users = caller.users
         op.javascript = self.javascript
         op.js_heap_limit_mb = self.engine.parameters.get("jsHeapLimitMB", DEFAULT_JS_HEAP_LIMIT_MB)
         op.stored_javascript = self.stored_javascript

@@ -317,9 +317,9 @@ class Server:
             current = len(self._connections)
         return {"current": current, "available": self.max_conns - current, "totalCreated": self._created}
 
-    def _connection_list(self) -> list[tuple[int, str]]:
+    def _connection_list(self) -> list[tuple[int, str, frozenset[tuple[str, str]]]]:
         with self._lock:
-            return [(connection_id, c.peer) for connection_id, c in self._connections.items()]
+            return [(connection_id, c.peer, frozenset(c.auth.users)) for connection_id, c in self._connections.items()]
 
     def _serve(self, connection: Connection) -> None:
         try:

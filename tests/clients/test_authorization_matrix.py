@@ -121,7 +121,9 @@ EXPECTED: dict[str, set[str]] = {
     "$merge other.copy": {"readWriteAnyDatabase", "root"},
     "$collStats shop.orders": STATS | {"backup"},
     "$indexStats shop.orders": {"clusterMonitor", "clusterAdmin", "root"},  # indexStats: clusterMonitor
-    "$currentOp": MONITORS,  # inprog
+    # $currentOp of every user: inprog; of one's own users (allUsers false, the default): anyone.
+    "$currentOp allUsers": MONITORS,
+    "$currentOp": set(ROLES),
     # Users and roles: createUser/viewUser/createRole/viewRole on the database, grantRole on each
     # granted role's database.
     "createUser shop [read]": USER_ADMINS_SHOP,
@@ -137,6 +139,7 @@ EXPECTED: dict[str, set[str]] = {
     "getLog": MONITORS,
     "hostInfo": MONITORS,
     "currentOp": MONITORS,
+    "currentOp $ownOps": set(ROLES),
     "getParameter": MONITORS | {"backup", "restore"},
     "setParameter": {"hostManager", "clusterAdmin", "root"},
     "killAllSessions": {"hostManager", "clusterAdmin", "root"},  # killAnySession
@@ -222,6 +225,7 @@ def _ops(role: str) -> dict[str, Callable[[Any], Any]]:
         "$merge other.copy": lambda c: agg(c, {"$merge": {"into": {"db": "other", "coll": "copy"}}}),
         "$collStats shop.orders": lambda c: agg(c, {"$collStats": {"count": {}}}),
         "$indexStats shop.orders": lambda c: agg(c, {"$indexStats": {}}),
+        "$currentOp allUsers": lambda c: list(c.admin.aggregate([{"$currentOp": {"allUsers": True}}])),
         "$currentOp": lambda c: list(c.admin.aggregate([{"$currentOp": {}}])),
         "createUser shop [read]": lambda c: c.shop.command("createUser", f"made_{role}", pwd="x", roles=["read"]),
         "createUser shop [root@admin]": lambda c: c.shop.command(
@@ -239,6 +243,7 @@ def _ops(role: str) -> dict[str, Callable[[Any], Any]]:
         "getLog": lambda c: c.admin.command("getLog", "global"),
         "hostInfo": lambda c: c.admin.command("hostInfo"),
         "currentOp": lambda c: c.admin.command("currentOp"),
+        "currentOp $ownOps": lambda c: c.admin.command("currentOp", **{"$ownOps": True}),
         "getParameter": lambda c: c.admin.command("getParameter", 1, cursorTimeoutMillis=1),
         "setParameter": lambda c: c.admin.command("setParameter", 1, cursorTimeoutMillis=600000),
         "killAllSessions": lambda c: c.admin.command("killAllSessions", []),

@@ -111,9 +111,10 @@ def stage_currentOp(spec: Any, where: Where) -> Stage:
         )
     idle = bool(spec.get("idleConnections", False))
     idle_cursors = bool(spec.get("idleCursors", False))
+    all_users = bool(spec.get("allUsers", False))
 
     def run(docs: Docs) -> Docs:
-        yield from env.current_ops(idle, idle_cursors)
+        yield from env.current_ops(idle, idle_cursors, all_users)
 
     return Stage("$currentOp", spec, run)
 
