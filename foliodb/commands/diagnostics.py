@@ -14,6 +14,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from bson import Int64
+
 import foliodb
 from foliodb.commands import failpoints, params
 from foliodb.commands.executor import Request
@@ -88,15 +90,49 @@ def cmd_buildInfo(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _global_lock(request: Request, uptime: float) -> dict[str, Any]:
+    """serverStatus' ``globalLock``: the operations running (``activeClients``) and those waiting
+    for the writer (``currentQueue``; readers never wait here), as readers or writers by command."""
+    active = {"readers": 0, "writers": 0}
+    waiting = 0
+    for op in list(request.executor.operations.values()):
+        active["writers" if next(iter(op.command), "") in usage.WRITES else "readers"] += 1
+        waiting += op.waiting_for_lock
+    return {
+        "totalTime": Int64(int(uptime * 1_000_000)),
+        "currentQueue": {"total": waiting, "readers": 0, "writers": waiting},
+        "activeClients": {"total": active["readers"] + active["writers"], **active},
+    }
+
+
+def _memory() -> dict[str, Any]:
+    """serverStatus' ``mem`` (MiB), from /proc where there is one."""
+    sizes: dict[str, int] = {}
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith(("VmRSS:", "VmSize:")):
+                    name, kib = line.split()[:2]
+                    sizes[name] = int(kib) // 1024
+    except OSError:
+        return {"bits": 64, "supported": False}
+    return {"bits": 64, "resident": sizes.get("VmRSS:", 0), "virtual": sizes.get("VmSize:", 0), "supported": True}
+
+
 @COMMANDS.register("serverStatus")
 def cmd_serverStatus(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    uptime = time.time() - _STARTED
     return {
         "host": socket.gethostname(),
         "version": MONGODB_VERSION,
         "process": "foliodb",
         "pid": os.getpid(),
-        "uptime": time.time() - _STARTED,
+        "uptime": uptime,
+        "uptimeMillis": Int64(int(uptime * 1000)),
+        "uptimeEstimate": Int64(int(uptime)),
         "localTime": datetime.datetime.now(datetime.UTC).replace(tzinfo=None),
+        "globalLock": _global_lock(request, uptime),
+        "mem": _memory(),
         "connections": stats() if (stats := request.executor.connection_stats) else {"current": 0, "totalCreated": 0},
         "opcounters": dict(request.executor.opcounters),
         "metrics": {"cursor": {"open": {"total": len(request.cursors)}}},

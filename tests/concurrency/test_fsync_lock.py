@@ -45,6 +45,8 @@ def test_fsync_lock_holds_writes_until_unlocked(deployment: Deployment) -> None:
     )
     current = reader.admin.command("currentOp")
     assert current["fsyncLock"] is True
+    queue = reader.admin.command("serverStatus")["globalLock"]["currentQueue"]
+    assert queue["writers"] >= 1 and queue["readers"] == 0  # the insert waits for the writer
     assert locker.admin.command("fsyncUnlock")["lockCount"] == 1
     time.sleep(0.1)
     assert blocked.running  # one lock is still held
@@ -54,6 +56,7 @@ def test_fsync_lock_holds_writes_until_unlocked(deployment: Deployment) -> None:
     assert blocked.error is None
     assert sorted(d["_id"] for d in reader.test.c.find()) == [1, 3]  # the timed-out insert wrote nothing
     assert "fsyncLock" not in reader.admin.command("currentOp")
+    assert reader.admin.command("serverStatus")["globalLock"]["currentQueue"]["writers"] == 0
 
 
 def test_closing_lets_an_fsync_lock_go(tmp_path: Path) -> None:
