@@ -39,6 +39,7 @@ class Operation:
         "deadline",
         "javascript",
         "js_heap_limit_mb",
+        "kill_code",
         "killed",
         "opid",
         "plan_summary",
@@ -67,6 +68,7 @@ class Operation:
         self.client = client
         self.started = time.monotonic()
         self.killed = False
+        self.kill_code: int = ErrorCode.Interrupted  # what a check raises once killed (CursorKilled: its cursor was)
         self.waiting_for_lock = False
         self.plan_summary: str | None = None
         self.progress: tuple[int, int] | None = None  # (done, total) of an index build
@@ -85,10 +87,15 @@ class Operation:
     def check(self) -> None:
         lane.leave_if_overdue()  # a command long enough to check runs beside the lane after its slice
         if self.killed:
-            raise CommandError(ErrorCode.Interrupted, "operation was interrupted")
+            raise CommandError(self.kill_code, "operation was interrupted")
         deadline = self.deadline
         if deadline is not None and time.monotonic() > deadline:
             raise CommandError(ErrorCode.MaxTimeMSExpired, "operation exceeded time limit")
+
+    def kill(self, code: int = ErrorCode.Interrupted) -> None:
+        """Mark it killed: its next check raises ``code``."""
+        self.kill_code = code
+        self.killed = True
 
     def remaining(self) -> float | None:
         """Seconds left before the deadline (never negative); None without one."""

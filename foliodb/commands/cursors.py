@@ -108,6 +108,7 @@ class Cursor:
     owners: frozenset[tuple[str, str]] | None = None  # (db, user); None: opened without authorization
     privileges: tuple[Privilege, ...] = ()  # what the opening command needed
     in_use: bool = False  # a getMore is taking a batch from it
+    operation: Any = None  # that getMore's Operation (killCursors interrupts it)
     killed: bool = False  # killed while in use: the getMore closes it
     # What currentOp shows of it (mongod's GenericCursor): the command that opened it, its plan,
     # when it was opened and last used (wall clock), the documents and batches it returned.
@@ -206,6 +207,7 @@ class CursorManager:
         """Unpin a cursor after its getMore; one killed meanwhile is closed now."""
         with self._lock:
             cursor.in_use = False
+            cursor.operation = None
             cursor.last_used = time.monotonic()
             killed = cursor.killed
         if killed:
@@ -236,6 +238,8 @@ class CursorManager:
             cursor = self._cursors.pop(cursor_id, None)
             if cursor is not None and cursor.in_use:
                 cursor.killed = True
+                if cursor.operation is not None:  # as mongod: the getMore using it stops, CursorKilled
+                    cursor.operation.kill(ErrorCode.CursorKilled)
                 return True
         if cursor is None:
             return False
@@ -397,6 +401,7 @@ def cmd_getMore(request: Any, cmd: Mapping[str, Any]) -> dict[str, Any]:
         op = interrupt.current()
         if op is not None:
             op.cursor = cursor
+            cursor.operation = op
             if cursor.time_left is not None:
                 op.deadline = time.monotonic() + cursor.time_left
                 failpoints.deadline_set(request, op)
@@ -435,7 +440,7 @@ def cmd_getMore(request: Any, cmd: Mapping[str, Any]) -> dict[str, Any]:
     reply: dict[str, Any] = {"nextBatch": batch}
     if cursor.stream is not None:
         reply["postBatchResumeToken"] = cursor.stream.post_batch_token()
-    reply.update(id=Int64(0 if done else cursor.id), ns=ns)
+    reply.update(id=Int64(0 if done or cursor.killed else cursor.id), ns=ns)
     return {"cursor": reply, "ok": 1.0}
 
 

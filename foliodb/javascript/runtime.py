@@ -113,10 +113,9 @@ def _failure(exc: Exception, context: quickjs.Context, throws: bool) -> CommandE
     """The CommandError of a JavaScript exception (its first line, as mongod reports);
     ``throws``: the context's user code has a ``throw`` statement."""
     first = str(exc).split("\n", 1)[0].strip()
+    if _should_stop(None, None):  # interrupted (QuickJS's handler, or sleep() cut short): the operation's error
+        interrupt.check()
     if first == "InternalError: interrupted":
-        op = interrupt.current()
-        if op is not None:
-            op.check()
         return CommandError(ErrorCode.Interrupted, "operation was interrupted")
     memory = context.memory()
     # Running out of memory while raising "out of memory", QuickJS throws null (or an
@@ -136,12 +135,18 @@ def _hex_md5(text: Any) -> str:
 
 def _sleep(millis: Any) -> None:
     """mongod's ``sleep(ms)`` (jstests slow ``$where`` down with it): a wait, out of the lane, that
-    ends early once the operation is killed or out of time; the interrupt handler then stops the
-    script."""
+    ends early once the operation is out of time, and ends the script once it is killed."""
     seconds = float(millis) / 1000.0 if isinstance(millis, int | float) and not isinstance(millis, bool) else 0.0
     until = time.monotonic() + seconds
     lane.leave()
-    while (left := until - time.monotonic()) > 0 and not _should_stop(None, None):
+    op = interrupt.current()
+    while (left := until - time.monotonic()) > 0:
+        if op is not None and op.killed:
+            # Thrown into the script, which stops: the rest of it may be too short for QuickJS's
+            # handler to run, and the error becomes the operation's (see _failure).
+            raise InterruptedError("interrupted")
+        if _should_stop(None, None):
+            return  # out of time: the operation stops at its next check (a peek past a full batch need not)
         time.sleep(min(left, 0.01))
 
 

@@ -325,3 +325,31 @@ def test_current_op_shows_a_getmores_cursor_and_idle_cursors(deployment: Deploym
     admin.admin.command("killOp", op=op["opid"])
     running.join()
     idle.close()
+
+
+def test_kill_cursors_stops_the_getmore_using_the_cursor(deployment: Deployment) -> None:
+    """As mongod: killCursors of a cursor a getMore is using interrupts that getMore, with
+    CursorKilled (237), and the cursor is gone."""
+    client, other = deployment.connect(), deployment.connect()
+    client.test.kc.insert_many([{"_id": i} for i in range(40)])
+    slow_after_two = "if (this._id >= 2) { sleep(1000); } return true;"  # a fast first batch, then 2 s getMores
+    cursor = client.test.kc.find({"$where": slow_after_two}, comment="to-kill").sort("_id", 1).batch_size(2)
+    next(cursor)
+    running = Background(lambda: list(cursor))
+    op = wait_for(
+        lambda: [
+            o
+            for o in other.admin.command("currentOp")["inprog"]
+            if o.get("op") == "getmore" and o["cursor"]["originatingCommand"].get("comment") == "to-kill"
+        ]
+    )[0]
+    cursor_id = op["cursor"]["cursorId"]
+    killed_at = time.perf_counter()
+    if deployment.kind == "server":
+        reply = other.test.command("killCursors", "kc", cursors=[cursor_id])
+    else:  # an embedded client's cursors are its own
+        reply = client.test.command("killCursors", "kc", cursors=[cursor_id])
+    assert reply["cursorsKilled"] == [cursor_id]
+    running.join()
+    assert isinstance(running.error, OperationFailure) and running.error.code == 237
+    assert time.perf_counter() - killed_at < 1.0
