@@ -71,8 +71,11 @@ class PipelineEnv(Protocol):
         """One ``$indexStats`` document per index."""
         ...
 
-    def current_ops(self, idle_connections: bool, idle_cursors: bool, all_users: bool) -> list[dict[str, Any]]:
-        """The ``$currentOp`` documents (with idle connections, with idle cursors, of every user)."""
+    def current_ops(
+        self, idle_connections: bool, idle_cursors: bool, all_users: bool, idle_sessions: bool
+    ) -> list[dict[str, Any]]:
+        """The ``$currentOp`` documents (with idle connections, idle cursors, of every user, with
+        idle sessions' open transactions)."""
         ...
 
     def sessions(self, all_users: bool, users: list[tuple[str, str]]) -> list[dict[str, Any]]:

@@ -214,8 +214,10 @@ class EngineEnv:
     def coll_stats(self, coll: str, spec: Mapping[str, Any]) -> dict[str, Any]:
         return stats.coll_stats(self.engine, self.db, coll, spec, self.ctx.now)
 
-    def current_ops(self, idle_connections: bool, idle_cursors: bool, all_users: bool) -> list[dict[str, Any]]:
-        return current_ops(self.request, idle_connections, idle_cursors, all_users)
+    def current_ops(
+        self, idle_connections: bool, idle_cursors: bool, all_users: bool, idle_sessions: bool
+    ) -> list[dict[str, Any]]:
+        return current_ops(self.request, idle_connections, idle_cursors, all_users, idle_sessions)
 
     def index_stats(self, coll: str) -> list[dict[str, Any]]:
         return stats.index_stats(self.engine, self.db, coll)

@@ -41,10 +41,16 @@ if TYPE_CHECKING:
 
 
 def current_ops(
-    request: Request, idle_connections: bool, idle_cursors: bool = False, all_users: bool = True
+    request: Request,
+    idle_connections: bool,
+    idle_cursors: bool = False,
+    all_users: bool = True,
+    idle_sessions: bool = False,
 ) -> list[dict[str, Any]]:
     """``$currentOp`` documents: the running operations, this one included; with
-    ``idle_cursors``, also the open cursors no getMore is using (``type: "idleCursor"``).
+    ``idle_cursors``, also the open cursors no getMore is using (``type: "idleCursor"``); with
+    ``idle_sessions``, the sessions holding a transaction open between its commands
+    (``type: "idleSession"``).
     Without ``all_users``, under access control, only what belongs to a user of the caller's
     (mongod's "coauthorized": sharing an authenticated user)."""
     executor = request.executor
@@ -77,6 +83,12 @@ def current_ops(
                         "currentOpTime": datetime.datetime.now(datetime.UTC).isoformat(),
                     }
                 )
+    if idle_sessions:
+        running = {op.session for op in executor.operations.values() if op.session is not None}
+        for session in request.engine.sessions.idle_transactions(running):
+            owner = session.get("effectiveUsers")
+            if shown(frozenset((u["db"], u["user"]) for u in owner) if owner else None):
+                out.append({**session, "host": host})
     if idle_cursors:
         for cursor in request.cursors.idle():
             if not shown(cursor.owners):

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import bson
+from bson import Int64
 from bson.binary import Binary
 
 from foliodb.engine.catalog import CODEC
@@ -168,6 +169,44 @@ class SessionRegistry:
                 record["user"] = {"name": f"{s.owner[1]}@{s.owner[0]}"}
             records.append(record)
         return records
+
+    def idle_transactions(self, busy: set[bytes]) -> list[dict[str, Any]]:
+        """``$currentOp``'s ``idleSession`` documents: the sessions with a transaction in progress
+        and no command running (``busy``: the sessions running one), as mongod shows them."""
+        now = time.monotonic()
+        wall = datetime.datetime.now(datetime.UTC)
+        with self.lock:
+            sessions = [
+                s
+                for s in self.sessions.values()
+                if s.txn is not None and s.txn.state is State.IN_PROGRESS and s.key not in busy
+            ]
+        out = []
+        for s in sessions:
+            txn = s.txn
+            assert txn is not None
+            open_seconds = now - txn.started
+            started = wall - datetime.timedelta(seconds=open_seconds)
+            parameters: dict[str, Any] = {"txnNumber": Int64(s.txn_number_of_txn), "autocommit": False}
+            if txn.options.get("readConcern") is not None:
+                parameters["readConcern"] = txn.options["readConcern"]
+            entry: dict[str, Any] = {
+                "type": "idleSession",
+                "desc": "inactive transaction",
+                "lsid": {"id": s.lsid["id"], "uid": user_digest(s.owner)},
+                "transaction": {
+                    "parameters": parameters,
+                    "startWallClockTime": started.isoformat(),
+                    "timeOpenMicros": Int64(int(open_seconds * 1_000_000)),
+                    "expiryTime": (started + datetime.timedelta(seconds=self.transaction_lifetime)).isoformat(),
+                },
+                "active": False,
+                "waitingForLock": False,
+            }
+            if s.owner is not None:
+                entry["effectiveUsers"] = [{"user": s.owner[1], "db": s.owner[0]}]
+            out.append(entry)
+        return out
 
 
 def user_digest(owner: tuple[str, str] | None) -> Binary:

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pymongo.errors import DuplicateKeyError, OperationFailure
 from pymongo.read_concern import ReadConcern
 
@@ -167,3 +168,35 @@ def test_a_commit_landing_while_a_transaction_pins_its_snapshot_is_a_conflict(tm
     assert accounts.find_one({"_id": 1})["balance"] == 107
     client.close()
     other.close()
+
+
+def test_current_op_shows_an_idle_transaction_and_kill_sessions_ends_it(deployment: Deployment) -> None:
+    """``$currentOp`` (idleSessions, true by default) shows a session holding a transaction open
+    between its commands (``type: "idleSession"``), so an administrator can find the one that
+    holds writes back and end it with killSessions.
+    https://www.mongodb.com/docs/manual/reference/operator/aggregation/currentOp/"""
+    client, admin = deployment.connect(), deployment.connect()
+    client.test.held.insert_one({"_id": 1})
+    session = client.start_session()
+    session.start_transaction()
+    client.test.held.update_one({"_id": 1}, {"$set": {"x": 1}}, session=session)
+    idle = [op for op in admin.admin.aggregate([{"$currentOp": {}}]) if op["type"] == "idleSession"]
+    mine = [op for op in idle if op["lsid"]["id"] == session.session_id["id"]]
+    assert len(mine) == 1
+    shown = mine[0]
+    assert shown["active"] is False and shown["desc"] == "inactive transaction"
+    assert shown["transaction"]["parameters"]["txnNumber"] >= 1  # a pooled server session may have used 1
+    assert shown["transaction"]["parameters"]["autocommit"] is False
+    assert shown["transaction"]["timeOpenMicros"] >= 0
+    assert not [
+        op for op in admin.admin.aggregate([{"$currentOp": {"idleSessions": False}}]) if op["type"] == "idleSession"
+    ]
+    admin.admin.command("killSessions", [{"id": shown["lsid"]["id"]}])
+    assert not [
+        op
+        for op in admin.admin.aggregate([{"$currentOp": {}}])
+        if op["type"] == "idleSession" and op["lsid"]["id"] == session.session_id["id"]
+    ]
+    with pytest.raises(OperationFailure):
+        session.commit_transaction()
+    assert admin.test.held.find_one({"_id": 1}) == {"_id": 1}  # the killed transaction's write is gone

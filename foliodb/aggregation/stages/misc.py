@@ -112,9 +112,10 @@ def stage_currentOp(spec: Any, where: Where) -> Stage:
     idle = bool(spec.get("idleConnections", False))
     idle_cursors = bool(spec.get("idleCursors", False))
     all_users = bool(spec.get("allUsers", False))
+    idle_sessions = bool(spec.get("idleSessions", True))  # mongod's default: open transactions between commands
 
     def run(docs: Docs) -> Docs:
-        yield from env.current_ops(idle, idle_cursors, all_users)
+        yield from env.current_ops(idle, idle_cursors, all_users, idle_sessions)
 
     return Stage("$currentOp", spec, run)
 
