@@ -127,7 +127,8 @@ def test_established_connections_wait_in_the_loop_not_in_threads(serve: Callable
         _ping(peer)  # the first message is answered on the connection's own thread
     # Then each plain connection joins the loop and its thread ends.
     assert _settle(lambda: _server_threads("foliodb-conn") == 0)
-    assert _server_threads("foliodb-loop") <= 1 + server_loop.MAX_IDLE
+    # A follower beyond the idle few ends once it finds the loop led (a moment on a loaded machine).
+    assert _settle(lambda: _server_threads("foliodb-loop") <= 1 + server_loop.MAX_IDLE, 2.0)
     # Every connection sends at once; each gets its own answer (its key, its requestID).
     for i, peer in enumerate(peers):
         peer.send({"insert": "c", "documents": [{"_id": i}], "$db": "test"}, request_id=1000 + i)
@@ -137,7 +138,7 @@ def test_established_connections_wait_in_the_loop_not_in_threads(serve: Callable
     for i, peer in enumerate(peers):
         found = peer.command({"find": "c", "filter": {"_id": i}, "$db": "test"}, request_id=2000 + i)
         assert found["cursor"]["firstBatch"] == [{"_id": i}]
-    assert _server_threads("foliodb-loop") <= 1 + server_loop.MAX_IDLE
+    assert _settle(lambda: _server_threads("foliodb-loop") <= 1 + server_loop.MAX_IDLE, 2.0)
     for peer in peers:
         peer.close()
     assert _settle(lambda: server._connection_stats()["current"] == 0)
