@@ -291,7 +291,11 @@ def test_change_streams_emitter_iteration_and_resume(server: RunningServer) -> N
     )
     assert later["_id"]["_data"] > tokens[-1]
     assert out["resumedExtra"] is None  # nothing repeated
-    assert out["failedCommands"] == []
+    # Closing a stream whose awaitData getMore is waiting sends killCursors, which stops that
+    # getMore with CursorKilled, as mongod's CursorManager::killCursor kills the operation using
+    # the cursor; nothing else fails.
+    failed = out["failedCommands"]
+    assert len(failed) <= 3 and all((c["name"], c["code"]) == ("getMore", 237) for c in failed), failed
 
     with server.client() as client:
         assert list(client.nodestreams["orders"].find().sort("_id", 1)) == [

@@ -35,7 +35,7 @@ function monitoredClient(uri) {
   });
   client.on('commandFailed', (ev) => {
     started.delete(ev.requestId);
-    commands.push({ name: ev.commandName, ok: false, error: String(ev.failure) });
+    commands.push({ name: ev.commandName, ok: false, error: String(ev.failure), code: ev.failure && ev.failure.code });
   });
   return { client, commands };
 }
