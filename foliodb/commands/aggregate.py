@@ -17,7 +17,6 @@ from typing import Any
 import bson
 from bson import Int64
 
-from foliodb import interrupt
 from foliodb.aggregation.pipeline import FIRST_ONLY, compile_pipeline
 from foliodb.commands import change_streams, collation, oplog_rs, params, sessions, stats
 from foliodb.commands.accesses import counted
@@ -82,7 +81,7 @@ class EngineEnv:
             allow_disk_use=self.allow_disk_use,
             keep_metadata=True,
         )
-        run = counted(self.request, store, FindExecution(store, spec, env.ctx, interrupt.check))
+        run = counted(self.request, store, FindExecution(store, spec, env.ctx))
         return pipeline.run(iter(run), pushed=True)
 
     # -- PipelineEnv ---------------------------------------------------------------------
@@ -104,7 +103,7 @@ class EngineEnv:
                 # $lookup's per-document match is a find: no pipeline to compile.
                 store = self.engine.store(db or self.db, source)
                 spec = FindSpec(filter=field_match, allow_disk_use=self.allow_disk_use)
-                return iter(counted(self.request, store, FindExecution(store, spec, ctx, interrupt.check)))
+                return iter(counted(self.request, store, FindExecution(store, spec, ctx)))
         return self.source(coll, pipeline, db, ctx)
 
     def collection_exists(self, coll: str, db: str | None = None) -> bool:

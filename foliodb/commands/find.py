@@ -11,7 +11,6 @@ from typing import Any
 import bson
 from bson import Int64
 
-from foliodb import interrupt
 from foliodb.commands import collation, oplog_rs, params
 from foliodb.commands.accesses import counted
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
@@ -96,7 +95,7 @@ def parse_find(cmd: Mapping[str, Any], command: str = "find") -> tuple[FindSpec,
 def execution(request: Request, name: str, spec: FindSpec, let: Mapping[str, Any] | None = None) -> FindExecution:
     store = request.engine.store(request.db, name)
     ctx = request.context(let, collation.resolve(request, name, spec.collation, "find"))
-    return counted(request, store, FindExecution(store, spec, ctx, interrupt.check))
+    return counted(request, store, FindExecution(store, spec, ctx))
 
 
 def documents(
@@ -215,7 +214,7 @@ def count_execution(request: Request, name: str, cmd: Mapping[str, Any]) -> Coun
     if skip < 0:
         raise location(51024, f"BSON field 'skip' value must be >= 0, actual value '{skip}'")
     store = request.engine.store(request.db, name)
-    run = CountExecution(store, query, skip, abs(limit) or None, hint, request.context(None, collator), interrupt.check)
+    run = CountExecution(store, query, skip, abs(limit) or None, hint, request.context(None, collator))
     if run.find is not None:
         request.track(run.find)
     return run

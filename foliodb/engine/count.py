@@ -12,7 +12,7 @@ count, as in mongod's COUNT stage.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from foliodb.engine.planner.counting import exact_scan, single_interval
@@ -33,7 +33,6 @@ class CountExecution:
         limit: int | None,
         hint: Any,
         ctx: Context,
-        check_time: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self.filter = dict(filter_spec or {})
@@ -45,7 +44,7 @@ class CountExecution:
         self.n_skipped = 0
         self.stats = ExecStats()
         if store is not None and (any(k != "$comment" for k in self.filter) or hint is not None):
-            self.find = FindExecution(store, FindSpec(filter=filter_spec, hint=hint, count_only=True), ctx, check_time)
+            self.find = FindExecution(store, FindSpec(filter=filter_spec, hint=hint, count_only=True), ctx)
             access = self.find.plan.access if self.find.plan is not None else None
             if isinstance(access, IndexScan) and exact_scan(filter_spec, access):
                 self.exact = True

@@ -82,13 +82,10 @@ class ExecStats:
 class FindExecution:
     """One find's plan and its lazy execution; iterate for the documents."""
 
-    def __init__(
-        self, store: CollectionStore | None, spec: FindSpec, ctx: Context, check_time: Callable[[], None] | None = None
-    ) -> None:
+    def __init__(self, store: CollectionStore | None, spec: FindSpec, ctx: Context) -> None:
         self.store = store
         self.spec = spec
         self.ctx = ctx
-        self.check_time = check_time
         self.stats = ExecStats()
         self._key_writer: IndexWriter | None = None  # returnKey's index, found on first use
         # Compile everything first, so errors surface before any result.
@@ -270,7 +267,6 @@ class FindExecution:
     def _matching(self) -> Iterator[dict[str, Any]]:
         assert self.plan is not None
         matcher = self.matcher
-        check_time = self.check_time
         show_record_id = self.spec.show_record_id
         text = self.text
         decode = bson.decode
@@ -281,8 +277,8 @@ class FindExecution:
         prefilter = self.prefilter
         for rid, data in self.plan.access.rows():
             count += 1
-            if check_time is not None and not count & 63:
-                check_time()
+            if not count & 63:
+                interrupt.check()  # every find stops at its operation's deadline or kill
             if prefilter is not None and not prefilter(data):
                 continue
             doc = decode(data, CODEC)
