@@ -127,3 +127,12 @@ def check() -> None:
     op = _bound.op
     if op is not None:
         op.check()
+
+
+def wait_until(until: float) -> None:
+    """Wait until ``time.monotonic()`` reaches ``until``, out of the lane, stopping at the
+    operation's deadline or kill (checked every 50 ms)."""
+    lane.leave()
+    while (left := until - time.monotonic()) > 0:
+        time.sleep(min(left, 0.05))
+        check()

@@ -199,8 +199,7 @@ def cmd_listCommands(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]
 def cmd_top(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     """Time and count of the operations on each namespace since the engine opened (mongotop's
     source), as mongod's Top."""
-    if request.db != "admin":
-        raise CommandError(ErrorCode.Unauthorized, "top may only be run against the admin database.")
+    params.admin_only(request.db, "top")
     return {"totals": usage.top_totals(request.engine.usage), "ok": 1.0}
 
 

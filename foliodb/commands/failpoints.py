@@ -84,7 +84,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from foliodb import interrupt, lane
+from foliodb import interrupt
 from foliodb.commands import params
 from foliodb.commands.registry import COMMANDS
 from foliodb.errors import CommandError, ErrorCode
@@ -302,13 +302,17 @@ def _mode(value: Any) -> tuple[str, int] | None:
     raise CommandError(ErrorCode.BadValue, "'mode' must be one of 'off', 'alwaysOn', {times: n}, {skip: n}")
 
 
+def test_command(request: Request) -> None:
+    """A test command's preconditions: it exists only with test commands enabled (as mongod,
+    CommandNotFound otherwise), and runs on ``admin`` only."""
+    if not request.engine.parameters.get("enableTestCommands"):
+        raise CommandError(ErrorCode.CommandNotFound, f"no such command: '{request.command_name}'")
+    params.admin_only(request.db, request.command_name)
+
+
 @COMMANDS.register("configureFailPoint")
 def cmd_configureFailPoint(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    if not request.engine.parameters.get("enableTestCommands"):
-        # As mongod without test commands: the command does not exist.
-        raise CommandError(ErrorCode.CommandNotFound, "no such command: 'configureFailPoint'")
-    if request.db != "admin":
-        raise CommandError(ErrorCode.Unauthorized, "configureFailPoint may only be run against the admin database.")
+    test_command(request)
     name = cmd["configureFailPoint"]
     if not isinstance(name, str):
         raise CommandError(ErrorCode.TypeMismatch, "the fail point name must be a string")
@@ -413,11 +417,7 @@ def _block(request: Request, data: Mapping[str, Any]) -> None:
     millis = _integer(data["blockTimeMS"], "blockTimeMS")
     if millis < 0:
         raise CommandError(ErrorCode.InvalidOptions, "'blockTimeMS' must be non-negative")
-    until = time.monotonic() + millis / 1000.0
-    lane.leave()
-    while (left := until - time.monotonic()) > 0:
-        time.sleep(min(left, 0.05))
-        interrupt.check()
+    interrupt.wait_until(time.monotonic() + millis / 1000.0)
 
 
 def _error(data: Mapping[str, Any], code: int, labels: list[str]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from bson import Int64
 
+from foliodb.commands import params
 from foliodb.commands.registry import COMMANDS
 from foliodb.errors import CommandError, ErrorCode
 
@@ -26,16 +27,9 @@ if TYPE_CHECKING:
 SEE_ALSO = "http://dochub.mongodb.org/core/fsynccommand"
 
 
-def _admin_only(request: Request) -> None:
-    if request.db != "admin":
-        raise CommandError(
-            ErrorCode.Unauthorized, f"{request.command_name} may only be run against the admin database."
-        )
-
-
 @COMMANDS.register("fsync")
 def cmd_fsync(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    _admin_only(request)
+    params.admin_only(request.db, request.command_name)
     storage = request.engine.storage
     if not cmd.get("lock"):
         storage.sync()
@@ -51,7 +45,7 @@ def cmd_fsync(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
 
 @COMMANDS.register("fsyncUnlock")
 def cmd_fsyncUnlock(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    _admin_only(request)
+    params.admin_only(request.db, request.command_name)
     count = request.engine.storage.fsync_unlock()
     if count is None:
         raise CommandError(ErrorCode.IllegalOperation, "fsyncUnlock called when not locked")

@@ -80,11 +80,6 @@ PARAMETERS: dict[str, Parameter] = {
 }
 
 
-def _admin_only(request: Request, command: str) -> None:
-    if request.db != "admin":
-        raise CommandError(ErrorCode.Unauthorized, f"{command} may only be run against the admin database.")
-
-
 def _current(request: Request, name: str) -> Any:
     return request.engine.parameters.get(name, PARAMETERS[name].value)
 
@@ -103,7 +98,7 @@ def _detailed(request: Request, name: str) -> dict[str, Any]:
 
 @COMMANDS.register("getParameter")
 def cmd_getParameter(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    _admin_only(request, "getParameter")
+    params.admin_only(request.db, "getParameter")
     arg = cmd["getParameter"]
     options = arg if isinstance(arg, Mapping) else {}
     show = _detailed if options.get("showDetails") else _current
@@ -122,7 +117,7 @@ def cmd_getParameter(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]
 
 @COMMANDS.register("setParameter")
 def cmd_setParameter(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    _admin_only(request, "setParameter")
+    params.admin_only(request.db, "setParameter")
     # mongod checks every named parameter before it sets any.
     changes: list[tuple[str, Any]] = []
     for name, value in cmd.items():

@@ -54,6 +54,12 @@ def field(cmd: Mapping[str, Any], name: str, kind: str, command: str, default: A
     return value
 
 
+def admin_only(db: str, command: str) -> None:
+    """mongod's adminOnly(): the command runs on the ``admin`` database only."""
+    if db != "admin":
+        raise CommandError(ErrorCode.Unauthorized, f"{command} may only be run against the admin database.")
+
+
 def required(cmd: Mapping[str, Any], name: str, kind: str, command: str) -> Any:
     """:func:`field` for a field the command cannot do without."""
     value = field(cmd, name, kind, command)

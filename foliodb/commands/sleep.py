@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from bson import Decimal128
 
-from foliodb import interrupt, lane
+from foliodb import interrupt
+from foliodb.commands import failpoints
 from foliodb.commands.registry import COMMANDS
-from foliodb.errors import CommandError, ErrorCode, location
+from foliodb.errors import location
 from foliodb.query import compare as cmp
 
 if TYPE_CHECKING:
@@ -79,26 +80,16 @@ def _lock(cmd: Mapping[str, Any]) -> str:
     return str(lock)
 
 
-def _sleep(until: float) -> None:
-    lane.leave()  # a wait: never in the lane
-    while (left := until - time.monotonic()) > 0:
-        time.sleep(min(left, 0.05))
-        interrupt.check()
-
-
 @COMMANDS.register("sleep")
 def cmd_sleep(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    if not request.engine.parameters.get("enableTestCommands"):
-        raise CommandError(ErrorCode.CommandNotFound, "no such command: 'sleep'")
-    if request.db != "admin":
-        raise CommandError(ErrorCode.Unauthorized, "sleep may only be run against the admin database.")
+    failpoints.test_command(request)
     until = time.monotonic() + _millis(cmd) / 1000.0
     lock = _lock(cmd)
     target = cmd.get("lockTarget")
     if lock in _HOLDS_WRITER and target not in ("ParallelBatchWriterMode", "RSTL"):
         with request.engine.storage.write():
-            _sleep(until)
+            interrupt.wait_until(until)
     else:
-        _sleep(until)
+        interrupt.wait_until(until)
     interrupt.check()  # mongod's interrupt point at the end, "for testing (e.g. maxTimeMS)"
     return {"ok": 1.0}

@@ -30,6 +30,15 @@ def _ops(admin: Any, **match: Any) -> list[dict[str, Any]]:
     return [op for op in admin.admin.command("currentOp")["inprog"] if all(op.get(k) == v for k, v in match.items())]
 
 
+def _getmores(admin: Any, comment: str) -> list[dict[str, Any]]:
+    """The running getMores of the cursor a command with this comment opened."""
+    return [
+        op
+        for op in admin.admin.command("currentOp")["inprog"]
+        if op.get("op") == "getmore" and op["cursor"]["originatingCommand"].get("comment") == comment
+    ]
+
+
 def _commented(admin: Any, comment: str) -> list[dict[str, Any]]:
     return [op for op in admin.admin.command("currentOp")["inprog"] if op.get("command", {}).get("comment") == comment]
 
@@ -306,14 +315,7 @@ def test_current_op_shows_a_getmores_cursor_and_idle_cursors(deployment: Deploym
     slow = client.test.gm.find({"$where": "sleep(50); return true;"}, comment="busy-one").batch_size(2)
     next(slow)
     running = Background(lambda: list(slow))
-    getmores = wait_for(
-        lambda: [
-            op
-            for op in admin.admin.command("currentOp")["inprog"]
-            if op.get("op") == "getmore" and op["cursor"]["originatingCommand"].get("comment") == "busy-one"
-        ]
-    )
-    op = getmores[0]
+    op = wait_for(lambda: _getmores(admin, "busy-one"))[0]
     assert op["ns"] == "test.gm" and op["command"]["collection"] == "gm" and op["planSummary"] == "COLLSCAN"
     assert op["cursor"]["operationUsingCursorId"] == op["opid"] and op["cursor"]["nBatchesReturned"] >= 1
     busy = [
@@ -336,13 +338,7 @@ def test_kill_cursors_stops_the_getmore_using_the_cursor(deployment: Deployment)
     cursor = client.test.kc.find({"$where": slow_after_two}, comment="to-kill").sort("_id", 1).batch_size(2)
     next(cursor)
     running = Background(lambda: list(cursor))
-    op = wait_for(
-        lambda: [
-            o
-            for o in other.admin.command("currentOp")["inprog"]
-            if o.get("op") == "getmore" and o["cursor"]["originatingCommand"].get("comment") == "to-kill"
-        ]
-    )[0]
+    op = wait_for(lambda: _getmores(other, "to-kill"))[0]
     cursor_id = op["cursor"]["cursorId"]
     killed_at = time.perf_counter()
     if deployment.kind == "server":

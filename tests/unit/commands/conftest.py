@@ -1,5 +1,6 @@
 """``wire``: a pymongo client of one ``foliodb serve`` per test module, for
-the few command tests that also run over the wire protocol."""
+the few command tests that also run over the wire protocol; ``executor``: an
+executor of a fresh dbpath with test commands (fail points) enabled."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from typing import Any
 import pymongo
 import pytest
 
+from foliodb.commands import Executor
+from foliodb.commands.failpoints import enable_test_commands
+from foliodb.commands.replication import ReplicaSet
 from foliodb.server import Server
 
 
@@ -21,3 +25,11 @@ def wire(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     yield client
     client.close()
     running.shutdown()
+
+
+@pytest.fixture
+def executor(tmp_path: Path) -> Iterator[Executor]:
+    ex = Executor.open(str(tmp_path / "db"), ReplicaSet())
+    enable_test_commands(ex)
+    yield ex
+    ex.close()

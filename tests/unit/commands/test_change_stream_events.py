@@ -10,23 +10,11 @@ https://github.com/mongodb/specifications/blob/master/source/change-streams/chan
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from foliodb.commands import Executor
-from foliodb.commands.failpoints import enable_test_commands
-from foliodb.commands.replication import ReplicaSet
-
-
-@pytest.fixture
-def executor(tmp_path: Path) -> Iterator[Executor]:
-    ex = Executor.open(str(tmp_path / "db"), ReplicaSet())
-    enable_test_commands(ex)
-    yield ex
-    ex.close()
 
 
 def _ok(reply: dict[str, Any]) -> dict[str, Any]:

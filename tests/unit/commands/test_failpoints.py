@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +26,6 @@ from foliodb.commands.replication import ReplicaSet
 from foliodb.server import Server
 
 MESSAGE = "Failing command via 'failCommand' failpoint"
-
-
-@pytest.fixture
-def executor(tmp_path: Path) -> Iterator[Executor]:
-    ex = Executor.open(str(tmp_path / "db"), ReplicaSet())
-    enable_test_commands(ex)
-    yield ex
-    ex.close()
 
 
 def _fail(executor: Executor, mode: Any, **data: Any) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +18,7 @@ import pytest
 from bson import Int64
 
 from foliodb.commands import Executor
-from foliodb.commands.failpoints import enable_test_commands
 from foliodb.commands.replication import ReplicaSet
-
-
-@pytest.fixture
-def executor(tmp_path: Path) -> Iterator[Executor]:
-    ex = Executor.open(str(tmp_path / "db"), ReplicaSet())
-    enable_test_commands(ex)
-    yield ex
-    ex.close()
 
 
 def _timed(executor: Executor, db: str, command: dict[str, Any]) -> tuple[dict[str, Any], float]:
