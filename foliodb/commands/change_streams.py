@@ -50,7 +50,7 @@ from bson import Int64, Timestamp
 from foliodb import interrupt
 from foliodb.aggregation.pipeline import STAGES, Pipeline, compile_pipeline
 from foliodb.commands import failpoints, params
-from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, Lookahead, take_batch
+from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, Lookahead, over_the_wire, take_batch
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.oplog import Oplog, pack, transaction_ops, unpack, update_description
 from foliodb.errors import CommandError, ErrorCode, location
@@ -127,16 +127,21 @@ class ChangeStream(Iterator[dict[str, Any]]):
         self.before_change = spec.get("fullDocumentBeforeChange", "off")
         self.expanded = bool(spec.get("showExpandedEvents", False))
         self.position = after  # (packed ts, op index) of the last oplog op examined
+        # Whether the position's entry has no op after it left to examine: unknown after a
+        # transaction's event (its later ops share its cluster time), so the next read looks.
+        self._entry_examined = after[1] == 0xFFFFFFFF
         # ... and of the last one whose event was delivered (or filtered out): events read ahead
         # into _pending lie between the two, so a batch that ends early resumes from here.
         self.delivered = after
+        self._delivered_before = after  # the delivered position before the newest one
         self.pipeline = pipeline
         # The cluster time the last read's snapshot held every commit up to, once that read
         # went through the snapshot's entries (0: it did not): the most a batch may claim.
         self.seen = 0
-        self.finished = False  # invalidated: the cursor ends after the invalidate event
+        self._invalidated = False  # the cursor ends after the invalidate event
         # Events read ahead, each with whether it may be too big for BSON (see _check_size).
         self._pending: list[tuple[dict[str, Any], bool]] = []
+        self._held: dict[str, Any] | None = None  # an event taken for a reply it did not fit (give_back)
         self._invalidate_next: dict[str, Any] | None = None  # the invalidate event the next read delivers
         # An event holds at most its oplog entry's documents twice over (the update description, the
         # document, its pre-image), so only a large entry makes a large event; unless a looked-up
@@ -147,16 +152,25 @@ class ChangeStream(Iterator[dict[str, Any]]):
 
     # -- reading ------------------------------------------------------------------------------
 
+    @property
+    def finished(self) -> bool:
+        """Invalidated, and the invalidate event delivered: the cursor ends."""
+        return self._invalidated and not self._pending and self._held is None
+
     def __next__(self) -> dict[str, Any]:
+        if self._held is not None:
+            event, self._held = self._held, None
+            self._delivered_before, self.delivered = self.delivered, parse_token(event["_id"])[:2]
+            return event
         while True:
             if not self._pending:
-                if self.finished:
+                if self._invalidated:
                     raise StopIteration
                 if not self._read():
                     raise StopIteration  # nothing new yet: the cursor stays open
                 continue
             event, measure = self._pending.pop(0)
-            self.delivered = parse_token(event["_id"])[:2]
+            self._delivered_before, self.delivered = self.delivered, parse_token(event["_id"])[:2]
             if self.pipeline is not None and event["operationType"] != "invalidate":
                 shaped = list(self.pipeline.run(iter([event])))
                 if not shaped:
@@ -170,19 +184,25 @@ class ChangeStream(Iterator[dict[str, Any]]):
                 _check_size(event)
             return event
 
+    def give_back(self, event: dict[str, Any]) -> None:
+        """The event last taken did not fit its reply: the next batch starts with it, and the
+        resume token of this one stays before it (a client resuming from it must not miss it)."""
+        self._held = event
+        self.delivered = self._delivered_before
+
     def _read(self) -> bool:
         """Turn the next oplog entries into pending events; whether any entry was read."""
         if self._invalidate_next is not None:
             self._pending.append((self._invalidate_next, False))
             self._invalidate_next = None
-            self.finished = True
+            self._invalidated = True
             return True
         interrupt.check()
         storage = self.engine.storage
         # Read before the snapshot opens, so the snapshot holds every commit up to it; the
         # storage's cluster time read later may count a commit this read never saw.
         seen = pack(storage.cluster_time)
-        if seen <= self.position[0]:
+        if seen <= self.position[0] and self._entry_examined:
             return False  # no commit has recorded anything since: an idle getMore reads nothing
         storage.end_view()
         conn = storage.reader()
@@ -202,6 +222,7 @@ class ChangeStream(Iterator[dict[str, Any]]):
                 self._pending.extend((event, large) for event in self._events(packed, index, entry, op))
                 if self._invalidate_next is not None:
                     return True
+        self._entry_examined = True  # every entry read was examined to its last op
         return read
 
     def post_batch_token(self) -> dict[str, str]:
@@ -209,10 +230,10 @@ class ChangeStream(Iterator[dict[str, Any]]):
         while events read ahead wait for the next batch; else the last op
         examined, or the cluster time the last read's snapshot was read
         through to (a high-water mark): never past a commit not yet read."""
-        if self._pending:
+        if self._pending or self._held is not None:
             ts, index = self.delivered
         else:
-            if self.finished:
+            if self._invalidated:
                 return token(self.position[0], self.position[1], INVALIDATE)
             if self.seen > self.position[0]:
                 return token(self.seen, 0, HIGH_WATER)
@@ -488,9 +509,10 @@ def _open(request: Request, cmd: Mapping[str, Any], stages: list[Any], batch_siz
     stream = ChangeStream(request, db, coll, spec, after, pipeline, names)
     ns = f"{request.db}.{target}" if coll is not None else f"{request.db}.$cmd.aggregate"
     lookahead = Lookahead(stream)
-    batch, _ = take_batch(lookahead, DEFAULT_FIRST_BATCH if batch_size is None else batch_size)
+    size = DEFAULT_FIRST_BATCH if batch_size is None else batch_size
+    batch, _ = take_batch(lookahead, size, measure=over_the_wire(request))
     cursor_id = 0
-    if not stream.finished or lookahead.pending:
+    if not stream.finished:
         cursor = request.cursors.open(ns, lookahead, len(batch), await_data=True)
         cursor.stream = stream
         cursor_id = cursor.id

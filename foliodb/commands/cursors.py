@@ -81,6 +81,14 @@ class Lookahead(Iterator[dict[str, Any]]):
             return True
         return False
 
+    def give_back(self, doc: dict[str, Any]) -> None:
+        """A document taken that its reply could not hold: the next batch starts with it."""
+        give_back = getattr(self.source, "give_back", None)
+        if give_back is not None:
+            give_back(doc)  # a change stream: its resume token must stay before the document
+        else:
+            self.pending.append(doc)
+
     def ran_out(self) -> bool:
         """Whether a source that just stopped yielding has ended (a tailable one may not have)."""
         return self.exhausted() if self.tailable else True
@@ -338,7 +346,7 @@ def _take_measured(source: Lookahead, size: int | None) -> tuple[list[Any], bool
         except InvalidDocument as exc:  # a key with a NUL byte, say, that a stage let through
             raise CommandError(ErrorCode.BadValue, f"a result document cannot be returned as BSON: {exc}") from None
         if batch and total + len(data) > MAX_BATCH_BYTES:
-            source.pending.append(doc)  # the next batch starts with it
+            source.give_back(doc)
             return batch, False
         batch.append(RawBSONDocument(data, RAW))
         total += len(data)

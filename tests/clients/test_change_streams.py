@@ -129,6 +129,27 @@ def test_resume_after_a_token_and_from_a_time(client: Client) -> None:
         assert [e["documentKey"]["_id"] for e in _take(from_time, 5)] == [0, 1, 2, 3, 4]
 
 
+def test_a_batch_full_at_16_mb_ends_its_resume_token_at_its_last_event(wire_client: Client) -> None:
+    # A reply holds at most 16 MiB of events; the event that did not fit comes in the next
+    # batch, so the batch's postBatchResumeToken is its own last event's (resuming from it, as
+    # pymongo does after that event, must give the one held back).
+    coll = wire_client.shop.items
+    big = "x" * (7 * 1024 * 1024)
+    with coll.watch() as stream:
+        coll.insert_many([{"_id": i, "big": big} for i in range(3)])
+        first, second = _take(stream, 2)
+        assert stream.resume_token == second["_id"]  # the batch's postBatchResumeToken
+        token = stream.resume_token
+    with coll.watch(resume_after=token) as resumed:
+        assert [e["documentKey"]["_id"] for e in _take(resumed, 1)] == [2]
+    assert [first["documentKey"]["_id"], second["documentKey"]["_id"]] == [0, 1]
+    # The aggregate's first batch too.
+    stage = {"$changeStream": {"startAtOperationTime": first["clusterTime"]}}
+    reply = coll.database.command("aggregate", "items", pipeline=[stage], cursor={})["cursor"]
+    assert [e["documentKey"]["_id"] for e in reply["firstBatch"]] == [0, 1]
+    assert reply["postBatchResumeToken"] == second["_id"] and reply["id"] != 0
+
+
 def test_transaction_events_come_at_commit_in_order(client: Client) -> None:
     coll = client.shop.items
     with coll.watch() as stream, client.start_session() as session:

@@ -253,3 +253,16 @@ def test_invalidate_has_the_time_of_the_drop(executor: Executor) -> None:
     assert (drop["operationType"], invalidate["operationType"]) == ("drop", "invalidate")
     assert set(invalidate) == {"_id", "operationType", "clusterTime", "wallTime"}
     assert (invalidate["clusterTime"], invalidate["wallTime"]) == (drop["clusterTime"], drop["wallTime"])
+
+
+def test_a_batch_that_ends_before_the_invalidate_keeps_the_cursor_for_it(executor: Executor) -> None:
+    # The cursor closes after delivering the invalidate event, not when it is read ahead.
+    _ok(executor.execute("db", {"create": "c"}))
+    cursor = _watch(executor)
+    _ok(executor.execute("db", {"drop": "c"}))
+    more = {"getMore": cursor, "collection": "c", "batchSize": 1}
+    first = _ok(executor.execute("db", more))["cursor"]
+    assert [e["operationType"] for e in first["nextBatch"]] == ["drop"] and first["id"] == cursor
+    assert first["postBatchResumeToken"] == first["nextBatch"][0]["_id"]
+    last = _ok(executor.execute("db", more))["cursor"]
+    assert [e["operationType"] for e in last["nextBatch"]] == ["invalidate"] and last["id"] == 0

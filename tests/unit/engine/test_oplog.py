@@ -260,3 +260,21 @@ def test_resuming_inside_a_transaction_delivers_its_remaining_writes() -> None:
             assert ids(resume_after=event["_id"]) == list(range(k + 1, 4))
         assert ids(start_at_operation_time=events[0]["clusterTime"]) == [0, 1, 2, 3]
         assert ids(start_at_operation_time=events[3]["clusterTime"]) == [3]
+
+
+def test_resuming_inside_the_newest_commit_delivers_its_remaining_writes() -> None:
+    """Regression: when the transaction was the newest commit, a stream resumed after its
+    first event took "no commit since the position" for "nothing to read" and never gave
+    the rest (``foliodb sync --once`` stopped there lost the transaction's later writes)."""
+    import foliodb
+
+    with foliodb.MongoClient(":memory:") as client:
+        coll = client.shop.c
+        coll.insert_one({"_id": -1})
+        stream = coll.watch()
+        with client.start_session() as session, session.start_transaction():
+            coll.insert_many([{"_id": i} for i in range(3)], session=session)
+        first, second = stream.next(), stream.next()
+        for event, rest in ((first, [1, 2]), (second, [2])):
+            with coll.watch(max_await_time_ms=50, resume_after=event["_id"]) as again:
+                assert [e["documentKey"]["_id"] for e in iter(again.try_next, None)] == rest
