@@ -71,6 +71,10 @@ class PipelineEnv(Protocol):
         """One ``$indexStats`` document per index."""
         ...
 
+    def plan_cache_stats(self, coll: str) -> list[dict[str, Any]]:
+        """One ``$planCacheStats`` document per cached plan."""
+        ...
+
     def current_ops(
         self, idle_connections: bool, idle_cursors: bool, all_users: bool, idle_sessions: bool
     ) -> list[dict[str, Any]]:

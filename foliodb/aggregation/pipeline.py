@@ -177,7 +177,6 @@ _UNBUILT = (
     "$changeStreamSplitLargeEvent",
     "$listSampledQueries",
     "$listSearchIndexes",
-    "$planCacheStats",
     "$search",
     "$searchMeta",
     "$vectorSearch",
@@ -193,13 +192,16 @@ _UNBUILT = (
 STAGES: Registry[StageCompiler] = Registry("aggregation stage", _unknown_stage, unbuilt=_UNBUILT)
 
 # Placement rules, checked for every stage before its compiler runs.
-FIRST_ONLY = frozenset({"$collStats", "$indexStats", "$documents", "$currentOp", "$listLocalSessions", "$listSessions"})
+FIRST_ONLY = frozenset(
+    {"$collStats", "$indexStats", "$planCacheStats", "$documents", "$currentOp", "$listLocalSessions", "$listSessions"}
+)
 LAST_ONLY = frozenset({"$out", "$merge"})
 NOT_IN_FACET = frozenset(
     {
         "$collStats",
         "$facet",
         "$indexStats",
+        "$planCacheStats",
         "$out",
         "$merge",
         "$documents",

@@ -502,6 +502,10 @@ RULES: dict[str, Rule] = {
     **dict.fromkeys(("find", "count", "distinct"), _special(_reads, "find on the namespace" + _VIEWS)),
     "listIndexes": _ns("listIndexes"),
     "collStats": _ns("collStats"),
+    "planCacheClear": _ns("planCacheWrite"),
+    **dict.fromkeys(
+        ("planCacheSetFilter", "planCacheListFilters", "planCacheClearFilters"), _ns("planCacheIndexFilter")
+    ),
     "validate": _ns("validate"),
     "insert": _ns("insert"),
     "delete": _ns("remove"),

@@ -11,6 +11,7 @@ then each stage's own needs, sub-pipelines included at any depth:
     $out                     insert and remove on the target
     $merge                   insert and/or update on the target, by whenMatched/whenNotMatched
     $collStats / $indexStats collStats / indexStats on the aggregated collection (instead of find)
+    $planCacheStats          planCacheRead on the aggregated collection (instead of find)
     $currentOp               inprog on the cluster with allUsers: true (else one's own operations)
     $listLocalSessions,      listSessions on the cluster for ``allUsers`` or users other than the
     $listSessions            caller (instead of find); nothing for the caller's own sessions
@@ -62,6 +63,7 @@ STAGE_NEEDS = {
     "$merge": "insert and/or update on the target, by whenMatched/whenNotMatched",
     "$collStats": "collStats on the aggregated collection (instead of find)",
     "$indexStats": "indexStats on the aggregated collection (instead of find)",
+    "$planCacheStats": "planCacheRead on the aggregated collection (instead of find)",
     "$currentOp": "inprog on the cluster for `allUsers: true`; nothing for one's own operations",
     "$listLocalSessions": "listSessions on the cluster for `allUsers` or other users' sessions; nothing for one's own",
     "$listSessions": "as `$listLocalSessions` (instead of find on `config.system.sessions`)",
@@ -71,7 +73,16 @@ STAGE_NEEDS = {
 NAMESPACE_STAGES = frozenset(STAGE_NEEDS)
 # Stages that are their own source: no find on the aggregated collection.
 INITIAL_SOURCES = frozenset(
-    {"$collStats", "$indexStats", "$currentOp", "$documents", "$changeStream", "$listLocalSessions", "$listSessions"}
+    {
+        "$collStats",
+        "$indexStats",
+        "$planCacheStats",
+        "$currentOp",
+        "$documents",
+        "$changeStream",
+        "$listLocalSessions",
+        "$listSessions",
+    }
 )
 
 # $merge: (whenMatched, whenNotMatched) -> actions on the target; a pipeline whenMatched is "pipeline".
@@ -183,6 +194,8 @@ class _Walk:
             self.merge(spec)
         elif name in ("$collStats", "$indexStats") and source is not None:
             self.needed.append(privilege(namespace(*source), name[1:]))
+        elif name == "$planCacheStats" and source is not None:
+            self.needed.append(privilege(namespace(*source), "planCacheRead"))
         elif name == "$currentOp":
             if isinstance(spec, Mapping) and spec.get("allUsers") is True:
                 self.needed.append(privilege(CLUSTER, "inprog"))  # without it: one's own operations only

@@ -18,6 +18,7 @@ from foliodb.commands import (  # noqa: F401  (each module registers its command
     indexes,
     map_reduce,
     parameters,
+    plan_cache,
     profiler,
     replication,
     roles,

@@ -18,7 +18,7 @@ import bson
 from bson import Int64
 
 from foliodb.aggregation.pipeline import FIRST_ONLY, compile_pipeline
-from foliodb.commands import change_streams, collation, oplog_rs, params, sessions, stats
+from foliodb.commands import change_streams, collation, oplog_rs, params, plan_cache, sessions, stats
 from foliodb.commands.accesses import counted
 from foliodb.commands.current_op import current_ops
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
@@ -220,6 +220,9 @@ class EngineEnv:
 
     def index_stats(self, coll: str) -> list[dict[str, Any]]:
         return stats.index_stats(self.engine, self.db, coll)
+
+    def plan_cache_stats(self, coll: str) -> list[dict[str, Any]]:
+        return plan_cache.cache_stats(self.request, coll)
 
     def sessions(self, all_users: bool, users: list[tuple[str, str]]) -> list[dict[str, Any]]:
         return sessions.listed_sessions(self.request, all_users, users)

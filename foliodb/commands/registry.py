@@ -41,7 +41,6 @@ COMMANDS: Registry[Handler] = Registry(
         "logout",
         "compact",
         "reIndex",
-        "planCacheClear",
         "createSearchIndexes",
         "dropSearchIndex",
         "updateSearchIndex",

@@ -41,6 +41,7 @@ from bson.binary import Binary, UuidRepresentation
 from foliodb import interrupt, lane
 from foliodb.engine.catalog import CODEC, Catalog, CatalogDraft, CollectionInfo, IndexInfo
 from foliodb.engine.oplog import recorded
+from foliodb.engine.plan_cache import IndexFilters
 from foliodb.engine.records import CollectionStore
 from foliodb.engine.sessions import SessionRegistry
 from foliodb.engine.storage import Storage, _Reader
@@ -130,6 +131,8 @@ class Engine:
         self.parameters: dict[str, Any] = {"ttlMonitorSleepSecs": 60, "ttlMonitorEnabled": True}
         # Profiling settings per database (the profile command's ProfileSettings); empty: none.
         self.profiling: dict[str, Any] = {}
+        # Index filters (planCacheSetFilter) per collection uuid: in memory only, as mongod's.
+        self.index_filters: dict[uuid.UUID, IndexFilters] = {}
         self.usage = EngineUsage(self.storage.published)  # $indexStats, latencyStats
         self.sessions = SessionRegistry(self.storage.writer, self.abort_transaction)
         # readConcern snapshot reads' pinned snapshots: (session, cluster time) -> (reader, when pinned).
@@ -203,6 +206,7 @@ class Engine:
         store: CollectionStore | None = info.store
         if store is None:
             store = info.store = CollectionStore(self.storage, info)
+            store.index_filters = self.index_filters.setdefault(info.uuid, {})
         return store
 
     def create_collection(self, db: str, name: str, options: Mapping[str, Any] | None = None) -> CollectionStore:

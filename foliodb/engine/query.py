@@ -19,6 +19,7 @@ from foliodb import interrupt
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.geo_keys import GEO_KINDS
 from foliodb.engine.index_keys import EMPTY_ARRAY
+from foliodb.engine.plan_cache import plan_cache_key, query_hash, shape_of
 from foliodb.engine.planner import Plan, choose_plan, exact_by_index, id_hack_keys, near_plan
 from foliodb.engine.planner.covering import KeyLayout, filter_paths, inclusion_paths, key_layout
 from foliodb.engine.planner.geo import GeoNearScan, split_near
@@ -147,6 +148,7 @@ class FindExecution:
                     spec.min_key,
                     spec.max_key,
                     ctx.collator,
+                    spec.projection,
                 )
             access = self.plan.access if self.plan is not None else None
             exact = (
@@ -406,7 +408,14 @@ def explain_find(run: FindExecution, ns: str, verbosity: str, run_it: bool = Tru
     planner: dict[str, Any] = {
         "namespace": ns,
         "parsedQuery": dict(run.spec.filter or {}),
-        "indexFilterSet": False,
+        "indexFilterSet": run.plan is not None and run.plan.index_filter_set,
+    }
+    if run.store is not None:
+        sort = compile_sort(run.spec.sort, collator=run.ctx.collator).fields if run.spec.sort else None
+        shape = shape_of(run.spec.filter, sort, run.spec.projection, run.ctx.collator)
+        planner["queryHash"] = query_hash(shape)
+        planner["planCacheKey"] = plan_cache_key(shape, list(run.store.info.indexes))
+    planner |= {
         "maxIndexedOrSolutionsReached": False,
         "maxIndexedAndSolutionsReached": False,
         "maxScansToExplodeReached": False,

@@ -25,6 +25,7 @@ from foliodb.engine.geo_keys import GEO_KINDS, FlatGrid, flat_document_keys, sph
 from foliodb.engine.index_keys import EMPTY_ARRAY, document_keys, hashed_document_keys, wildcard_keys, with_rid
 from foliodb.engine.oplog import recorded
 from foliodb.engine.overlay import CollectionOverlay, in_range, merge_index_rows, merge_scan
+from foliodb.engine.plan_cache import IndexFilters, PlanCache
 from foliodb.engine.storage import Storage
 from foliodb.engine.text import TextIndex
 from foliodb.engine.transactions import HeldByTransactionError, State, Transaction, WriteConflictError, write_conflict
@@ -49,7 +50,6 @@ MAX_BSON_SIZE = 16 * 1024 * 1024
 MAX_NESTING_DEPTH = 100
 _MIN_LEVEL_BYTES = 7  # the smallest a nested level's encoding can be
 SCAN_BATCH = 256
-PLAN_CACHE_SIZE = 1000
 
 
 class IndexWriter:
@@ -221,15 +221,11 @@ class CollectionStore:
 
         self.writers = [IndexWriter(index) for index in info.indexes.values()]
         self.writers += [IndexWriter(index, building=True) for index in info.building.values()]
-        # The planner's cache: query shape -> the name of the index that won.
-        self.plan_cache: dict[Any, str] = {}
+        self.plan_cache = PlanCache()  # this version's: a catalog change starts a new one
+        # The collection's index filters, shared by its versions (the engine's, by uuid).
+        self.index_filters: IndexFilters = {}
         id_table = info.id_index.table
         self._by_id_sql = f"SELECT c.rid, c.doc FROM {id_table} AS i JOIN {table} AS c ON c.rid = i.rid WHERE i.key = ?"
-
-    def remember_plan(self, shape: Any, index_name: str) -> None:
-        if len(self.plan_cache) >= PLAN_CACHE_SIZE:
-            self.plan_cache.clear()  # crude but bounded; shapes are few in practice
-        self.plan_cache[shape] = index_name
 
     # -- writes (inside Storage.write) --------------------------------------
 

@@ -415,6 +415,18 @@ def _row_covered(db: Any) -> None:
     assert (covered, uncovered) == ("PROJECTION_COVERED", "PROJECTION_SIMPLE")
 
 
+def _row_plan_cache(db: Any) -> None:
+    db.c.insert_many([{"a": i % 5, "b": i % 3} for i in range(60)])
+    db.c.create_index("a")
+    db.c.create_index("b")
+    list(db.c.find({"a": 1, "b": 1}))  # two candidates: a trial, then an entry
+    (entry,) = db.c.aggregate([{"$planCacheStats": {}}])
+    assert entry["isActive"] is True and len(entry["queryHash"]) == len(entry["planCacheKey"]) == 8
+    db.command("planCacheSetFilter", "c", query={"a": 1, "b": 1}, indexes=["b_1"])
+    plan = db.c.find({"a": 2, "b": 2}).hint("a_1").explain()["queryPlanner"]
+    assert plan["indexFilterSet"] and plan["winningPlan"]["inputStage"]["indexName"] == "b_1"
+
+
 DIFFERENCE_ROWS = {
     "Collation": _row_collation,
     "Sessions and transactions": _row_sessions,
@@ -429,6 +441,7 @@ DIFFERENCE_ROWS = {
     "Replication, `w` > 1": _row_write_concern,
     "Session listing": _row_session_listing,
     "Covered queries": _row_covered,
+    "Plan cache": _row_plan_cache,
 }
 
 

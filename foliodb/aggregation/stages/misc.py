@@ -1,8 +1,9 @@
-"""Source and diagnostics stages: $documents $collStats $indexStats $changeStream.
+"""Source and diagnostics stages: $documents $collStats $indexStats $planCacheStats $changeStream.
 
 Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/documents/
 https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/
 https://www.mongodb.com/docs/manual/reference/operator/aggregation/indexStats/
+https://www.mongodb.com/docs/manual/reference/operator/aggregation/planCacheStats/
 
 ``$changeStream`` is opened by the aggregate command itself
 (commands/change_streams.py) when it is a pipeline's first stage; anywhere
@@ -118,6 +119,30 @@ def stage_currentOp(spec: Any, where: Where) -> Stage:
         yield from env.current_ops(idle, idle_cursors, all_users, idle_sessions)
 
     return Stage("$currentOp", spec, run)
+
+
+@STAGES.register("$planCacheStats")
+def stage_planCacheStats(spec: Any, where: Where) -> Stage:
+    if not isinstance(spec, Mapping):
+        raise CommandError(
+            ErrorCode.FailedToParse, f"$planCacheStats value must be an object. Found: {type_name(spec)}"
+        )
+    for key, value in spec.items():
+        if key != "allHosts":
+            raise unknown_field("$planCacheStats", key)
+        if not isinstance(value, bool):
+            raise wrong_type("$planCacheStats.allHosts", value, "bool")
+        if value:  # the option is for a sharded cluster's mongos
+            raise CommandError(
+                ErrorCode.FailedToParse, "$planCacheStats with allHosts: true can only be run on a sharded cluster"
+            )
+    coll = _current_collection(where, "$planCacheStats")
+    env = where.env
+
+    def run(docs: Docs) -> Docs:
+        yield from env.plan_cache_stats(coll)
+
+    return Stage("$planCacheStats", spec, run)
 
 
 @STAGES.register("$indexStats")

@@ -48,6 +48,7 @@ from bson import Int64, MaxKey, MinKey, ObjectId
 from foliodb.engine.catalog import CODEC, IndexInfo
 from foliodb.engine.geo_keys import GEO_KINDS
 from foliodb.engine.index_keys import NULL_KEY, wildcard_projected
+from foliodb.engine.plan_cache import Entry, IndexFilter, shape_of
 from foliodb.engine.planner import geo
 from foliodb.engine.planner.bounds import (
     ALL,
@@ -90,6 +91,8 @@ class Plan:
     trials: list[tuple[AccessStage, int, int]] = field(default_factory=list)
     # A test every document must pass besides the filter (min/max without indexes).
     doc_test: Callable[[dict[str, Any]], bool] | None = None
+    index_filter_set: bool = False  # an index filter chose the candidates (explain's indexFilterSet)
+    scores: list[float] = field(default_factory=list)  # the trial's, winner first
 
 
 # -- the filter's conditions by field --------------------------------------------------
@@ -504,10 +507,14 @@ def choose_plan(
     min_key: Mapping[str, Any] | None = None,
     max_key: Mapping[str, Any] | None = None,
     collator: Collator | None = None,
+    projection: Mapping[str, Any] | None = None,
 ) -> Plan:
     if min_key or max_key:
         return _min_max_plan(store, hint, min_key or {}, max_key or {}, sort)
-    hinted = hinted_index(store, hint)
+    # The shape is computed only when needed: not for IDHACK's point lookups, unless filters exist.
+    shape = shape_of(filter_spec, sort, projection, collator) if store.index_filters else None
+    index_filter = store.index_filters.get(shape) if shape is not None else None
+    hinted = hinted_index(store, hint) if index_filter is None else None  # a filter overrides a hint
     if isinstance(hinted, int):
         return Plan(CollScan(store, hinted))
     if natural is not None:
@@ -518,17 +525,21 @@ def choose_plan(
             return Plan(IdLookup(store, keys))
         if indexes_disabled():
             return Plan(CollScan(store))
-    shape = None if hinted is not None else (query_shape(filter_spec), tuple(sort or ()), collator)
-    cached = store.plan_cache.get(shape) if shape is not None else None
+    filtered = index_filter is not None
+    if shape is None:
+        shape = shape_of(filter_spec, sort, projection, collator)
+    cached = store.plan_cache.get(shape) if hinted is None else None
     if cached is not None:
         # The winner for queries of this shape, if it serves this one too
         # (a partial index may not: it depends on the values).
-        found = candidates(store, filter_spec, sort, store.info.indexes.get(cached), collator)
+        found = candidates(store, filter_spec, sort, store.info.indexes.get(cached.index), collator)
         scans = [(c, s) for c in found if (s := _index_scan(store, c)) is not None]
         if len(scans) == 1:
             candidate, scan = scans[0]
-            return Plan(scan, candidate.provides_sort)
+            return Plan(scan, candidate.provides_sort, index_filter_set=filtered)
     found = candidates(store, filter_spec, sort, None, collator)
+    if index_filter is not None:
+        found = [c for c in found if index_filter.allows(c.index.name, c.index.key)]
     if hinted is not None:
         found = [c for c in found if c.index is hinted]
         if not found:
@@ -539,31 +550,69 @@ def choose_plan(
             found = [Candidate(hinted, intervals, direction or 1, bool(direction))]
     scans = [(c, s) for c in found if (s := _index_scan(store, c)) is not None]
     if not scans:
-        union_scan = _or_plan(store, filter_spec, collator) if hinted is None else None
-        return Plan(union_scan or CollScan(store))
+        union_scan = _or_plan(store, filter_spec, collator, index_filter) if hinted is None else None
+        return Plan(union_scan or CollScan(store), index_filter_set=filtered)
     if len(scans) == 1:
         candidate, scan = scans[0]
-        plan = Plan(scan, candidate.provides_sort)
-    else:
-        plan = _trial(store, scans, matcher, bool(sort))
-    if shape is not None and isinstance(plan.access, IndexScan):
-        store.remember_plan(shape, plan.access.index.name)
+        return Plan(scan, candidate.provides_sort, index_filter_set=filtered)
+    plan = _trial(store, scans, matcher, bool(sort))
+    plan.index_filter_set = filtered
+    if hinted is None:  # only plans that had rivals are cached, as mongod's
+        store.plan_cache.put(shape, _entry(store, plan, filter_spec, sort, projection, collator))
     return plan
 
 
-def query_shape(filter_spec: Any) -> Any:
-    """A filter without its values: operators, paths and value types, which is
-    what decides which index serves it (MongoDB's query shape)."""
-    if isinstance(filter_spec, Mapping):
-        return tuple((key, query_shape(value)) for key, value in filter_spec.items())
-    if isinstance(filter_spec, list):
-        return ("[]", *(query_shape(v) for v in filter_spec[:8]), len(filter_spec) > 8)
-    return cmp.bracket(filter_spec)
+def _entry(
+    store: CollectionStore,
+    plan: Plan,
+    filter_spec: Mapping[str, Any] | None,
+    sort: list[tuple[str, int]] | None,
+    projection: Mapping[str, Any] | None,
+    collator: Collator | None,
+) -> Entry:
+    """The cache entry of a trial's winner, with what ``$planCacheStats`` shows of the trial."""
+    assert isinstance(plan.access, IndexScan)
+    created_from: dict[str, Any] = {
+        "query": dict(filter_spec or {}),
+        "sort": dict(sort or ()),
+        "projection": dict(projection or {}),
+    }
+    if collator is not None:
+        created_from["collation"] = dict(collator.spec)
+    stats = []
+    for stage, produced, works in plan.trials:
+        scan = {**stage.explain(), "nReturned": works, "works": works, "keysExamined": works}
+        fetch = {"stage": "FETCH", "nReturned": produced, "works": works, "docsExamined": works, "inputStage": scan}
+        stats.append(
+            {
+                "nReturned": produced,
+                "executionTimeMillisEstimate": 0,
+                "totalKeysExamined": works,
+                "totalDocsExamined": works,
+                "executionStages": fetch,
+            }
+        )
+    return Entry(
+        index=plan.access.index.name,
+        created_from=created_from,
+        created=datetime.datetime.now(datetime.UTC).replace(tzinfo=None),
+        works=plan.trials[0][2],
+        cached_plan={"stage": "FETCH", "inputStage": plan.access.explain()},
+        exec_stats=stats,
+        scores=plan.scores,
+        index_filter_set=plan.index_filter_set,
+    )
 
 
-def _or_plan(store: CollectionStore, filter_spec: Mapping[str, Any] | None, collator: Collator | None) -> OrScan | None:
+def _or_plan(
+    store: CollectionStore,
+    filter_spec: Mapping[str, Any] | None,
+    collator: Collator | None,
+    index_filter: IndexFilter | None,
+) -> OrScan | None:
     """Index scans for each branch of a top-level ``$or`` (with the filter's
-    other conditions), when every branch has one; else None."""
+    other conditions), when every branch has one (of the indexes an index
+    filter allows); else None."""
     if not filter_spec or not isinstance(filter_spec.get("$or"), list):
         return None
     others = {k: v for k, v in filter_spec.items() if k != "$or"}
@@ -572,6 +621,8 @@ def _or_plan(store: CollectionStore, filter_spec: Mapping[str, Any] | None, coll
         if not isinstance(branch, Mapping):
             return None
         found = candidates(store, {"$and": [others, branch]} if others else branch, None, None, collator)
+        if index_filter is not None:
+            found = [c for c in found if index_filter.allows(c.index.name, c.index.key)]
         scan = next((s for c in found if (s := _index_scan(store, c)) is not None), None)
         if scan is None:
             return None
@@ -681,6 +732,7 @@ def _trial(
         winner[2].provides_sort,
         rejected=[r[3] for r in results[1:]],
         trials=[(r[3], r[4], r[5]) for r in results],
+        scores=[r[0] for r in results],
     )
 
 
