@@ -291,3 +291,44 @@ def test_watch_in_shell_syntax(server: RunningServer, tmp_path: Path) -> None:
     # updateLookup reads the document when the event is read: it was deleted by then.
     assert [e["operationType"] for e in out["lookup"]] == ["insert", "update", "update"]
     assert [e["fullDocument"] for e in out["lookup"][1:]] == [None, None]
+
+
+PLAN_CACHE = textwrap.dedent(
+    """
+    const coll = db.items;
+    coll.insertMany(Array.from({ length: 300 }, (_, i) => ({ _id: i, a: i % 10, b: i % 7 })));
+    coll.createIndex({ a: 1 });
+    coll.createIndex({ b: 1 });
+    coll.find({ a: 1, b: 1 }).toArray();
+    coll.find({ a: 1, b: 1 }).sort({ b: 1 }).toArray();
+    const listed = coll.getPlanCache().list();
+    coll.getPlanCache().clearPlansByQuery({ a: 5, b: 5 }, undefined, { b: 1 });
+    const afterOne = coll.getPlanCache().list([{ $project: { _id: 0, createdFromQuery: 1 } }]);
+    coll.getPlanCache().clear();
+    const afterAll = coll.getPlanCache().list();
+    db.runCommand({ planCacheSetFilter: 'items', query: { a: 1, b: 1 }, indexes: [{ b: 1 }] });
+    const plan = coll.find({ a: 2, b: 2 }).hint({ a: 1 }).explain().queryPlanner;
+    print(EJSON.stringify({
+      listed: listed.map((e) => ({ sort: e.createdFromQuery.sort, version: e.version, index: e.cachedPlan.inputStage.indexName })),
+      afterOne, afterAll,
+      filters: db.runCommand({ planCacheListFilters: 'items' }).filters,
+      filterSet: plan.indexFilterSet,
+      used: plan.winningPlan.inputStage.indexName,
+    }));
+    """
+)
+
+
+@pytest.mark.clients
+def test_plan_cache_helpers(server: RunningServer, tmp_path: Path) -> None:
+    # mongosh's PlanCache (getPlanCache().list/clearPlansByQuery/clear) wraps $planCacheStats and
+    # planCacheClear: https://www.mongodb.com/docs/manual/reference/method/js-plan-cache/
+    proc = run_mongosh(tmp_path, server.uri + "plans", "--quiet", "--eval", PLAN_CACHE)
+    assert proc.returncode == 0, f"mongosh exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    out = json_util.loads(proc.stdout.strip().splitlines()[-1])
+    assert sorted(repr(e["sort"]) for e in out["listed"]) == ["{'b': 1}", "{}"]
+    assert {e["version"] for e in out["listed"]} == {"1"}
+    assert out["afterOne"] == [{"createdFromQuery": {"query": {"a": 1, "b": 1}, "sort": {}, "projection": {}}}]
+    assert out["afterAll"] == []
+    assert out["filters"] == [{"query": {"a": 1, "b": 1}, "sort": {}, "projection": {}, "indexes": [{"b": 1}]}]
+    assert out["filterSet"] is True and out["used"] == "b_1"  # the filter overrides the hint
