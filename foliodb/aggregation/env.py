@@ -76,10 +76,10 @@ class PipelineEnv(Protocol):
         ...
 
     def current_ops(
-        self, idle_connections: bool, idle_cursors: bool, all_users: bool, idle_sessions: bool
+        self, idle_connections: bool, idle_cursors: bool, all_users: bool, idle_sessions: bool, truncate: bool
     ) -> list[dict[str, Any]]:
         """The ``$currentOp`` documents (with idle connections, idle cursors, of every user, with
-        idle sessions' open transactions)."""
+        idle sessions' open transactions, with commands over 1000 bytes truncated)."""
         ...
 
     def sessions(self, all_users: bool, users: list[tuple[str, str]]) -> list[dict[str, Any]]:

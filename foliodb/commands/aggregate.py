@@ -214,9 +214,9 @@ class EngineEnv:
         return stats.coll_stats(self.engine, self.db, coll, spec, self.ctx.now)
 
     def current_ops(
-        self, idle_connections: bool, idle_cursors: bool, all_users: bool, idle_sessions: bool
+        self, idle_connections: bool, idle_cursors: bool, all_users: bool, idle_sessions: bool, truncate: bool
     ) -> list[dict[str, Any]]:
-        return current_ops(self.request, idle_connections, idle_cursors, all_users, idle_sessions)
+        return current_ops(self.request, idle_connections, idle_cursors, all_users, idle_sessions, truncate)
 
     def index_stats(self, coll: str) -> list[dict[str, Any]]:
         return stats.index_stats(self.engine, self.db, coll)

@@ -24,6 +24,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import bson
 from bson import Int64
 from bson.binary import UUID_SUBTYPE, Binary
 
@@ -32,12 +33,16 @@ from foliodb.auth.privileges import CLUSTER, privilege
 from foliodb.commands import params
 from foliodb.commands.profiler import OP_NAMES
 from foliodb.commands.registry import COMMANDS
+from foliodb.engine.catalog import CODEC
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.filter import compile_filter
+from foliodb.query.render import render_document
 
 if TYPE_CHECKING:
     from foliodb.commands.executor import Request
     from foliodb.interrupt import Operation
+
+MAX_SHOWN_BYTES = 1000  # of a command, with truncateOps
 
 
 def current_ops(
@@ -46,11 +51,14 @@ def current_ops(
     idle_cursors: bool = False,
     all_users: bool = True,
     idle_sessions: bool = False,
+    truncate: bool = False,
 ) -> list[dict[str, Any]]:
     """``$currentOp`` documents: the running operations, this one included; with
     ``idle_cursors``, also the open cursors no getMore is using (``type: "idleCursor"``); with
     ``idle_sessions``, the sessions holding a transaction open between its commands
-    (``type: "idleSession"``).
+    (``type: "idleSession"``); with ``truncate`` (``truncateOps``), a command over 1000 bytes
+    shows as ``{$truncated: <its text, cut at 1000 characters>, comment}``, as mongod's
+    (the currentOp command always truncates: its reply is one document).
     Without ``all_users``, under access control, only what belongs to a user of the caller's
     (mongod's "coauthorized": sharing an authenticated user)."""
     executor = request.executor
@@ -68,7 +76,7 @@ def current_ops(
         if op.connection_id is not None:
             busy.add(op.connection_id)
         if shown(op.users):
-            out.append(_describe(op, now, host))
+            out.append(_describe(op, now, host, truncate))
     if idle_connections and executor.connection_list is not None:
         for connection_id, client, users in executor.connection_list():
             if connection_id not in busy and shown(users):
@@ -103,7 +111,7 @@ def current_ops(
     return out
 
 
-def _describe(op: Operation, now: float, host: str) -> dict[str, Any]:
+def _describe(op: Operation, now: float, host: str, truncate: bool) -> dict[str, Any]:
     command = op.command
     name = next(iter(command))
     running = max(now - op.started, 0.0)
@@ -121,7 +129,7 @@ def _describe(op: Operation, now: float, host: str) -> dict[str, Any]:
         microsecs_running=int(running * 1_000_000),
         op=OP_NAMES.get(name, "command"),
         ns=f"{op.db}.{target if isinstance(target, str) else '$cmd'}",
-        command=_redacted(command),
+        command=_shown(command, truncate),
     )
     cursor = op.cursor
     plan_summary = op.plan_summary if cursor is None or cursor.plan_summary is None else cursor.plan_summary
@@ -138,12 +146,21 @@ def _describe(op: Operation, now: float, host: str) -> dict[str, Any]:
     return doc
 
 
-def _redacted(command: Mapping[str, Any]) -> dict[str, Any]:
-    """The command as currentOp shows it: a password as ``"xxx"``."""
+def _shown(command: Mapping[str, Any], truncate: bool) -> dict[str, Any]:
+    """The command as currentOp shows it: a password as ``"xxx"``; truncated past
+    :data:`MAX_SHOWN_BYTES` when asked (mongod's CurOp appendAsObjOrString)."""
     shown = dict(command)
     if "pwd" in shown:
         shown["pwd"] = "xxx"
-    return shown
+    if not truncate or len(bson.encode(shown, codec_options=CODEC)) <= MAX_SHOWN_BYTES:
+        return shown
+    text = render_document(shown)
+    if len(text) > MAX_SHOWN_BYTES:
+        text = text[: MAX_SHOWN_BYTES - 3] + "..."
+    truncated: dict[str, Any] = {"$truncated": text}
+    if "comment" in shown:
+        truncated["comment"] = shown["comment"]
+    return truncated
 
 
 @COMMANDS.register("currentOp")
@@ -156,7 +173,8 @@ def cmd_currentOp(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         k: v for k, v in cmd.items() if k not in ("currentOp", "$all", "$ownOps") and k not in params.GENERIC_FIELDS
     }
     matcher = compile_filter(conditions) if conditions else None
-    ops = [op for op in current_ops(request, include_idle, all_users=not own) if matcher is None or matcher(op)]
+    listed = current_ops(request, include_idle, all_users=not own, truncate=True)
+    ops = [op for op in listed if matcher is None or matcher(op)]
     reply: dict[str, Any] = {"inprog": ops}
     if request.engine.storage.fsync_locks:  # as mongod's currentOp while fsyncLock holds writes back
         reply.update(fsyncLock=True, info="use db.fsyncUnlock() to terminate the fsync write/snapshot lock")

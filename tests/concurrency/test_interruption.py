@@ -349,3 +349,35 @@ def test_kill_cursors_stops_the_getmore_using_the_cursor(deployment: Deployment)
     running.join()
     assert isinstance(running.error, OperationFailure) and running.error.code == 237
     assert time.perf_counter() - killed_at < 1.0
+
+
+def test_current_op_truncates_a_large_command_as_mongod(deployment: Deployment) -> None:
+    """The currentOp command truncates each op's command over 1000 bytes to its text, cut at
+    1000 characters and ended with "...", keeping the comment (mongod's CurOp::reportState with
+    truncateOps, which the command sets); ``$currentOp`` does that only with ``truncateOps: true``."""
+    client, admin = deployment.connect(), deployment.connect()
+    coll = client.test.tr
+    coll.insert_one({"_id": 0, "slow": True})
+    pad = "p" * 2000
+    where = "if (this.slow) { sleep(3000); } return true;"
+    running = Background(lambda: list(coll.find({"$where": where, "pad": {"$ne": pad}}, comment="big-one")))
+    (op,) = wait_for(lambda: _commented(admin, "big-one"))
+    shown = op["command"]
+    assert set(shown) == {"$truncated", "comment"} and shown["comment"] == "big-one"
+    text = shown["$truncated"]
+    assert len(text) == 1000 and text.endswith("...")
+    assert text.startswith('{ find: "tr", filter: { $where: "if (this.slow)') and "p" * 100 in text
+    staged = [
+        e for e in admin.admin.aggregate([{"$currentOp": {}}]) if e.get("command", {}).get("comment") == "big-one"
+    ]
+    assert staged[0]["command"]["filter"]["pad"] == {"$ne": pad}  # whole without truncateOps
+    truncated = [
+        e
+        for e in admin.admin.aggregate([{"$currentOp": {"truncateOps": True}}])
+        if e.get("command", {}).get("comment") == "big-one"
+    ]
+    assert truncated[0]["command"] == shown
+    small = [e for e in admin.admin.command("currentOp")["inprog"] if e.get("command", {}).get("currentOp") == 1]
+    assert small and "$truncated" not in small[0]["command"]  # a command under 1000 bytes stays whole
+    admin.admin.command("killOp", op=op["opid"])
+    running.join()

@@ -114,9 +114,10 @@ def stage_currentOp(spec: Any, where: Where) -> Stage:
     idle_cursors = bool(spec.get("idleCursors", False))
     all_users = bool(spec.get("allUsers", False))
     idle_sessions = bool(spec.get("idleSessions", True))  # mongod's default: open transactions between commands
+    truncate = bool(spec.get("truncateOps", False))
 
     def run(docs: Docs) -> Docs:
-        yield from env.current_ops(idle, idle_cursors, all_users, idle_sessions)
+        yield from env.current_ops(idle, idle_cursors, all_users, idle_sessions, truncate)
 
     return Stage("$currentOp", spec, run)
 
