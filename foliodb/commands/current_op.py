@@ -39,6 +39,7 @@ from foliodb.query.filter import compile_filter
 from foliodb.query.render import render_document
 
 if TYPE_CHECKING:
+    from foliodb.commands.cursors import Cursor
     from foliodb.commands.executor import Request
     from foliodb.interrupt import Operation
 
@@ -106,7 +107,7 @@ def current_ops(
                 entry["lsid"] = {"id": Binary(cursor.lsid, UUID_SUBTYPE)}
             if cursor.plan_summary is not None:
                 entry["planSummary"] = cursor.plan_summary
-            entry["cursor"] = cursor.describe()
+            entry["cursor"] = _cursor_shown(cursor, truncate)
             out.append(entry)
     return out
 
@@ -136,7 +137,9 @@ def _describe(op: Operation, now: float, host: str, truncate: bool) -> dict[str,
     if plan_summary is not None:
         doc["planSummary"] = plan_summary
     if cursor is not None:  # a getMore: the cursor it works on, as mongod shows it
-        doc["cursor"] = {**cursor.describe(), "operationUsingCursorId": Int64(op.opid)}
+        if cursor.originating is not None:
+            doc["originatingCommand"] = _shown(cursor.originating, truncate)
+        doc["cursor"] = {**_cursor_shown(cursor, truncate), "operationUsingCursorId": Int64(op.opid)}
     if op.progress is not None:
         done, total = op.progress
         percent = done * 100 // total if total else 100
@@ -144,6 +147,14 @@ def _describe(op: Operation, now: float, host: str, truncate: bool) -> dict[str,
         doc["progress"] = {"done": done, "total": total}
     doc.update(waitingForLock=op.waiting_for_lock, killPending=op.killed, numYields=0, locks={})
     return doc
+
+
+def _cursor_shown(cursor: Cursor, truncate: bool) -> dict[str, Any]:
+    """A cursor's currentOp document, its originating command truncated as an op's command is."""
+    shown = cursor.describe()
+    if "originatingCommand" in shown:
+        shown["originatingCommand"] = _shown(shown["originatingCommand"], truncate)
+    return shown
 
 
 def _shown(command: Mapping[str, Any], truncate: bool) -> dict[str, Any]:

@@ -381,3 +381,29 @@ def test_current_op_truncates_a_large_command_as_mongod(deployment: Deployment) 
     assert small and "$truncated" not in small[0]["command"]  # a command under 1000 bytes stays whole
     admin.admin.command("killOp", op=op["opid"])
     running.join()
+
+
+def test_a_getmores_originating_command_is_shown_and_truncated_alike(deployment: Deployment) -> None:
+    # mongod's currentOp gives a getMore its cursor's originatingCommand at the top level and in
+    # its cursor document, each truncated as the command is.
+    client, admin = deployment.connect(), deployment.connect()
+    coll = client.test.trc
+    coll.insert_many([{"_id": 0}, {"_id": 1}, {"_id": 2}, {"_id": 3, "slow": True}])  # the second batch is slow
+    pad = "q" * 2000
+    where = "if (this.slow) { sleep(3000); } return true;"
+    cursor = coll.find({"$where": where, "pad": {"$ne": pad}}, comment="big-cursor").sort("_id", 1).batch_size(2)
+    assert [next(cursor)["_id"] for _ in range(2)] == [0, 1]
+    idle = [
+        e["cursor"]["originatingCommand"]
+        for e in admin.admin.aggregate([{"$currentOp": {"idleCursors": True, "truncateOps": True}}])
+        if e.get("type") == "idleCursor"
+    ]
+    if deployment.kind == "server":  # an embedded client lists its own cursors only
+        assert [o["comment"] for o in idle] == ["big-cursor"] and idle[0]["$truncated"].endswith("...")
+    running = Background(lambda: next(cursor))
+    (op,) = wait_for(lambda: _getmores(admin, "big-cursor"))
+    assert op["originatingCommand"] == op["cursor"]["originatingCommand"]
+    assert set(op["originatingCommand"]) == {"$truncated", "comment"}
+    assert op["originatingCommand"]["$truncated"].startswith('{ find: "trc", filter: { $where: ')
+    admin.admin.command("killOp", op=op["opid"])
+    running.join()
