@@ -52,11 +52,14 @@ RAW = bson.CodecOptions(document_class=RawBSONDocument)
 
 
 class Lookahead(Iterator[dict[str, Any]]):
-    """A result stream that can tell it is exhausted without losing a document.
+    """A result stream, and whether it has ended, known without reading past a full batch.
 
-    A batch that fills up exactly at the last result would otherwise leave a
-    cursor open that only the next getMore finds empty; MongoDB's plans know
-    their end (a limit reached, a sort drained) and answer cursor id 0 at once.
+    As mongod's plans, a stream knows its end only where that costs nothing: a
+    batch that ran short, a find whose limit is reached (its source's ``ended``),
+    an invalidated change stream. Otherwise a batch that fills up exactly at
+    the last result leaves the cursor open and the next getMore finds it empty,
+    as mongod's does: looking one result ahead could cost a scan of the rest
+    of the collection before the first batch is answered.
     """
 
     def __init__(self, source: Iterator[dict[str, Any]]) -> None:
@@ -75,11 +78,8 @@ class Lookahead(Iterator[dict[str, Any]]):
             return bool(getattr(self.source, "finished", False))
         if self.pending:
             return False
-        try:
-            self.pending.append(next(self.source))
-        except StopIteration:
-            return True
-        return False
+        ended = getattr(self.source, "ended", None)
+        return ended is not None and bool(ended())
 
     def give_back(self, doc: dict[str, Any]) -> None:
         """A document taken that its reply could not hold: the next batch starts with it."""

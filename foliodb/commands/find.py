@@ -24,7 +24,7 @@ from foliodb.engine.catalog import CODEC
 from foliodb.engine.count import CountExecution
 from foliodb.engine.distinct import DistinctExecution
 from foliodb.engine.planner import id_hack_keys
-from foliodb.engine.query import FindExecution, FindSpec
+from foliodb.engine.query import FindExecution, FindSpec, Results
 from foliodb.errors import CommandError, ErrorCode, location
 
 FIND_FIELDS = {
@@ -104,7 +104,7 @@ def documents(
     """The documents a find returns, from a collection or a view."""
     if is_view(request, name):
         return view_documents(request, name, spec, let)
-    return iter(execution(request, name, spec, let))
+    return Results(execution(request, name, spec, let))
 
 
 # find_one by _id as drivers send it ({find, filter: {_id: v}, limit: 1, singleBatch: true}), with

@@ -88,6 +88,7 @@ class FindExecution:
         self.spec = spec
         self.ctx = ctx
         self.stats = ExecStats()
+        self.limit_reached = False  # the last document the limit allows has been returned
         self._key_writer: IndexWriter | None = None  # returnKey's index, found on first use
         # Compile everything first, so errors surface before any result.
         self.sort = compile_sort(spec.sort, collator=ctx.collator) if spec.sort else None
@@ -261,6 +262,8 @@ class FindExecution:
                 doc = projection.apply(doc, details, meta)
             returned += 1
             self.stats.n_returned = returned
+            if returned == limit:
+                self.limit_reached = True
             yield doc
             if returned == limit:
                 break  # before asking the source for one document too many
@@ -395,6 +398,26 @@ _NEAR_PARTS = ("$near", "$nearSphere", "$minDistance", "$maxDistance")
 
 def _may_hold_text(filter_spec: Mapping[str, Any]) -> bool:
     return "$text" in filter_spec or "$and" in filter_spec
+
+
+class Results(Iterator[dict[str, Any]]):
+    """A find's documents in one pass, knowing without reading on when its limit is reached
+    (a cursor then closes with the batch that reached it, as mongod's LIMIT stage ends)."""
+
+    def __init__(self, run: FindExecution) -> None:
+        self.run = run
+        self._docs = iter(run)
+
+    def __next__(self) -> dict[str, Any]:
+        return next(self._docs)
+
+    def ended(self) -> bool:
+        return self.run.limit_reached
+
+    def close(self) -> None:
+        close = getattr(self._docs, "close", None)
+        if close is not None:
+            close()
 
 
 def explain_find(run: FindExecution, ns: str, verbosity: str, run_it: bool = True) -> dict[str, Any]:

@@ -213,12 +213,30 @@ def test_aggregate_command_with_explain_returns_the_plan(coll: Any) -> None:
 
 
 def test_cursor_id_is_zero_once_the_results_end(coll: Any) -> None:
-    # GET_MORE: the server closes a cursor whose results are exhausted (a limit reached,
-    # or a batch that ends exactly at the last document), so no killCursors is needed.
+    # GET_MORE: the server closes a cursor whose limit is reached, so no killCursors is needed.
+    # A batch that ends exactly at the last document leaves the cursor open, as mongod's (its
+    # scan knows the end only when it reads past it: find_cmd.cpp's shouldSaveCursor, isEOF);
+    # the next getMore finds nothing and closes it.
     db = coll.database
     assert db.command("find", coll.name, limit=3, batchSize=3)["cursor"]["id"] == 0
-    assert db.command("find", coll.name, batchSize=N)["cursor"]["id"] == 0
+    whole = db.command("find", coll.name, batchSize=N)["cursor"]
+    assert len(whole["firstBatch"]) == N and whole["id"] != 0
+    rest = db.command("getMore", whole["id"], collection=coll.name)["cursor"]
+    assert (rest["nextBatch"], rest["id"]) == ([], 0)
     first = db.command("find", coll.name, limit=4, batchSize=2)["cursor"]
     assert first["id"] != 0
     last = db.command("getMore", first["id"], collection=coll.name, batchSize=2)["cursor"]
     assert (len(last["nextBatch"]), last["id"]) == (2, 0)
+
+
+def test_a_first_batch_reads_no_document_past_itself(coll: Any) -> None:
+    # A full batch answers at once, as mongod's: it examines the documents up to its last match,
+    # none after (the profiler's docsExamined), so the time to the first batch does not depend on
+    # how far away a next match is. Matches (x == 0) are _id 0, 3, 6, 9: a batch of 2 ends at _id 3.
+    db = coll.database
+    db.command("profile", 2)
+    reply = db.command("find", coll.name, filter={"x": 0}, batchSize=2)["cursor"]
+    db.command("profile", 0)
+    assert ids(reply["firstBatch"]) == [0, 3] and reply["id"] != 0
+    (entry,) = db.system.profile.find({"op": "query", "ns": coll.full_name})
+    assert (entry["docsExamined"], entry["nreturned"]) == (4, 2)
