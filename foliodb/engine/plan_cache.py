@@ -22,6 +22,7 @@ https://www.mongodb.com/docs/manual/reference/command/planCacheSetFilter/
 from __future__ import annotations
 
 import datetime
+import threading
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -92,26 +93,31 @@ class Entry:
 
 
 class PlanCache:
-    """Shape -> :class:`Entry`, bounded at :data:`SIZE`."""
+    """Shape -> :class:`Entry`, bounded at :data:`SIZE`. Readers look up without the lock (a
+    dict read is atomic); changes take it, so two planners' puts cannot evict one entry twice."""
 
     def __init__(self) -> None:
         self.entries: dict[Shape, Entry] = {}
+        self._lock = threading.Lock()
 
     def get(self, shape: Shape) -> Entry | None:
         return self.entries.get(shape)
 
     def put(self, shape: Shape, entry: Entry) -> None:
-        entries = self.entries
-        entries.pop(shape, None)
-        if len(entries) >= SIZE:
-            entries.pop(next(iter(entries)))  # dicts keep insertion order: the oldest
-        entries[shape] = entry
+        with self._lock:
+            entries = self.entries
+            entries.pop(shape, None)
+            if len(entries) >= SIZE:
+                del entries[next(iter(entries))]  # dicts keep insertion order: the oldest
+            entries[shape] = entry
 
     def remove(self, shape: Shape) -> None:
-        self.entries.pop(shape, None)
+        with self._lock:
+            self.entries.pop(shape, None)
 
     def clear(self) -> None:
-        self.entries.clear()
+        with self._lock:
+            self.entries.clear()
 
 
 @dataclass
