@@ -91,7 +91,7 @@ def explain_count(run: CountExecution, ns: str, verbosity: str) -> dict[str, Any
     planner: dict[str, Any] = {
         "namespace": ns,
         "parsedQuery": run.filter,
-        "indexFilterSet": False,
+        "indexFilterSet": run.find is not None and run.find.plan is not None and run.find.plan.index_filter_set,
         "maxIndexedOrSolutionsReached": False,
         "maxIndexedAndSolutionsReached": False,
         "maxScansToExplodeReached": False,

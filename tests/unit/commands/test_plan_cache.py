@@ -282,3 +282,10 @@ def test_whatever_indexes_a_filter_allows_the_answers_are_a_scans(query: dict[st
         client.db.command("planCacheSetFilter", "c", query=query, indexes=allowed)
         assert sorted(d["_id"] for d in coll.find(query)) == scanned
         assert sorted(d["_id"] for d in coll.find(query).sort("a", -1)) == scanned
+
+
+def test_a_count_follows_an_index_filter_too(client: Any, coll: Collection) -> None:
+    client.db.command("planCacheSetFilter", "c", query={"a": 1, "b": 1}, indexes=["b_1"])
+    explain = client.db.command("explain", {"count": "c", "query": {"a": 2, "b": 3}})
+    assert explain["queryPlanner"]["indexFilterSet"] is True and winning_index(explain) == "b_1"
+    assert coll.count_documents({"a": 2, "b": 3}) == sum(1 for i in range(700) if (i % 10, i % 7) == (2, 3))
