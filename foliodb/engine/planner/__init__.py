@@ -558,12 +558,11 @@ def choose_plan(
     plan = _trial(store, scans, matcher, bool(sort))
     plan.index_filter_set = filtered
     if hinted is None:  # only plans that had rivals are cached, as mongod's
-        store.plan_cache.put(shape, _entry(store, plan, filter_spec, sort, projection, collator))
+        store.plan_cache.put(shape, _entry(plan, filter_spec, sort, projection, collator))
     return plan
 
 
 def _entry(
-    store: CollectionStore,
     plan: Plan,
     filter_spec: Mapping[str, Any] | None,
     sort: list[tuple[str, int]] | None,
