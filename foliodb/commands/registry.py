@@ -41,6 +41,8 @@ COMMANDS: Registry[Handler] = Registry(
         "logout",
         "compact",
         "reIndex",
+        "setQuerySettings",
+        "removeQuerySettings",
         "createSearchIndexes",
         "dropSearchIndex",
         "updateSearchIndex",
