@@ -24,7 +24,7 @@ import itertools
 import secrets
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,15 +55,16 @@ class Lookahead(Iterator[dict[str, Any]]):
     """A result stream, and whether it has ended, known without reading past a full batch.
 
     As mongod's plans, a stream knows its end only where that costs nothing: a
-    batch that ran short, a find whose limit is reached (its source's ``ended``),
-    an invalidated change stream. Otherwise a batch that fills up exactly at
+    batch that ran short, a find whose limit is reached (``ended``), an
+    invalidated change stream. Otherwise a batch that fills up exactly at
     the last result leaves the cursor open and the next getMore finds it empty,
     as mongod's does: looking one result ahead could cost a scan of the rest
     of the collection before the first batch is answered.
     """
 
-    def __init__(self, source: Iterator[dict[str, Any]]) -> None:
+    def __init__(self, source: Iterator[dict[str, Any]], ended: Callable[[], bool] | None = None) -> None:
         self.source = source
+        self.ended = ended  # whether the source has ended, without reading on (None: unknown until it runs out)
         self.pending: list[dict[str, Any]] = []
         # A tailable source (commands/tailable.py) that runs out waits for inserts; only a reached limit ends it.
         self.tailable = bool(getattr(source, "tailable", False))
@@ -78,8 +79,7 @@ class Lookahead(Iterator[dict[str, Any]]):
             return bool(getattr(self.source, "finished", False))
         if self.pending:
             return False
-        ended = getattr(self.source, "ended", None)
-        return ended is not None and bool(ended())
+        return self.ended is not None and self.ended()
 
     def give_back(self, doc: dict[str, Any]) -> None:
         """A document taken that its reply could not hold: the next batch starts with it."""
@@ -378,7 +378,7 @@ def cursor_reply(
         if close is not None:
             close()
         return {"cursor": {first: batch, "id": Int64(0), "ns": ns}, "ok": 1.0}
-    lookahead = Lookahead(source)
+    lookahead = source if isinstance(source, Lookahead) else Lookahead(source)
     batch, done = take_batch(lookahead, batch_size, measure=over_the_wire(request))
     cursor_id = 0
     if not done and not single_batch:

@@ -13,7 +13,7 @@ from bson import Int64
 
 from foliodb.commands import collation, oplog_rs, params
 from foliodb.commands.accesses import counted
-from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
+from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, Lookahead, cursor_reply
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.tailable import tail_source
@@ -24,7 +24,7 @@ from foliodb.engine.catalog import CODEC
 from foliodb.engine.count import CountExecution
 from foliodb.engine.distinct import DistinctExecution
 from foliodb.engine.planner import id_hack_keys
-from foliodb.engine.query import FindExecution, FindSpec, Results
+from foliodb.engine.query import FindExecution, FindSpec
 from foliodb.errors import CommandError, ErrorCode, location
 
 FIND_FIELDS = {
@@ -104,7 +104,9 @@ def documents(
     """The documents a find returns, from a collection or a view."""
     if is_view(request, name):
         return view_documents(request, name, spec, let)
-    return Results(execution(request, name, spec, let))
+    run = execution(request, name, spec, let)
+    # A reached limit ends the cursor with its batch, as mongod's LIMIT stage is then EOF.
+    return Lookahead(iter(run), ended=lambda: run.limit_reached)
 
 
 # find_one by _id as drivers send it ({find, filter: {_id: v}, limit: 1, singleBatch: true}), with

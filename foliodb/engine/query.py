@@ -400,26 +400,6 @@ def _may_hold_text(filter_spec: Mapping[str, Any]) -> bool:
     return "$text" in filter_spec or "$and" in filter_spec
 
 
-class Results(Iterator[dict[str, Any]]):
-    """A find's documents in one pass, knowing without reading on when its limit is reached
-    (a cursor then closes with the batch that reached it, as mongod's LIMIT stage ends)."""
-
-    def __init__(self, run: FindExecution) -> None:
-        self.run = run
-        self._docs = iter(run)
-
-    def __next__(self) -> dict[str, Any]:
-        return next(self._docs)
-
-    def ended(self) -> bool:
-        return self.run.limit_reached
-
-    def close(self) -> None:
-        close = getattr(self._docs, "close", None)
-        if close is not None:
-            close()
-
-
 def explain_find(run: FindExecution, ns: str, verbosity: str, run_it: bool = True) -> dict[str, Any]:
     """The explain document of a find, in MongoDB's classic-engine shape
     (``run_it`` False: the caller has run it, as far as it needed)."""
