@@ -457,6 +457,31 @@ def test_a_token_the_oplog_lost_says_run_with_resync(servers: Callable[..., Serv
         assert_same(target, source)
 
 
+def test_a_run_stopped_inside_the_newest_transaction_resumes_with_the_rest_of_it(tmp_path: Path) -> None:
+    """Regression (the CI failure of the test above, 5 runs in 14 under load): a follower stopped
+    after the first event of a transaction stores that event's token; when the transaction was
+    the source's newest commit, the next ``--once`` run found no commit after the token and
+    stopped "caught up", without the transaction's later writes."""
+    with foliodb.MongoClient(str(tmp_path / "source")) as source, foliodb.MongoClient(":memory:") as target:
+        accounts = source.crm.accounts
+        accounts.insert_many([{"_id": i, "balance": 100} for i in range(2)])
+        options = SyncOptions(once=True)
+        Sync(source, target, "txn", options).run()
+        stored = target[STATE_DB][STATE_COLLECTION].find_one({"_id": "txn"})["token"]
+        with source.start_session() as session, session.start_transaction():
+            accounts.update_one({"_id": 0}, {"$inc": {"balance": -1}}, session=session)
+            accounts.update_one({"_id": 1}, {"$inc": {"balance": 1}}, session=session)
+        with source.watch(resume_after=stored) as stream:
+            first = stream.next()  # the transaction's first event: where such a follower stopped
+        assert first["documentKey"] == {"_id": 0}
+        target.crm.accounts.update_one({"_id": 0}, {"$set": {"balance": 99}})  # what it had applied
+        target[STATE_DB][STATE_COLLECTION].update_one({"_id": "txn"}, {"$set": {"token": first["_id"]}})
+        again = Sync(source, target, "txn", options)
+        again.run()
+        assert again.report.resumed
+        assert list(target.crm.accounts.find()) == [{"_id": 0, "balance": 99}, {"_id": 1, "balance": 101}]
+
+
 def test_unique_values_swapped_between_documents_converge() -> None:
     """The first update's looked-up document already holds the value the other document
     still holds on the target: the unique index refuses it until the other makes way
