@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("foliodb")
 
-MAX_TIME_MS = 2**31 - 1  # the largest maxTimeMS mongod takes (jstests/core/max_time_ms.js)
 
 # Commands whose writeConcern a one-member replica set checks before running them.
 WRITE_COMMANDS = frozenset(
@@ -187,16 +186,7 @@ class Executor:
         api_version.check_api_parameters(name, command, engine.parameters)
         request = Request(self, db, name, extra=extra)
         if "maxTimeMS" in command:
-            max_time = params.field(command, "maxTimeMS", "integer", name)
-            if max_time is not None and max_time < 0:
-                raise CommandError(
-                    ErrorCode.BadValue, f"BSON field 'maxTimeMS' value must be >= 0, actual value '{max_time}'"
-                )
-            if max_time is not None and max_time > MAX_TIME_MS:
-                raise CommandError(
-                    ErrorCode.BadValue,
-                    f"BSON field 'maxTimeMS' value must be <= {MAX_TIME_MS}, actual value '{max_time}'",
-                )
+            max_time = params.max_time_ms(command["maxTimeMS"])
             if max_time and name != "getMore":  # a getMore's maxTimeMS is its await time (awaitData cursors)
                 op.deadline = time.monotonic() + max_time / 1000.0
                 failpoints.deadline_set(request, op)

@@ -83,6 +83,34 @@ def as_int(value: Any, what: str) -> int:
     return number
 
 
+MAX_TIME_MS = 2**31 - 1  # the largest maxTimeMS mongod takes (INT_MAX)
+
+
+def _safe_long(number: float) -> int:
+    """BSONElement::safeNumberLong of a double: NaN is 0, the long range clamps, the rest truncates."""
+    if math.isnan(number):
+        return 0
+    if number >= 2.0**63:
+        return 2**63 - 1
+    if number < -(2.0**63):
+        return -(2**63)
+    return int(number)
+
+
+def max_time_ms(value: Any) -> int:
+    """A command's ``maxTimeMS``, as mongod's parseMaxTimeMS (max_time_ms_parser.cpp): a number
+    within [0, 2^31-1] (a double as its safeNumberLong), and a double must be integral."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal128):
+        raise CommandError(ErrorCode.BadValue, "maxTimeMS must be a number")
+    number = float(value.to_decimal()) if isinstance(value, Decimal128) else value
+    whole = _safe_long(number) if isinstance(number, float) else int(number)
+    if whole < 0 or whole > MAX_TIME_MS:
+        raise CommandError(ErrorCode.BadValue, f"{whole} value for maxTimeMS is out of range [0, {MAX_TIME_MS}]")
+    if isinstance(value, float) and not value.is_integer():  # NaN too, as mongod's floor(x) != x
+        raise CommandError(ErrorCode.BadValue, "maxTimeMS has non-integral value")
+    return whole
+
+
 def non_negative(value: int, what: str) -> int:
     if value < 0:
         raise CommandError(ErrorCode.BadValue, f"{what} value must be non-negative, but received: {value}")
