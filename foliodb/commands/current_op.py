@@ -137,9 +137,10 @@ def _describe(op: Operation, now: float, host: str, truncate: bool) -> dict[str,
     if plan_summary is not None:
         doc["planSummary"] = plan_summary
     if cursor is not None:  # a getMore: the cursor it works on, as mongod shows it
-        if cursor.originating is not None:
-            doc["originatingCommand"] = _shown(cursor.originating, truncate)
-        doc["cursor"] = {**_cursor_shown(cursor, truncate), "operationUsingCursorId": Int64(op.opid)}
+        shown_cursor = _cursor_shown(cursor, truncate)
+        if "originatingCommand" in shown_cursor:
+            doc["originatingCommand"] = shown_cursor["originatingCommand"]
+        doc["cursor"] = {**shown_cursor, "operationUsingCursorId": Int64(op.opid)}
     if op.progress is not None:
         done, total = op.progress
         percent = done * 100 // total if total else 100

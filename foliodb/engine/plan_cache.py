@@ -64,18 +64,18 @@ def shape_of(
     return (query_shape(filter_spec or {}), tuple(sort or ()), _projection_shape(projection), collation)
 
 
-def hash_hex(value: Any) -> str:
+def _hex(value: Any) -> str:
     """An 8-digit hexadecimal hash, as mongod's ``queryHash`` and ``planCacheKey`` look."""
     return f"{zlib.crc32(repr(value).encode()):08X}"
 
 
 def query_hash(shape: Shape) -> str:
-    return hash_hex(shape)
+    return _hex(shape)
 
 
 def plan_cache_key(shape: Shape, index_names: list[str]) -> str:
     """The shape's key with the indexes the collection has: a new index gives a new key."""
-    return hash_hex((shape, tuple(sorted(index_names))))
+    return _hex((shape, tuple(sorted(index_names))))
 
 
 @dataclass

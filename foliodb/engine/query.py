@@ -263,10 +263,10 @@ class FindExecution:
             returned += 1
             self.stats.n_returned = returned
             if returned == limit:
-                self.limit_reached = True
-            yield doc
-            if returned == limit:
+                self.limit_reached = True  # known before the consumer asks for more
+                yield doc
                 break  # before asking the source for one document too many
+            yield doc
         self.stats.finished = time.perf_counter()
 
     def _matching(self) -> Iterator[dict[str, Any]]:
