@@ -43,8 +43,5 @@ COMMANDS: Registry[Handler] = Registry(
         "reIndex",
         "setQuerySettings",
         "removeQuerySettings",
-        "createSearchIndexes",
-        "dropSearchIndex",
-        "updateSearchIndex",
     ),
 )

@@ -1,0 +1,214 @@
+"""A vector search index in memory, derived from its collection, with a watermark.
+
+:class:`VectorState` is what one version of one ``vectorSearch`` index
+definition knows: a :class:`~foliodb.engine.search.columns.VectorColumn` per
+vector field and, per indexed document, the values of its ``filter`` fields
+(``filter_docs``, the document projected on those paths). It describes the
+collection as of ``watermark``: the newest change-log ``seq`` it has applied
+(see :mod:`foliodb.engine.search.catalog`).
+
+* **Catching up** (:meth:`catch_up`): a reader whose snapshot's newest ``seq``
+  is past the watermark applies the log entries in between, reading the
+  changed documents in its own snapshot, before it searches. So a search sees
+  every write that committed before its snapshot, exactly as a find does.
+* **Older readers**: ``history`` remembers which record ids each applied
+  ``seq`` changed (the last :data:`HISTORY` entries); a reader whose snapshot
+  is older than the watermark searches the state without those records and
+  scores its own versions of them (:meth:`changed_since`). A reader older
+  than the history falls back to an exact scan of its snapshot.
+* **Saved** (:meth:`save`, :func:`load`): the rows, the graph, the filter
+  documents and the watermark, in files under ``<dbpath>/foliodb.search/``
+  written whole then renamed; a restart loads them and replays the log from
+  the saved watermark instead of rebuilding.
+
+Every method runs under ``lock`` (the caller takes it).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import bson
+
+from foliodb.engine.catalog import CODEC
+from foliodb.engine.search.columns import VectorColumn
+from foliodb.engine.search.definition import VectorDefinition
+from foliodb.engine.search.numeric import np, usearch_index
+from foliodb.engine.search.vectors import as_vector, at_path, prepared
+
+# (seq, rid) pairs kept for readers older than the watermark.
+HISTORY = 100_000
+FORMAT = 1  # of the saved files
+
+
+def _path_tree(paths: Iterable[str]) -> dict[str, Any]:
+    """Filter paths as a tree of their parts (None: keep the whole value)."""
+    tree: dict[str, Any] = {}
+    for path in paths:
+        node = tree
+        parts = path.split(".")
+        for part in parts[:-1]:
+            child = node.get(part, {})
+            if child is None:
+                break
+            node = node.setdefault(part, child)
+        else:
+            node[parts[-1]] = None
+    return tree
+
+
+def project(value: Any, tree: Mapping[str, Any]) -> Any:
+    """The parts of ``value`` the paths of ``tree`` reach (arrays kept as arrays), so a filter on
+    those paths matches the projection exactly when it matches the document."""
+    if isinstance(value, dict):
+        out = {}
+        for key, sub in tree.items():
+            if key in value:
+                out[key] = value[key] if sub is None else project(value[key], sub)
+        return out
+    if isinstance(value, list):
+        if any(key.isdigit() for key in tree):
+            return value  # a positional path: the array as it is
+        return [project(item, tree) for item in value if isinstance(item, dict | list)]
+    return value
+
+
+class VectorState:
+    def __init__(self, index_id: int, version: int, definition: VectorDefinition) -> None:
+        self.index_id = index_id
+        self.version = version
+        self.definition = definition
+        self.columns = {field.path: VectorColumn(field) for field in definition.vectors}
+        self.filter_tree = _path_tree(definition.filters)
+        self.filter_docs: dict[int, Any] = {}
+        self.watermark = 0
+        self.history: collections.deque[tuple[int, int]] = collections.deque(maxlen=HISTORY)
+        self.history_floor = 0  # the history holds every change after this seq
+        self.changes = 0  # applied since the last save
+        self.saved = 0  # the watermark of the saved files (0: none)
+        self.ready = False  # the initial build is done
+        self.lock = threading.RLock()
+        self.allowed_cache: dict[Any, tuple[int, frozenset[int]]] = {}
+
+    # -- changes -------------------------------------------------------------------------
+
+    def apply(self, rid: int, data: bytes | None) -> None:
+        """The document ``rid`` is now ``data`` (None: deleted)."""
+        doc = bson.decode(data, CODEC) if data is not None else None
+        indexed = False
+        for column in self.columns.values():
+            row = None
+            if doc is not None:
+                field = column.field
+                row = prepared(as_vector(at_path(doc, column.parts)), field.dimensions, field.similarity)
+            column.put(rid, row)
+            indexed = indexed or row is not None
+        if indexed and doc is not None:
+            self.filter_docs[rid] = project(doc, self.filter_tree)
+        else:
+            self.filter_docs.pop(rid, None)
+        self.changes += 1
+
+    def catch_up(self, entries: list[tuple[int, int]], rows: Mapping[int, bytes], newest: int) -> None:
+        """Apply log ``entries`` ((seq, rid), in order, all past the watermark), ``rows`` being the
+        changed documents as the snapshot holding ``newest`` has them."""
+        for rid in dict.fromkeys(rid for _, rid in entries):
+            self.apply(rid, rows.get(rid))
+        self.history.extend(entries)
+        if len(self.history) == HISTORY:
+            self.history_floor = max(self.history_floor, self.history[0][0])
+        if entries or newest > self.watermark:
+            self.allowed_cache.clear()
+        self.watermark = max(self.watermark, newest)
+
+    def changed_since(self, seq: int) -> set[int] | None:
+        """The record ids changed after ``seq`` (up to the watermark); None when the history no
+        longer reaches back that far."""
+        if seq >= self.watermark:
+            return set()
+        if seq < self.history_floor:
+            return None
+        return {rid for s, rid in self.history if s > seq}
+
+    def pending(self) -> int:
+        return sum(len(column.pending) for column in self.columns.values())
+
+    def absorb(self) -> int:
+        return sum(column.absorb() for column in self.columns.values())
+
+    # -- saving ------------------------------------------------------------------------------
+
+    def _base(self, directory: str) -> str:
+        return os.path.join(directory, f"{self.index_id}-v{self.version}")
+
+    def save(self, directory: str) -> None:
+        """Write the state's files (each whole, then renamed over the old one); the meta file,
+        renamed last, names the watermark they describe."""
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        base = self._base(directory)
+        for n, column in enumerate(self.columns.values()):
+            live = column.rid_at >= 0
+            _atomic(f"{base}-{n}.npz", lambda f, c=column, m=live: np.savez(f, rids=c.rid_at[m], rows=c.matrix[m]))
+            graph_file = f"{base}-{n}.usearch"
+            column.graph.save(graph_file + ".tmp")
+            os.replace(graph_file + ".tmp", graph_file)
+        filters = bson.encode({"docs": [[rid, doc] for rid, doc in self.filter_docs.items()]}, codec_options=CODEC)
+        _atomic(f"{base}.filters", lambda f: f.write(filters))
+        pending = sorted({rid for column in self.columns.values() for rid in column.pending})
+        meta = bson.encode({"format": FORMAT, "watermark": self.watermark, "pending": pending})
+        _atomic(f"{base}.meta", lambda f: f.write(meta))
+        self.saved = self.watermark
+        self.changes = 0
+
+
+def _atomic(path: str, write: Any) -> None:
+    with open(path + ".tmp", "wb") as f:
+        write(f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(path + ".tmp", path)
+
+
+def load(directory: str, index_id: int, version: int, definition: VectorDefinition) -> VectorState | None:
+    """The state saved for this index version, or None (no files, or unreadable ones)."""
+    state = VectorState(index_id, version, definition)
+    base = state._base(directory)
+    try:
+        with open(f"{base}.meta", "rb") as f:
+            meta = bson.decode(f.read())
+        if meta.get("format") != FORMAT:
+            return None
+        pending = set(meta["pending"])
+        for n, column in enumerate(state.columns.values()):
+            with np.load(f"{base}-{n}.npz") as saved:
+                rids, rows = saved["rids"], saved["rows"]
+            column.graph = usearch_index.Index.restore(f"{base}-{n}.usearch")
+            for rid, row in zip(rids.tolist(), rows, strict=True):
+                column.put(int(rid), row)
+            in_graph = set(int(key) for key in column.graph.keys)
+            column.pending = {rid for rid in column.row_of if rid not in in_graph or rid in pending}
+            stale = [rid for rid in in_graph if rid not in column.row_of or rid in column.pending]
+            if stale:
+                column.graph.remove(np.asarray(stale, dtype=np.uint64))
+        with open(f"{base}.filters", "rb") as f:
+            state.filter_docs = {int(rid): doc for rid, doc in bson.decode(f.read(), CODEC)["docs"]}
+    except (OSError, ValueError, KeyError, TypeError, bson.errors.BSONError, RuntimeError):
+        return None
+    state.watermark = state.saved = state.history_floor = int(meta["watermark"])
+    state.changes = 0
+    state.ready = True
+    return state
+
+
+def remove_files(directory: str, index_id: int) -> None:
+    """Delete every saved file of an index (all its versions)."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(directory):
+            if name.split("-", 1)[0] == str(index_id):
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(directory, name))
