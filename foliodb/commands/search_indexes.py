@@ -34,11 +34,14 @@ from foliodb.engine.catalog import CollectionInfo
 from foliodb.engine.engine import Engine
 from foliodb.engine.search.catalog import SearchIndexInfo
 from foliodb.engine.search.definition import parse
+from foliodb.engine.search.vector_search import Explained, vector_search
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.bsontypes import is_string
 from foliodb.query.idl import missing_field, unknown_field, wrong_type
 
 TYPES = ("search", "vectorSearch")
+
+
 def _collection(engine: Engine, db: str, name: str) -> CollectionInfo:
     """The collection, or mongod's NamespaceNotFound (a view has no search indexes of its own)."""
     info = engine.catalog.get(db, name)
@@ -83,9 +86,7 @@ def _model(raw: Any) -> tuple[str, str, dict[str, Any]]:
     if not is_string(kind):
         raise wrong_type(f"{where}.type", kind, "string")
     if kind not in TYPES:
-        raise CommandError(
-            ErrorCode.BadValue, f"Invalid index type '{kind}': must be one of 'search', 'vectorSearch'"
-        )
+        raise CommandError(ErrorCode.BadValue, f"Invalid index type '{kind}': must be one of 'search', 'vectorSearch'")
     if "definition" not in raw:
         raise missing_field(where, "definition")
     definition = raw["definition"]
@@ -134,7 +135,9 @@ def cmd_updateSearchIndex(request: Request, cmd: Mapping[str, Any]) -> dict[str,
         info = _collection(engine, request.db, name)
         index = find_search_index(info, index_name, index_id)
         parse(index.type, definition)
-        updated = dataclasses.replace(index, definition=dict(definition), version=index.version + 1, created=time.time())
+        updated = dataclasses.replace(
+            index, definition=dict(definition), version=index.version + 1, created=time.time()
+        )
         engine.draft().replace_search_index(info, updated)
     engine.search.forget(index)  # the old version's structures; the new one builds in the background
     engine.search.wake()
@@ -193,3 +196,24 @@ def listed(engine: Engine, db: str, name: str, index_name: str | None, index_id:
             }
         )
     return out
+
+
+def explain_vector_search(engine: Engine, db: str, coll: str, query: Any, spec: Any) -> dict[str, Any]:
+    """A ``$vectorSearch`` stage as explain shows it: its specification, and what the engine did
+    (the search is run: it reads one snapshot and writes nothing)."""
+    explained = Explained(query.index)
+    timer = time.perf_counter()
+    vector_search(engine.search, engine.store(db, coll), query, explained)
+    millis = int((time.perf_counter() - timer) * 1000)
+    details = {
+        "type": "vectorSearch",
+        "index": query.index,
+        "status": explained.status or "NOT_FOUND",
+        "method": explained.method,
+        "candidatesScored": explained.candidates,
+        "pendingRows": explained.pending,
+        "changedInSnapshot": explained.dirty,
+        "nReturned": explained.returned,
+        "executionTimeMillis": millis,
+    }
+    return {"$vectorSearch": {**dict(spec), "explain": details}}

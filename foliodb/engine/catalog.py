@@ -352,7 +352,9 @@ class CatalogDraft:
         self, info: CollectionInfo, index: search_catalog.SearchIndexInfo
     ) -> search_catalog.SearchIndexInfo:
         info = self._own(info)
-        return search_catalog.add(self.conn, info, index, self._next_id("next_search_index_id", "catalog_search_indexes"))
+        return search_catalog.add(
+            self.conn, info, index, self._next_id("next_search_index_id", "catalog_search_indexes")
+        )
 
     def replace_search_index(self, info: CollectionInfo, index: search_catalog.SearchIndexInfo) -> None:
         search_catalog.replace(self.conn, self._own(info), index)

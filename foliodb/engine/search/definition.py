@@ -112,7 +112,11 @@ def parse(kind: str, definition: Any) -> Definition:
 
 
 def _integer(value: Any, place: str, low: int, high: int) -> int:
-    if not cmp.is_number(value) or isinstance(value, bool) or float(cmp.number_value(value)) != int(cmp.number_value(value)):
+    if (
+        not cmp.is_number(value)
+        or isinstance(value, bool)
+        or float(cmp.number_value(value)) != int(cmp.number_value(value))
+    ):
         raise invalid(place, "must be an integer")
     number = int(cmp.number_value(value))
     if not low <= number <= high:

@@ -210,7 +210,9 @@ class SearchIndexes:
         with state.lock:
             state.save(self.directory)
         siblings = [
-            self.states.get((index.id, index.version)) for index in info.search_indexes.values() if index.type == "vectorSearch"
+            self.states.get((index.id, index.version))
+            for index in info.search_indexes.values()
+            if index.type == "vectorSearch"
         ]
         floor = min((s.saved if s is not None else 0) for s in siblings)
         if floor > 0:
@@ -280,7 +282,9 @@ class SearchIndexes:
                     raise CommandError(276, "Index build aborted: the collection was dropped")
                 rows = (
                     storage.reader()
-                    .execute(f"SELECT rid, doc FROM {info.table} WHERE rid > ? ORDER BY rid LIMIT ?", (last, BUILD_CHUNK))
+                    .execute(
+                        f"SELECT rid, doc FROM {info.table} WHERE rid > ? ORDER BY rid LIMIT ?", (last, BUILD_CHUNK)
+                    )
                     .fetchall()
                 )
             finally:

@@ -69,7 +69,9 @@ def _field(path: str, spec: Any, filters: Collection[str]) -> None:
 
 def _check(spec: Any, filters: Collection[str]) -> None:
     if not isinstance(spec, Mapping):
-        raise CommandError(ErrorCode.TypeMismatch, f'"$vectorSearch.filter" must be a document, found {type_name(spec)}')
+        raise CommandError(
+            ErrorCode.TypeMismatch, f'"$vectorSearch.filter" must be a document, found {type_name(spec)}'
+        )
     for key, value in spec.items():
         if key in ("$and", "$or"):
             if not isinstance(value, list) or not value:

@@ -200,8 +200,8 @@ def _candidates(
         explained.candidates = len(out)
         return out
     explained.method = "ann"
-    keep: Callable[[int], bool] = (lambda rid: rid not in dirty) if allowed is None else (
-        lambda rid: rid in allowed and rid not in dirty
+    keep: Callable[[int], bool] = (
+        (lambda rid: rid not in dirty) if allowed is None else (lambda rid: rid in allowed and rid not in dirty)
     )
     count, graph_size = wanted, len(column.graph)
     while True:
@@ -244,7 +244,7 @@ def _results(store: CollectionStore, found: list[Any], limit: int, explained: Ex
     if len(found) > limit:
         cut = found[limit - 1][1]
         found = [pair for pair in found if pair[1] >= cut]  # the limit, with every tie at its edge
-    picked = []
+    picked: list[tuple[float, dict[str, Any]]] = []
     for rid, score in found:
         data = store.get_raw(rid)
         if data is not None:

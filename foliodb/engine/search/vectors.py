@@ -39,7 +39,7 @@ _NUMBER_TYPES = (int, float, Int64, Decimal128)
 def _binary_vector(value: Binary) -> list[float] | None:
     vector = value.as_vector()
     if vector.dtype == BinaryVectorDtype.PACKED_BIT:
-        bits = [((byte >> (7 - i)) & 1) for byte in vector.data for i in range(8)]
+        bits = [((int(byte) >> (7 - i)) & 1) for byte in vector.data for i in range(8)]
         return [float(b) for b in bits[: len(bits) - vector.padding]]
     return [float(x) for x in vector.data]
 
@@ -91,13 +91,12 @@ def query_row(value: Any, dimensions: int, similarity: str, path: str) -> Any:
     if values is None:
         raise CommandError(
             ErrorCode.TypeMismatch,
-            "\"$vectorSearch.queryVector\" must be an array of numbers or a BSON vector (binary subtype 9)",
+            '"$vectorSearch.queryVector" must be an array of numbers or a BSON vector (binary subtype 9)',
         )
     if len(values) != dimensions:
         raise CommandError(
             ErrorCode.BadValue,
-            f"vector field is indexed with {dimensions} dimensions but queried with {len(values)}"
-            f" (path '{path}')",
+            f"vector field is indexed with {dimensions} dimensions but queried with {len(values)} (path '{path}')",
         )
     row = np.asarray(values, dtype=np.float32)
     if similarity == "cosine":
