@@ -233,10 +233,11 @@ def _dirty(
     return out
 
 
-def _id_order(a: tuple[float, Any], b: tuple[float, Any]) -> int:
+def _best_first(a: tuple[float, dict[str, Any]], b: tuple[float, dict[str, Any]]) -> int:
+    """Higher scores first; equal scores by ``_id`` in BSON order."""
     if a[0] != b[0]:
         return -1 if a[0] > b[0] else 1
-    return cmp.compare(a[1], b[1])
+    return cmp.compare(a[1].get("_id"), b[1].get("_id"))
 
 
 def _results(store: CollectionStore, found: list[Any], limit: int, explained: Explained) -> list[dict[str, Any]]:
@@ -249,7 +250,7 @@ def _results(store: CollectionStore, found: list[Any], limit: int, explained: Ex
         data = store.get_raw(rid)
         if data is not None:
             picked.append((score, bson.decode(data, CODEC)))
-    picked.sort(key=functools.cmp_to_key(lambda a, b: _id_order((a[0], a[1].get("_id")), (b[0], b[1].get("_id")))))
+    picked.sort(key=functools.cmp_to_key(_best_first))
     out = []
     for score, doc in picked[:limit]:
         doc[metadata.FIELD] = {"vectorSearchScore": score}
