@@ -273,6 +273,7 @@ class SearchIndexes:
             total = int(conn.execute(f"SELECT count(*) FROM {info.table}").fetchone()[0])
         finally:
             storage.end_operation()
+        op.progress = (0, total)
         done, last = 0, 0
         while True:
             interrupt.check()

@@ -92,6 +92,7 @@ class VectorState:
         self.changes = 0  # applied since the last save
         self.saved = 0  # the watermark of the saved files (0: none)
         self.ready = False  # the initial build is done
+        self.loaded = False  # restored from saved files (not built by a scan)
         self.lock = threading.RLock()
         self.allowed_cache: dict[Any, tuple[int, frozenset[int]]] = {}
 
@@ -201,7 +202,7 @@ def load(directory: str, index_id: int, version: int, definition: VectorDefiniti
         return None
     state.watermark = state.saved = state.history_floor = int(meta["watermark"])
     state.changes = 0
-    state.ready = True
+    state.ready = state.loaded = True
     return state
 
 

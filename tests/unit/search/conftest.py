@@ -23,7 +23,9 @@ def wait_ready(coll: Any, name: str) -> dict[str, Any]:
         time.sleep(0.02)
 
 
-def vector_index(path: str = "v", dims: int = 3, similarity: str = "euclidean", filters: tuple[str, ...] = ()) -> dict[str, Any]:
+def vector_index(
+    path: str = "v", dims: int = 3, similarity: str = "euclidean", filters: tuple[str, ...] = ()
+) -> dict[str, Any]:
     fields: list[dict[str, Any]] = [{"type": "vector", "path": path, "numDimensions": dims, "similarity": similarity}]
     fields += [{"type": "filter", "path": f} for f in filters]
     return {"fields": fields}

@@ -159,7 +159,11 @@ def test_command_shape_errors(db: Any) -> None:
         ({"fields": [{"type": "vector", "path": "v", "numDimensions": 3}]}, "similarity"),
         ({"fields": [{"type": "vector", "path": "v", "numDimensions": 3, "similarity": "manhattan"}]}, "similarity"),
         (
-            {"fields": [{"type": "vector", "path": "v", "numDimensions": 3, "similarity": "cosine", "quantization": "pq"}]},
+            {
+                "fields": [
+                    {"type": "vector", "path": "v", "numDimensions": 3, "similarity": "cosine", "quantization": "pq"}
+                ]
+            },
             "quantization",
         ),
         ({"fields": [{"type": "vector", "numDimensions": 3, "similarity": "cosine"}]}, "path"),

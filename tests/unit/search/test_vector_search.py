@@ -98,10 +98,16 @@ def test_nested_path(db: Any) -> None:
     coll = db.docs
     coll.insert_many([{"_id": 1, "m": {"e": [0, 1]}}, {"_id": 2, "m": {"e": [1, 0]}}, {"_id": 3, "m": [{"e": [1, 0]}]}])
     coll.create_search_index(
-        SearchIndexModel(definition=vector_index(path="m.e", dims=2, similarity="cosine"), name="vec", type="vectorSearch")
+        SearchIndexModel(
+            definition=vector_index(path="m.e", dims=2, similarity="cosine"), name="vec", type="vectorSearch"
+        )
     )
     wait_ready(coll, "vec")
-    got = list(coll.aggregate([{"$vectorSearch": {"index": "vec", "path": "m.e", "queryVector": [1, 0], "exact": True, "limit": 5}}]))
+    got = list(
+        coll.aggregate(
+            [{"$vectorSearch": {"index": "vec", "path": "m.e", "queryVector": [1, 0], "exact": True, "limit": 5}}]
+        )
+    )
     assert [d["_id"] for d in got] == [2, 1]  # a vector inside an array of documents is not indexed
 
 
@@ -222,7 +228,15 @@ def test_later_stages_and_score_meta(db: Any) -> None:
     got = list(
         coll.aggregate(
             [
-                {"$vectorSearch": {"index": "vec", "path": "v", "queryVector": [4, 0, 0], "numCandidates": 6, "limit": 3}},
+                {
+                    "$vectorSearch": {
+                        "index": "vec",
+                        "path": "v",
+                        "queryVector": [4, 0, 0],
+                        "numCandidates": 6,
+                        "limit": 3,
+                    }
+                },
                 {"$project": {"_id": 0, "t": 1, "score": {"$meta": "vectorSearchScore"}}},
             ]
         )
@@ -265,7 +279,10 @@ def test_approximate_search_passes_filter_and_fills_limit(db: Any) -> None:
     query = rng.standard_normal(16).astype(np.float32)
     unit = rows / np.linalg.norm(rows, axis=1, keepdims=True)
     q = query / np.linalg.norm(query)
-    for flt, passing in (({"g": {"$in": [1, 2, 3]}}, [i for i in range(3000) if i % 10 in (1, 2, 3)]), (None, list(range(3000)))):
+    for flt, passing in (
+        ({"g": {"$in": [1, 2, 3]}}, [i for i in range(3000) if i % 10 in (1, 2, 3)]),
+        (None, list(range(3000))),
+    ):
         options: dict[str, Any] = {"numCandidates": 200}
         if flt is not None:
             options["filter"] = flt
@@ -280,8 +297,15 @@ def test_approximate_search_passes_filter_and_fills_limit(db: Any) -> None:
 def test_explain(db: Any) -> None:
     coll = _make(db, [{"_id": i, "v": [i, 0, 0]} for i in range(5)])
     stage = {"index": "vec", "path": "v", "queryVector": [1, 0, 0], "exact": True, "limit": 2}
-    explained = db.command("explain", {"aggregate": "docs", "pipeline": [{"$vectorSearch": stage}, {"$limit": 1}], "cursor": {}})
+    explained = db.command(
+        "explain", {"aggregate": "docs", "pipeline": [{"$vectorSearch": stage}, {"$limit": 1}], "cursor": {}}
+    )
     first, second = explained["stages"]
     details = first["$vectorSearch"]["explain"]
-    assert (details["index"], details["status"], details["method"], details["nReturned"]) == ("vec", "READY", "exact", 2)
+    assert (details["index"], details["status"], details["method"], details["nReturned"]) == (
+        "vec",
+        "READY",
+        "exact",
+        2,
+    )
     assert second == {"$limit": 1}
