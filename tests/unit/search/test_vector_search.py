@@ -257,16 +257,15 @@ def test_a_write_is_seen_by_the_next_search(db: Any) -> None:
 
 def test_transaction_sees_its_own_writes(client: Any, db: Any) -> None:
     coll = _make(db, [{"_id": i, "v": [i, 0, 0]} for i in range(20)])
-    with client.start_session() as session:
-        with session.start_transaction():
-            coll.insert_one({"_id": "mine", "v": [100, 0, 0]}, session=session)
-            coll.delete_one({"_id": 19}, session=session)
-            stage = {"index": "vec", "path": "v", "queryVector": [100, 0, 0], "numCandidates": 20, "limit": 2}
-            inside = [d["_id"] for d in coll.aggregate([{"$vectorSearch": stage}], session=session)]
-            outside = [d["_id"] for d in coll.aggregate([{"$vectorSearch": stage}])]
-            assert inside == ["mine", 18]
-            assert outside == [19, 18]
-            session.abort_transaction()
+    with client.start_session() as session, session.start_transaction():
+        coll.insert_one({"_id": "mine", "v": [100, 0, 0]}, session=session)
+        coll.delete_one({"_id": 19}, session=session)
+        stage = {"index": "vec", "path": "v", "queryVector": [100, 0, 0], "numCandidates": 20, "limit": 2}
+        inside = [d["_id"] for d in coll.aggregate([{"$vectorSearch": stage}], session=session)]
+        outside = [d["_id"] for d in coll.aggregate([{"$vectorSearch": stage}])]
+        assert inside == ["mine", 18]
+        assert outside == [19, 18]
+        session.abort_transaction()
     assert [d["_id"] for d in _search(coll, [100, 0, 0], 1)] == [19]
 
 
@@ -275,7 +274,6 @@ def test_approximate_search_passes_filter_and_fills_limit(db: Any) -> None:
     rows = rng.standard_normal((3000, 16)).astype(np.float32)
     docs = [{"_id": i, "v": rows[i].tolist(), "g": i % 10} for i in range(len(rows))]
     coll = _make(db, docs, dims=16, similarity="cosine", filters=("g",))
-    db.client  # the background thread absorbs the rows into the graph: wait for it, then search the graph
     query = rng.standard_normal(16).astype(np.float32)
     unit = rows / np.linalg.norm(rows, axis=1, keepdims=True)
     q = query / np.linalg.norm(query)
@@ -295,7 +293,7 @@ def test_approximate_search_passes_filter_and_fills_limit(db: Any) -> None:
 
 
 def test_explain(db: Any) -> None:
-    coll = _make(db, [{"_id": i, "v": [i, 0, 0]} for i in range(5)])
+    _make(db, [{"_id": i, "v": [i, 0, 0]} for i in range(5)])
     stage = {"index": "vec", "path": "v", "queryVector": [1, 0, 0], "exact": True, "limit": 2}
     explained = db.command(
         "explain", {"aggregate": "docs", "pipeline": [{"$vectorSearch": stage}, {"$limit": 1}], "cursor": {}}
