@@ -169,7 +169,9 @@ FILTERS = st.recursive(
         st.builds(lambda field, flag: {field: {"$exists": flag}}, st.sampled_from("fg"), st.booleans()),
         st.builds(lambda field, value: {field: {"$not": {"$gt": value}}}, st.sampled_from("fg"), VALUES),
     ),
-    lambda inner: st.builds(lambda op, clauses: {op: clauses}, st.sampled_from(["$and", "$or"]), st.lists(inner, min_size=1, max_size=3)),
+    lambda inner: st.builds(
+        lambda op, clauses: {op: clauses}, st.sampled_from(["$and", "$or"]), st.lists(inner, min_size=1, max_size=3)
+    ),
     max_leaves=5,
 )
 
