@@ -312,17 +312,24 @@ class SearchIndexes:
         return state
 
     def wait_idle(self, timeout: float = 30.0) -> bool:
-        """Until every vector index is built and its graphs have absorbed all rows (tests and
-        benchmarks measure the graph this way); False at the timeout."""
+        """Until every vector index is built, caught up with the newest commit, and its graphs
+        have absorbed all its rows (tests and benchmarks measure the graph this way); False at
+        the timeout."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.wake()
-            indexes = self._indexes()
-            if all(
-                (s := self.states.get((i.id, i.version))) is not None and s.ready and not s.pending()
-                for _, i in indexes
-                if (i.id, i.version) not in self.failed
-            ):
+            idle = True
+            for info, index in self._indexes():
+                key = (index.id, index.version)
+                state = self.states.get(key)
+                if key in self.failed:
+                    continue
+                if state is None or not state.ready:
+                    idle = False
+                    continue
+                self.catch_up(info, state)
+                idle = idle and not state.pending()
+            if idle:
                 return True
             time.sleep(TICK_SECONDS)
         return False
