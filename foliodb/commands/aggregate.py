@@ -30,12 +30,13 @@ from foliodb.commands.write import apply_replacement, check_new_database, prepar
 from foliodb.engine.buckets import BucketSpec
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.query import FindExecution, FindSpec
-from foliodb.engine.search.vector_search import VectorQuery, vector_search
+from foliodb.engine.search.vector_search import vector_search
 from foliodb.engine.timeseries import TimeSeriesWriter, check_measurement
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import metadata
 from foliodb.query.bsontypes import is_string
 from foliodb.query.context import Context
+from foliodb.query.vector_query import VectorQuery
 
 
 class EngineEnv:

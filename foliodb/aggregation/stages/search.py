@@ -21,11 +21,11 @@ from typing import Any
 from bson.binary import Binary
 
 from foliodb.aggregation.pipeline import STAGES, Docs, Stage, Where
-from foliodb.engine.search.vector_search import VectorQuery
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import compare as cmp
 from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.idl import check_fields, wrong_type
+from foliodb.query.vector_query import VectorQuery
 
 MAX_CANDIDATES = 10_000
 _FIELDS = ("index", "path", "queryVector", "numCandidates", "limit", "filter", "exact")

@@ -45,22 +45,10 @@ from foliodb.errors import CommandError, ErrorCode
 from foliodb.interrupt import check
 from foliodb.query import compare as cmp
 from foliodb.query import metadata
+from foliodb.query.vector_query import VectorQuery
 
 # With a filter, when at most this many indexed documents pass it, they are scored exactly.
 EXACT_BELOW = 4096
-
-
-@dataclass(frozen=True, slots=True)
-class VectorQuery:
-    """A checked ``$vectorSearch`` (see aggregation/stages/search.py)."""
-
-    index: str
-    path: str
-    query_vector: Any
-    limit: int
-    num_candidates: int | None  # None with exact
-    exact: bool
-    filter: Any  # the filter document, or None
 
 
 @dataclass(slots=True)
