@@ -38,7 +38,7 @@ from foliodb.engine.search.catalog import SearchIndexInfo, log_table, trim_log
 from foliodb.engine.search.definition import VectorDefinition
 from foliodb.engine.search.numeric import np
 from foliodb.engine.search.state import VectorState
-from foliodb.errors import CommandError
+from foliodb.errors import CommandError, ErrorCode
 
 if TYPE_CHECKING:
     from foliodb.engine.engine import Engine
@@ -85,6 +85,7 @@ class SearchIndexes:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+        self._swept = False  # stale saved files removed once after opening
 
     # -- what queries and commands ask -----------------------------------------------------
 
@@ -105,7 +106,7 @@ class SearchIndexes:
         if index.type != "vectorSearch":
             return "READY"  # nothing to build until phase 2's text engine
         key = (index.id, index.version)
-        if key in self.failed:
+        if key in self.failed or np is None:  # a build failed, or the search extra is missing
             return "FAILED"
         return "READY" if self.ready_state(index) is not None else "BUILDING"
 
@@ -151,7 +152,7 @@ class SearchIndexes:
                 if not busy:
                     break
 
-    def _indexes(self) -> list[tuple[CollectionInfo, SearchIndexInfo]]:
+    def _indexes(self, every_type: bool = False) -> list[tuple[CollectionInfo, SearchIndexInfo]]:
         storage = self.engine.storage
         storage.begin_operation()
         try:
@@ -162,7 +163,7 @@ class SearchIndexes:
             (info, index)
             for info in catalog.collections.values()
             for index in info.search_indexes.values()
-            if index.type == "vectorSearch"
+            if every_type or index.type == "vectorSearch"
         ]
 
     def _tick(self) -> bool:
@@ -170,8 +171,14 @@ class SearchIndexes:
         indexes = self._indexes()
         live = {(index.id, index.version) for _, index in indexes}
         with self.lock:
-            for key in [k for k in self.states if k not in live]:
+            gone = [k for k in self.states if k not in live]
+            for key in gone:
                 del self.states[key]
+        if self.directory is not None and (gone or not self._swept):
+            # Files of indexes dropped since (with their collection, or redefined).
+            ids = {index.id for _, index in self._indexes(every_type=True)}
+            state_files.remove_other_files(self.directory, lambda saved: saved not in ids)
+            self._swept = True
         busy = False
         for info, index in indexes:
             if self._stop.is_set():
@@ -258,6 +265,8 @@ class SearchIndexes:
         finally:
             interrupt.bind(previous)
             engine.operations.pop(op.opid, None)
+        if key not in {(i.id, i.version) for _, i in self._indexes()}:
+            return  # dropped or redefined while it was being built
         with self.lock:
             self.states[key] = state
         if self.directory is not None:
@@ -277,6 +286,8 @@ class SearchIndexes:
         done, last = 0, 0
         while True:
             interrupt.check()
+            if self._stop.is_set():
+                raise CommandError(ErrorCode.InterruptedAtShutdown, "interrupted at shutdown")
             storage.begin_operation()
             try:
                 if storage.catalog().by_id.get(info.id) is None:

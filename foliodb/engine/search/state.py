@@ -208,8 +208,14 @@ def load(directory: str, index_id: int, version: int, definition: VectorDefiniti
 
 def remove_files(directory: str, index_id: int) -> None:
     """Delete every saved file of an index (all its versions)."""
+    remove_other_files(directory, lambda saved: saved == index_id)
+
+
+def remove_other_files(directory: str, stale: Any) -> None:
+    """Delete the saved files whose index id ``stale(id)`` says is gone."""
     with contextlib.suppress(OSError):
         for name in os.listdir(directory):
-            if name.split("-", 1)[0] == str(index_id):
+            head = name.split("-", 1)[0]
+            if head.isdigit() and stale(int(head)):
                 with contextlib.suppress(OSError):
                     os.remove(os.path.join(directory, name))

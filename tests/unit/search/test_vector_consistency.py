@@ -6,6 +6,7 @@ tell a graph search from an exact one and a restored index from a rebuilt one.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any
@@ -180,3 +181,24 @@ def test_concurrent_writers_and_searchers_agree_with_find() -> None:
             stop.set()
             thread.join()
         assert not failures, failures[:3]
+
+
+def test_saved_files_go_with_their_index(tmp_path: Any) -> None:
+    path = tmp_path / "data"
+    with foliodb.MongoClient(str(path)) as client:
+        db = client.test
+        for name in ("a", "b"):
+            db[name].insert_many([{"_id": i, "v": [i, 0, 0]} for i in range(10)])
+            db[name].create_search_index(SearchIndexModel(definition=vector_index(), name="vec", type="vectorSearch"))
+            wait_ready(db[name], "vec")
+        assert _engine(client).search.wait_idle(READY_SECONDS)
+        saved = path / manager.SEARCH_DIR
+        ids = {name.split("-", 1)[0] for name in os.listdir(saved)}
+        assert len(ids) == 2  # each index saved its state once built
+        db.a.drop_search_index("vec")
+        db.b.drop()
+        deadline = time.monotonic() + READY_SECONDS
+        while os.listdir(saved):
+            assert time.monotonic() < deadline, os.listdir(saved)
+            _engine(client).search.wake()
+            time.sleep(0.02)
