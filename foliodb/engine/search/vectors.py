@@ -69,11 +69,9 @@ def at_path(doc: Mapping[str, Any], parts: tuple[str, ...]) -> Any:
     return value
 
 
-def prepared(values: list[float] | None, dimensions: int, similarity: str) -> Any:
-    """The float32 row stored for a document's vector (unit length for cosine), or None when the
-    value is not indexed."""
-    if values is None or len(values) != dimensions:
-        return None
+def _row(values: list[float], similarity: str) -> Any:
+    """float32 numbers, scaled to unit length for cosine; None when they cannot be (infinite,
+    NaN, or a zero vector under cosine)."""
     row = np.asarray(values, dtype=np.float32)
     if not np.all(np.isfinite(row)):
         return None
@@ -83,6 +81,13 @@ def prepared(values: list[float] | None, dimensions: int, similarity: str) -> An
             return None
         row = (row.astype(np.float64) / norm).astype(np.float32)
     return row
+
+
+def prepared(values: list[float] | None, dimensions: int, similarity: str) -> Any:
+    """The float32 row stored for a document's vector, or None when the value is not indexed."""
+    if values is None or len(values) != dimensions:
+        return None
+    return _row(values, similarity)
 
 
 def query_row(value: Any, dimensions: int, similarity: str, path: str) -> Any:
@@ -98,12 +103,9 @@ def query_row(value: Any, dimensions: int, similarity: str, path: str) -> Any:
             ErrorCode.BadValue,
             f"vector field is indexed with {dimensions} dimensions but queried with {len(values)} (path '{path}')",
         )
-    row = np.asarray(values, dtype=np.float32)
-    if similarity == "cosine":
-        norm = float(np.linalg.norm(row.astype(np.float64)))
-        if norm == 0.0:
-            raise CommandError(ErrorCode.BadValue, "Cosine similarity cannot be calculated for a zero query vector")
-        row = (row.astype(np.float64) / norm).astype(np.float32)
+    row = _row(values, similarity)
+    if row is None:
+        raise CommandError(ErrorCode.BadValue, "queryVector must hold finite numbers, not all zero for cosine")
     return row
 
 

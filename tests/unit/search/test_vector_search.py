@@ -195,6 +195,7 @@ def test_filter_rules(db: Any) -> None:
         ({"index": "vec", "path": "v", "queryVector": [1, 2, 3], "limit": 2, "exact": 1}, 14),
         ({"index": "vec", "path": "v", "queryVector": "x", "numCandidates": 5, "limit": 2}, 14),
         ({"index": "vec", "path": "v", "queryVector": [1, 2], "numCandidates": 5, "limit": 2}, 2),  # dimensions
+        ({"index": "vec", "path": "v", "queryVector": [1, float("nan"), 3], "numCandidates": 5, "limit": 2}, 2),
         ({"index": "vec", "path": "v", "queryVector": [1, 2, 3], "numCandidates": 5, "limit": 2, "bogus": 1}, 40415),
         ({"index": "vec", "path": "w", "queryVector": [1, 2, 3], "numCandidates": 5, "limit": 2}, 8),
         ({"index": "vec", "path": "v", "queryVector": [1, 2, 3], "numCandidates": 5, "limit": 2, "filter": 3}, 14),
