@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from bson import ObjectId
+from bson import Int64, ObjectId
 
 from foliodb.commands import params
 from foliodb.commands.executor import Request
@@ -159,7 +159,10 @@ def cmd_dropSearchIndex(request: Request, cmd: Mapping[str, Any]) -> dict[str, A
 
 
 def listed(engine: Engine, db: str, name: str, index_name: str | None, index_id: str | None) -> list[dict[str, Any]]:
-    """``$listSearchIndexes`` documents (none for a missing collection)."""
+    """``$listSearchIndexes`` documents (none for a missing collection). Beside MongoDB's fields,
+    each has ``$indexStats``' ``accesses`` (searches since the engine opened or the index
+    changed) and, for a built vector index, ``numDocs`` (the documents it holds), as Atlas's
+    index metrics report them."""
     info = engine.catalog.get(db, name)
     if info is None:
         return []
@@ -171,6 +174,11 @@ def listed(engine: Engine, db: str, name: str, index_name: str | None, index_id:
             continue
         status = engine.search.status(index)
         version = {"version": index.version, "createdAt": index.created_at}
+        ops, since = engine.search.usage.get(index.id, (0, index.created_at))
+        extra: dict[str, Any] = {"accesses": {"ops": Int64(ops), "since": since}}
+        indexed = engine.search.indexed(index)
+        if indexed is not None:
+            extra["numDocs"] = Int64(indexed)
         out.append(
             {
                 "id": index.public_id,
@@ -193,6 +201,7 @@ def listed(engine: Engine, db: str, name: str, index_name: str | None, index_id:
                         },
                     }
                 ],
+                **extra,
             }
         )
     return out

@@ -25,6 +25,7 @@ longer matches the catalog is dropped with its files.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import logging
 import os
 import threading
@@ -86,6 +87,8 @@ class SearchIndexes:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._swept = False  # stale saved files removed once after opening
+        # $indexStats-style usage per index id: [searches since, when counting began].
+        self.usage: dict[int, list[Any]] = {}
 
     # -- what queries and commands ask -----------------------------------------------------
 
@@ -102,6 +105,19 @@ class SearchIndexes:
         state = self.states.get((index.id, index.version))
         return state if state is not None and state.ready else None
 
+    def used(self, index: SearchIndexInfo) -> None:
+        """A search ran on the index (``accesses.ops`` in $listSearchIndexes)."""
+        entry = self.usage.setdefault(index.id, [0, datetime.datetime.now(datetime.UTC).replace(tzinfo=None)])
+        entry[0] += 1
+
+    def indexed(self, index: SearchIndexInfo) -> int | None:
+        """How many documents a ready vector index holds (None: not built)."""
+        state = self.ready_state(index)
+        if state is None:
+            return None
+        with state.lock:
+            return len(state.filter_docs)
+
     def status(self, index: SearchIndexInfo) -> str:
         if index.type != "vectorSearch":
             return "READY"  # nothing to build until phase 2's text engine
@@ -113,6 +129,7 @@ class SearchIndexes:
     def forget(self, index: SearchIndexInfo) -> None:
         """An index was dropped (or redefined): its states and files go."""
         with self.lock:
+            self.usage.pop(index.id, None)
             for key in [k for k in self.states if k[0] == index.id]:
                 del self.states[key]
             for key in [k for k in self.failed if k[0] == index.id]:

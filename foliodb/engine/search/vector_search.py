@@ -92,6 +92,7 @@ def vector_search(
     if index is None:
         return []
     require()
+    search.used(index)
     definition = index.parsed
     assert isinstance(definition, VectorDefinition)
     field = _vector_field(definition, query.path)

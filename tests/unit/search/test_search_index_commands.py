@@ -253,3 +253,17 @@ def test_definitions_persist(tmp_path: Any) -> None:
         # renamed, the collection keeps its search indexes
         second.test.docs.rename("renamed")
         assert [i["name"] for i in second.test.renamed.list_search_indexes()] == ["vec"]
+
+
+def test_usage_and_document_count(db: Any) -> None:
+    coll = db.docs
+    coll.insert_many([{"_id": i, "v": [i, 0, 0]} for i in range(4)] + [{"_id": 9, "v": "none"}])
+    coll.create_search_index(SearchIndexModel(definition=vector_index(), name="vec", type="vectorSearch"))
+    ready = wait_ready(coll, "vec")
+    assert ready["accesses"]["ops"] == 0
+    stage = {"$vectorSearch": {"index": "vec", "path": "v", "queryVector": [1, 0, 0], "exact": True, "limit": 1}}
+    for _ in range(3):
+        list(coll.aggregate([stage]))
+    (listed,) = coll.list_search_indexes()
+    assert listed["accesses"]["ops"] == 3
+    assert listed["numDocs"] == 4  # the document without a vector is not indexed
