@@ -13,7 +13,8 @@ per (vectorSearch index, definition version), and a background thread that
   at ``killOp`` (the index is then ``FAILED`` until its definition changes or
   the engine restarts), and never holds the writer: reads and writes go on;
 * **absorbs** pending rows into the HNSW graphs in small batches;
-* **saves** a state after :data:`SAVE_AFTER` applied changes (and every state
+* **saves** a state after :data:`SAVE_AFTER` applied changes, or a quarter of its
+  size if more (saving rewrites every file: the log replays the changes since), and every state
   when the engine closes), then trims the change log to what every saved
   state has applied.
 
@@ -210,7 +211,7 @@ class SearchIndexes:
             self.catch_up(info, state)
             with state.lock:
                 busy = state.absorb() > 0 or busy
-            if state.changes >= SAVE_AFTER and self.directory is not None:
+            if state.changes >= max(SAVE_AFTER, len(state.filter_docs) // 4) and self.directory is not None:
                 self._save(info, state)
         return busy
 
