@@ -57,7 +57,9 @@ def _scores(docs: list[dict[str, Any]], query: list[int], similarity: str) -> di
 
 
 def _top(scores: dict[Any, float], limit: int) -> list[Any]:
-    return sorted(scores, key=lambda k: (-round(scores[k], 9), k))[:limit]
+    """Best first, ties by _id; scores compared at float32 precision, as MongoDB's similarity is
+    a float (exactly equal similarities tie whatever the last bits of a float64)."""
+    return sorted(scores, key=lambda k: (-float(np.float32(scores[k])), k))[:limit]
 
 
 def _search(coll: Any, index: str, query: list[int], limit: int, **options: Any) -> list[Any]:

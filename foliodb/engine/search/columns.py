@@ -63,6 +63,9 @@ class VectorColumn:
     def _graph_rows(self, rows: Any) -> Any:
         if self.field.quantization == "binary":
             return np.packbits(rows > 0, axis=-1)
+        if self.field.similarity == "cosine":  # the graph compares unit vectors by inner product
+            norms = np.linalg.norm(rows, axis=-1, keepdims=True)
+            return (rows / np.where(norms == 0, 1, norms)).astype(np.float32)
         return rows
 
     def __len__(self) -> int:
@@ -127,10 +130,33 @@ class VectorColumn:
         rows = self.matrix[[self.row_of[rid] for rid in known]] if known else np.zeros((0, self.field.dimensions))
         return known, scores(rows, query, self.field.similarity)
 
-    def exact_all(self, query: Any) -> tuple[Any, Any]:
-        """(rids, scores) of every indexed document."""
-        live = self.rid_at >= 0
-        return self.rid_at[live], scores(self.matrix[live], query, self.field.similarity)
+    def best(
+        self, query: Any, limit: int, allowed: Iterable[int] | None, exclude: Iterable[int]
+    ) -> tuple[list[int], Any]:
+        """(rids, exact scores) of the ``limit`` best indexed documents among ``allowed`` (None:
+        all) but not ``exclude``, every document tied with the last kept. One float32 pass over
+        the matrix ranks them roughly; those within a margin of the ``limit``-th are rescored
+        exactly (float32 rounding is far below the margin, so none that belongs is lost)."""
+        keep = self.rid_at >= 0
+        if allowed is not None:
+            keep &= np.isin(self.rid_at, np.fromiter(allowed, dtype=np.int64))
+        excluded = np.fromiter(exclude, dtype=np.int64)
+        if len(excluded):
+            keep &= ~np.isin(self.rid_at, excluded)
+        q = np.asarray(query, dtype=np.float32)
+        rough = self.matrix @ q  # bigger is nearer: dotProduct; cosine and euclidean below
+        if self.field.similarity == "euclidean":
+            rough = 2 * rough - np.einsum("ij,ij->i", self.matrix, self.matrix)
+        elif self.field.similarity == "cosine":
+            norms = np.sqrt(np.einsum("ij,ij->i", self.matrix, self.matrix))
+            rough = rough / np.where(norms == 0, 1, norms)
+        rough = np.where(keep, rough, -np.inf)
+        count = int(keep.sum())
+        if count > limit:
+            kth = float(np.partition(rough, len(rough) - limit)[len(rough) - limit])
+            keep &= rough >= kth - 1e-4 * max(1.0, abs(kth))
+        rows = np.flatnonzero(keep)
+        return self.rid_at[rows].tolist(), scores(self.matrix[rows], query, self.field.similarity)
 
     def candidates(self, query: Any, count: int) -> list[int]:
         """Up to ``count`` rids the graph finds nearest (beam width ``count``), pending rows aside."""

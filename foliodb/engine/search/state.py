@@ -43,7 +43,7 @@ from foliodb.engine.search.vectors import as_vector, at_path, prepared
 
 # (seq, rid) pairs kept for readers older than the watermark.
 HISTORY = 100_000
-FORMAT = 1  # of the saved files
+FORMAT = 2  # of the saved files
 
 
 def _path_tree(paths: Iterable[str]) -> dict[str, Any]:

@@ -180,12 +180,8 @@ def _candidates(
     wanted = query.num_candidates or 0
     if query.exact or len(column) <= wanted or (allowed is not None and len(allowed) <= max(wanted, EXACT_BELOW)):
         explained.method = "exact" if query.exact else "exact (few candidates)"
-        if allowed is None:
-            every, values = column.exact_all(row)
-            rids = every.tolist()
-        else:
-            rids, values = column.exact(row, allowed)
-        out = [(rid, score) for rid, score in zip(rids, values.tolist(), strict=True) if rid not in dirty]
+        rids, values = column.best(row, query.limit, allowed, dirty)
+        out = list(zip(rids, values.tolist(), strict=True))
         explained.candidates = len(out)
         return out
     explained.method = "ann"

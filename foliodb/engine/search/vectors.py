@@ -10,14 +10,13 @@ zero vector is left out too (it has no direction).
 
 Vectors are kept as float32 (MongoDB indexes float32 vectors); scores are
 computed in float64 from those float32 values, with MongoDB's normalisation
-to [0, 1]:
+to [0, 1], and then rounded to float32 precision, as MongoDB's similarity is a
+float (so two documents exactly as similar tie, and then come in ``_id``
+order, instead of differing in the last bits of a float64):
 
 * cosine:     (1 + cos(q, v)) / 2
 * dotProduct: (1 + q . v) / 2
 * euclidean:  1 / (1 + |q - v|)
-
-For ``cosine`` the stored rows are unit vectors (the query too), so every
-similarity is one matrix product.
 """
 
 from __future__ import annotations
@@ -70,16 +69,11 @@ def at_path(doc: Mapping[str, Any], parts: tuple[str, ...]) -> Any:
 
 
 def _row(values: list[float], similarity: str) -> Any:
-    """float32 numbers, scaled to unit length for cosine; None when they cannot be (infinite,
-    NaN, or a zero vector under cosine)."""
+    """float32 numbers; None when they cannot be scored (infinite, NaN, or a zero vector under
+    cosine)."""
     row = np.asarray(values, dtype=np.float32)
-    if not np.all(np.isfinite(row)):
+    if not np.all(np.isfinite(row)) or (similarity == "cosine" and not row.any()):
         return None
-    if similarity == "cosine":
-        norm = float(np.linalg.norm(row.astype(np.float64)))
-        if norm == 0.0:
-            return None
-        row = (row.astype(np.float64) / norm).astype(np.float32)
     return row
 
 
@@ -110,12 +104,15 @@ def query_row(value: Any, dimensions: int, similarity: str, path: str) -> Any:
 
 
 def scores(rows: Any, query: Any, similarity: str) -> Any:
-    """MongoDB's normalised score of each row (a float64 array)."""
+    """MongoDB's normalised score of each row (float64 values of float32 precision)."""
     if len(rows) == 0:
         return np.zeros(0, dtype=np.float64)
     matrix = np.asarray(rows, dtype=np.float64)
     q = np.asarray(query, dtype=np.float64)
     if similarity == "euclidean":
-        distance = np.sqrt(np.maximum(((matrix - q) ** 2).sum(axis=1), 0.0))
-        return 1.0 / (1.0 + distance)
-    return (1.0 + matrix @ q) / 2.0
+        score = 1.0 / (1.0 + np.sqrt(np.maximum(((matrix - q) ** 2).sum(axis=1), 0.0)))
+    elif similarity == "cosine":
+        score = (1.0 + (matrix @ q) / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(q))) / 2.0
+    else:
+        score = (1.0 + matrix @ q) / 2.0
+    return score.astype(np.float32).astype(np.float64)

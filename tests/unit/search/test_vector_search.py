@@ -308,3 +308,11 @@ def test_explain(db: Any) -> None:
         2,
     )
     assert second == {"$limit": 1}
+
+
+def test_equal_cosine_similarities_tie_by_id(db: Any) -> None:
+    # 1/sqrt(34) both (found by the property test: float64 differed in the last bit).
+    coll = _make(db, [{"_id": 0, "v": [1, 0, 1]}, {"_id": 1, "v": [4, 1, -1]}], similarity="cosine")
+    got = _search(coll, [0, 4, 1], 2, exact=True)
+    assert [d["_id"] for d in got] == [0, 1]
+    assert got[0]["score"] == got[1]["score"] == float(np.float32((1 + 1 / math.sqrt(34)) / 2))
