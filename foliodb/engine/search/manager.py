@@ -1,7 +1,9 @@
 """The search indexes of one engine at run time: states, builds, saving.
 
-:class:`SearchIndexes` keeps a :class:`~foliodb.engine.search.state.VectorState`
-per (vectorSearch index, definition version), and a background thread that
+:class:`SearchIndexes` keeps a derived state (for a ``vectorSearch`` index a
+:class:`~foliodb.engine.search.state.VectorState`; :data:`DERIVED` names the class per index
+type, so phase 2's full-text state plugs in beside it) per (index, definition version), and a
+background thread that
 
 * **builds** a state that has none: loads its saved files (then the next
   search replays the change log from their watermark), or, with no usable
@@ -37,7 +39,6 @@ from foliodb import interrupt
 from foliodb.engine.catalog import CollectionInfo
 from foliodb.engine.search import state as state_files
 from foliodb.engine.search.catalog import SearchIndexInfo, log_table, trim_log
-from foliodb.engine.search.definition import VectorDefinition
 from foliodb.engine.search.numeric import np
 from foliodb.engine.search.state import VectorState
 from foliodb.errors import CommandError, ErrorCode
@@ -47,6 +48,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("foliodb.search")
 
+# The in-memory state of each index type that has one, with its module's load(directory, id,
+# version, definition) for saved files. A state applies documents by record id (apply), log
+# entries (catch_up), and saves itself whole (save); see state.py.
+DERIVED: dict[str, Any] = {"vectorSearch": (VectorState, state_files.load)}
 SEARCH_DIR = "foliodb.search"
 BUILD_CHUNK = 1000
 SAVE_AFTER = 10_000  # changes applied to a state before it is saved again
@@ -117,10 +122,10 @@ class SearchIndexes:
         if state is None:
             return None
         with state.lock:
-            return len(state.filter_docs)
+            return len(state)
 
     def status(self, index: SearchIndexInfo) -> str:
-        if index.type != "vectorSearch":
+        if index.type not in DERIVED:
             return "READY"  # nothing to build until phase 2's text engine
         key = (index.id, index.version)
         if key in self.failed or np is None:  # a build failed, or the search extra is missing
@@ -181,7 +186,7 @@ class SearchIndexes:
             (info, index)
             for info in catalog.collections.values()
             for index in info.search_indexes.values()
-            if every_type or index.type == "vectorSearch"
+            if every_type or index.type in DERIVED
         ]
 
     def _tick(self) -> bool:
@@ -211,7 +216,7 @@ class SearchIndexes:
             self.catch_up(info, state)
             with state.lock:
                 busy = state.absorb() > 0 or busy
-            if state.changes >= max(SAVE_AFTER, len(state.filter_docs) // 4) and self.directory is not None:
+            if state.changes >= max(SAVE_AFTER, len(state) // 4) and self.directory is not None:
                 self._save(info, state)
         return busy
 
@@ -237,7 +242,7 @@ class SearchIndexes:
         siblings = [
             self.states.get((index.id, index.version))
             for index in info.search_indexes.values()
-            if index.type == "vectorSearch"
+            if index.type in DERIVED
         ]
         floor = min((s.saved if s is not None else 0) for s in siblings)
         if floor > 0:
@@ -251,14 +256,13 @@ class SearchIndexes:
                 storage.end_operation()
 
     def _build(self, info: CollectionInfo, index: SearchIndexInfo) -> None:
-        definition = index.parsed
-        assert isinstance(definition, VectorDefinition)
+        make, load = DERIVED[index.type]
         key = (index.id, index.version)
         engine = self.engine
         storage = engine.storage
         loaded = None
         if self.directory is not None:
-            loaded = state_files.load(self.directory, index.id, index.version, definition)
+            loaded = load(self.directory, index.id, index.version, index.parsed)
         if loaded is not None:
             storage.begin_operation()
             try:
@@ -275,7 +279,7 @@ class SearchIndexes:
         engine.operations[op.opid] = op
         previous = interrupt.bind(op)
         try:
-            state = self._scan(info, index, definition, op)
+            state = self._scan(info, make(index.id, index.version, index.parsed), op)
         except CommandError as exc:
             with self.lock:
                 self.failed[key] = exc.errmsg
@@ -290,9 +294,8 @@ class SearchIndexes:
         if self.directory is not None:
             self._save(info, state)
 
-    def _scan(self, info: CollectionInfo, index: SearchIndexInfo, definition: VectorDefinition, op: Any) -> VectorState:
+    def _scan(self, info: CollectionInfo, state: VectorState, op: Any) -> VectorState:
         storage = self.engine.storage
-        state = VectorState(index.id, index.version, definition)
         storage.begin_operation()
         try:
             conn = storage.reader()

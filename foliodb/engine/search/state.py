@@ -136,6 +136,10 @@ class VectorState:
             return None
         return {rid for s, rid in self.history if s > seq}
 
+    def __len__(self) -> int:
+        """The documents the index holds."""
+        return len(self.filter_docs)
+
     def pending(self) -> int:
         return sum(len(column.pending) for column in self.columns.values())
 
