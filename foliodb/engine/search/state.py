@@ -16,10 +16,12 @@ collection as of ``watermark``: the newest change-log ``seq`` it has applied
   is older than the watermark searches the state without those records and
   scores its own versions of them (:meth:`changed_since`). A reader older
   than the history falls back to an exact scan of its snapshot.
-* **Saved** (:meth:`save`, :func:`load`): the rows, the graph, the filter
-  documents and the watermark, in files under ``<dbpath>/foliodb.search/``
-  written whole then renamed; a restart loads them and replays the log from
-  the saved watermark instead of rebuilding.
+* **Saved** (:meth:`save`, :func:`load`): the rows, the graph and the filter
+  documents, in files under ``<dbpath>/foliodb.search/`` named by the
+  watermark (``<id>-v<version>-w<watermark>-...``), then the meta file
+  ``<id>-v<version>.meta`` (written whole, renamed over the old) naming that
+  watermark; a restart loads the files the meta file names and replays the
+  log from that watermark instead of rebuilding.
 
 Every method runs under ``lock`` (the caller takes it).
 """
@@ -43,7 +45,7 @@ from foliodb.engine.search.vectors import as_vector, at_path, prepared
 
 # (seq, rid) pairs kept for readers older than the watermark.
 HISTORY = 100_000
-FORMAT = 2  # of the saved files
+FORMAT = 3  # of the saved files
 
 
 def _path_tree(paths: Iterable[str]) -> dict[str, Any]:
@@ -148,14 +150,18 @@ class VectorState:
 
     # -- saving ------------------------------------------------------------------------------
 
-    def _base(self, directory: str) -> str:
-        return os.path.join(directory, f"{self.index_id}-v{self.version}")
+    def _meta(self, directory: str) -> str:
+        return os.path.join(directory, f"{self.index_id}-v{self.version}.meta")
+
+    def _base(self, directory: str, watermark: int) -> str:
+        return os.path.join(directory, f"{self.index_id}-v{self.version}-w{watermark}")
 
     def save(self, directory: str) -> None:
-        """Write the state's files (each whole, then renamed over the old one); the meta file,
-        renamed last, names the watermark they describe."""
+        """Write the state's files, named by its watermark (a new generation beside the last
+        one); then the meta file, renamed over the old, names that generation; then the old
+        generation goes. A crash at any point leaves the meta file naming complete files."""
         os.makedirs(directory, mode=0o700, exist_ok=True)
-        base = self._base(directory)
+        base = self._base(directory, self.watermark)
         for n, column in enumerate(self.columns.values()):
             live = column.rid_at >= 0
             _atomic(f"{base}-{n}.npz", lambda f, c=column, m=live: np.savez(f, rids=c.rid_at[m], rows=c.matrix[m]))
@@ -166,7 +172,13 @@ class VectorState:
         _atomic(f"{base}.filters", lambda f: f.write(filters))
         pending = sorted({rid for column in self.columns.values() for rid in column.pending})
         meta = bson.encode({"format": FORMAT, "watermark": self.watermark, "pending": pending})
-        _atomic(f"{base}.meta", lambda f: f.write(meta))
+        _atomic(self._meta(directory), lambda f: f.write(meta))
+        current = os.path.basename(base)
+        prefix = f"{self.index_id}-v{self.version}-w"
+        for name in os.listdir(directory):
+            if name.startswith(prefix) and not name.startswith(current + "-") and not name.startswith(current + "."):
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(directory, name))
         self.saved = self.watermark
         self.changes = 0
 
@@ -182,12 +194,12 @@ def _atomic(path: str, write: Any) -> None:
 def load(directory: str, index_id: int, version: int, definition: VectorDefinition) -> VectorState | None:
     """The state saved for this index version, or None (no files, or unreadable ones)."""
     state = VectorState(index_id, version, definition)
-    base = state._base(directory)
     try:
-        with open(f"{base}.meta", "rb") as f:
+        with open(state._meta(directory), "rb") as f:
             meta = bson.decode(f.read())
         if meta.get("format") != FORMAT:
             return None
+        base = state._base(directory, int(meta["watermark"]))
         pending = set(meta["pending"])
         for n, column in enumerate(state.columns.values()):
             with np.load(f"{base}-{n}.npz") as saved:
