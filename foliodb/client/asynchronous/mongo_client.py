@@ -25,7 +25,7 @@ import pymongo.asynchronous.mongo_client as pymongo_mongo_client
 from pymongo.client_options import ClientOptions
 
 from foliodb.client.asynchronous import change_stream, collection, cursor, database, session  # noqa: F401 (register)
-from foliodb.client.asynchronous.bridge import Bridged, copy_settings, inline, offloaded
+from foliodb.client.asynchronous.bridge import Bridged, copy_settings, inline, offloaded, to_async, to_sync
 from foliodb.client.asynchronous.offload import Offload, track
 from foliodb.client.driver_hooks import no_network
 from foliodb.client.mongo_client import DEFAULT_PATH, MongoClient
@@ -87,6 +87,23 @@ class AsyncMongoClient(Bridged, _Base[Any]):
 
     async def _get_topology(self) -> NoReturn:
         raise no_network("AsyncMongoClient._get_topology()")
+
+    # pymongo's own AsyncCursor (gridfs's AsyncGridOutCursor is one) asks the client to run its
+    # find and getMore and to release it: the sync facade's hooks answer (foliodb.client.driver_hooks).
+
+    def _ensure_session(self, session: Any = None) -> Any:
+        return to_async(self._delegate._ensure_session(to_sync(session)), self)
+
+    async def _run_operation(self, operation: Any, run_with_conn: Any, address: Any = None) -> Any:
+        operation.session = to_sync(operation.session)
+        return await self._offload.run(self._delegate._run_operation, operation, run_with_conn, address)
+
+    async def _cleanup_cursor_lock(self, cursor_id: int, address: Any, conn_mgr: Any, session: Any) -> None:
+        cleanup = self._delegate._cleanup_cursor_lock
+        await self._offload.run(cleanup, cursor_id, address, conn_mgr, to_sync(session))
+
+    def _cleanup_cursor_no_lock(self, cursor_id: int, address: Any, conn_mgr: Any, session: Any) -> None:
+        self._delegate._cleanup_cursor_no_lock(cursor_id, address, conn_mgr, to_sync(session))
 
     # -- handles and sessions (no I/O: on the loop) -----------------------------------------
 
