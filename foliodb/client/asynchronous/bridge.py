@@ -35,8 +35,9 @@ if TYPE_CHECKING:
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
-# Sync facade class -> the function making its async counterpart from (sync object, async client).
-_ASYNC: dict[type, Callable[[Any, Any], Any]] = {}
+# Sync facade class -> the function making its async counterpart from (sync object, async client):
+# pymongo's async classes. A client class may answer with others (its ``_bridged`` table).
+BRIDGED: dict[type, Callable[[Any, Any], Any]] = {}
 
 
 class Bridged:
@@ -58,13 +59,14 @@ def copy_settings(target: common.BaseObject, delegate: common.BaseObject) -> Non
 
 def register(sync_class: type, make: Callable[[Any, Any], Any]) -> None:
     """Results of class ``sync_class`` (and its subclasses) come back as ``make(result, client)``."""
-    _ASYNC[sync_class] = make
+    BRIDGED[sync_class] = make
 
 
 def to_async(value: Any, client: AsyncMongoClient) -> Any:
-    """``value``, or its async counterpart when it is a sync facade object."""
+    """``value``, or its async counterpart (for ``client``) when it is a sync facade object."""
+    table = client._bridged
     for cls in type(value).__mro__:
-        make = _ASYNC.get(cls)
+        make = table.get(cls)
         if make is not None:
             return make(value, client)
     return value

@@ -25,7 +25,7 @@ import pymongo.asynchronous.mongo_client as pymongo_mongo_client
 from pymongo.client_options import ClientOptions
 
 from foliodb.client.asynchronous import change_stream, collection, cursor, database, session  # noqa: F401 (register)
-from foliodb.client.asynchronous.bridge import Bridged, copy_settings, inline, offloaded, to_async, to_sync
+from foliodb.client.asynchronous.bridge import BRIDGED, Bridged, copy_settings, inline, offloaded, to_async, to_sync
 from foliodb.client.asynchronous.offload import Offload, track
 from foliodb.client.driver_hooks import no_network
 from foliodb.client.mongo_client import DEFAULT_PATH, MongoClient
@@ -47,6 +47,7 @@ class AsyncMongoClient(Bridged, _Base[Any]):
 
     HOST = DEFAULT_PATH
     PORT = 0
+    _bridged = BRIDGED  # the async classes its results come back as (foliodb.client.asynchronous.bridge)
 
     def __init__(
         self,

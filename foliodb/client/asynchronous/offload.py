@@ -110,9 +110,12 @@ class Offload:
     def __init__(self, workers: int, kill: Callable[[Mapping[str, Any]], None]) -> None:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="foliodb-async")
         self._kill = kill  # killOp of the operation running a command, if it runs in this process
+        self._closed = False
 
     async def run(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         """``fn(*args, **kwargs)`` on a worker thread; cancelling the awaiting task stops it."""
+        if self._closed:
+            return fn(*args, **kwargs)  # the closed client's refusal (InvalidOperation): no I/O
         call = Call()
         context = contextvars.copy_context()
         bound = ASYNC_BOUND_SESSION.get()
@@ -136,5 +139,7 @@ class Offload:
             future.exception()  # retrieved, so asyncio does not log it as never retrieved
 
     def close(self) -> None:
-        """No new calls; threads still at work finish theirs."""
+        """No more threads: the client is closed, later calls only raise its error. Threads still at
+        work finish theirs."""
+        self._closed = True
         self._pool.shutdown(wait=False)

@@ -9,13 +9,14 @@ that state (pymongo sends ``startTransaction`` with the first command), so it
 runs on the loop. ``with_transaction`` (the retry loop of the convenient
 transactions API) and ``bind`` are pymongo's own code, driving these methods.
 
-One sync session has one async session (:func:`session_for`), so a cursor's
+One sync session has one async session (:func:`sessions_of`), so a cursor's
 ``session`` is the very session it was opened in.
 """
 
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pymongo.asynchronous.client_session as pymongo_session
@@ -26,8 +27,6 @@ from foliodb.client.session import ClientSession
 
 if TYPE_CHECKING:
     from foliodb.client.asynchronous.mongo_client import AsyncMongoClient
-
-_sessions: weakref.WeakKeyDictionary[ClientSession, AsyncClientSession] = weakref.WeakKeyDictionary()
 
 _Base = pymongo_session.AsyncClientSession
 
@@ -78,12 +77,17 @@ class AsyncClientSession(Bridged, _Base):
         return f"AsyncClientSession({self._delegate!r})"
 
 
-def session_for(delegate: ClientSession, client: AsyncMongoClient) -> AsyncClientSession:
-    """The async session standing for ``delegate``."""
-    session = _sessions.get(delegate)
-    if session is None:
-        session = _sessions[delegate] = AsyncClientSession(delegate, client)
-    return session
+def sessions_of(cls: type[AsyncClientSession]) -> Callable[[ClientSession, AsyncMongoClient], AsyncClientSession]:
+    """What makes the async session of class ``cls`` standing for a sync one: the same one each time."""
+    sessions: weakref.WeakKeyDictionary[ClientSession, AsyncClientSession] = weakref.WeakKeyDictionary()
+
+    def session_for(delegate: ClientSession, client: AsyncMongoClient) -> AsyncClientSession:
+        session = sessions.get(delegate)
+        if session is None:
+            session = sessions[delegate] = cls(delegate, client)
+        return session
+
+    return session_for
 
 
-register(ClientSession, session_for)
+register(ClientSession, sessions_of(AsyncClientSession))
