@@ -24,7 +24,11 @@ from typing import Any, NoReturn
 import pymongo.asynchronous.mongo_client as pymongo_mongo_client
 from pymongo.client_options import ClientOptions
 
-from foliodb.client.asynchronous import change_stream, collection, cursor, database, session  # noqa: F401 (register)
+import foliodb.client.asynchronous.change_stream
+import foliodb.client.asynchronous.collection
+import foliodb.client.asynchronous.cursor
+import foliodb.client.asynchronous.session  # noqa: F401 (each registers its classes with the bridge)
+import foliodb.client.asynchronous.database  # noqa: F401
 from foliodb.client.asynchronous.bridge import BRIDGED, Bridged, copy_settings, inline, offloaded, to_async, to_sync
 from foliodb.client.asynchronous.offload import Offload, track
 from foliodb.client.driver_hooks import no_network
