@@ -24,11 +24,12 @@ from typing import Any, NoReturn
 import pymongo.asynchronous.mongo_client as pymongo_mongo_client
 from pymongo.client_options import ClientOptions
 
+# Each module registers its classes with the bridge.
 import foliodb.client.asynchronous.change_stream
 import foliodb.client.asynchronous.collection
 import foliodb.client.asynchronous.cursor
-import foliodb.client.asynchronous.session  # noqa: F401 (each registers its classes with the bridge)
-import foliodb.client.asynchronous.database  # noqa: F401
+import foliodb.client.asynchronous.database
+import foliodb.client.asynchronous.session
 from foliodb.client.asynchronous.bridge import BRIDGED, Bridged, copy_settings, inline, offloaded, to_async, to_sync
 from foliodb.client.asynchronous.offload import Offload, track
 from foliodb.client.driver_hooks import no_network
