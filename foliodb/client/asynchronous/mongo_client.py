@@ -29,7 +29,7 @@ import foliodb.client.asynchronous.change_stream
 import foliodb.client.asynchronous.collection
 import foliodb.client.asynchronous.cursor
 import foliodb.client.asynchronous.database
-import foliodb.client.asynchronous.session
+import foliodb.client.asynchronous.session  # noqa: F401
 from foliodb.client.asynchronous.bridge import BRIDGED, Bridged, copy_settings, inline, offloaded, to_async, to_sync
 from foliodb.client.asynchronous.offload import Offload, track
 from foliodb.client.driver_hooks import no_network
