@@ -11,12 +11,13 @@ Two runs of the same tests:
 
 * **wire**: a ``foliodb serve`` on a free port over a fresh dbpath; the suite
   gets its URI the way it reads one (beanie: ``MONGODB_DSN``; odmantic:
-  ``TEST_MONGO_URI``, with ``TEST_MONGO_MODE=replicaSet`` since the server is
-  a replica set member, so its transaction tests run);
+  ``TEST_MONGO_URI``);
 * **embedded**: the same suite with ``-p embedded_suites`` (tests/odm/embedded_suites.py), which
   makes the clients it creates FolioDB's in-process clients
   (``foliodb.AsyncMongoClient``; for motor's, ``foliodb.client.asynchronous.motor``).
 
+Both runs tell odmantic's suite ``TEST_MONGO_MODE=replicaSet``: the server and
+the embedded engine are a replica set's primary, so its transaction tests run.
 Each run writes a JUnit XML file; the summary counts each run's outcomes and
 the share of the tests that pass over the wire that pass embedded too, and
 lists those that do not.
@@ -45,7 +46,8 @@ class Suite:
     repository: str
     tag: str  # the tag of a version: "{version}" filled in
     tests: tuple[str, ...]  # test paths in the checkout
-    wire_env: tuple[tuple[str, str], ...]  # environment variables: "{uri}" filled in
+    wire_env: tuple[tuple[str, str], ...]  # environment variables over the wire: "{uri}" filled in
+    env: tuple[tuple[str, str], ...] = ()  # environment variables of both runs
 
 
 SUITES = {
@@ -61,7 +63,9 @@ SUITES = {
         "https://github.com/art049/odmantic",
         "v{version}",
         ("tests",),
-        (("TEST_MONGO_URI", "{uri}"), ("TEST_MONGO_MODE", "replicaSet")),
+        (("TEST_MONGO_URI", "{uri}"),),
+        # Both the server and the embedded engine are a replica set's primary: its transaction tests run.
+        (("TEST_MONGO_MODE", "replicaSet"),),
     ),
 }
 
@@ -104,8 +108,9 @@ def pytest_command(source: Path, suite: Suite, junit: Path, extra: list[str]) ->
     ]
 
 
-def environment(source: Path) -> dict[str, str]:
+def environment(source: Path, suite: Suite) -> dict[str, str]:
     env = dict(os.environ)
+    env.update(suite.env)
     # The suite's own ``tests`` package comes first; FolioDB's plugin is imported by its module name.
     env["PYTHONPATH"] = os.pathsep.join(
         [str(source), str(ROOT), str(ROOT / "tests" / "odm"), env.get("PYTHONPATH", "")]
@@ -118,7 +123,7 @@ def run_wire(source: Path, suite: Suite, junit: Path, extra: list[str]) -> None:
         port = free_port()
         server = subprocess.Popen(
             [sys.executable, "-m", "foliodb", "serve", "--dbpath", dbpath, "--port", str(port)],
-            env=environment(source),
+            env=environment(source, suite),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -132,7 +137,7 @@ def run_wire(source: Path, suite: Suite, junit: Path, extra: list[str]) -> None:
                     if time.monotonic() > deadline or server.poll() is not None:
                         raise SystemExit("foliodb serve did not start") from None
                     time.sleep(0.1)
-            env = environment(source)
+            env = environment(source, suite)
             uri = f"mongodb://127.0.0.1:{port}/"
             env.update((name, value.format(uri=uri)) for name, value in suite.wire_env)
             subprocess.run(pytest_command(source, suite, junit, extra), cwd=source, env=env)
@@ -143,7 +148,7 @@ def run_wire(source: Path, suite: Suite, junit: Path, extra: list[str]) -> None:
 
 def run_embedded(source: Path, suite: Suite, junit: Path, extra: list[str]) -> None:
     with tempfile.TemporaryDirectory(prefix="foliodb-suite-embedded-") as dbpath:
-        env = environment(source)
+        env = environment(source, suite)
         env["FOLIODB_SUITE_DBPATH"] = dbpath
         command = pytest_command(source, suite, junit, ["-p", "embedded_suites", *extra])
         subprocess.run(command, cwd=source, env=env)
