@@ -36,34 +36,29 @@ def _embedded(host: Any) -> tuple[str, str | None]:
     return (host if host is not None else _DBPATH), None
 
 
-class SuiteAsyncMongoClient(foliodb.AsyncMongoClient):
-    """pymongo's ``AsyncMongoClient(uri)`` as the suite calls it: the embedded dbpath."""
+class _FromURI:
+    """A client made with a suite's server URI: the embedded dbpath, the URI's default database."""
+
+    _default_name: str | None
 
     def __init__(self, host: Any = None, *args: Any, **kwargs: Any) -> None:
         path, self._default_name = _embedded(host)
-        super().__init__(path, *args, **kwargs)
+        super().__init__(path, *args, **kwargs)  # type: ignore[call-arg]
 
     def get_default_database(self, default: str | None = None, *args: Any, **kwargs: Any) -> Any:
-        return super().get_default_database(self._default_name or default, *args, **kwargs)
+        return super().get_default_database(self._default_name or default, *args, **kwargs)  # type: ignore[misc]
 
 
-class SuiteMongoClient(foliodb.MongoClient):
-    """pymongo's ``MongoClient(uri)`` as the suite calls it: the embedded dbpath."""
-
-    def __init__(self, host: Any = None, *args: Any, **kwargs: Any) -> None:
-        path, self._default_name = _embedded(host)
-        super().__init__(path, *args, **kwargs)
-
-    def get_default_database(self, default: str | None = None, *args: Any, **kwargs: Any) -> Any:
-        return super().get_default_database(self._default_name or default, *args, **kwargs)
+class SuiteAsyncMongoClient(_FromURI, foliodb.AsyncMongoClient):
+    """pymongo's ``AsyncMongoClient(uri)`` as the suite calls it."""
 
 
-class SuiteMotorClient(motor.AsyncIOMotorClient):
-    """motor's ``AsyncIOMotorClient(uri)`` as the suite calls it: the embedded dbpath."""
+class SuiteMongoClient(_FromURI, foliodb.MongoClient):
+    """pymongo's ``MongoClient(uri)`` as the suite calls it."""
 
-    def __init__(self, host: Any = None, *args: Any, **kwargs: Any) -> None:
-        path, self._default_name = _embedded(host)
-        super().__init__(path, *args, **kwargs)
+
+class SuiteMotorClient(_FromURI, motor.AsyncIOMotorClient):
+    """motor's ``AsyncIOMotorClient(uri)`` as the suite calls it."""
 
 
 pymongo.AsyncMongoClient = SuiteAsyncMongoClient  # type: ignore[misc]

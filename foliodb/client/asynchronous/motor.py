@@ -54,6 +54,16 @@ class _Latent:
         if self._delegate is None:
             self._delegate = await self._owner._offload.run(self._opener)
 
+    async def close(self) -> None:
+        """Close it, if its command ran."""
+        if self._delegate is not None:
+            await self._owner._offload.run(self._delegate.close)
+
+    @property
+    def alive(self) -> bool:
+        """Whether it may still return something (True before its command ran)."""
+        return self._delegate is None or bool(self._delegate.alive)
+
 
 def _opening(method: Callable[..., Any]) -> Callable[..., Any]:
     """The async method, after the latent object's command ran."""
@@ -73,31 +83,11 @@ class MotorLatentCommandCursor(_Latent, AsyncCommandCursor):
     try_next = _opening(AsyncCommandCursor.try_next)
     to_list = _opening(AsyncCommandCursor.to_list)
 
-    async def close(self) -> None:
-        """Kill the server cursor, if the command ran."""
-        if self._delegate is not None:
-            await AsyncCommandCursor.close(self)
-
-    @property
-    def alive(self) -> bool:
-        """Whether the cursor may still return documents (True before its command ran)."""
-        return self._delegate is None or bool(self._delegate.alive)
-
 
 class MotorChangeStream(_Latent, AsyncCollectionChangeStream):
     """motor's ``AsyncIOMotorChangeStream``: ``watch``'s stream, opened at its first use."""
 
     try_next = _opening(AsyncCollectionChangeStream.try_next)
-
-    async def close(self) -> None:
-        """Close the stream, if it was opened."""
-        if self._delegate is not None:
-            await AsyncCollectionChangeStream.close(self)
-
-    @property
-    def alive(self) -> bool:
-        """Whether the stream may still return changes (True before it was opened)."""
-        return self._delegate is None or bool(self._delegate.alive)
 
     @property
     def resume_token(self) -> Any:
@@ -111,7 +101,7 @@ def _latent(kind: type[_Latent], name: str) -> Callable[..., Any]:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         sync = getattr(self._delegate, name)
         opener = functools.partial(sync, *[to_sync(a) for a in args], **{k: to_sync(v) for k, v in kwargs.items()})
-        return kind(lambda: opener(), self._owner)
+        return kind(opener, self._owner)
 
     method.__name__ = name
     return method
