@@ -14,6 +14,7 @@ Expected values are written out by hand (or are those of the cited sync tests).
 from __future__ import annotations
 
 import asyncio
+import enum
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -366,5 +367,27 @@ def test_update_result_raw_result_matches_the_update_command() -> None:
         result = await client.test.items.update_one({"_id": 1}, {"$set": {"x": 1}}, upsert=True)
         assert isinstance(result, UpdateResult)
         assert result.raw_result == {"n": 1, "nModified": 0, "upserted": 1, "ok": 1.0, "updatedExisting": False}
+
+    run(scenario)
+
+
+def test_a_sort_direction_of_an_int_subclass_is_an_int() -> None:
+    # beanie's SortDirection(int, Enum): on the wire BSON sends it as an int, and so must the
+    # embedded client (https://www.mongodb.com/docs/manual/reference/method/cursor.sort/).
+    class Direction(int, enum.Enum):
+        ASCENDING = 1
+        DESCENDING = -1
+
+    sync_client = foliodb.MongoClient(":memory:")
+    try:
+        sync_client.test.items.insert_many([{"_id": i} for i in range(3)])
+        assert [d["_id"] for d in sync_client.test.items.find(sort=[("_id", Direction.DESCENDING)])] == [2, 1, 0]
+    finally:
+        sync_client.close()
+
+    async def scenario(client: Any) -> None:
+        await client.test.items.insert_many([{"_id": i} for i in range(3)])
+        ascending = await client.test.items.find().sort("_id", Direction.ASCENDING).to_list()
+        assert [d["_id"] for d in ascending] == [0, 1, 2]
 
     run(scenario)
