@@ -110,16 +110,7 @@ def test_aio_engine(motor_client: Any) -> None:
     asyncio.run(main())
 
 
-def test_aio_engine_or(request: pytest.FixtureRequest, motor_client: Any) -> None:
-    if isinstance(motor_client, motor.AsyncIOMotorClient):
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="the embedded facade hands odmantic's query tuples ({$or: (a, b)}) to the engine as "
-                "they are, which wants a list; BSON makes a tuple an array on the wire",
-            )
-        )
-
+def test_aio_engine_or(motor_client: Any) -> None:
     async def main() -> None:
         engine = AIOEngine(client=motor_client, database="library")
         await engine.save_all(library()[1])
