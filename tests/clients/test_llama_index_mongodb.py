@@ -9,6 +9,7 @@ Library docs: https://docs.llamaindex.ai/en/stable/examples/vector_stores/MongoD
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,8 +36,8 @@ pytestmark = pytest.mark.clients
 def store(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[MongoDBAtlasVectorSearch]:
     if request.param == "embedded":
         client: Any = foliodb.MongoClient(str(tmp_path / "embedded"))
-        # The store also wants an async client for its async methods; this test uses the sync ones.
-        yield MongoDBAtlasVectorSearch(client, client, db_name="rag", collection_name="nodes")
+        async_client: Any = foliodb.AsyncMongoClient(str(tmp_path / "embedded"))  # the same engine
+        yield MongoDBAtlasVectorSearch(client, async_client, db_name="rag", collection_name="nodes")
         client.close()
     else:
         server = RunningServer(tmp_path / "served")
@@ -79,6 +80,10 @@ def test_query_filter_delete(store: MongoDBAtlasVectorSearch) -> None:
         VectorStoreQuery(query_embedding=EMBED.embed_query("penalty goal"), similarity_top_k=2, filters=filters)
     )
     assert filtered.ids == [f"node{i}" for i in _ranking("penalty goal", sport)[:2]]
+    asynchronous = asyncio.run(
+        store.aquery(VectorStoreQuery(query_embedding=EMBED.embed_query(query), similarity_top_k=4))
+    )
+    assert asynchronous.ids == result.ids
     store.delete("doc0")  # the nodes whose source document is doc0: 0, 3, 6, 9
     left = [i for i in range(len(TEXTS)) if i % 3]
     after = store.query(VectorStoreQuery(query_embedding=EMBED.embed_query(query), similarity_top_k=3))
