@@ -153,8 +153,10 @@ class SearchIndexes:
             return
         for state in list(self.states.values()):
             if state.ready and state.watermark != state.saved:
-                with state.lock, contextlib.suppress(OSError):
-                    state.save(self.directory)
+                with state.lock:
+                    saved = state.copy()
+                with contextlib.suppress(OSError):
+                    saved.write(self.directory)
 
     # -- the background thread ------------------------------------------------------------
 
@@ -238,7 +240,8 @@ class SearchIndexes:
     def _save(self, info: CollectionInfo, state: VectorState) -> None:
         assert self.directory is not None
         with state.lock:
-            state.save(self.directory)
+            saved = state.copy()
+        saved.write(self.directory)  # outside the lock: searches go on meanwhile
         siblings = [
             self.states.get((index.id, index.version))
             for index in info.search_indexes.values()

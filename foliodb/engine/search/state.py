@@ -23,7 +23,8 @@ collection as of ``watermark``: the newest change-log ``seq`` it has applied
   watermark; a restart loads the files the meta file names and replays the
   log from that watermark instead of rebuilding.
 
-Every method runs under ``lock`` (the caller takes it).
+Every method runs under ``lock`` (the caller takes it), but for the writing of
+saved files (:meth:`Saved.write`), which works on a copy taken under it.
 """
 
 from __future__ import annotations
@@ -156,31 +157,56 @@ class VectorState:
     def _base(self, directory: str, watermark: int) -> str:
         return os.path.join(directory, f"{self.index_id}-v{self.version}-w{watermark}")
 
-    def save(self, directory: str) -> None:
-        """Write the state's files, named by its watermark (a new generation beside the last
-        one); then the meta file, renamed over the old, names that generation; then the old
-        generation goes. A crash at any point leaves the meta file naming complete files."""
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        base = self._base(directory, self.watermark)
-        for n, column in enumerate(self.columns.values()):
+    def copy(self) -> Saved:
+        """Under the lock: what :meth:`Saved.write` needs, copied (a graph's serialized bytes, the
+        live rows), so the files are written without holding the lock searches need."""
+        columns = []
+        for column in self.columns.values():
             live = column.rid_at >= 0
-            _atomic(f"{base}-{n}.npz", lambda f, c=column, m=live: np.savez(f, rids=c.rid_at[m], rows=c.matrix[m]))
-            graph_file = f"{base}-{n}.usearch"
-            column.graph.save(graph_file + ".tmp")
-            os.replace(graph_file + ".tmp", graph_file)
-        filters = bson.encode({"docs": [[rid, doc] for rid, doc in self.filter_docs.items()]}, codec_options=CODEC)
-        _atomic(f"{base}.filters", lambda f: f.write(filters))
+            columns.append((column.rid_at[live], column.matrix[live], column.graph.save()))
         pending = sorted({rid for column in self.columns.values() for rid in column.pending})
-        meta = bson.encode({"format": FORMAT, "watermark": self.watermark, "pending": pending})
-        _atomic(self._meta(directory), lambda f: f.write(meta))
+        return Saved(self, self.watermark, self.changes, columns, dict(self.filter_docs), pending)
+
+
+class Saved:
+    """A state's contents at one watermark, being written to its files."""
+
+    def __init__(
+        self,
+        state: VectorState,
+        watermark: int,
+        changes: int,
+        columns: list[tuple[Any, Any, Any]],
+        filter_docs: dict[int, Any],
+        pending: list[int],
+    ) -> None:
+        self.state, self.watermark, self.changes = state, watermark, changes
+        self.columns, self.filter_docs, self.pending = columns, filter_docs, pending
+
+    def write(self, directory: str) -> None:
+        """Write the files, named by the watermark (a new generation beside the last one); then
+        the meta file, renamed over the old, names that generation; then the old generation
+        goes. A crash at any point leaves the meta file naming complete files."""
+        state = self.state
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        base = state._base(directory, self.watermark)
+        for n, (rids, rows, graph) in enumerate(self.columns):
+            _atomic(f"{base}-{n}.npz", lambda f, r=rids, m=rows: np.savez(f, rids=r, rows=m))
+            _atomic(f"{base}-{n}.usearch", lambda f, g=graph: f.write(g))
+        docs = [[rid, doc] for rid, doc in self.filter_docs.items()]
+        filters = bson.encode({"docs": docs}, codec_options=CODEC)
+        _atomic(f"{base}.filters", lambda f: f.write(filters))
+        meta = bson.encode({"format": FORMAT, "watermark": self.watermark, "pending": self.pending})
+        _atomic(state._meta(directory), lambda f: f.write(meta))
         current = os.path.basename(base)
-        prefix = f"{self.index_id}-v{self.version}-w"
+        prefix = f"{state.index_id}-v{state.version}-w"
         for name in os.listdir(directory):
             if name.startswith(prefix) and not name.startswith(current + "-") and not name.startswith(current + "."):
                 with contextlib.suppress(OSError):
                     os.remove(os.path.join(directory, name))
-        self.saved = self.watermark
-        self.changes = 0
+        with state.lock:
+            state.saved = self.watermark
+            state.changes -= self.changes
 
 
 def _atomic(path: str, write: Any) -> None:
