@@ -41,10 +41,11 @@ from foliodb.server.server import tune_interpreter_for_serving
 from foliodb.server.tls import MODES as TLS_MODES
 from foliodb.server.tls import TLSError
 from foliodb.tools import files
+from foliodb.tools.archive import ArchiveError
 from foliodb.tools.dump import SKIPPED_DATABASES, dump, dump_archive
 from foliodb.tools.exporter import ExportOptions, export_documents
 from foliodb.tools.fields import read_field_file, split_fields
-from foliodb.tools.importer import ImportOptions, import_documents
+from foliodb.tools.importer import ImportOptions, InputError, import_documents
 from foliodb.tools.progress import Reporter
 from foliodb.tools.restore import Options, RestoreReport, restore, restore_archive
 from foliodb.tools.sync import Sync, SyncOptions, source_name
@@ -391,23 +392,34 @@ def run_restore(args: argparse.Namespace) -> int:
             report = restore(client, args.dir or "dump", options, reporter)
         else:
             with files.open_read(args.archive, args.gzip) as stream:
-                report = restore_archive(client, stream, options, reporter)
-        _restore_summary(report, reporter)
-        return 0
+                try:
+                    report = restore_archive(client, stream, options, reporter)
+                except ArchiveError as exc:
+                    name = "standard input" if args.archive == files.STDIO else args.archive
+                    raise ToolError(f"{name}: {exc}") from None
+        return _restore_summary(report, reporter)
 
     if args.archive is None and not os.path.isdir(args.dir or "dump"):
         raise ToolError(f"no dump directory at {args.dir or 'dump'}")
     return _with_client(args, False, work)
 
 
-def _restore_summary(report: RestoreReport, reporter: Reporter) -> None:
+def _restore_summary(report: RestoreReport, reporter: Reporter) -> int:
+    """mongorestore's closing line; the exit status: 1 when a document failed (shown even with --quiet)."""
     for namespace in report.ignored:
         reporter.note(f"skipped {namespace}")
     restored = sum(report.documents.values())
     failed = sum(report.failures.values())
     skipped = sum(report.skipped.values())
     extra = f" {skipped} document(s) skipped: their _id was already there." if skipped else ""
-    reporter.note(f"{restored} document(s) restored successfully. {failed} document(s) failed to restore.{extra}")
+    summary = f"{restored} document(s) restored successfully. {failed} document(s) failed to restore.{extra}"
+    if not failed:
+        reporter.note(summary)
+        return 0
+    for namespace, count in report.failures.items():
+        reporter.warn(f"{namespace}: {count} document(s) failed to restore, the first: {report.errors[namespace]}")
+    reporter.warn(summary)
+    return 1
 
 
 def run_import(args: argparse.Namespace) -> int:
@@ -443,11 +455,19 @@ def run_import(args: argparse.Namespace) -> int:
         if args.drop:
             reporter.note(f"dropping: {args.db}.{collection}")
             target.drop()
-        report = import_documents(target, source, options, size, reporter)
-        reporter.note(
-            f"{report.imported} document(s) imported successfully. {report.failed} document(s) failed to import."
-        )
-        return 1 if args.stopOnError and report.failed else 0
+        try:
+            report = import_documents(target, source, options, size, reporter)
+        except InputError as exc:
+            before = exc.report
+            failed = f", {before.failed} failed" if before.failed else ""
+            raise ToolError(f"{exc} ({before.imported} document(s) imported before it{failed})") from None
+        done, verb = ("deleted", "delete") if mode == "delete" else ("imported", "import")  # mongoimport's words
+        summary = f"{report.imported} document(s) {done} successfully. {report.failed} document(s) failed to {verb}."
+        if report.failed:  # shown even with --quiet, and the status says it: nothing is lost silently
+            reporter.warn(summary)
+            return 1
+        reporter.note(summary)
+        return 0
 
     try:
         return _with_client(args, False, work)

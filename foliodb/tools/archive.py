@@ -33,6 +33,7 @@ from typing import IO, Any
 
 import bson
 from bson import Int64
+from bson.errors import BSONError
 from bson.son import SON
 
 from foliodb.tools import crc64
@@ -134,6 +135,13 @@ class ArchiveWriter:
         return crc64.update(crc, block)
 
 
+def _decode(raw: bytes, what: str) -> dict[str, Any]:
+    try:
+        return bson.decode(raw)
+    except BSONError as exc:
+        raise ArchiveError(f"corruption found in archive; invalid {what} ({exc})") from None
+
+
 def _namespace_header(db: str, collection: str, eof: bool, crc: int) -> bytes:
     return bson.encode(SON([("db", db), ("collection", collection), ("EOF", eof), ("CRC", _int64_bits(crc))]))
 
@@ -179,7 +187,7 @@ class ArchiveReader:
         raw = self._document_or_terminator()
         if raw is None:
             raise ArchiveError("corruption found in archive; no header")
-        header = bson.decode(raw)
+        header = _decode(raw, "header")
         self.header = Header(
             server_version=str(header.get("server_version", "")),
             tool_version=str(header.get("tool_version", "")),
@@ -190,9 +198,11 @@ class ArchiveReader:
             raise ArchiveError(f"unsupported archive format version {self.header.version!r}")
         self.entries: list[Entry] = []
         while (raw := self._document_or_terminator()) is not None:
-            doc = bson.decode(raw)
+            doc = _decode(raw, "collection metadata")
+            if not isinstance(doc.get("db"), str) or not isinstance(doc.get("collection"), str):
+                raise ArchiveError("corruption found in archive; collection metadata without db and collection")
             self.entries.append(
-                Entry(str(doc["db"]), str(doc["collection"]), str(doc.get("metadata", "")), str(doc.get("type", "")))
+                Entry(doc["db"], doc["collection"], str(doc.get("metadata", "")), str(doc.get("type", "")))
             )
 
     def blocks(self) -> Iterator[Segment | End]:
@@ -204,7 +214,7 @@ class ArchiveReader:
                 raise ArchiveError("corruption found in archive; consecutive terminators / headerless blocks")
             if raw == b"":
                 return
-            head: dict[str, Any] = bson.decode(raw)
+            head = _decode(raw, "namespace header")
             db, collection = str(head.get("db", "")), str(head.get("collection", ""))
             namespace = f"{db}.{collection}"
             if namespace in closed:

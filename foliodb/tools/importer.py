@@ -92,10 +92,6 @@ def _object(pairs: list[tuple[str, Any]]) -> Any:
 _DECODER = json.JSONDecoder(object_pairs_hook=_object)
 
 
-class InputError(ValueError):
-    """An input problem that ends the import (a bad header, a broken JSON array...)."""
-
-
 @dataclass
 class ImportOptions:
     type: str = "json"  # json, csv or tsv
@@ -115,6 +111,15 @@ class ImportReport:
     imported: int = 0  # inserted, replaced, merged or deleted
     failed: int = 0  # bad lines and refused documents
     problems: list[str] = field(default_factory=list)  # "line N: why", in input order
+
+
+class InputError(ValueError):
+    """An input problem that ends the import (a bad header, a broken JSON array, bytes
+    that are not UTF-8...); ``report`` says what was imported before it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.report = ImportReport()
 
 
 @dataclass
@@ -184,9 +189,20 @@ def import_documents(
                     continue
                 if not writer.add(line):
                     break
-        finally:
+        except (InputError, UnicodeDecodeError) as exc:
             writer.flush()  # what came before a fatal input error is imported, as mongoimport does
+            error = exc if isinstance(exc, InputError) else InputError(_not_text(exc))
+            error.report = report
+            raise error from None
+        writer.flush()
     return report
+
+
+def _not_text(exc: UnicodeDecodeError) -> str:
+    if exc.object[:2] == b"\x1f\x8b":
+        return "the input is gzip-compressed: decompress it first (mongoimport reads plain text)"
+    byte = exc.object[exc.start : exc.start + 1].hex()
+    return f"the input is not UTF-8 text (byte 0x{byte}: {exc.reason})"
 
 
 class _Counting(io.RawIOBase):

@@ -46,18 +46,20 @@ from typing import IO, Any
 import bson
 from bson import json_util
 from bson.codec_options import CodecOptions, DatetimeConversion
+from bson.errors import BSONError
 from bson.raw_bson import RawBSONDocument
 from pymongo import IndexModel
 from pymongo.errors import BulkWriteError, OperationFailure
 
 from foliodb.tools.archive import ArchiveReader, End, Segment
-from foliodb.tools.files import open_read
+from foliodb.tools.files import DamagedInputError, open_read
 from foliodb.tools.namespaces import Matcher, Renamer, split
 from foliodb.tools.progress import SILENT, Reporter
 
 BATCH_DOCUMENTS = 1000
 BATCH_BYTES = 16 * 1024 * 1024
 _CHUNK = 1024 * 1024  # bytes read from a .bson file at a time
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024 + 16 * 1024  # mongod's internal limit (an oplog entry may pass 16 MiB)
 TEMP_USERS, TEMP_ROLES = "tempusers", "temproles"  # mongorestore's --tempUsersColl, --tempRolesColl
 _DUPLICATE_KEY = 11000
 _COMMAND_NOT_FOUND = 59
@@ -127,7 +129,8 @@ def restore_archive(
     try:
         wanted = set()
         for entry in reader.entries:
-            metadata = json_util.loads(entry.metadata) if entry.metadata else {}
+            where = f"the archive's metadata of {entry.namespace}"
+            metadata = _metadata(entry.metadata, where) if entry.metadata else {}
             if run.begin(entry.namespace, metadata):
                 wanted.add(entry.namespace)
         for block in reader.blocks():
@@ -144,6 +147,7 @@ def restore_archive(
 
 @dataclass
 class _Namespace:
+    source: str
     target: str
     metadata: dict[str, Any]
     collection: Any = None
@@ -182,13 +186,13 @@ class Loader:
         if (self.include and not self.include.matches(namespace)) or self.exclude.matches(namespace):
             return False
         if kind in ("users", "roles"):
-            self.namespaces[namespace] = _Namespace(namespace, metadata, kind=kind)
+            self.namespaces[namespace] = _Namespace(namespace, namespace, metadata, kind=kind)
             return True
         target = self.renamer.rename(namespace)
         target_db, target_name = split(target)
         database = self.client[target_db]
         options = dict(metadata.get("options") or {})
-        state = _Namespace(target, metadata)
+        state = _Namespace(namespace, target, metadata)
         if "viewOn" in options:
             state.kind = "view"
         else:
@@ -234,12 +238,14 @@ class Loader:
 
     def _insert(self, state: _Namespace, batch: bytes) -> None:
         with _collector_paused():
-            documents = bson.decode_all(batch, self.codec)  # RawBSONDocuments for pymongo, else dicts
+            documents = _decode(batch, self.codec, state.source)  # RawBSONDocuments for pymongo, else dicts
             try:
                 state.collection.insert_many(
                     documents, ordered=False, bypass_document_validation=self.options.bypass_document_validation or None
                 )
                 inserted = len(documents)  # pymongo lists no inserted_ids for RawBSONDocuments
+            except BSONError as exc:  # a RawBSONDocument's bytes are checked only when encoded
+                raise _corrupt(state.source, exc) from None
             except BulkWriteError as exc:
                 details = exc.details
                 inserted = details["nInserted"]
@@ -316,7 +322,7 @@ class Loader:
             temp = TEMP_USERS if state.kind == "users" else TEMP_ROLES
             admin.drop_collection(temp)
             if state.buffered:
-                admin[temp].insert_many(bson.decode_all(b"".join(state.buffered), _DECODE))
+                admin[temp].insert_many(_decode(b"".join(state.buffered), _DECODE, state.source))
             merge["tempUsersCollection" if state.kind == "users" else "tempRolesCollection"] = f"admin.{temp}"
             setattr(self.report, state.kind, state.buffered_count)
         try:
@@ -374,6 +380,17 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _decode(data: bytes, codec: CodecOptions[Any], namespace: str) -> list[Any]:
+    try:
+        return bson.decode_all(data, codec)
+    except BSONError as exc:
+        raise _corrupt(namespace, exc) from None
+
+
+def _corrupt(namespace: str, exc: BSONError) -> DamagedInputError:
+    return DamagedInputError(f"{namespace}: corrupt BSON document in the dump ({exc})")
+
+
 def _speaks_wire(client: Any) -> bool:
     """pymongo's own client sends RawBSONDocument bytes as they are."""
     import pymongo
@@ -396,7 +413,17 @@ def _directory_collections(directory: str) -> Iterator[tuple[str, str | None, st
 
 def _read_metadata(path: str) -> dict[str, Any]:
     with open_read(path, path.endswith(".gz")) as fh:
-        metadata: dict[str, Any] = json_util.loads(fh.read().decode())
+        return _metadata(fh.read(), path)
+
+
+def _metadata(text: bytes | str, where: str) -> dict[str, Any]:
+    """A ``.metadata.json`` document; DamagedInputError when it is not one."""
+    try:
+        metadata = json_util.loads(text)
+    except (ValueError, TypeError, BSONError) as exc:
+        raise DamagedInputError(f"{where}: not valid Extended JSON metadata ({str(exc).splitlines()[0]})") from None
+    if not isinstance(metadata, dict):
+        raise DamagedInputError(f"{where}: the metadata is not a JSON document")
     return metadata
 
 
@@ -410,8 +437,8 @@ def _file_batches(fh: IO[bytes], path: str) -> Iterator[tuple[bytes, int]]:
         buffer += more
         while pos + 4 <= len(buffer):
             length = int.from_bytes(buffer[pos : pos + 4], "little", signed=True)
-            if length < 5:
-                raise ValueError(f"{path}: corrupt BSON document length {length}")
+            if not 5 <= length <= MAX_DOCUMENT_BYTES:
+                raise DamagedInputError(f"{path}: corrupt BSON document length {length}")
             if count and pos + length > BATCH_BYTES:
                 yield buffer[:pos], count
                 buffer, pos, count = buffer[pos:], 0, 0
@@ -424,6 +451,6 @@ def _file_batches(fh: IO[bytes], path: str) -> Iterator[tuple[bytes, int]]:
                 yield buffer[:pos], count
                 buffer, pos, count = buffer[pos:], 0, 0
     if pos < len(buffer):
-        raise ValueError(f"{path}: truncated BSON document")
+        raise DamagedInputError(f"{path}: truncated BSON document (the file is cut short)")
     if count:
         yield buffer[:pos], count
