@@ -405,7 +405,8 @@ def run_restore(args: argparse.Namespace) -> int:
 
 
 def _restore_summary(report: RestoreReport, reporter: Reporter) -> int:
-    """mongorestore's closing line; the exit status: 1 when a document failed (shown even with --quiet)."""
+    """mongorestore's closing line; the exit status: 1 when a document failed or data was not
+    restored (said even with --quiet)."""
     for namespace in report.ignored:
         reporter.note(f"skipped {namespace}")
     restored = sum(report.documents.values())
@@ -413,9 +414,11 @@ def _restore_summary(report: RestoreReport, reporter: Reporter) -> int:
     skipped = sum(report.skipped.values())
     extra = f" {skipped} document(s) skipped: their _id was already there." if skipped else ""
     summary = f"{restored} document(s) restored successfully. {failed} document(s) failed to restore.{extra}"
-    if not failed:
+    if not failed and not report.unrestored:
         reporter.note(summary)
         return 0
+    for problem in report.unrestored:
+        reporter.warn(problem)
     for namespace, count in report.failures.items():
         reporter.warn(f"{namespace}: {count} document(s) failed to restore, the first: {report.errors[namespace]}")
     reporter.warn(summary)

@@ -20,9 +20,18 @@ an archive compresses the whole stream.
 
 As mongodump writes it, and so as :class:`ArchiveWriter` does: every
 namespace in the prelude, views included, gets one segment (possibly empty:
-mongodump flushes its buffer on close even when nothing was written) and then
-its EOF block. The writer emits one namespace at a time, so its archives hold
-one segment per namespace and declare ``concurrent_collections`` 1.
+``MuxIn.Close`` flushes its buffer even when nothing was written, and
+``dumpValidatedQueryToIntent`` opens a view's file "as the trigger to create
+the view") and then its EOF block; ``size`` is 0 (``NewPrelude`` never sets
+it, and mongorestore orders an archive's namespaces by the archive itself,
+its demultiplexer's prioritizer, not by size). The writer emits one namespace
+at a time, so its archives hold one segment per namespace and declare
+``concurrent_collections`` 1.
+
+The reader takes any ``size``, and a view with no blocks at all (it holds no
+data). As mongorestore's demultiplexer (``Demultiplexer.End``), it refuses an
+archive that ends before every collection of the prelude has had its EOF
+block: one cut at a block boundary would otherwise lose the rest silently.
 """
 
 from __future__ import annotations
@@ -213,6 +222,7 @@ class ArchiveReader:
             if raw is None:
                 raise ArchiveError("corruption found in archive; consecutive terminators / headerless blocks")
             if raw == b"":
+                self._check_all_seen(closed)
                 return
             head = _decode(raw, "namespace header")
             db, collection = str(head.get("db", "")), str(head.get("collection", ""))
@@ -237,6 +247,18 @@ class ArchiveReader:
                     yield self._segment(db, collection, documents, sums)
                     documents, size = [], 0
             yield self._segment(db, collection, documents, sums)
+
+    def _check_all_seen(self, closed: set[str]) -> None:
+        unfinished = [
+            e.namespace
+            for e in self.entries
+            # A time-series collection's data is system.buckets.<name> in MongoDB's archives (before 8.3).
+            if e.type != "view" and not {e.namespace, f"{e.db}.system.buckets.{e.collection}"} & closed
+        ]
+        if unfinished:
+            raise ArchiveError(
+                f"corruption found in archive; it ends before all collections were seen ({', '.join(unfinished)})"
+            )
 
     @staticmethod
     def _segment(db: str, collection: str, documents: list[bytes], sums: dict[str, int]) -> Segment:

@@ -79,6 +79,7 @@ class RestoreReport:
     users: int = 0
     roles: int = 0
     ignored: list[str] = field(default_factory=list)  # source namespaces not restored, with the reason
+    unrestored: list[str] = field(default_factory=list)  # data that could not be restored, and why
 
 
 @dataclass
@@ -127,14 +128,17 @@ def restore_archive(
     reader = ArchiveReader(stream, BATCH_DOCUMENTS, BATCH_BYTES)
     run = Loader(client, options or Options(), reporter)
     try:
-        wanted = set()
+        wanted: dict[str, bool] = {}
         for entry in reader.entries:
             where = f"the archive's metadata of {entry.namespace}"
             metadata = _metadata(entry.metadata, where) if entry.metadata else {}
-            if run.begin(entry.namespace, metadata):
-                wanted.add(entry.namespace)
+            wanted[entry.namespace] = run.begin(entry.namespace, metadata)
         for block in reader.blocks():
             if block.namespace not in wanted:
+                # Data of a namespace the prelude does not list (MongoDB's time-series buckets,
+                # system.buckets.<name>): restored or reported as a directory's file would be.
+                wanted[block.namespace] = run.begin(block.namespace, {})
+            if not wanted[block.namespace]:
                 continue
             if isinstance(block, Segment):
                 run.documents(block.namespace, block.data, block.count)
@@ -212,6 +216,13 @@ class Loader:
             if self.options.restore_db_users_and_roles:
                 return name.removeprefix("$admin.system.")
             self.report.ignored.append(f"{db}.{name} (restore it with --restoreDbUsersAndRoles)")
+            return None
+        if name.startswith("system.buckets."):
+            # mongodump's time-series data (before MongoDB 8.3): buckets, which FolioDB does not unpack.
+            self.report.unrestored.append(
+                f"{db}.{name}: MongoDB's time-series buckets are not restored"
+                f" ({db}.{name.removeprefix('system.buckets.')} is left without them)"
+            )
             return None
         if name.startswith(("system.", "$admin.")):
             self.report.ignored.append(f"{db}.{name} (a system collection)")
