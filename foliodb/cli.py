@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from typing import IO, Any, NoReturn
 
-from bson import json_util
+from bson import Timestamp, json_util
 from pymongo.errors import OperationFailure, PyMongoError
 
 import foliodb
@@ -46,6 +46,7 @@ from foliodb.tools.dump import SKIPPED_DATABASES, dump, dump_archive
 from foliodb.tools.exporter import ExportOptions, export_documents
 from foliodb.tools.fields import read_field_file, split_fields
 from foliodb.tools.importer import ImportOptions, InputError, import_documents
+from foliodb.tools.oplog import parse_limit
 from foliodb.tools.progress import Reporter
 from foliodb.tools.restore import Options, RestoreReport, restore, restore_archive
 from foliodb.tools.sync import Sync, SyncOptions, source_name
@@ -90,6 +91,13 @@ def positive(text: str) -> int:
     if value == 0:
         raise argparse.ArgumentTypeError("must be at least 1")
     return value
+
+
+def oplog_limit(text: str) -> Timestamp:
+    try:
+        return parse_limit(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def extended_json(text: str) -> dict[str, Any]:
@@ -141,6 +149,7 @@ def build_parser() -> Parser:
     dump_cmd.add_argument("--query", "-q", type=extended_json, default=None, help="only the documents matching it")
     dump_cmd.add_argument("--gzip", action="store_true", help="compress the files (or the archive)")
     dump_cmd.add_argument("--dumpDbUsersAndRoles", action="store_true", help="the --db database's users and roles too")
+    dump_cmd.add_argument("--oplog", action="store_true", help="the oplog entries written during the dump too")
 
     restore_cmd = _tool(commands, "restore", "load a dump in mongodump's format (from mongodump or foliodb dump)")
     restore_cmd.add_argument("dir", nargs="?", default=None, help="the dump directory (default ./dump)")
@@ -165,6 +174,8 @@ def build_parser() -> Parser:
     restore_cmd.add_argument(
         "--bypassDocumentValidation", action="store_true", help="insert documents their collection's validator refuses"
     )
+    restore_cmd.add_argument("--oplogReplay", action="store_true", help="apply the dump's oplog (from dump --oplog)")
+    restore_cmd.add_argument("--oplogLimit", type=oplog_limit, default=None, metavar="SECONDS[:ORDINAL]", help=_LIMIT)
 
     import_cmd = _tool(commands, "import", "load JSON, CSV or TSV as mongoimport does")
     import_cmd.add_argument("file", nargs="?", default=None, help="the input file (default: --file, else stdin)")
@@ -236,6 +247,7 @@ def build_parser() -> Parser:
 _ARCHIVE_OUT = "write one archive to FILE (a directory gets FILE/archive), or to stdout without FILE"
 _ARCHIVE_IN = "read one archive from FILE, or from stdin without FILE"
 _NS_PATTERN = "db.collection, * matches anything (repeatable)"
+_LIMIT = "with --oplogReplay: apply only the entries before this time"
 
 
 def _tool(commands: Any, name: str, help_text: str) -> Parser:
@@ -353,12 +365,15 @@ def run_dump(args: argparse.Namespace) -> int:
         raise ToolError("cannot dump using a query without a specified collection")
     if args.dumpDbUsersAndRoles and (args.db is None or args.collection is not None):
         raise ToolError("--dumpDbUsersAndRoles needs --db and no --collection")
+    if args.oplog and args.db is not None:
+        raise ToolError("--oplog mode only supported on full dumps")
     reporter = Reporter(args.quiet)
+    what = (args.db, args.collection, args.query)
 
     def work(client: Any) -> int:
         if args.archive is None:
             out = args.out or "dump"
-            dump(client, out, args.db, args.collection, args.query, args.gzip, args.dumpDbUsersAndRoles, reporter)
+            dump(client, out, *what, args.gzip, args.dumpDbUsersAndRoles, reporter, oplog=args.oplog)
             return 0
         path = args.archive
         if path != files.STDIO and os.path.isdir(path):
@@ -366,7 +381,7 @@ def run_dump(args: argparse.Namespace) -> int:
         if path == files.STDIO and sys.stdout.isatty():
             raise ToolError("will not write an archive to a terminal: give --archive=FILE or redirect stdout")
         with files.open_write(path, args.gzip) as stream:
-            dump_archive(client, stream, args.db, args.collection, args.query, args.dumpDbUsersAndRoles, reporter)
+            dump_archive(client, stream, *what, args.dumpDbUsersAndRoles, reporter, oplog=args.oplog)
         return 0
 
     return _with_client(args, True, work)
@@ -384,7 +399,11 @@ def run_restore(args: argparse.Namespace) -> int:
         workers=args.workers,
         restore_db_users_and_roles=args.restoreDbUsersAndRoles,
         bypass_document_validation=args.bypassDocumentValidation,
+        oplog_replay=args.oplogReplay,
+        oplog_limit=args.oplogLimit,
     )
+    if args.oplogLimit is not None and not args.oplogReplay:
+        raise ToolError("cannot use --oplogLimit without --oplogReplay enabled")
     reporter = Reporter(args.quiet)
 
     def work(client: Any) -> int:
