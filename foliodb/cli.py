@@ -140,7 +140,9 @@ def build_parser() -> Parser:
         "--enableTestCommands", action="store_true", help="allow configureFailPoint, as mongod's enableTestCommands"
     )
 
-    dump_cmd = _tool(commands, "dump", "write databases in mongodump's format (mongorestore loads them into MongoDB)")
+    dump_cmd = _tool(
+        commands, "dump", "write databases in mongodump's format (mongorestore loads them into MongoDB)", reads=True
+    )
     out = dump_cmd.add_mutually_exclusive_group()
     out.add_argument("--out", "-o", default=None, help="the dump directory (default ./dump)")
     out.add_argument("--archive", nargs="?", const="-", default=None, metavar="FILE", help=_ARCHIVE_OUT)
@@ -194,7 +196,7 @@ def build_parser() -> Parser:
     import_cmd.add_argument("--drop", action="store_true", help="drop the collection first")
     import_cmd.add_argument("--stopOnError", action="store_true", help="stop at the first bad line or write error")
 
-    export_cmd = _tool(commands, "export", "write a collection as JSON or CSV, as mongoexport does")
+    export_cmd = _tool(commands, "export", "write a collection as JSON or CSV, as mongoexport does", reads=True)
     export_cmd.add_argument("--db", "-d", default="test", help="the database (default test)")
     export_cmd.add_argument("--collection", "-c", required=True, help="the collection")
     export_cmd.add_argument("--out", "-o", default="-", help="the output file (default stdout)")
@@ -247,16 +249,23 @@ def build_parser() -> Parser:
 _ARCHIVE_OUT = "write one archive to FILE (a directory gets FILE/archive), or to stdout without FILE"
 _ARCHIVE_IN = "read one archive from FILE, or from stdin without FILE"
 _NS_PATTERN = "db.collection, * matches anything (repeatable)"
+_READ_ONLY = "open the dbpath's files read-only (a backup, another user's files); automatic when not writable"
 _LIMIT = "with --oplogReplay: apply only the entries before this time"
 
 
-def _tool(commands: Any, name: str, help_text: str) -> Parser:
+def _tool(commands: Any, name: str, help_text: str, reads: bool = False) -> Parser:
     tool: Parser = commands.add_parser(name, help=help_text)
     source = tool.add_mutually_exclusive_group()
     source.add_argument("--dbpath", default=None, help="an embedded database directory (default ./data)")
     source.add_argument("--uri", default=None, help="a MongoDB connection string instead (foliodb serve, MongoDB)")
+    if reads:
+        _read_only_option(tool)
     tool.add_argument("--quiet", action="store_true", help="no progress, no notes (problems are still shown)")
     return tool
+
+
+def _read_only_option(tool: Parser) -> None:
+    tool.add_argument("--readOnly", action="store_true", help=_READ_ONLY)
 
 
 def _field_options(tool: Parser) -> None:
@@ -350,8 +359,10 @@ def run_server(dbpath: str, host: str, port: int, auth: bool, test_commands: boo
     return 0
 
 
-def _with_client(args: argparse.Namespace, read_only: bool, work: Callable[[Any], int]) -> int:
-    client = open_client(args.dbpath, args.uri, read_only)
+def _with_client(args: argparse.Namespace, reads_only: bool, work: Callable[[Any], int]) -> int:
+    # A reading tool opens the files read-only when asked (--readOnly) or when it cannot write them.
+    read_only = (getattr(args, "readOnly", False) or None) if reads_only else False
+    client = open_client(args.dbpath, args.uri, reads_only, read_only)
     try:
         return work(client)
     finally:
@@ -530,9 +541,9 @@ def run_export(args: argparse.Namespace) -> int:
 def run_sync(args: argparse.Namespace) -> int:
     include = [*(f"{name}.*" for name in args.db), *args.nsInclude]
     options = SyncOptions(include=include, exclude=args.nsExclude, resync=args.resync, once=args.once)
-    source = open_client(*_database(args.source), read_only=True)
+    source = open_client(*_database(args.source), reads_only=True)
     try:
-        target = open_client(*_database(args.target), read_only=False)
+        target = open_client(*_database(args.target), reads_only=False)
         try:
             sync = Sync(source, target, source_name(args.source), options, Reporter(args.quiet))
             for signum in (signal.SIGINT, signal.SIGTERM):
@@ -567,6 +578,7 @@ def advise_parser() -> Parser:
     parser.add_argument("target", nargs="?", metavar="DBPATH | mongodb://URI", help="default ./data")
     parser.add_argument("--dbpath", default=None, help="an embedded database directory (as the other tools take it)")
     parser.add_argument("--uri", default=None, help="a MongoDB connection string (as the other tools take it)")
+    _read_only_option(parser)
     parser.add_argument("--db", "-d", action="append", default=[], metavar="NAME", help="advise NAME (repeatable)")
     parser.add_argument("--sample", type=positive, default=DEFAULT_SAMPLE, help="documents sampled per collection")
     parser.add_argument("--json", default=None, metavar="FILE", help="write the JSON report to FILE (- for stdout)")
@@ -613,7 +625,7 @@ def run_advisor(args: argparse.Namespace) -> int:
             print("\n\n".join(render_text(r) for r in reports) or "no databases")
         return 0
 
-    return _with_client(argparse.Namespace(dbpath=dbpath, uri=uri), True, work)
+    return _with_client(argparse.Namespace(dbpath=dbpath, uri=uri, readOnly=options.readOnly), True, work)
 
 
 _NOT_ADVISED = ("admin", *SKIPPED_DATABASES)
