@@ -30,9 +30,7 @@ def test_fsync_lock_holds_writes_until_unlocked(deployment: Deployment) -> None:
     reply = locker.admin.command("fsync", lock=True)
     assert (reply["lockCount"], reply["info"]) == (1, "now locked against writes, use db.fsyncUnlock() to unlock")
     assert locker.admin.command("fsync", lock=True)["lockCount"] == 2  # locks nest
-    started = time.perf_counter()
-    assert reader.test.c.find_one({"_id": 1}) == {"_id": 1}  # reads go on
-    assert time.perf_counter() - started < 0.5
+    assert reader.test.c.find_one({"_id": 1}) == {"_id": 1}  # reads go on: the lock is held until unlocked below
     with pytest.raises(ExecutionTimeout):
         writer.test.command("insert", "c", documents=[{"_id": 2}], maxTimeMS=100)
     blocked = Background(lambda: writer.test.c.insert_one({"_id": 3}))
