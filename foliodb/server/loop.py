@@ -23,6 +23,10 @@ The threads:
   none is idle (:meth:`Loop._resign`); it serves its connection to the end
   of that request beside the loop, re-arms it and follows again (or ends,
   when :data:`MAX_IDLE` already wait);
+* the leader also sweeps, every :data:`_SWEEP_SECONDS`: a connection in the loop that
+  no thread serves and that is past its time limit (no first message within the
+  handshake limit, or a message begun and not finished within the frame limit) is
+  closed; so a partial message waits in the loop, not on a thread;
 * a follower that sees the leader in one request for longer than
   :data:`foliodb.lane.HOLDER_SECONDS` (it blocks where nobody marked it)
   leads beside it; the old leader follows once its request is done.
@@ -53,7 +57,8 @@ log = logging.getLogger("foliodb.server")
 SUPPORTED = hasattr(select, "epoll")
 MAX_IDLE = 2  # followers kept waiting; more end
 _ARMED = select.EPOLLIN | select.EPOLLONESHOT if SUPPORTED else 0
-_POLL_SECONDS = 1.0  # a leader's poll wakes this often to see the loop stopped, whatever wakes it first
+_POLL_SECONDS = 0.5  # a leader's poll wakes this often to see the loop stopped and sweep, whatever wakes it first
+_SWEEP_SECONDS = 0.5  # how often the leader closes connections past their time limits
 
 
 class Loop:
@@ -85,6 +90,14 @@ class Loop:
         if spawn:  # the first connection, or the leader just resigned and its successor is starting
             self._spawn()
         return True
+
+    @property
+    def supported(self) -> bool:
+        return SUPPORTED
+
+    def rearm(self, connection: Connection) -> None:
+        """Back in the epoll set, a connection that waited out of it (for the message budget)."""
+        self._rearm(connection, connection.fd)
 
     def forget(self, connection: Connection, fd: int) -> None:
         """Before ``connection`` closes: out of the loop (its fd may be another's next)."""
@@ -182,6 +195,7 @@ class Loop:
         """Serve ready connections until this thread resigns, is passed, or the loop stops."""
         poll, parked, wake = self._epoll.poll, self._parked, self._wake_read
         lane.on_wait(self._resign)
+        next_sweep = time.monotonic() + _SWEEP_SECONDS
         try:
             while self._leader == me and not self._closed:
                 for fd, _events in poll(_POLL_SECONDS, 1):
@@ -189,16 +203,30 @@ class Loop:
                     if fd == wake or connection is None:
                         continue  # stopping, or closed since it was reported
                     self._serving = (me, time.monotonic())
+                    connection.busy = True
                     if connection.serve_ready():
                         self._rearm(connection, fd)
+                    else:
+                        connection.busy = False  # closed, or out of the set until the budget has room
                     if self._leader == me:
                         self._serving = None
+                now = time.monotonic()
+                if now >= next_sweep and self._leader == me:
+                    next_sweep = now + _SWEEP_SECONDS
+                    self._sweep(now)
         finally:
             lane.on_wait(None)
+
+    def _sweep(self, now: float) -> None:
+        """Close the connections no thread serves that are past their time limits."""
+        for connection in list(self._parked.values()):
+            if not connection.busy and connection.expired(now):
+                connection.time_out()
 
     def _rearm(self, connection: Connection, fd: int) -> None:
         if self._parked.get(fd) is not connection:
             return  # the loop stopped meanwhile and closed it
+        connection.busy = False
         try:
             self._epoll.modify(fd, _ARMED)
         except (OSError, ValueError):  # the loop's epoll closed by stop()

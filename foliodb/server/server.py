@@ -1,11 +1,12 @@
 """``foliodb serve``: a listening socket, and connections served over one
 shared executor.
 
-A new connection gets a thread of its own until its first message is answered
-(its TLS handshake and that message, within the handshake time limit); then it
-waits for its requests in the server's loop (foliodb/server/loop.py), where one
-thread serves whichever connection is ready, and hands the loop on to another
-before any wait. Commands run
+A new plain connection waits for its requests in the server's loop
+(foliodb/server/loop.py) from the start, where one thread serves whichever
+connection is ready, and hands the loop on to another before any wait; one
+with TLS gets a thread of its own for its handshake first. A message that
+arrives in parts waits in the loop, holding only the bytes that came, within
+the message budget (foliodb/server/budget.py). Commands run
 concurrently, as in the embedded client (see foliodb/engine/storage.py).
 Stopping closes the listener and every connection, waits for their threads,
 then releases the engine (its last close checkpoints the WAL).
@@ -48,6 +49,7 @@ from foliodb.auth.redaction import install_log_filter
 from foliodb.commands.executor import Executor
 from foliodb.commands.replication import ReplicaSet
 from foliodb.lane import Lane
+from foliodb.server.budget import Budget
 from foliodb.server.connection import Connection
 from foliodb.server.loop import Loop
 from foliodb.server.share import share
@@ -169,6 +171,7 @@ class Server:
         if oplog_min_retention_hours is not None:
             oplog.min_retention_hours = oplog_min_retention_hours
         self.lane = Lane()  # the connections' commands take turns (foliodb.lane)
+        self.budget = Budget()  # bytes of messages being read, across connections
         self.loop = Loop()
         self.stopping = threading.Event()
         self.stopped = threading.Event()
@@ -289,6 +292,15 @@ class Server:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             connection_id = next(self._ids)
             connection = Connection(self, sock, connection_id)
+            if self.tls_context is None and self.loop.supported:
+                with self._lock:
+                    if self.stopping.is_set():
+                        sock.close()
+                        return
+                    self._connections[connection_id] = connection
+                    self._created += 1
+                connection.enter_loop()
+                return
             thread = threading.Thread(
                 target=self._serve, args=(connection,), name=f"foliodb-conn{connection_id}", daemon=True
             )
