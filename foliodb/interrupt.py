@@ -27,6 +27,10 @@ from foliodb.errors import CommandError, ErrorCode
 DEFAULT_JS_HEAP_LIMIT_MB = 1100
 
 
+# What a killed operation reports, by the code it was killed with (mongod's wording).
+_KILL_MESSAGES: dict[int, str] = {ErrorCode.ClientDisconnect: "operation was interrupted because a client disconnected"}
+
+
 class Operation:
     """One command being run: what ``currentOp`` shows and ``killOp`` marks."""
 
@@ -42,6 +46,7 @@ class Operation:
         "kill_code",
         "killed",
         "opid",
+        "owner",
         "plan_summary",
         "progress",
         "session",
@@ -65,6 +70,7 @@ class Operation:
         self.command = command
         self.deadline = deadline  # time.monotonic() value from maxTimeMS; None: no limit
         self.connection_id = connection_id  # None: an embedded client's operation
+        self.owner: int | None = None  # the embedded client running it (its id): it stops when the client closes
         self.client = client
         self.started = time.monotonic()
         self.killed = False
@@ -87,7 +93,7 @@ class Operation:
     def check(self) -> None:
         lane.leave_if_overdue()  # a command long enough to check runs beside the lane after its slice
         if self.killed:
-            raise CommandError(self.kill_code, "operation was interrupted")
+            raise CommandError(self.kill_code, _KILL_MESSAGES.get(self.kill_code, "operation was interrupted"))
         deadline = self.deadline
         if deadline is not None and time.monotonic() > deadline:
             raise CommandError(ErrorCode.MaxTimeMSExpired, "operation exceeded time limit")

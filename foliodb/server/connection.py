@@ -177,6 +177,13 @@ class Connection:
                     return True
         return self.close()
 
+    def disconnected(self) -> None:
+        """The peer closed while a command of this connection runs (the loop watches for it):
+        its operations stop with ClientDisconnect (279), as mongod's, and the log says so."""
+        executor = self.server.executor
+        for opid in executor.kill_operations(ErrorCode.ClientDisconnect, connection_id=self.id):
+            log.info("connection %d from %s closed: killed its op %d (ClientDisconnect)", self.id, self.peer, opid)
+
     def expired(self, now: float) -> bool:
         """Has the connection run out of time (see the module docstring)?"""
         deadline = self._deadline()

@@ -27,6 +27,10 @@ The threads:
   no thread serves and that is past its time limit (no first message within the
   handshake limit, or a message begun and not finished within the frame limit) is
   closed; so a partial message waits in the loop, not on a thread;
+* a leader that resigns or is passed while serving a connection leaves that connection
+  in the epoll set watched for its peer's close only (EPOLLRDHUP): a client that goes
+  away while its command runs long has its operations killed with
+  ClientDisconnect (279), as mongod's since 4.2;
 * a follower that sees the leader in one request for longer than
   :data:`foliodb.lane.HOLDER_SECONDS` (it blocks where nobody marked it)
   leads beside it; the old leader follows once its request is done.
@@ -57,6 +61,7 @@ log = logging.getLogger("foliodb.server")
 SUPPORTED = hasattr(select, "epoll")
 MAX_IDLE = 2  # followers kept waiting; more end
 _ARMED = select.EPOLLIN | select.EPOLLONESHOT if SUPPORTED else 0
+_WATCHED = select.EPOLLRDHUP | select.EPOLLONESHOT if SUPPORTED else 0  # a served connection: its peer's close
 _POLL_SECONDS = 0.5  # a leader's poll wakes this often to see the loop stopped and sweep, whatever wakes it first
 _SWEEP_SECONDS = 0.5  # how often the leader closes connections past their time limits
 
@@ -65,8 +70,10 @@ class Loop:
     def __init__(self) -> None:
         self._parked: dict[int, Connection] = {}  # fd -> connection, while the connection is in the loop
         self._cv = threading.Condition()
+        self._arming = threading.Lock()  # a connection's epoll mask and busy flag change together
         self._leader: int | None = None  # the leading thread's ident
-        self._serving: tuple[int, float] | None = None  # (leader, time.monotonic() its request began)
+        # (leader, time.monotonic() its request began, the connection it serves)
+        self._serving: tuple[int, float, Connection] | None = None
         self._idle = 0  # followers waiting
         self._threads: set[threading.Thread] = set()
         # Without epoll (systems other than Linux) the loop is closed from the start: park()
@@ -172,6 +179,8 @@ class Loop:
             try:
                 while not self._closed:
                     if self._leader is None or self._stuck():
+                        if self._serving is not None:  # passed: its connection is served beside the loop
+                            self._watch(self._serving[2])
                         self._leader, self._serving = me, None
                         break
                     self._cv.wait(lane.HOLDER_SECONDS)
@@ -202,7 +211,10 @@ class Loop:
                     connection = parked.get(fd)
                     if fd == wake or connection is None:
                         continue  # stopping, or closed since it was reported
-                    self._serving = (me, time.monotonic())
+                    if connection.busy:  # watched while a thread serves it (_resign): the peer went away
+                        connection.disconnected()
+                        continue
+                    self._serving = (me, time.monotonic(), connection)
                     connection.busy = True
                     if connection.serve_ready():
                         self._rearm(connection, fd)
@@ -226,18 +238,29 @@ class Loop:
     def _rearm(self, connection: Connection, fd: int) -> None:
         if self._parked.get(fd) is not connection:
             return  # the loop stopped meanwhile and closed it
-        connection.busy = False
         try:
-            self._epoll.modify(fd, _ARMED)
+            with self._arming:
+                connection.busy = False
+                self._epoll.modify(fd, _ARMED)
         except (OSError, ValueError):  # the loop's epoll closed by stop()
             connection.close()
+
+    def _watch(self, connection: Connection) -> None:
+        """While a thread serves ``connection`` long, the loop hears of its peer closing
+        (EPOLLRDHUP): its running operations are then killed (Connection.disconnected).
+        Never once it is served no more: re-armed by then, it must stay armed."""
+        with self._arming, contextlib.suppress(OSError, ValueError):
+            if connection.busy:
+                self._epoll.modify(connection.fd, _WATCHED)
 
     def _resign(self) -> None:
         """The leader is about to wait or run long (foliodb.lane's ``on_wait``): another thread leads."""
         me = threading.get_ident()
         with self._cv:
             if self._leader != me:
-                return  # passed already
+                return  # passed already (and watched by whoever passed it)
+            if self._serving is not None:
+                self._watch(self._serving[2])
             self._leader = self._serving = None
             if self._idle:
                 self._cv.notify()
