@@ -33,7 +33,7 @@ from bson import Int64
 from bson.errors import InvalidDocument
 from bson.raw_bson import RawBSONDocument
 
-from foliodb import interrupt
+from foliodb import interrupt, threads
 from foliodb.auth.caller import CALLER
 from foliodb.auth.privileges import Privilege, namespace, privilege
 from foliodb.commands import failpoints, params
@@ -274,8 +274,8 @@ class CursorManager:
         for cursor_id in list(self._cursors):
             self.kill(cursor_id)
         reaper = self._reaper
-        if reaper is not None and reaper is not threading.current_thread():
-            reaper.join(timeout=10)
+        if reaper is not None:
+            threads.join(reaper, timeout=10)
 
     def reap(self) -> int:
         """Close the cursors idle longer than ``timeout_millis``; how many."""

@@ -51,7 +51,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from foliodb import lane
+from foliodb import lane, threads
 
 if TYPE_CHECKING:
     from foliodb.server.connection import Connection
@@ -116,20 +116,21 @@ class Loop:
             self._epoll.unregister(fd)
 
     def stop(self) -> None:
-        """Wake and end the loop's threads (at most 10 s each); close the connections still in it."""
+        """Wake and end the loop's threads (at most 10 s each, none while the interpreter
+        finalizes: foliodb/threads.py); close the connections still in it."""
         with self._cv:
             if self._closed:
                 return
             self._closed = True
             self._cv.notify_all()
-            threads = list(self._threads)
+            running = list(self._threads)
             parked = list(self._parked.values())
             self._parked.clear()
         os.write(self._wake_write, b"x")
-        for thread in threads:
+        for thread in running:
             # One still starting (ident None) sees the loop closed at once and ends by itself.
-            if thread is not threading.current_thread() and thread.ident is not None:
-                thread.join(timeout=10)
+            if thread.ident is not None:
+                threads.join(thread, timeout=10)
         for connection in parked:
             connection.close()
         self._epoll.close()

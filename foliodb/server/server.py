@@ -45,6 +45,7 @@ import sys
 import threading
 import time
 
+from foliodb import threads
 from foliodb.auth.redaction import install_log_filter
 from foliodb.commands.executor import Executor
 from foliodb.commands.replication import ReplicaSet
@@ -357,16 +358,15 @@ class Server:
             self._listener.close()
         with self._lock:
             connections = list(self._connections.values())
-            threads = list(self._threads)
+            connection_threads = list(self._threads)
         for connection in connections:
             with contextlib.suppress(OSError):
                 connection.sock.shutdown(socket.SHUT_RDWR)
-        for thread in threads:
-            if thread is not threading.current_thread():
-                thread.join(timeout=10)
+        for thread in connection_threads:
+            threads.join(thread, timeout=10)
         self.loop.stop()
-        if self._accept_thread is not None and self._accept_thread is not threading.current_thread():
-            self._accept_thread.join(timeout=10)
+        if self._accept_thread is not None:
+            threads.join(self._accept_thread, timeout=10)
         if self._owns_executor:
             self.executor.close()
         else:
