@@ -25,6 +25,9 @@ from foliodb.errors import CommandError, ErrorCode
 
 # mongod's default jsHeapLimitMB (https://www.mongodb.com/docs/manual/reference/parameters/#mongodb-parameter-param.jsHeapLimitMB).
 DEFAULT_JS_HEAP_LIMIT_MB = 1100
+# FolioDB's own bound (mongod has none): the JavaScript heap of all the scripts running at once in a
+# process (foliodb/javascript/runtime.py lends each context its jsHeapLimitMB out of it).
+DEFAULT_JS_HEAP_TOTAL_MB = 2 * DEFAULT_JS_HEAP_LIMIT_MB
 
 
 # What a killed operation reports, by the code it was killed with (mongod's wording).
@@ -43,6 +46,7 @@ class Operation:
         "deadline",
         "javascript",
         "js_heap_limit_mb",
+        "js_heap_total_mb",
         "kill_code",
         "killed",
         "opid",
@@ -86,6 +90,7 @@ class Operation:
         # Server-side JavaScript ($where, $function, mapReduce): off under --noscripting; its heap bound.
         self.javascript = True
         self.js_heap_limit_mb = DEFAULT_JS_HEAP_LIMIT_MB
+        self.js_heap_total_mb = DEFAULT_JS_HEAP_TOTAL_MB
         # The documents of a database's system.js as this operation reads them (its snapshot, its
         # transaction): set by whoever can read storage, called only when a context is made.
         self.stored_javascript: Callable[[str], Sequence[Mapping[str, Any]]] | None = None

@@ -33,7 +33,7 @@ from foliodb.engine.engine import Engine, open_engine
 from foliodb.engine.sessions import lsid_key
 from foliodb.engine.transactions import HeldByTransactionError
 from foliodb.errors import CommandError, ErrorCode
-from foliodb.interrupt import DEFAULT_JS_HEAP_LIMIT_MB, Operation
+from foliodb.interrupt import DEFAULT_JS_HEAP_LIMIT_MB, DEFAULT_JS_HEAP_TOTAL_MB, Operation
 from foliodb.query.collation import Collator
 from foliodb.query.context import Context
 from foliodb.query.expr import Scope, compile_expression, root_variables
@@ -156,6 +156,7 @@ class Executor:
         op.owner = extra.get("owner")
         op.javascript = self.javascript
         op.js_heap_limit_mb = self.engine.parameters.get("jsHeapLimitMB", DEFAULT_JS_HEAP_LIMIT_MB)
+        op.js_heap_total_mb = self.engine.parameters.get("jsHeapLimitTotalMB", DEFAULT_JS_HEAP_TOTAL_MB)
         op.stored_javascript = self.stored_javascript
         operations = self.operations
         operations[op.opid] = op

@@ -31,7 +31,7 @@ from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
 from foliodb.engine.query import SORT_MEMORY_LIMIT
 from foliodb.errors import CommandError, ErrorCode
-from foliodb.interrupt import DEFAULT_JS_HEAP_LIMIT_MB
+from foliodb.interrupt import DEFAULT_JS_HEAP_LIMIT_MB, DEFAULT_JS_HEAP_TOTAL_MB
 from foliodb.query import compare as cmp
 from foliodb.query.render import render
 
@@ -70,6 +70,8 @@ PARAMETERS: dict[str, Parameter] = {
     "featureCompatibilityVersion": Parameter({"version": FEATURE_COMPATIBILITY_VERSION}, Change.STARTUP_ONLY),
     "internalQueryMaxBlockingSortMemoryUsageBytes": Parameter(SORT_MEMORY_LIMIT, Change.FIXED),
     "jsHeapLimitMB": Parameter(DEFAULT_JS_HEAP_LIMIT_MB, Change.SETTABLE, _as_positive_int),
+    # FolioDB's own: the heap of all running scripts together (foliodb/javascript/runtime.py).
+    "jsHeapLimitTotalMB": Parameter(DEFAULT_JS_HEAP_TOTAL_MB, Change.SETTABLE, _as_positive_int),
     # Collection scans are always allowed: the planner has no notablescan mode yet.
     "notablescan": Parameter(False, Change.FIXED),
     "requireApiVersion": Parameter(False, Change.SETTABLE, _as_bool),
