@@ -49,6 +49,8 @@ class Operation:
         "js_heap_total_mb",
         "kill_code",
         "killed",
+        "lock_waits",
+        "locks",
         "opid",
         "owner",
         "plan_summary",
@@ -80,6 +82,10 @@ class Operation:
         self.killed = False
         self.kill_code: int = ErrorCode.Interrupted  # what a check raises once killed (CursorKilled: its cursor was)
         self.waiting_for_lock = False
+        # currentOp's locks and lockStats, as mongod names them: the writer is the Global lock in
+        # mode "w" (intent exclusive), held or waited for. (acquisitions, waits, microseconds waited)
+        self.locks: dict[str, str] = {}
+        self.lock_waits = (0, 0, 0)
         self.plan_summary: str | None = None
         self.progress: tuple[int, int] | None = None  # (done, total) of an index build
         self.cursor: Any = None  # the cursor a getMore takes a batch from (commands.cursors.Cursor)
@@ -107,6 +113,16 @@ class Operation:
         """Mark it killed: its next check raises ``code``."""
         self.kill_code = code
         self.killed = True
+
+    def wants_writer(self) -> None:
+        """It takes (or waits for) the writer: mongod's global, replication-state and FCV locks in mode w."""
+        self.locks = dict.fromkeys(("FeatureCompatibilityVersion", "ReplicationStateTransition", "Global"), "w")
+        acquired, waits, micros = self.lock_waits
+        self.lock_waits = (acquired + 1, waits, micros)
+
+    def waited_for_writer(self, seconds: float) -> None:
+        acquired, waits, micros = self.lock_waits
+        self.lock_waits = (acquired, waits + 1, micros + int(seconds * 1_000_000))
 
     def remaining(self) -> float | None:
         """Seconds left before the deadline (never negative); None without one."""
