@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pymongo
 import pytest
 
 from tests.server.test_abuse import connect, frame, reply, spawn
@@ -45,3 +46,26 @@ def test_five_thousand_open_cursors_cost_under_fifty_mb(spawn: Any, indexed: boo
     assert monitor.admin.command("serverStatus")["metrics"]["cursor"]["open"]["total"] == 5200
     sock.close()
     monitor.close()
+
+
+def test_open_cursors_are_capped_per_connection_and_per_user(spawn: Any) -> None:
+    child = spawn("--auth")
+    pymongo.MongoClient("127.0.0.1", child.port).admin.command("createUser", "root", pwd="pw", roles=["root"])
+    admin = child.client(username="root", password="pw")
+    admin.shop.command("createUser", "u", pwd="pw", roles=["read"])
+    admin.shop.c.insert_many([{"_id": i} for i in range(5)])
+    admin.admin.command("setParameter", 1, maxOpenCursorsPerConnection=3, maxOpenCursorsPerUser=5)
+    first, second = (child.client(username="u", password="pw", authSource="shop", maxPoolSize=1) for _ in range(2))
+    opened = [first.shop.command("find", "c", batchSize=1)["cursor"]["id"] for _ in range(3)]
+    with pytest.raises(pymongo.errors.OperationFailure) as info:
+        first.shop.command("find", "c", batchSize=1)
+    assert info.value.code == 96 and "this connection holds 3" in str(info.value)
+    opened += [second.shop.command("find", "c", batchSize=1)["cursor"]["id"] for _ in range(2)]
+    with pytest.raises(pymongo.errors.OperationFailure) as info:
+        second.shop.command("find", "c", batchSize=1)  # two on this connection, but five for the user
+    assert info.value.code == 96 and "user u holds 5" in str(info.value)
+    first.shop.command("killCursors", "c", cursors=opened[:1])  # closing one makes room again
+    assert first.shop.command("find", "c", batchSize=1)["cursor"]["id"]
+    assert first.shop.command("find", "c")["cursor"]["id"] == 0  # a cursor read to its end holds nothing
+    for client in (first, second, admin):
+        client.close()
