@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from pymongo.errors import ExecutionTimeout, OperationFailure
 
-from tests.concurrency.background import Background, wait_for
+from tests.concurrency.background import Background, pings_while, wait_for
 from tests.concurrency.conftest import Deployment
 
 # Exponential backtracking for a backtracking engine: every split of the a's is tried before failing at the "!".
@@ -49,12 +49,7 @@ def test_a_regex_bomb_stops_at_max_time_ms_and_the_rest_goes_on(deployment: Depl
     other.admin.command("ping")
     # 800 ms: under the 1 s match limit, so the deadline is what stops it.
     bomb = Background(lambda: list(client.test.s.find({"s": {"$regex": BOMB}}).max_time_ms(800)))
-    pings = []
-    while bomb.running:
-        t = time.perf_counter()
-        other.admin.command("ping")
-        pings.append(time.perf_counter() - t)
-        time.sleep(0.01)
+    pings = pings_while(bomb, other)
     bomb.join()
     assert isinstance(bomb.error, ExecutionTimeout) and bomb.error.code == 50
     # Generous bounds, for a loaded machine: unstopped, this match takes hours (2**40 splits);

@@ -20,7 +20,7 @@ import pytest
 from bson import Regex
 from pymongo.errors import OperationFailure
 
-from tests.concurrency.background import Background, wait_for
+from tests.concurrency.background import Background, pings_while, wait_for
 from tests.concurrency.conftest import Deployment
 
 LIMIT = 32761  # mongod's longest pattern, in bytes
@@ -81,12 +81,7 @@ def test_a_pathological_regex_stops_at_the_bound_and_others_are_answered(deploym
     coll.insert_one({"_id": 1, "s": "x" * 5_000})
     other.admin.command("ping")
     bomb = Background(lambda: list(coll.find({"s": {"$in": ["no", Regex("(x+x+)+y")]}})))
-    pings = []
-    while bomb.running:
-        t = time.perf_counter()
-        other.admin.command("ping")
-        pings.append(time.perf_counter() - t)
-        time.sleep(0.01)
+    pings = pings_while(bomb, other)
     bomb.join()
     assert isinstance(bomb.error, OperationFailure) and bomb.error.code == 51156
     # Generous bounds for a loaded machine: a ping waiting behind the match would wait the
@@ -103,12 +98,7 @@ def test_a_long_patterns_set_up_holds_no_one(deployment: Deployment) -> None:
     coll.insert_one({"_id": 1, "z": "c" * 100_000})
     other.admin.command("ping")
     search = Background(lambda: [coll.count_documents({"z": {"$regex": "c" * n + "."}}) for n in range(3_000, 3_004)])
-    pings = []
-    while search.running:
-        t = time.perf_counter()
-        other.admin.command("ping")
-        pings.append(time.perf_counter() - t)
-        time.sleep(0.01)
+    pings = pings_while(search, other)
     assert search.join() == [1, 1, 1, 1]
     assert pings and max(pings) < 0.5, pings  # generous for a loaded machine; it was seconds
 
