@@ -371,12 +371,11 @@ def test_threads_that_served_beside_the_loop_end_beyond_the_idle_few(
     peers = [Peer(port) for _ in range(30)]
     for peer in peers:
         _ping(peer)
-    whole = frame({"ping": 1, "$db": "admin"}, request_id=9)
-    for peer in peers:  # each connection's thread reads the rest of its message beside the loop
-        peer.sock.sendall(whole[:5])
+    process_id = peers[0].command({"hello": 1, "$db": "admin"})["topologyVersion"]["processId"]
+    awaitable = {"hello": 1, "topologyVersion": {"processId": process_id, "counter": 0}, "$db": "admin"}
+    for peer in peers:  # each connection's awaitable hello waits on a thread beside the loop
+        peer.send({**awaitable, "maxAwaitTimeMS": 1500}, request_id=9)
     assert _settle(lambda: _server_threads("foliodb-loop") >= 30)
-    for peer in peers:  # all at once, they finish and come back
-        peer.sock.sendall(whole[5:])
-    assert all(peer.reply()[0] == 9 for peer in peers)
+    assert all(peer.reply()[0] == 9 for peer in peers)  # all about at once, they finish and come back
     assert _settle(lambda: _server_threads("foliodb-loop") <= 1 + server_loop.MAX_IDLE)
     assert _ping(peers[0]) < ANSWERED
