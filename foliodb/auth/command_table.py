@@ -501,7 +501,7 @@ RULES: dict[str, Rule] = {
     # Reads and writes of one namespace.
     **dict.fromkeys(("find", "count", "distinct"), _special(_reads, "find on the namespace" + _VIEWS)),
     "listIndexes": _ns("listIndexes"),
-    "collStats": _ns("collStats"),
+    **dict.fromkeys(("collStats", "collstats"), _ns("collStats")),
     "planCacheClear": _ns("planCacheWrite"),
     **dict.fromkeys(
         ("planCacheSetFilter", "planCacheListFilters", "planCacheClearFilters"), _ns("planCacheIndexFilter")
@@ -532,14 +532,17 @@ RULES: dict[str, Rule] = {
     "aggregate": _special(
         _aggregate, "find on the source, and each stage's privileges at any depth (see the stage table)" + _VIEWS
     ),
-    "mapReduce": _special(
-        _map_reduce,
-        "find on the input; out to a collection: insert, remove on it (replace) or insert, update (merge, reduce)",
+    **dict.fromkeys(
+        ("mapReduce", "mapreduce"),
+        _special(
+            _map_reduce,
+            "find on the input; out to a collection: insert, remove on it (replace) or insert, update (merge, reduce)",
+        ),
     ),
     "explain": _special(_explain, "the privileges of the explained command"),
     "bulkWrite": _special(_bulk_write, "insert, update (and insert when upserting), remove on each namespace"),
     # A database as a whole.
-    "dbStats": _db("dbStats"),
+    **dict.fromkeys(("dbStats", "dbstats"), _db("dbStats")),
     **dict.fromkeys(("dbHash", "dbhash"), _db("dbHash")),
     "dropDatabase": _db("dropDatabase"),
     "profile": _db("enableProfiler"),

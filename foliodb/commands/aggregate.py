@@ -11,7 +11,7 @@ the command, in one storage transaction, so their writes land all or nothing.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import bson
@@ -31,9 +31,9 @@ from foliodb.engine.buckets import BucketSpec
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.query import FindExecution, FindSpec
 from foliodb.engine.timeseries import TimeSeriesWriter, check_measurement
-from foliodb.errors import CommandError, ErrorCode
+from foliodb.errors import INTERRUPTIONS, CommandError, ErrorCode
 from foliodb.query import metadata
-from foliodb.query.bsontypes import is_string
+from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.context import Context
 
 
@@ -238,6 +238,26 @@ def _field_match(stages: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     return spec
 
 
+def _drain_writing(
+    request: Request, stages: list[Mapping[str, Any]], run: Callable[[], Iterator[dict[str, Any]]]
+) -> None:
+    """Run a pipeline ending in ``$out`` or ``$merge`` in one storage transaction. ``$out``
+    replaces its target whole or not at all; a ``$merge`` that fails keeps the writes it did, as
+    mongod's (its batches are separate write commands), unless the command was interrupted
+    (FolioDB rolls an interrupted write command back, see docs/differences.md)."""
+    failure: CommandError | None = None
+    with request.engine.storage.write():
+        try:
+            for _ in run():
+                pass
+        except CommandError as error:
+            if "$merge" not in stages[-1] or error.code in INTERRUPTIONS:
+                raise
+            failure = error
+    if failure is not None:
+        raise failure
+
+
 # aggregate's fields (mongod's aggregate.idl, the internal ones left out).
 AGGREGATE_FIELDS = {
     "pipeline": "array",
@@ -259,6 +279,12 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     stages = fields.get("pipeline")
     if stages is None:
         raise CommandError(ErrorCode.FailedToParse, "BSON field 'aggregate.pipeline' is missing but a required field")
+    for i, stage in enumerate(stages):  # mongod's IDL types the pipeline array<object>, checked before the rest
+        if not isinstance(stage, Mapping):
+            raise CommandError(
+                ErrorCode.TypeMismatch,
+                f"BSON field 'aggregate.pipeline.{i}' is the wrong type '{type_name(stage)}', expected type 'object'",
+            )
     cursor_opts = fields.get("cursor")
     explain = fields.get("explain", False)
     if cursor_opts is None and not explain:
@@ -290,18 +316,14 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if is_string(target):
         ns = f"{request.db}.{target}"
         if writes:
-            with request.engine.storage.write():
-                for _ in env.source(target, stages, hint=hint):
-                    pass
+            _drain_writing(request, stages, lambda: env.source(target, stages, hint=hint))
             return cursor_reply(request, ns, iter(()), batch_size)
         docs = env.source(target, stages, hint=hint)
     elif target == 1:
         ns = f"{request.db}.$cmd.aggregate"
         pipeline = compile_pipeline(list(stages), env)
         if writes:
-            with request.engine.storage.write():
-                for _ in pipeline.run(iter(())):
-                    pass
+            _drain_writing(request, stages, lambda: pipeline.run(iter(())))
             return cursor_reply(request, ns, iter(()), batch_size)
         docs = pipeline.run(iter(()))
     else:

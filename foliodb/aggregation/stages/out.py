@@ -11,7 +11,11 @@ index, 51183) and then, per ``whenMatched``/``whenNotMatched``: replaces,
 keeps, merges top-level fields, fails (the insert's duplicate-key error),
 or runs an update pipeline with ``$$new`` (and the ``let`` variables) bound
 to the incoming document; inserts, discards, or fails (13113). Documents
-without ``_id`` get an ObjectId on insert; a replacement keeps the target's.
+without ``_id`` get an ObjectId on insert (before the lookup when ``on``
+holds ``_id``); a replacement keeps the target's. As mongod's batched
+unordered writes, a failing document does not stop the others of its batch
+(up to 100,000 documents), and the writes done stay when the stage fails
+(the aggregate command commits them, see :mod:`foliodb.commands.aggregate`).
 """
 
 from __future__ import annotations
@@ -31,11 +35,11 @@ from foliodb.aggregation.pipeline import (
     compile_stages,
     stage_entry,
 )
-from foliodb.errors import CommandError, ErrorCode, location
+from foliodb.errors import INTERRUPTIONS, CommandError, ErrorCode, location
 from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.expr.core import check_variable_name
 from foliodb.query.idl import check_fields, missing_field, wrong_type
-from foliodb.query.paths import MISSING, get_plain
+from foliodb.query.paths import MISSING
 from foliodb.query.render import render
 from foliodb.query.reshape import split_path
 
@@ -179,10 +183,16 @@ def stage_merge(spec: Any, where: Where) -> Stage:
     on_parts = [tuple(name.split(".")) for name in on]
 
     def key_filter(doc: dict[str, Any]) -> dict[str, Any]:
+        """The target's lookup by the ``on`` fields, as mongod's _extractMergeOnFieldsFromDoc:
+        an array anywhere along a path is 51185, a missing or null value 51132."""
         out = {}
         for name, parts in zip(on, on_parts, strict=True):
-            value = get_plain(doc, parts)
-            if value is MISSING or value is None or isinstance(value, list):
+            value: Any = doc
+            for part in parts:
+                value = value.get(part, MISSING) if isinstance(value, dict) else MISSING
+                if isinstance(value, list):
+                    raise location(51185, f"$merge write error: 'on' field '{name}' is an array")
+            if value is MISSING or value is None:
                 raise location(51132, "$merge write error: 'on' field cannot be missing, null, undefined or an array")
             out[name] = value
         return out
@@ -200,7 +210,7 @@ def stage_merge(spec: Any, where: Where) -> Stage:
         return next(update.run(iter([existing])), None)
 
     def write(doc: dict[str, Any]) -> None:
-        if on == ["_id"]:
+        if "_id" in on:  # mongod's makeBatchObject generates the _id an 'on' field needs
             doc = _with_id(doc)
         match = key_filter(doc)
         if matched == "fail":
@@ -231,8 +241,23 @@ def stage_merge(spec: Any, where: Where) -> Stage:
         env.replace(coll, {"_id": existing["_id"]}, new, db=db)
 
     def run(docs: Docs) -> Docs:
-        for doc in docs:
-            write(doc)
+        # mongod writes each batch as one unordered write command: every document of the batch
+        # is tried, and the batch's first error fails the stage (the batch's other writes stay).
+        failure: CommandError | None = None
+        for n, doc in enumerate(docs, 1):
+            try:
+                write(doc)
+            except CommandError as error:
+                if error.code in INTERRUPTIONS:
+                    raise
+                failure = failure or error
+            if failure is not None and n % MAX_WRITE_BATCH_SIZE == 0:
+                raise failure
+        if failure is not None:
+            raise failure
         yield from ()
 
     return Stage("$merge", spec, run)
+
+
+MAX_WRITE_BATCH_SIZE = 100_000  # mongod's maxWriteBatchSize: the documents of one $merge write

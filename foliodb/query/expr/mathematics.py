@@ -87,6 +87,11 @@ def _positive_or_nan(x: float) -> bool:
     return x > 0 or x != x
 
 
+def _positive_decimal(d: Decimal) -> bool:
+    """``d > 0``, False for NaN (which the decimal module refuses to order)."""
+    return not d.is_nan() and d > 0
+
+
 def _logarithm(
     name: str, code: int, of_decimal: Callable[[Decimal], Decimal], of_float: Callable[[float], float]
 ) -> None:
@@ -94,7 +99,7 @@ def _logarithm(
 
     @unary_numeric(name)
     def logarithm(v: Any, k: Kind) -> Any:
-        if k is Kind.DECIMAL and v.to_decimal() > 0:
+        if k is Kind.DECIMAL and _positive_decimal(v.to_decimal()):
             return decimal128(of_decimal(v.to_decimal()))
         x = to_double(v)
         if not _positive_or_nan(x):
@@ -110,7 +115,7 @@ _logarithm("$log10", 28761, DECIMAL.log10, math.log10)
 def _sqrt(v: Any, k: Kind) -> Any:
     if k is Kind.DECIMAL:
         d = v.to_decimal()
-        if d < 0:
+        if not d.is_nan() and d < 0:
             raise location(28714, "$sqrt's argument must be greater than or equal to 0")
         return decimal128(DECIMAL.sqrt(d))
     x = to_double(v)
@@ -134,7 +139,7 @@ def expr_log(arg: Any, scope: Scope) -> Expr:
             raise location(28757, f"$log's base must be numeric, not {type_of(b)}")
         if Kind.DECIMAL in (xk, bk):
             xd, bd = to_decimal(x), to_decimal(b)
-            if xd > 0 and bd > 0 and bd != 1:
+            if _positive_decimal(xd) and _positive_decimal(bd) and bd != 1:
                 return decimal128(DECIMAL.divide(DECIMAL.ln(xd), DECIMAL.ln(bd)))
         xf, bf = to_double(x), to_double(b)
         if not _positive_or_nan(xf):
