@@ -26,12 +26,13 @@ from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.timeseries import check_options as ts_options
 from foliodb.commands.timeseries import create as timeseries_create
-from foliodb.commands.write import apply_replacement, check_new_database, prepare_insert
+from foliodb.commands.write import Target, apply_replacement, check_new_database, prepare_insert
 from foliodb.engine.buckets import BucketSpec
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.query import FindExecution, FindSpec
 from foliodb.engine.timeseries import TimeSeriesWriter, check_measurement
 from foliodb.errors import INTERRUPTIONS, CommandError, ErrorCode
+from foliodb.query import collation as collation_module
 from foliodb.query import metadata
 from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.context import Context
@@ -40,8 +41,11 @@ from foliodb.query.context import Context
 class EngineEnv:
     """PipelineEnv over the engine, for one aggregate command."""
 
-    def __init__(self, request: Request, ctx: Context, allow_disk_use: bool, coll: str | None = None) -> None:
+    def __init__(
+        self, request: Request, ctx: Context, allow_disk_use: bool, coll: str | None = None, bypass: bool = False
+    ) -> None:
         self.request = request
+        self.bypass = bypass  # bypassDocumentValidation: $out and $merge skip their target's validator
         self.coll = coll  # the collection aggregated; None for `aggregate: 1`
         self.engine = request.engine
         self.ctx = ctx
@@ -58,7 +62,7 @@ class EngineEnv:
     ) -> Iterator[dict[str, Any]]:
         """Run ``stages`` over a collection, leading stages through the planner
         (with the aggregate command's ``hint``, for its own collection)."""
-        env = EngineEnv(self.request, ctx or self.ctx, self.allow_disk_use, coll)
+        env = EngineEnv(self.request, ctx or self.ctx, self.allow_disk_use, coll, self.bypass)
         source, view_pipeline = self.engine.resolve_view(db or self.db, coll)
         if stages and isinstance(stages[0], Mapping) and "$collStats" in stages[0]:
             # $collStats reports on the namespace named, a view too: the view's pipeline is not applied.
@@ -69,13 +73,14 @@ class EngineEnv:
             return pipeline.run(iter(()))
         if oplog_rs.is_oplog(db or self.db, source):  # the oplog's entries, every stage run here
             return pipeline.run(oplog_rs.oplog_find(self.engine, FindSpec(), env.ctx, tailable=False))
-        filter_spec, sort, limit = pipeline.pushdown()
+        filter_spec, sort, limit, projection = pipeline.pushdown()
         near = pipeline.geo_near()
         store = self.engine.store(db or self.db, source)
         spec = FindSpec(
             filter=filter_spec,
             sort=sort,
             limit=limit,
+            projection=projection,
             geo_near=near,
             hint=hint,
             allow_disk_use=self.allow_disk_use,
@@ -132,8 +137,11 @@ class EngineEnv:
             # reading the very collection it replaces.
             temp_name = f"tmp.agg_out.{uuid.uuid4().hex}"
             temp = engine.create_collection(db, temp_name)
+            check = Target(self.request, db, coll, self.bypass)  # the target's validator, as mongod's temp copy has
             for doc in docs:
-                temp.insert(prepare_insert(metadata.strip(dict(doc))))
+                new = prepare_insert(metadata.strip(dict(doc)))
+                check.validate(new)
+                temp.insert(new)
             target = engine.store(db, coll)
             if target is None:
                 engine.rename_collection(db, temp_name, db, coll, drop_target=False)
@@ -184,8 +192,12 @@ class EngineEnv:
         info = self.engine.catalog.get(db or self.db, coll)
         if info is None:
             return False
+        # Unique, not partial, and of the aggregate's collation (mongod's supportsUniqueKey).
         return any(
-            index.unique and sorted(index.key) == sorted(fields) and "partialFilterExpression" not in index.spec
+            index.unique
+            and sorted(index.key) == sorted(fields)
+            and "partialFilterExpression" not in index.spec
+            and collation_module.same(index.collator, self.ctx.collator)
             for index in info.indexes.values()
         )
 
@@ -201,14 +213,17 @@ class EngineEnv:
             if self.engine.store(db, coll) is None:
                 check_new_database(self.engine, db)
             store = self.engine.ensure_collection(db, coll)
-            store.insert(prepare_insert(metadata.strip(dict(doc))))
+            new = prepare_insert(metadata.strip(dict(doc)))
+            Target(self.request, db, coll, self.bypass).validate(new)
+            store.insert(new)
 
     def replace(self, coll: str, filter: Mapping[str, Any], doc: Mapping[str, Any], db: str | None = None) -> None:
         store = self.engine.store(db or self.db, coll)
         if store is None:
             raise CommandError(ErrorCode.NamespaceNotFound, f"ns does not exist: {db or self.db}.{coll}")
+        target = Target(self.request, db or self.db, coll, self.bypass)
         with self.engine.storage.write():
-            apply_replacement(store, filter, metadata.strip(dict(doc)), self.ctx)
+            apply_replacement(target, store, filter, metadata.strip(dict(doc)), self.ctx)
 
     def coll_stats(self, coll: str, spec: Mapping[str, Any]) -> dict[str, Any]:
         return stats.coll_stats(self.engine, self.db, coll, spec, self.ctx.now)
@@ -307,7 +322,7 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     allow_disk_use = fields.get("allowDiskUse", True)
     hint = fields.get("hint")
     ctx = request.context(let, collator)
-    env = EngineEnv(request, ctx, allow_disk_use)
+    env = EngineEnv(request, ctx, allow_disk_use, bypass=fields.get("bypassDocumentValidation", False))
     writes = bool(stages) and isinstance(stages[-1], Mapping) and any(k in ("$out", "$merge") for k in stages[-1])
     concern = cmd.get("readConcern")
     if writes and isinstance(concern, Mapping) and concern.get("level") == "linearizable":

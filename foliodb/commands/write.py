@@ -372,13 +372,16 @@ class Writes:
 
 
 def apply_replacement(
-    store: CollectionStore, filter_spec: Mapping[str, Any], replacement: dict[str, Any], ctx: Context
+    target: Target, store: CollectionStore, filter_spec: Mapping[str, Any], replacement: dict[str, Any], ctx: Context
 ) -> bool:
-    """Replace the first document matching ``filter_spec`` (keeping its ``_id``)."""
+    """Replace the first document matching ``filter_spec`` (keeping its ``_id``), checked by
+    ``target``'s validator."""
     for rid, data, doc, _details in matching(store, filter_spec, ctx, one=True):
         new = dict(replacement)
         new["_id"] = doc["_id"]
-        store.update(rid, doc, prepare_insert(new), old_data=data, replace=True)
+        new = prepare_insert(new)
+        target.validate(new, doc)
+        store.update(rid, doc, new, old_data=data, replace=True)
         return True
     return False
 

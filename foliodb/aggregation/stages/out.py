@@ -14,7 +14,7 @@ to the incoming document; inserts, discards, or fails (13113). Documents
 without ``_id`` get an ObjectId on insert (before the lookup when ``on``
 holds ``_id``); a replacement keeps the target's. As mongod's batched
 unordered writes, a failing document does not stop the others of its batch
-(up to 100,000 documents), and the writes done stay when the stage fails
+(16 MiB or 100,000 documents), and the writes done stay when the stage fails
 (the aggregate command commits them, see :mod:`foliodb.commands.aggregate`).
 """
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import bson
 from bson import ObjectId
 
 from foliodb.aggregation.pipeline import (
@@ -35,6 +36,7 @@ from foliodb.aggregation.pipeline import (
     compile_stages,
     stage_entry,
 )
+from foliodb.engine.records import MAX_BSON_SIZE
 from foliodb.errors import INTERRUPTIONS, CommandError, ErrorCode, location
 from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.expr.core import check_variable_name
@@ -112,11 +114,17 @@ def _into(value: Any) -> tuple[str | None, str]:
 
 
 def _on_fields(value: Any) -> list[str]:
+    """``on`` as mongod's mergeOnFieldsParseFromBSON checks it."""
     names = [value] if is_string(value) else value
-    if not isinstance(names, list) or not names or not all(is_string(n) for n in names):
+    if not isinstance(names, list):
         raise location(
             51186, f"$merge 'on' field  must be either a string or an array of strings, but found {type_name(value)}"
         )
+    for name in names:
+        if not is_string(name):
+            raise location(51134, f"$merge 'on' array elements must be strings, but found {type_name(name)}")
+    if not names:
+        raise location(51187, "If explicitly specifying $merge 'on', must include at least one field")
     if len(set(names)) != len(names):
         raise location(31465, "Found a duplicate field in the $merge 'on' list")
     for name in names:
@@ -183,17 +191,20 @@ def stage_merge(spec: Any, where: Where) -> Stage:
     on_parts = [tuple(name.split(".")) for name in on]
 
     def key_filter(doc: dict[str, Any]) -> dict[str, Any]:
-        """The target's lookup by the ``on`` fields, as mongod's _extractMergeOnFieldsFromDoc:
-        an array anywhere along a path is 51185, a missing or null value 51132."""
+        """The target's lookup by the ``on`` fields, as mongod's extractMergeOnFieldsFromDoc: the
+        value at each path (an array along the way reaches nothing) is an array (51185), missing
+        or null (51132)."""
         out = {}
         for name, parts in zip(on, on_parts, strict=True):
             value: Any = doc
             for part in parts:
                 value = value.get(part, MISSING) if isinstance(value, dict) else MISSING
-                if isinstance(value, list):
-                    raise location(51185, f"$merge write error: 'on' field '{name}' is an array")
+            if isinstance(value, list):
+                raise location(51185, f"$merge write error: 'on' field '{name}' is an array")
             if value is MISSING or value is None:
-                raise location(51132, "$merge write error: 'on' field cannot be missing, null, undefined or an array")
+                raise location(
+                    51132, f"$merge write error: 'on' field '{name}' cannot be missing, null, undefined or an array"
+                )
             out[name] = value
         return out
 
@@ -241,18 +252,25 @@ def stage_merge(spec: Any, where: Where) -> Stage:
         env.replace(coll, {"_id": existing["_id"]}, new, db=db)
 
     def run(docs: Docs) -> Docs:
-        # mongod writes each batch as one unordered write command: every document of the batch
-        # is tried, and the batch's first error fails the stage (the batch's other writes stay).
+        # mongod writes batches (DocumentSourceWriter: up to 16 MiB of documents, at most
+        # maxWriteBatchSize of them) as unordered write commands: every document of a batch is
+        # tried, and the batch's first error fails the stage before the next batch.
         failure: CommandError | None = None
-        for n, doc in enumerate(docs, 1):
+        buffered = count = 0
+        for doc in docs:
+            size = len(bson.encode(doc))
+            buffered += size
+            if count and (buffered > MAX_BSON_SIZE or count >= MAX_WRITE_BATCH_SIZE):
+                if failure is not None:
+                    raise failure
+                buffered, count = size, 0
+            count += 1
             try:
                 write(doc)
             except CommandError as error:
                 if error.code in INTERRUPTIONS:
                     raise
                 failure = failure or error
-            if failure is not None and n % MAX_WRITE_BATCH_SIZE == 0:
-                raise failure
         if failure is not None:
             raise failure
         yield from ()
@@ -260,4 +278,4 @@ def stage_merge(spec: Any, where: Where) -> Stage:
     return Stage("$merge", spec, run)
 
 
-MAX_WRITE_BATCH_SIZE = 100_000  # mongod's maxWriteBatchSize: the documents of one $merge write
+MAX_WRITE_BATCH_SIZE = 100_000  # mongod's maxWriteBatchSize

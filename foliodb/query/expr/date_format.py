@@ -331,7 +331,10 @@ def _parse_with_format(text: str, fmt: str) -> Fields:
                 found = _digits(text, pos, most)
                 if found is None:
                     raise _parse_error(text, pos, f"A {name} could not be found")
-                setattr(fields, name, found[0])
+                value = found[0]
+                if spec == "L":  # timelib reads the digits as a fraction: ".81" is 810 ms
+                    value *= 10 ** (3 - (found[1] - pos))
+                setattr(fields, name, value)
                 pos = found[1]
             elif spec in "bB":
                 m = re.compile(r"[A-Za-z]+").match(text, pos)
