@@ -103,6 +103,8 @@ def normalize_spec(raw: Any, default: Collator | None = None) -> dict[str, Any]:
         )
     if not name:
         raise _spec_error(raw, "The index name cannot be empty", ErrorCode.BadValue)
+    if "\x00" in name:  # mongod's IndexCatalogImpl::_isSpecOk
+        raise CommandError(ErrorCode.CannotCreateIndex, "index name cannot contain NUL bytes")
     for field_name, direction in key.items():
         if not field_name:
             raise _spec_error(raw, "Index keys cannot be an empty field.")

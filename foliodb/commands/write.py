@@ -31,6 +31,7 @@ import bson
 from bson import ObjectId, Timestamp
 
 from foliodb import interrupt
+from foliodb.aggregation.pipeline import STAGES
 from foliodb.commands import collation, params, profiler
 from foliodb.commands.accesses import count_plan
 from foliodb.commands.executor import Request
@@ -630,6 +631,19 @@ class UpdateStatement:
 NOT_UPSERTED = object()
 
 
+def _check_pipeline_stages(statements: list[Any]) -> None:
+    """An update pipeline naming an unknown stage fails the whole command (40324), as mongod's
+    LiteParsedPipeline does while authorizing it, before any statement runs."""
+    for statement in statements:
+        pipeline = statement.get("u") if isinstance(statement, Mapping) else None
+        if isinstance(pipeline, list):
+            for stage in pipeline:
+                if isinstance(stage, Mapping) and len(stage) == 1:
+                    name = next(iter(stage))
+                    if name not in STAGES and name not in STAGES.unbuilt:
+                        STAGES.get(name)  # raises the registry's unknown-stage error
+
+
 def run_update(
     writes: Writes, target: Target, statement: UpdateStatement, plans: list[AccessStage] | None = None
 ) -> tuple[int, int, Any]:
@@ -780,6 +794,7 @@ def cmd_update(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         return point
     name = collection_name(cmd, "update")
     statements = params.write_batch(params.required(cmd, "updates", "array", "update"))
+    _check_pipeline_stages(statements)
     ordered = ordered_flag(cmd, "update")
     writes = Writes(request, cmd, "update")
     n = modified = 0

@@ -32,7 +32,7 @@ from foliodb.query import metadata
 from foliodb.query.collation import Collator
 from foliodb.query.context import Context
 from foliodb.query.filter import MatchDetails, Matcher, compile_filter
-from foliodb.query.filter_ops.geo import parse_near
+from foliodb.query.filter_ops.geo import check_near_placement, parse_near
 from foliodb.query.paths import MISSING
 from foliodb.query.prefilter import Prefilter, compile_prefilter, needle_groups
 from foliodb.query.projection import compile_projection
@@ -96,6 +96,8 @@ class FindExecution:
         filter_spec = spec.filter
         text_arg, rest = split_text(filter_spec) if filter_spec and _may_hold_text(filter_spec) else (None, filter_spec)
         near = None
+        if filter_spec and any(key[:1] == "$" for key in filter_spec):  # a near query inside a logical operator?
+            check_near_placement(filter_spec)
         found_near = split_near(rest) if text_arg is None else None
         if spec.geo_near is not None:
             rest = spec.geo_near.filter
@@ -393,7 +395,7 @@ def _without_near(filter_spec: Mapping[str, Any] | None, path: str) -> dict[str,
     return out
 
 
-_NEAR_PARTS = ("$near", "$nearSphere", "$minDistance", "$maxDistance")
+_NEAR_PARTS = ("$near", "$nearSphere", "$geoNear", "$minDistance", "$maxDistance")
 
 
 def _may_hold_text(filter_spec: Mapping[str, Any]) -> bool:

@@ -25,6 +25,7 @@ EXPECTED = {
     "featureCompatibilityVersion": ({"version": "8.0"}, "https://www.mongodb.com/docs/manual/reference/command/setFeatureCompatibilityVersion/"),
     "internalQueryMaxBlockingSortMemoryUsageBytes": (100 * 1024 * 1024, PARAMS + "#mongodb-parameter-param.internalQueryMaxBlockingSortMemoryUsageBytes"),
     "jsHeapLimitMB": (1100, PARAMS + "#mongodb-parameter-param.jsHeapLimitMB"),
+    "logComponentVerbosity": ({"verbosity": 0}, PARAMS + "#mongodb-parameter-param.logComponentVerbosity"),
     "notablescan": (False, PARAMS + "#mongodb-parameter-param.notablescan"),
     "requireApiVersion": (False, PARAMS + "#mongodb-parameter-param.requireApiVersion"),
     "scramIterationCount": (10_000, PARAMS + "#mongodb-parameter-param.scramIterationCount"),

@@ -48,13 +48,26 @@ def test_the_manual_alternative_with_expr_and_function_agrees(db: Any) -> None:
         "function () { return obj.a > 1; }",
         "return this.a > 1;",  # statements
         Code("this.a > 1"),
-        Code("this.a > limit", {"limit": 1}),  # code with scope: its variables are globals
     ],
     ids=repr,
 )
 def test_forms_of_where(db: Any, code: Any) -> None:
     db.c.insert_many([{"_id": i, "a": i} for i in range(4)])
     assert [d["_id"] for d in db.c.find({"$where": code})] == [2, 3]
+
+
+def test_where_refuses_code_with_scope_and_empty_code(db: Any) -> None:
+    # mongod 4.4+ (expression_where.cpp's parseWhereParams): 4649201 for code with scope, BadValue for empty code.
+    db.c.insert_one({"a": 1})
+    with pytest.raises(OperationFailure) as info:
+        db.c.find_one({"$where": Code("this.a > limit", {"limit": 1})})
+    assert (info.value.code, info.value.details["errmsg"]) == (
+        4649201,
+        "$where no longer supports deprecated BSON type CodeWScope",
+    )
+    with pytest.raises(OperationFailure) as info:
+        db.c.find_one({"$where": ""})
+    assert (info.value.code, info.value.details["errmsg"]) == (2, "code for $where cannot be empty")
 
 
 def test_where_combines_with_other_conditions_and_sees_bson_types(db: Any) -> None:

@@ -1,0 +1,333 @@
+"""Regression tests for the differences MongoDB's own jstests (r4.2, run by scripts/jstests.py)
+found between FolioDB and MongoDB 8: each case checks mongod 8's documented or coded behaviour,
+cited beside it.
+
+Sources: the manual pages named in each test, and mongod's source where the manual is silent
+(file names given; mongodb/mongo on GitHub)."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import pytest
+from bson import Code, Decimal128
+from pymongo import WriteConcern
+from pymongo.errors import OperationFailure, WriteConcernError
+
+from foliodb.commands import Executor
+
+
+def code_of(fn: Any) -> tuple[int, str]:
+    with pytest.raises(OperationFailure) as info:
+        fn()
+    return info.value.code, info.value.details["errmsg"]
+
+
+# -- command aliases -------------------------------------------------------------------------
+
+
+def test_lowercase_aliases_run_their_commands(db: Any) -> None:
+    # mongod registers mapReduce/mapreduce, dbStats/dbstats, collStats/collstats (mr.cpp, dbcommands.cpp).
+    db.c.insert_many([{"k": "a"}, {"k": "a"}, {"k": "b"}])
+    reply = db.command(
+        {
+            "mapreduce": "c",
+            "map": Code("function() { emit(this.k, 1) }"),
+            "reduce": Code("function(k, v) { return Array.sum(v) }"),
+            "out": {"inline": 1},
+        }
+    )
+    assert sorted((r["_id"], r["value"]) for r in reply["results"]) == [("a", 2.0), ("b", 1)]
+    assert db.command("dbstats")["objects"] == 3
+    assert db.command("collstats", "c")["count"] == 3
+
+
+# -- validation ------------------------------------------------------------------------------
+
+
+def test_two_near_queries_or_one_inside_or_are_refused(db: Any) -> None:
+    # canonical_query.cpp, CanonicalQuery::isValid: one GEO_NEAR at most, at the top level (or in a top-level $and).
+    db.c.create_index([("loc", "2d")])
+    db.c.insert_one({"loc": [0, 0], "a": 1})
+    near_a, near_b = {"loc": {"$near": [0, 0]}}, {"loc": {"$near": [1, 1]}}
+    assert code_of(lambda: list(db.c.find({"$or": [near_a, near_b]}))) == (2, "Too many geoNear expressions")
+    assert code_of(lambda: list(db.c.find({"$or": [near_a, {"a": 1}]}))) == (2, "geoNear must be top-level expr")
+    assert code_of(lambda: list(db.c.find({"$and": [near_a, near_b]}))) == (2, "Too many geoNear expressions")
+
+
+def test_geo_near_query_operator_is_near(db: Any) -> None:
+    # expression_geo.cpp, GeoNearExpression::parseLegacyQuery: "$geoNear" reads as "$near".
+    db.c.create_index([("loc", "2d")])
+    db.c.insert_many([{"_id": 1, "loc": [5, 5]}, {"_id": 2, "loc": [1, 1]}, {"_id": 3, "loc": [3, 3]}])
+    assert [d["_id"] for d in db.c.find({"loc": {"$geoNear": [0, 0]}})] == [2, 3, 1]
+    assert [d["_id"] for d in db.c.find({"loc": {"$geoNear": [0, 0], "$maxDistance": 5}})] == [2, 3]
+
+
+def test_validate_refuses_full_with_background(db: Any) -> None:
+    # validate.cpp: a full validation cannot run in the background (InvalidOptions).
+    db.c.insert_one({})
+    assert code_of(lambda: db.command("validate", "c", full=True, background=True)) == (
+        72,
+        "Running the validate command with both { background: true } and { full: true } is not supported.",
+    )
+    assert db.command("validate", "c", full=True)["valid"] is True
+
+
+def test_index_name_with_nul_is_refused(db: Any) -> None:
+    # index_catalog_impl.cpp, IndexCatalogImpl::_isSpecOk.
+    assert code_of(lambda: db.c.create_index("a", name="a\x00b")) == (67, "index name cannot contain NUL bytes")
+
+
+def test_create_takes_auto_index_id(db: Any) -> None:
+    # create (manual: autoIndexId, deprecated): true is accepted with a deprecation note; false only in local,
+    # as DatabaseImpl::createCollection refuses it for a collection that can be replicated (50001).
+    reply = db.command("create", "c", autoIndexId=True)
+    assert reply["note"] == "the autoIndexId option is deprecated and will be removed in a future release"
+    assert db.command("listCollections", filter={"name": "c"})["cursor"]["firstBatch"][0]["options"] == {
+        "autoIndexId": True
+    }
+    assert code_of(lambda: db.command("create", "d", autoIndexId=False)) == (
+        50001,
+        "autoIndexId:false is not allowed for collection test.d because it can be replicated",
+    )
+
+
+def test_set_parameter_log_component_verbosity(client: Any) -> None:
+    # setParameter (manual: logComponentVerbosity): a document of verbosities, merged into the current one.
+    assert client.admin.command("setParameter", 1, logComponentVerbosity={"query": {"verbosity": 2}})["ok"] == 1
+    got = client.admin.command("getParameter", 1, logComponentVerbosity=1)["logComponentVerbosity"]
+    assert got == {"verbosity": 0, "query": {"verbosity": 2}}
+    assert client.admin.command("setParameter", 1, logComponentVerbosity={"verbosity": 0})["was"] == got
+    assert code_of(lambda: client.admin.command("setParameter", 1, logComponentVerbosity={"verbosity": 9}))[0] == 2
+
+
+def test_drop_database_of_a_missing_database_names_none(client: Any) -> None:
+    # dropDatabase: a database that does not exist is no error, and the reply names no "dropped" database.
+    assert client.nothing_here.command("dropDatabase") == {"ok": 1.0}
+    client.here.c.insert_one({})
+    assert client.here.command("dropDatabase") == {"dropped": "here", "ok": 1.0}
+
+
+def test_where_refuses_code_with_scope(db: Any) -> None:
+    # expression_where.cpp, parseWhereParams (4.4+).
+    db.c.insert_one({"a": 2})
+    assert code_of(lambda: db.c.find_one({"$where": Code("this.a > n", {"n": 1})})) == (
+        4649201,
+        "$where no longer supports deprecated BSON type CodeWScope",
+    )
+
+
+def test_create_of_an_existing_collection_in_a_transaction_is_namespace_exists(client: Any) -> None:
+    # create (manual, "Transactions"): outside a transaction, creating an existing collection with the same
+    # options is a no-op; inside one it is NamespaceExists.
+    client.test.create_collection("c")
+    assert client.test.command("create", "c") == {"ok": 1.0}
+    with client.start_session() as session:
+        session.start_transaction()
+        assert code_of(lambda: client.test.command("create", "c", session=session))[0] == 48
+        session.abort_transaction()
+
+
+def test_empty_collation_is_no_collation(db: Any) -> None:
+    # mongod parses a collation only when the document is not empty (getCollation().isEmpty()).
+    db.c.insert_many([{"a": "x"}, {"a": "X"}])
+    reply = db.command("delete", "c", deletes=[{"q": {"a": "x"}, "limit": 0, "collation": {}}])
+    assert (reply["n"], "writeErrors" in reply) == (1, False)
+    assert [d["a"] for d in db.c.find({}, {"_id": 0}).collation({})] == ["X"]
+
+
+def test_an_unknown_update_pipeline_stage_fails_the_command(db: Any) -> None:
+    # LiteParsedPipeline (authorization, before any statement runs) rejects the unknown stage: a command error.
+    db.c.insert_one({"a": 1})
+    assert code_of(lambda: db.command("update", "c", updates=[{"q": {}, "u": [{"$bogus": {}}]}])) == (
+        40324,
+        "Unrecognized pipeline stage name: '$bogus'",
+    )
+
+
+@pytest.mark.parametrize("stage", ["$currentOp", "$listLocalSessions"])
+def test_api_strict_refuses_stages_outside_v1_in_database_aggregates(client: Any, stage: str) -> None:
+    # Stable API: these stages are registered kNeverInVersion1 (APIStrictError, 323).
+    cmd = {"aggregate": 1, "pipeline": [{stage: {}}], "cursor": {}, "apiVersion": "1", "apiStrict": True}
+    assert code_of(lambda: client.admin.command(cmd)) == (
+        323,
+        f"{stage} is not allowed with 'apiStrict: true' in API Version 1",
+    )
+
+
+def test_api_strict_looks_inside_sub_pipelines(db: Any) -> None:
+    pipeline = [{"$lookup": {"from": "d", "pipeline": [{"$indexStats": {}}], "as": "x"}}]
+    cmd = {"aggregate": "c", "pipeline": pipeline, "cursor": {}, "apiVersion": "1", "apiStrict": True}
+    assert code_of(lambda: db.command(cmd))[0] == 323
+    cmd["apiStrict"] = False
+    assert db.command(cmd)["ok"] == 1
+
+
+# -- write concern on the one-member replica set ---------------------------------------------
+
+
+def _unsatisfiable(executor: Executor, cmd: dict[str, Any], db: str = "test") -> dict[str, Any]:
+    return executor.execute(db, {**cmd, "writeConcern": {"w": 3}})
+
+
+def test_an_unsatisfiable_write_concern_runs_the_command_and_reports_it(executor: Executor) -> None:
+    # Write concern for replica sets (manual): w cannot exceed the data-bearing members; mongod runs the
+    # command, then its wait reports writeConcernError UnsatisfiableWriteConcern (100).
+    expected = {"code": 100, "codeName": "UnsatisfiableWriteConcern", "errmsg": "Not enough data-bearing nodes"}
+    executor.execute("test", {"insert": "c", "documents": [{"_id": 1, "a": 1}]})
+    commands = [
+        {"createIndexes": "c", "indexes": [{"key": {"a": 1}, "name": "a_1"}]},
+        {"findAndModify": "c", "query": {"_id": 1}, "update": {"$set": {"b": 1}}},
+        {"dropIndexes": "c", "index": "a_1"},
+        {"aggregate": "c", "pipeline": [{"$out": "out"}], "cursor": {}},
+        {"aggregate": "c", "pipeline": [{"$merge": "merged"}], "cursor": {}},
+        {"renameCollection": "test.out", "to": "test.renamed"},
+        {"create": "made"},
+        {"drop": "renamed"},
+    ]
+    for cmd in commands:
+        reply = _unsatisfiable(executor, cmd, "admin" if "renameCollection" in cmd else "test")
+        assert (reply["ok"], reply["writeConcernError"]) == (1.0, expected), cmd
+    names = executor.execute("test", {"listCollections": 1, "nameOnly": True})["cursor"]["firstBatch"]
+    assert sorted(n["name"] for n in names) == ["c", "made", "merged"]  # each command ran
+    assert executor.execute("test", {"find": "c"})["cursor"]["firstBatch"] == [{"_id": 1, "a": 1, "b": 1}]
+    reply = _unsatisfiable(executor, {"dropDatabase": 1})
+    assert (reply["ok"], reply["writeConcernError"]["code"]) == (1.0, 100)
+    # A read takes no write concern: nothing to report.
+    assert "writeConcernError" not in _unsatisfiable(executor, {"find": "c"})
+
+
+def test_pymongo_raises_write_concern_error_after_the_write(db: Any) -> None:
+    coll = db.get_collection("c", write_concern=WriteConcern(w=2))
+    with pytest.raises(WriteConcernError):
+        coll.create_index("a")
+    assert "a_1" in db.c.index_information()  # the index was built
+
+
+# -- aggregation -----------------------------------------------------------------------------
+
+
+def test_meta_inside_a_projection_expression(db: Any) -> None:
+    # $meta (manual): usable inside expressions of $project.
+    db.c.create_index([("t", "text")])
+    db.c.insert_one({"_id": 1, "t": "apple", "w": 2})
+    out = list(
+        db.c.aggregate(
+            [
+                {"$match": {"$text": {"$search": "apple"}}},
+                {"$project": {"s": {"$meta": "textScore"}, "ws": {"$multiply": ["$w", {"$meta": "textScore"}]}}},
+            ]
+        )
+    )
+    assert out[0]["ws"] == 2 * out[0]["s"] and out[0]["s"] > 0
+
+
+def test_logarithms_of_nan_with_decimals(db: Any) -> None:
+    # expression.cpp, ExpressionLog: a decimal NaN falls through to the double computation (NaN), no error.
+    db.c.insert_one({})
+    nan = float("nan")
+    for expr in ({"$log": [nan, Decimal128("10")]}, {"$log": [Decimal128("NaN"), 10]}, {"$ln": [Decimal128("NaN")]}):
+        (out,) = db.c.aggregate([{"$project": {"_id": 0, "r": expr}}])
+        value = out["r"].to_decimal() if isinstance(out["r"], Decimal128) else out["r"]
+        assert value != value, expr  # NaN
+
+
+def test_group_by_an_object_of_one_field_groups_missing_as_null(db: Any) -> None:
+    # group_processor_base.cpp: an object _id is split into its fields' expressions, and a lone one's missing
+    # value groups (and shows) as null.
+    db.c.insert_many([{"a": None}, {}])
+    assert list(db.c.aggregate([{"$group": {"_id": {"a": "$a"}}}])) == [{"_id": {"a": None}}]
+    db.c.insert_one({"b": 1})
+    two = list(db.c.aggregate([{"$group": {"_id": {"a": "$a", "b": "$b"}}}, {"$sort": {"_id": 1}}]))
+    assert two == [{"_id": {}}, {"_id": {"a": None}}, {"_id": {"b": 1}}]
+
+
+def test_a_2d_index_passes_over_scalars(db: Any) -> None:
+    # expression_keys_private.cpp, get2DKeys: a value that is not an object or array has no key.
+    db.c.create_index([("b", "2d")])
+    db.c.insert_many([{"_id": 1, "b": 1}, {"_id": 2, "b": "x"}, {"_id": 3, "b": [1, 1]}])
+    assert [d["_id"] for d in db.c.find({"b": {"$geoWithin": {"$center": [[0, 0], 2]}}})] == [3]
+
+
+def test_merge_on_fields_and_partial_batches(db: Any) -> None:
+    # merge (manual): whenNotMatched "fail" stops the aggregation, "Any changes to the output collection from
+    # previous documents are not reverted"; mongod writes a batch as one unordered write, so the batch's other
+    # documents are merged. An 'on' value that is an array is 51185, and _id is generated when 'on' holds it.
+    db.target.insert_many([{"_id": 1, "b": 1}, {"_id": 3, "b": 3}])
+    db.source.insert_many([{"_id": 1, "a": 1}, {"_id": 2, "a": 2}, {"_id": 3, "a": 3}])
+    merge = {"$merge": {"into": "target", "whenMatched": "merge", "whenNotMatched": "fail"}}
+    assert code_of(lambda: list(db.source.aggregate([merge])))[0] == 13113
+    assert list(db.target.find().sort("_id", 1)) == [{"_id": 1, "a": 1, "b": 1}, {"_id": 3, "a": 3, "b": 3}]
+    db.target.create_index([("_id", 1), ("k", 1)], unique=True)
+    db.source.update_one({"_id": 1}, {"$set": {"k": [1, 2]}})
+    on = {"$merge": {"into": "target", "on": ["_id", "k"]}}
+    assert code_of(lambda: list(db.source.aggregate([{"$match": {"_id": 1}}, on]))) == (
+        51185,
+        "$merge write error: 'on' field 'k' is an array",
+    )
+    db.source.update_one({"_id": 1}, {"$set": {"k": 7}})
+    list(db.source.aggregate([{"$match": {"_id": 1}}, {"$project": {"_id": 0}}, on]))
+    assert db.target.count_documents({"k": 7}) == 1  # inserted under a new ObjectId
+
+
+def test_merge_on_validation(db: Any) -> None:
+    # document_source_merge_spec.cpp, mergeOnFieldsParseFromBSON.
+    db.c.insert_one({})
+    assert code_of(lambda: list(db.c.aggregate([{"$merge": {"into": "t", "on": []}}]))) == (
+        51187,
+        "If explicitly specifying $merge 'on', must include at least one field",
+    )
+    assert code_of(lambda: list(db.c.aggregate([{"$merge": {"into": "t", "on": ["a", 1]}}]))) == (
+        51134,
+        "$merge 'on' array elements must be strings, but found int",
+    )
+
+
+def test_merge_checks_the_target_validator(db: Any) -> None:
+    # merge (manual): bypassDocumentValidation applies to $merge's writes; without it the target's
+    # validator checks them (DocumentValidationFailure, 121).
+    db.create_collection("t", validator={"a": {"$gt": 0}})
+    db.c.insert_one({"_id": 1, "a": -1})
+    assert code_of(lambda: list(db.c.aggregate([{"$merge": "t"}])))[0] == 121
+    assert code_of(lambda: list(db.c.aggregate([{"$out": "t"}])))[0] == 121
+    list(db.c.aggregate([{"$merge": "t"}], bypassDocumentValidation=True))
+    assert db.t.count_documents({}) == 1
+
+
+def test_date_from_string_reads_milliseconds_as_a_fraction(db: Any) -> None:
+    # $dateFromString's %L (timelib): ".81" is 810 milliseconds.
+    db.c.insert_one({})
+    spec = {"dateString": "2017-07-04T11:56:02.81Z", "format": "%Y-%m-%dT%H:%M:%S.%LZ"}
+    (out,) = db.c.aggregate([{"$project": {"_id": 0, "d": {"$dateFromString": spec}}}])
+    assert out["d"] == datetime.datetime(2017, 7, 4, 11, 56, 2, 810000)
+
+
+def test_map_and_filter_may_bind_current(db: Any) -> None:
+    # variable_validation.cpp, validateNameForUserWrite: CURRENT is the one system variable a user may bind.
+    db.c.insert_one({"_id": 0, "a": 9, "n": [{"a": 1}, {"a": 2}]})
+    (out,) = db.c.aggregate(
+        [
+            {
+                "$project": {
+                    "m": {"$map": {"input": "$n", "as": "CURRENT", "in": "$a"}},
+                    "f": {"$filter": {"input": "$n", "as": "CURRENT", "cond": {"$eq": ["$a", 2]}}},
+                }
+            }
+        ]
+    )
+    assert (out["m"], out["f"]) == ([1, 2], [{"a": 2}])
+
+
+def test_aggregate_pipeline_elements_are_objects(db: Any) -> None:
+    # aggregate.idl types the pipeline array<object>: checked while parsing, before the cursor option.
+    assert code_of(lambda: db.command({"aggregate": "c", "pipeline": [1, 2]})) == (
+        14,
+        "BSON field 'aggregate.pipeline.0' is the wrong type 'int', expected type 'object'",
+    )
+
+
+def test_generic_arguments_of_a_cluster_are_accepted(db: Any) -> None:
+    # generic_argument.idl: $queryOptions and the other internal arguments are never unknown fields.
+    reply = db.command({"aggregate": "c", "pipeline": [], "cursor": {}, "$queryOptions": {"$readPreference": {}}})
+    assert reply["ok"] == 1
