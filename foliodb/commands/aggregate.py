@@ -131,6 +131,8 @@ class EngineEnv:
             raise CommandError(
                 ErrorCode.CommandNotSupportedOnView, f"Namespace {db}.{coll} is a view, not a collection"
             )
+        if existing is not None and existing.options.get("capped"):  # the $out page: never to a capped collection
+            raise CommandError(17152, f"namespace '{db}.{coll}' is capped so it can't be used for $out")
         check_new_database(engine, db)
         with engine.storage.write():
             # Results go to a temporary collection first: the pipeline may be

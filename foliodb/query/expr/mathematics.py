@@ -170,7 +170,11 @@ def power(base: Any, exponent: Any) -> Any:
         bd, ed = to_decimal(base), to_decimal(exponent)
         if bd.is_zero() and ed.is_signed():
             raise location(28764, "$pow cannot take a base of 0 and a negative exponent")
-        return decimal128(DECIMAL.power(bd, ed))
+        result = DECIMAL.power(bd, ed)
+        if result.is_finite() and not result.is_zero():
+            # mongod's bid128_pow answers with all 34 digits: 10.0 ** -2 is 0.01000000000000000000000000000000000.
+            result = result.quantize(Decimal(1).scaleb(result.adjusted() - 33), context=DECIMAL)
+        return decimal128(result)
     bf, ef = to_double(base), to_double(exponent)
     if bf == 0 and ef < 0:
         raise location(28764, "$pow cannot take a base of 0 and a negative exponent")
@@ -240,16 +244,24 @@ def _round_to(name: str, rounding: str) -> None:
     EXPR_OPS.register(name)(compile_round)
 
 
+def _quantize(d: Decimal, precision: int, rounding: str) -> Decimal:
+    """mongod's Decimal128::quantize to ``precision`` places: when that would take more than 34
+    digits, the value itself, widened to 34 digits (its ``normalize()``), instead."""
+    if d.is_finite() and not d.is_zero() and d.adjusted() + precision > 33:
+        return d.quantize(Decimal(1).scaleb(d.adjusted() - 33), context=DECIMAL)
+    return d.quantize(Decimal(1).scaleb(-precision), rounding=rounding, context=DECIMAL)
+
+
 def _round_value(name: str, v: Any, k: Kind, precision: int, rounding: str) -> Any:
     quantum = Decimal(1).scaleb(-precision)
     if k is Kind.DECIMAL:
         d = v.to_decimal()
-        return v if d.is_infinite() else decimal128(d.quantize(quantum, rounding=rounding, context=DECIMAL))
+        return v if d.is_infinite() else decimal128(_quantize(d, precision, rounding))
     if k is Kind.DOUBLE:
         d = DECIMAL.create_decimal(Decimal(v)) if math.isfinite(v) else Decimal(v)
         if d.is_infinite():
             return v
-        return float(d.quantize(quantum, rounding=rounding, context=DECIMAL))
+        return float(_quantize(d, precision, rounding))
     if precision >= 0:
         return v
     out = Decimal(int(v)).quantize(quantum, rounding=rounding, context=DECIMAL)

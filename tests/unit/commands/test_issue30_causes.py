@@ -11,7 +11,7 @@ import datetime
 from typing import Any
 
 import pytest
-from bson import Code, Decimal128
+from bson import Code, Decimal128, Int64
 from pymongo import WriteConcern
 from pymongo.errors import OperationFailure, WriteConcernError
 
@@ -331,3 +331,71 @@ def test_generic_arguments_of_a_cluster_are_accepted(db: Any) -> None:
     # generic_argument.idl: $queryOptions and the other internal arguments are never unknown fields.
     reply = db.command({"aggregate": "c", "pipeline": [], "cursor": {}, "$queryOptions": {"$readPreference": {}}})
     assert reply["ok"] == 1
+
+
+def test_round_and_trunc_past_34_digits_keep_the_value(db: Any) -> None:
+    # decimal128.cpp, Decimal128::quantize: a quantum needing more than 34 digits leaves the value,
+    # widened to 34 digits (its normalize()); a double comes back unchanged.
+    db.c.insert_one({})
+    cases = [
+        ({"$trunc": [1.298, 100]}, 1.298),
+        ({"$round": [1.298, 100]}, 1.298),
+        ({"$trunc": [Decimal128("1.298"), 100]}, Decimal128("1.298000000000000000000000000000000")),
+        ({"$round": [Decimal128("1.298912343250054252245154325"), 20]}, Decimal128("1.29891234325005425225")),
+    ]
+    for expr, want in cases:
+        (out,) = db.c.aggregate([{"$project": {"_id": 0, "r": expr}}])
+        assert out["r"] == want and type(out["r"]) is type(want), expr
+
+
+def test_mod_by_an_integral_double_divides_as_an_integer(db: Any) -> None:
+    # expression.cpp, ExpressionMod: fmod only when the divisor is a double that is not an int32.
+    db.c.insert_one({})
+    (out,) = db.c.aggregate(
+        [{"$project": {"_id": 0, "i": {"$mod": [8, 3.0]}, "l": {"$mod": [Int64(8), 3.0]}, "d": {"$mod": [8, 3.5]}}}]
+    )
+    assert (out["i"], type(out["i"]), out["l"], type(out["l"]), out["d"]) == (2, int, 2, Int64, 1.0)
+
+
+def test_bucket_and_bucket_auto_follow_the_collation(db: Any) -> None:
+    # $bucket / $bucketAuto (manual): boundaries, the default and the buckets' order follow the collation.
+    db.create_collection("c", collation={"locale": "en_US", "numericOrdering": True})
+    db.c.insert_many([{"n": n} for n in ["1", "2", "5", "10", "20", "50", "100", "200", "500"]])
+    auto = list(db.c.aggregate([{"$bucketAuto": {"groupBy": "$n", "buckets": 3}}]))
+    assert [b["_id"] for b in auto] == [
+        {"min": "1", "max": "10"},
+        {"min": "10", "max": "100"},
+        {"min": "100", "max": "500"},
+    ]
+    unsorted = {"$bucket": {"groupBy": "$n", "boundaries": ["100", "20", "4"]}}
+    assert code_of(lambda: list(db.c.aggregate([unsorted])))[0] == 40194
+    inside = {"$bucket": {"groupBy": "$n", "boundaries": ["1", "10", "100"], "default": "40"}}
+    assert code_of(lambda: list(db.c.aggregate([inside])))[0] == 40199
+
+
+def test_graph_lookup_spec_errors_are_failed_to_parse(db: Any) -> None:
+    # document_source_graph_lookup.cpp, LiteParsed::parse.
+    db.c.insert_one({})
+    assert code_of(lambda: list(db.c.aggregate([{"$graphLookup": 4}]))) == (
+        9,
+        "the $graphLookup stage specification must be an object, but found int",
+    )
+    spec = {"startWith": 1, "connectFromField": "a", "connectToField": "b", "as": "x"}
+    assert code_of(lambda: list(db.c.aggregate([{"$graphLookup": spec}])))[0] == 9
+
+
+def test_out_refuses_a_capped_target(db: Any) -> None:
+    # $out (manual): it cannot write results to a capped collection (17152).
+    db.create_collection("capped", capped=True, size=4096)
+    db.c.insert_one({})
+    assert code_of(lambda: list(db.c.aggregate([{"$out": "capped"}]))) == (
+        17152,
+        "namespace 'test.capped' is capped so it can't be used for $out",
+    )
+
+
+def test_decimal_pow_keeps_34_digits(db: Any) -> None:
+    # bid128_pow answers with 34 digits (MongoDB's jstests, server18427.js).
+    db.c.insert_one({})
+    (out,) = db.c.aggregate([{"$project": {"_id": 0, "r": {"$pow": [Decimal128("10.0"), -2]}}}])
+    assert str(out["r"]) == "0.01000000000000000000000000000000000"
