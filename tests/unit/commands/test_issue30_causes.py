@@ -399,3 +399,14 @@ def test_decimal_pow_keeps_34_digits(db: Any) -> None:
     db.c.insert_one({})
     (out,) = db.c.aggregate([{"$project": {"_id": 0, "r": {"$pow": [Decimal128("10.0"), -2]}}}])
     assert str(out["r"]) == "0.01000000000000000000000000000000000"
+
+
+def test_a_backward_index_scan_shows_its_bounds_reversed(db: Any) -> None:
+    # explain (mongod's IndexBoundsBuilder::reverse): a backward IXSCAN lists each field's intervals from
+    # its end: {a: 1} sorted by {a: -1} over a >= 2 shows "[inf.0, 2]", the whole _id index "[MaxKey, MinKey]".
+    db.c.create_index("a")
+    db.c.insert_many([{"_id": i, "a": i} for i in range(5)])
+    plan = db.c.find({"a": {"$gte": 2}}).sort("a", -1).explain()["queryPlanner"]["winningPlan"]["inputStage"]
+    assert (plan["direction"], plan["indexBounds"]) == ("backward", {"a": ["[inf.0, 2]"]})
+    plan = db.c.find().sort("_id", -1).explain()["queryPlanner"]["winningPlan"]["inputStage"]
+    assert (plan["direction"], plan["indexBounds"]) == ("backward", {"_id": ["[MaxKey, MinKey]"]})
