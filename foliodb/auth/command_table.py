@@ -452,6 +452,12 @@ def _authenticated(note: str = "") -> Rule:
     return Rule("authenticated", note=note)
 
 
+def _clone_capped(subject: Subject, db: str, cmd: Mapping[str, Any], views: ViewLookup) -> Decision:
+    target = cmd.get("toCollection")
+    to = namespace(db, target) if is_string(target) and target else database(db)
+    return _decide(subject, db, cmd, [privilege(_target(db, cmd), "find"), privilege(to, "insert", "createCollection")])
+
+
 def _ns(*actions: str) -> Rule:
     return Rule("namespace", actions)
 
@@ -520,6 +526,11 @@ RULES: dict[str, Rule] = {
         "everything it reads when the creator may read the view",
     ),
     "drop": _ns("dropCollection"),
+    "convertToCapped": _ns("convertToCapped"),
+    "cloneCollectionAsCapped": _special(
+        _clone_capped, "find on the source; insert and createCollection on the target (mongod's clone_collection.cpp)"
+    ),
+    "reIndex": _ns("reIndex"),
     "createIndexes": _ns("createIndex"),
     **dict.fromkeys(("dropIndexes", "deleteIndexes"), _ns("dropIndex")),
     "collMod": _special(_coll_mod, "collMod; changing a view as create does"),

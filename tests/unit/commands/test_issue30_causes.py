@@ -410,3 +410,54 @@ def test_a_backward_index_scan_shows_its_bounds_reversed(db: Any) -> None:
     assert (plan["direction"], plan["indexBounds"]) == ("backward", {"a": ["[inf.0, 2]"]})
     plan = db.c.find().sort("_id", -1).explain()["queryPlanner"]["winningPlan"]["inputStage"]
     assert (plan["direction"], plan["indexBounds"]) == ("backward", {"_id": ["[MaxKey, MinKey]"]})
+
+
+# -- commands that were "not yet" --------------------------------------------------------------
+
+
+def test_reindex_on_a_standalone_and_refused_by_a_replica_set(tmp_path: Any, executor: Executor) -> None:
+    # reIndex (manual, 6.0+): "only allowed on a standalone mongod instance".
+    reply = executor.execute("test", {"reIndex": "c"})
+    assert (reply["code"], reply["errmsg"]) == (20, "reIndex is only allowed on a standalone mongod instance.")
+    standalone = Executor.open(str(tmp_path / "standalone"))
+    try:
+        standalone.execute("test", {"insert": "c", "documents": [{"_id": i, "a": i % 3} for i in range(30)]})
+        standalone.execute("test", {"createIndexes": "c", "indexes": [{"key": {"a": 1}, "name": "a_1"}]})
+        reply = standalone.execute("test", {"reIndex": "c"})
+        assert (reply["nIndexesWas"], reply["nIndexes"], [i["name"] for i in reply["indexes"]]) == (
+            2,
+            2,
+            ["_id_", "a_1"],
+        )
+        found = standalone.execute("test", {"find": "c", "filter": {"a": 1}, "hint": "a_1"})["cursor"]["firstBatch"]
+        assert [d["_id"] for d in found] == list(range(1, 30, 3))
+        assert standalone.execute("test", {"validate": "c"})["valid"] is True
+    finally:
+        standalone.close()
+
+
+def test_clone_collection_as_capped_keeps_the_newest_documents(db: Any) -> None:
+    # cloneCollectionAsCapped (manual): a capped copy of `size` bytes; documents in natural order, so the
+    # capped collection keeps the newest that fit. Each document is 31 + 500 bytes of BSON.
+    db.c.insert_many([{"_id": i, "s": "x" * 500} for i in range(100)])
+    db.c.create_index("s")
+    assert db.command("cloneCollectionAsCapped", "c", toCollection="cc", size=5000) == {"ok": 1.0}
+    kept = [d["_id"] for d in db.cc.find({}, {"s": 0})]
+    assert kept == list(range(100 - 5120 // 531, 100))  # 5000 rounds up to 5120 bytes: 9 documents fit
+    assert db.cc.options() == {"capped": True, "size": 5120}
+    assert [i["name"] for i in db.cc.list_indexes()] == ["_id_"]
+    assert db.c.count_documents({}) == 100  # the source is unchanged
+    assert code_of(lambda: db.command("cloneCollectionAsCapped", "c", toCollection="cc", size=5000))[0] == 48
+    assert code_of(lambda: db.command("cloneCollectionAsCapped", "none", toCollection="x", size=5000))[0] == 26
+
+
+def test_convert_to_capped_replaces_the_collection(db: Any) -> None:
+    # convertToCapped (manual): the collection becomes capped, its indexes other than _id are dropped.
+    db.c.insert_many([{"_id": i, "s": "x" * 500} for i in range(100)])
+    db.c.create_index("s")
+    assert db.command("convertToCapped", "c", size=5000) == {"ok": 1.0}
+    assert [d["_id"] for d in db.c.find({}, {"s": 0})] == list(range(91, 100))
+    assert db.c.options() == {"capped": True, "size": 5120}
+    assert [i["name"] for i in db.c.list_indexes()] == ["_id_"]
+    db.c.insert_one({"_id": 100, "s": "x" * 500})  # and it evicts its oldest from now on
+    assert [d["_id"] for d in db.c.find({}, {"s": 0})] == list(range(92, 101))
