@@ -461,3 +461,25 @@ def test_convert_to_capped_replaces_the_collection(db: Any) -> None:
     assert [i["name"] for i in db.c.list_indexes()] == ["_id_"]
     db.c.insert_one({"_id": 100, "s": "x" * 500})  # and it evicts its oldest from now on
     assert [d["_id"] for d in db.c.find({}, {"s": 0})] == list(range(92, 101))
+
+
+def test_profiler_counts_the_index_entries_writes_change(db: Any) -> None:
+    # Database profiler output (manual): keysInserted, keysDeleted, ndeleted, nMatched, nModified. With
+    # indexes _id and a, an insert writes 2 entries per document, moving a changes 1 in and 1 out.
+    db.c.create_index("a")
+    db.command("profile", 2)
+    db.c.insert_many([{"_id": i, "a": i} for i in range(3)])
+    db.c.update_one({"_id": 1}, {"$set": {"a": 10}})
+    db.c.delete_one({"_id": 0})
+    db.c.find_one_and_update({"_id": 2}, {"$set": {"a": 20}})
+    db.c.find_one_and_delete({"_id": 2})
+    db.command("profile", 0)
+    fields = ("ninserted", "keysInserted", "keysDeleted", "ndeleted", "nMatched", "nModified", "docsExamined")
+    entries = [{k: e[k] for k in fields if k in e} for e in db.system.profile.find({"ns": "test.c"}).sort("ts", 1)]
+    assert entries == [
+        {"ninserted": 3, "keysInserted": 6},
+        {"nMatched": 1, "nModified": 1, "keysInserted": 1, "keysDeleted": 1, "docsExamined": 1},
+        {"ndeleted": 1, "keysDeleted": 2, "docsExamined": 1},
+        {"nMatched": 1, "nModified": 1, "keysInserted": 1, "keysDeleted": 1, "docsExamined": 1},
+        {"ndeleted": 1, "keysDeleted": 2, "docsExamined": 1},
+    ]
