@@ -440,7 +440,8 @@ def _index_scan(store: CollectionStore, candidate: Candidate) -> IndexScan | Non
         check = key_checker(candidate.intervals, candidate.descending)
     # A clustered collection's _id index is its clustered index.
     scan = ClusteredScan if index.name == "_id_" and store.info.is_clustered else IndexScan
-    return scan(store, index, ranges, candidate.direction, shown, check, candidate.intervals)
+    key_pattern = dict.fromkeys(candidate.names, 1) if index.kind == "wildcard" else None
+    return scan(store, index, ranges, candidate.direction, shown, check, candidate.intervals, key_pattern)
 
 
 # -- choosing ---------------------------------------------------------------------------

@@ -483,3 +483,21 @@ def test_profiler_counts_the_index_entries_writes_change(db: Any) -> None:
         {"nMatched": 1, "nModified": 1, "keysInserted": 1, "keysDeleted": 1, "docsExamined": 1},
         {"ndeleted": 1, "keysDeleted": 2, "docsExamined": 1},
     ]
+
+
+def test_a_wildcard_index_scan_shows_the_path_key_pattern(db: Any) -> None:
+    # Wildcard indexes (manual, explain output): the IXSCAN's keyPattern is {$_path: 1, <path>: 1}.
+    db.c.create_index([("$**", 1)])
+    db.c.insert_many([{"a": i, "b": {"c": i}} for i in range(5)])
+    scan = db.c.find({"b.c": {"$gte": 3}}).explain()["queryPlanner"]["winningPlan"]["inputStage"]
+    assert (scan["stage"], scan["indexName"], scan["keyPattern"]) == ("IXSCAN", "$**_1", {"$_path": 1, "b.c": 1})
+    assert scan["indexBounds"] == {"$_path": ['["b.c", "b.c"]'], "b.c": ["[3, inf.0]"]}
+
+
+def test_internal_split_pipeline_passes_documents_through(db: Any) -> None:
+    # DocumentSourceInternalSplitPipeline: a split point for a cluster; on one node, nothing changes.
+    db.c.insert_many([{"_id": 2}, {"_id": 1}])
+    out = list(db.c.aggregate([{"$_internalSplitPipeline": {"mergeType": "anyShard"}}, {"$sort": {"_id": 1}}]))
+    assert out == [{"_id": 1}, {"_id": 2}]
+    assert code_of(lambda: list(db.c.aggregate([{"$_internalSplitPipeline": 1}])))[0] == 14
+    assert code_of(lambda: list(db.c.aggregate([{"$_internalSplitPipeline": {"x": 1}}])))[0] == 2
