@@ -322,6 +322,25 @@ class Pipeline:
     def pushdown(self) -> Pushdown:
         return self._pushdown_plan()[0]
 
+    def needs_no_fields(self) -> bool:
+        """Do the stages after the pushed ones read no field of their input documents (mongod's
+        dependency analysis: then only how many documents match matters, a COUNT_SCAN's answer)?
+        Judged conservatively: a $count, or a $group (after $project stages that drop _id and
+        compute only constants) whose key and accumulators read no field path."""
+        pushed, n = self._pushdown_plan()
+        if pushed.projection is not None or (self.stages and self.stages[0].near is not None):
+            return False
+        for stage in self.stages[n:]:
+            if stage.name == "$count":
+                return True
+            if stage.name == "$group":
+                return not _reads_fields(stage.spec)
+            if stage.name != "$project" or _flag_value(stage.spec.get("_id", True)) is not False:
+                return False
+            if any(_flag_value(v) is not None or _reads_fields(v) for k, v in stage.spec.items() if k != "_id"):
+                return False
+        return False
+
     def geo_near(self) -> Any:
         """A leading $geoNear's request (the find it runs on), or None."""
         return self.stages[0].near if self.stages else None
@@ -338,6 +357,28 @@ class Pipeline:
 
     def explain(self) -> list[dict[str, Any]]:
         return [{stage.name: stage.spec} for stage in self.stages]
+
+
+def _reads_fields(spec: Any) -> bool:
+    """Does an expression (or a stage's specification) read a field path ("$a", "$$ROOT", "$$CURRENT")?"""
+    if isinstance(spec, str):
+        return spec.startswith("$") and (not spec.startswith("$$") or spec.split(".")[0] in ("$$ROOT", "$$CURRENT"))
+    if isinstance(spec, Mapping):
+        if "$literal" in spec and len(spec) == 1:
+            return False
+        return any(_reads_fields(v) for v in spec.values())
+    if isinstance(spec, list):
+        return any(_reads_fields(v) for v in spec)
+    return False
+
+
+def _flag_value(value: Any) -> bool | None:
+    """A projection value's inclusion (True) or exclusion (False); None for a computed one."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value != 0
+    return None
 
 
 # ---------------------------------------------------------------------------

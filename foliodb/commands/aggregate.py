@@ -85,6 +85,7 @@ class EngineEnv:
             hint=hint,
             allow_disk_use=self.allow_disk_use,
             keep_metadata=True,
+            count_only=pipeline.needs_no_fields(),
         )
         run = counted(self.request, store, FindExecution(store, spec, env.ctx))
         return pipeline.run(iter(run), pushed=True)

@@ -186,6 +186,7 @@ def _explain_aggregate(request: Request, inner: Mapping[str, Any], verbosity: st
         hint=inner.get("hint"),
         collation=own,
         geo_near=near,
+        count_only=pipeline.needs_no_fields(),
     )
     run = execution(request, source, spec, let)
     cursor = explain_find(run, f"{request.db}.{source}", verbosity)

@@ -501,3 +501,35 @@ def test_internal_split_pipeline_passes_documents_through(db: Any) -> None:
     assert out == [{"_id": 1}, {"_id": 2}]
     assert code_of(lambda: list(db.c.aggregate([{"$_internalSplitPipeline": 1}])))[0] == 14
     assert code_of(lambda: list(db.c.aggregate([{"$_internalSplitPipeline": {"x": 1}}])))[0] == 2
+
+
+def test_a_pipeline_that_needs_no_fields_counts_keys(db: Any) -> None:
+    # mongod's dependency analysis: when nothing after the $match reads a field, the plan is a COUNT_SCAN
+    # (a single interval of the index) that returns no documents' contents; a $in of two points is no
+    # single interval (IXSCAN).
+    for i in range(3):
+        db.c.insert_many([{"foo": i, "bar": j} for j in range(0, 10, 2)])
+    db.c.create_index("foo")
+    counting = [
+        [{"$match": {"foo": {"$gt": 0}}}, {"$group": {"_id": None, "count": {"$sum": 1}}}],
+        [{"$match": {"foo": {"$gt": 0}}}, {"$project": {"_id": 0, "a": {"$literal": None}}}, {"$count": "n"}],
+        [{"$match": {"foo": {"$gt": 0}}}, {"$count": "n"}],
+    ]
+    for pipeline in counting:
+        explain = db.command({"explain": {"aggregate": "c", "pipeline": pipeline, "cursor": {}}})
+        plan = explain["stages"][0]["$cursor"]["queryPlanner"]["winningPlan"]
+        assert plan["stage"] == "COUNT_SCAN", pipeline
+        assert plan["indexBounds"] == {
+            "startKey": {"foo": 0},
+            "startKeyInclusive": False,
+            "endKey": {"foo": float("inf")},
+            "endKeyInclusive": True,
+        }
+        assert list(db.c.aggregate(pipeline))[0] in ({"_id": None, "count": 10}, {"n": 10})
+    two_points = [{"$match": {"foo": {"$in": [0, 1]}}}, {"$count": "n"}]
+    explain = db.command({"explain": {"aggregate": "c", "pipeline": two_points, "cursor": {}}})
+    assert explain["stages"][0]["$cursor"]["queryPlanner"]["winningPlan"]["stage"] == "IXSCAN"
+    assert list(db.c.aggregate(two_points)) == [{"n": 10}]
+    reads = [{"$match": {"foo": {"$gt": 0}}}, {"$group": {"_id": "$bar", "n": {"$sum": 1}}}]
+    explain = db.command({"explain": {"aggregate": "c", "pipeline": reads, "cursor": {}}})
+    assert explain["stages"][0]["$cursor"]["queryPlanner"]["winningPlan"]["stage"] == "FETCH"
