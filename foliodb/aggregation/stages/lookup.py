@@ -228,11 +228,15 @@ def stage_graphLookup(spec: Any, where: Where) -> Stage:
             strings[key] = value
         else:
             raise location(40104, f"Unknown argument to $graphLookup: {key}")
-    required = ("from", "as", "connectFromField", "connectToField")
-    if start_with is None or any(not strings.get(k) for k in required):
+    required = ("as", "connectFromField", "connectToField")
+    if start_with is None or "from" not in strings or any(not strings.get(k) for k in required):
         raise location(
             40105, "missing required argument to $graphLookup: from, as, startWith, connectFromField, connectToField"
         )
+    if not strings["from"]:
+        # mongod builds '<db>.' from an empty 'from', which passes the missing-argument check and then
+        # fails NamespaceString::isValid.
+        raise CommandError(ErrorCode.InvalidNamespace, f"invalid $graphLookup namespace: {db or where.env.db}.")
     assert start_with is not None
     coll = strings["from"]
     as_parts = split_path(strings["as"])

@@ -52,11 +52,16 @@ def _with_id(doc: dict[str, Any]) -> dict[str, Any]:
     return {"_id": ObjectId(), **doc}
 
 
-def _check_collection_name(coll: str) -> None:
+def _check_collection_name(coll: str, stage: str) -> None:
     if not coll:
         raise CommandError(ErrorCode.InvalidNamespace, "Invalid namespace specified: collection name is empty")
-    if coll.startswith("system.") or "$" in coll or "\x00" in coll:
+    if "\x00" in coll:
         raise CommandError(ErrorCode.InvalidNamespace, f"Invalid collection name: {coll}")
+    if coll.startswith("system.") or "$" in coll:
+        # NamespaceString::isSpecial: document_source_out.cpp (17385), document_source_merge.cpp (51180).
+        if stage == "$out":
+            raise location(17385, f"Can't $out to special collection: {coll}")
+        raise location(51180, f"Cannot $merge into special collection: '{coll}'")
 
 
 @STAGES.register("$out")
@@ -76,7 +81,7 @@ def stage_out(spec: Any, where: Where) -> Stage:
         db, coll = spec["db"], spec["coll"]
     else:
         raise location(16990, f"$out only supports a string or object argument, but found {type_name(spec)}")
-    _check_collection_name(coll)
+    _check_collection_name(coll, "$out")
     env = where.env
 
     def run(docs: Docs) -> Docs:
@@ -141,7 +146,7 @@ def stage_merge(spec: Any, where: Where) -> Stage:
     known = ("into", "on", "let", "whenMatched", "whenNotMatched", "targetCollectionVersion")
     check_fields(spec, "$merge", known, ("into",))
     db, coll = _into(spec["into"])
-    _check_collection_name(coll)
+    _check_collection_name(coll, "$merge")
     on = _on_fields(spec.get("on", "_id"))
     matched = spec.get("whenMatched", "merge")
     not_matched = spec.get("whenNotMatched", "insert")

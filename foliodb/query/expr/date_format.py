@@ -239,7 +239,8 @@ def _month_named(word: str) -> int | None:
     return None
 
 
-_CLOCK = r"(?P<h>\d{1,2}):(?P<mi>\d\d)(?::(?P<s>\d\d)(?:[.,](?P<f>\d+))?)?"
+# timelib's timelong24 / iso8601long: hour24 [:.] minute [:.] second frac
+_CLOCK = r"(?P<h>\d{1,2})[:.](?P<mi>\d\d)(?:[:.](?P<s>\d\d)(?:[.,](?P<f>\d+))?)?"
 _TIME = r"(?:[Tt ]+" + _CLOCK + ")?"
 _FREE_FORMS = [
     re.compile(r"(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})" + _TIME, re.ASCII),

@@ -382,6 +382,12 @@ def test_graph_lookup_spec_errors_are_failed_to_parse(db: Any) -> None:
     )
     spec = {"startWith": 1, "connectFromField": "a", "connectToField": "b", "as": "x"}
     assert code_of(lambda: list(db.c.aggregate([{"$graphLookup": spec}])))[0] == 9
+    # An empty 'from' is present, so mongod gets past the missing-argument check (40105) and
+    # refuses the namespace '<db>.' as invalid.
+    empty = {"from": "", **spec}
+    assert code_of(lambda: list(db.c.aggregate([{"$graphLookup": empty}])))[0] == 73
+    del spec["as"]
+    assert code_of(lambda: list(db.c.aggregate([{"$graphLookup": {"from": "f", **spec}}])))[0] == 40105
 
 
 def test_out_refuses_a_capped_target(db: Any) -> None:
@@ -533,3 +539,24 @@ def test_a_pipeline_that_needs_no_fields_counts_keys(db: Any) -> None:
     reads = [{"$match": {"foo": {"$gt": 0}}}, {"$group": {"_id": "$bar", "n": {"$sum": 1}}}]
     explain = db.command({"explain": {"aggregate": "c", "pipeline": reads, "cursor": {}}})
     assert explain["stages"][0]["$cursor"]["queryPlanner"]["winningPlan"]["stage"] == "FETCH"
+
+
+def test_out_and_merge_refuse_special_collections(db: Any) -> None:
+    # NamespaceString::isSpecial (system.* or a '$'): $out answers 17385, $merge 51180.
+    db.c.insert_one({})
+    assert code_of(lambda: list(db.c.aggregate([{"$out": "system.x"}]))) == (
+        17385,
+        "Can't $out to special collection: system.x",
+    )
+    assert code_of(lambda: list(db.c.aggregate([{"$merge": {"into": "a$b"}}])))[0] == 51180
+
+
+def test_date_from_string_takes_dots_between_time_parts(db: Any) -> None:
+    # timelib's timelong24 and iso8601long: hour24 [:.] minute [:.] second frac.
+    db.c.insert_one({"_id": 0})
+    for text, want in (
+        ("2017-07-04T11:56.02", datetime.datetime(2017, 7, 4, 11, 56, 2)),
+        ("2017-07-04T11:56.02.81", datetime.datetime(2017, 7, 4, 11, 56, 2, 810000)),
+    ):
+        got = list(db.c.aggregate([{"$project": {"_id": 0, "d": {"$dateFromString": {"dateString": text}}}}]))
+        assert got == [{"d": want}]
