@@ -30,9 +30,6 @@ COMMANDS: Registry[Handler] = Registry(
     unbuilt=(
         "applyOps",
         "shardCollection",
-        "replSetGetStatus",
-        "replSetInitiate",
-        "createRole",
         "saslStart",
         "saslContinue",
         "authenticate",
