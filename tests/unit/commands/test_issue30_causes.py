@@ -531,7 +531,7 @@ def test_a_pipeline_that_needs_no_fields_counts_keys(db: Any) -> None:
             "endKey": {"foo": float("inf")},
             "endKeyInclusive": True,
         }
-        assert list(db.c.aggregate(pipeline))[0] in ({"_id": None, "count": 10}, {"n": 10})
+        assert next(iter(db.c.aggregate(pipeline))) in ({"_id": None, "count": 10}, {"n": 10})
     two_points = [{"$match": {"foo": {"$in": [0, 1]}}}, {"$count": "n"}]
     explain = db.command({"explain": {"aggregate": "c", "pipeline": two_points, "cursor": {}}})
     assert explain["stages"][0]["$cursor"]["queryPlanner"]["winningPlan"]["stage"] == "IXSCAN"
