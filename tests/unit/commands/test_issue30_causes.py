@@ -560,3 +560,39 @@ def test_date_from_string_takes_dots_between_time_parts(db: Any) -> None:
     ):
         got = list(db.c.aggregate([{"$project": {"_id": 0, "d": {"$dateFromString": {"dateString": text}}}}]))
         assert got == [{"d": want}]
+
+
+def test_date_from_string_knows_zone_abbreviations(db: Any) -> None:
+    # timelib's abbreviations and military letters; %z skips the spaces before the zone.
+    db.c.insert_one({"_id": 0})
+    for text, hour in (
+        ("12:02:44.771 CEST", 10),
+        ("12:02:44.771 EST", 17),
+        ("12:02:44.771 A", 11),
+        ("12:02:44.771 P", 15),
+    ):
+        for fmt in (None, "%Y-%m-%dT%H:%M:%S.%L%z"):
+            spec: dict[str, Any] = {"dateString": "2017-07-14T" + text}
+            if fmt:
+                spec["format"] = fmt
+            got = list(db.c.aggregate([{"$project": {"_id": 0, "d": {"$dateFromString": spec}}}]))
+            assert got == [{"d": datetime.datetime(2017, 7, 14, hour, 2, 44, 771000)}], (text, fmt)
+
+
+def test_date_from_string_takes_more_of_timelibs_forms(db: Any) -> None:
+    db.c.insert_one({"_id": 0})
+
+    def parse(spec: dict[str, Any]) -> Any:
+        return next(iter(db.c.aggregate([{"$project": {"_id": 0, "d": {"$dateFromString": spec}}}])))["d"]
+
+    july4 = datetime.datetime(2017, 7, 4)
+    assert parse({"dateString": "July 4th, 2017 11am"}) == july4.replace(hour=11)
+    assert parse({"dateString": "7/4/17"}) == july4
+    assert parse({"dateString": "04-07-2017"}) == july4
+    assert parse({"dateString": "2017-Jul-04 noon"}) == july4.replace(hour=12)
+    assert "an incomplete date/time string" in str(code_of(lambda: parse({"dateString": "July 4th"}))[1])
+    # parse_from_format stops when either string runs out (a NUL ends it, as a C string).
+    assert "Data missing" in code_of(lambda: parse({"dateString": "2018-01", "format": "%Y-%m-%d"}))[1]
+    assert "Trailing data" in code_of(lambda: parse({"dateString": "2018-01", "format": "%Y"}))[1]
+    assert "Data missing" in code_of(lambda: parse({"dateString": "12/31\x00/2018", "format": "%m/%d/%Y"}))[1]
+    assert "Format literal not found" in code_of(lambda: parse({"dateString": "1992-26-04", "format": "Y-d-m"}))[1]
