@@ -206,7 +206,13 @@ def cmd_top(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
 @COMMANDS.register("validate")
 def cmd_validate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "validate")
-    params.field(cmd, "full", "bool", "validate")
+    full = params.field(cmd, "full", "bool", "validate", default=False)
+    if full and params.field(cmd, "background", "bool", "validate", default=False):
+        # mongod's validate.cpp: a full validation needs the collection to itself.
+        raise CommandError(
+            ErrorCode.InvalidOptions,
+            "Running the validate command with both { background: true } and { full: true } is not supported.",
+        )
     store = request.engine.store(request.db, name)
     if store is None:
         raise CommandError(ErrorCode.NamespaceNotFound, f"Collection '{request.db}.{name}' does not exist to validate.")

@@ -26,7 +26,7 @@ from foliodb import interrupt, lane
 from foliodb.auth.caller import CALLER
 from foliodb.commands import api_version, failpoints, params, profiler, registry, sessions
 from foliodb.commands.cursors import CursorManager
-from foliodb.commands.replication import ReplicaSet, write_concern_error
+from foliodb.commands.replication import ReplicaSet, with_write_concern_error
 from foliodb.engine import usage
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.engine import Engine, open_engine
@@ -44,12 +44,6 @@ if TYPE_CHECKING:
     from foliodb.engine.query import FindExecution
 
 log = logging.getLogger("foliodb")
-
-
-# Commands whose writeConcern a one-member replica set checks before running them.
-WRITE_COMMANDS = frozenset(
-    {"insert", "update", "delete", "findAndModify", "findandmodify", "bulkWrite", "create", "drop", "createIndexes"}
-)
 
 
 @dataclass
@@ -204,10 +198,6 @@ class Executor:
             if max_time and name != "getMore":  # a getMore's maxTimeMS is its await time (awaitData cursors)
                 op.deadline = time.monotonic() + max_time / 1000.0
                 failpoints.deadline_set(request, op)
-        if self.replica_set is not None and name in WRITE_COMMANDS:
-            unsatisfiable = write_concern_error(command.get("writeConcern"))
-            if unsatisfiable is not None:
-                raise unsatisfiable
         in_session = "lsid" in command
         if in_session:
             op.session = request.lsid = lsid_key(command["lsid"])
@@ -216,6 +206,8 @@ class Executor:
             reply = failpoints.run(request, command, lambda: self._call(request, handler, command, in_session))
         except CommandError as exc:
             reply = exc.to_reply()
+        if self.replica_set is not None:
+            reply = with_write_concern_error(name, command, reply)
         if self.replica_set is not None and (in_session or "connection_id" in extra):
             reply.update(sessions.cluster_time_fields(request))
         if engine.profiling:

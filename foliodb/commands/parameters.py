@@ -19,6 +19,7 @@ https://www.mongodb.com/docs/manual/reference/parameters/
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +56,32 @@ def _as_positive_int(name: str, value: Any) -> int:
     return number
 
 
+def _log_verbosity(name: str, value: Any) -> dict[str, Any]:
+    """logComponentVerbosity: ``{verbosity: n, <component>: {verbosity: n, ...}, ...}``, merged
+    into the current settings; FolioDB logs through Python's ``logging``, so the top-level
+    verbosity (0 to 5, above 0 meaning debug output) sets its ``foliodb`` logger's level."""
+    if not isinstance(value, Mapping):
+        raise CommandError(ErrorCode.BadValue, f"Invalid value for {name}: {render(value)}, expected an object")
+    _check_verbosity(name, value)
+    level = value.get("verbosity")
+    if level is not None:
+        logging.getLogger("foliodb").setLevel(logging.DEBUG if cmp.number_value(level) > 0 else logging.NOTSET)
+    return dict(value)
+
+
+def _check_verbosity(name: str, value: Mapping[str, Any]) -> None:
+    for key, item in value.items():
+        if key == "verbosity":
+            if not cmp.is_number(item) or not -1 <= cmp.number_value(item) <= 5:
+                raise CommandError(ErrorCode.BadValue, f"Invalid verbosity for {name}: {render(item)}")
+        elif isinstance(item, Mapping):
+            _check_verbosity(f"{name}.{key}", item)
+        elif cmp.is_number(item):
+            _check_verbosity(f"{name}.{key}", {"verbosity": item})  # {query: 2} is short for {query: {verbosity: 2}}
+        else:
+            raise CommandError(ErrorCode.BadValue, f"Invalid value for {name}.{key}: {render(item)}")
+
+
 @dataclass(frozen=True)
 class Parameter:
     value: Any  # the value FolioDB runs with until set
@@ -73,6 +100,7 @@ PARAMETERS: dict[str, Parameter] = {
     "maxOpenCursorsPerConnection": Parameter(MAX_CURSORS_PER_CONNECTION, Change.SETTABLE, _as_positive_int),
     "maxOpenCursorsPerUser": Parameter(MAX_CURSORS_PER_USER, Change.SETTABLE, _as_positive_int),
     "jsHeapLimitMB": Parameter(DEFAULT_JS_HEAP_LIMIT_MB, Change.SETTABLE, _as_positive_int),
+    "logComponentVerbosity": Parameter({"verbosity": 0}, Change.SETTABLE, _log_verbosity),
     # FolioDB's own: the heap of all running scripts together (foliodb/javascript/runtime.py).
     "jsHeapLimitTotalMB": Parameter(DEFAULT_JS_HEAP_TOTAL_MB, Change.SETTABLE, _as_positive_int),
     # Collection scans are always allowed: the planner has no notablescan mode yet.
@@ -148,6 +176,8 @@ def cmd_setParameter(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]
     # "was" is the first named parameter's previous value, as mongod reports it.
     reply = {"was": _current(request, changes[0][0]), "ok": 1.0}
     for name, value in changes:
+        if name == "logComponentVerbosity":  # a partial document changes only what it names
+            value = {**_current(request, name), **value}
         request.engine.parameters[name] = value
         if name == "cursorTimeoutMillis":  # the reaper reads it from the cursor manager
             request.cursors.timeout_millis = value

@@ -21,6 +21,7 @@ from foliodb.engine.geo_keys import GEO_KINDS
 from foliodb.engine.index_keys import EMPTY_ARRAY
 from foliodb.engine.plan_cache import plan_cache_key, query_hash, shape_of
 from foliodb.engine.planner import Plan, choose_plan, exact_by_index, id_hack_keys, near_plan
+from foliodb.engine.planner.counting import exact_scan, single_interval
 from foliodb.engine.planner.covering import KeyLayout, filter_paths, inclusion_paths, key_layout
 from foliodb.engine.planner.geo import GeoNearScan, split_near
 from foliodb.engine.planner.plans import AccessStage, ClusteredScan, CollScan, IdLookup, IndexScan, OrScan, TextScan
@@ -32,7 +33,7 @@ from foliodb.query import metadata
 from foliodb.query.collation import Collator
 from foliodb.query.context import Context
 from foliodb.query.filter import MatchDetails, Matcher, compile_filter
-from foliodb.query.filter_ops.geo import parse_near
+from foliodb.query.filter_ops.geo import check_near_placement, parse_near
 from foliodb.query.paths import MISSING
 from foliodb.query.prefilter import Prefilter, compile_prefilter, needle_groups
 from foliodb.query.projection import compile_projection
@@ -96,6 +97,8 @@ class FindExecution:
         filter_spec = spec.filter
         text_arg, rest = split_text(filter_spec) if filter_spec and _may_hold_text(filter_spec) else (None, filter_spec)
         near = None
+        if filter_spec and any(key[:1] == "$" for key in filter_spec):  # a near query inside a logical operator?
+            check_near_placement(filter_spec)
         found_near = split_near(rest) if text_arg is None else None
         if spec.geo_near is not None:
             rest = spec.geo_near.filter
@@ -172,6 +175,17 @@ class FindExecution:
             if op is not None and op.plan_summary is None:
                 op.plan_summary = self.plan.access.summary()  # currentOp's planSummary
         self.covered = self._key_layout()
+        # Only how many documents match matters, and the keys are exactly the matches: mongod's
+        # COUNT_SCAN when they are one interval of the index (explain's indexBounds: start/end keys).
+        self.count_bounds: dict[str, Any] | None = None
+        access = self.plan.access if self.plan is not None else None
+        if (
+            spec.count_only
+            and isinstance(access, IndexScan)
+            and not isinstance(access, ClusteredScan)
+            and exact_scan(filter_spec, access)
+        ):
+            self.count_bounds = single_interval(access)
         if self.sort is not None and (
             (not self.sort.fields and not self.sort.meta_fields) or (self.plan is not None and self.plan.provides_sort)
         ):
@@ -276,6 +290,9 @@ class FindExecution:
         text = self.text
         decode = bson.decode
         count = 0
+        if self.count_bounds is not None:
+            yield from self._counted()
+            return
         if self.covered is not None:
             yield from self._covered_docs()
             return
@@ -301,6 +318,22 @@ class FindExecution:
             if show_record_id:
                 doc["$recordId"] = rid
             yield doc
+
+    def _counted(self) -> Iterator[dict[str, Any]]:
+        """An empty document per match, from the keys alone (COUNT_SCAN: the keys are exactly the
+        matches, and nothing after reads a field); a multikey index's record once."""
+        access = self.plan.access if self.plan is not None else None
+        assert isinstance(access, IndexScan)
+        seen: set[int] | None = set() if access.index.multikey else None
+        for n, (rid, _values) in enumerate(access.key_values()):
+            if not n & 255:
+                interrupt.check()
+            if seen is not None:
+                if rid in seen:
+                    continue
+                seen.add(rid)
+            self.stats.n_matched += 1
+            yield {}
 
     def _covered_docs(self) -> Iterator[dict[str, Any]]:
         """Documents rebuilt from index keys (only the indexed fields); the
@@ -393,7 +426,7 @@ def _without_near(filter_spec: Mapping[str, Any] | None, path: str) -> dict[str,
     return out
 
 
-_NEAR_PARTS = ("$near", "$nearSphere", "$minDistance", "$maxDistance")
+_NEAR_PARTS = ("$near", "$nearSphere", "$geoNear", "$minDistance", "$maxDistance")
 
 
 def _may_hold_text(filter_spec: Mapping[str, Any]) -> bool:
@@ -463,6 +496,12 @@ def access_explain(stage: AccessStage, run: FindExecution, executed: bool) -> di
             node["filter"] = filter_spec
         if executed:
             node.update(nReturned=run.stats.n_matched, docsExamined=stage.docs_examined, works=stage.docs_examined + 1)
+        return node
+    if isinstance(stage, IndexScan) and run.count_bounds is not None and run.plan and stage is run.plan.access:
+        node = {k: v for k, v in node.items() if k != "direction"}
+        node.update(stage="COUNT_SCAN", indexBounds=run.count_bounds)
+        if executed:
+            node.update(nReturned=run.stats.n_matched, keysExamined=stage.keys_examined)
         return node
     if isinstance(stage, IndexScan):
         if executed:

@@ -154,16 +154,20 @@ class IdLookup(AccessStage):
         }
 
 
-def index_scan_explain(stage: str, index: IndexInfo, direction: int, bounds: Any) -> dict[str, Any]:
-    """An index-reading stage as mongod's explain shows it (IXSCAN, DISTINCT_SCAN)."""
+def index_scan_explain(
+    stage: str, index: IndexInfo, direction: int, bounds: Any, key_pattern: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """An index-reading stage as mongod's explain shows it (IXSCAN, DISTINCT_SCAN). A wildcard
+    index's scan of one path shows that path's key pattern ({$_path: 1, path: 1}), as mongod."""
     spec = index.spec
-    out: dict[str, Any] = {"stage": stage, "keyPattern": dict(index.key), "indexName": index.name}
+    key = key_pattern if key_pattern is not None else dict(index.key)
+    out: dict[str, Any] = {"stage": stage, "keyPattern": key, "indexName": index.name}
     if "collation" in spec:
         out["collation"] = dict(spec["collation"])  # as mongod shows a collated index
     out.update(
         {
             "isMultiKey": index.multikey,
-            "multiKeyPaths": {name: [name] if index.multikey else [] for name in index.key},
+            "multiKeyPaths": {name: [name] if index.multikey and name != "$_path" else [] for name in key},
             "isUnique": bool(spec.get("unique", False)),
             "isSparse": bool(spec.get("sparse", False)),
             "isPartial": "partialFilterExpression" in spec,
@@ -197,8 +201,10 @@ class IndexScan(AccessStage):
         bounds: dict[str, list[str]],
         key_check: Callable[[bytes], bool] | None = None,
         intervals: list[list[Interval]] | None = None,
+        key_pattern: dict[str, Any] | None = None,
     ) -> None:
         self.store = store
+        self.key_pattern = key_pattern  # explain's keyPattern when not the index's (a wildcard's path)
         self.index = index
         self.ranges = ranges
         self.direction = direction
@@ -286,7 +292,7 @@ class IndexScan(AccessStage):
             batch = min(batch * 4, 512)
 
     def explain(self) -> dict[str, Any]:
-        return index_scan_explain("IXSCAN", self.index, self.direction, self.bounds)
+        return index_scan_explain("IXSCAN", self.index, self.direction, self.bounds, self.key_pattern)
 
 
 class ClusteredScan(IndexScan):
