@@ -149,6 +149,18 @@ class Executor:
         self._opids = engine.opids
 
     def execute(self, db: str, command: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
+        # A turn in the engine's lane: an embedded client's threads take turns, as a server's
+        # connections do in the server's (whose turn this thread then holds: take() passes by,
+        # as it does for a command run inside another).
+        road = self.engine.lane
+        if not road.take():
+            return self._execute(db, command, extra)
+        try:
+            return self._execute(db, command, extra)
+        finally:
+            road.done()
+
+    def _execute(self, db: str, command: Mapping[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
         op = Operation(next(self._opids), db, command, None, extra.get("connection_id"), extra.get("peer", ""))
         caller = CALLER.get()
         if caller is not None:
