@@ -60,6 +60,7 @@ from foliodb.client.remote import SharedExecutor
 from foliodb.client.retry import Kind
 from foliodb.client.session import ClientSession, NodeDescription
 from foliodb.commands import Executor
+from foliodb.commands.executor import PointHandler
 from foliodb.commands.failpoints import closes_connection
 from foliodb.commands.replication import ReplicaSet
 from foliodb.errors import CommandError
@@ -141,6 +142,7 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         self._retry_policy = _RetryPolicy(attempts=self._options.max_adaptive_retries)  # backpressure's backoff
         # The executor, told the client's appName as a server learns it from the handshake (fail points match it).
         app_name = self._options.pool_options.metadata.get("application", {}).get("name")
+        self._app_name: str | None = app_name
         self._run: Callable[[str, Mapping[str, Any]], dict[str, Any]] = (
             self._executor.execute if app_name is None else functools.partial(self._executor.execute, app_name=app_name)
         )
@@ -299,6 +301,27 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
             session._end_implicit_session()
             session = None
         return reply, session
+
+    def _pointable(self) -> bool:
+        """Would :meth:`_execute` send a command of no session as it is, unwatched? Then
+        :meth:`_point` may run it (no retryable writes' session, no command listeners, no
+        appName for fail points to match, no bound session; open)."""
+        return not (
+            self._closed
+            or self._retry_writes
+            or self._command_listeners
+            or self._app_name is not None
+            or self._get_bound_session()
+        )
+
+    def _point(self, db: str, cmd: dict[str, Any], handler: PointHandler, kind: Kind) -> dict[str, Any]:
+        """``_execute(db, cmd)`` when :meth:`_pointable`, for a command sent with the default
+        read and write concerns (the caller checks those), through the executor's point path
+        (``Executor.point``)."""
+        reply = self._executor.point(db, cmd, handler)
+        if reply.get("ok") != 1.0:  # an error: pymongo retries a read, or after backpressure
+            return self._retry(db, cmd, reply, kind)
+        return reply
 
     def _send(self, db: str, cmd: Mapping[str, Any]) -> dict[str, Any]:
         """One attempt: the executor's reply, a ClosedConnection included."""
