@@ -62,6 +62,9 @@ if TYPE_CHECKING:  # imported where used: a --baseline child's `benchmarks` is t
 
 ROOT = Path(__file__).resolve().parent.parent
 WRITE_WORKLOADS = ("insert_one", "update_one", "delete_one", "insert_many")
+# What --instructions counts: the writes and a point read (find_one by _id), the operations
+# whose fixed costs the embedded client's direct paths cut.
+COUNTED_WORKLOADS = (*WRITE_WORKLOADS, "find_one")
 NO_OPLOG = "current, no oplog"  # the label of this checkout measured with the oplog switched off
 
 
@@ -109,14 +112,18 @@ def _writes(storage: str, workdir: str, count: int, many: int, only: str | None 
         for doc in items:
             coll.delete_one({"_id": doc["_id"]})
 
+    def find(items: list[Any]) -> None:
+        for doc in items:
+            coll.find_one({"_id": doc["_id"]})
+
     def insert_many(items: list[Any]) -> None:
         for batch in data.batches(items, 1000):
             client.bench.many.insert_many(batch)
 
     rates: dict[str, float] = {}
     for name in WRITE_WORKLOADS if only is None else (only,):
-        if name in ("update_one", "delete_one"):
-            coll.insert_many(warm + singles)  # what they change, loaded outside the measurement
+        if name in ("update_one", "delete_one", "find_one"):
+            coll.insert_many(warm + singles)  # what they change or read, loaded outside the measurement
         if name == "insert_one":
             rates[name] = measure(insert, singles, count)
             coll.delete_many({})
@@ -125,6 +132,9 @@ def _writes(storage: str, workdir: str, count: int, many: int, only: str | None 
             coll.delete_many({})
         elif name == "delete_one":
             rates[name] = measure(delete, singles, count)
+        elif name == "find_one":
+            rates[name] = measure(find, singles, count)
+            coll.delete_many({})
         else:
             rates[name] = measure(insert_many, bulk, many)
             client.bench.drop_collection("many")
@@ -173,7 +183,7 @@ def instructions(
 
     if share:
         contenders = [*contenders, (NO_OPLOG, ROOT)]
-    jobs = [(label, checkout, workload) for label, checkout in contenders for workload in WRITE_WORKLOADS]
+    jobs = [(label, checkout, workload) for label, checkout in contenders for workload in COUNTED_WORKLOADS]
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
         counted = list(pool.map(lambda job: count_one(*job), jobs))
     out: dict[str, Any] = {}
@@ -412,7 +422,7 @@ def _ratio_table(title: str, by_storage: dict[str, Any], value: Any) -> list[str
     lines = [title, "| storage | workload | " + " | ".join(labels) + (" | ratio |" if len(labels) > 1 else " |")]
     lines.append("|---|---|" + "--:|" * (len(labels) + (1 if len(labels) > 1 else 0)))
     for storage, by_label in by_storage.items():
-        for workload in WRITE_WORKLOADS:
+        for workload in [w for w in COUNTED_WORKLOADS if w in by_label[labels[0]]]:
             cells = [f"{value(by_label[label][workload]):,.0f}" for label in labels]
             if len(labels) > 1:
                 ratio = value(by_label[labels[0]][workload]) / value(by_label[labels[1]][workload])
@@ -429,7 +439,7 @@ def _tables(results: dict[str, Any]) -> str:
         lines += _ratio_table(title, writes, lambda cell: cell["median"])
     counted = results.get("instructions")
     if counted:
-        title = "\nInstructions per write (callgrind; insert_many: per document); current / baseline\n"
+        title = "\nInstructions per operation (callgrind; insert_many: per document); current / baseline\n"
         lines += _ratio_table(title, counted, lambda cell: cell)
     if "latency" in results:
         lines.append(

@@ -43,6 +43,7 @@ NOTES = {
     "tinymongo": "default tinydb backend: every read parses and every write rewrites the whole JSON file",
     "tinydb-json": "every read parses and every write rewrites the whole file; ids and dates stored as strings",
     "tinydb-memory": "MemoryStorage: every operation rebuilds the table's document objects; no _id index",
+    "polodb": "PoloDB (Rust) through polodb-python; its own ObjectId type: ids converted before timing",
 }
 
 
@@ -204,6 +205,45 @@ class TinyMongo(PymongoStyle):
         from tinymongo import TinyMongoClient
 
         return TinyMongoClient(os.path.join(workdir, "tinymongo"))
+
+
+def _polodb_value(value: Any) -> Any:
+    """polodb-python refuses bson's ObjectId: its own type, made from the hex string."""
+    import polodb
+
+    if isinstance(value, dict):
+        return {k: _polodb_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_polodb_value(v) for v in value]
+    if isinstance(value, ObjectId):
+        return polodb.ObjectId(str(value))
+    return value
+
+
+class PoloDB(PymongoStyle):
+    """PoloDB, an embedded document database in Rust, through its Python bindings (on disk)."""
+
+    name = "polodb"
+    storage = "disk"
+    package = "polodb-python"
+
+    def prepare(self, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [_polodb_value(doc) for doc in docs]
+
+    def key(self, _id: ObjectId) -> Any:
+        return _polodb_value(_id)
+
+    def value(self, value: Any) -> Any:
+        return _polodb_value(value)
+
+    def make_client(self, workdir: str) -> Any:
+        import polodb
+
+        return polodb.PoloDB(os.path.join(workdir, "polodb"))
+
+    def open(self, workdir: str) -> None:
+        self.client = self.make_client(workdir)
+        self.coll = self.client.collection("orders")
 
 
 def _jsonable(value: Any) -> Any:
