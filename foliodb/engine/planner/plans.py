@@ -17,6 +17,7 @@ from typing import Any
 import bson
 
 from foliodb import interrupt
+from foliodb.engine.cache import Row
 from foliodb.engine.catalog import CODEC, IndexInfo
 from foliodb.engine.index_keys import UNDEFINED_KEY
 from foliodb.engine.planner.bounds import ALL, Interval, KeyRange, next_prefix, whole_value
@@ -64,6 +65,23 @@ class CollScan(AccessStage):
             self._last_rid = row[0]
             yield row
         self._finished = True
+
+    def cached_rows(self) -> list[Row] | None:
+        """The scan as (record id, BSON, decoded document) from the document cache
+        (:meth:`CollectionStore.cached_rows`), in this scan's order; None when the cache has
+        no part in it. The caller tests the needles (on the BSON) and reports its progress
+        (:meth:`cached_progress`)."""
+        rows = self.store.cached_rows()
+        if rows is None or self.direction > 0:
+            return rows
+        return rows[::-1]
+
+    def cached_progress(self, produced: int, last_rid: int | None, finished: bool) -> None:
+        """How far a scan of :meth:`cached_rows` went, counted as :meth:`rows` counts."""
+        self._produced += produced
+        if last_rid is not None:
+            self._last_rid = last_rid
+        self._finished = finished
 
     @property
     def docs_examined(self) -> int:  # type: ignore[override]
