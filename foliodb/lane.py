@@ -137,10 +137,21 @@ class FairLane(Lane):
         command): True when the command runs in this lane, or beside it to ask again after a
         slice; then :meth:`done` ends it. False inside another turn or command (a server's
         connection holds the server's lane; a command run inside another)."""
-        if _turn.lane is not None or _turn.command is not None:
+        turn = _turn
+        if turn.lane is not None or turn.command is not None:
             return False
-        _turn.command = self
-        self._wait(long=False)
+        turn.command = self
+        with self._mutex:  # a free lane, taken here: the path of nearly every command
+            free = not self._held
+            if free:
+                self._held = True
+                self._holder_long = False
+                self._since = now = time.monotonic()
+        if free:
+            turn.lane = self
+            turn.until = now + SLICE_SECONDS
+        else:
+            self._wait(long=False)
         return True
 
     def done(self) -> None:

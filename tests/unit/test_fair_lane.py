@@ -165,14 +165,13 @@ def test_embedded_commands_take_turns_in_the_engines_lane() -> None:
         road = client._executor.engine.lane
         assert isinstance(road, lane.FairLane)
         seen: list[bool] = []
-        original = road._enter_as
+        original = road.done
 
-        def spy(long: bool) -> bool:
-            taken = original(long)
-            seen.append(taken)
-            return taken
+        def spy() -> None:
+            seen.append(lane.in_lane())  # the command ends in its turn
+            original()
 
-        road._enter_as = spy  # type: ignore[method-assign]
+        road.done = spy  # type: ignore[method-assign]
         client.db.c.insert_one({"_id": 1})
         assert client.db.c.find_one({"_id": 1}) == {"_id": 1}
         assert seen == [True, True]
