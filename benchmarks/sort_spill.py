@@ -40,6 +40,7 @@ import bson
 from bson.binary import Binary, UuidRepresentation
 
 from benchmarks import data
+from benchmarks.concurrency import ServerProcess, _op_msg
 
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINE: list[dict[str, Any]] = [{"$sort": {"total": 1, "_id": 1}}]
@@ -113,11 +114,6 @@ def embedded(dbpath: str, docs: int) -> dict[str, Any]:
     }
 
 
-def _op_msg(request_id: int, command: dict[str, Any]) -> bytes:
-    body = struct.pack("<I", 0) + b"\x00" + bson.encode(command)
-    return struct.pack("<iiii", 16 + len(body), request_id, 0, 2013) + body
-
-
 def _round_trip(sock: socket.socket, request_id: int, command: dict[str, Any]) -> dict[str, Any]:
     sock.sendall(_op_msg(request_id, command))
     header = _read(sock, 16)
@@ -152,22 +148,14 @@ def _vm_rss_mb(pid: int) -> float:
 
 
 def wire(dbpath: str, docs: int) -> dict[str, Any]:
-    server = subprocess.Popen(
-        [sys.executable, "-m", "foliodb", "serve", "--dbpath", dbpath, "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        cwd=ROOT,
-    )
+    server = ServerProcess(ROOT, dbpath)
+    pid, port = server.process.pid, server.port
     try:
-        assert server.stdout is not None
-        first = server.stdout.readline()
-        port = int(first.split(" on ", 1)[1].split(" ", 1)[0].rsplit(":", 1)[1])
         sockets = [socket.create_connection(("127.0.0.1", port))]
         lsid = {"id": Binary.from_uuid(uuid.uuid4(), UuidRepresentation.STANDARD)}
         ids = iter(range(1, 1 << 30))
         _round_trip(sockets[0], next(ids), {"find": "orders", "filter": {}, "limit": 1, "$db": "bench", "lsid": lsid})
-        before = _vm_rss_mb(server.pid)
+        before = _vm_rss_mb(pid)
         started = time.perf_counter()
         reply = _round_trip(
             sockets[0],
@@ -211,12 +199,11 @@ def wire(dbpath: str, docs: int) -> dict[str, Any]:
             cursor = reply["cursor"]
             batch = cursor["nextBatch"]
         seconds = time.perf_counter() - started
-        peak = _vm_hwm_mb(server.pid)
+        peak = _vm_hwm_mb(pid)
         for sock in sockets:
             sock.close()
     finally:
-        server.terminate()
-        server.wait(timeout=60)
+        server.stop()
     out: dict[str, Any] = {
         "docs": n,
         "complete": n == docs,

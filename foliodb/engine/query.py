@@ -284,7 +284,9 @@ class FindExecution:
             return
         access = self.plan.access
         if isinstance(access, CollScan) and text is None and self.near is None:
-            cached = access.cached_rows()
+            # Built only for a scan that reads the whole collection anyway: no limit, or a
+            # sort (a find_one() or a limit stops early, and must not decode everything).
+            cached = access.cached_rows(build=self.spec.limit is None or self.sort is not None)
             if cached is not None:
                 yield from self._cached_matching(access, cached)
                 return

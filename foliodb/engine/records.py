@@ -751,12 +751,14 @@ class CollectionStore:
         elif conn is not None:
             yield from self._scan_table(reverse, needles)
 
-    def cached_rows(self) -> list[Row] | None:
+    def cached_rows(self, build: bool) -> list[Row] | None:
         """Every (record id, BSON, decoded document) in record-id order, in one snapshot,
-        from the document cache (engine/cache.py), built from this snapshot when missing;
-        None when the cache has no part in this read (off, a write's own view, a transaction
-        that wrote the collection, a clustered collection) or the collection does not fit.
-        The documents are the cache's: read them, never change or hand them out."""
+        from the document cache (engine/cache.py), built from this snapshot when missing and
+        ``build`` (the caller reads the whole collection anyway); None when the cache has no
+        part in this read (off, a write's own view, a transaction that wrote the collection,
+        a clustered collection) or the collection does not fit (estimated from its record
+        ids and a sample before anything is decoded). The documents are the cache's: read
+        them, never change or hand them out."""
         cache = self._cache
         cid = self.info.id
         if not cache.max_bytes or cid < 0 or isinstance(self.info.options.get("clusteredIndex"), dict):
@@ -770,13 +772,21 @@ class CollectionStore:
         rows = cache.get(cid, stamp)
         if rows is not None:
             return rows
-        room = cache.room_for(cid)
+        room = cache.room_for(cid) if build else 0
         if not room:
             return None
+        table = self.info.table
+        low, high = conn.execute(f"SELECT min(rid), max(rid) FROM {table}").fetchone()
+        if low is not None:
+            sample = conn.execute(f"SELECT length(doc) FROM {table} ORDER BY rid LIMIT 32").fetchall()
+            average = sum(length for (length,) in sample) // len(sample)
+            if (high - low + 1) * row_size(b"\x00" * average) > room * 2:  # record ids overcount after deletes
+                cache.too_big(cid)
+                return None
         built: list[Row] = []
         size = 0
         decode = bson.decode
-        cursor = conn.execute(f"SELECT rid, doc FROM {self.info.table} ORDER BY rid")
+        cursor = conn.execute(f"SELECT rid, doc FROM {table} ORDER BY rid")
         try:
             for n, (rid, data) in enumerate(cursor):
                 if not n & 255:

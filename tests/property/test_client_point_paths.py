@@ -87,17 +87,23 @@ def _counts(client: Any) -> tuple[Any, ...]:
     return counts, client.admin.command("serverStatus")["opcounters"]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=st.lists(_OPS, min_size=1, max_size=12))
-def test_the_direct_paths_answer_as_the_general_path(ops: list[tuple[Any, ...]], monkeypatch: Any) -> None:
-    direct_calls: list[str] = []
+@pytest.fixture
+def direct_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The commands that went through ``Executor.point`` (the direct paths), in order."""
+    calls: list[str] = []
     real_point = Executor.point
 
     def spy(self: Executor, db: str, command: dict[str, Any], handler: Any) -> dict[str, Any]:
-        direct_calls.append(next(iter(command)))
+        calls.append(next(iter(command)))
         return real_point(self, db, command, handler)
 
     monkeypatch.setattr(Executor, "point", spy)
+    return calls
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(_OPS, min_size=1, max_size=12))
+def test_the_direct_paths_answer_as_the_general_path(ops: list[tuple[Any, ...]], direct_calls: list[str]) -> None:
     with (
         foliodb.MongoClient(":memory:") as direct,
         foliodb.MongoClient(":memory:", event_listeners=[_Listener()]) as general,
@@ -125,15 +131,7 @@ def test_the_direct_paths_answer_as_the_general_path(ops: list[tuple[Any, ...]],
         assert _counts(direct) == _counts(general)
 
 
-def test_a_session_listeners_or_a_concern_take_the_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    direct_calls: list[str] = []
-    real_point = Executor.point
-
-    def spy(self: Executor, db: str, command: dict[str, Any], handler: Any) -> dict[str, Any]:
-        direct_calls.append(next(iter(command)))
-        return real_point(self, db, command, handler)
-
-    monkeypatch.setattr(Executor, "point", spy)
+def test_a_session_listeners_or_a_concern_take_the_general_path(direct_calls: list[str]) -> None:
     with foliodb.MongoClient(":memory:") as client:
         coll = client.test.c
         with client.start_session() as session:

@@ -166,3 +166,20 @@ def test_a_collection_larger_than_the_cache_is_not_kept(size_mb: int) -> None:
         status = client.admin.command("serverStatus")["documentCache"]
         assert status["maxBytes"] == size_mb * 1024 * 1024
         assert status["bytes"] == 0 and status["collections"] == 0
+
+
+def test_only_a_scan_that_reads_everything_builds_an_entry() -> None:
+    # A find_one() or a limit stops early: decoding the whole collection for it would cost far
+    # more than the scan (regression: find_one() on a 20,000-document collection decoded it all).
+    with foliodb.MongoClient(":memory:") as client:
+        coll = client.test.c
+        coll.insert_many([{"_id": i, "n": i % 10} for i in range(500)])
+        assert coll.find_one() == {"_id": 0, "n": 0}
+        assert [d["_id"] for d in coll.find({"n": 3}).limit(2)] == [3, 13]
+        assert client.admin.command("serverStatus")["documentCache"]["builds"] == 0
+        assert len(list(coll.find({"n": 3}))) == 50  # no limit: the whole collection is read
+        assert [d["_id"] for d in coll.find({}).sort("n", -1).limit(1)] == [9]  # a sort reads it all too
+        status = client.admin.command("serverStatus")["documentCache"]
+        assert (status["builds"], status["hits"]) == (1, 1)
+        assert coll.find_one({"n": 4}) == {"_id": 4, "n": 4}  # built: a limit may read it
+        assert client.admin.command("serverStatus")["documentCache"]["hits"] == 2
