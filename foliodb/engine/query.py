@@ -284,9 +284,11 @@ class FindExecution:
             return
         access = self.plan.access
         if isinstance(access, CollScan) and text is None and self.near is None:
-            # Built only for a scan that reads the whole collection anyway: no limit, or a
-            # sort (a find_one() or a limit stops early, and must not decode everything).
-            cached = access.cached_rows(build=self.spec.limit is None or self.sort is not None)
+            # Built only for a scan that would decode every record anyway: one that reads them
+            # all (no limit, or a sort: a find_one() or a limit stops early) and has no needles
+            # (with needles, SQLite skips most records undecoded and a warm cache saves nothing).
+            reads_all = self.spec.limit is None or self.sort is not None
+            cached = access.cached_rows(build=reads_all and not access.needles)
             if cached is not None:
                 yield from self._cached_matching(access, cached)
                 return

@@ -34,6 +34,7 @@ _OPS = st.one_of(
     st.tuples(st.just("update_many"), _VALUES, _VALUES),
     st.tuples(st.just("delete"), _KEYS),
     st.tuples(st.just("scan_eq"), _VALUES),
+    st.tuples(st.just("scan_str"), st.integers(0, 1)),  # a needle: tested on the BSON of cached rows
     st.tuples(st.just("scan_range"), _VALUES),
     st.tuples(st.just("sort"), st.integers(1, 4)),
     st.tuples(st.just("txn"), _KEYS, _VALUES, _VALUES),
@@ -43,6 +44,8 @@ _OPS = st.one_of(
 def _read(coll: Any, op: tuple[Any, ...], session: Any = None) -> Any:
     if op[0] == "scan_eq":
         return list(coll.find({"a": op[1]}, session=session))
+    if op[0] == "scan_str":
+        return list(coll.find({"s": f"v{op[1]}"}, session=session))
     if op[0] == "scan_range":
         return list(coll.find({"n": {"$gt": op[1]}}, {"_id": 1, "n": 1}, session=session))
     return list(coll.find({}, session=session).sort([("n", -1), ("_id", 1)]).limit(op[1]))
@@ -54,7 +57,7 @@ def _apply(client: Any, op: tuple[Any, ...]) -> Any:
     coll = client.test.c
     kind = op[0]
     if kind == "insert":
-        coll.update_one({"_id": op[1]}, {"$set": {"a": op[2], "n": op[2]}}, upsert=True)
+        coll.update_one({"_id": op[1]}, {"$set": {"a": op[2], "n": op[2], "s": f"v{op[2] % 2}"}}, upsert=True)
     elif kind == "update":
         coll.update_one({"_id": op[1]}, {"$inc": {"n": op[2]}})
     elif kind == "update_many":
@@ -86,7 +89,7 @@ def test_reads_through_the_cache_equal_reads_without_it(ops: list[tuple[Any, ...
         plain.admin.command("setParameter", 1, documentCacheSizeMB=0)
         for client in (cached, plain):
             client.test.create_collection("c")
-            client.test.c.insert_many([{"_id": k, "a": k % 3, "n": k} for k in range(0, 8, 2)])
+            client.test.c.insert_many([{"_id": k, "a": k % 3, "n": k, "s": f"v{k % 4}"} for k in range(0, 8, 2)])
         for op in ops:
             answer = _apply(cached, op)
             assert answer == _apply(plain, op), op
