@@ -197,13 +197,19 @@ class SharedExecutor:
             self._forked()
         return self._remote_execute(db, command)
 
-    def point(self, db: str, command: dict[str, Any], handler: PointHandler) -> dict[str, Any]:
+    def point(
+        self, db: str, command: dict[str, Any], handler: PointHandler, owner: int | None = None
+    ) -> dict[str, Any]:
         """:meth:`Executor.point` on this process's own executor; through an owner, the
         command goes as any other."""
         local = self.local
         if local is not None and not local.engine.storage.forked:
-            return local.point(db, command, handler)
-        return self.execute(db, command)
+            return local.point(db, command, handler, owner)
+        return self.execute(db, command, owner=owner)
+
+    def kill_operations(self, code: int, *, owner: int) -> list[int]:
+        """Stop the running operations of one client of this process (see Executor.kill_operations)."""
+        return self.local.kill_operations(code, owner=owner) if self.local is not None else []
 
     def _forked(self) -> None:
         """In a child after fork(): the parent's engine is the parent's; reach it through its socket."""

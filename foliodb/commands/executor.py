@@ -33,7 +33,7 @@ from foliodb.engine.engine import Engine, open_engine
 from foliodb.engine.sessions import lsid_key
 from foliodb.engine.transactions import HeldByTransactionError
 from foliodb.errors import CommandError, ErrorCode
-from foliodb.interrupt import DEFAULT_JS_HEAP_LIMIT_MB, Operation
+from foliodb.interrupt import DEFAULT_JS_HEAP_LIMIT_MB, DEFAULT_JS_HEAP_TOTAL_MB, Operation
 from foliodb.query.collation import Collator
 from foliodb.query.context import Context
 from foliodb.query.expr import Scope, compile_expression, root_variables
@@ -172,32 +172,38 @@ class Executor:
         finally:
             road.done()
 
-    def point(self, db: str, command: dict[str, Any], handler: PointHandler) -> dict[str, Any]:
+    def point(
+        self, db: str, command: dict[str, Any], handler: PointHandler, owner: int | None = None
+    ) -> dict[str, Any]:
         """``execute(db, command)`` for a command the embedded client sends as drivers do
         (no session, Stable API, maxTimeMS or write concern fields), answered by ``point``
         (a command's point path: ``point_find``, ``point_insert``, ...) without the general
         path's checks of fields it has none of. Everything a command has that others see is
         kept: its turn, its operation (currentOp, killOp), its snapshot, ``top`` and the
         opcounters, the wait for a document an open transaction holds. With fail points
-        configured, or where ``handler`` declines, the general path answers."""
+        configured, or where ``handler`` declines, the general path answers. ``owner``: the
+        embedded client's id, as ``execute`` takes it (its close() stops its operations)."""
         if failpoints.configured():
-            return self.execute(db, command)
+            return self.execute(db, command, owner=owner)
         road = self.engine.lane
         if not road.take():
-            return self._run_point(db, command, handler)
+            return self._run_point(db, command, handler, owner)
         try:
-            return self._run_point(db, command, handler)
+            return self._run_point(db, command, handler, owner)
         finally:
             road.done()
 
-    def _run_point(self, db: str, command: dict[str, Any], point: PointHandler) -> dict[str, Any]:
-        reply = self._point_reply(db, command, point)
-        return self._execute(db, command, {}) if reply is None else reply
+    def _run_point(self, db: str, command: dict[str, Any], point: PointHandler, owner: int | None) -> dict[str, Any]:
+        reply = self._point_reply(db, command, point, owner)
+        return self._execute(db, command, {"owner": owner}) if reply is None else reply
 
-    def _point_reply(self, db: str, command: dict[str, Any], point: PointHandler) -> dict[str, Any] | None:
+    def _point_reply(
+        self, db: str, command: dict[str, Any], point: PointHandler, owner: int | None
+    ) -> dict[str, Any] | None:
         """:meth:`_execute` for a point path: its reply, or None when it declines."""
         op = Operation(next(self._opids), db, command)
         op.javascript = self.javascript
+        op.owner = owner
         operations = self.operations
         operations[op.opid] = op
         previous = interrupt.bind(op)
@@ -242,8 +248,10 @@ class Executor:
         caller = CALLER.get()
         if caller is not None:
             op.users = caller.users
+        op.owner = extra.get("owner")
         op.javascript = self.javascript
         op.js_heap_limit_mb = self.engine.parameters.get("jsHeapLimitMB", DEFAULT_JS_HEAP_LIMIT_MB)
+        op.js_heap_total_mb = self.engine.parameters.get("jsHeapLimitTotalMB", DEFAULT_JS_HEAP_TOTAL_MB)
         op.stored_javascript = self.stored_javascript
         operations = self.operations
         operations[op.opid] = op
@@ -265,6 +273,18 @@ class Executor:
         finally:
             interrupt.bind(previous)
             del operations[op.opid]
+
+    def kill_operations(self, code: int, *, connection_id: int | None = None, owner: int | None = None) -> list[int]:
+        """Mark killed with ``code`` the running operations of a server connection or of an
+        embedded client (``owner``); their opids. As mongod when a client disconnects (279)."""
+        killed = []
+        for op in list(self.operations.values()):
+            if (connection_id is not None and op.connection_id == connection_id) or (
+                owner is not None and op.owner == owner
+            ):
+                op.kill(code)
+                killed.append(op.opid)
+        return killed
 
     def _run(self, op: Operation, db: str, command: Mapping[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
         if not command:

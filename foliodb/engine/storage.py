@@ -142,6 +142,9 @@ class _WriterLock:
 
     def acquire(self) -> None:
         """Take the lock, waiting in line; a wait ends at the operation's deadline or killOp."""
+        op = interrupt.current()
+        if op is not None:
+            op.wants_writer()  # currentOp's locks
         with self._mutex:
             if not self._held:
                 self._held = True
@@ -150,7 +153,7 @@ class _WriterLock:
             turn.acquire()
             self._waiters.append(turn)
         lane.leave()  # nothing waits in the lane
-        op = interrupt.current()
+        waited_from = time.monotonic()
         if op is not None:
             op.waiting_for_lock = True
         try:
@@ -167,6 +170,7 @@ class _WriterLock:
         finally:
             if op is not None:
                 op.waiting_for_lock = False
+                op.waited_for_writer(time.monotonic() - waited_from)
 
     def release(self) -> None:
         with self._mutex:
