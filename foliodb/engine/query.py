@@ -337,6 +337,7 @@ class FindExecution:
                 if matcher is not None and not matcher(doc):
                     continue
                 self.stats.n_matched += 1
+                access.cached_progress(count, rid, False)
                 if shared:
                     yield doc
                     continue

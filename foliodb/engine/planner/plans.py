@@ -77,10 +77,11 @@ class CollScan(AccessStage):
         return rows[::-1]
 
     def cached_progress(self, produced: int, last_rid: int | None, finished: bool) -> None:
-        """How far a scan of :meth:`cached_rows` went, counted as :meth:`rows` counts."""
-        self._produced += produced
-        if last_rid is not None:
-            self._last_rid = last_rid
+        """How far a scan of :meth:`cached_rows` has gone, counted as :meth:`rows` counts
+        (told at each document it hands on and at its end: a suspended cursor's first batch
+        reports what it examined)."""
+        self._produced = produced
+        self._last_rid = last_rid
         self._finished = finished
 
     @property
