@@ -137,6 +137,8 @@ def cmd_serverStatus(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]
         "opcounters": dict(request.executor.opcounters),
         "metrics": {"cursor": {"open": {"total": len(request.cursors)}}},
         "storageEngine": {"name": "foliodb-sqlite", "persistent": not request.engine.storage.memory},
+        # FolioDB's decoded-document cache (engine/cache.py), as wiredTiger.cache is WiredTiger's.
+        "documentCache": request.engine.storage.cache.status(),
         "ok": 1.0,
     }
 

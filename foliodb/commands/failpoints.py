@@ -401,6 +401,11 @@ def _set_labels(reply: dict[str, Any], labels: list[str]) -> None:
         reply.pop("errorLabels", None)
 
 
+def configured() -> bool:
+    """Has any engine of this process had fail points (which only the general path fires)?"""
+    return _configured
+
+
 def run(request: Request, cmd: Mapping[str, Any], call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """The reply to ``cmd``: ``call()``'s, as the engine's fail points change it."""
     if not _configured:  # no engine ever had fail points: the usual case, without a weak-key lookup

@@ -5,7 +5,8 @@ One table says, per parameter, its value and whether it can change:
 
 * settable: FolioDB honours a new value at once (the TTL monitor reads
   ``ttlMonitorEnabled``/``ttlMonitorSleepSecs``, the executor reads
-  ``requireApiVersion``, the cursor reaper ``cursorTimeoutMillis``);
+  ``requireApiVersion``, the cursor reaper ``cursorTimeoutMillis``, the
+  document cache ``documentCacheSizeMB``, FolioDB's own);
   current values live in ``Engine.parameters``;
 * startup-only in mongod too: setParameter answers IllegalOperation (20);
 * settable in mongod but fixed in FolioDB: NotImplemented (238), rather
@@ -30,6 +31,7 @@ from foliodb.commands.cursors import CURSOR_TIMEOUT_MILLIS, MAX_CURSORS_PER_CONN
 from foliodb.commands.diagnostics import FEATURE_COMPATIBILITY_VERSION
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
+from foliodb.engine.cache import DEFAULT_SIZE_MB
 from foliodb.engine.query import SORT_MEMORY_LIMIT
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.interrupt import DEFAULT_JS_HEAP_LIMIT_MB, DEFAULT_JS_HEAP_TOTAL_MB
@@ -47,6 +49,13 @@ def _as_bool(name: str, value: Any) -> bool:
     if isinstance(value, bool) or cmp.is_number(value):
         return bool(value)
     raise CommandError(ErrorCode.BadValue, f"Invalid value for {name}: {render(value)}, expected a boolean")
+
+
+def _as_size_mb(name: str, value: Any) -> int:
+    number = params.as_int(value, name) if cmp.is_number(value) else None
+    if number is None or number < 0:
+        raise CommandError(ErrorCode.BadValue, f"Invalid value for {name}: {render(value)}, expected an integer >= 0")
+    return number
 
 
 def _as_positive_int(name: str, value: Any) -> int:
@@ -92,6 +101,8 @@ class Parameter:
 PARAMETERS: dict[str, Parameter] = {
     "authenticationMechanisms": Parameter(list(scram.MECHANISMS), Change.STARTUP_ONLY),
     "cursorTimeoutMillis": Parameter(CURSOR_TIMEOUT_MILLIS, Change.SETTABLE, _as_positive_int),
+    # FolioDB's own: the decoded-document cache's bound (engine/cache.py; 0 switches it off).
+    "documentCacheSizeMB": Parameter(DEFAULT_SIZE_MB, Change.SETTABLE, _as_size_mb),
     # configureFailPoint exists only when enabled: `foliodb serve --enableTestCommands` (foliodb.commands.failpoints).
     "enableTestCommands": Parameter(False, Change.STARTUP_ONLY),
     "featureCompatibilityVersion": Parameter({"version": FEATURE_COMPATIBILITY_VERSION}, Change.STARTUP_ONLY),
@@ -181,6 +192,8 @@ def cmd_setParameter(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]
         request.engine.parameters[name] = value
         if name == "cursorTimeoutMillis":  # the reaper reads it from the cursor manager
             request.cursors.timeout_millis = value
+        elif name == "documentCacheSizeMB":
+            request.engine.storage.cache.resize(value * 1024 * 1024)
         elif name == "maxOpenCursorsPerConnection":
             request.cursors.max_per_connection = value
         elif name == "maxOpenCursorsPerUser":

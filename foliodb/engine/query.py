@@ -16,6 +16,7 @@ from typing import Any
 import bson
 
 from foliodb import interrupt
+from foliodb.engine.cache import Row
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.geo_keys import GEO_KINDS
 from foliodb.engine.index_keys import EMPTY_ARRAY
@@ -35,7 +36,7 @@ from foliodb.query.context import Context
 from foliodb.query.filter import MatchDetails, Matcher, compile_filter
 from foliodb.query.filter_ops.geo import check_near_placement, parse_near
 from foliodb.query.paths import MISSING
-from foliodb.query.prefilter import Prefilter, compile_prefilter, needle_groups
+from foliodb.query.prefilter import Prefilter, compile_prefilter, needle_groups, needles_test
 from foliodb.query.projection import compile_projection
 from foliodb.query.sort import compile_sort
 
@@ -238,9 +239,11 @@ class FindExecution:
         spec = self.spec
         if self.sort is not None:
             sort = self.sort
+            key: Callable[[dict[str, Any]], bytes] = sort.key  # no $meta part: no metadata to look up
+            if sort.meta_fields:
 
-            def key(doc: dict[str, Any]) -> bytes:
-                return sort.key(doc, metadata.of(doc))
+                def key(doc: dict[str, Any]) -> bytes:
+                    return sort.key(doc, metadata.of(doc))
 
             top = None if spec.limit is None else spec.skip + spec.limit
             docs = sort_documents(
@@ -296,6 +299,16 @@ class FindExecution:
         if self.covered is not None:
             yield from self._covered_docs()
             return
+        access = self.plan.access
+        if isinstance(access, CollScan) and text is None and self.near is None:
+            # Built only for a scan that would decode every record anyway: one that reads them
+            # all (no limit, or a sort: a find_one() or a limit stops early) and has no needles
+            # (with needles, SQLite skips most records undecoded and a warm cache saves nothing).
+            reads_all = self.spec.limit is None or self.sort is not None
+            cached = access.cached_rows(build=reads_all and not access.needles)
+            if cached is not None:
+                yield from self._cached_matching(access, cached)
+                return
         prefilter = self.prefilter
         for rid, data in self.plan.access.rows():
             count += 1
@@ -334,6 +347,39 @@ class FindExecution:
                 seen.add(rid)
             self.stats.n_matched += 1
             yield {}
+
+    def _cached_matching(self, access: CollScan, rows: list[Row]) -> Iterator[dict[str, Any]]:
+        """:meth:`_matching` over the document cache's rows: the filter reads the cached
+        documents; what goes on is decoded afresh from its BSON, but for a sort, which only
+        reads keys and keeps its own encoding of what it holds (engine/sorter.py)."""
+        matcher = self.matcher
+        show_record_id = self.spec.show_record_id
+        shared = self.sort is not None and not show_record_id
+        # The needles a collection scan's SQL would test, tested here on the BSON bytes.
+        prefilter = needles_test(access.needles)
+        decode = bson.decode
+        count = 0
+        rid = None
+        try:
+            for rid, data, doc in rows:
+                count += 1
+                if not count & 63:
+                    interrupt.check()
+                if prefilter is not None and not prefilter(data):
+                    continue
+                if matcher is not None and not matcher(doc):
+                    continue
+                self.stats.n_matched += 1
+                access.cached_progress(count, rid, False)
+                if shared:
+                    yield doc
+                    continue
+                mine = decode(data, CODEC)
+                if show_record_id:
+                    mine["$recordId"] = rid
+                yield mine
+        finally:
+            access.cached_progress(count, rid, count == len(rows))
 
     def _covered_docs(self) -> Iterator[dict[str, Any]]:
         """Documents rebuilt from index keys (only the indexed fields); the

@@ -17,6 +17,7 @@ from typing import Any
 import bson
 
 from foliodb import interrupt
+from foliodb.engine.cache import Row
 from foliodb.engine.catalog import CODEC, IndexInfo
 from foliodb.engine.index_keys import UNDEFINED_KEY
 from foliodb.engine.planner.bounds import ALL, Interval, KeyRange, next_prefix, whole_value
@@ -64,6 +65,24 @@ class CollScan(AccessStage):
             self._last_rid = row[0]
             yield row
         self._finished = True
+
+    def cached_rows(self, build: bool) -> list[Row] | None:
+        """The scan as (record id, BSON, decoded document) from the document cache
+        (:meth:`CollectionStore.cached_rows`, built when missing if ``build``), in this
+        scan's order; None when the cache has no part in it. The caller tests the needles
+        (on the BSON) and reports its progress (:meth:`cached_progress`)."""
+        rows = self.store.cached_rows(build)
+        if rows is None or self.direction > 0:
+            return rows
+        return rows[::-1]
+
+    def cached_progress(self, produced: int, last_rid: int | None, finished: bool) -> None:
+        """How far a scan of :meth:`cached_rows` has gone, counted as :meth:`rows` counts
+        (told at each document it hands on and at its end: a suspended cursor's first batch
+        reports what it examined)."""
+        self._produced = produced
+        self._last_rid = last_rid
+        self._finished = finished
 
     @property
     def docs_examined(self) -> int:  # type: ignore[override]
