@@ -11,8 +11,9 @@ and what the texts do instead, tried in this order:
   collection (at most :data:`READ_MOSTLY` updates of those fields per
   join): copy them beside the reference (``extended-reference``), with the
   fan-out it costs when the source changes;
-* per-id finds, several per read: one ``$in`` over the array of
-  references (``reference-array``, the texts' one-to-many read).
+* per-id finds, several per read, when one read holds several ids (an
+  array of references, or reads that return several documents): one
+  ``$in`` over them (``reference-array``, the texts' one-to-many read).
 
 A join of whole documents with one ``$in`` is the texts' recommended
 one-to-many read and is left alone. A pattern counts when it ran at least
@@ -65,7 +66,7 @@ def rule_join_on_read(ctx: Context) -> Iterator[Finding]:
             finding = _embed(ctx, join, evidence)
         elif join.projected and len(join.projected) <= FEW_FIELDS:
             finding = _extended_reference(ctx, join, evidence)
-        elif join.per_id:
+        elif join.per_id and join.several_per_read:
             finding = _reference_array(join, evidence)
         else:
             finding = None
@@ -130,13 +131,17 @@ def _tree(join: Join, evidence: dict[str, Any]) -> Finding:
 
 def _embed(ctx: Context, join: Join, evidence: dict[str, Any]) -> Finding | None:
     children = ctx.profiles[join.second]
-    spread = per_value(ctx, join.second, join.by)
+    if join.paged or children.avg_bytes > SMALL_CHILD:
+        return None
     alone = [
         op
         for op in ctx.workload.on(join.second)
         if op.kind in ("find", "aggregate") and read_shape(op)[2] != (join.by,)
     ]
-    if join.paged or spread.max > FEW or children.avg_bytes > SMALL_CHILD or alone:
+    if alone:
+        return None
+    spread = per_value(ctx, join.second, join.by)  # an aggregation: only once the cheap tests pass
+    if spread.max > FEW:
         return None
     evidence |= {
         "children_per_parent_max": spread.max,
@@ -191,7 +196,7 @@ def _embed(ctx: Context, join: Join, evidence: dict[str, Any]) -> Finding | None
 
 def _extended_reference(ctx: Context, join: Join, evidence: dict[str, Any]) -> Finding | None:
     fields = sorted(join.projected or ())
-    writes = [op for op in ctx.updates(join.second) if _sets_any(op.update, fields)]
+    writes = [op for op in ctx.updates(join.second) if sets_any(op.update, fields)]
     if len(writes) > READ_MOSTLY * join.joined:
         return None
     path = join.relation.path
@@ -281,7 +286,7 @@ def _reference_array(join: Join, evidence: dict[str, Any]) -> Finding:
     )
 
 
-def _sets_any(update: Any, fields: list[str]) -> bool:
+def sets_any(update: Any, fields: list[str]) -> bool:
     touched = touched_paths(update)
     if "replace" in touched:
         return True
