@@ -19,6 +19,7 @@ from foliodb.advisor.relations import find_relations
 from foliodb.advisor.report import ArraySummary, CollectionSummary, Finding, RelationSummary, Report, log2_bins
 from foliodb.advisor.rules import RULES
 from foliodb.advisor.sampling import CollectionProfile, add_extreme_values, measure_extremes, sample_collection
+from foliodb.advisor.schema import infer_schema
 from foliodb.advisor.workload import read_workload, shapes
 
 DEFAULT_SAMPLE = 1000
@@ -60,7 +61,7 @@ def advise(database: Any, sample: int = DEFAULT_SAMPLE, progress: Callable[[str]
     return Report(
         database=database.name,
         findings=ordered,
-        collections=[_summary(p) for p in profiles.values()],
+        collections=[_summary(database, p) for p in profiles.values()],
         relations=[RelationSummary(r.source, r.path, r.target, r.many) for r in relations],
         operations=len(workload.operations),
         window=workload.window,
@@ -69,7 +70,7 @@ def advise(database: Any, sample: int = DEFAULT_SAMPLE, progress: Callable[[str]
     )
 
 
-def _summary(profile: CollectionProfile) -> CollectionSummary:
+def _summary(database: Any, profile: CollectionProfile) -> CollectionSummary:
     return CollectionSummary(
         name=profile.name,
         documents=profile.count,
@@ -88,4 +89,5 @@ def _summary(profile: CollectionProfile) -> CollectionSummary:
             for s in profile.array_paths()
         ],
         indexes=len(profile.indexes),
+        schema=infer_schema(database, profile) if profile.documents else None,
     )

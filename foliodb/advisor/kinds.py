@@ -85,14 +85,15 @@ def _by_key(profile: CollectionProfile, path: str) -> Explanation | None:
     sibling_keys = {k for siblings, _, _ in observations for k in siblings}
     candidates += [(k, "sibling key", max(2, len(observations) // 3)) for k in sorted(sibling_keys)]
     document_keys = {k for _, top, _ in observations for k in top} - {"_id"}
-    candidates += [(k, "document field", min(KIND_VALUES, max(2, len(observations) // 5))) for k in sorted(document_keys)]
+    candidates += [
+        (k, "document field", min(KIND_VALUES, max(2, len(observations) // 5))) for k in sorted(document_keys)
+    ]
     for key, how, limit in candidates:
-        source = 0 if how == "sibling key" else 1
         groups: dict[str, Counter[str]] = {}
-        for obs in observations:
-            fields = obs[source]
+        for siblings, top, kind in observations:
+            fields = siblings if how == "sibling key" else top
             value = repr(fields[key]) if key in fields else MISSING
-            groups.setdefault(value, Counter())[obs[2]] += 1
+            groups.setdefault(value, Counter())[kind] += 1
         if len(groups) > limit or len(groups) < 2:
             continue
         consistent = sum(max(c.values()) for c in groups.values())

@@ -210,7 +210,9 @@ def _copy(ctx: Context, db: Any, replayed: list[Operation], steps: list[Command]
         local, foreign, target = spec.get("localField"), spec.get("foreignField"), spec.get("from")
         if not (isinstance(local, str) and isinstance(foreign, str) and isinstance(target, str)):
             continue
-        values = list({repr(v): v for docs in wanted.values() for d in docs.values() for v in _values(d, local)}.values())
+        values = list(
+            {repr(v): v for docs in wanted.values() for d in docs.values() for v in _values(d, local)}.values()
+        )
         if values:
             found = ctx.database[target].find({foreign: {"$in": values[:JOINED]}}).limit(JOINED)
             _add(wanted.setdefault(target, {}), list(found))

@@ -38,6 +38,7 @@ def render_text(report: Report) -> str:
             lines.append(f"   proof: {_proof(finding['proof'])}")
         lines.append(f"   effect: {finding['effect']}")
     lines += _workload(report.costliest)
+    lines += _schemas(report)
     return "\n".join(lines)
 
 
@@ -64,11 +65,33 @@ def _proof(proof: dict[str, Any]) -> str:
 def _workload(costs: list[ShapeCost]) -> list[str]:
     if not costs:
         return ["", "costliest query shapes: none recorded (turn the profiler on: db.setProfilingLevel(2))"]
-    lines = ["", "costliest query shapes:", f"  {'total':>8} {'runs':>7} {'median':>8} {'examined/returned':>18}  shape"]
+    lines = [
+        "",
+        "costliest query shapes:",
+        f"  {'total':>8} {'runs':>7} {'median':>8} {'examined/returned':>18}  shape",
+    ]
     for cost in costs:
         lines.append(
             f"  {millis(cost.millis):>8} {count(cost.runs):>7} {millis(cost.median_millis):>8} "
             f"{count(cost.examined_per_returned):>18}  {cost.collection}: {cost.shape}"
             + (f"  [{', '.join(cost.plans)}]" if cost.plans else "")
         )
+    return lines
+
+
+def _schemas(report: Report) -> list[str]:
+    lines = ["", "schemas ($jsonSchema every document passes; --json has the validators):"]
+    for summary in report.collections:
+        schema = summary.schema
+        if schema is None:
+            continue
+        parts = [f"checked on the {schema.checked}"]
+        if schema.optional:
+            shown = ", ".join(schema.optional[:6]) + (", ..." if len(schema.optional) > 6 else "")
+            parts.append(f"optional: {shown}")
+        for name, values in schema.versions.items():
+            parts.append(f"{name}: " + ", ".join(f"{v} ({count(n)})" for v, n in values.items()))
+        for rule in schema.stricter:
+            parts.append(f"'{rule.rule}' would reject {count(rule.failing)}" + ("" if rule.exact else " sampled"))
+        lines.append(f"  {summary.name}: " + "; ".join(parts))
     return lines

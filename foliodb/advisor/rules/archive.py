@@ -146,6 +146,8 @@ def _finding(
 
 
 def _newest(ctx: Context, profile: CollectionProfile, path: str) -> datetime.datetime | None:
-    found = next(iter(ctx.database[profile.name].find({path: {"$type": "date"}}, {path: 1}).sort(path, -1).limit(1)), None)
+    found = next(
+        iter(ctx.database[profile.name].find({path: {"$type": "date"}}, {path: 1}).sort(path, -1).limit(1)), None
+    )
     value = found.get(path) if found else None
     return value if isinstance(value, datetime.datetime) else None

@@ -108,7 +108,7 @@ def _finding(
             f"beside {where}; query them with $elemMatch ({{{pairs}: {{$elemMatch: {{k: "
             f'"{leaves[example_field]}", v: ...}}}}}}). Once the application reads {pairs}, drop the '
             + (f"{len(indexed)} per-field indexes and " if indexed else "")
-            + f"the old fields (not run here: the application moves first).",
+            + "the old fields (not run here: the application moves first).",
             [
                 call(profile.name, "updateMany", selector, [{"$set": {pairs: build}}]),
                 call(profile.name, "createIndex", {f"{pairs}.k": 1, f"{pairs}.v": 1}),
@@ -116,7 +116,7 @@ def _finding(
             {pairs: [{"k": leaves[f], "v": "..."} for f in list(asked)[:3]]},
         ),
         effect=(
-            f"One index serves every attribute query"
+            "One index serves every attribute query"
             + (f" instead of {len(indexed)}" if indexed else "")
             + "; a new attribute needs no index and no migration."
         ),

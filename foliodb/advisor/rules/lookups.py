@@ -177,8 +177,7 @@ def _embed(ctx: Context, entry: _Seen) -> Finding | None:
             f"{count(entry.runs)} aggregations of {lookup.collection} $lookup all their {lookup.target} "
             f"(at most {spread.max}, about {round(children.avg_bytes)} bytes each, never read alone): one-to-few."
         ),
-        evidence=_evidence(entry)
-        | {"children_per_parent_max": spread.max, "children_per_parent_avg": spread.avg},
+        evidence=_evidence(entry) | {"children_per_parent_max": spread.max, "children_per_parent_avg": spread.avg},
         change=Change(
             f"Embed {lookup.target} in {lookup.collection} as an array {lookup.into}, drop the $lookup, then "
             f"drop {lookup.target} (not run here: the application moves first).",
@@ -203,4 +202,3 @@ def _embed(ctx: Context, entry: _Seen) -> Finding | None:
         ),
         effect=f"Reads of {lookup.collection} stop joining: {count(entry.runs)} lookups fewer in the window.",
     )
-

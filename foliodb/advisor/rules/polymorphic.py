@@ -67,7 +67,9 @@ def rule_split_collections(ctx: Context) -> Iterator[Finding]:
 def _common_fields(profile: CollectionProfile) -> set[str]:
     sampled = max(len(profile.documents), 1)
     return {
-        s.path for s in profile.fields.values() if "." not in s.path and s.path != "_id" and s.present >= COMMON * sampled
+        s.path
+        for s in profile.fields.values()
+        if "." not in s.path and s.path != "_id" and s.present >= COMMON * sampled
     }
 
 

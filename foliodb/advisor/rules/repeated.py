@@ -95,7 +95,12 @@ def _upkeep(ctx: Context, collection: str, path: str, identity: str) -> int:
         for op in ctx.updates(collection)
         if f"{path}.{identity}" in op.filter
         and isinstance(op.update, Mapping)
-        and any(str(k).startswith(f"{path}.") or k == path for spec in op.update.values() if isinstance(spec, Mapping) for k in spec)
+        and any(
+            str(k).startswith(f"{path}.") or k == path
+            for spec in op.update.values()
+            if isinstance(spec, Mapping)
+            for k in spec
+        )
     )
 
 
@@ -150,7 +155,14 @@ def _finding(
             "aggregate",
             [
                 {"$match": {f"{path}.{identity}": {"$type": "string"}}},
-                {"$lookup": {"from": target, "localField": f"{path}.{identity}", "foreignField": identity, "as": "_ref"}},
+                {
+                    "$lookup": {
+                        "from": target,
+                        "localField": f"{path}.{identity}",
+                        "foreignField": identity,
+                        "as": "_ref",
+                    }
+                },
                 {"$set": {reference: {"$first": "$_ref._id"}}},
                 {"$project": {reference: 1}},
                 {"$merge": {"into": profile.name, "whenMatched": "merge", "whenNotMatched": "discard"}},

@@ -150,7 +150,9 @@ def _finding(
                     ],
                 ),
                 call(target, "createIndex", {parent: 1}),
-                call(profile.name, "updateMany", {path: {"$type": "array"}}, [{"$set": {path: {"$slice": slice_expr}}}]),
+                call(
+                    profile.name, "updateMany", {path: {"$type": "array"}}, [{"$set": {path: {"$slice": slice_expr}}}]
+                ),
                 call(
                     profile.name,
                     "updateOne",
@@ -161,7 +163,7 @@ def _finding(
             {"_id": "<id>", path: [f"... the {which} {keep} ..."]},
         ),
         effect=(
-            f"Documents shrink to about {size(profile.avg_bytes * (1 - share) + profile.avg_bytes * share * keep / max(median, 1))}; "
-            f"the working set holds what the reads show."
+            f"Documents shrink to about {size(profile.avg_bytes * (1 - share * (1 - keep / max(median, 1))))}; "
+            "the working set holds what the reads show."
         ),
     )

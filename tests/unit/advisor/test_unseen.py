@@ -210,7 +210,11 @@ def _harm(built: Built, scratch: Any) -> list[str]:
         # The reads of the collections the commands name, or that join them ($lookup): all others are untouched.
         reads = [r for r in all_reads if r["collection"] in touched or _named(r.get("aggregate", [])) & touched]
         copy = scratch[f"copy_{ObjectId()}"]
-        _copy(built.database, copy, touched | {r["collection"] for r in reads} | _named([r.get("aggregate") for r in reads]))
+        _copy(
+            built.database,
+            copy,
+            touched | {r["collection"] for r in reads} | _named([r.get("aggregate") for r in reads]),
+        )
         before = [_answer(copy, read) for read in reads]
         for command in data["change"]["run"]:
             _apply(copy, json_util.loads(json.dumps(command)))
