@@ -28,6 +28,8 @@ PROBLEMS: dict[str, str] = {
     "unread-array": "an embedded array far larger than the part the reads use",
     "cold-documents": "most documents are older than anything the workload reads",
     "sparse-field-index": "an index over every document for a field only a few of them have",
+    "hot-counter": "a counter incremented by one on every request, a write per read for an estimate",
+    "old-versions": "older versions of documents kept beside the current ones, which every read skips",
 }
 
 RECOMMENDATIONS: dict[str, str] = {
@@ -51,6 +53,8 @@ RECOMMENDATIONS: dict[str, str] = {
     "schema-versioning": "a version field in each document saying which shape it has",
     "computed": "store the computed result and update it when the data changes, not on every read",
     "archive": "move the documents past the window the application reads into an archive collection",
+    "approximation": "increment by N one time in N (or batch the increments): about the count, N times fewer writes",
+    "document-versioning": "keep the current versions in the collection, the older ones in a revisions collection",
 }
 
 # Lowest first: --min-severity LEVEL keeps LEVEL and those after it.

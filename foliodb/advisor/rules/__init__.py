@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 
 from foliodb.advisor.context import Context
 from foliodb.advisor.report import Finding
+from foliodb.advisor.rules.approximation import rule_hot_counter
 from foliodb.advisor.rules.archive import rule_cold_documents
 from foliodb.advisor.rules.attributes import rule_sparse_attributes
 from foliodb.advisor.rules.computed import rule_recomputed_aggregate
@@ -21,6 +22,7 @@ from foliodb.advisor.rules.mixed_types import rule_mixed_types
 from foliodb.advisor.rules.polymorphic import rule_split_collections
 from foliodb.advisor.rules.reference_arrays import rule_huge_reference_array
 from foliodb.advisor.rules.repeated import rule_repeated_subdocument
+from foliodb.advisor.rules.revisions import rule_old_versions
 from foliodb.advisor.rules.scans import rule_collection_scan
 from foliodb.advisor.rules.sparse_indexes import rule_sparse_field_index
 from foliodb.advisor.rules.stale_copies import rule_stale_copy
@@ -44,6 +46,8 @@ RULES: dict[str, Rule] = {
     "repeated-subdocument": rule_repeated_subdocument,
     "unread-array": rule_unread_array,
     "cold-documents": rule_cold_documents,
+    "old-versions": rule_old_versions,
+    "hot-counter": rule_hot_counter,
     "stale-copy": rule_stale_copy,
     "drifting-counter": rule_drifting_counter,
     "collection-scan": rule_collection_scan,
