@@ -51,6 +51,12 @@ def explain_mix(profile: CollectionProfile, path: str, operations: list[Operatio
     return _by_queries(path, operations)
 
 
+def explain_absence(profile: CollectionProfile, path: str) -> Explanation | None:
+    """What explains a top-level field null in some documents and missing in others: a document field
+    (a version, its absence included) that tells the documents that have it from the others."""
+    return _by_key(profile, path, presence=True)
+
+
 def _holders(value: Any, parts: list[str]) -> Iterator[Mapping[str, Any]]:
     """The sub-documents at the path ``parts`` (arrays transparent)."""
     if isinstance(value, list):
@@ -69,11 +75,16 @@ def _scalar(value: Any) -> bool:
     return isinstance(value, (str, int, float, bool)) or value is None
 
 
-def _by_key(profile: CollectionProfile, path: str) -> Explanation | None:
+def _by_key(profile: CollectionProfile, path: str, presence: bool = False) -> Explanation | None:
+    """A key whose values tell the types of ``path`` apart (with ``presence``, whether the
+    documents have the field at all: "missing" against "present")."""
     *prefix, leaf = path.split(".")
     observations: list[tuple[dict[str, Any], dict[str, Any], str]] = []  # (siblings, document fields, type)
     for doc in profile.documents:
         top = {k: v for k, v in doc.items() if _scalar(v) and k != leaf}
+        if presence:
+            observations.append(({}, top, "present" if leaf in doc else MISSING))
+            continue
         for holder in _holders(doc, prefix):
             if leaf not in holder or holder[leaf] is None:
                 continue

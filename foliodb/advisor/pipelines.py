@@ -6,7 +6,10 @@ stages use, and the computations they repeat (``$group``, ``$count``,
 A later stage uses a field ``f`` of a ``$lookup``'s ``as`` array when it
 names ``$as.f`` (an expression), ``as.f`` (a projection or sort key) or
 unwinds ``$as`` and then uses ``as.f``; naming ``$as`` whole (or
-projecting ``as: 1``) uses every field (``None``).
+projecting ``as: 1``) uses every field (``None``). A ``$lookup`` with
+``let`` and a ``pipeline`` whose first stage matches ``{$expr: {$eq:
+["$foreign", "$$var"]}}`` joins like ``localField``/``foreignField``, and
+its inner ``$project`` names the fields it brings.
 
 Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/
 """
@@ -42,6 +45,13 @@ def lookups(op: Operation) -> list[Lookup]:
             continue
         into = str(spec.get("as", ""))
         local, foreign = spec.get("localField"), spec.get("foreignField")
+        used = used_fields(op.pipeline[position + 1 :], into)
+        inner = spec.get("pipeline")
+        if not isinstance(local, str) and isinstance(inner, list):
+            local, foreign = _correlated(spec.get("let"), inner)
+            shown = _projected(inner)
+            if shown is not None:
+                used = shown if used is None else used & shown
         found.append(
             Lookup(
                 op.collection,
@@ -50,10 +60,36 @@ def lookups(op: Operation) -> list[Lookup]:
                 str(foreign) if isinstance(foreign, str) else None,
                 into,
                 position,
-                used_fields(op.pipeline[position + 1 :], into),
+                used,
             )
         )
     return found
+
+
+def _correlated(let: Any, inner: list[Any]) -> tuple[str | None, str | None]:
+    """(local, foreign) of a ``$lookup`` by ``let`` and a first ``$match: {$expr: {$eq: ["$f", "$$v"]}}``."""
+    head = inner[0].get("$match") if inner and isinstance(inner[0], Mapping) else None
+    test = head.get("$expr") if isinstance(head, Mapping) else None
+    pair = test.get("$eq") if isinstance(test, Mapping) else None
+    if not isinstance(let, Mapping) or not isinstance(pair, list) or len(pair) != 2:
+        return None, None
+    names = [p for p in pair if isinstance(p, str)]
+    fields = [p[1:] for p in names if p.startswith("$") and not p.startswith("$$")]
+    variables = [p[2:] for p in names if p.startswith("$$")]
+    local = let.get(variables[0]) if variables else None
+    if len(fields) == 1 and isinstance(local, str) and local.startswith("$") and not local.startswith("$$"):
+        return local[1:], fields[0]
+    return None, None
+
+
+def _projected(inner: list[Any]) -> set[str] | None:
+    """The fields an inner pipeline's inclusion ``$project`` keeps (None: no such projection)."""
+    for stage in inner:
+        spec = stage.get("$project") if isinstance(stage, Mapping) else None
+        if isinstance(spec, Mapping):
+            kept = {str(k).split(".")[0] for k, v in spec.items() if k != "_id" and v not in (0, False)}
+            return kept or None
+    return None
 
 
 def used_fields(stages: list[dict[str, Any]], into: str) -> set[str] | None:

@@ -6,7 +6,9 @@ so a read reads one document.
 Fires on an aggregation shape with a ``$group``, ``$count``, ``$bucket``
 (or a ``count_documents``) that ran at least
 :data:`foliodb.advisor.context.MIN_RUNS` times and examined at least
-:data:`MIN_EXAMINED` index keys and documents a run. The result goes into
+:data:`MIN_EXAMINED` index keys and documents a run, or at least
+:data:`FEW_RUNS` times examining :data:`LARGE` a run (a page that takes
+seconds is worth storing after a handful of views). The result goes into
 the referenced collection when it is grouped by a reference
 (``reviews.product_id`` -> ``products``), else into a collection of its
 own. What it costs: an update of the stored result with each recorded
@@ -34,6 +36,8 @@ from foliodb.advisor.shell import Command, call, count, millis
 from foliodb.advisor.workload import Operation, predicates
 
 MIN_EXAMINED = 1_000
+FEW_RUNS = 5
+LARGE = 10_000
 _WRITES = ("insert", "update", "delete", "findAndModify")
 
 
@@ -45,7 +49,8 @@ def rule_recomputed_aggregate(ctx: Context) -> Iterator[Finding]:
     done: set[tuple[str, str | None]] = set()
     for (collection, _), ops in sorted(shapes.items(), key=lambda item: -sum(op.millis for op in item[1])):
         examined = sum(op.docs_examined + op.keys_examined for op in ops) / len(ops)
-        if len(ops) < MIN_RUNS or examined < MIN_EXAMINED or collection not in ctx.profiles:
+        often = len(ops) >= MIN_RUNS and examined >= MIN_EXAMINED
+        if not (often or (len(ops) >= FEW_RUNS and examined >= LARGE)) or collection not in ctx.profiles:
             continue
         key = _key(ops[0])
         if (collection, key) in done:

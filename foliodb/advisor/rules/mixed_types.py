@@ -12,7 +12,8 @@ over, else the sample's. A reference, or a field named like one, mixed is
 
 A mix something explains is left alone (:mod:`foliodb.advisor.kinds`: a
 key beside it naming the value's kind, a version or kind field, queries
-that rely on it). A mix of shapes (a sub-document in some documents, a
+that rely on it); so is null beside missing when a version or kind field
+tells the documents that have the field from the others. A mix of shapes (a sub-document in some documents, a
 string in others) with nothing to tell them apart is a schema mid-way
 between two versions: the change marks each document with its version
 (``schema_versioning``) instead of converting one shape into the other,
@@ -32,7 +33,7 @@ from typing import Any
 from bson import ObjectId
 
 from foliodb.advisor.context import Context
-from foliodb.advisor.kinds import explain_mix
+from foliodb.advisor.kinds import explain_absence, explain_mix
 from foliodb.advisor.relations import REFERENCE_NAME
 from foliodb.advisor.report import Affected, Change, Finding
 from foliodb.advisor.sampling import CollectionProfile, FieldStats, type_name
@@ -65,7 +66,12 @@ def rule_mixed_types(ctx: Context) -> Iterator[Finding]:
                     yield _shapes(ctx, profile, stats, kinds)
                 else:
                     yield _mixed(ctx, profile, stats)
-            elif "." not in stats.path and stats.types["null"] and stats.present < len(profile.documents):
+            elif (
+                "." not in stats.path
+                and stats.types["null"]
+                and stats.present < len(profile.documents)
+                and explain_absence(profile, stats.path) is None
+            ):
                 yield _null_and_missing(ctx, profile, stats)
 
 

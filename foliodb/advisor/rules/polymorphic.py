@@ -7,9 +7,9 @@ answers.
 Fires when, in at least :data:`foliodb.advisor.context.MIN_RUNS` requests
 (one identity's consecutive operations, each within
 :data:`foliodb.advisor.joins.JOIN_WINDOW` of the one before), the same
-filter, values and all, is sent to two collections or more, and those
-collections share at least :data:`SHARED` of their fields (the ones most
-of their documents have).
+filter, values and all, is sent to two collections or more, and each of
+those collections shares at least :data:`SHARED` of its fields (the ones
+most of its documents have) with all the others.
 
 The change only adds: a new collection holding every document with its
 kind, and the indexes the old collections have; the application then reads
@@ -32,7 +32,7 @@ from foliodb.advisor.report import Change, Finding
 from foliodb.advisor.sampling import CollectionProfile
 from foliodb.advisor.shell import Command, call, count
 
-SHARED = 0.5
+SHARED = 2 / 3
 COMMON = 0.5  # a field most documents have
 
 
@@ -58,8 +58,7 @@ def rule_split_collections(ctx: Context) -> Iterator[Finding]:
         profiles = [ctx.profiles[name] for name in group]
         common = [_common_fields(p) for p in profiles]
         shared = set.intersection(*common)
-        union = set.union(*common)
-        if len(shared) < SHARED * len(union):
+        if any(len(shared) < SHARED * len(own) for own in common):
             continue
         yield _finding(profiles, runs, shared, fields_asked[group])
 

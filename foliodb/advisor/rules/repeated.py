@@ -10,10 +10,13 @@ extended reference: :mod:`.stale_copies` checks those), in a collection of
 at least :data:`foliodb.advisor.context.MIN_DOCS` documents. Its identity
 is the field whose values best tell the copies apart: the one that leaves
 the fewest copies disagreeing with the commonest version of their
-identity, with at most one value for :data:`REPEATS` copies. It fires when
-copies of one identity disagree (counted exactly by one aggregation when
-the collection is small enough, else in the sample), or when the workload
-updates the copies by their identity (keeping them in step by hand).
+identity, with at most one value for :data:`REPEATS` copies, and at least
+:data:`AGREE` of the copies agreeing with their identity's commonest
+version (else the field does not name one thing: prices by currency). It
+fires when copies of one identity disagree (counted exactly by one
+aggregation when the collection is small enough, else in the sample), or
+when the workload updates the copies by their identity (keeping them in
+step by hand).
 
 The change only adds: the collection (one document per identity, its
 commonest version), a reference to it in each document, and its index;
@@ -35,8 +38,9 @@ from foliodb.advisor.report import Change, Finding
 from foliodb.advisor.sampling import CollectionProfile
 from foliodb.advisor.shell import call, count
 
-MIN_FIELDS = 3
+MIN_FIELDS = 2
 REPEATS = 10
+AGREE = 0.8  # copies of one identity agreeing with its commonest version: one thing copied, drifting
 EXAMPLES = 3
 
 
@@ -79,6 +83,8 @@ def _identity(copies: list[Mapping[str, Any]], fields: list[str]) -> tuple[str, 
         if not versions or len(versions) * REPEATS > len(copies):
             continue
         disagree = sum(sum(c.values()) - max(c.values()) for c in versions.values())
+        if disagree > (1 - AGREE) * sum(sum(c.values()) for c in versions.values()):
+            continue
         if best is None or (disagree, -len(versions)) < (best[0], -best[1]):
             best = (disagree, len(versions), name)
     return (best[2], best[0]) if best else None
