@@ -32,7 +32,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from bson import SON, json_util
-from pymongo.errors import PyMongoError
+from pymongo.errors import BulkWriteError, PyMongoError
 
 from foliodb.advisor.context import Context
 from foliodb.advisor.costs import render
@@ -46,6 +46,7 @@ EXAMPLES = 3  # concrete runs replayed per query shape
 REPLAYED = 60  # queries replayed per finding
 COPIED = 300  # sampled documents copied per collection
 RETURNED = 50  # documents copied per replayed query (what it returns on the real database)
+RETURNED_MS = 2_000  # the longest a replayed query may read the real database for them
 JOINED = 500  # documents copied per $lookup (what the copied documents join)
 MAX_BYTES = 8 << 20  # copied per collection
 _INDEX_OPTIONS = (
@@ -95,9 +96,13 @@ def prove(ctx: Context, finding: Finding, scratch: Scratch) -> None:
     replayed = _replayed(ctx, changed)
     db = scratch.database()
     try:
-        copied = _copy(ctx, db, replayed, steps)
+        proof = Proof("proven", queries_replayed=len(replayed))
+        try:
+            proof.documents = _copy(ctx, db, replayed, steps)
+        except PyMongoError as exc:  # what cannot be copied cannot be tried: nothing is proposed untried
+            _refuse(finding, proof, f"the data could not be copied to try the change: {_error(exc)}")
+            return
         before = [_answers(db, op) for op in replayed]
-        proof = Proof("proven", documents=copied, queries_replayed=len(replayed))
         for step in steps:
             try:
                 run(db, step)
@@ -226,8 +231,11 @@ def _copy(ctx: Context, db: Any, replayed: list[Operation], steps: list[Command]
             batch.append(doc)
             used += size
         if batch:
-            db[name].insert_many(batch, ordered=False)
-            copied += len(batch)
+            try:
+                db[name].insert_many(batch, ordered=False)
+                copied += len(batch)
+            except BulkWriteError as exc:  # documents the scratch database refuses: the others are copied
+                copied += int(exc.details.get("nInserted", 0))
         profile = ctx.profiles.get(name)
         for index in profile.indexes if profile else []:
             _copy_index(db[name], index)
@@ -246,11 +254,11 @@ def _returned(database: Any, op: Operation) -> list[Any]:
     if op.pipeline and isinstance(op.pipeline[0].get("$match"), Mapping):
         spec = op.pipeline[0]["$match"]
     try:
-        cursor = database[op.collection].find(spec)
+        cursor = database[op.collection].find(spec, max_time_ms=RETURNED_MS)
         if op.sort:
             cursor = cursor.sort(list(op.sort.items()))
         return list(cursor.limit(RETURNED))
-    except PyMongoError:  # a filter only the pipeline's context gives meaning to: the sample must do
+    except PyMongoError:  # too slow, or a filter only the pipeline's context gives meaning to: the sample must do
         return []
 
 

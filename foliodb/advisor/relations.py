@@ -26,7 +26,7 @@ HIT_RATIO = 0.8
 PROBE_VALUES = 50
 MIN_DISTINCT_SCALARS = 20  # fewer distinct numbers or strings match small integer _ids by chance
 HOT_IDS = 10  # most-referenced targets checked for being outliers themselves
-REFERENCE_NAME = re.compile(r"(^|\.)(_?id|parent|host)$|_ids?$|Ids?$")
+REFERENCE_NAME = re.compile(r"(^|\.)(_?id|parent|parents|children|ancestors|host)$|_ids?$|Ids?$")
 
 
 @dataclass

@@ -1,8 +1,10 @@
 """Application-level joins on every read (found by :mod:`foliodb.advisor.joins`),
 and what the texts do instead, tried in this order:
 
-* a tree walked one level a query (a self-reference followed in chains of
-  two or more lookups): keep each node's ancestors in it (``tree-ancestors``);
+* a tree walked one level a query (a self-reference, a parent reference or
+  an array of children, followed in chains of two or more lookups): keep
+  each node's ancestors in it (``tree-ancestors``), so a path is one read
+  and a subtree one query;
 * few small children read whole with their parent (at most :data:`FEW`
   per parent, :data:`SMALL_CHILD` bytes on average, no other reads of
   them, never paged through with a sort or a limit, which is how a growing
@@ -58,7 +60,7 @@ def rule_join_on_read(ctx: Context) -> Iterator[Finding]:
             "read_example": join.read_example,
             "lookup_example": join.lookup_example,
         }
-        if join.relation.self_reference and not join.relation.many and join.by == "_id":
+        if join.relation.self_reference and join.by == "_id":
             if join.longest_chain >= 2:
                 yield _tree(join, evidence)
             continue
@@ -77,6 +79,14 @@ def rule_join_on_read(ctx: Context) -> Iterator[Finding]:
 def _tree(join: Join, evidence: dict[str, Any]) -> Finding:
     name = join.second
     path = join.relation.path
+    # Up the tree: a parent reference is followed to the parent; an array of children is searched for
+    # the node's own _id (the parent is the node listing it).
+    if join.relation.many:
+        walk = {"startWith": "$_id", "connectFromField": "_id", "connectToField": path}
+        way = f"down {path}"
+    else:
+        walk = {"startWith": f"${path}", "connectFromField": path, "connectToField": "_id"}
+        way = f"up {path}"
     return Finding(
         collection=name,
         path=path,
@@ -84,7 +94,7 @@ def _tree(join: Join, evidence: dict[str, Any]) -> Finding:
         recommendation="tree-ancestors",
         severity="medium",
         summary=(
-            f"{count(join.joined)} reads of {name} walked up {path} one query per level "
+            f"{count(join.joined)} reads of {name} walked {way} one query per level "
             f"(up to {join.longest_chain} levels, {count(join.lookups)} lookups)."
         ),
         evidence=evidence,
@@ -99,9 +109,7 @@ def _tree(join: Join, evidence: dict[str, Any]) -> Finding:
                         {
                             "$graphLookup": {
                                 "from": name,
-                                "startWith": f"${path}",
-                                "connectFromField": path,
-                                "connectToField": "_id",
+                                **walk,
                                 "as": "ancestors",
                                 "depthField": "depth",
                             }
@@ -121,11 +129,14 @@ def _tree(join: Join, evidence: dict[str, Any]) -> Finding:
             ],
             {
                 "_id": "<id>",
-                path: "<parent>",
+                path: ["<child>"] if join.relation.many else "<parent>",
                 "ancestors": [{"_id": "<root>", "name": "..."}, {"_id": "<parent>", "name": "..."}],
             },
         ),
-        effect=f"A breadcrumb is one read instead of up to {join.longest_chain + 1}.",
+        effect=(
+            f"A {'subtree' if join.relation.many else 'breadcrumb'} is one read instead of up to "
+            f"{join.longest_chain + 1}."
+        ),
     )
 
 

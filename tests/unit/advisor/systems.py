@@ -536,7 +536,7 @@ def word_search(db: Any, good: bool, rnd: random.Random) -> None:
                 "body": " ".join(rnd.choice(WORDS) for _ in range(30)),
                 "views": i,
             }
-            for i in range(3000)
+            for i in range(1200)
         ]
     )
     if good:

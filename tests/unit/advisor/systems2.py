@@ -232,7 +232,7 @@ def dashboard_build(db: Any, good: bool, rnd: random.Random) -> None:
         [{"_id": c, "name": f"customer {i}", "tier": tiers[c], "email": f"c{i}@x.com"} for i, c in enumerate(customers)]
     )
     orders = []
-    for i in range(8000):
+    for i in range(5000):
         c = rnd.choice(customers)
         order: dict[str, Any] = {
             "total": rnd.randint(10, 500),
@@ -439,7 +439,7 @@ def archive_build(db: Any, good: bool, rnd: random.Random) -> None:
             "status": "delivered",
             "created_at": NOW - datetime.timedelta(days=rnd.uniform(0, 5 * 365)),
         }
-        for _ in range(12_000)
+        for _ in range(6_000)
     ]
     kept = NOW - datetime.timedelta(days=200)  # the good design archives what is older than this
     recent = [o for o in orders if o["created_at"] >= kept]

@@ -10,6 +10,7 @@ Manual: https://www.mongodb.com/docs/manual/data-modeling/design-patterns/ (the 
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 from collections.abc import Callable, Iterator
@@ -123,3 +124,30 @@ def test_word_searches_name_a_search_index_too(first_set: Any) -> None:
     search = finding.evidence["or_a_search_index"]
     assert search[0].startswith("db.articles.createSearchIndex(") and '"$search"' not in search[1]
     assert "$search: { text: { query:" in search[1] and "search index" in finding.change.description
+
+
+def test_a_tree_walked_down_its_children_one_level_a_query(db: Any) -> None:
+    # Categories holding their children's ids; a menu reads a category, then its children, then theirs:
+    # one query per level. The ancestors array makes a subtree one query ({"ancestors._id": id}).
+    nodes: list[dict[str, Any]] = []
+
+    def add(depth: int) -> Any:
+        node: dict[str, Any] = {"_id": len(nodes) + 1, "slug": f"c{len(nodes) + 1}", "name": f"category {len(nodes)}"}
+        nodes.append(node)
+        node["children"] = [add(depth + 1) for _ in range(4)] if depth < 3 else []
+        return node["_id"]
+
+    roots = [add(0) for _ in range(4)]
+    db.categories.insert_many(nodes)
+    db.categories.create_index("slug", unique=True)
+
+    def menu(rnd: random.Random) -> None:
+        level = [db.categories.find_one({"slug": f"c{rnd.choice(roots)}"})]
+        while level and level[0]["children"]:
+            level = list(db.categories.find({"_id": {"$in": [c for n in level for c in n["children"]]}}))
+
+    _serve(db, menu, 40)
+    (finding,) = advise(db).findings
+    assert finding.key == ("categories", "children", "join-on-read", "tree-ancestors")
+    assert finding.evidence["longest_chain"] == 3 and finding.proof is not None
+    assert finding.proof.status == "proven" and '"connectToField": "children"' in json.dumps(finding.as_json())
