@@ -42,6 +42,7 @@ from foliodb.advisor import advise, sampling
 T0 = datetime.datetime(2026, 1, 1)
 BATCH = 10_000
 MAX_FOLLOWERS = 500_000  # the celebrity's array stays well under 16 MiB at every size
+EXPIRY = datetime.datetime(2099, 1, 1)
 
 
 def build(db: Any, documents: int, rnd: random.Random) -> None:
@@ -79,14 +80,7 @@ def build(db: Any, documents: int, rnd: random.Random) -> None:
             ]
         )
     sessions = documents // 20
-    for start in range(0, sessions, BATCH):
-        db.sessions.insert_many(
-            [
-                {"_id": f"s{n}", "user_id": rnd.choice(users), "expires_at": T0 + datetime.timedelta(hours=n % 48)}
-                for n in range(start, min(sessions, start + BATCH))
-            ]
-        )
-    db.sessions.create_index("expires_at", expireAfterSeconds=0)
+    build_sessions(db, sessions, users, rnd)
     orders = documents - len(users) - total - readings - sessions
     for start in range(0, orders, BATCH):
         db.orders.insert_many(
@@ -109,6 +103,19 @@ def build(db: Any, documents: int, rnd: random.Random) -> None:
         list(db.orders.find({"user_id": user}).sort("created_at", -1).limit(10))
         list(db.events.find({"user_id": user}).sort("at", -1).limit(20))
     db.command("profile", 0)
+
+
+def build_sessions(db: Any, sessions: int, users: list[ObjectId], rnd: random.Random) -> None:
+    """Sessions expiring by a TTL index with expireAfterSeconds 0, at dates far enough ahead that the
+    monitor leaves them while the database is kept for later runs."""
+    for start in range(0, sessions, BATCH):
+        db.sessions.insert_many(
+            [
+                {"_id": f"s{n}", "user_id": rnd.choice(users), "expires_at": EXPIRY + datetime.timedelta(hours=n % 48)}
+                for n in range(start, min(sessions, start + BATCH))
+            ]
+        )
+    db.sessions.create_index("expires_at", expireAfterSeconds=0)
 
 
 def measure(db: Any) -> dict[str, Any]:

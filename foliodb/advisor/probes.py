@@ -27,7 +27,7 @@ from typing import Any
 
 from bson import ObjectId
 
-RUN = 4  # documents read from each probe's point
+RUN = 8  # documents read from each probe's point
 ATTEMPTS = 3  # probes tried per RUN documents wanted, at most (duplicates and empty ends)
 
 
@@ -40,9 +40,10 @@ def probe_sample(coll: Any, raw: Any, size: int, rnd: random.Random) -> list[byt
         return []
     lo, hi = lowest["_id"], highest["_id"]
     if isinstance(lo, ObjectId) and isinstance(hi, ObjectId):
+        seconds: dict[int, tuple[int, int]] = {}  # a second -> its first and last _id (bulk loads share a few)
 
         def point() -> Any:
-            return _object_id_point(coll, lo, hi, rnd)
+            return _object_id_point(coll, lo, hi, rnd, seconds)
 
     elif _number(lo) and _number(hi):
 
@@ -64,15 +65,20 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _object_id_point(coll: Any, lo: ObjectId, hi: ObjectId, rnd: random.Random) -> ObjectId:
+def _object_id_point(
+    coll: Any, lo: ObjectId, hi: ObjectId, rnd: random.Random, seconds: dict[int, tuple[int, int]]
+) -> ObjectId:
     second = rnd.randint(_seconds(lo), _seconds(hi))
-    first = coll.find_one({"_id": {"$gte": _at(second)}}, {"_id": 1}, sort=[("_id", 1)])
-    if first is None:
-        return hi
-    start = first["_id"]
-    last = coll.find_one({"_id": {"$lt": _at(_seconds(start) + 1)}}, {"_id": 1}, sort=[("_id", -1)])
-    end = last["_id"] if last is not None else start
-    a, b = int.from_bytes(start.binary, "big"), int.from_bytes(end.binary, "big")
+    span = seconds.get(second)
+    if span is None:
+        first = coll.find_one({"_id": {"$gte": _at(second)}}, {"_id": 1}, sort=[("_id", 1)])
+        if first is None:
+            return hi
+        start = first["_id"]
+        last = coll.find_one({"_id": {"$lt": _at(_seconds(start) + 1)}}, {"_id": 1}, sort=[("_id", -1)])
+        end = last["_id"] if last is not None else start
+        span = seconds[second] = (int.from_bytes(start.binary, "big"), int.from_bytes(end.binary, "big"))
+    a, b = span
     return ObjectId(rnd.randint(a, max(a, b)).to_bytes(12, "big"))
 
 

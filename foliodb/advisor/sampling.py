@@ -44,8 +44,8 @@ from pymongo.errors import OperationFailure
 from foliodb.advisor.probes import probe_sample
 from foliodb.query.bsontypes import type_name as bson_type_name
 
-EXACT_SCAN_DOCS = 50_000  # one pass over this many documents takes about half a second
-SAMPLE_SCAN_DOCS = 100_000  # $sample up to here (one pass on some servers); probes of the _id index beyond
+EXACT_SCAN_DOCS = 20_000  # one pass over this many documents takes a fraction of a second
+SAMPLE_SCAN_DOCS = 20_000  # $sample up to here (one pass on some servers); probes of the _id index beyond
 HUNT_MS = 5_000  # the longest a hunt for an unexplained outlier may read
 MAX_VALUES = 1000  # scalar values kept per path: reference probes, cardinalities, hot ids
 EXTREME_VALUES = 50  # values of the longest array read back when the sample has fewer
