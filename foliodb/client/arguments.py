@@ -18,9 +18,9 @@ def sort_spec(key_or_list: Any, direction: Any = None) -> dict[str, Any]:
     """A sort document from pymongo's accepted forms: a key and a
     direction, a list of (key, direction) pairs, or a mapping."""
     if isinstance(key_or_list, str):
-        return {key_or_list: ASCENDING if direction is None else direction}
+        return {key_or_list: ASCENDING if direction is None else _direction(direction)}
     if isinstance(key_or_list, Mapping):
-        return dict(key_or_list)
+        return {key: _direction(value) for key, value in key_or_list.items()}
     if isinstance(key_or_list, (list, tuple)):
         out: dict[str, Any] = {}
         for item in key_or_list:
@@ -28,9 +28,17 @@ def sort_spec(key_or_list: Any, direction: Any = None) -> dict[str, Any]:
                 out[item] = ASCENDING
             else:
                 key, value = item
-                out[key] = value
+                out[key] = _direction(value)
         return out
     raise TypeError("first item in each key pair must be an instance of str")
+
+
+def _direction(value: Any) -> Any:
+    """A direction as BSON carries it: a subclass of int (an ODM's ``SortDirection(int, Enum)``)
+    is an int on the wire, and so it is here."""
+    if isinstance(value, int) and value.__class__ is not int and value.__class__ is not bool:
+        return int(value)
+    return value
 
 
 def index_spec(hint: Any) -> Any:

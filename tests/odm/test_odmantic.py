@@ -1,6 +1,7 @@
 """odmantic, unchanged, on FolioDB: its AIOEngine with motor through
-``foliodb serve``, and its SyncEngine with pymongo through the server and
-on the embedded client (SyncEngine takes a pymongo client instance).
+``foliodb serve`` and on FolioDB's motor-shaped embedded async client
+(``foliodb.client.asynchronous.motor``), and its SyncEngine with pymongo
+through the server and on the embedded client.
 Models, embedded models, references (odmantic joins them with ``$lookup``),
 queries with sort, skip and limit, counts, updates and deletes.
 
@@ -20,6 +21,7 @@ from motor.motor_asyncio import AsyncIOMotorClient
 from odmantic import AIOEngine, EmbeddedModel, Field, Model, Reference, SyncEngine, query
 
 import foliodb
+from foliodb.client.asynchronous import motor
 
 MODELS = "https://art049.github.io/odmantic/modeling/"
 QUERYING = "https://art049.github.io/odmantic/querying/"
@@ -58,41 +60,63 @@ def library() -> tuple[list[Publisher], list[Book]]:
     return [hachette, penguin], books
 
 
-def test_aio_engine_with_motor(server_uri: str) -> None:
+@pytest.fixture(params=["wire", "embedded"])
+def motor_client(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """motor over ``foliodb serve``, or FolioDB's motor-shaped embedded async client."""
+    if request.param == "wire":
+        client: Any = AsyncIOMotorClient(request.getfixturevalue("server_uri"), serverSelectionTimeoutMS=5000)
+    else:
+        client = motor.AsyncIOMotorClient(str(tmp_path / "embedded"))
+    yield client
+    client.close()
+
+
+def test_aio_engine(motor_client: Any) -> None:
     async def main() -> None:
-        client: Any = AsyncIOMotorClient(server_uri, serverSelectionTimeoutMS=5000)
-        engine = AIOEngine(client=client, database="library")
-        try:
-            publishers, books = library()
-            await engine.save_all(books)  # REFERENCES: saving a book saves its publisher first
-            assert await engine.count(Publisher) == 2
-            # QUERYING: comparison operators on fields, sort, skip and limit; references are joined.
-            long = await engine.find(Book, Book.pages > 300, sort=Book.pages.desc(), limit=2)
-            assert [(b.title, b.publisher.name) for b in long] == [
-                ("Les Misérables", "Hachette"),
-                ("Ulysses", "Penguin"),
-            ]
-            rest = await engine.find(Book, sort=Book.title, skip=1, limit=2)
-            assert [b.title for b in rest] == ["Essays", "Les Misérables"]
-            satire = await engine.find_one(Book, query.in_(Book.tags, ["satire"]))
-            assert satire is not None and satire.publisher.address.city == "Paris"
-            london = await engine.find(Publisher, Publisher.address.city == "London")
-            assert [p.name for p in london] == ["Penguin"]
-            assert await engine.count(Book, Book.publisher == publishers[1].id) == 2
-            either = await engine.find(Book, query.or_(Book.pages < 200, Book.title == "Ulysses"), sort=Book.pages)
-            assert [b.title for b in either] == ["Candide", "Ulysses"]
-            # MODELS: change a field and save again: an update of the same document.
-            candide = books[1]
-            candide.pages = 150
-            await engine.save(candide)
-            again = await engine.find_one(Book, Book.id == candide.id)
-            assert again is not None and again.pages == 150
-            await engine.delete(candide)
-            assert await engine.count(Book) == 3
-            assert await engine.remove(Book, Book.pages > 700) == 2
-            assert [b.title for b in await engine.find(Book)] == ["Essays"]
-        finally:
-            client.close()
+        engine = AIOEngine(client=motor_client, database="library")
+        publishers, books = library()
+        await engine.save_all(books)  # REFERENCES: saving a book saves its publisher first
+        assert await engine.count(Publisher) == 2
+        # QUERYING: comparison operators on fields, sort, skip and limit; references are joined.
+        long = await engine.find(Book, Book.pages > 300, sort=Book.pages.desc(), limit=2)
+        assert [(b.title, b.publisher.name) for b in long] == [
+            ("Les Misérables", "Hachette"),
+            ("Ulysses", "Penguin"),
+        ]
+        rest = await engine.find(Book, sort=Book.title, skip=1, limit=2)
+        assert [b.title for b in rest] == ["Essays", "Les Misérables"]
+        satire = await engine.find_one(Book, query.in_(Book.tags, ["satire"]))
+        assert satire is not None and satire.publisher.address.city == "Paris"
+        london = await engine.find(Publisher, Publisher.address.city == "London")
+        assert [p.name for p in london] == ["Penguin"]
+        assert await engine.count(Book, Book.publisher == publishers[1].id) == 2
+        # MODELS: change a field and save again: an update of the same document.
+        candide = books[1]
+        candide.pages = 150
+        await engine.save(candide)
+        again = await engine.find_one(Book, Book.id == candide.id)
+        assert again is not None and again.pages == 150
+        # https://art049.github.io/odmantic/engine/#transactions: saved together, or not at all.
+        async with engine.transaction() as transaction:
+            candide.pages = 160
+            await transaction.save(candide)
+            await transaction.abort()
+        assert (await engine.find_one(Book, Book.id == candide.id)).pages == 150  # type: ignore[union-attr]
+        await engine.delete(candide)
+        assert await engine.count(Book) == 3
+        assert await engine.remove(Book, Book.pages > 700) == 2
+        assert [b.title for b in await engine.find(Book)] == ["Essays"]
+
+    asyncio.run(main())
+
+
+def test_aio_engine_or(motor_client: Any) -> None:
+    async def main() -> None:
+        engine = AIOEngine(client=motor_client, database="library")
+        await engine.save_all(library()[1])
+        # QUERYING: logical operators.
+        either = await engine.find(Book, query.or_(Book.pages < 200, Book.title == "Ulysses"), sort=Book.pages)
+        assert [b.title for b in either] == ["Candide", "Ulysses"]
 
     asyncio.run(main())
 
