@@ -6,6 +6,9 @@ Each probe picks a random point of the ``_id`` order and reads the
 :data:`RUN` documents from there:
 
 * numbers: a point uniform between the smallest and the largest ``_id``;
+* strings: a string uniform between the smallest and the largest ``_id``,
+  read as numbers in the base of the characters they use (``"s0"`` to
+  ``"s99999"``: keys, slugs, UUIDs);
 * ObjectIds (``[4-byte seconds][5-byte process][3-byte counter]``): a
   second uniform between the oldest and the newest ``_id``'s, then a point
   uniform between the first and last ``_id`` of the first second at or
@@ -16,7 +19,7 @@ So the sample is uniform over the ``_id`` range (over time, for
 ObjectIds), not over the documents: a stretch written faster weighs less
 than its share. The rules treat it as a sample (shares, types, lengths)
 and check what matters exactly where it is cheap. Any other ``_id`` type
-gets ``$sample``.
+(or a mix) gets ``$sample``.
 """
 
 from __future__ import annotations
@@ -50,6 +53,11 @@ def probe_sample(coll: Any, raw: Any, size: int, rnd: random.Random) -> list[byt
         def point() -> Any:
             return rnd.randint(lo, hi) if isinstance(lo, int) and isinstance(hi, int) else rnd.uniform(lo, hi)
 
+    elif isinstance(lo, str) and isinstance(hi, str) and lo:
+
+        def point() -> Any:
+            return _string_point(lo, hi, rnd)
+
     else:
         return None
     found: dict[str, bytes] = {}
@@ -71,7 +79,12 @@ def _object_id_point(
     second = rnd.randint(_seconds(lo), _seconds(hi))
     span = seconds.get(second)
     if span is None:
-        first = coll.find_one({"_id": {"$gte": _at(second)}}, {"_id": 1}, sort=[("_id", 1)])
+        # The first second's first _id is the lowest, known already (and maybe a huge document: not read twice).
+        first = (
+            {"_id": lo}
+            if second == _seconds(lo)
+            else coll.find_one({"_id": {"$gte": _at(second)}}, {"_id": 1}, sort=[("_id", 1)])
+        )
         if first is None:
             return hi
         start = first["_id"]
@@ -80,6 +93,25 @@ def _object_id_point(
         span = seconds[second] = (int.from_bytes(start.binary, "big"), int.from_bytes(end.binary, "big"))
     a, b = span
     return ObjectId(rnd.randint(a, max(a, b)).to_bytes(12, "big"))
+
+
+def _string_point(lo: str, hi: str, rnd: random.Random) -> str:
+    """A string between ``lo`` and ``hi`` (inclusive), uniform when both are read as numbers whose digits
+    are the characters between their smallest and largest character."""
+    low, high = min(lo + hi), max(lo + hi)
+    base = ord(high) - ord(low) + 1
+    width = max(len(lo), len(hi))
+
+    def number(text: str) -> int:
+        digits = [ord(c) - ord(low) for c in text] + [0] * (width - len(text))
+        return sum(d * base ** (width - 1 - i) for i, d in enumerate(digits))
+
+    value = rnd.randint(number(lo), number(hi))
+    digits = []
+    for _ in range(width):
+        value, digit = divmod(value, base)
+        digits.append(chr(ord(low) + digit))
+    return "".join(reversed(digits)).rstrip(low) or lo
 
 
 def _seconds(oid: ObjectId) -> int:

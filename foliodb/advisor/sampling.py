@@ -77,6 +77,8 @@ class FieldStats:
 class Extreme:
     value: int  # bytes, or elements
     document_id: Any
+    head: list[Any] | None = None  # an array's first EXTREME_VALUES values, when read with its length
+    parts: dict[str, int] | None = None  # a document's bytes per top-level field, when read with its size
 
 
 @dataclass
@@ -211,12 +213,22 @@ def measure_extremes(database: Any, profile: CollectionProfile, candidates: Iter
 
 def _measure(database: Any, profile: CollectionProfile, ids: list[Any] | None) -> dict[str, int]:
     """The exact size and array lengths of the documents ``ids`` (all of them when None), kept in the
-    profile when they are the largest yet; returns repr(_id) -> bytes of those measured."""
+    profile when they are the largest yet; returns repr(_id) -> bytes of those measured. Measured one
+    by one (``ids``), each document also brings its arrays' first values and its fields' sizes, so a
+    huge document is read once."""
     paths = [s.path for s in profile.array_paths() if not s.under_array]
     pipeline: list[dict[str, Any]] = [] if ids is None else [{"$match": {"_id": {"$in": ids}}}]
     project: dict[str, Any] = {"_id": 1, "b": {"$bsonSize": "$$ROOT"}}
     for n, path in enumerate(paths):
         project[f"a{n}"] = {"$cond": [{"$isArray": f"${path}"}, {"$size": f"${path}"}, -1]}
+    fields = [p for p in profile.fields if "." not in p and not p.startswith("$") and p != "_id"]
+    if ids is not None:
+        for n, path in enumerate(paths):
+            project[f"v{n}"] = {"$cond": [{"$isArray": f"${path}"}, {"$slice": [f"${path}", EXTREME_VALUES]}, []]}
+        for n, name in enumerate(fields):
+            project[f"f{n}"] = {
+                "$bsonSize": {"$cond": [{"$eq": [{"$type": f"${name}"}, "missing"]}, {}, {"v": f"${name}"}]}
+            }
     pipeline.append({"$project": project})
     if ids is None:  # one pass, the maxima only
         group: dict[str, Any] = {"_id": None, "b": {"$max": {"v": "$b", "id": "$_id"}}}
@@ -228,17 +240,18 @@ def _measure(database: Any, profile: CollectionProfile, ids: list[Any] | None) -
         ]
     else:
         rows = [
-            {**row, **{f"a{n}": {"v": row[f"a{n}"], "id": row["_id"]} for n in range(len(paths))}}
+            {**row, **{f"a{n}": {"v": row[f"a{n}"], "id": row["_id"], "head": row[f"v{n}"]} for n in range(len(paths))}}
             for row in database[profile.name].aggregate(pipeline)
         ]
     for row in rows:
         if profile.largest is None or int(row["b"]) > profile.largest.value:
-            profile.largest = Extreme(int(row["b"]), row.get("_id"))
+            parts = {name: int(row[f"f{n}"]) - 5 for n, name in enumerate(fields) if f"f{n}" in row}
+            profile.largest = Extreme(int(row["b"]), row.get("_id"), parts=parts if ids is not None else None)
         for n, path in enumerate(paths):
             found = row[f"a{n}"]
             current = profile.longest.get(path)
             if found["v"] >= 0 and (current is None or found["v"] > current.value):
-                profile.longest[path] = Extreme(int(found["v"]), found.get("id"))
+                profile.longest[path] = Extreme(int(found["v"]), found.get("id"), head=found.get("head"))
     return {repr(row.get("_id")): int(row["b"]) for row in rows}
 
 
@@ -267,10 +280,11 @@ def add_extreme_values(database: Any, profile: CollectionProfile) -> bool:
         stats = profile.fields.get(path)
         if stats is None or extreme.value == 0 or len(stats.values) >= EXTREME_VALUES:
             continue
-        doc = database[profile.name].find_one({"_id": extreme.document_id}, {path: {"$slice": EXTREME_VALUES}})
-        value: Any = doc
-        for part in path.split("."):
-            value = value.get(part) if isinstance(value, dict) else None
+        value: Any = extreme.head
+        if value is None:
+            value = database[profile.name].find_one({"_id": extreme.document_id}, {path: {"$slice": EXTREME_VALUES}})
+            for part in path.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
         if isinstance(value, list):
             stats.values += [v for v in value if not isinstance(v, (dict, list))]
             added = True
