@@ -249,12 +249,10 @@ def _add(into: dict[str, Any], documents: list[Any]) -> None:
 
 
 def _returned(database: Any, op: Operation) -> list[Any]:
-    """What ``op`` reads on the real database (the documents its filter, or leading $match, selects)."""
-    spec = op.filter
-    if op.pipeline and isinstance(op.pipeline[0].get("$match"), Mapping):
-        spec = op.pipeline[0]["$match"]
+    """What ``op`` reads on the real database (the documents its filter, an aggregation's leading $match,
+    selects)."""
     try:
-        cursor = database[op.collection].find(spec, max_time_ms=RETURNED_MS)
+        cursor = database[op.collection].find(op.filter, max_time_ms=RETURNED_MS)
         if op.sort:
             cursor = cursor.sort(list(op.sort.items()))
         return list(cursor.limit(RETURNED))

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from foliodb.advisor.context import MIN_DOCS, MIN_RUNS, Context
 from foliodb.advisor.kinds import tests
@@ -35,14 +34,13 @@ from foliodb.advisor.workload import Operation
 COLD = 0.5
 MARGIN = 0.1
 PRESENT = 0.95
-_READS = ("find", "count", "aggregate", "distinct")
 
 
 def rule_cold_documents(ctx: Context) -> Iterator[Finding]:
     for profile in ctx.profiles.values():
         if profile.count < MIN_DOCS:
             continue
-        reads = [op for op in ctx.workload.on(profile.name) if op.kind in _READS]
+        reads = ctx.reads(profile.name)
         if len(reads) < MIN_RUNS:
             continue
         sampled = max(len(profile.documents), 1)
@@ -63,11 +61,8 @@ def rule_cold_documents(ctx: Context) -> Iterator[Finding]:
 
 
 def _lower_bound(op: Operation, path: str) -> datetime.datetime | None:
-    """The oldest date a read can return: its $gt/$gte on ``path`` (in its filter or leading $match)."""
-    spec: Any = op.filter
-    if op.pipeline:
-        head = op.pipeline[0].get("$match")
-        spec = head if isinstance(head, Mapping) else {}
+    """The oldest date a read can return: its $gt/$gte on ``path`` (an aggregation's: in its leading $match)."""
+    spec = op.filter
     found = None
     for tested, condition in tests(spec, ""):
         if tested == path and isinstance(condition, Mapping):

@@ -19,7 +19,7 @@ Manual: https://www.mongodb.com/docs/manual/data-modeling/design-patterns/data-v
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 from foliodb.advisor.context import MIN_DOCS, MIN_RUNS, Context
@@ -30,14 +30,13 @@ from foliodb.advisor.shell import Command, call, count
 
 FLAGS = ("current", "is_current", "latest", "is_latest", "isCurrent", "isLatest")
 OLD = 0.5
-_READS = ("find", "count", "aggregate", "distinct")
 
 
 def rule_old_versions(ctx: Context) -> Iterator[Finding]:
     for profile in ctx.profiles.values():
         if profile.count < MIN_DOCS:
             continue
-        reads = [op for op in ctx.workload.on(profile.name) if op.kind in _READS]
+        reads = ctx.reads(profile.name)
         if len(reads) < MIN_RUNS:
             continue
         for flag in FLAGS:
@@ -51,10 +50,7 @@ def rule_old_versions(ctx: Context) -> Iterator[Finding]:
 
 
 def _asks_current(op: Any, flag: str) -> bool:
-    spec: Any = op.filter
-    if op.pipeline:
-        head = op.pipeline[0].get("$match")
-        spec = head if isinstance(head, Mapping) else {}
+    spec = op.filter
     return any(path == flag and condition in (True, {"$eq": True}) for path, condition in tests(spec, ""))
 
 

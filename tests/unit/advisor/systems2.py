@@ -20,15 +20,15 @@ publishers and books (EXAMPLES.md).
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import random
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bson import ObjectId
+from .systems import ids as _ids
+from .systems import profiled
 
 Key = tuple[str, str | None, str, str]
 NOW = datetime.datetime.now(datetime.UTC).replace(tzinfo=None, microsecond=0)
@@ -45,19 +45,6 @@ EXPECTED2: dict[str, set[Key]] = {
     "archive": {("orders", "created_at", "cold-documents", "archive")},
     "sessions": {("users", "referral_code", "sparse-field-index", "partial-index")},
 }
-
-
-@contextlib.contextmanager
-def profiled(db: Any) -> Iterator[None]:
-    db.command("profile", 2)
-    try:
-        yield
-    finally:
-        db.command("profile", 0)
-
-
-def _ids(n: int) -> list[ObjectId]:
-    return [ObjectId() for _ in range(n)]
 
 
 # -- attributes: products with category-specific specs --------------------------------------------
