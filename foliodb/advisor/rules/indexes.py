@@ -112,14 +112,17 @@ def rule_unused_index(ctx: Context) -> Iterator[Finding]:
                 evidence={
                     "index": dict(index["key"]),
                     "operations": len(ops),
+                    "window_seconds": round((window[1] - window[0]).total_seconds()),
                     "index_stats_ops": accesses.get("ops"),
                     "index_stats_since": accesses.get("since"),
                     "bytes": profile.index_sizes.get(index["name"]),
                 },
                 change=Change(
-                    f"Hide {index['name']}, watch a full business cycle (month-end reports use indexes "
-                    "too), then drop it.",
-                    [call(profile.name, "hideIndex", index["name"]), call(profile.name, "dropIndex", index["name"])],
+                    f"Hide {index['name']} (unhideIndex brings it back at once), watch a full business cycle "
+                    f"(month-end reports use indexes too; the profile covers {_span(window)}), then drop it: "
+                    f"{call(profile.name, 'dropIndex', index['name']).shell()}. Only the hiding is proposed now: "
+                    "it can be undone, a drop cannot.",
+                    [call(profile.name, "hideIndex", index["name"])],
                     None,
                 ),
                 effect=(
@@ -131,6 +134,14 @@ def rule_unused_index(ctx: Context) -> Iterator[Finding]:
                     )
                 ),
             )
+
+
+def _span(window: tuple[datetime.datetime, datetime.datetime]) -> str:
+    seconds = (window[1] - window[0]).total_seconds()
+    for unit, scale in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= 2 * scale:
+            return f"{seconds / scale:.0f} {unit}"
+    return f"{seconds:.0f} seconds"
 
 
 def _counted_through(since: Any, first: datetime.datetime | None) -> bool:

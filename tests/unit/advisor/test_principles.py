@@ -151,3 +151,19 @@ def test_a_tree_walked_down_its_children_one_level_a_query(db: Any) -> None:
     assert finding.key == ("categories", "children", "join-on-read", "tree-ancestors")
     assert finding.evidence["longest_chain"] == 3 and finding.proof is not None
     assert finding.proof.status == "proven" and '"connectToField": "children"' in json.dumps(finding.as_json())
+
+
+def test_an_aggregation_starting_with_an_unindexed_match_is_a_missing_index(db: Any) -> None:
+    # A report pipeline whose $match and $sort no index serves reads every order each run.
+    db.orders.insert_many([{"region": f"r{i % 40}", "total": i % 500, "day": i % 365} for i in range(5000)])
+
+    def report(rnd: random.Random) -> None:
+        region = f"r{rnd.randrange(40)}"
+        pipeline = [{"$match": {"region": region}}, {"$sort": {"day": -1}}, {"$limit": 20}, {"$project": {"total": 1}}]
+        list(db.orders.aggregate(pipeline))
+
+    _serve(db, report, 40)
+    (finding,) = advise(db).findings
+    assert finding.key == ("orders", "region", "collection-scan", "compound-index")
+    assert finding.change.commands == ["db.orders.createIndex({ region: 1, day: -1 })"]
+    assert finding.proof is not None and finding.proof.status == "proven"
