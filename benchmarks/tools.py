@@ -12,11 +12,17 @@ measurement runs in a fresh process on a fresh dbpath, the best of
   (relaxed Extended JSON, one document a line);
 - ``dump`` and ``export``, for the record.
 
-Rates are documents per second; each tool's is also shown as a share of
-insert_many's. The dump, archive and export files are made once, untimed.
+Rates are documents per second, by the wall clock; each tool's is also shown
+as a share of insert_many's, by the wall clock and by the process's CPU time
+(``time.process_time``, all its threads), which a machine shared with other
+work disturbs far less. The dump, archive and export files are made once,
+untimed.
+``--report FILE`` prints a run's table as docs/benchmarks.md shows it (the
+docs' test renders the cited run with :func:`table` and compares).
 
     python -m benchmarks.tools                       # 100,000 documents, best of 3
     python -m benchmarks.tools --docs 20000 --repeat 1
+    python -m benchmarks.tools --report benchmarks/results/2026-12-06-vm-tools.json
 """
 
 from __future__ import annotations
@@ -37,10 +43,52 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ("insert_many", "restore", "restore_archive", "import", "dump", "export")
+LABELS = {
+    "insert_many": "insert_many (batches of 1,000)",
+    "restore": "restore (directory)",
+    "restore_archive": "restore (`--archive`)",
+    "import": "import (JSON lines)",
+    "dump": "dump (directory)",
+    "export": "export (JSON lines)",
+}
 
 
-def worker(name: str, docs: int, inputs: str, dbpath: str) -> float:
-    """One timed run in this process; the seconds it took."""
+def share(doc: dict[str, Any], name: str, clock: str = "seconds") -> str:
+    """A workload's rate as a share of insert_many's, as the table prints it; ``clock``:
+    "seconds" (the wall clock) or "cpu_seconds"."""
+    return f"{doc[clock]['insert_many'] / doc[clock][name]:.2f}"
+
+
+def table(doc: dict[str, Any]) -> str:
+    """A run (the JSON main writes) as docs/benchmarks.md's Markdown table."""
+    from benchmarks.report import fmt_rate
+
+    lines = [
+        "| workload | documents/s | share of insert_many's rate | share, in CPU time |",
+        "|---|--:|--:|--:|",
+    ]
+    lines += [
+        f"| {LABELS[name]} | {fmt_rate(doc['rates'][name])} | {share(doc, name)} | {share(doc, name, 'cpu_seconds')} |"
+        for name in WORKLOADS
+    ]
+    return "\n".join(lines) + "\n"
+
+
+class _Clock:
+    """Wall-clock and CPU seconds since it was made (or restarted)."""
+
+    def __init__(self) -> None:
+        self.restart()
+
+    def restart(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def read(self) -> tuple[float, float]:
+        return time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+
+def worker(name: str, docs: int, inputs: str, dbpath: str) -> tuple[float, float]:
+    """One timed run in this process; the wall-clock and CPU seconds it took."""
     import foliodb
     from benchmarks.data import orders
     from foliodb.tools.dump import dump
@@ -52,11 +100,11 @@ def worker(name: str, docs: int, inputs: str, dbpath: str) -> float:
     try:
         if name == "insert_many":
             batch = orders(docs)
-            start = time.perf_counter()
+            clock = _Clock()
             for i in range(0, docs, 1000):
                 client.bench.orders.insert_many(batch[i : i + 1000], ordered=False)
-            return time.perf_counter() - start
-        start = time.perf_counter()
+            return clock.read()
+        clock = _Clock()
         if name == "restore":
             restore(client, os.path.join(inputs, "dump"))
         elif name == "restore_archive":
@@ -68,13 +116,13 @@ def worker(name: str, docs: int, inputs: str, dbpath: str) -> float:
         elif name in ("dump", "export"):
             client.close()
             client = foliodb.MongoClient(os.path.join(inputs, "source"))
-            start = time.perf_counter()
+            clock.restart()
             if name == "dump":
                 dump(client, os.path.join(dbpath, "out"))
             else:
                 out = io.StringIO()
                 export_documents(client.bench.orders, out, ExportOptions())
-        return time.perf_counter() - start
+        return clock.read()
     finally:
         client.close()
 
@@ -96,7 +144,7 @@ def make_inputs(docs: int, inputs: str) -> None:
             export_documents(client.bench.orders, out, ExportOptions())
 
 
-def run(name: str, docs: int, inputs: str, workdir: str) -> float:
+def run(name: str, docs: int, inputs: str, workdir: str) -> tuple[float, float]:
     dbpath = tempfile.mkdtemp(prefix=f"tools-{name}-", dir=workdir)
     command = [sys.executable, "-m", "benchmarks.tools", "--worker", name, "--docs", str(docs)]
     command += ["--inputs", inputs, "--dbpath", dbpath]
@@ -104,7 +152,8 @@ def run(name: str, docs: int, inputs: str, workdir: str) -> float:
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1800, check=True)
     finally:
         shutil.rmtree(dbpath, ignore_errors=True)
-    return float(done.stdout.strip().splitlines()[-1])
+    wall, cpu = done.stdout.strip().splitlines()[-1].split()
+    return float(wall), float(cpu)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -113,12 +162,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workdir", default=None, help="where the dbpaths live (default: the temp dir)")
     parser.add_argument("--out", default=None, help="the JSON file to write (default ./benchmark-results/...)")
+    parser.add_argument("--report", default=None, metavar="FILE", help="print a run's Markdown table, run nothing")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--inputs", help=argparse.SUPPRESS)
     parser.add_argument("--dbpath", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.report:
+        print(table(json.loads(Path(args.report).read_text())), end="")
+        return
     if args.worker:
-        print(worker(args.worker, args.docs, args.inputs, args.dbpath))
+        print(*worker(args.worker, args.docs, args.inputs, args.dbpath))
         return
     workdir = tempfile.mkdtemp(prefix="bench-tools-", dir=args.workdir)
     inputs = os.path.join(workdir, "inputs")
@@ -129,17 +182,16 @@ def main(argv: list[str] | None = None) -> None:
         check=True,
     )
     best: dict[str, float] = {}
+    best_cpu: dict[str, float] = {}
     try:
         for _ in range(args.repeat):
             for name in WORKLOADS:
-                seconds = run(name, args.docs, inputs, workdir)
+                seconds, cpu = run(name, args.docs, inputs, workdir)
                 best[name] = min(best.get(name, seconds), seconds)
+                best_cpu[name] = min(best_cpu.get(name, cpu), cpu)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     rates = {name: args.docs / seconds for name, seconds in best.items()}
-    print(f"{args.docs} documents, best of {args.repeat} (documents/s; share of insert_many's rate):")
-    for name in WORKLOADS:
-        print(f"  {name:16} {rates[name]:>10,.0f}  {rates[name] / rates['insert_many']:.2f}")
     started = datetime.now()
     doc: dict[str, Any] = {
         "command": " ".join(["python -m benchmarks.tools", *(argv if argv is not None else sys.argv[1:])]),
@@ -148,13 +200,17 @@ def main(argv: list[str] | None = None) -> None:
         "cpus": os.cpu_count(),
         "docs": args.docs,
         "repeat": args.repeat,
+        "load": os.getloadavg(),
         "seconds": best,
+        "cpu_seconds": best_cpu,
         "rates": rates,
     }
     default = Path("benchmark-results") / f"{started:%Y-%m-%d}-{socket.gethostname()}-tools.json"
     path = Path(args.out) if args.out else default
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"{args.docs} documents, best of {args.repeat}:")
+    print(table(doc), end="")
     print(f"wrote {path}")
 
 

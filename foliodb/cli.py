@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import argparse
 import errno
-import io
 import json
 import logging
 import os
 import signal
 import sys
 from collections.abc import Callable
-from typing import IO, Any, NoReturn
+from typing import Any, NoReturn
 
-from bson import json_util
+from bson import Timestamp, json_util
 from pymongo.errors import OperationFailure, PyMongoError
 
 import foliodb
@@ -41,14 +40,11 @@ from foliodb.server.server import tune_interpreter_for_serving
 from foliodb.server.tls import MODES as TLS_MODES
 from foliodb.server.tls import TLSError
 from foliodb.tools import files
-from foliodb.tools.dump import SKIPPED_DATABASES, dump, dump_archive
-from foliodb.tools.exporter import ExportOptions, export_documents
-from foliodb.tools.fields import read_field_file, split_fields
-from foliodb.tools.importer import ImportOptions, import_documents
+from foliodb.tools.commands import run_dump, run_export, run_import, run_restore, run_sync, with_client
+from foliodb.tools.dump import SKIPPED_DATABASES
+from foliodb.tools.oplog import parse_limit
 from foliodb.tools.progress import Reporter
-from foliodb.tools.restore import Options, RestoreReport, restore, restore_archive
-from foliodb.tools.sync import Sync, SyncOptions, source_name
-from foliodb.tools.target import ToolError, describe, in_use_message, open_client, os_reason
+from foliodb.tools.target import ToolError, describe, in_use_message, os_reason
 
 
 class UsageError(Exception):
@@ -91,6 +87,13 @@ def positive(text: str) -> int:
     return value
 
 
+def oplog_limit(text: str) -> Timestamp:
+    try:
+        return parse_limit(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def extended_json(text: str) -> dict[str, Any]:
     try:
         value = json_util.loads(text)
@@ -131,7 +134,9 @@ def build_parser() -> Parser:
         "--enableTestCommands", action="store_true", help="allow configureFailPoint, as mongod's enableTestCommands"
     )
 
-    dump_cmd = _tool(commands, "dump", "write databases in mongodump's format (mongorestore loads them into MongoDB)")
+    dump_cmd = _tool(
+        commands, "dump", "write databases in mongodump's format (mongorestore loads them into MongoDB)", reads=True
+    )
     out = dump_cmd.add_mutually_exclusive_group()
     out.add_argument("--out", "-o", default=None, help="the dump directory (default ./dump)")
     out.add_argument("--archive", nargs="?", const="-", default=None, metavar="FILE", help=_ARCHIVE_OUT)
@@ -140,6 +145,7 @@ def build_parser() -> Parser:
     dump_cmd.add_argument("--query", "-q", type=extended_json, default=None, help="only the documents matching it")
     dump_cmd.add_argument("--gzip", action="store_true", help="compress the files (or the archive)")
     dump_cmd.add_argument("--dumpDbUsersAndRoles", action="store_true", help="the --db database's users and roles too")
+    dump_cmd.add_argument("--oplog", action="store_true", help="the oplog entries written during the dump too")
 
     restore_cmd = _tool(commands, "restore", "load a dump in mongodump's format (from mongodump or foliodb dump)")
     restore_cmd.add_argument("dir", nargs="?", default=None, help="the dump directory (default ./dump)")
@@ -164,6 +170,8 @@ def build_parser() -> Parser:
     restore_cmd.add_argument(
         "--bypassDocumentValidation", action="store_true", help="insert documents their collection's validator refuses"
     )
+    restore_cmd.add_argument("--oplogReplay", action="store_true", help="apply the dump's oplog (from dump --oplog)")
+    restore_cmd.add_argument("--oplogLimit", type=oplog_limit, default=None, metavar="SECONDS[:ORDINAL]", help=_LIMIT)
 
     import_cmd = _tool(commands, "import", "load JSON, CSV or TSV as mongoimport does")
     import_cmd.add_argument("file", nargs="?", default=None, help="the input file (default: --file, else stdin)")
@@ -182,7 +190,7 @@ def build_parser() -> Parser:
     import_cmd.add_argument("--drop", action="store_true", help="drop the collection first")
     import_cmd.add_argument("--stopOnError", action="store_true", help="stop at the first bad line or write error")
 
-    export_cmd = _tool(commands, "export", "write a collection as JSON or CSV, as mongoexport does")
+    export_cmd = _tool(commands, "export", "write a collection as JSON or CSV, as mongoexport does", reads=True)
     export_cmd.add_argument("--db", "-d", default="test", help="the database (default test)")
     export_cmd.add_argument("--collection", "-c", required=True, help="the collection")
     export_cmd.add_argument("--out", "-o", default="-", help="the output file (default stdout)")
@@ -235,15 +243,23 @@ def build_parser() -> Parser:
 _ARCHIVE_OUT = "write one archive to FILE (a directory gets FILE/archive), or to stdout without FILE"
 _ARCHIVE_IN = "read one archive from FILE, or from stdin without FILE"
 _NS_PATTERN = "db.collection, * matches anything (repeatable)"
+_READ_ONLY = "open the dbpath's files read-only (a backup, another user's files); automatic when not writable"
+_LIMIT = "with --oplogReplay: apply only the entries before this time"
 
 
-def _tool(commands: Any, name: str, help_text: str) -> Parser:
+def _tool(commands: Any, name: str, help_text: str, reads: bool = False) -> Parser:
     tool: Parser = commands.add_parser(name, help=help_text)
     source = tool.add_mutually_exclusive_group()
     source.add_argument("--dbpath", default=None, help="an embedded database directory (default ./data)")
     source.add_argument("--uri", default=None, help="a MongoDB connection string instead (foliodb serve, MongoDB)")
+    if reads:
+        _read_only_option(tool)
     tool.add_argument("--quiet", action="store_true", help="no progress, no notes (problems are still shown)")
     return tool
+
+
+def _read_only_option(tool: Parser) -> None:
+    tool.add_argument("--readOnly", action="store_true", help=_READ_ONLY)
 
 
 def _field_options(tool: Parser) -> None:
@@ -337,185 +353,6 @@ def run_server(dbpath: str, host: str, port: int, auth: bool, test_commands: boo
     return 0
 
 
-def _with_client(args: argparse.Namespace, read_only: bool, work: Callable[[Any], int]) -> int:
-    client = open_client(args.dbpath, args.uri, read_only)
-    try:
-        return work(client)
-    finally:
-        client.close()
-
-
-def run_dump(args: argparse.Namespace) -> int:
-    if args.collection is not None and args.db is None:
-        raise ToolError("--collection needs --db")
-    if args.query is not None and args.collection is None:
-        raise ToolError("cannot dump using a query without a specified collection")
-    if args.dumpDbUsersAndRoles and (args.db is None or args.collection is not None):
-        raise ToolError("--dumpDbUsersAndRoles needs --db and no --collection")
-    reporter = Reporter(args.quiet)
-
-    def work(client: Any) -> int:
-        if args.archive is None:
-            out = args.out or "dump"
-            dump(client, out, args.db, args.collection, args.query, args.gzip, args.dumpDbUsersAndRoles, reporter)
-            return 0
-        path = args.archive
-        if path != files.STDIO and os.path.isdir(path):
-            path = os.path.join(path, "archive.gz" if args.gzip else "archive")  # as mongodump does
-        if path == files.STDIO and sys.stdout.isatty():
-            raise ToolError("will not write an archive to a terminal: give --archive=FILE or redirect stdout")
-        with files.open_write(path, args.gzip) as stream:
-            dump_archive(client, stream, args.db, args.collection, args.query, args.dumpDbUsersAndRoles, reporter)
-        return 0
-
-    return _with_client(args, True, work)
-
-
-def run_restore(args: argparse.Namespace) -> int:
-    if args.archive is not None and args.dir is not None:
-        raise ToolError("give the dump directory or --archive, not both")
-    options = Options(
-        drop=args.drop,
-        include=args.nsInclude,
-        exclude=args.nsExclude,
-        renames=(args.nsFrom, args.nsTo),
-        no_index_restore=args.noIndexRestore,
-        workers=args.workers,
-        restore_db_users_and_roles=args.restoreDbUsersAndRoles,
-        bypass_document_validation=args.bypassDocumentValidation,
-    )
-    reporter = Reporter(args.quiet)
-
-    def work(client: Any) -> int:
-        if args.archive is None:
-            report = restore(client, args.dir or "dump", options, reporter)
-        else:
-            with files.open_read(args.archive, args.gzip) as stream:
-                report = restore_archive(client, stream, options, reporter)
-        _restore_summary(report, reporter)
-        return 0
-
-    if args.archive is None and not os.path.isdir(args.dir or "dump"):
-        raise ToolError(f"no dump directory at {args.dir or 'dump'}")
-    return _with_client(args, False, work)
-
-
-def _restore_summary(report: RestoreReport, reporter: Reporter) -> None:
-    for namespace in report.ignored:
-        reporter.note(f"skipped {namespace}")
-    restored = sum(report.documents.values())
-    failed = sum(report.failures.values())
-    skipped = sum(report.skipped.values())
-    extra = f" {skipped} document(s) skipped: their _id was already there." if skipped else ""
-    reporter.note(f"{restored} document(s) restored successfully. {failed} document(s) failed to restore.{extra}")
-
-
-def run_import(args: argparse.Namespace) -> int:
-    if args.file is not None and args.file_option is not None:
-        raise ToolError("give the input file once: as an argument or with --file")
-    path = args.file or args.file_option
-    collection = args.collection
-    if collection is None:
-        if path is None:
-            raise ToolError("no collection specified: give --collection (reading stdin)")
-        collection = os.path.splitext(os.path.basename(path))[0]
-    fields = _fields(args)
-    upsert_fields = split_fields(args.upsertFields) if args.upsertFields else None
-    mode = args.mode or ("upsert" if upsert_fields else "insert")
-    options = ImportOptions(
-        type=args.type,
-        json_array=args.jsonArray,
-        fields=fields,
-        header_line=args.headerline,
-        columns_have_types=args.columnsHaveTypes,
-        parse_grace=args.parseGrace,
-        ignore_blanks=args.ignoreBlanks,
-        mode=mode,
-        upsert_fields=upsert_fields,
-        stop_on_error=args.stopOnError,
-    )
-    reporter = Reporter(args.quiet)
-    size = os.path.getsize(path) if path is not None and os.path.isfile(path) else None
-    source: IO[bytes] = files.open_read(path or files.STDIO)
-
-    def work(client: Any) -> int:
-        target = client[args.db][collection]
-        if args.drop:
-            reporter.note(f"dropping: {args.db}.{collection}")
-            target.drop()
-        report = import_documents(target, source, options, size, reporter)
-        reporter.note(
-            f"{report.imported} document(s) imported successfully. {report.failed} document(s) failed to import."
-        )
-        return 1 if args.stopOnError and report.failed else 0
-
-    try:
-        return _with_client(args, False, work)
-    finally:
-        if path is not None:
-            source.close()
-
-
-def run_export(args: argparse.Namespace) -> int:
-    options = ExportOptions(
-        type=args.type,
-        json_format=args.jsonFormat,
-        json_array=args.jsonArray,
-        pretty=args.pretty,
-        fields=_fields(args),
-        no_header_line=args.noHeaderLine,
-        query=args.query,
-        sort=args.sort,
-        skip=args.skip,
-        limit=args.limit,
-    )
-    reporter = Reporter(args.quiet)
-
-    def work(client: Any) -> int:
-        if args.assertExists and not client[args.db].list_collection_names(filter={"name": args.collection}):
-            raise ToolError(f"collection {args.db}.{args.collection} does not exist")
-        with files.open_write(args.out) as raw:
-            text = io.TextIOWrapper(raw, encoding="utf-8", newline="")
-            exported = export_documents(client[args.db][args.collection], text, options, reporter)
-            text.flush()
-            text.detach()
-        reporter.note(f"exported {exported} record{'s' if exported != 1 else ''}")
-        return 0
-
-    return _with_client(args, True, work)
-
-
-def run_sync(args: argparse.Namespace) -> int:
-    include = [*(f"{name}.*" for name in args.db), *args.nsInclude]
-    options = SyncOptions(include=include, exclude=args.nsExclude, resync=args.resync, once=args.once)
-    source = open_client(*_database(args.source), read_only=True)
-    try:
-        target = open_client(*_database(args.target), read_only=False)
-        try:
-            sync = Sync(source, target, source_name(args.source), options, Reporter(args.quiet))
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(signum, lambda *_: sync.stop())
-            sync.run()
-        finally:
-            target.close()
-    finally:
-        source.close()
-    return 0
-
-
-def _database(text: str) -> tuple[str | None, str | None]:
-    """(dbpath, uri) of a command-line database."""
-    return (None, text) if text.startswith(("mongodb://", "mongodb+srv://")) else (text, None)
-
-
-def _fields(args: argparse.Namespace) -> list[str] | None:
-    if args.fields is not None:
-        return split_fields(args.fields)
-    if args.fieldFile is not None:
-        return read_field_file(args.fieldFile)
-    return None
-
-
 def advise_parser() -> Parser:
     parser = Parser(
         prog="foliodb advise",
@@ -525,6 +362,7 @@ def advise_parser() -> Parser:
     parser.add_argument("target", nargs="?", metavar="DBPATH | mongodb://URI", help="default ./data")
     parser.add_argument("--dbpath", default=None, help="an embedded database directory (as the other tools take it)")
     parser.add_argument("--uri", default=None, help="a MongoDB connection string (as the other tools take it)")
+    _read_only_option(parser)
     parser.add_argument("--db", "-d", action="append", default=[], metavar="NAME", help="advise NAME (repeatable)")
     parser.add_argument("--sample", type=positive, default=DEFAULT_SAMPLE, help="documents sampled per collection")
     parser.add_argument("--json", default=None, metavar="FILE", help="write the JSON report to FILE (- for stdout)")
@@ -571,7 +409,7 @@ def run_advisor(args: argparse.Namespace) -> int:
             print("\n\n".join(render_text(r) for r in reports) or "no databases")
         return 0
 
-    return _with_client(argparse.Namespace(dbpath=dbpath, uri=uri), True, work)
+    return with_client(argparse.Namespace(dbpath=dbpath, uri=uri, readOnly=options.readOnly), True, work)
 
 
 _NOT_ADVISED = ("admin", *SKIPPED_DATABASES)

@@ -107,6 +107,7 @@ class ErrorCode(IntEnum):
     FailPointSetFailed = 266
     PreparedTransactionInProgress = 267
     IndexBuildAborted = 276
+    ClientDisconnect = 279
     ChangeStreamFatalError = 280
     ChangeStreamHistoryLost = 286
     ConversionFailure = 241

@@ -25,6 +25,13 @@ from foliodb.errors import CommandError, ErrorCode
 
 # mongod's default jsHeapLimitMB (https://www.mongodb.com/docs/manual/reference/parameters/#mongodb-parameter-param.jsHeapLimitMB).
 DEFAULT_JS_HEAP_LIMIT_MB = 1100
+# FolioDB's own bound (mongod has none): the JavaScript heap of all the scripts running at once in a
+# process (foliodb/javascript/runtime.py lends each context its jsHeapLimitMB out of it).
+DEFAULT_JS_HEAP_TOTAL_MB = 2 * DEFAULT_JS_HEAP_LIMIT_MB
+
+
+# What a killed operation reports, by the code it was killed with (mongod's wording).
+_KILL_MESSAGES: dict[int, str] = {ErrorCode.ClientDisconnect: "operation was interrupted because a client disconnected"}
 
 
 class Operation:
@@ -39,9 +46,13 @@ class Operation:
         "deadline",
         "javascript",
         "js_heap_limit_mb",
+        "js_heap_total_mb",
         "kill_code",
         "killed",
+        "lock_waits",
+        "locks",
         "opid",
+        "owner",
         "plan_summary",
         "progress",
         "session",
@@ -65,11 +76,16 @@ class Operation:
         self.command = command
         self.deadline = deadline  # time.monotonic() value from maxTimeMS; None: no limit
         self.connection_id = connection_id  # None: an embedded client's operation
+        self.owner: int | None = None  # the embedded client running it (its id): it stops when the client closes
         self.client = client
         self.started = time.monotonic()
         self.killed = False
         self.kill_code: int = ErrorCode.Interrupted  # what a check raises once killed (CursorKilled: its cursor was)
         self.waiting_for_lock = False
+        # currentOp's locks and lockStats, as mongod names them: the writer is the Global lock in
+        # mode "w" (intent exclusive), held or waited for. (acquisitions, waits, microseconds waited)
+        self.locks: dict[str, str] = {}
+        self.lock_waits = (0, 0, 0)
         self.plan_summary: str | None = None
         self.progress: tuple[int, int] | None = None  # (done, total) of an index build
         self.cursor: Any = None  # the cursor a getMore takes a batch from (commands.cursors.Cursor)
@@ -80,6 +96,7 @@ class Operation:
         # Server-side JavaScript ($where, $function, mapReduce): off under --noscripting; its heap bound.
         self.javascript = True
         self.js_heap_limit_mb = DEFAULT_JS_HEAP_LIMIT_MB
+        self.js_heap_total_mb = DEFAULT_JS_HEAP_TOTAL_MB
         # The documents of a database's system.js as this operation reads them (its snapshot, its
         # transaction): set by whoever can read storage, called only when a context is made.
         self.stored_javascript: Callable[[str], Sequence[Mapping[str, Any]]] | None = None
@@ -87,7 +104,7 @@ class Operation:
     def check(self) -> None:
         lane.leave_if_overdue()  # a command long enough to check runs beside the lane after its slice
         if self.killed:
-            raise CommandError(self.kill_code, "operation was interrupted")
+            raise CommandError(self.kill_code, _KILL_MESSAGES.get(self.kill_code, "operation was interrupted"))
         deadline = self.deadline
         if deadline is not None and time.monotonic() > deadline:
             raise CommandError(ErrorCode.MaxTimeMSExpired, "operation exceeded time limit")
@@ -96,6 +113,16 @@ class Operation:
         """Mark it killed: its next check raises ``code``."""
         self.kill_code = code
         self.killed = True
+
+    def wants_writer(self) -> None:
+        """It takes (or waits for) the writer: mongod's global, replication-state and FCV locks in mode w."""
+        self.locks = dict.fromkeys(("FeatureCompatibilityVersion", "ReplicationStateTransition", "Global"), "w")
+        acquired, waits, micros = self.lock_waits
+        self.lock_waits = (acquired + 1, waits, micros)
+
+    def waited_for_writer(self, seconds: float) -> None:
+        acquired, waits, micros = self.lock_waits
+        self.lock_waits = (acquired, waits + 1, micros + int(seconds * 1_000_000))
 
     def remaining(self) -> float | None:
         """Seconds left before the deadline (never negative); None without one."""

@@ -17,7 +17,9 @@ A finding is any of: a thread that dies with an exception
 level (the server logs a malformed message in one INFO line and a bug with
 its traceback), a connection that neither answers nor closes in time, a
 server that stops answering ``ping``, and at the end data that changed or a
-collection that fails ``validate``. Findings are printed (deduplicated by
+collection that fails ``validate``, and a resident set at the end more than
+:data:`RSS_GROWTH_LIMIT` past the one at the start (the server runs in this
+process: memory must not grow with the frames sent). Findings are printed (deduplicated by
 their message) with the frame that caused them, in hex, to replay.
 
 tests/server/test_wire_fuzz.py runs a bounded number of frames in the suite.
@@ -409,12 +411,26 @@ def _read_until(sock: socket.socket, request_id: int | None, deadline: float) ->
                 return "answered"
 
 
+RSS_GROWTH_LIMIT = 100 * 1024 * 1024  # bytes the process may hold at the end past the start
+
+
+def resident_bytes() -> int:
+    """This process's resident set size (Linux's /proc; 0 elsewhere)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 @dataclass
 class Result:
     frames: int
     seconds: float
     findings: Findings
     closed: int  # connections the server closed on a frame
+    rss_start: int = 0  # bytes resident once the server and its guard data were up
+    rss_end: int = 0  # bytes resident after the last frame
 
 
 def run(
@@ -451,6 +467,7 @@ def run(
         monitor[GUARD_DB].data.insert_many(guard)
         monitor[GUARD_DB].data.create_index("n")
         started = time.monotonic()
+        rss_start = rss_end = resident_bytes()
         sock: socket.socket | None = None
         closed = 0
         try:
@@ -492,6 +509,9 @@ def run(
             if sock is not None:
                 sock.close()
             seconds = time.monotonic() - started
+            rss_end = resident_bytes()
+            if rss_end - rss_start > RSS_GROWTH_LIMIT:
+                findings.add(f"resident memory grew from {rss_start} to {rss_end} bytes", b"")
             try:
                 if list(monitor[GUARD_DB].data.find().sort("_id", 1)) != guard:
                     findings.add("the guard data changed", b"")
@@ -505,7 +525,7 @@ def run(
             threading.excepthook = old_hook
             logger.removeHandler(recorder)
             logger.setLevel(old_level)
-    return Result(frames, seconds, findings, closed)
+    return Result(frames, seconds, findings, closed, rss_start, rss_end)
 
 
 def main(argv: list[str]) -> int:
@@ -524,7 +544,8 @@ def main(argv: list[str]) -> int:
     print(result.findings.report())
     print(
         f"{result.frames} frames in {result.seconds:.0f} s ({result.frames / result.seconds:.0f}/s), "
-        f"{result.closed} connections closed by the server, {len(result.findings)} findings"
+        f"{result.closed} connections closed by the server, {len(result.findings)} findings; "
+        f"resident {result.rss_start / 2**20:.0f} MiB at the start, {result.rss_end / 2**20:.0f} MiB at the end"
     )
     return 1 if len(result.findings) else 0
 

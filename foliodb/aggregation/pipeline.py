@@ -84,6 +84,7 @@ class Stage:
     # $_internalUnpackBucket: what replaces (this stage, a following $match):
     # a bucket $match, this stage, what is left of the $match; or None.
     absorb: Callable[[Mapping[str, Any]], list[Stage] | None] | None = None
+    search: Any = None  # $vectorSearch: its checked query (a VectorQuery), for explain
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,15 +172,13 @@ def _unknown_stage(name: str) -> CommandError:
     return location(40324, f"Unrecognized pipeline stage name: '{name}'")
 
 
-# Known MongoDB stages FolioDB does not build: change streams, Atlas Search,
+# Known MongoDB stages FolioDB does not build: change streams, full-text Search,
 # sharding and diagnostics stages.
 _UNBUILT = (
     "$changeStreamSplitLargeEvent",
     "$listSampledQueries",
-    "$listSearchIndexes",
     "$search",
     "$searchMeta",
-    "$vectorSearch",
     "$shardedDataDistribution",
     "$querySettings",
     "$queryStats",
@@ -193,7 +192,17 @@ STAGES: Registry[StageCompiler] = Registry("aggregation stage", _unknown_stage, 
 
 # Placement rules, checked for every stage before its compiler runs.
 FIRST_ONLY = frozenset(
-    {"$collStats", "$indexStats", "$planCacheStats", "$documents", "$currentOp", "$listLocalSessions", "$listSessions"}
+    {
+        "$collStats",
+        "$indexStats",
+        "$planCacheStats",
+        "$documents",
+        "$currentOp",
+        "$listLocalSessions",
+        "$listSessions",
+        "$listSearchIndexes",
+        "$vectorSearch",
+    }
 )
 LAST_ONLY = frozenset({"$out", "$merge"})
 NOT_IN_FACET = frozenset(
@@ -208,6 +217,8 @@ NOT_IN_FACET = frozenset(
         "$geoNear",
         "$listLocalSessions",
         "$listSessions",
+        "$listSearchIndexes",
+        "$vectorSearch",
     }
 )
 WRITES = frozenset({"$out", "$merge"})

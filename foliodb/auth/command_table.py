@@ -521,6 +521,9 @@ RULES: dict[str, Rule] = {
     ),
     "drop": _ns("dropCollection"),
     "createIndexes": _ns("createIndex"),
+    "createSearchIndexes": _ns("createSearchIndexes"),
+    "updateSearchIndex": _ns("updateSearchIndex"),
+    "dropSearchIndex": _ns("dropSearchIndex"),
     **dict.fromkeys(("dropIndexes", "deleteIndexes"), _ns("dropIndex")),
     "collMod": _special(_coll_mod, "collMod; changing a view as create does"),
     "renameCollection": _special(

@@ -697,10 +697,10 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             info[index.pop("name")] = index
         return info
 
-    # Atlas Search indexes: the commands answer 238 (NotImplemented), as documented in differences.md.
+    # MongoDB Search indexes (foliodb.commands.search_indexes).
 
     def create_search_index(self, model: Any, session: Any = None, comment: Any = None, **kwargs: Any) -> str:
-        """Atlas Search indexes are not available: the command answers NotImplemented (238).
+        """Create one search index (a ``SearchIndexModel`` or its document); its name.
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         return self.create_search_indexes([model], session=session, comment=comment, **kwargs)[0]
@@ -708,7 +708,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
     def create_search_indexes(
         self, models: Sequence[Any], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> list[str]:
-        """Atlas Search indexes are not available: the command answers NotImplemented (238).
+        """Create search indexes (``createSearchIndexes``); their names, in order.
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         indexes = [getattr(model, "document", model) for model in models]
@@ -716,25 +716,31 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         return [index["name"] for index in _reply.check(self._run_command(cmd, session))["indexesCreated"]]
 
     def drop_search_index(self, name: str, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
-        """Atlas Search indexes are not available: the command answers NotImplemented (238).
+        """Drop a search index (``dropSearchIndex``); a missing collection is no error, as in pymongo.
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         cmd = command_doc({"dropSearchIndex": self._name, "name": name}, kwargs, comment=comment)
-        _reply.check(self._run_command(cmd, session))
+        self._check_unless_missing(self._run_command(cmd, session))
 
     def update_search_index(
         self, name: str, definition: Mapping[str, Any], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> None:
-        """Atlas Search indexes are not available: the command answers NotImplemented (238).
+        """Replace a search index's definition (``updateSearchIndex``); a missing collection is no error.
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         cmd = {"updateSearchIndex": self._name, "name": name, "definition": definition}
-        _reply.check(self._run_command(command_doc(cmd, kwargs, comment=comment), session))
+        self._check_unless_missing(self._run_command(command_doc(cmd, kwargs, comment=comment), session))
+
+    @staticmethod
+    def _check_unless_missing(reply: Mapping[str, Any]) -> None:
+        """pymongo's ``allowable_errors=["ns not found", 26]``."""
+        if reply.get("code") != 26 and reply.get("errmsg") != "ns not found":
+            _reply.check(reply)
 
     def list_search_indexes(
         self, name: str | None = None, session: Any = None, comment: Any = None, **kwargs: Any
     ) -> CommandCursor:
-        """The ``$listSearchIndexes`` stage's cursor (Atlas Search is not available).
+        """The ``$listSearchIndexes`` stage's cursor.
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         stage = {"$listSearchIndexes": {"name": name} if name is not None else {}}

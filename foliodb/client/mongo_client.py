@@ -62,7 +62,7 @@ from foliodb.client.session import ClientSession, NodeDescription
 from foliodb.commands import Executor
 from foliodb.commands.failpoints import closes_connection
 from foliodb.commands.replication import ReplicaSet
-from foliodb.errors import CommandError
+from foliodb.errors import CommandError, ErrorCode
 
 DEFAULT_PATH = "./foliodb-data"
 
@@ -140,9 +140,11 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         self._retry_writes: bool = self._options.retry_writes
         self._retry_policy = _RetryPolicy(attempts=self._options.max_adaptive_retries)  # backpressure's backoff
         # The executor, told the client's appName as a server learns it from the handshake (fail points match it).
+        # Its operations carry the client's id (owner): close() stops those still running.
         app_name = self._options.pool_options.metadata.get("application", {}).get("name")
-        self._run: Callable[[str, Mapping[str, Any]], dict[str, Any]] = (
-            self._executor.execute if app_name is None else functools.partial(self._executor.execute, app_name=app_name)
+        named = {} if app_name is None else {"app_name": app_name}
+        self._run: Callable[[str, Mapping[str, Any]], dict[str, Any]] = functools.partial(
+            self._executor.execute, owner=id(self), **named
         )
         # pymongo's pool of server sessions (lsid and txnNumber), the topology's on a pymongo client.
         self._server_session_pool = _ServerSessionPool()
@@ -582,6 +584,8 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         for start in range(0, len(ids), common._MAX_END_SESSIONS):
             self._send("admin", {"endSessions": ids[start : start + common._MAX_END_SESSIONS]})
         self._closed = True
+        # As mongod when a client disconnects: its operations still running stop (ClientDisconnect).
+        self._executor.kill_operations(ErrorCode.ClientDisconnect, owner=id(self))
         self._executor.close()
 
     def __del__(self) -> None:

@@ -196,6 +196,10 @@ class SharedExecutor:
             self._forked()
         return self._remote_execute(db, command)
 
+    def kill_operations(self, code: int, *, owner: int) -> list[int]:
+        """Stop the running operations of one client of this process (see Executor.kill_operations)."""
+        return self.local.kill_operations(code, owner=owner) if self.local is not None else []
+
     def _forked(self) -> None:
         """In a child after fork(): the parent's engine is the parent's; reach it through its socket."""
         self.local = None

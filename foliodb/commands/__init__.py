@@ -22,6 +22,7 @@ from foliodb.commands import (  # noqa: F401  (each module registers its command
     profiler,
     replication,
     roles,
+    search_indexes,
     sessions,
     sleep,
     stats,

@@ -18,7 +18,7 @@ import bson
 from bson import Int64
 
 from foliodb.aggregation.pipeline import FIRST_ONLY, compile_pipeline
-from foliodb.commands import change_streams, collation, oplog_rs, params, plan_cache, sessions, stats
+from foliodb.commands import change_streams, collation, oplog_rs, params, plan_cache, search_indexes, sessions, stats
 from foliodb.commands.accesses import counted
 from foliodb.commands.current_op import current_ops
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
@@ -30,11 +30,13 @@ from foliodb.commands.write import apply_replacement, check_new_database, prepar
 from foliodb.engine.buckets import BucketSpec
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.query import FindExecution, FindSpec
+from foliodb.engine.search.vector_search import vector_search
 from foliodb.engine.timeseries import TimeSeriesWriter, check_measurement
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import metadata
 from foliodb.query.bsontypes import is_string
 from foliodb.query.context import Context
+from foliodb.query.vector_query import VectorQuery
 
 
 class EngineEnv:
@@ -226,6 +228,12 @@ class EngineEnv:
 
     def sessions(self, all_users: bool, users: list[tuple[str, str]]) -> list[dict[str, Any]]:
         return sessions.listed_sessions(self.request, all_users, users)
+
+    def vector_search(self, coll: str, query: VectorQuery) -> list[dict[str, Any]]:
+        return vector_search(self.engine.search, self.engine.store(self.db, coll), query)
+
+    def search_indexes(self, coll: str, name: str | None, index_id: str | None) -> list[dict[str, Any]]:
+        return search_indexes.listed(self.engine, self.db, coll, name, index_id)
 
 
 def _field_match(stages: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:

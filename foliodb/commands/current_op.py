@@ -3,7 +3,8 @@
 
 Every running command is listed - from server connections and from embedded
 clients alike - with its opid, namespace, command, running time,
-``waitingForLock`` (waiting for the writer), ``planSummary`` and, for an index
+``waitingForLock`` (waiting for the writer), ``locks`` and ``lockStats`` (the writer is
+mongod's Global lock in mode w, held or waited for), ``planSummary`` and, for an index
 build, ``progress`` and ``msg``. These commands never wait for another one:
 they read only the engine's table of operations. Passwords in a listed
 command show as ``"xxx"``, as mongod shows them. With ``idleConnections``
@@ -146,7 +147,15 @@ def _describe(op: Operation, now: float, host: str, truncate: bool) -> dict[str,
         percent = done * 100 // total if total else 100
         doc["msg"] = f"Index Build: scanning collection Index Build: scanning collection: {done}/{total} {percent}%"
         doc["progress"] = {"done": done, "total": total}
-    doc.update(waitingForLock=op.waiting_for_lock, killPending=op.killed, numYields=0, locks={})
+    doc.update(waitingForLock=op.waiting_for_lock, killPending=op.killed, numYields=0, locks=dict(op.locks))
+    acquired, waits, micros = op.lock_waits
+    stats: dict[str, Any] = {}
+    if acquired:
+        stats["acquireCount"] = {"w": Int64(acquired)}
+    if waits:
+        stats["acquireWaitCount"] = {"w": Int64(waits)}
+        stats["timeAcquiringMicros"] = {"w": Int64(micros)}
+    doc["lockStats"] = {"Global": stats} if stats else {}
     return doc
 
 

@@ -14,11 +14,19 @@ next batches. Invariants:
 * a cursor idle longer than ``cursorTimeoutMillis`` (10 minutes; setParameter
   changes it) is closed by a reaper thread, unless it was opened with
   ``noCursorTimeout``; a cursor in use by a getMore is never closed under it:
-  a kill marks it, and the getMore closes it when its batch is done.
+  a kill marks it, and the getMore closes it when its batch is done;
+* a server connection holds at most ``max_per_connection`` open cursors, and a
+  user (under ``--auth``) at most ``max_per_user`` across connections
+  (FolioDB's own bounds, settable as ``maxOpenCursorsPerConnection`` and
+  ``maxOpenCursorsPerUser``; mongod has none): a command that would open one
+  more fails with OperationFailed (96) saying which bound and how to free
+  cursors. An idle cursor costs a few KiB (its scan's position), so the
+  defaults bound them to some hundreds of MB.
 """
 
 from __future__ import annotations
 
+import collections
 import datetime
 import itertools
 import secrets
@@ -33,7 +41,7 @@ from bson import Int64
 from bson.errors import InvalidDocument
 from bson.raw_bson import RawBSONDocument
 
-from foliodb import interrupt
+from foliodb import interrupt, threads
 from foliodb.auth.caller import CALLER
 from foliodb.auth.privileges import Privilege, namespace, privilege
 from foliodb.commands import failpoints, params
@@ -45,6 +53,8 @@ from foliodb.errors import CommandError, ErrorCode
 # default first batch of find/aggregate is 101 documents.
 DEFAULT_FIRST_BATCH = 101
 CURSOR_TIMEOUT_MILLIS = 600_000  # mongod's cursorTimeoutMillis default
+MAX_CURSORS_PER_CONNECTION = 20_000
+MAX_CURSORS_PER_USER = 50_000
 REAPER_PERIOD_SECONDS = 4.0  # mongod's clientCursorMonitorFrequencySecs
 AWAIT_SECONDS = 1.0  # how long an awaitData getMore waits without maxTimeMS, as mongod
 MAX_BATCH_BYTES = 16 * 1024 * 1024
@@ -114,6 +124,7 @@ class Cursor:
     # limit bounds the time the cursor's getMores spend working, not the time it sits idle.
     time_left: float | None = None
     owners: frozenset[tuple[str, str]] | None = None  # (db, user); None: opened without authorization
+    connection_id: int | None = None  # the server connection that opened it (None: an embedded client)
     privileges: tuple[Privilege, ...] = ()  # what the opening command needed
     in_use: bool = False  # a getMore is taking a batch from it
     operation: Any = None  # that getMore's Operation (killCursors interrupts it)
@@ -156,6 +167,9 @@ class CursorManager:
         self._cursors: dict[int, Cursor] = {}
         self._lock = threading.Lock()
         self.timeout_millis = CURSOR_TIMEOUT_MILLIS
+        self.max_per_connection = MAX_CURSORS_PER_CONNECTION
+        self.max_per_user = MAX_CURSORS_PER_USER
+        self._held: collections.Counter[Any] = collections.Counter()  # open cursors by connection and by user
         self._reaper: threading.Thread | None = None
         self._stopped = threading.Event()
 
@@ -172,6 +186,7 @@ class CursorManager:
         if op is not None and op.session is not None:
             options.setdefault("lsid", op.session)
         if op is not None:
+            options.setdefault("connection_id", op.connection_id)
             if op.deadline is not None and not options.get("await_data"):
                 options.setdefault("time_left", op.remaining())
             options.setdefault("originating", op.command)
@@ -182,13 +197,39 @@ class CursorManager:
             options.setdefault("privileges", caller.needed)
         with self._lock:
             cursor = Cursor(self._new_id(), ns, lookahead, last_used=time.monotonic(), **options)
+            self._check_caps(cursor)
             cursor.created = datetime.datetime.now(datetime.UTC)
             cursor.returned(returned)
             self._cursors[cursor.id] = cursor
+            self._held.update(_holders(cursor))
             if self._reaper is None and not self._stopped.is_set():
                 self._reaper = threading.Thread(target=self._reap_loop, name="foliodb-cursor-reaper", daemon=True)
                 self._reaper.start()
         return cursor
+
+    def _check_caps(self, cursor: Cursor) -> None:
+        """OperationFailed when ``cursor`` would be one too many for its connection or a user of it."""
+        what = None
+        for holder in _holders(cursor):
+            cap = self.max_per_connection if holder[0] == "connection" else self.max_per_user
+            if self._held[holder] >= cap:
+                what = (
+                    f"this connection holds {cap}" if holder[0] == "connection" else f"user {holder[1][1]} holds {cap}"
+                )
+                break
+        if what is not None:
+            cursor.source.close()
+            raise CommandError(
+                ErrorCode.OperationFailed,
+                f"too many open cursors: {what} (close them with killCursors, read them to the end, or let "
+                "cursorTimeoutMillis close the idle ones)",
+            )
+
+    def _forget(self, cursor: Cursor) -> None:
+        self._held.subtract(_holders(cursor))
+        for holder in _holders(cursor):
+            if self._held[holder] <= 0:
+                del self._held[holder]
 
     def get(self, cursor_id: int, ns: str) -> Cursor:
         """The cursor, pinned for a getMore (:meth:`release` unpins it)."""
@@ -244,6 +285,8 @@ class CursorManager:
     def kill(self, cursor_id: int) -> bool:
         with self._lock:
             cursor = self._cursors.pop(cursor_id, None)
+            if cursor is not None:
+                self._forget(cursor)
             if cursor is not None and cursor.in_use:
                 cursor.killed = True
                 if cursor.operation is not None:  # as mongod: the getMore using it stops, CursorKilled
@@ -274,8 +317,8 @@ class CursorManager:
         for cursor_id in list(self._cursors):
             self.kill(cursor_id)
         reaper = self._reaper
-        if reaper is not None and reaper is not threading.current_thread():
-            reaper.join(timeout=10)
+        if reaper is not None:
+            threads.join(reaper, timeout=10)
 
     def reap(self) -> int:
         """Close the cursors idle longer than ``timeout_millis``; how many."""
@@ -286,6 +329,7 @@ class CursorManager:
             ]
             for cursor in expired:
                 del self._cursors[cursor.id]
+                self._forget(cursor)
         for cursor in expired:
             cursor.source.close()
         return len(expired)
@@ -296,6 +340,15 @@ class CursorManager:
 
     def __len__(self) -> int:
         return len(self._cursors)
+
+
+def _holders(cursor: Cursor) -> list[tuple[str, Any]]:
+    """What a cursor counts against: its server connection and its users."""
+    holders: list[tuple[str, Any]] = []
+    if cursor.connection_id is not None:
+        holders.append(("connection", cursor.connection_id))
+    holders.extend(("user", user) for user in cursor.owners or ())
+    return holders
 
 
 def _check_owner(cursor: Cursor) -> None:

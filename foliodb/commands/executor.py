@@ -33,7 +33,7 @@ from foliodb.engine.engine import Engine, open_engine
 from foliodb.engine.sessions import lsid_key
 from foliodb.engine.transactions import HeldByTransactionError
 from foliodb.errors import CommandError, ErrorCode
-from foliodb.interrupt import DEFAULT_JS_HEAP_LIMIT_MB, Operation
+from foliodb.interrupt import DEFAULT_JS_HEAP_LIMIT_MB, DEFAULT_JS_HEAP_TOTAL_MB, Operation
 from foliodb.query.collation import Collator
 from foliodb.query.context import Context
 from foliodb.query.expr import Scope, compile_expression, root_variables
@@ -153,8 +153,10 @@ class Executor:
         caller = CALLER.get()
         if caller is not None:
             op.users = caller.users
+        op.owner = extra.get("owner")
         op.javascript = self.javascript
         op.js_heap_limit_mb = self.engine.parameters.get("jsHeapLimitMB", DEFAULT_JS_HEAP_LIMIT_MB)
+        op.js_heap_total_mb = self.engine.parameters.get("jsHeapLimitTotalMB", DEFAULT_JS_HEAP_TOTAL_MB)
         op.stored_javascript = self.stored_javascript
         operations = self.operations
         operations[op.opid] = op
@@ -176,6 +178,18 @@ class Executor:
         finally:
             interrupt.bind(previous)
             del operations[op.opid]
+
+    def kill_operations(self, code: int, *, connection_id: int | None = None, owner: int | None = None) -> list[int]:
+        """Mark killed with ``code`` the running operations of a server connection or of an
+        embedded client (``owner``); their opids. As mongod when a client disconnects (279)."""
+        killed = []
+        for op in list(self.operations.values()):
+            if (connection_id is not None and op.connection_id == connection_id) or (
+                owner is not None and op.owner == owner
+            ):
+                op.kill(code)
+                killed.append(op.opid)
+        return killed
 
     def _run(self, op: Operation, db: str, command: Mapping[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
         if not command:

@@ -468,6 +468,10 @@ def cmd_listIndexes(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if info.is_timeseries:
         buckets = request.engine.catalog.get(request.db, buckets_name(name))
         specs = listed_indexes(info, buckets) if buckets is not None else []
+    elif info.is_view:  # mongod's AutoGetCollection refuses a view (jstests/core/views/views_all_commands.js)
+        raise CommandError(
+            ErrorCode.CommandNotSupportedOnView, f"Namespace {request.db}.{name} is a view, not a collection"
+        )
     else:
         specs = [listed_spec(info, index) for index in info.indexes.values()]
     cursor = cmd.get("cursor") or {}

@@ -25,13 +25,13 @@ from typing import Any
 
 from foliodb.auth import scram
 from foliodb.commands import params
-from foliodb.commands.cursors import CURSOR_TIMEOUT_MILLIS
+from foliodb.commands.cursors import CURSOR_TIMEOUT_MILLIS, MAX_CURSORS_PER_CONNECTION, MAX_CURSORS_PER_USER
 from foliodb.commands.diagnostics import FEATURE_COMPATIBILITY_VERSION
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
 from foliodb.engine.query import SORT_MEMORY_LIMIT
 from foliodb.errors import CommandError, ErrorCode
-from foliodb.interrupt import DEFAULT_JS_HEAP_LIMIT_MB
+from foliodb.interrupt import DEFAULT_JS_HEAP_LIMIT_MB, DEFAULT_JS_HEAP_TOTAL_MB
 from foliodb.query import compare as cmp
 from foliodb.query.render import render
 
@@ -69,7 +69,12 @@ PARAMETERS: dict[str, Parameter] = {
     "enableTestCommands": Parameter(False, Change.STARTUP_ONLY),
     "featureCompatibilityVersion": Parameter({"version": FEATURE_COMPATIBILITY_VERSION}, Change.STARTUP_ONLY),
     "internalQueryMaxBlockingSortMemoryUsageBytes": Parameter(SORT_MEMORY_LIMIT, Change.FIXED),
+    # FolioDB's own bounds on open cursors (foliodb/commands/cursors.py); mongod has none.
+    "maxOpenCursorsPerConnection": Parameter(MAX_CURSORS_PER_CONNECTION, Change.SETTABLE, _as_positive_int),
+    "maxOpenCursorsPerUser": Parameter(MAX_CURSORS_PER_USER, Change.SETTABLE, _as_positive_int),
     "jsHeapLimitMB": Parameter(DEFAULT_JS_HEAP_LIMIT_MB, Change.SETTABLE, _as_positive_int),
+    # FolioDB's own: the heap of all running scripts together (foliodb/javascript/runtime.py).
+    "jsHeapLimitTotalMB": Parameter(DEFAULT_JS_HEAP_TOTAL_MB, Change.SETTABLE, _as_positive_int),
     # Collection scans are always allowed: the planner has no notablescan mode yet.
     "notablescan": Parameter(False, Change.FIXED),
     "requireApiVersion": Parameter(False, Change.SETTABLE, _as_bool),
@@ -146,4 +151,8 @@ def cmd_setParameter(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]
         request.engine.parameters[name] = value
         if name == "cursorTimeoutMillis":  # the reaper reads it from the cursor manager
             request.cursors.timeout_millis = value
+        elif name == "maxOpenCursorsPerConnection":
+            request.cursors.max_per_connection = value
+        elif name == "maxOpenCursorsPerUser":
+            request.cursors.max_per_user = value
     return reply

@@ -80,7 +80,9 @@ def as_int(value: Any, what: str) -> int:
     number = int(value)
     if isinstance(value, float | decimal.Decimal) and number != value:
         raise CommandError(ErrorCode.BadValue, f"{what} must be a whole number, not {value}")
-    return number
+    # safeNumberLong: a double or decimal past the long range saturates (a Decimal128 of 6,145
+    # digits would otherwise reach error messages whole: past Python's int-to-str limit).
+    return min(max(number, -(2**63)), 2**63 - 1)
 
 
 MAX_TIME_MS = 2**31 - 1  # the largest maxTimeMS mongod takes (INT_MAX)

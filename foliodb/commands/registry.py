@@ -32,9 +32,6 @@ COMMANDS: Registry[Handler] = Registry(
         "cloneCollectionAsCapped",
         "convertToCapped",
         "shardCollection",
-        "replSetGetStatus",
-        "replSetInitiate",
-        "createRole",
         "saslStart",
         "saslContinue",
         "authenticate",
@@ -43,8 +40,5 @@ COMMANDS: Registry[Handler] = Registry(
         "reIndex",
         "setQuerySettings",
         "removeQuerySettings",
-        "createSearchIndexes",
-        "dropSearchIndex",
-        "updateSearchIndex",
     ),
 )

@@ -128,6 +128,11 @@ def cmd_collStats(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     scale = _scale(cmd, "collStats")
     if oplog_rs.is_oplog(request.db, name):
         return {"ns": f"local.{name}", **oplog_rs.storage_stats(request.engine, scale), "ok": 1.0}
+    info = request.engine.catalog.get(request.db, name)
+    if info is not None and info.is_view and not info.is_timeseries:  # as $collStats' storageStats: no storage
+        raise CommandError(
+            ErrorCode.CommandNotSupportedOnView, f"Namespace {request.db}.{name} is a view, not a collection"
+        )
     store = request.engine.store(request.db, name)
     if store is None:
         raise CommandError(ErrorCode.NamespaceNotFound, f"Collection [{request.db}.{name}] not found.")

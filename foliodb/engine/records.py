@@ -50,6 +50,10 @@ MAX_BSON_SIZE = 16 * 1024 * 1024
 MAX_NESTING_DEPTH = 100
 _MIN_LEVEL_BYTES = 7  # the smallest a nested level's encoding can be
 SCAN_BATCH = 256
+# A scan's first fetch; each next one doubles, up to SCAN_BATCH. A suspended scan (an open cursor
+# between getMores) holds the rows fetched and not yet returned: 256 of them were 224 KiB of a
+# cursor of 1 KB documents opened with batchSize 1; a few at first keep an idle cursor small.
+SCAN_FIRST = 2
 
 
 class IndexWriter:
@@ -752,16 +756,20 @@ class CollectionStore:
         order = "DESC" if reverse else ""
         sql = f"SELECT rid, doc FROM {table} WHERE {where} ORDER BY rid {order} LIMIT ?"
         last = (1 << 62) if reverse else 0
+        fetch = SCAN_FIRST
         while True:
             conn, _ = self._read()
             assert conn is not None
-            rows = conn.execute(sql, (last, *args, SCAN_BATCH)).fetchall()
+            rows = conn.execute(sql, (last, *args, fetch)).fetchall()
             if not rows:
                 return
-            yield from rows
-            if len(rows) < SCAN_BATCH:
+            last, count = rows[-1][0], len(rows)
+            rows.reverse()
+            while rows:  # popped, so that a suspended scan holds only the rows still to come
+                yield rows.pop()
+            if count < fetch:
                 return
-            last = rows[-1][0]
+            fetch = min(fetch * 2, SCAN_BATCH)
 
     def _scan_clustered(self, reverse: bool, needles: list[list[bytes]] | None) -> Iterator[tuple[int, bytes]]:
         """A clustered collection's natural order: its ``_id`` index's key order
@@ -774,15 +782,17 @@ class CollectionStore:
             f"ON c.rid = k.rid WHERE {where} ORDER BY k.key {order} LIMIT ?"
         )
         last = b"\xff" * 8 if reverse else b""
+        fetch = SCAN_FIRST
         while True:
             conn, _ = self._read()
             assert conn is not None
-            rows = conn.execute(sql, (last, *args, SCAN_BATCH)).fetchall()
+            rows = conn.execute(sql, (last, *args, fetch)).fetchall()
             for rid, doc, _key in rows:
                 yield rid, doc
-            if len(rows) < SCAN_BATCH:
+            if len(rows) < fetch:
                 return
             last = rows[-1][2]
+            fetch = min(fetch * 2, SCAN_BATCH)
 
     def index_rows(
         self, index: IndexInfo, start: bytes, stop: bytes | None, forward: bool, keys_only: bool, limit: int

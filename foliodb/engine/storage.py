@@ -141,6 +141,9 @@ class _WriterLock:
 
     def acquire(self) -> None:
         """Take the lock, waiting in line; a wait ends at the operation's deadline or killOp."""
+        op = interrupt.current()
+        if op is not None:
+            op.wants_writer()  # currentOp's locks
         with self._mutex:
             if not self._held:
                 self._held = True
@@ -149,7 +152,7 @@ class _WriterLock:
             turn.acquire()
             self._waiters.append(turn)
         lane.leave()  # nothing waits in the lane
-        op = interrupt.current()
+        waited_from = time.monotonic()
         if op is not None:
             op.waiting_for_lock = True
         try:
@@ -166,6 +169,7 @@ class _WriterLock:
         finally:
             if op is not None:
                 op.waiting_for_lock = False
+                op.waited_for_writer(time.monotonic() - waited_from)
 
     def release(self) -> None:
         with self._mutex:

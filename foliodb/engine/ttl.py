@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import bson
 
+from foliodb import threads
 from foliodb.engine.catalog import CODEC, CollectionInfo, IndexInfo
 from foliodb.engine.query import FindExecution, FindSpec
 from foliodb.engine.records import CollectionStore
@@ -133,8 +134,8 @@ class TTLMonitor(threading.Thread):
 
     def stop(self) -> None:
         self._stop_event.set()
-        if self.is_alive() and threading.current_thread() is not self:
-            self.join(timeout=5)
+        if self.is_alive():
+            threads.join(self, timeout=5)
 
     def run(self) -> None:
         last = time.monotonic()

@@ -23,12 +23,13 @@ if TYPE_CHECKING:
     from foliodb.javascript.runtime import Runtime
 
 
-def settings() -> tuple[bool, int]:
-    """Is server-side JavaScript enabled for this thread's operation, and its heap limit (MB)."""
+def settings() -> tuple[bool, int, int]:
+    """Is server-side JavaScript enabled for this thread's operation, its heap limit and the
+    limit of all running scripts' heaps together (MB)."""
     op = interrupt.current()
     if op is None:
-        return True, interrupt.DEFAULT_JS_HEAP_LIMIT_MB
-    return op.javascript, op.js_heap_limit_mb
+        return True, interrupt.DEFAULT_JS_HEAP_LIMIT_MB, interrupt.DEFAULT_JS_HEAP_TOTAL_MB
+    return op.javascript, op.js_heap_limit_mb, op.js_heap_total_mb
 
 
 def stored_functions() -> Sequence[Mapping[str, Any]]:
@@ -46,7 +47,7 @@ def new_runtime(scope: Any = None, stored: bool = False) -> Runtime:
     loads them for ``$where`` and ``mapReduce`` only, not for ``$function`` or
     ``$accumulator`` (its ExpressionContext::getJsExecWithScope: "Stored
     procedures are only loaded for the $where expression and MapReduce command")."""
-    enabled, heap_mb = settings()
+    enabled, heap_mb, total_mb = settings()
     if not enabled:
         raise CommandError(31264, "Cannot run server-side javascript without the javascript engine enabled")
     # QuickJS and ctypes load on first use: a client that runs no JavaScript never pays for them.
@@ -54,4 +55,4 @@ def new_runtime(scope: Any = None, stored: bool = False) -> Runtime:
         from foliodb.javascript.runtime import Runtime
     except ImportError as exc:  # the engine's wheel is missing or shadowed: the message says which
         raise CommandError(ErrorCode.InternalError, str(exc)) from None
-    return Runtime(heap_mb, scope, stored_functions() if stored else ())
+    return Runtime(heap_mb, scope, stored_functions() if stored else (), total_mb=total_mb)

@@ -26,6 +26,13 @@ Invariants:
   installed through ``ctypes`` (the extension exports
   ``JS_SetInterruptHandler``), polls the thread's operation every few
   thousand JavaScript steps.
+* Memory: each context's heap is bounded by ``jsHeapLimitMB`` (as mongod's),
+  lent out of a budget shared by every context alive in the process
+  (``jsHeapLimitTotalMB``, FolioDB's own knob): a context gets its limit, or
+  half of what is left of the budget, and fails to start (JSInterpreterFailure,
+  "Out of memory") when less than :data:`MIN_HEAP_BYTES` is left; what it was lent
+  comes back when the context is freed (at its operation's end). So scripts
+  running at once never take more than the total, whatever they allocate.
 * Any error of user code, of conversion or of a limit is a CommandError:
   JSInterpreterFailure (139) carrying the JavaScript message.
 * The shell's globals are the context's own: a ``system.js`` entry of the
@@ -43,6 +50,7 @@ import logging
 import re
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -59,6 +67,35 @@ from foliodb.javascript.values import from_json, to_json
 log = logging.getLogger("foliodb")
 
 _STACK_BYTES = 1024 * 1024
+MIN_HEAP_BYTES = 8 * 1024 * 1024  # the least heap a context starts with (the prelude takes about 1 MB)
+
+
+class _HeapBudget:
+    """The bytes of heap lent to the contexts alive in this process."""
+
+    def __init__(self) -> None:
+        self.lent = 0
+        self._lock = threading.Lock()
+
+    def lend(self, wanted: int, total: int) -> int:
+        """Up to ``wanted`` bytes and at most half of what is left of ``total`` (so scripts that
+        start later still find room: a script alone gets its whole limit from the default
+        total); 0 when less than MIN_HEAP_BYTES is left."""
+        with self._lock:
+            left = total - self.lent
+            floor = min(wanted, MIN_HEAP_BYTES)
+            if left < floor:
+                return 0
+            granted = min(wanted, max(floor, left // 2))
+            self.lent += granted
+            return granted
+
+    def give_back(self, size: int) -> None:
+        with self._lock:
+            self.lent -= size
+
+
+HEAP_BUDGET = _HeapBudget()
 _UNSET = object()
 
 
@@ -173,11 +210,25 @@ class Runtime:
     """A fresh context: the shell prelude, ``scope`` as globals, the ``stored``
     (``system.js``) documents' values as globals, and limits."""
 
-    def __init__(self, heap_limit_mb: int, scope: Any = None, stored: Iterable[Mapping[str, Any]] = ()) -> None:
+    def __init__(
+        self,
+        heap_limit_mb: int,
+        scope: Any = None,
+        stored: Iterable[Mapping[str, Any]] = (),
+        *,
+        total_mb: int = interrupt.DEFAULT_JS_HEAP_TOTAL_MB,
+    ) -> None:
+        heap = HEAP_BUDGET.lend(heap_limit_mb * 1024 * 1024, total_mb * 1024 * 1024)
+        if not heap:
+            raise CommandError(
+                ErrorCode.JSInterpreterFailure,
+                f"Out of memory: the scripts running hold the {total_mb} MB of jsHeapLimitTotalMB",
+            )
+        weakref.finalize(self, HEAP_BUDGET.give_back, heap)
         self._lock = threading.Lock()
         self._throws = False  # some user code compiled here has a `throw` (see _failure)
         self._context = quickjs.Context()
-        self._context.set_memory_limit(heap_limit_mb * 1024 * 1024)
+        self._context.set_memory_limit(heap)
         self._context.set_max_stack_size(_STACK_BYTES)
         _install_interrupt_handler(self._context)
         # mongod's hex_md5 (the $where and $function manual examples call it): hashing touches nothing outside.

@@ -35,7 +35,7 @@ from foliodb import lane
 from foliodb.auth.caller import running_as
 from foliodb.commands import Request, failpoints
 from foliodb.errors import CommandError, ErrorCode
-from foliodb.server import wire
+from foliodb.server import budget, wire
 from foliodb.server.authentication import SASL_COMMANDS, Authenticator
 from foliodb.server.tls import looks_like_tls, subject_name
 
@@ -44,7 +44,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("foliodb.server")
 
-_CHUNK = 1 << 16  # bytes read ahead from the socket at a time
+_CHUNK = 1 << 16  # bytes read from the socket at a time
+# The longest message before authentication under --auth: hello with its client metadata (512 bytes
+# at most, by the handshake spec), speculative authentication, saslStart/saslContinue and
+# X.509's authenticate fit in a few KiB; mongod takes 48 MB from anyone, FolioDB not.
+PRE_AUTH_MAX_MESSAGE = 1 << 16
 # A read or send that takes what the socket has and never waits (the loop's: see loop.SUPPORTED).
 _DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
 _IDLE_POLL = 60.0  # seconds between checks for shutdown while an established connection idles
@@ -85,6 +89,21 @@ _NEVER_COMPRESSED = frozenset(
 _request_ids = itertools.count(1)
 
 
+class _Scratch(threading.local):
+    view: memoryview | None = None
+
+
+_scratch_of_thread = _Scratch()
+
+
+def _scratch() -> memoryview:
+    """What this thread's recv calls read into: one chunk a thread, not one a connection."""
+    view = _scratch_of_thread.view
+    if view is None:
+        view = _scratch_of_thread.view = memoryview(bytearray(_CHUNK))
+    return view
+
+
 class _TimeLimitError(Exception):
     """The peer ran out of time (see the module docstring)."""
 
@@ -102,68 +121,107 @@ class Connection:
         self.auth = Authenticator(server.executor.engine, server.auth, _is_loopback(self.peer))
         self.accepted = time.monotonic()
         self.established = False  # a complete message has arrived
-        self._buffer = bytearray()
-        self._chunk = memoryview(bytearray(_CHUNK))  # what each recv reads into: allocated once, not per message
+        self._buffer = bytearray()  # bytes read and not yet taken as a message: only what arrived
+        self._charged = 0  # bytes taken from the server's message budget (foliodb/server/budget.py)
+        self._awaiting_budget = False  # out of the loop until the budget has room
+        self.busy = False  # a thread serves it (the loop's sweep leaves it alone)
         self._message_started: float | None = None  # when the first byte of the message being read arrived
         self.app_name: str | None = None  # client.application.name of the handshake (fail points match it)
         self._kernel_timeouts = False  # see _use_kernel_timeouts
         self._recv_seconds = 0.0  # the SO_RCVTIMEO set (0: none)
-        self._fd = sock.fileno()  # the loop's key, still known once the socket is closed
+        self.fd = sock.fileno()  # the loop's key, still known once the socket is closed
         self._closed = False
 
     def run(self) -> None:
-        """Serve requests on this thread until the peer closes, the stream breaks, time runs
-        out or the server stops; or, once a message is answered and no byte is left unread,
-        until the connection waits in the server's loop (its socket stays open)."""
+        """A connection's own thread, for what cannot wait in the server's loop: its TLS
+        handshake; then the connection waits in the loop whenever no byte is left unread (at
+        once, unless the handshake brought a message along). Without the loop (no epoll) the
+        thread serves the connection until the peer closes, the stream breaks, time runs out
+        or the server stops."""
         with self._closing_on_error():
             if self._start_tls():
                 self._use_kernel_timeouts()
                 while not self.server.stopping.is_set():
+                    if not self._buffer and not self._tls_pending() and self.server.loop.park(self):
+                        return
                     frame = self._read_message()
                     if frame is None:
                         break  # the peer closed
                     self._answer(frame)
-                    if not self._buffer and not self._tls_pending() and self.server.loop.park(self):
-                        return
         self.close()
 
+    def enter_loop(self) -> None:
+        """A plain connection just accepted waits in the server's loop from the start (no thread of its own)."""
+        self._use_kernel_timeouts()
+        if not self.server.loop.park(self):
+            self.close()
+
     def serve_ready(self) -> bool:
-        """The loop's part (foliodb/server/loop.py), with the socket readable: answer each
-        whole message it holds; the rest of a message that came in part is read beside the
-        loop. False once the connection is closed."""
+        """The loop's part (foliodb/server/loop.py), with the socket readable: read what it
+        has, without waiting, and answer each whole message buffered; a message that came in
+        part waits in the loop for the rest. True when the connection goes back to the loop;
+        False when it closed, or waits out of it for the message budget (which puts it back)."""
         with self._closing_on_error():
-            count = self._read_ready()
-            if count is None:
-                return True  # nothing after all
-            if not count:
-                return self.close()  # the peer closed
-            while self._buffer:
-                if not self._whole_message_buffered():
-                    lane.leave()  # the rest may be slow to come: wait for it beside the loop
-                frame = self._read_message()
-                if frame is None:
-                    return self.close()
-                self._answer(frame)
-                if not self._buffer and self._tls_pending() and self._read_ready() == 0:
+            while True:
+                count = self._read_ready()
+                if count == 0:
                     return self.close()  # the peer closed
-            if not self.server.stopping.is_set():
-                return True
+                if count is None and self._awaiting_budget:
+                    return False
+                while (frame := self._next_frame()) is not None:
+                    self._answer(frame)
+                    self._settle_budget()
+                    if self.server.stopping.is_set():
+                        return self.close()
+                if not self._tls_pending():
+                    return True
         return self.close()
+
+    def disconnected(self) -> None:
+        """The peer closed while a command of this connection runs (the loop watches for it):
+        its operations stop with ClientDisconnect (279), as mongod's, and the log says so."""
+        executor = self.server.executor
+        for opid in executor.kill_operations(ErrorCode.ClientDisconnect, connection_id=self.id):
+            log.info("connection %d from %s closed: killed its op %d (ClientDisconnect)", self.id, self.peer, opid)
+
+    def expired(self, now: float) -> bool:
+        """Has the connection run out of time (see the module docstring)?"""
+        deadline = self._deadline()
+        return deadline is not None and now > deadline
+
+    def time_out(self) -> None:
+        """Close it for running out of time (the loop's sweep)."""
+        stage = "a message stalled mid-frame" if self._message_started is not None else "sent nothing"
+        log.info("closing connection %d from %s: %s within the time limit", self.id, self.peer, stage)
+        self.close()
 
     def _read_ready(self) -> int | None:
         """Into the buffer, what the socket has now, without waiting: the bytes read, 0 at
-        the end of the stream, None when it had nothing."""
+        the end of the stream, None when it had nothing or the budget has no room
+        (``_awaiting_budget``: the budget puts the connection back in the loop)."""
+        want = self._want()
+        self._awaiting_budget = False
+        need = self._budget_needed(want)
+        if need and not self.server.budget.take_or_notify(need, self._budget_freed):
+            self._awaiting_budget = True
+            return None
+        self._charged += need
+        scratch = _scratch()[:want]
         sock = self.sock
         try:
             if isinstance(sock, ssl.SSLSocket):
                 sock.settimeout(0.0)
-                count = sock.recv_into(self._chunk, _CHUNK)
+                count = sock.recv_into(scratch, want)
             else:
-                count = sock.recv_into(self._chunk, _CHUNK, _DONTWAIT)
+                count = sock.recv_into(scratch, want, _DONTWAIT)
         except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            self._settle_budget()
             return None
-        self._buffer += self._chunk[:count]
+        self._append(scratch[:count])
         return count
+
+    def _budget_freed(self) -> None:
+        self.server.loop.rearm(self)
 
     def _tls_pending(self) -> bool:
         """Decrypted bytes held in TLS's own buffer: the socket shows them no more, so the
@@ -187,13 +245,15 @@ class Connection:
         """Close the connection (idempotent); False, for the callers that return it."""
         if not self._closed:
             self._closed = True
-            self.server.loop.forget(self, self._fd)
+            self.server.loop.forget(self, self.fd)
             self.sock.close()
+            self._buffer = bytearray()
+            self._settle_budget()
             self.server.forget(self)
         return False
 
     def _answer(self, frame: tuple[int, int, bytes]) -> None:
-        message = wire.decode(*frame)
+        message = wire.decode(*frame, self._message_limit())
         self.established = True
         for reply in self.replies(message):
             self._send(reply)
@@ -250,8 +310,6 @@ class Connection:
                 if self.server.stopping.is_set():
                     return 0
                 continue
-            if count and self._message_started is None:
-                self._message_started = time.monotonic()
             return count
 
     def _use_kernel_timeouts(self) -> None:
@@ -274,46 +332,74 @@ class Connection:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(seconds))
             self._recv_seconds = seconds
 
-    def _take(self, size: int) -> bytes | None:
-        """The next ``size`` bytes of the stream; None at end of stream."""
-        buffer = self._buffer
-        if size > _CHUNK and len(buffer) < size:  # a large message: read it in place
-            out = bytearray(size)
-            have = len(buffer)
-            out[:have] = buffer
-            buffer.clear()
-            view = memoryview(out)
-            while have < size:
-                count = self._recv_into(view[have:])
-                if not count:
-                    return None
-                have += count
-            return bytes(out)
-        chunk = self._chunk
-        while len(buffer) < size:
-            count = self._recv_into(chunk)
-            if not count:
-                return None
-            buffer += chunk[:count]
-        out_bytes = bytes(buffer[:size])
-        del buffer[:size]
-        return out_bytes
+    def _message_limit(self) -> int:
+        """The longest message this connection may send now: mongod's 48 MB, or, under
+        ``--auth`` before any user has authenticated on it, what the handshake and SASL need."""
+        if self.server.auth and not self.auth.users:
+            return PRE_AUTH_MAX_MESSAGE
+        return wire.MAX_MESSAGE_SIZE
 
-    def _whole_message_buffered(self) -> bool:
+    def _want(self) -> int:
+        """How many bytes to read next: a chunk, or less when the message being read ends sooner."""
         buffer = self._buffer
-        return len(buffer) >= wire.HEADER.size and len(buffer) >= wire.read_header(buffer[: wire.HEADER.size])[0]
+        if len(buffer) >= wire.HEADER.size:
+            length = wire.read_header(buffer[: wire.HEADER.size], self._message_limit())[0]
+            if length > len(buffer):
+                return min(_CHUNK, length - len(buffer))
+        return _CHUNK
+
+    def _budget_needed(self, want: int) -> int:
+        """The bytes to take from the server's message budget before reading ``want`` more
+        (foliodb/server/budget.py: the first FREE_BYTES buffered need none)."""
+        return max(0, len(self._buffer) + want - budget.FREE_BYTES - self._charged)
+
+    def _settle_budget(self) -> None:
+        """Give back what the budget lent for bytes no longer buffered."""
+        excess = self._charged - max(0, len(self._buffer) - budget.FREE_BYTES)
+        if excess > 0:
+            self._charged -= excess
+            self.server.budget.give(excess)
+
+    def _append(self, data: memoryview) -> None:
+        if data and not self._buffer:
+            self._message_started = time.monotonic()
+        self._buffer += data
+        self._settle_budget()
+
+    def _next_frame(self) -> tuple[int, int, bytes] | None:
+        """(requestID, opCode, the bytes after the header) of the next whole message
+        buffered, taken out of the buffer; None while it has not all arrived."""
+        buffer = self._buffer
+        if len(buffer) < wire.HEADER.size:
+            return None
+        length, request_id, _response_to, op_code = wire.read_header(buffer[: wire.HEADER.size], self._message_limit())
+        if len(buffer) < length:
+            return None
+        with memoryview(buffer) as view:
+            payload = bytes(view[wire.HEADER.size : length])
+        if length == len(buffer):
+            self._buffer = bytearray()  # a new one: a large message's memory goes back at once
+        else:
+            del buffer[:length]
+        self._message_started = time.monotonic() if self._buffer else None
+        return request_id, op_code, payload
 
     def _read_message(self) -> tuple[int, int, bytes] | None:
-        """(requestID, opCode, the bytes after the header) of the next message; None at end of stream."""
-        self._message_started = time.monotonic() if self._buffer else None
-        header = self._take(wire.HEADER.size)
-        if header is None:
-            return None
-        length, request_id, _response_to, op_code = wire.read_header(header)
-        payload = self._take(length - wire.HEADER.size)
-        if payload is None:
-            return None
-        return request_id, op_code, payload
+        """The next message (as :meth:`_next_frame`), waiting for its bytes on this thread; None
+        at end of stream. Memory grows with the bytes that arrive, not with a declared length."""
+        while (frame := self._next_frame()) is None:
+            want = self._want()
+            need = self._budget_needed(want)
+            if need:
+                if not self.server.budget.wait(need, self._deadline()):
+                    raise _TimeLimitError("waited past the time limit for memory to read a message into")
+                self._charged += need
+            scratch = _scratch()[:want]
+            count = self._recv_into(scratch)
+            if not count:
+                return None
+            self._append(scratch[:count])
+        return frame
 
     def _send(self, data: bytes) -> None:
         """Send at once what the socket takes; for the rest, wait beside the loop (a TLS write

@@ -23,6 +23,14 @@ The threads:
   none is idle (:meth:`Loop._resign`); it serves its connection to the end
   of that request beside the loop, re-arms it and follows again (or ends,
   when :data:`MAX_IDLE` already wait);
+* the leader also sweeps, every :data:`_SWEEP_SECONDS`: a connection in the loop that
+  no thread serves and that is past its time limit (no first message within the
+  handshake limit, or a message begun and not finished within the frame limit) is
+  closed; so a partial message waits in the loop, not on a thread;
+* a leader that resigns or is passed while serving a connection leaves that connection
+  in the epoll set watched for its peer's close only (EPOLLRDHUP): a client that goes
+  away while its command runs long has its operations killed with
+  ClientDisconnect (279), as mongod's since 4.2;
 * a follower that sees the leader in one request for longer than
   :data:`foliodb.lane.HOLDER_SECONDS` (it blocks where nobody marked it)
   leads beside it; the old leader follows once its request is done.
@@ -43,7 +51,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from foliodb import lane
+from foliodb import lane, threads
 
 if TYPE_CHECKING:
     from foliodb.server.connection import Connection
@@ -53,15 +61,19 @@ log = logging.getLogger("foliodb.server")
 SUPPORTED = hasattr(select, "epoll")
 MAX_IDLE = 2  # followers kept waiting; more end
 _ARMED = select.EPOLLIN | select.EPOLLONESHOT if SUPPORTED else 0
-_POLL_SECONDS = 1.0  # a leader's poll wakes this often to see the loop stopped, whatever wakes it first
+_WATCHED = select.EPOLLRDHUP | select.EPOLLONESHOT if SUPPORTED else 0  # a served connection: its peer's close
+_POLL_SECONDS = 0.5  # a leader's poll wakes this often to see the loop stopped and sweep, whatever wakes it first
+_SWEEP_SECONDS = 0.5  # how often the leader closes connections past their time limits
 
 
 class Loop:
     def __init__(self) -> None:
         self._parked: dict[int, Connection] = {}  # fd -> connection, while the connection is in the loop
         self._cv = threading.Condition()
+        self._arming = threading.Lock()  # a connection's epoll mask and busy flag change together
         self._leader: int | None = None  # the leading thread's ident
-        self._serving: tuple[int, float] | None = None  # (leader, time.monotonic() its request began)
+        # (leader, time.monotonic() its request began, the connection it serves)
+        self._serving: tuple[int, float, Connection] | None = None
         self._idle = 0  # followers waiting
         self._threads: set[threading.Thread] = set()
         # Without epoll (systems other than Linux) the loop is closed from the start: park()
@@ -86,6 +98,14 @@ class Loop:
             self._spawn()
         return True
 
+    @property
+    def supported(self) -> bool:
+        return SUPPORTED
+
+    def rearm(self, connection: Connection) -> None:
+        """Back in the epoll set, a connection that waited out of it (for the message budget)."""
+        self._rearm(connection, connection.fd)
+
     def forget(self, connection: Connection, fd: int) -> None:
         """Before ``connection`` closes: out of the loop (its fd may be another's next)."""
         with self._cv:
@@ -96,20 +116,21 @@ class Loop:
             self._epoll.unregister(fd)
 
     def stop(self) -> None:
-        """Wake and end the loop's threads (at most 10 s each); close the connections still in it."""
+        """Wake and end the loop's threads (at most 10 s each, none while the interpreter
+        finalizes: foliodb/threads.py); close the connections still in it."""
         with self._cv:
             if self._closed:
                 return
             self._closed = True
             self._cv.notify_all()
-            threads = list(self._threads)
+            running = list(self._threads)
             parked = list(self._parked.values())
             self._parked.clear()
         os.write(self._wake_write, b"x")
-        for thread in threads:
+        for thread in running:
             # One still starting (ident None) sees the loop closed at once and ends by itself.
-            if thread is not threading.current_thread() and thread.ident is not None:
-                thread.join(timeout=10)
+            if thread.ident is not None:
+                threads.join(thread, timeout=10)
         for connection in parked:
             connection.close()
         self._epoll.close()
@@ -159,6 +180,8 @@ class Loop:
             try:
                 while not self._closed:
                     if self._leader is None or self._stuck():
+                        if self._serving is not None:  # passed: its connection is served beside the loop
+                            self._watch(self._serving[2])
                         self._leader, self._serving = me, None
                         break
                     self._cv.wait(lane.HOLDER_SECONDS)
@@ -182,34 +205,63 @@ class Loop:
         """Serve ready connections until this thread resigns, is passed, or the loop stops."""
         poll, parked, wake = self._epoll.poll, self._parked, self._wake_read
         lane.on_wait(self._resign)
+        next_sweep = time.monotonic() + _SWEEP_SECONDS
         try:
             while self._leader == me and not self._closed:
                 for fd, _events in poll(_POLL_SECONDS, 1):
                     connection = parked.get(fd)
                     if fd == wake or connection is None:
                         continue  # stopping, or closed since it was reported
-                    self._serving = (me, time.monotonic())
+                    if connection.busy:  # watched while a thread serves it (_resign): the peer went away
+                        connection.disconnected()
+                        continue
+                    self._serving = (me, time.monotonic(), connection)
+                    connection.busy = True
                     if connection.serve_ready():
                         self._rearm(connection, fd)
+                    else:
+                        connection.busy = False  # closed, or out of the set until the budget has room
                     if self._leader == me:
                         self._serving = None
+                now = time.monotonic()
+                if now >= next_sweep and self._leader == me:
+                    next_sweep = now + _SWEEP_SECONDS
+                    self._sweep(now)
         finally:
             lane.on_wait(None)
+
+    def _sweep(self, now: float) -> None:
+        """Close the connections no thread serves that are past their time limits."""
+        for connection in list(self._parked.values()):
+            if not connection.busy and connection.expired(now):
+                connection.time_out()
 
     def _rearm(self, connection: Connection, fd: int) -> None:
         if self._parked.get(fd) is not connection:
             return  # the loop stopped meanwhile and closed it
         try:
-            self._epoll.modify(fd, _ARMED)
+            with self._arming:
+                connection.busy = False
+                self._epoll.modify(fd, _ARMED)
         except (OSError, ValueError):  # the loop's epoll closed by stop()
             connection.close()
+
+    def _watch(self, connection: Connection) -> None:
+        """While a thread serves ``connection`` long, the loop hears of its peer closing
+        (EPOLLRDHUP): its running operations are then killed (Connection.disconnected).
+        Never once it is served no more: re-armed by then, it must stay armed."""
+        with self._arming, contextlib.suppress(OSError, ValueError):
+            if connection.busy:
+                self._epoll.modify(connection.fd, _WATCHED)
 
     def _resign(self) -> None:
         """The leader is about to wait or run long (foliodb.lane's ``on_wait``): another thread leads."""
         me = threading.get_ident()
         with self._cv:
             if self._leader != me:
-                return  # passed already
+                return  # passed already (and watched by whoever passed it)
+            if self._serving is not None:
+                self._watch(self._serving[2])
             self._leader = self._serving = None
             if self._idle:
                 self._cv.notify()

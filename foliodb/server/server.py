@@ -1,11 +1,12 @@
 """``foliodb serve``: a listening socket, and connections served over one
 shared executor.
 
-A new connection gets a thread of its own until its first message is answered
-(its TLS handshake and that message, within the handshake time limit); then it
-waits for its requests in the server's loop (foliodb/server/loop.py), where one
-thread serves whichever connection is ready, and hands the loop on to another
-before any wait. Commands run
+A new plain connection waits for its requests in the server's loop
+(foliodb/server/loop.py) from the start, where one thread serves whichever
+connection is ready, and hands the loop on to another before any wait; one
+with TLS gets a thread of its own for its handshake first. A message that
+arrives in parts waits in the loop, holding only the bytes that came, within
+the message budget (foliodb/server/budget.py). Commands run
 concurrently, as in the embedded client (see foliodb/engine/storage.py).
 Stopping closes the listener and every connection, waits for their threads,
 then releases the engine (its last close checkpoints the WAL).
@@ -44,10 +45,12 @@ import sys
 import threading
 import time
 
+from foliodb import threads
 from foliodb.auth.redaction import install_log_filter
 from foliodb.commands.executor import Executor
 from foliodb.commands.replication import ReplicaSet
 from foliodb.lane import Lane
+from foliodb.server.budget import Budget
 from foliodb.server.connection import Connection
 from foliodb.server.loop import Loop
 from foliodb.server.share import share
@@ -169,6 +172,7 @@ class Server:
         if oplog_min_retention_hours is not None:
             oplog.min_retention_hours = oplog_min_retention_hours
         self.lane = Lane()  # the connections' commands take turns (foliodb.lane)
+        self.budget = Budget()  # bytes of messages being read, across connections
         self.loop = Loop()
         self.stopping = threading.Event()
         self.stopped = threading.Event()
@@ -289,6 +293,15 @@ class Server:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             connection_id = next(self._ids)
             connection = Connection(self, sock, connection_id)
+            if self.tls_context is None and self.loop.supported:
+                with self._lock:
+                    if self.stopping.is_set():
+                        sock.close()
+                        return
+                    self._connections[connection_id] = connection
+                    self._created += 1
+                connection.enter_loop()
+                return
             thread = threading.Thread(
                 target=self._serve, args=(connection,), name=f"foliodb-conn{connection_id}", daemon=True
             )
@@ -345,16 +358,15 @@ class Server:
             self._listener.close()
         with self._lock:
             connections = list(self._connections.values())
-            threads = list(self._threads)
+            connection_threads = list(self._threads)
         for connection in connections:
             with contextlib.suppress(OSError):
                 connection.sock.shutdown(socket.SHUT_RDWR)
-        for thread in threads:
-            if thread is not threading.current_thread():
-                thread.join(timeout=10)
+        for thread in connection_threads:
+            threads.join(thread, timeout=10)
         self.loop.stop()
-        if self._accept_thread is not None and self._accept_thread is not threading.current_thread():
-            self._accept_thread.join(timeout=10)
+        if self._accept_thread is not None:
+            threads.join(self._accept_thread, timeout=10)
         if self._owns_executor:
             self.executor.close()
         else:

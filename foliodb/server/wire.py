@@ -73,20 +73,21 @@ class Message:
     compressor: int | None = None  # the request came compressed with this
 
 
-def read_header(data: bytes | bytearray) -> tuple[int, int, int, int]:
+def read_header(data: bytes | bytearray, limit: int = MAX_MESSAGE_SIZE) -> tuple[int, int, int, int]:
     """``(length, request_id, response_to, op_code)``; the length is checked
-    against MongoDB's 48 MB message limit."""
+    against ``limit`` (MongoDB's 48 MB message limit, or less)."""
     length, request_id, response_to, op_code = HEADER.unpack(data)
-    if length < HEADER.size or length > MAX_MESSAGE_SIZE:
-        raise ProtocolError(f"message length {length} is out of range")
+    if length < HEADER.size or length > limit:
+        raise ProtocolError(f"message length {length} is out of range (at most {limit} bytes)")
     return length, request_id, response_to, op_code
 
 
-def decode(request_id: int, op_code: int, payload: bytes) -> Message:
-    """The request in ``payload`` (the bytes after the header)."""
+def decode(request_id: int, op_code: int, payload: bytes, limit: int = MAX_MESSAGE_SIZE) -> Message:
+    """The request in ``payload`` (the bytes after the header); ``limit`` bounds
+    a compressed message's size once inflated, as the header's bounds its own."""
     compressor = None
     if op_code == OP_COMPRESSED:
-        op_code, payload, compressor = _decompress(payload)
+        op_code, payload, compressor = _decompress(payload, limit)
     if op_code == OP_MSG:
         message = _decode_op_msg(request_id, payload)
     elif op_code == OP_QUERY:
@@ -97,13 +98,13 @@ def decode(request_id: int, op_code: int, payload: bytes) -> Message:
     return message
 
 
-def _decompress(payload: bytes) -> tuple[int, bytes, int]:
+def _decompress(payload: bytes, limit: int) -> tuple[int, bytes, int]:
     if len(payload) < _COMPRESSED_FIXED.size:
         raise ProtocolError("OP_COMPRESSED message is too short")
     original, size, compressor = _COMPRESSED_FIXED.unpack_from(payload)
     body = payload[_COMPRESSED_FIXED.size :]
-    if size < 0 or size > MAX_MESSAGE_SIZE:
-        raise ProtocolError("OP_COMPRESSED uncompressedSize is out of range")
+    if size < 0 or size > limit:
+        raise ProtocolError(f"OP_COMPRESSED uncompressedSize is out of range (at most {limit} bytes)")
     if compressor == NOOP:
         data = body
     elif compressor == ZLIB:

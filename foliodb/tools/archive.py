@@ -20,9 +20,18 @@ an archive compresses the whole stream.
 
 As mongodump writes it, and so as :class:`ArchiveWriter` does: every
 namespace in the prelude, views included, gets one segment (possibly empty:
-mongodump flushes its buffer on close even when nothing was written) and then
-its EOF block. The writer emits one namespace at a time, so its archives hold
-one segment per namespace and declare ``concurrent_collections`` 1.
+``MuxIn.Close`` flushes its buffer even when nothing was written, and
+``dumpValidatedQueryToIntent`` opens a view's file "as the trigger to create
+the view") and then its EOF block; ``size`` is 0 (``NewPrelude`` never sets
+it, and mongorestore orders an archive's namespaces by the archive itself,
+its demultiplexer's prioritizer, not by size). The writer emits one namespace
+at a time, so its archives hold one segment per namespace and declare
+``concurrent_collections`` 1.
+
+The reader takes any ``size``, and a view with no blocks at all (it holds no
+data). As mongorestore's demultiplexer (``Demultiplexer.End``), it refuses an
+archive that ends before every collection of the prelude has had its EOF
+block: one cut at a block boundary would otherwise lose the rest silently.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ from typing import IO, Any
 
 import bson
 from bson import Int64
+from bson.errors import BSONError
 from bson.son import SON
 
 from foliodb.tools import crc64
@@ -134,6 +144,13 @@ class ArchiveWriter:
         return crc64.update(crc, block)
 
 
+def _decode(raw: bytes, what: str) -> dict[str, Any]:
+    try:
+        return bson.decode(raw)
+    except BSONError as exc:
+        raise ArchiveError(f"corruption found in archive; invalid {what} ({exc})") from None
+
+
 def _namespace_header(db: str, collection: str, eof: bool, crc: int) -> bytes:
     return bson.encode(SON([("db", db), ("collection", collection), ("EOF", eof), ("CRC", _int64_bits(crc))]))
 
@@ -179,7 +196,7 @@ class ArchiveReader:
         raw = self._document_or_terminator()
         if raw is None:
             raise ArchiveError("corruption found in archive; no header")
-        header = bson.decode(raw)
+        header = _decode(raw, "header")
         self.header = Header(
             server_version=str(header.get("server_version", "")),
             tool_version=str(header.get("tool_version", "")),
@@ -190,9 +207,11 @@ class ArchiveReader:
             raise ArchiveError(f"unsupported archive format version {self.header.version!r}")
         self.entries: list[Entry] = []
         while (raw := self._document_or_terminator()) is not None:
-            doc = bson.decode(raw)
+            doc = _decode(raw, "collection metadata")
+            if not isinstance(doc.get("db"), str) or not isinstance(doc.get("collection"), str):
+                raise ArchiveError("corruption found in archive; collection metadata without db and collection")
             self.entries.append(
-                Entry(str(doc["db"]), str(doc["collection"]), str(doc.get("metadata", "")), str(doc.get("type", "")))
+                Entry(doc["db"], doc["collection"], str(doc.get("metadata", "")), str(doc.get("type", "")))
             )
 
     def blocks(self) -> Iterator[Segment | End]:
@@ -203,8 +222,9 @@ class ArchiveReader:
             if raw is None:
                 raise ArchiveError("corruption found in archive; consecutive terminators / headerless blocks")
             if raw == b"":
+                self._check_all_seen(closed)
                 return
-            head: dict[str, Any] = bson.decode(raw)
+            head = _decode(raw, "namespace header")
             db, collection = str(head.get("db", "")), str(head.get("collection", ""))
             namespace = f"{db}.{collection}"
             if namespace in closed:
@@ -227,6 +247,18 @@ class ArchiveReader:
                     yield self._segment(db, collection, documents, sums)
                     documents, size = [], 0
             yield self._segment(db, collection, documents, sums)
+
+    def _check_all_seen(self, closed: set[str]) -> None:
+        unfinished = [
+            e.namespace
+            for e in self.entries
+            # A time-series collection's data is system.buckets.<name> in MongoDB's archives (before 8.3).
+            if e.type != "view" and not {e.namespace, f"{e.db}.system.buckets.{e.collection}"} & closed
+        ]
+        if unfinished:
+            raise ArchiveError(
+                f"corruption found in archive; it ends before all collections were seen ({', '.join(unfinished)})"
+            )
 
     @staticmethod
     def _segment(db: str, collection: str, documents: list[bytes], sums: dict[str, int]) -> Segment:

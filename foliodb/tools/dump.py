@@ -21,6 +21,9 @@ collection but ``system.js``. ``dump_db_users_and_roles`` adds, for one named
 database, its users and roles as ``<db>/$admin.system.users.bson`` (and
 roles, and ``$admin.system.version``), as ``--dumpDbUsersAndRoles`` does.
 
+With ``oplog`` (full dumps only), ``OUT/oplog.bson`` (an archive's ``.oplog``)
+holds the oplog entries written while the dump ran (:mod:`foliodb.tools.oplog`).
+
 The source is any client with pymongo's API: FolioDB's embedded client, or
 pymongo connected to ``foliodb serve`` or to MongoDB itself.
 
@@ -48,6 +51,7 @@ from pymongo.errors import PyMongoError
 import foliodb
 from foliodb.tools.archive import ArchiveWriter, Entry, Header
 from foliodb.tools.files import open_write
+from foliodb.tools.oplog import OPLOG_COLLECTION, OPLOG_DB, OPLOG_FILE, window, window_start
 from foliodb.tools.progress import SILENT, Reporter
 
 SKIPPED_DATABASES = ("local", "config")
@@ -63,6 +67,7 @@ class DumpReport:
 
     documents: dict[str, int] = field(default_factory=dict)
     views: list[str] = field(default_factory=list)
+    oplog: int | None = None  # oplog entries dumped (None: no --oplog)
 
 
 @dataclass
@@ -94,9 +99,12 @@ def dump(
     gzip: bool = False,
     dump_db_users_and_roles: bool = False,
     reporter: Reporter = SILENT,
+    oplog: bool = False,
 ) -> DumpReport:
-    """Dump every database (or ``db``, or one ``collection`` of it) under the directory ``out``."""
-    intents = _plan(client, db, collection, query, dump_db_users_and_roles)
+    """Dump every database (or ``db``, or one ``collection`` of it) under the directory ``out``;
+    with ``oplog``, the oplog entries written meanwhile too (:mod:`foliodb.tools.oplog`)."""
+    intents = _plan(client, db, collection, query, dump_db_users_and_roles, oplog)
+    start = window_start(client) if oplog else None
     report = DumpReport()
     for intent in intents:
         directory = os.path.join(out, intent.db)
@@ -116,7 +124,20 @@ def dump(
                 count += 1
         report.documents[intent.namespace] = count
         reporter.note(f"done dumping {intent.namespace} ({count} documents)")
+    if start is not None:
+        os.makedirs(out, exist_ok=True)
+        with _open(os.path.join(out, OPLOG_FILE), gzip) as fh:
+            report.oplog = _write_entries(window(client, start), fh.write)
+        reporter.note(f"dumped {report.oplog} oplog entries")
     return report
+
+
+def _write_entries(entries: Iterator[bytes], write: Any) -> int:
+    count = 0
+    for entry in entries:
+        write(entry)
+        count += 1
+    return count
 
 
 def dump_archive(
@@ -127,9 +148,11 @@ def dump_archive(
     query: Mapping[str, Any] | None = None,
     dump_db_users_and_roles: bool = False,
     reporter: Reporter = SILENT,
+    oplog: bool = False,
 ) -> DumpReport:
     """Dump as :func:`dump` does, into one archive written to ``stream``."""
-    intents = _plan(client, db, collection, query, dump_db_users_and_roles)
+    intents = _plan(client, db, collection, query, dump_db_users_and_roles, oplog)
+    start = window_start(client) if oplog else None
     entries = [
         Entry(
             intent.db,
@@ -139,6 +162,8 @@ def dump_archive(
         )
         for intent in intents
     ]
+    if start is not None:
+        entries.append(Entry(OPLOG_DB, OPLOG_COLLECTION, "", ""))  # last, as mongodump's Intents() lists it
     writer = ArchiveWriter(stream, Header(server_version=_server_version(client), tool_version=TOOL_VERSION), entries)
     report = DumpReport()
     for intent in _data_order(intents):
@@ -150,6 +175,9 @@ def dump_archive(
         count = writer.namespace(intent.db, intent.name, _documents(client, intent, reporter))
         report.documents[intent.namespace] = count
         reporter.note(f"done dumping {intent.namespace} ({count} documents)")
+    if start is not None:
+        report.oplog = writer.namespace(OPLOG_DB, OPLOG_COLLECTION, window(client, start))
+        reporter.note(f"dumped {report.oplog} oplog entries")
     return report
 
 
@@ -159,7 +187,10 @@ def _plan(
     collection: str | None,
     query: Mapping[str, Any] | None,
     dump_db_users_and_roles: bool,
+    oplog: bool = False,
 ) -> list[_Intent]:
+    if oplog and db is not None:
+        raise ValueError("--oplog mode only supported on full dumps")
     if collection is not None and db is None:
         raise ValueError("a collection can only be named together with its database")
     if dump_db_users_and_roles and (db is None or collection is not None):

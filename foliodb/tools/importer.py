@@ -64,6 +64,7 @@ from foliodb.tools.fields import (
 from foliodb.tools.progress import SILENT, Reporter
 
 BATCH = 1000
+CHUNK = 1 << 16  # characters of JSON read at a time
 MAX_DOCUMENT_TEXT = 64 * 1024 * 1024  # a JSON document this long without parsing is a bad line
 MODES = ("insert", "upsert", "merge", "delete")
 PARSE_GRACE = ("autoCast", "skipField", "skipRow", "stop")
@@ -91,10 +92,6 @@ def _object(pairs: list[tuple[str, Any]]) -> Any:
 _DECODER = json.JSONDecoder(object_pairs_hook=_object)
 
 
-class InputError(ValueError):
-    """An input problem that ends the import (a bad header, a broken JSON array...)."""
-
-
 @dataclass
 class ImportOptions:
     type: str = "json"  # json, csv or tsv
@@ -114,6 +111,15 @@ class ImportReport:
     imported: int = 0  # inserted, replaced, merged or deleted
     failed: int = 0  # bad lines and refused documents
     problems: list[str] = field(default_factory=list)  # "line N: why", in input order
+
+
+class InputError(ValueError):
+    """An input problem that ends the import (a bad header, a broken JSON array, bytes
+    that are not UTF-8...); ``report`` says what was imported before it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.report = ImportReport()
 
 
 @dataclass
@@ -159,15 +165,17 @@ def import_documents(
     options: ImportOptions,
     size: int | None = None,
     reporter: Reporter = SILENT,
+    chunk: int = CHUNK,
 ) -> ImportReport:
-    """Read ``source`` (bytes, of ``size`` if known) and write its documents to ``collection``."""
+    """Read ``source`` (bytes, of ``size`` if known) and write its documents to ``collection``;
+    JSON is read ``chunk`` characters at a time."""
     check_options(options)
     report = ImportReport()
     label = f"{collection.database.name}.{collection.name}"
     with reporter.task(label, size, "bytes") as task:
         text = io.TextIOWrapper(io.BufferedReader(_Counting(source, task)), encoding="utf-8-sig", newline="")
         if options.type == "json":
-            lines = _json_array(text) if options.json_array else _json_lines(text)
+            lines = _json_array(text, chunk) if options.json_array else _json_lines(text, chunk)
         else:
             lines = _table(text, options)
         writer = _Writer(collection, options, report, reporter)
@@ -181,9 +189,20 @@ def import_documents(
                     continue
                 if not writer.add(line):
                     break
-        finally:
+        except (InputError, UnicodeDecodeError) as exc:
             writer.flush()  # what came before a fatal input error is imported, as mongoimport does
+            error = exc if isinstance(exc, InputError) else InputError(_not_text(exc))
+            error.report = report
+            raise error from None
+        writer.flush()
     return report
+
+
+def _not_text(exc: UnicodeDecodeError) -> str:
+    if exc.object[:2] == b"\x1f\x8b":
+        return "the input is gzip-compressed: decompress it first (mongoimport reads plain text)"
+    byte = exc.object[exc.start : exc.start + 1].hex()
+    return f"the input is not UTF-8 text (byte 0x{byte}: {exc.reason})"
 
 
 class _Counting(io.RawIOBase):
@@ -290,7 +309,6 @@ class _Writer:
 
 # -- JSON -------------------------------------------------------------------------------------
 
-CHUNK = 1 << 16
 _SPACE = re.compile(r"[ \t\r\n]*")
 
 
@@ -303,15 +321,22 @@ class _BadValueError(Exception):
 class _JsonText:
     """A text stream read as a sequence of JSON values, each with the line it starts on.
 
-    The buffer holds the unread text from ``pos``; it is refilled a chunk at a
-    time, and a value cut by a chunk's end is parsed again with more text."""
+    The buffer holds the unread text from ``pos``; it is refilled ``chunk``
+    characters at a time. A value cut by the buffer's end is parsed again
+    with more text: a parse error is taken for a cut unless a line break
+    follows the place it was found (a JSON token never spans a line break,
+    and the decoder reports a truncated input within its last token or at
+    its end: at the start of a cut string), and a value that parses up to
+    the buffer's very end (a number that may go on) is parsed again too. Each
+    refill for the same value reads at least as much as is already held, so
+    a long value is parsed a bounded number of times over (not once a chunk)."""
 
-    def __init__(self, text: IO[str]) -> None:
-        self.text = text
+    def __init__(self, text: IO[str], chunk: int = CHUNK) -> None:
+        self.text, self.chunk = text, chunk
         self.buffer, self.pos, self.line, self.eof = "", 0, 1, False
 
-    def _fill(self) -> bool:
-        more = self.text.read(CHUNK)
+    def _fill(self, at_least: int = 0) -> bool:
+        more = self.text.read(max(self.chunk, at_least))
         if not more:
             self.eof = True
             return False
@@ -336,6 +361,11 @@ class _JsonText:
         if self.peek() == char:
             self._advance(self.pos + 1)
 
+    def _more(self) -> bool:
+        """More text for the value at ``pos``, unless at the end or past the size bound."""
+        held = len(self.buffer) - self.pos
+        return not self.eof and held < MAX_DOCUMENT_TEXT and self._fill(held)
+
     def value(self) -> tuple[int, Any]:
         self.peek()
         start = self.line
@@ -343,13 +373,14 @@ class _JsonText:
             try:
                 value, end = _DECODER.raw_decode(self.buffer, self.pos)
             except json.JSONDecodeError as exc:
-                cut = exc.pos >= len(self.buffer.rstrip()) or exc.msg.startswith("Unterminated string")
-                if cut and not self.eof and len(self.buffer) - self.pos < MAX_DOCUMENT_TEXT and self._fill():
+                if self.buffer.find("\n", exc.pos) < 0 and self._more():
                     continue
                 where = self.line + exc.lineno - 1 - self.buffer.count("\n", 0, self.pos)
                 raise _BadValueError(start, f"invalid JSON: {exc.msg} (line {where}, column {exc.colno})") from None
             except (ValueError, TypeError, OverflowError, BSONError) as exc:  # JSON that json_util refuses
                 raise _BadValueError(start, f"invalid Extended JSON: {exc}") from None
+            if end == len(self.buffer) and self._more():
+                continue
             self._advance(end)
             return start, value
 
@@ -371,9 +402,9 @@ def _document(line: int, value: Any) -> _Line:
     return _Line(line, None, f"expected a document, got {type(value).__name__}")
 
 
-def _json_lines(text: IO[str]) -> Iterator[_Line]:
+def _json_lines(text: IO[str], chunk: int) -> Iterator[_Line]:
     """Documents one after another, usually one a line; a bad one is skipped to the next line."""
-    stream = _JsonText(text)
+    stream = _JsonText(text, chunk)
     while stream.peek():
         try:
             yield _document(*stream.value())
@@ -383,9 +414,9 @@ def _json_lines(text: IO[str]) -> Iterator[_Line]:
             stream.skip_line()
 
 
-def _json_array(text: IO[str]) -> Iterator[_Line]:
+def _json_array(text: IO[str], chunk: int) -> Iterator[_Line]:
     """The elements of one JSON array, parsed as they arrive."""
-    stream = _JsonText(text)
+    stream = _JsonText(text, chunk)
     if stream.peek() != "[":
         raise InputError(f"line {stream.line}: expected a JSON array ('[')")
     stream.take("[")

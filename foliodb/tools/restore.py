@@ -22,7 +22,11 @@ As ``mongorestore`` does:
   ``_mergeAuthzCollections`` from temporary collections, as mongorestore
   does, or, where the server has no such command (FolioDB), by writing the
   user documents themselves; ``admin.system.version`` is not restored;
-- other ``system.*`` collections are skipped.
+- other ``system.*`` collections are skipped; MongoDB's time-series buckets
+  (``system.buckets.*``) are reported as not restored;
+- with ``oplog_replay``, the dump's oplog (``oplog.bson``, an archive's
+  ``.oplog``) is applied after the views and users, and the dump's indexes
+  are built after it (:mod:`foliodb.tools.oplog`).
 
 Documents reach an embedded client decoded once per batch (``decode_all``);
 a pymongo client gets them as ``RawBSONDocument`` and sends their bytes
@@ -35,29 +39,34 @@ from __future__ import annotations
 
 import gc
 import os
+import tempfile
 import threading
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 import bson
-from bson import json_util
+from bson import Timestamp, json_util
 from bson.codec_options import CodecOptions, DatetimeConversion
+from bson.errors import BSONError
 from bson.raw_bson import RawBSONDocument
-from pymongo import IndexModel
 from pymongo.errors import BulkWriteError, OperationFailure
 
+import foliodb
 from foliodb.tools.archive import ArchiveReader, End, Segment
-from foliodb.tools.files import open_read
+from foliodb.tools.files import DamagedInputError, open_read
+from foliodb.tools.indexes import index_model
 from foliodb.tools.namespaces import Matcher, Renamer, split
+from foliodb.tools.oplog import OPLOG_FILE, OPLOG_NAMESPACE, Replayer
 from foliodb.tools.progress import SILENT, Reporter
 
 BATCH_DOCUMENTS = 1000
 BATCH_BYTES = 16 * 1024 * 1024
 _CHUNK = 1024 * 1024  # bytes read from a .bson file at a time
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024 + 16 * 1024  # mongod's internal limit (an oplog entry may pass 16 MiB)
 TEMP_USERS, TEMP_ROLES = "tempusers", "temproles"  # mongorestore's --tempUsersColl, --tempRolesColl
 _DUPLICATE_KEY = 11000
 _COMMAND_NOT_FOUND = 59
@@ -77,6 +86,8 @@ class RestoreReport:
     users: int = 0
     roles: int = 0
     ignored: list[str] = field(default_factory=list)  # source namespaces not restored, with the reason
+    unrestored: list[str] = field(default_factory=list)  # data that could not be restored, and why
+    oplog: int | None = None  # oplog entries applied (None: no --oplogReplay)
 
 
 @dataclass
@@ -91,6 +102,8 @@ class Options:
     workers: int = 1
     restore_db_users_and_roles: bool = False
     bypass_document_validation: bool = False
+    oplog_replay: bool = False  # apply the dump's oplog (--oplogReplay), then build the indexes
+    oplog_limit: Timestamp | None = None  # --oplogLimit: apply the entries before it only
 
 
 def restore(client: Any, source: str, options: Options | None = None, reporter: Reporter = SILENT) -> RestoreReport:
@@ -99,6 +112,11 @@ def restore(client: Any, source: str, options: Options | None = None, reporter: 
         raise FileNotFoundError(f"no dump directory at {source!r}")
     run = Loader(client, options or Options(), reporter)
     try:
+        oplog = _oplog_file(source)
+        if oplog is not None and not run.options.oplog_replay:
+            run.report.ignored.append(f"{oplog} (replay it with --oplogReplay)")
+        elif oplog is None and run.options.oplog_replay:
+            raise ValueError("no oplog file to replay; make sure you run mongodump with --oplog")
         for db_name in sorted(os.listdir(source)):
             directory = os.path.join(source, db_name)
             if not os.path.isdir(directory):
@@ -113,9 +131,19 @@ def restore(client: Any, source: str, options: Options | None = None, reporter: 
                         for data, count in _file_batches(fh, data_path):
                             run.documents(namespace, data, count)
                 run.end(namespace)
-        return run.finish()
+        if oplog is None or not run.options.oplog_replay:
+            return run.finish()
+        with open_read(oplog, oplog.endswith(".gz")) as fh:
+            return run.finish(data for data, _ in _file_batches(fh, oplog))
     finally:
         run.close()
+
+
+def _oplog_file(source: str) -> str | None:
+    for name in (OPLOG_FILE, OPLOG_FILE + ".gz"):
+        if os.path.isfile(os.path.join(source, name)):
+            return os.path.join(source, name)
+    return None
 
 
 def restore_archive(
@@ -124,26 +152,47 @@ def restore_archive(
     """Restore a mongodump archive read from ``stream`` (already decompressed)."""
     reader = ArchiveReader(stream, BATCH_DOCUMENTS, BATCH_BYTES)
     run = Loader(client, options or Options(), reporter)
+    oplog = tempfile.SpooledTemporaryFile(max_size=BATCH_BYTES)  # noqa: SIM115 - closed below
     try:
-        wanted = set()
+        wanted: dict[str, bool] = {}
         for entry in reader.entries:
-            metadata = json_util.loads(entry.metadata) if entry.metadata else {}
-            if run.begin(entry.namespace, metadata):
-                wanted.add(entry.namespace)
+            if entry.namespace == OPLOG_NAMESPACE:
+                wanted[entry.namespace] = run.options.oplog_replay
+                if not run.options.oplog_replay:
+                    run.report.ignored.append("the archive's oplog (replay it with --oplogReplay)")
+                continue
+            where = f"the archive's metadata of {entry.namespace}"
+            metadata = _metadata(entry.metadata, where) if entry.metadata else {}
+            wanted[entry.namespace] = run.begin(entry.namespace, metadata)
+        if run.options.oplog_replay and OPLOG_NAMESPACE not in wanted:
+            raise ValueError("no oplog in the archive to replay; make sure you run mongodump with --oplog")
         for block in reader.blocks():
             if block.namespace not in wanted:
+                # Data of a namespace the prelude does not list (MongoDB's time-series buckets,
+                # system.buckets.<name>): restored or reported as a directory's file would be.
+                wanted[block.namespace] = run.begin(block.namespace, {})
+            if not wanted[block.namespace]:
+                continue
+            if block.namespace == OPLOG_NAMESPACE:
+                if isinstance(block, Segment):
+                    oplog.write(block.data)  # replayed at the end, once every collection is restored
                 continue
             if isinstance(block, Segment):
                 run.documents(block.namespace, block.data, block.count)
             elif isinstance(block, End):
                 run.end(block.namespace)
-        return run.finish()
+        if not wanted.get(OPLOG_NAMESPACE):
+            return run.finish()
+        oplog.seek(0)
+        return run.finish(data for data, _ in _file_batches(oplog, "the archive's oplog"))
     finally:
+        oplog.close()
         run.close()
 
 
 @dataclass
 class _Namespace:
+    source: str
     target: str
     metadata: dict[str, Any]
     collection: Any = None
@@ -170,6 +219,13 @@ class Loader:
         self.codec = _RAW if _speaks_wire(client) else _DECODE
         self.pool = ThreadPoolExecutor(options.workers) if options.workers > 1 else None
         self.counting = threading.Lock()
+        self.deferred: list[_Namespace] = []  # indexed after the oplog's replay
+        if options.oplog_replay:  # mongorestore's checks: the oplog names the dump's namespaces
+            for given, what in ((options.include, "includes"), (options.exclude, "excludes")):
+                if given:
+                    raise ValueError(f"cannot use --oplogReplay with {what} specified")
+            if any(options.renames):
+                raise ValueError("cannot use --oplogReplay with namespace renames specified")
 
     # -- per namespace ------------------------------------------------------------
 
@@ -182,13 +238,13 @@ class Loader:
         if (self.include and not self.include.matches(namespace)) or self.exclude.matches(namespace):
             return False
         if kind in ("users", "roles"):
-            self.namespaces[namespace] = _Namespace(namespace, metadata, kind=kind)
+            self.namespaces[namespace] = _Namespace(namespace, namespace, metadata, kind=kind)
             return True
         target = self.renamer.rename(namespace)
         target_db, target_name = split(target)
         database = self.client[target_db]
         options = dict(metadata.get("options") or {})
-        state = _Namespace(target, metadata)
+        state = _Namespace(namespace, target, metadata)
         if "viewOn" in options:
             state.kind = "view"
         else:
@@ -208,6 +264,13 @@ class Loader:
             if self.options.restore_db_users_and_roles:
                 return name.removeprefix("$admin.system.")
             self.report.ignored.append(f"{db}.{name} (restore it with --restoreDbUsersAndRoles)")
+            return None
+        if name.startswith("system.buckets."):
+            # mongodump's time-series data (before MongoDB 8.3): buckets, which FolioDB does not unpack.
+            self.report.unrestored.append(
+                f"{db}.{name}: MongoDB's time-series buckets are not restored"
+                f" ({db}.{name.removeprefix('system.buckets.')} is left without them)"
+            )
             return None
         if name.startswith(("system.", "$admin.")):
             self.report.ignored.append(f"{db}.{name} (a system collection)")
@@ -234,12 +297,14 @@ class Loader:
 
     def _insert(self, state: _Namespace, batch: bytes) -> None:
         with _collector_paused():
-            documents = bson.decode_all(batch, self.codec)  # RawBSONDocuments for pymongo, else dicts
+            documents = _decode(batch, self.codec, state.source)  # RawBSONDocuments for pymongo, else dicts
             try:
                 state.collection.insert_many(
                     documents, ordered=False, bypass_document_validation=self.options.bypass_document_validation or None
                 )
                 inserted = len(documents)  # pymongo lists no inserted_ids for RawBSONDocuments
+            except BSONError as exc:  # a RawBSONDocument's bytes are checked only when encoded
+                raise _corrupt(state.source, exc) from None
             except BulkWriteError as exc:
                 details = exc.details
                 inserted = details["nInserted"]
@@ -269,25 +334,41 @@ class Loader:
         failed = self.report.failures.get(state.target, 0)
         if failed:
             extra += f", {failed} failed: {self.report.errors[state.target]}"
-        indexes = 0 if self.options.no_index_restore else self._indexes(state)
+        indexes = 0 if self.options.no_index_restore else len(_index_specs(state))
         self.report.indexes[state.target] = indexes
-        self.reporter.note(f"{self.verb} {restored} documents to {state.target}{extra}, {indexes} indexes")
+        if self.options.oplog_replay:
+            self.deferred.append(state)
+            extra += f", {indexes} indexes after the oplog"
+        else:
+            self._indexes(state)
+            extra += f", {indexes} indexes"
+        self.reporter.note(f"{self.verb} {restored} documents to {state.target}{extra}")
 
-    def _indexes(self, state: _Namespace) -> int:
-        models = [index_model(spec) for spec in state.metadata.get("indexes", []) if spec.get("name") != "_id_"]
+    def _indexes(self, state: _Namespace) -> None:
+        models = [] if self.options.no_index_restore else [index_model(spec) for spec in _index_specs(state)]
         if models:
             state.collection.create_indexes(models)
-        return len(models)
 
     # -- at the end -------------------------------------------------------------------
 
-    def finish(self) -> RestoreReport:
+    def finish(self, oplog: Iterable[bytes] = ()) -> RestoreReport:
+        """Views, then users and roles, then (``oplog_replay``) the oplog's entries (BSON runs)
+        and the indexes, as mongorestore orders them."""
         for state in self.namespaces.values():
             if state.kind == "view":
                 self._view(state)
         users = [s for s in self.namespaces.values() if s.kind in ("users", "roles")]
         if users:
             self._users_and_roles(users)
+        if self.options.oplog_replay:
+            replayer = Replayer(self.client, self.options.oplog_limit)
+            for data in oplog:
+                replayer.entries(data)
+            replayer.flush()
+            self.report.oplog = replayer.applied
+            self.reporter.note(f"applied {replayer.applied} oplog entries")
+            for state in self.deferred:
+                self._indexes(state)
         return self.report
 
     def _view(self, state: _Namespace) -> None:
@@ -316,7 +397,7 @@ class Loader:
             temp = TEMP_USERS if state.kind == "users" else TEMP_ROLES
             admin.drop_collection(temp)
             if state.buffered:
-                admin[temp].insert_many(bson.decode_all(b"".join(state.buffered), _DECODE))
+                admin[temp].insert_many(_decode(b"".join(state.buffered), _DECODE, state.source))
             merge["tempUsersCollection" if state.kind == "users" else "tempRolesCollection"] = f"admin.{temp}"
             setattr(self.report, state.kind, state.buffered_count)
         try:
@@ -350,16 +431,6 @@ class Loader:
             self.pool = None
 
 
-def index_model(spec: Mapping[str, Any]) -> IndexModel:
-    """An index as ``listIndexes`` describes it, to create elsewhere: without the version
-    and namespace the server adds."""
-    options = dict(spec)
-    key = list(options.pop("key").items())
-    options.pop("v", None)
-    options.pop("ns", None)  # written by servers before 4.4
-    return IndexModel(key, **options)
-
-
 @contextmanager
 def _collector_paused() -> Iterator[None]:
     """Decoded BSON holds no reference cycles, yet a batch's thousands of new
@@ -374,11 +445,28 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _index_specs(state: _Namespace) -> list[Any]:
+    return [spec for spec in state.metadata.get("indexes", []) if spec.get("name") != "_id_"]
+
+
+def _decode(data: bytes, codec: CodecOptions[Any], namespace: str) -> list[Any]:
+    try:
+        return bson.decode_all(data, codec)
+    except BSONError as exc:
+        raise _corrupt(namespace, exc) from None
+
+
+def _corrupt(namespace: str, exc: BSONError) -> DamagedInputError:
+    return DamagedInputError(f"{namespace}: corrupt BSON document in the dump ({exc})")
+
+
 def _speaks_wire(client: Any) -> bool:
-    """pymongo's own client sends RawBSONDocument bytes as they are."""
+    """pymongo's own client sends RawBSONDocument bytes as they are. FolioDB's embedded
+    client is a subclass of it, yet decodes each RawBSONDocument in full (two decodes
+    a document, a third of a restore's time): it gets dicts."""
     import pymongo
 
-    return isinstance(client, pymongo.MongoClient)
+    return isinstance(client, pymongo.MongoClient) and not isinstance(client, foliodb.MongoClient)
 
 
 def _directory_collections(directory: str) -> Iterator[tuple[str, str | None, str | None]]:
@@ -396,7 +484,17 @@ def _directory_collections(directory: str) -> Iterator[tuple[str, str | None, st
 
 def _read_metadata(path: str) -> dict[str, Any]:
     with open_read(path, path.endswith(".gz")) as fh:
-        metadata: dict[str, Any] = json_util.loads(fh.read().decode())
+        return _metadata(fh.read(), path)
+
+
+def _metadata(text: bytes | str, where: str) -> dict[str, Any]:
+    """A ``.metadata.json`` document; DamagedInputError when it is not one."""
+    try:
+        metadata = json_util.loads(text)
+    except (ValueError, TypeError, BSONError) as exc:
+        raise DamagedInputError(f"{where}: not valid Extended JSON metadata ({str(exc).splitlines()[0]})") from None
+    if not isinstance(metadata, dict):
+        raise DamagedInputError(f"{where}: the metadata is not a JSON document")
     return metadata
 
 
@@ -410,8 +508,8 @@ def _file_batches(fh: IO[bytes], path: str) -> Iterator[tuple[bytes, int]]:
         buffer += more
         while pos + 4 <= len(buffer):
             length = int.from_bytes(buffer[pos : pos + 4], "little", signed=True)
-            if length < 5:
-                raise ValueError(f"{path}: corrupt BSON document length {length}")
+            if not 5 <= length <= MAX_DOCUMENT_BYTES:
+                raise DamagedInputError(f"{path}: corrupt BSON document length {length}")
             if count and pos + length > BATCH_BYTES:
                 yield buffer[:pos], count
                 buffer, pos, count = buffer[pos:], 0, 0
@@ -424,6 +522,6 @@ def _file_batches(fh: IO[bytes], path: str) -> Iterator[tuple[bytes, int]]:
                 yield buffer[:pos], count
                 buffer, pos, count = buffer[pos:], 0, 0
     if pos < len(buffer):
-        raise ValueError(f"{path}: truncated BSON document")
+        raise DamagedInputError(f"{path}: truncated BSON document (the file is cut short)")
     if count:
         yield buffer[:pos], count

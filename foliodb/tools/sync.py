@@ -77,9 +77,10 @@ from pymongo import DeleteOne, ReplaceOne, UpdateOne
 from pymongo.errors import BulkWriteError, OperationFailure
 
 from foliodb.tools.dump import metadata
+from foliodb.tools.indexes import index_model
 from foliodb.tools.namespaces import Matcher
 from foliodb.tools.progress import SILENT, Reporter, Task
-from foliodb.tools.restore import BATCH_BYTES, BATCH_DOCUMENTS, Loader, Options, index_model
+from foliodb.tools.restore import BATCH_BYTES, BATCH_DOCUMENTS, Loader, Options
 from foliodb.tools.target import ToolError, describe
 
 STATE_DB, STATE_COLLECTION = "foliodb_sync", "state"

@@ -5,7 +5,8 @@ A dbpath holds FolioDB's data in ``foliodb.sqlite``
 (:data:`foliodb.engine.storage.DATA_FILE`). Tools that only read (``dump``,
 ``export``, ``advise``) never create a dbpath and refuse a directory without
 that file, so a typo cannot leave an empty database behind or dump nothing
-silently. A dbpath held by another process is named by the owner its lock
+silently; they open it read-only with ``--readOnly``, or when the user cannot
+write it. A dbpath held by another process is named by the owner its lock
 file records; when the owner is ``foliodb serve``, the message gives the
 ``--uri`` that reaches the same data through it.
 """
@@ -31,9 +32,17 @@ class ToolError(Exception):
     """A user error: the command prints the message as one line and exits 1."""
 
 
-def open_client(dbpath: str | None, uri: str | None, read_only: bool) -> Any:
-    """A pymongo-compatible client of ``uri`` (pymongo) or of ``dbpath`` (embedded)."""
+def open_client(dbpath: str | None, uri: str | None, reads_only: bool, read_only: bool | None = False) -> Any:
+    """A pymongo-compatible client of ``uri`` (pymongo) or of ``dbpath`` (embedded).
+
+    ``reads_only``: the tool only reads, so a missing dbpath is an error, not a new
+    database. ``read_only`` (``--readOnly``): the files are opened read-only, as the
+    API's ``read_only=True``: no lock is taken and no owner is asked, so a backup copy,
+    another user's files or a dbpath another process holds can be read; ``None``: so
+    only when the user cannot write the dbpath (its directory or its data file)."""
     if uri is not None:
+        if read_only:
+            raise ToolError("--readOnly opens a --dbpath's files: it does not apply to --uri")
         import pymongo
 
         try:
@@ -41,12 +50,16 @@ def open_client(dbpath: str | None, uri: str | None, read_only: bool) -> Any:
         except PyMongoError as exc:
             raise ToolError(f"bad --uri {uri!r}: {describe(exc)}") from None
     path = dbpath or DEFAULT_DBPATH
-    if read_only:
+    if reads_only or read_only:
         if not os.path.isdir(path):
             raise ToolError(f"no database at {path}: the directory does not exist")
         if not os.path.isfile(os.path.join(path, DATA_FILE)):
             raise ToolError(f"no FolioDB database at {path}: the directory holds no {DATA_FILE}")
+    if read_only is None:
+        read_only = not all(os.access(p, os.W_OK) for p in (path, os.path.join(path, DATA_FILE)))
     try:
+        if read_only:
+            return foliodb.MongoClient(path, read_only=True)
         return foliodb.MongoClient(path)
     except OperationFailure as exc:
         if exc.code == ErrorCode.DBPathInUse:

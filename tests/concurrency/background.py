@@ -49,3 +49,14 @@ def wait_for(condition: Callable[[], Any], timeout: float = 20.0, interval: floa
             return value
         time.sleep(interval)
     raise AssertionError("condition not met in time")
+
+
+def pings_while(running: Background, client: Any) -> list[float]:
+    """Seconds each ``ping`` of ``client`` took while ``running`` ran (one every 10 ms)."""
+    pings = []
+    while running.running:
+        started = time.perf_counter()
+        client.admin.command("ping")
+        pings.append(time.perf_counter() - started)
+        time.sleep(0.01)
+    return pings

@@ -5,8 +5,11 @@ drop a server that does not: the server monitoring spec's heartbeats). Here a
 long ``$group`` reads its own snapshot while point reads and ``hello`` answer
 beside it, and a long write holds only the writer: reads and ``currentOp``
 go on, and a second writer waits (shown as ``waitingForLock``) until its
-``maxTimeMS``. Latency is checked loosely (95% of samples under 50 ms, none
-near the old behaviour of waiting out the whole command); the benchmark
+``maxTimeMS``. Latency is checked against the long command's own run, so that
+a loaded machine, which slows both, cannot fail it: at least 10 answers while
+it ran, 95% of them within a tenth of its run and none within half of it (the
+old behaviour was to wait out the whole command); what must not wait for a
+command is checked to finish while it still runs. The benchmark
 (``python -m benchmarks.concurrency``) reports the percentiles.
 
 Manual: https://www.mongodb.com/docs/manual/faq/concurrency/
@@ -32,22 +35,25 @@ def _fill(client: Any, n: int = GROUP_DOCS) -> None:
         coll.insert_many([{"_id": i, "k": i % 40_000, "v": i, "s": "x" * 40} for i in range(start, start + 20_000)])
 
 
-def _latencies(call: Any, while_running: Background, pause: float = 0.005) -> list[float]:
+def _latencies(call: Any, while_running: Background, pause: float = 0.005) -> tuple[list[float], float]:
+    """The calls' latencies while the long command runs, and how long it ran meanwhile."""
     samples = []
+    began = time.perf_counter()
     while while_running.running:
         started = time.perf_counter()
         call()
         samples.append(time.perf_counter() - started)
         time.sleep(pause)
-    return samples
+    return samples, time.perf_counter() - began
 
 
-def _check(samples: list[float], what: str) -> None:
+def _check(measured: tuple[list[float], float], what: str) -> None:
+    samples, span = measured
     assert len(samples) >= 10, f"too few {what} samples while the long command ran: {len(samples)}"
     ordered = sorted(samples)
     p95 = ordered[int(len(ordered) * 0.95) - 1]
-    assert p95 < 0.050, f"{what}: 95th percentile {p95 * 1000:.1f} ms"
-    assert ordered[-1] < 0.5, f"{what}: slowest {ordered[-1] * 1000:.1f} ms"
+    assert p95 < span / 10, f"{what}: 95th percentile {p95 * 1000:.1f} ms of a {span * 1000:.0f} ms run"
+    assert ordered[-1] < span / 2, f"{what}: slowest {ordered[-1] * 1000:.1f} ms of a {span * 1000:.0f} ms run"
 
 
 def test_point_reads_and_hello_answer_during_a_long_group(deployment: Deployment) -> None:
@@ -80,10 +86,9 @@ def test_a_long_write_blocks_only_other_writers(deployment: Deployment) -> None:
     # A multi-document update is one write transaction: it holds the writer for its whole run.
     long = Background(lambda: writer.test.big.update_many({}, {"$inc": {"v": 1}, "$set": {"s": "y" * 40}}))
     wait_for(lambda: any(op.get("op") == "update" for op in admin.admin.command("currentOp")["inprog"]))
-    started = time.perf_counter()
     assert other.test.big.find_one({"_id": 5})["v"] in (5, 6)  # the snapshot before or after, never a mix
     assert admin.admin.command("hello")["isWritablePrimary"] is True
-    assert time.perf_counter() - started < 0.5
+    assert long.running  # they answered without waiting for the write
     waiting = Background(lambda: other.test.small.insert_one({"_id": 1}))
     seen = wait_for(
         lambda: [
@@ -106,11 +111,9 @@ def test_a_writer_waiting_for_the_writer_stops_at_max_time_ms(deployment: Deploy
     writer, other, admin = deployment.connect(), deployment.connect(), deployment.connect()
     long = Background(lambda: writer.test.big.update_many({}, {"$inc": {"v": 1}}))
     wait_for(lambda: any(op.get("op") == "update" for op in admin.admin.command("currentOp")["inprog"]))
-    started = time.perf_counter()
     with pytest.raises(ExecutionTimeout) as info:
         other.test.command({"insert": "small", "documents": [{"_id": 1}], "maxTimeMS": 100})
     assert info.value.code == 50
-    assert time.perf_counter() - started < 1.0
     assert long.running  # it timed out while the long write still held the writer
     long.join()
     assert other.test.small.find_one({"_id": 1}) is None  # the timed-out insert wrote nothing

@@ -18,8 +18,13 @@ from typing import Any
 import pytest
 from pymongo.errors import ExecutionTimeout, OperationFailure
 
-from tests.concurrency.background import Background, wait_for
+from tests.concurrency.background import Background, pings_while, wait_for
 from tests.concurrency.conftest import Deployment
+
+# How late "promptly" may be: on a 2-core machine shared with other work a thread can wait
+# seconds for a core. That an operation was interrupted, rather than run to its end, is shown
+# by its error code (50, 11601, 237) and by the work it would otherwise take (each case says).
+PROMPT = 5.0
 
 # Exponential backtracking for a backtracking engine: every split of the a's is tried before failing at the "!".
 BOMB = "(a|a)+$"
@@ -47,29 +52,25 @@ def test_a_regex_bomb_stops_at_max_time_ms_and_the_rest_goes_on(deployment: Depl
     client, other = deployment.connect(), deployment.connect()
     client.test.s.insert_many([{"_id": i, "s": BOMB_TEXT} for i in range(3)])
     other.admin.command("ping")
-    started = time.perf_counter()
-    bomb = Background(lambda: list(client.test.s.find({"s": {"$regex": BOMB}}).max_time_ms(200)))
-    pings = []
-    while bomb.running:
-        t = time.perf_counter()
-        other.admin.command("ping")
-        pings.append(time.perf_counter() - t)
-        time.sleep(0.01)
+    # 800 ms: under the 1 s match limit, so the deadline is what stops it.
+    bomb = Background(lambda: list(client.test.s.find({"s": {"$regex": BOMB}}).max_time_ms(800)))
+    pings = pings_while(bomb, other)
     bomb.join()
     assert isinstance(bomb.error, ExecutionTimeout) and bomb.error.code == 50
-    assert time.perf_counter() - started < 0.5 + 0.2  # the query stops within 500 ms of its limit
-    assert pings and max(pings) < 0.1  # the server answered throughout
+    # Generous bounds, for a loaded machine: unstopped, this match takes hours (2**40 splits);
+    # a ping queued behind it would wait the whole 800 ms.
+    assert bomb.seconds < 0.8 + 4.0
+    assert pings and max(pings) < 0.4
     assert other.test.s.count_documents({}) == 3
 
 
 def test_a_regex_bomb_without_max_time_ms_fails_at_the_match_limit(deployment: Deployment) -> None:
     client = deployment.connect()
     client.test.s.insert_one({"s": BOMB_TEXT})
-    started = time.perf_counter()
-    with pytest.raises(OperationFailure) as info:
-        list(client.test.s.find({"s": {"$regex": BOMB}}))
-    assert info.value.code == 51156
-    assert time.perf_counter() - started < 3.0
+    bomb = Background(lambda: list(client.test.s.find({"s": {"$regex": BOMB}})))
+    bomb.join()
+    assert isinstance(bomb.error, OperationFailure) and bomb.error.code == 51156
+    assert bomb.seconds < 1.0 + 9.0  # generous, for a loaded machine: unbounded, it runs for hours
 
 
 def test_the_issue_regexes_and_pcre_syntax_work(deployment: Deployment) -> None:
@@ -78,9 +79,8 @@ def test_the_issue_regexes_and_pcre_syntax_work(deployment: Deployment) -> None:
     https://www.mongodb.com/docs/manual/reference/operator/query/regex/ (PCRE 8.x syntax)."""
     client = deployment.connect()
     client.test.s.insert_many([{"_id": 1, "s": "a" * 40 + "!"}, {"_id": 2, "s": "aaa"}, {"_id": 3, "s": "Ωμέγα"}])
-    started = time.perf_counter()
+    # Answered, not stopped at the match limit (which would raise 51156): no blow-up.
     assert [d["_id"] for d in client.test.s.find({"s": {"$regex": "(a+)+$"}})] == [2]
-    assert time.perf_counter() - started < 1.0
     cases = {
         "a++$": [2],  # possessive quantifier
         "^(?>a+)$": [2],  # atomic group
@@ -112,7 +112,7 @@ def test_reduce_stops_at_max_time_ms(deployment: Deployment) -> None:
     with pytest.raises(ExecutionTimeout) as info:
         list(client.test.r.aggregate([{"$project": {"n": {"$size": slow}}}], maxTimeMS=500))
     assert info.value.code == 50
-    assert time.perf_counter() - started < 1.5
+    assert time.perf_counter() - started < 0.5 + PROMPT  # uninterrupted: minutes (200,000 copies of a growing array)
 
 
 def test_kill_op_stops_a_group_and_leaves_the_data_valid(deployment: Deployment) -> None:
@@ -134,7 +134,7 @@ def test_kill_op_stops_a_group_and_leaves_the_data_valid(deployment: Deployment)
     assert (reply["info"], reply["ok"]) == ("attempting to kill op", 1.0)
     running.join()
     assert isinstance(running.error, OperationFailure) and running.error.code == 11601
-    assert running.finished is not None and time.perf_counter() - killed_at < 1.0
+    assert running.finished is not None and time.perf_counter() - killed_at < PROMPT
     assert not _commented(admin, "the-group")
     report = admin.test.command("validate", "big")
     assert report["valid"] and report["nrecords"] == 100_000
@@ -151,9 +151,8 @@ def test_kill_op_stops_an_index_build_and_leaves_nothing_behind(deployment: Depl
     assert op["command"]["createIndexes"] == "big" and op["progress"]["total"] == 60_000
     assert 0 < op["progress"]["done"] <= 60_000 and op["msg"].startswith("Index Build: scanning collection")
     # Writes go on during the build, maintained in the index being built.
-    started = time.perf_counter()
     writer.test.big.insert_one({"_id": "during", "k": 5})
-    assert time.perf_counter() - started < 0.5
+    assert build.running  # written without waiting for the build
     admin.admin.command("killOp", op=op["opid"])
     build.join()
     assert isinstance(build.error, OperationFailure) and build.error.code == 11601
@@ -188,7 +187,7 @@ def test_max_time_ms_bounds_a_cursors_work_not_its_idle_time(deployment: Deploym
         for _ in dense:
             pass
     assert info.value.code == 50
-    assert time.perf_counter() - started < 0.2 + 0.5
+    assert time.perf_counter() - started < 0.2 + PROMPT  # uninterrupted: a million documents
 
 
 def test_validate_stops_at_max_time_ms_and_killop(deployment: Deployment) -> None:
@@ -202,7 +201,7 @@ def test_validate_stops_at_max_time_ms_and_killop(deployment: Deployment) -> Non
     started = time.perf_counter()
     with pytest.raises(ExecutionTimeout) as info:
         client.test.command("validate", "checked", full=True, maxTimeMS=50)
-    assert info.value.code == 50 and time.perf_counter() - started < 0.05 + 0.5
+    assert info.value.code == 50 and time.perf_counter() - started < 0.05 + PROMPT
     running = Background(lambda: client.test.command("validate", "checked", full=True, comment="the-validate"))
     op = wait_for(lambda: _commented(admin, "the-validate"))[0]
     admin.admin.command("killOp", op=op["opid"])
@@ -229,7 +228,7 @@ def test_a_near_query_stops_at_max_time_ms(deployment: Deployment) -> None:
         with pytest.raises(ExecutionTimeout) as info:
             search()
         assert info.value.code == 50
-        assert time.perf_counter() - started < 0.05 + 0.2, name
+        assert time.perf_counter() - started < 0.05 + PROMPT, name
 
 
 def test_an_interrupted_write_command_fails_whole_and_leaves_nothing_of_it(deployment: Deployment) -> None:
@@ -242,7 +241,7 @@ def test_an_interrupted_write_command_fails_whole_and_leaves_nothing_of_it(deplo
     started = time.perf_counter()
     with pytest.raises(ExecutionTimeout) as info:
         db.command("insert", "fresh", documents=[{"i": i} for i in range(100_000)], maxTimeMS=30)
-    assert info.value.code == 50 and time.perf_counter() - started < 1.5
+    assert info.value.code == 50 and time.perf_counter() - started < PROMPT
     assert db.fresh.count_documents({}) == 0
     for ordered in (True, False):
         with pytest.raises(ExecutionTimeout):
@@ -275,13 +274,13 @@ def test_max_time_ms_js_getmore_cases(deployment: Deployment) -> None:
     client = deployment.connect()
     coll = client.test.mt
     coll.insert_many([{"_id": 0}, {"_id": 1}, {"_id": 2}, {"_id": 3, "slow": True}, {"_id": 4}, {"_id": 5}])
-    # Batch 1 fast, batch 2 sleeps 2 s past a 400 ms limit: the getMore fails at the limit.
-    cursor = _slow_where(coll, 2000).batch_size(3).max_time_ms(400)
+    # Batch 1 fast, batch 2 sleeps 20 s past a 400 ms limit: the getMore fails at the limit.
+    cursor = _slow_where(coll, 20_000).batch_size(3).max_time_ms(400)
     assert [next(cursor)["_id"] for _ in range(3)] == [0, 1, 2]
     started = time.perf_counter()
     with pytest.raises(ExecutionTimeout) as info:
         next(cursor)
-    assert info.value.code == 50 and time.perf_counter() - started < 0.4 + 0.3  # sleep() ends at the deadline
+    assert info.value.code == 50 and time.perf_counter() - started < 10  # sleep() ends at the deadline, not its 20 s
     # The same with a 3 s limit passes.
     assert [d["_id"] for d in _slow_where(coll, 300).batch_size(3).max_time_ms(3000)] == list(range(6))
     # Many batches, each a little slow: together past the limit, though each alone is within it.
@@ -348,7 +347,7 @@ def test_kill_cursors_stops_the_getmore_using_the_cursor(deployment: Deployment)
     assert reply["cursorsKilled"] == [cursor_id]
     running.join()
     assert isinstance(running.error, OperationFailure) and running.error.code == 237
-    assert time.perf_counter() - killed_at < 1.0
+    assert time.perf_counter() - killed_at < PROMPT  # uninterrupted: 38 more documents of 1 s each
 
 
 def test_current_op_truncates_a_large_command_as_mongod(deployment: Deployment) -> None:

@@ -34,7 +34,8 @@ def test_kill_op_interrupts_an_endless_where(deployment: Deployment) -> None:
     assert admin.admin.command("killOp", op=op["opid"])["ok"] == 1.0
     running.join()
     assert isinstance(running.error, OperationFailure) and running.error.code == 11601
-    assert time.perf_counter() - killed_at < 1.0
+    # Endless unless killed: any bound shows it stopped; this one leaves a loaded machine room.
+    assert time.perf_counter() - killed_at < 30
     assert client.test.c.find_one({"$where": "this._id == 1"}) == {"_id": 1}  # the next script runs
 
 

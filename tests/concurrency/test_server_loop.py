@@ -31,6 +31,11 @@ from foliodb.server import Server
 from foliodb.server import loop as server_loop
 
 HEADER = struct.Struct("<iiii")
+# A bound for an answer that only has to come, not come fast: on a loaded 2-core machine a
+# thread can wait seconds for a core. Where a check is that one client did not wait for
+# another, it is made by order (the other is still blocked, or still mid-message, when the
+# answer comes), not by the clock.
+ANSWERED = 5.0
 OP_MSG = 2013
 
 
@@ -161,7 +166,9 @@ def test_a_message_sent_in_part_is_finished_beside_the_loop(serve: Callable[...,
     whole = frame({"ping": 1, "$db": "admin"}, request_id=5)
     slow.sock.sendall(whole[:10])  # part of the header: its thread waits for the rest
     time.sleep(0.2)
-    assert max(_ping(other) for _ in range(5)) < 0.5  # the others are served meanwhile
+    # The others are served meanwhile: before the slow message's 1.5 s limit (which would
+    # close it, and its reply below would never come), so beside it.
+    assert max(_ping(other) for _ in range(5)) < 1.5
     slow.sock.sendall(whole[10:])
     response_to, pinged = slow.reply()
     assert response_to == 5 and pinged["ok"] == 1.0
@@ -170,7 +177,7 @@ def test_a_message_sent_in_part_is_finished_beside_the_loop(serve: Callable[...,
     started = time.monotonic()
     assert slow.closed_by_server()
     assert 1.0 < time.monotonic() - started < 10
-    assert _ping(other) < 0.5
+    assert _ping(other) < ANSWERED
 
 
 def test_a_peer_slow_to_take_its_reply_holds_back_no_one(serve: Callable[..., Server], patient: None) -> None:
@@ -187,7 +194,8 @@ def test_a_peer_slow_to_take_its_reply_holds_back_no_one(serve: Callable[..., Se
     # hold), and a reader that takes none of it for a while: the server's send waits.
     reader.send({"find": "big", "$db": "test"}, request_id=3)
     time.sleep(1.0)
-    assert max(_ping(other) for _ in range(5)) < 0.5
+    # Held back, a ping would wait for the reader to take its reply, which it does only below.
+    assert max(_ping(other) for _ in range(5)) < ANSWERED
     response_to, found = reader.reply()
     assert response_to == 3 and [doc["_id"] for doc in found["cursor"]["firstBatch"]] == list(range(5))
 
@@ -201,10 +209,11 @@ def test_a_leader_that_blocks_where_nobody_marked_is_passed(
     monkeypatch.setattr(lane, "HOLDER_SECONDS", 0.2)
     server = serve()
     execute = server.executor.execute
+    release = threading.Event()
 
     def blocking_execute(db: str, cmd: Any, **kwargs: Any) -> dict[str, Any]:
         if cmd.get("comment") == "block":
-            time.sleep(2.0)
+            release.wait(30)  # blocked until the pings below are answered (or 30 s)
         return execute(db, cmd, **kwargs)
 
     monkeypatch.setattr(server.executor, "execute", blocking_execute)
@@ -215,10 +224,11 @@ def test_a_leader_that_blocks_where_nobody_marked_is_passed(
     blocked.send({"find": "c", "comment": "block", "$db": "test"}, request_id=4)
     time.sleep(0.05)
     latencies = [_ping(other) for _ in range(5)]
-    assert max(latencies) < 1.0  # not the 2 s of the blocked request
+    assert max(latencies) < 30  # answered while the request blocks: waiting for it would take its 30 s
+    release.set()
     response_to, found = blocked.reply()
     assert response_to == 4 and found["ok"] == 1.0
-    assert _ping(other) < 0.5
+    assert _ping(other) < ANSWERED
 
 
 def test_commands_answer_while_the_lane_is_held(serve: Callable[..., Server], patient: None) -> None:
@@ -342,7 +352,7 @@ def test_many_clients_doing_anything_get_their_own_answers(
         for thread in threads:
             thread.join(timeout=60)
     assert errors == []
-    assert slowest < 1.0
+    assert slowest < ANSWERED  # the watcher was answered throughout the storm
     stored = {
         doc["_id"]
         for doc in server.executor.execute("test", {"find": "chaos", "batchSize": 100_000})["cursor"]["firstBatch"]
@@ -361,12 +371,11 @@ def test_threads_that_served_beside_the_loop_end_beyond_the_idle_few(
     peers = [Peer(port) for _ in range(30)]
     for peer in peers:
         _ping(peer)
-    whole = frame({"ping": 1, "$db": "admin"}, request_id=9)
-    for peer in peers:  # each connection's thread reads the rest of its message beside the loop
-        peer.sock.sendall(whole[:5])
+    process_id = peers[0].command({"hello": 1, "$db": "admin"})["topologyVersion"]["processId"]
+    awaitable = {"hello": 1, "topologyVersion": {"processId": process_id, "counter": 0}, "$db": "admin"}
+    for peer in peers:  # each connection's awaitable hello waits on a thread beside the loop
+        peer.send({**awaitable, "maxAwaitTimeMS": 1500}, request_id=9)
     assert _settle(lambda: _server_threads("foliodb-loop") >= 30)
-    for peer in peers:  # all at once, they finish and come back
-        peer.sock.sendall(whole[5:])
-    assert all(peer.reply()[0] == 9 for peer in peers)
+    assert all(peer.reply()[0] == 9 for peer in peers)  # all about at once, they finish and come back
     assert _settle(lambda: _server_threads("foliodb-loop") <= 1 + server_loop.MAX_IDLE)
-    assert _ping(peers[0]) < 0.5
+    assert _ping(peers[0]) < ANSWERED

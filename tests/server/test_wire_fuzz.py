@@ -35,3 +35,5 @@ def test_twenty_thousand_mutated_frames() -> None:
     result = fuzz.run(20_000, seed=1, corpus=corpus)
     assert len(result.findings) == 0, result.findings.report()
     assert result.closed > 1000  # the mutations did reach the decoder's refusals
+    # Memory does not grow with the frames (a finding past RSS_GROWTH_LIMIT); the figures, to see.
+    assert 0 < result.rss_end < result.rss_start + fuzz.RSS_GROWTH_LIMIT, (result.rss_start, result.rss_end)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import json
 import os
 import re
 import shlex
@@ -427,6 +428,31 @@ def _row_plan_cache(db: Any) -> None:
     assert plan["indexFilterSet"] and plan["winningPlan"]["inputStage"]["indexName"] == "b_1"
 
 
+def _row_search_indexes(db: Any) -> None:
+    from pymongo.operations import SearchIndexModel
+
+    db.v.insert_one({"_id": 1, "e": [1.0, 0.0]})
+    definition = {"fields": [{"type": "vector", "path": "e", "numDimensions": 2, "similarity": "cosine"}]}
+    db.v.create_search_index(SearchIndexModel(definition=definition, name="vec", type="vectorSearch"))
+    stage = {"index": "vec", "path": "e", "queryVector": [1, 0], "numCandidates": 5, "limit": 5}
+    assert [d["_id"] for d in db.v.aggregate([{"$vectorSearch": stage}])] == [1]  # BUILDING or READY
+    db.v.insert_one({"_id": 2, "e": [1.0, 0.1]})
+    assert [d["_id"] for d in db.v.aggregate([{"$vectorSearch": stage}])] == [1, 2]  # at once
+    bad = {"fields": [{"type": "vector", "path": "e", "numDimensions": 0, "similarity": "cosine"}]}
+    assert _code(lambda: db.v.create_search_index(SearchIndexModel(definition=bad, type="vectorSearch"))) == 2
+    assert _code(lambda: list(db.v.aggregate([{"$vectorSearch": {**stage, "filter": {"x": 1}}}]))) == 8
+
+
+def _row_full_text_search(db: Any) -> None:
+    from pymongo.operations import SearchIndexModel
+
+    db.t.insert_one({"title": "x"})
+    db.t.create_search_index(SearchIndexModel(definition={"mappings": {"dynamic": True}}))
+    assert [i["status"] for i in db.t.list_search_indexes()] == ["READY"]
+    for stage in ("$search", "$searchMeta", "$rankFusion", "$scoreFusion"):
+        assert _code(lambda stage=stage: list(db.t.aggregate([{stage: {}}]))) == 238
+
+
 DIFFERENCE_ROWS = {
     "Collation": _row_collation,
     "Sessions and transactions": _row_sessions,
@@ -442,6 +468,8 @@ DIFFERENCE_ROWS = {
     "Session listing": _row_session_listing,
     "Covered queries": _row_covered,
     "Plan cache": _row_plan_cache,
+    "Search indexes and `$vectorSearch`": _row_search_indexes,
+    "Full-text search": _row_full_text_search,
 }
 
 
@@ -451,3 +479,130 @@ def test_differences_row_holds(area: str, db: Any, monkeypatch: pytest.MonkeyPat
     table = (ROOT / "docs" / "differences.md").read_text(encoding="utf-8")
     assert f"\n| {area} |" in table, f"no row {area!r} in docs/differences.md"
     DIFFERENCE_ROWS[area](db)
+
+
+# -- statements the code decides ----------------------------------------------------
+# Each checks a sentence of the docs against its source of truth, so that a change of
+# the code (or of the sentence) that makes it untrue fails here.
+
+GUIDE = ROOT / "docs" / "guide.md"
+
+
+def _flat(path: Path) -> str:
+    """A document's text with its line breaks and indentation folded into single spaces."""
+    return " ".join(path.read_text(encoding="utf-8").split())
+
+
+def _sentence_from(text: str, start: str, end: str = ". ") -> str:
+    """The text from ``start`` to the next ``end`` (the end of its sentence, by default)."""
+    at = text.index(start)
+    stop = text.find(end, at)
+    return text[at : stop if stop >= 0 else len(text)]
+
+
+def test_guide_lists_every_dependency() -> None:
+    def name(requirement: str) -> str:
+        return re.split(r"[<>=!~ \[;]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+    declared = {name(r) for r in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]}
+    listed = _sentence_from(_flat(GUIDE), "Its dependencies")
+    named = {name(n) for n in re.findall(r"`([A-Za-z0-9_.-]+)`", listed)} - {"bson", "$regex", "2dsphere", "2d"}
+    assert named == declared, f"the guide names {sorted(named)}, pyproject.toml declares {sorted(declared)}"
+
+
+# How the guide's sentence on index kinds names compatibility.md's rows.
+_INDEX_KIND_ROWS = {
+    "single field": {"single field"},
+    "compound": {"compound"},
+    "multikey": {"multikey"},
+    "unique": {"unique"},
+    "sparse": {"sparse"},
+    "partial": {"partial"},
+    "TTL": {"TTL"},
+    "hidden": {"hidden"},
+    "case-insensitive (a collation)": {"case-insensitive (collation)"},
+    "text": {"text"},
+    "hashed (also compound with other keys)": {"hashed", "hashed, compound"},
+    "wildcard": {"wildcard"},
+    "2d": {"2d"},
+    "2dsphere": {"2dsphere"},
+    "compound text indexes": {"text, compound with other keys"},
+    "compound wildcard indexes": {"wildcard, compound"},
+}
+
+
+def _compatibility_rows(section: str) -> dict[str, str]:
+    text = (ROOT / "docs" / "compatibility.md").read_text(encoding="utf-8")
+    body = text.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    return dict(re.findall(r"^\| `([^`]+)`(?: †)? \| ([^|]+) \|$", body, flags=re.MULTILINE))
+
+
+def _kinds(clause: str) -> list[str]:
+    return [k.strip() for k in re.split(r",(?![^(]*\))| and ", clause) if k.strip()]
+
+
+def test_guide_index_kinds_are_the_compatibility_tables() -> None:
+    # compatibility.md is generated by running each kind (scripts/gen_compat.py, checked above).
+    rows = _compatibility_rows("Index kinds and properties")
+    text = _flat(GUIDE)
+    built = _kinds(_sentence_from(text, "The kinds are").removeprefix("The kinds are"))
+    not_yet = _kinds(_sentence_from(text, "Not yet: compound").removeprefix("Not yet:").split(" (")[0])
+    assert set().union(*(_INDEX_KIND_ROWS[k] for k in built)) == {r for r, s in rows.items() if s == "supported"}
+    assert set().union(*(_INDEX_KIND_ROWS[k] for k in not_yet)) == {
+        r for r, s in rows.items() if s.startswith("not yet")
+    }
+
+
+def test_commands_the_guide_says_work_are_built() -> None:
+    import foliodb  # noqa: F401 - registers every command
+    from foliodb.commands.registry import COMMANDS
+
+    users = _sentence_from(_flat(GUIDE), "Users live in", "What it does not do yet")
+    named = [n for n in re.findall(r"`(\w+)`", users) if n in COMMANDS or n in COMMANDS.unbuilt]
+    assert "createRole" in named
+    assert [n for n in named if n not in COMMANDS] == [], "the guide names commands that answer 238"
+
+
+def test_persona_is_what_hello_answers(tmp_path: Path) -> None:
+    import pymongo
+
+    from foliodb.server import Server
+
+    seen: dict[str, dict[str, Any]] = {}
+    for persona, options in (("default", {}), ("standalone", {"replica_set": None})):
+        server = Server(str(tmp_path / persona), "127.0.0.1", 0, **options)
+        host, port = server.start()
+        try:
+            with pymongo.MongoClient(host, port, directConnection=True, serverSelectionTimeoutMS=5000) as client:
+                seen[persona] = client.admin.command("hello")
+        finally:
+            server.shutdown()
+    name = seen["default"]["setName"]
+    assert seen["default"]["isWritablePrimary"] is True and "setName" not in seen["standalone"]
+    for path in (ROOT / "README.md", GUIDE):
+        said = re.findall(r"one-member replica set(?: of `mongod` 8\.0)?,? \(?`(\w+)`", _flat(path))
+        assert said and set(said) == {name}, f"{path.name} names the replica set {said}, hello says {name!r}"
+        assert "`--standalone`" in _flat(path)
+    assert "as to a standalone" not in _flat(GUIDE)
+
+
+def test_tool_figures_come_from_the_benchmark_run() -> None:
+    # docs/benchmarks.md's tools table is the cited run rendered by benchmarks.tools.table, and
+    # the guide's figures are that table's (its CPU-time shares).
+    from benchmarks import tools
+
+    bench = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    section = bench.split("## Tools: restore and import\n", 1)[1].split("\n## ", 1)[0]
+    (cited,) = set(re.findall(r"`(benchmarks/results/[\w.-]+-tools\.json)`", section))
+    run = json.loads((ROOT / cited).read_text(encoding="utf-8"))
+    assert tools.table(run) in section, (
+        f"docs/benchmarks.md's tools table is not {cited}: python -m benchmarks.tools --report {cited}"
+    )
+    said = re.search(
+        r"`foliodb restore` runs at (\S+) of `insert_many`'s rate from a directory and (\S+) from an archive, "
+        r"`foliodb import` of JSON at (\S+),",
+        _flat(GUIDE),
+    )
+    assert said is not None, "the guide's performance bullet on restore and import"
+    cpu = [tools.share(run, name, "cpu_seconds") for name in ("restore", "restore_archive", "import")]
+    assert list(said.groups()) == cpu, "the guide's figures are not the cited run's CPU-time shares"

@@ -21,7 +21,7 @@ from foliodb.engine.catalog import CODEC, IndexInfo
 from foliodb.engine.index_keys import UNDEFINED_KEY
 from foliodb.engine.planner.bounds import ALL, Interval, KeyRange, next_prefix, whole_value
 from foliodb.engine.planner.covering import KeyLayout
-from foliodb.engine.records import CollectionStore
+from foliodb.engine.records import SCAN_FIRST, CollectionStore
 from foliodb.query import collation, keystring
 from foliodb.query.keystring import decode_key
 from foliodb.query.paths import MISSING, leaf_values, split
@@ -267,14 +267,18 @@ class IndexScan(AccessStage):
     def _scan(self, key_range: KeyRange, keys_only: bool) -> Iterator[tuple[bytes, int, bytes | None]]:
         store, index = self.store, self.index
         start, stop = key_range.start, key_range.stop
-        batch = 32  # small first: a limit-1 query reads one short batch
+        # Small first, as a collection scan's (records.SCAN_FIRST): a limit-1 query reads one short
+        # batch, and an idle cursor holds only the few rows fetched and not yet returned.
+        batch = SCAN_FIRST
         forward = self.direction > 0
         while True:
             rows = store.index_rows(index, start, stop, forward, keys_only, batch)
-            yield from rows
-            if len(rows) < batch:
+            count, last = len(rows), rows[-1][0] if rows else b""
+            rows.reverse()
+            while rows:  # popped: returned rows are not held
+                yield rows.pop()
+            if count < batch:
                 return
-            last = rows[-1][0]
             if forward:
                 start = last + b"\x00"  # the smallest key above `last`
             else:

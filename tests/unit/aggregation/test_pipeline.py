@@ -68,7 +68,7 @@ def test_unknown_stage_message() -> None:
 
 def test_registry_lists_unbuilt_stages() -> None:
     assert "$group" in STAGES
-    assert {"$search", "$vectorSearch", "$listSampledQueries"} <= STAGES.unbuilt
+    assert {"$search", "$searchMeta", "$listSampledQueries"} <= STAGES.unbuilt
 
 
 def shape(pipeline: list[Any]) -> list[tuple[str, Any]]:

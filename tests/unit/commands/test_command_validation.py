@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from bson import Timestamp
+from bson import Decimal128, Timestamp
 from bson.son import SON
 from pymongo.errors import OperationFailure
 
@@ -95,6 +95,14 @@ REFUSED = [
         SON([("aggregate", "c"), ("pipeline", [{"$out": "v"}]), ("cursor", {})]),
         166,
         "Namespace test.v is a view, not a collection",
+    ),
+    # batchSize is a safeInt64: a decimal past the long range saturates (safeNumberLong) before
+    # the >= 0 check; found by scripts/wire_fuzz.py (the error message failed to build).
+    (
+        "https://www.mongodb.com/docs/manual/reference/command/find/",
+        SON([("find", "c"), ("batchSize", Decimal128("-1E+6144"))]),
+        2,
+        "BSON field 'batchSize' value must be >= 0, actual value '-9223372036854775808'",
     ),
 ]
 

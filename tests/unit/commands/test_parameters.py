@@ -25,6 +25,11 @@ EXPECTED = {
     "featureCompatibilityVersion": ({"version": "8.0"}, "https://www.mongodb.com/docs/manual/reference/command/setFeatureCompatibilityVersion/"),
     "internalQueryMaxBlockingSortMemoryUsageBytes": (100 * 1024 * 1024, PARAMS + "#mongodb-parameter-param.internalQueryMaxBlockingSortMemoryUsageBytes"),
     "jsHeapLimitMB": (1100, PARAMS + "#mongodb-parameter-param.jsHeapLimitMB"),
+    # FolioDB's own (mongod has no bound on all scripts together): twice the per-operation one.
+    "jsHeapLimitTotalMB": (2200, "docs/security.md"),
+    # FolioDB's own bounds on open cursors (mongod has none): docs/security.md's table of limits.
+    "maxOpenCursorsPerConnection": (20_000, "docs/security.md"),
+    "maxOpenCursorsPerUser": (50_000, "docs/security.md"),
     "notablescan": (False, PARAMS + "#mongodb-parameter-param.notablescan"),
     "requireApiVersion": (False, PARAMS + "#mongodb-parameter-param.requireApiVersion"),
     "scramIterationCount": (10_000, PARAMS + "#mongodb-parameter-param.scramIterationCount"),

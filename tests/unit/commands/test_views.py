@@ -64,3 +64,27 @@ def test_view_definition_errors(db: Any) -> None:
     with pytest.raises(OperationFailure) as info:
         db.create_collection("v", viewOn="c", pipeline=[{"$bogus": 1}])
     assert info.value.code == 40324
+
+
+def test_what_mongo_express_sends_to_open_a_view(sales: Any) -> None:
+    """mongo-express's collection page (lib/routes/collection.js viewCollection): a find and a
+    count, and with its admin option $collStats storageStats and listIndexes. mongod answers the
+    last two on a view with CommandNotSupportedOnView (166): jstests/core/views/views_coll_stats.js
+    ("attempting to retrieve storageStats fails") and views_all_commands.js (listIndexes:
+    expectFailure), so mongo-express opens a view without its admin option, on mongod as here."""
+    page = sales.command({"find": "shipped", "filter": {}, "sort": {}, "projection": {}, "skip": 0, "limit": 10})
+    assert [d["_id"] for d in page["cursor"]["firstBatch"]] == [1, 3, 5, 7, 9]
+    assert sales.command({"count": "shipped", "query": {}})["n"] == 5
+    refused = {
+        "listIndexes": lambda: list(sales.shipped.list_indexes()),
+        "$collStats storageStats": lambda: list(sales.shipped.aggregate([{"$collStats": {"storageStats": {}}}])),
+        "collStats": lambda: sales.command("collStats", "shipped"),
+    }
+    for what, call in refused.items():
+        with pytest.raises(OperationFailure) as failed:
+            call()
+        assert (failed.value.code, failed.value.details["errmsg"]) == (
+            166,
+            f"Namespace {sales.name}.shipped is a view, not a collection",
+        ), what
+    assert next(sales.shipped.aggregate([{"$collStats": {"latencyStats": {}}}]))["ns"] == f"{sales.name}.shipped"

