@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 import logging
 import random
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -230,6 +231,10 @@ def _write(request: Request, entry: dict[str, Any], millis: int) -> None:
         ts=datetime.datetime.now(datetime.UTC).replace(tzinfo=None),
         client=request.extra.get("peer", "embedded"),
         appName=request.extra.get("app_name", ""),
+        # Which connection ran it, as $currentOp's connectionId; embedded, the calling thread (a
+        # connection of its own, as each thread's operations are one request's): concurrent requests
+        # of one process stay apart (the advisor's application joins).
+        connectionId=request.extra.get("connection_id", threading.get_ident()),
         allUsers=[],
         user="",
     )
