@@ -92,6 +92,7 @@ class ErrorCode(IntEnum):
     QueryPlanKilled = 175
     PrimarySteppedDown = 189
     InvalidIndexSpecificationOption = 197
+    CannotBuildIndexKeys = 201
     IncompleteTransactionHistory = 217
     NoSuchSession = 206
     SnapshotTooOld = 239

@@ -128,8 +128,13 @@ class IndexWriter:
 
     def _special_keys(self, doc: dict[str, Any]) -> dict[bytes, tuple[Any, ...]]:
         if self.kind == "text":
-            # Text and wildcard indexes are sparse by nature: no terms, no entries.
-            return {keystring.encode(term): (term,) for term in self.text.doc_terms(doc)}
+            # Text and wildcard indexes are sparse by nature: no terms, no entries. A compound
+            # text index's entries are its prefix values, the term, its suffix values.
+            found = self.text.term_scores(doc)
+            if not found:
+                return {}
+            before, after = self.text.extra_keys(doc) if self.text.before or self.text.after else (b"", b"")
+            return {before + keystring.encode(term) + after: (term,) for term in found}
         if self.kind == "wildcard":
             keys = wildcard_keys(doc, self.wildcard_root, self.wildcard_projection)
             if keys and not self.info.multikey:
