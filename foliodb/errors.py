@@ -94,6 +94,7 @@ class ErrorCode(IntEnum):
     InvalidIndexSpecificationOption = 197
     CannotBuildIndexKeys = 201
     IncompleteTransactionHistory = 217
+    UpdateOperationFailed = 218
     NoSuchSession = 206
     SnapshotTooOld = 239
     IllegalOpMsgFlag = 223
