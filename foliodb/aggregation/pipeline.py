@@ -175,10 +175,9 @@ def _unknown_stage(name: str) -> CommandError:
     return location(40324, f"Unrecognized pipeline stage name: '{name}'")
 
 
-# Known MongoDB stages FolioDB does not build: change streams, full-text Search,
+# Known MongoDB stages FolioDB does not build: full-text Search,
 # sharding and diagnostics stages.
 _UNBUILT = (
-    "$changeStreamSplitLargeEvent",
     "$listSampledQueries",
     "$search",
     "$searchMeta",
