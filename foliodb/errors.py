@@ -96,6 +96,7 @@ class ErrorCode(IntEnum):
     IncompleteTransactionHistory = 217
     UpdateOperationFailed = 218
     NoSuchSession = 206
+    MaxSubPipelineDepthExceeded = 232
     SnapshotTooOld = 239
     IllegalOpMsgFlag = 223
     QueryFeatureNotAllowed = 224

@@ -53,7 +53,7 @@ than its limit; ``$facet`` buffers its input.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from foliodb.aggregation.env import PipelineEnv
@@ -97,6 +97,8 @@ class Where:
     env: PipelineEnv
     scope: Scope  # the $$variables defined here
     parent: str | None = None  # "$facet", "$lookup", "$unionWith" for a sub-pipeline
+    depth: int = 0  # how many $lookup/$unionWith sub-pipelines this one is nested in
+    text_score: bool = False  # textScore metadata comes in from outside ($facet after a $text search)
 
     def expression(self, spec: Any) -> Expr:
         return compile_expression(spec, self.scope)
@@ -239,10 +241,18 @@ def compile_stages(specs: Any, where: Where) -> list[Stage]:
         raise CommandError(ErrorCode.TypeMismatch, "'pipeline' option must be specified as an array")
     out: list[Stage] = []
     last = len(specs) - 1
+    text_score = where.text_score
     for i, doc in enumerate(specs):
         name, arg = stage_entry(doc)
         compiler = STAGES.get(name)
         check_placement(name, i, last, where.parent)
+        if name == "$match" and i == 0 and where.parent != "$facet" and has_text(arg):
+            text_score = True
+        elif not text_score and reads_text_score(name, arg):
+            # mongod's dependency analysis: only a $text search of this pipeline gives the score.
+            raise location(40218, "query requires text score metadata, but it is not available")
+        if name == "$facet" and text_score:
+            where = replace(where, text_score=True)
         if name == "$geoNear" and i != 0:
             # First only, but unlike FIRST_ONLY stages it reads the collection.
             raise location(40602, f"{name} is only valid as the first stage in a pipeline")
@@ -254,6 +264,23 @@ def compile_stages(specs: Any, where: Where) -> list[Stage]:
         else:
             out.append(made)
     return out
+
+
+def reads_text_score(name: str, spec: Any) -> bool:
+    """Does a stage read ``{$meta: "textScore"}`` (not in its own sub-pipelines, which have their own)?"""
+    if name in ("$lookup", "$unionWith", "$facet"):
+        return False
+    return _meta_text_score(spec)
+
+
+def _meta_text_score(spec: Any) -> bool:
+    if isinstance(spec, Mapping):
+        if spec.get("$meta") == "textScore":
+            return True
+        return any(_meta_text_score(value) for value in spec.values())
+    if isinstance(spec, list):
+        return any(_meta_text_score(value) for value in spec)
+    return False
 
 
 def stage_entry(doc: Any) -> tuple[str, Any]:
