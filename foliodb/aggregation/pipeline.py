@@ -99,6 +99,8 @@ class Where:
     parent: str | None = None  # "$facet", "$lookup", "$unionWith" for a sub-pipeline
     depth: int = 0  # how many $lookup/$unionWith sub-pipelines this one is nested in
     text_score: bool = False  # textScore metadata comes in from outside ($facet after a $text search)
+    # The (db, collection) the pipeline reads: a sub-pipeline's; None for the aggregated collection.
+    source: tuple[str | None, str] | None = None
 
     def expression(self, spec: Any) -> Expr:
         return compile_expression(spec, self.scope)
@@ -247,6 +249,10 @@ def compile_stages(specs: Any, where: Where) -> list[Stage]:
         compiler = STAGES.get(name)
         check_placement(name, i, last, where.parent)
         if name == "$match" and i == 0 and where.parent != "$facet" and has_text(arg):
+            # As mongod parses $text: its collection's text index is looked up first (IndexNotFound).
+            db, coll = where.source or (None, where.env.coll)
+            if coll is not None and not where.env.has_text_index(coll, db):
+                raise CommandError(ErrorCode.IndexNotFound, "text index required for $text query")
             text_score = True
         elif not text_score and reads_text_score(name, arg):
             # mongod's dependency analysis: only a $text search of this pipeline gives the score.

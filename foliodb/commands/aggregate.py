@@ -123,6 +123,11 @@ class EngineEnv:
                 return iter(counted(self.request, store, FindExecution(store, spec, ctx)))
         return self.source(coll, pipeline, db, ctx)
 
+    def has_text_index(self, coll: str, db: str | None = None) -> bool:
+        source = self.engine.resolve_view(db or self.db, coll)[0]
+        info = self.engine.catalog.get(db or self.db, source)
+        return info is not None and any(index.kind == "text" for index in info.indexes.values())
+
     def view_pipeline(self, coll: str, db: str | None = None) -> list[Any]:
         return self.engine.resolve_view(db or self.db, coll)[1] if self.expand_views else []
 

@@ -74,7 +74,9 @@ def sub_pipeline(
     # The let variables exist (with placeholder values) so that filters'
     # $expr, which read variable names from the context, accept them too.
     env = ScopedEnv(where.env, dict.fromkeys(let_names)) if let_names else where.env
-    compile_stages(views + spec, Where(env, where.scope.with_vars(*let_names), parent=parent, depth=depth))
+    reads = (db, coll) if coll is not None else None
+    inner = Where(env, where.scope.with_vars(*let_names), parent=parent, depth=depth, source=reads)
+    compile_stages(views + spec, inner)
     return spec
 
 
@@ -322,10 +324,10 @@ def stage_unionWith(spec: Any, where: Where) -> Stage:
         for key, value in spec.items():
             if key == "coll":
                 db, coll = _union_namespace(value)
-            elif key == "pipeline":
-                pipeline = sub_pipeline(value, where, "$unionWith")
-            else:
+            elif key != "pipeline":
                 raise unknown_field("$unionWith", key)
+        if "pipeline" in spec:
+            pipeline = sub_pipeline(spec["pipeline"], where, "$unionWith", source=(db, coll))
         if coll is None and not _starts_with_documents(pipeline):
             raise _failed(
                 "$unionWith stage without explicit collection must have a pipeline with $documents as first stage"

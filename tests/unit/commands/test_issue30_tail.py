@@ -70,6 +70,20 @@ def test_text_score_only_where_its_pipeline_searched(db: Any) -> None:
     assert list(db.outer.aggregate(facet)) == [{"s": [{"_id": 1, "s": 1.1}]}]
 
 
+def test_a_missing_text_index_is_found_before_a_missing_text_score(db: Any) -> None:
+    # mongod parses $text (looking up its text index: IndexNotFound) before dependency analysis (40218).
+    db.outer.insert_one({"_id": 1, "a": "foo"})
+    pipeline = [
+        {"$match": {"$text": {"$search": "foo"}}},
+        {"$lookup": {"from": "inner", "as": "as", "pipeline": [{"$project": {"s": {"$meta": "textScore"}}}]}},
+    ]
+    assert code_of(lambda: list(db.outer.aggregate(pipeline)))[0] == 27
+    db.inner.create_index([("a", "text")])
+    assert code_of(lambda: list(db.outer.aggregate(pipeline)))[0] == 27
+    db.outer.create_index([("a", "text")])
+    assert code_of(lambda: list(db.outer.aggregate(pipeline)))[0] == 40218
+
+
 @pytest.mark.parametrize(
     ("date", "fmt", "message"),
     [
