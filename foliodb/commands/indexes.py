@@ -309,8 +309,6 @@ def _text_spec(raw: Mapping[str, Any], key: Mapping[str, Any], spec: dict[str, A
     spec["default_language"] = language
     spec["language_override"] = override
     spec["textIndexVersion"] = 3
-    if raw.get("unique"):
-        raise _spec_error(raw, "text indexes cannot be unique", ErrorCode.CannotCreateIndex)
 
 
 def _geo_spec(raw: Mapping[str, Any], key: Mapping[str, Any], spec: dict[str, Any]) -> None:

@@ -2,9 +2,9 @@
 
 A text index lists its key as ``{<prefix fields>, _fts: "text", _ftsx: 1, <suffix fields>}`` with
 ``weights``, ``default_language`` and ``language_override``. It stores one entry per distinct term of a
-document's indexed strings; the entry's key is the prefix fields' values, the term, then the suffix
-fields' values, each KeyString-encoded (descending fields complemented), so a ``$text`` query scans
-``prefix values + term`` for each of its terms. Prefix and suffix values may not be arrays
+document's indexed strings; the entry's key is the prefix fields' values, the term, the term's score in
+the document, then the suffix fields' values, each KeyString-encoded (descending fields complemented),
+so a ``$text`` query scans ``prefix values + term`` for each of its terms. Prefix and suffix values may not be arrays
 (CannotBuildIndexKeys), and a document with no terms has no entries.
 
 Terms (mongod's ``UnicodeFTSTokenizer``): a string splits at the Unicode delimiters (White_Space, Dash,

@@ -256,3 +256,13 @@ def test_text_inside_or_in_a_pipeline(db: Any) -> None:
     db.c.create_index([("x", 1)])
     out = list(db.c.aggregate([{"$match": {"$or": [{"$text": {"$search": "cat"}}, {"x": 7}]}}, {"$sort": {"_id": 1}}]))
     assert [d["_id"] for d in out] == [1, 2]
+
+
+def test_a_unique_text_index_refuses_equal_entries(db: Any) -> None:
+    # fts_index_format.cpp: an entry is (prefix values, term, score, suffix values); unique compares them
+    # all, so two documents clash only when a term has the same score in both.
+    db.c.create_index([("a", 1), ("t", "text")], unique=True)
+    db.c.insert_many([{"a": 1, "t": "foo"}, {"a": 1, "t": "foo bar"}, {"a": 2, "t": "foo"}])
+    with pytest.raises(WriteError) as info:
+        db.c.insert_one({"a": 1, "t": "foo"})  # "foo" scores 1.1 again under a: 1
+    assert info.value.code == 11000
