@@ -58,11 +58,13 @@ from typing import Any, NamedTuple
 
 from foliodb.aggregation.env import PipelineEnv
 from foliodb.errors import CommandError, ErrorCode, location
+from foliodb.query import compare as cmp
 from foliodb.query import metadata
 from foliodb.query.context import Context
 from foliodb.query.expr import Expr, Scope, compile_expression
 from foliodb.query.expr.core import METADATA
 from foliodb.query.registry import Registry
+from foliodb.query.reshape import split_path
 
 Doc = dict[str, Any]
 Docs = Iterator[Doc]
@@ -234,7 +236,46 @@ def compile_pipeline(stages: list[Mapping[str, Any]], env: PipelineEnv) -> Pipel
     """Compile a whole pipeline, checking every stage."""
     scope = Scope(frozenset(env.ctx.variables), env.ctx.collator)
     compiled = compile_stages(stages, Where(env, scope))
-    return Pipeline(optimize(compiled, Where(env, scope)))
+    optimized = optimize(compiled, Where(env, scope))
+    check_dependency_paths(optimized)
+    return Pipeline(optimized)
+
+
+# Stages that name every field the pipeline needs from then on (mongod's exhaustive dependencies).
+_EXHAUSTIVE = frozenset({"$group", "$bucket", "$bucketAuto", "$sortByCount", "$count", "$replaceRoot", "$replaceWith"})
+
+
+def check_dependency_paths(stages: list[Stage]) -> None:
+    """mongod's dependency analysis: when a later stage names every field still needed, the paths a
+    ``$match`` that runs as a stage (not the first, which the query system takes) reads become
+    FieldPaths, so an aggregation-illegal path ("a.$c") is 16410 there."""
+    end = next((i for i, stage in enumerate(stages) if _exhaustive(stage)), None)
+    for stage in stages[1:end] if end is not None else ():
+        if stage.name == "$match":
+            for path in _filter_paths(stage.spec):
+                split_path(path)
+
+
+def _exhaustive(stage: Stage) -> bool:
+    if stage.name == "$project" and isinstance(stage.spec, Mapping):
+        # An inclusion (or computing) projection; an exclusion keeps every other field.
+        return any(not _excludes(value) for key, value in stage.spec.items() if key != "_id")
+    return stage.name in _EXHAUSTIVE
+
+
+def _excludes(value: Any) -> bool:
+    return value is False or (cmp.is_number(value) and not isinstance(value, bool) and cmp.number_value(value) == 0)
+
+
+def _filter_paths(spec: Any) -> Iterator[str]:
+    if not isinstance(spec, Mapping):
+        return
+    for key, value in spec.items():
+        if key in ("$and", "$or", "$nor") and isinstance(value, list):
+            for branch in value:
+                yield from _filter_paths(branch)
+        elif not key.startswith("$"):
+            yield key
 
 
 def compile_stages(specs: Any, where: Where) -> list[Stage]:

@@ -100,3 +100,14 @@ def test_date_from_string_iso_week_errors(db: Any, date: str, fmt: str, message:
     pipeline = [{"$project": {"d": {"$dateFromString": {"dateString": date, "format": fmt}}}}]
     code, errmsg = code_of(lambda: list(db.c.aggregate(pipeline)))
     assert code == 241 and message in errmsg
+
+
+def test_a_match_run_as_a_stage_reads_field_paths(db: Any) -> None:
+    # SERVER-39109 (mongod's dependency analysis): a $match that runs as a stage before a stage naming
+    # every needed field has its paths made FieldPaths, where "a.$c" is illegal (16410). The same $match
+    # first in the pipeline is the query system's, where the path is legal.
+    db.c.insert_one({"a": 1})
+    project = {"$project": {"newAndUnrelatedField": "$dummy"}}
+    assert code_of(lambda: list(db.c.aggregate([{"$limit": 10}, {"$match": {"a.$c": 4}}, project])))[0] == 16410
+    assert list(db.c.aggregate([{"$match": {"a.$c": 4}}, project])) == []
+    assert list(db.c.aggregate([{"$limit": 10}, {"$match": {"a.$c": 4}}])) == []
