@@ -392,7 +392,25 @@ class Circle:
 
     def within(self, geometry: Geometry) -> bool:
         p = geometry.flat
-        return p is not None and math.dist(p, self.center) <= self.radius
+        return p is not None and distance_compare(p, self.center, self.radius) <= 0
+
+
+def flat_distance(a: tuple[float, float], b: tuple[float, float]) -> float:
+    """The plane distance of two points, as mongod's distance(): sqrt(dx^2 + dy^2)."""
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    return math.sqrt(dx * dx + dy * dy)
+
+
+def distance_compare(p1: tuple[float, float], p2: tuple[float, float], radius: float) -> float:
+    """mongod's distanceCompare (shapes.cpp): above zero when the points are farther apart than
+    ``radius``. Axis-aligned points compare ``p + radius`` with the other coordinate, so that
+    (52.0 - 51.9999) falls within 0.0001, as a point at exactly the radius should."""
+    a, b = p2[0] - p1[0], p2[1] - p1[1]
+    if a == 0:
+        return p2[1] - (p1[1] + radius) if p2[1] > p1[1] else p1[1] - (p2[1] + radius)
+    if b == 0:
+        return p2[0] - (p1[0] + radius) if p2[0] > p1[0] else p1[0] - (p2[0] + radius)
+    return math.sqrt(a * a + b * b) - radius
 
 
 def point_in_ring(p: tuple[float, float], ring: Sequence[tuple[float, float]]) -> bool:
