@@ -82,8 +82,8 @@ def geo_values(doc: Any, parts: tuple[str, ...]) -> list[Any]:
             continue
         if isinstance(value, list) and value and not isinstance(value[0], (int, float)):
             out.extend(value)  # an array of geometries (multikey)
-        elif not (isinstance(value, list) and not value):
-            out.append(value)
+        elif not (isinstance(value, (list, dict)) and not value):
+            out.append(value)  # an empty array or document is no geometry (mongod's S2 key generation)
     return out
 
 

@@ -81,10 +81,6 @@ def _geometry_cells(g: geo.Geometry) -> list[Any]:
     return cells
 
 
-def cap(center: Any, radius: float) -> Any:
-    return s2.S2Cap(center, s2.S1ChordAngle(s2.S1Angle.Radians(min(radius, math.pi))))
-
-
 def sphere_condition_intervals(cond: Any) -> list[Interval] | None:
     """A 2dsphere field's intervals for one condition, or None (not geo)."""
     if not is_operator_doc(cond):
@@ -93,9 +89,9 @@ def sphere_condition_intervals(cond: Any) -> list[Interval] | None:
         if op in cond:
             region = within_region(cond[op])
             if isinstance(region, geo.SphereRegion):
-                return cell_intervals(_sphere_covering(region.polygon))
+                return cell_intervals([cell for poly in region.polygons for cell in _sphere_covering(poly)])
             if isinstance(region, geo.Cap):
-                return cell_intervals(_sphere_covering(cap(region.center, region.radius)))
+                return cell_intervals(_sphere_covering(geo.sphere_cap(region.center, region.radius)))
     if "$geoIntersects" in cond:
         return cell_intervals(_geometry_cells(intersects_geometry(cond["$geoIntersects"])))
     return None
@@ -336,7 +332,7 @@ class GeoNearScan(AccessStage):
         reach = min(radius, q.max_distance)
         if index.kind == "2dsphere":
             angle = reach / geo.EARTH_RADIUS_METERS if q.geojson else reach
-            geo_ivs = cell_intervals(_sphere_covering(cap(q.center, angle * (1 + 1e-9))))
+            geo_ivs = cell_intervals(_sphere_covering(geo.sphere_cap(q.center, angle * (1 + 1e-9))))
         elif q.spherical:
             lng, lat = q.flat
             geo_ivs = flat_box_intervals(grid_of(index), *_cap_box(lng, lat, reach * (1 + 1e-9)))

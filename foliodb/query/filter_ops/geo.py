@@ -81,7 +81,7 @@ def within_region(arg: Any) -> geo.Region:
     if name == "$geometry":
         if not isinstance(value, Mapping) or value.get("type") not in ("Polygon", "MultiPolygon"):
             raise bad_value(f"$geoWithin not supported with provided geometry: {value}")
-        return geo.SphereRegion(geo.union(query_geometry(value).polygons))
+        return geo.SphereRegion(query_geometry(value).polygons)
     if name == "$box":
         if not isinstance(value, list) or len(value) != 2:
             raise bad_value("Point must be an array or object")
@@ -121,9 +121,14 @@ def filter_geoWithin(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
 def intersects_geometry(arg: Any) -> geo.Geometry:
     if not isinstance(arg, Mapping) or list(arg) != ["$geometry"]:
         raise bad_value("$geoIntersects requires a $geometry object")
-    if not geo.is_geojson(arg["$geometry"]):
-        raise bad_value(f"unknown GeoJSON type: {arg['$geometry']}")
-    return query_geometry(arg["$geometry"])
+    value = arg["$geometry"]
+    items = list(value.values()) if isinstance(value, Mapping) else value
+    if isinstance(value, list) or (items and cmp.is_number(items[0])):
+        # geometry_container.cpp parseFromQuery: an array, or an object of numbers, is a legacy point.
+        return query_geometry(value)
+    if not geo.is_geojson(value):
+        raise bad_value(f"unknown GeoJSON type: {value}")
+    return query_geometry(value)
 
 
 @FIELD_OPS.register("$geoIntersects")
