@@ -217,10 +217,10 @@ def main() -> None:
             }
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+        out = Path(args.out or f"benchmark-results/vector-search-{args.n}.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results, indent=2))  # after each data set: a long run keeps what it measured
         print(report(results, name), flush=True)
-    out = Path(args.out or f"benchmark-results/vector-search-{args.n}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2))
 
 
 def report(results: dict[str, Any], name: str) -> str:
