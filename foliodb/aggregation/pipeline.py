@@ -84,7 +84,7 @@ class Stage:
     # $_internalUnpackBucket: what replaces (this stage, a following $match):
     # a bucket $match, this stage, what is left of the $match; or None.
     absorb: Callable[[Mapping[str, Any]], list[Stage] | None] | None = None
-    search: Any = None  # $vectorSearch: its checked query (a VectorQuery), for explain
+    search: Any = None  # $vectorSearch, $search, $searchMeta: the checked query (VectorQuery, SearchQuery), for explain
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,19 +172,15 @@ def _unknown_stage(name: str) -> CommandError:
     return location(40324, f"Unrecognized pipeline stage name: '{name}'")
 
 
-# Known MongoDB stages FolioDB does not build: change streams, full-text Search,
-# sharding and diagnostics stages.
+# Known MongoDB stages FolioDB does not build: change streams, sharding and
+# diagnostics stages, $score.
 _UNBUILT = (
     "$changeStreamSplitLargeEvent",
     "$listSampledQueries",
-    "$search",
-    "$searchMeta",
     "$shardedDataDistribution",
     "$querySettings",
     "$queryStats",
     "$listClusterCatalog",
-    "$rankFusion",
-    "$scoreFusion",
     "$score",
 )
 
@@ -202,6 +198,10 @@ FIRST_ONLY = frozenset(
         "$listSessions",
         "$listSearchIndexes",
         "$vectorSearch",
+        "$search",
+        "$searchMeta",
+        "$rankFusion",
+        "$scoreFusion",
     }
 )
 LAST_ONLY = frozenset({"$out", "$merge"})
@@ -219,6 +219,10 @@ NOT_IN_FACET = frozenset(
         "$listSessions",
         "$listSearchIndexes",
         "$vectorSearch",
+        "$search",
+        "$searchMeta",
+        "$rankFusion",
+        "$scoreFusion",
     }
 )
 WRITES = frozenset({"$out", "$merge"})

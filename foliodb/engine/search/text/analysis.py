@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 - apostrophes: Lucene treats the typographic one (U+2019) as the ASCII one
 """Analyzers: a string to the terms a full-text index stores, as Lucene's analyzers make them.
 
 An analyzer is char filters (string to string), a tokenizer (string to ``(text, start,
@@ -52,9 +53,7 @@ CharFilter = Callable[[str], str]
 
 MAX_TOKEN_LENGTH = 255
 _WORD = r"[^\W\p{Han}\p{Hiragana}]"
-_STANDARD = regex.compile(
-    rf"{_WORD}+(?:(?:[.'’:]|(?<=\d),(?=\d)){_WORD}+)*|[\p{{Han}}\p{{Hiragana}}]", regex.UNICODE
-)
+_STANDARD = regex.compile(rf"{_WORD}+(?:(?:[.'’:]|(?<=\d),(?=\d)){_WORD}+)*|[\p{{Han}}\p{{Hiragana}}]", regex.UNICODE)
 _LETTERS = regex.compile(r"\p{L}+")
 _NON_SPACE = re.compile(r"\S+")
 
@@ -77,9 +76,31 @@ LANGUAGES = {
 }
 # Articles French and Italian elide before a vowel (Lucene's ElisionFilter default sets).
 _ELISIONS = {
-    "french": frozenset("l m t qu n s j d c jusqu quoiqu lorsqu puisqu".split()),
+    "french": frozenset(["l", "m", "t", "qu", "n", "s", "j", "d", "c", "jusqu", "quoiqu", "lorsqu", "puisqu"]),
     "italian": frozenset(
-        "c l all dall dell nell sull coll pell gl agl dagl degl negl sugl un m t s v d".split()
+        [
+            "c",
+            "l",
+            "all",
+            "dall",
+            "dell",
+            "nell",
+            "sull",
+            "coll",
+            "pell",
+            "gl",
+            "agl",
+            "dagl",
+            "degl",
+            "negl",
+            "sugl",
+            "un",
+            "m",
+            "t",
+            "s",
+            "v",
+            "d",
+        ]
     ),
 }
 
@@ -118,9 +139,7 @@ def gram_tokenizer(low: int, high: int, edge: bool) -> Tokenizer:
 
     def tokenize(text: str) -> list[tuple[str, int, int]]:
         starts = [0] if edge else range(len(text))
-        return [
-            (text[s : s + n], s, s + n) for s in starts for n in range(low, high + 1) if s + n <= len(text)
-        ]
+        return [(text[s : s + n], s, s + n) for s in starts for n in range(low, high + 1) if s + n <= len(text)]
 
     return tokenize
 

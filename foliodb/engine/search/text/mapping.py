@@ -37,6 +37,7 @@ from foliodb.engine.search.text.analysis import Analyzer, AnalyzerError
 from foliodb.errors import CommandError, ErrorCode
 
 EXISTS = "\x00exists"
+EMBEDDED = "\x00embedded"  # an embedded entry's one term: its embeddedDocuments path
 POSITION_GAP = 100
 _NUMBERS = (int, float, Int64, Decimal128)
 FIELD_TYPES = frozenset(
@@ -190,9 +191,7 @@ class TextDefinition:
             if not isinstance(fold, bool):
                 raise invalid(f"{place}.foldDiacritics", "must be a boolean")
             base = self._analyzer(spec.get("analyzer", "lucene.standard"), f"{place}.analyzer")
-            return FieldSpec(
-                kind, base, base, min_grams=low, max_grams=high, tokenization=str(tokenization), fold=fold
-            )
+            return FieldSpec(kind, base, base, min_grams=low, max_grams=high, tokenization=str(tokenization), fold=fold)
         if kind in ("token", "stringFacet"):
             normalizer = spec.get("normalizer", "none")
             if normalizer not in ("none", "lowercase"):
@@ -298,7 +297,7 @@ class TextDefinition:
             assert spec.nested is not None
             for one in _flat(value):
                 if isinstance(one, Mapping):
-                    entries.append(Entry(at, path))
+                    entries.append(Entry(at, path, {EMBEDDED: [(path, 0)]}))
                     _term(entries[at], path, "", None)
                     self._walk(spec.nested, one, path + ".", entries, len(entries) - 1)
             return

@@ -22,10 +22,12 @@ is live is not the segment's business: the index keeps one mask.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from foliodb.engine.search.numeric import np
+
 
 def _empty(dtype: Any) -> Any:
     return np.zeros(0, dtype=dtype)
@@ -84,7 +86,9 @@ class MutableSegment:
         lengths = self.lengths.get(key)
         if not lengths:
             return _empty(np.int64), _empty(np.int64)
-        return np.fromiter(lengths.keys(), np.int64, len(lengths)), np.fromiter(lengths.values(), np.int64, len(lengths))
+        return np.fromiter(lengths.keys(), np.int64, len(lengths)), np.fromiter(
+            lengths.values(), np.int64, len(lengths)
+        )
 
     def column(self, key: str) -> tuple[Any, Any]:
         column = self.columns.get(key)
@@ -100,7 +104,10 @@ class MutableSegment:
             ords = [o for t in terms for o in postings[t][0]]
             plists = [p for t in terms for p in postings[t][1]]
             keys[key] = _KeyArrays.build(terms, counts, ords, plists, self.lengths.get(key, {}))
-        columns = {key: (np.asarray(o, dtype=np.int32), np.asarray(v, dtype=np.float64)) for key, (o, v) in self.columns.items()}
+        columns = {
+            key: (np.asarray(o, dtype=np.int32), np.asarray(v, dtype=np.float64))
+            for key, (o, v) in self.columns.items()
+        }
         return FrozenSegment(self.first, self.end, keys, columns)
 
 
@@ -109,7 +116,17 @@ class _KeyArrays:
 
     __slots__ = ("index", "len_ords", "lens", "ords", "pos_starts", "positions", "starts", "terms", "tfs")
 
-    def __init__(self, terms: list[str], starts: Any, ords: Any, tfs: Any, pos_starts: Any, positions: Any, len_ords: Any, lens: Any) -> None:
+    def __init__(
+        self,
+        terms: list[str],
+        starts: Any,
+        ords: Any,
+        tfs: Any,
+        pos_starts: Any,
+        positions: Any,
+        len_ords: Any,
+        lens: Any,
+    ) -> None:
         self.terms = terms
         self.index = {t: i for i, t in enumerate(terms)}
         self.starts, self.ords, self.tfs = starts, ords, tfs
@@ -117,7 +134,14 @@ class _KeyArrays:
         self.len_ords, self.lens = len_ords, lens
 
     @classmethod
-    def build(cls, terms: list[str], counts: list[int], ords: list[int], plists: list[tuple[int, ...]], lengths: dict[int, int]) -> _KeyArrays:
+    def build(
+        cls,
+        terms: list[str],
+        counts: list[int],
+        ords: list[int],
+        plists: list[tuple[int, ...]],
+        lengths: dict[int, int],
+    ) -> _KeyArrays:
         starts = np.zeros(len(terms) + 1, dtype=np.int64)
         np.cumsum(counts, out=starts[1:])
         tfs = np.fromiter((len(p) for p in plists), np.int32, len(plists))
@@ -176,7 +200,7 @@ class FrozenSegment:
         bounds = arrays.pos_starts[a : b + 1].tolist()
         flat = arrays.positions[bounds[0] : bounds[-1]].tolist()
         base = bounds[0]
-        return [tuple(flat[s - base : e - base]) for s, e in zip(bounds, bounds[1:], strict=False)]
+        return [tuple(flat[s - base : e - base]) for s, e in itertools.pairwise(bounds)]
 
     def key_lengths(self, key: str) -> tuple[Any, Any]:
         arrays = self.key_arrays.get(key)
@@ -214,7 +238,9 @@ class FrozenSegment:
         names = _split(saved["keys"])
         keys = {}
         for n, key in enumerate(names):
-            fields = [saved[f"k{n}_{f}"] for f in ("starts", "ords", "tfs", "pos_starts", "positions", "len_ords", "lens")]
+            fields = [
+                saved[f"k{n}_{f}"] for f in ("starts", "ords", "tfs", "pos_starts", "positions", "len_ords", "lens")
+            ]
             keys[key] = _KeyArrays(_split(saved[f"k{n}_terms"]), *fields)
         columns = {key: (saved[f"c{n}_ords"], saved[f"c{n}_values"]) for n, key in enumerate(_split(saved["columns"]))}
         return cls(first, end, keys, columns)
@@ -243,7 +269,7 @@ def merge(segments: list[FrozenSegment], live: Any) -> FrozenSegment:
     each term's ordinals stay ascending); the positions move with their postings."""
     first, end = segments[0].first, segments[-1].end
     keys: dict[str, _KeyArrays] = {}
-    for key in dict.fromkeys(k for s in segments for k in s.keys()):
+    for key in dict.fromkeys(k for s in segments for k in s):
         present = [s.key_arrays[key] for s in segments if key in s.key_arrays]
         union = sorted(set().union(*(a.terms for a in present)))
         number = {t: i for i, t in enumerate(union)}

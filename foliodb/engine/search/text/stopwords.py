@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 - the lists hold letters that look like ASCII ones (Turkish dotless i)
 """Lucene's stop word lists, as its language analyzers use them.
 
 English is EnglishAnalyzer's set; Danish, Dutch, Finnish, French, German, Hungarian,
