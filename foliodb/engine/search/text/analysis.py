@@ -193,7 +193,7 @@ def stop_filter(words: frozenset[str], ignore_case: bool = True) -> TokenFilter:
 @functools.lru_cache(maxsize=32)
 def _stemmer(algorithm: str) -> Callable[[str], str]:
     stemmer = snowballstemmer.stemmer(algorithm)
-    return functools.lru_cache(maxsize=200_000)(stemmer.stemWord)  # type: ignore[no-any-return]
+    return functools.lru_cache(maxsize=200_000)(stemmer.stemWord)
 
 
 def stem_filter(algorithm: str) -> TokenFilter:
@@ -230,7 +230,7 @@ def gram_filter(low: int, high: int, edge: bool, keep_short: bool = False) -> To
     """Each token replaced by its n-grams (its prefixes, ``edge``) at the token's position."""
 
     def grams(tokens: list[Token]) -> list[Token]:
-        out = []
+        out: list[Token] = []
         for t in tokens:
             text = t.text
             starts = [0] if edge else range(len(text))

@@ -69,7 +69,7 @@ def highlights(
         specs, _ = definition.specs_at(path)
         analyzers = [s.analyzer for s in specs if s.type == "string" and s.analyzer is not None]
         analyzer = analyzers[0] if analyzers else definition.analyzer
-        passages = []
+        passages: list[tuple[float, dict[str, Any]]] = []
         for value in _values(doc, path.split(".")):
             text = value[:limit]
             tokens = analyzer.tokens(text)
@@ -86,7 +86,8 @@ def highlights(
                 at = hit.end
             if at < len(text):
                 texts.append({"value": text[at:], "type": "text"})
-            passages.append({"path": path, "texts": texts, "score": len(hits) / max(1, len(tokens))})
-        passages.sort(key=lambda p: -p["score"])
-        out += passages[:passages_per_path]
+            score = len(hits) / max(1, len(tokens))
+            passages.append((score, {"path": path, "texts": texts, "score": score}))
+        passages.sort(key=lambda p: -p[0])
+        out += [passage for _, passage in passages[:passages_per_path]]
     return out

@@ -66,7 +66,7 @@ class TextState(Follower):
             for child in self.children.pop(rid, ()):
                 self.live[child] = False
         if data is not None:
-            ords = self.add(rid, self.definition.analyze(bson.decode(data, CODEC)))
+            ords = self.add(rid, self.definition.analyze(bson.decode(data, CODEC)))  # type: ignore[arg-type]
             self.ord_of[rid] = ords[0]
             if len(ords) > 1:
                 self.children[rid] = ords[1:]

@@ -50,7 +50,8 @@ class Reader:
         self.segments: list[Any] = [*state.segments, state.mutable]
         if overlay:
             extra = MutableSegment(n)
-            rids, parents = [], []
+            rids: list[int] = []
+            parents: list[int] = []
             for rid, doc in overlay.items():
                 first = n + len(rids)
                 for entry in self.definition.analyze(doc):

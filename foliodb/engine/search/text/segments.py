@@ -66,7 +66,7 @@ class MutableSegment:
 
     # -- reading (the same methods as FrozenSegment) ---------------------------------------
 
-    def keys(self) -> Iterable[str]:
+    def key_names(self) -> Iterable[str]:
         return self.postings.keys()
 
     def terms(self, key: str) -> Sequence[str]:
@@ -162,7 +162,7 @@ class FrozenSegment:
     def __len__(self) -> int:
         return self.end - self.first
 
-    def keys(self) -> Iterable[str]:
+    def key_names(self) -> Iterable[str]:
         return self.key_arrays.keys()
 
     def terms(self, key: str) -> Sequence[str]:
@@ -269,7 +269,7 @@ def merge(segments: list[FrozenSegment], live: Any) -> FrozenSegment:
     each term's ordinals stay ascending); the positions move with their postings."""
     first, end = segments[0].first, segments[-1].end
     keys: dict[str, _KeyArrays] = {}
-    for key in dict.fromkeys(k for s in segments for k in s):
+    for key in dict.fromkeys(k for s in segments for k in s.key_arrays):
         present = [s.key_arrays[key] for s in segments if key in s.key_arrays]
         union = sorted(set().union(*(a.terms for a in present)))
         number = {t: i for i, t in enumerate(union)}

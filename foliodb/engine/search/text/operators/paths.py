@@ -63,7 +63,7 @@ class Paths:
         out = list(self.fixed)
         if self.globs:
             seen = {key for key, _, _ in out}
-            every = {k for segment in run.reader.segments for k in segment if "\x00" not in k}
+            every = {k for segment in run.reader.segments for k in segment.key_names() if "\x00" not in k}
             for key in sorted(every - seen):
                 if any(fnmatch.fnmatchcase(key, glob) for glob in self.globs):
                     specs, _ = self.definition.specs_at(key)
