@@ -301,6 +301,10 @@ class TextDefinition:
                     _term(entries[at], path, "", None)
                     self._walk(spec.nested, one, path + ".", entries, len(entries) - 1)
             return
+        if kind == "geo" and (point := geo_point(value)) is not None:
+            _num(entries[at], path, "\x00glon", point[0])
+            _num(entries[at], path, "\x00glat", point[1])
+            return
         for one in _flat(value):
             if kind == "document":
                 if isinstance(one, Mapping):
@@ -336,9 +340,10 @@ class TextDefinition:
 
 def autocomplete_grams(spec: FieldSpec, text: str) -> list[str]:
     """The grams an autocomplete field stores for a string: its analyzer's tokens (lower-cased,
-    folded unless ``foldDiacritics`` is false) as one run, then edge grams of the whole run and
-    of each word (prefixes of the string and of its words), right-edge grams (suffixes) or
-    n-grams (substrings), ``minGrams``..``maxGrams`` long."""
+    folded unless ``foldDiacritics`` is false) joined by spaces, then, ``minGrams``..``maxGrams``
+    long, edge grams: the prefixes of the run from each word on (so a word's prefixes, and
+    words in sequence from any word); right-edge grams: the suffixes of the run up to each
+    word; n-grams: every substring."""
     assert spec.analyzer is not None
     words = [t.text for t in spec.analyzer.tokens(text)]
     if spec.fold:
@@ -346,14 +351,16 @@ def autocomplete_grams(spec: FieldSpec, text: str) -> list[str]:
     words = [w.lower() for w in words]
     low, high = spec.min_grams, spec.max_grams
     out: list[str] = []
-    for source in [" ".join(words), *words] if len(words) > 1 else words:
-        n = len(source)
+    if spec.tokenization == "nGram":
+        run = " ".join(words)
+        out = [run[s : s + k] for s in range(len(run)) for k in range(low, high + 1) if s + k <= len(run)]
+    for i in range(len(words)) if spec.tokenization != "nGram" else ():
         if spec.tokenization == "edgeGram":
-            out += [source[:k] for k in range(low, min(high, n) + 1)]
-        elif spec.tokenization == "rightEdgeGram":
-            out += [source[n - k :] for k in range(low, min(high, n) + 1)]
+            source = " ".join(words[i:])
+            out += [source[:k] for k in range(low, min(high, len(source)) + 1)]
         else:
-            out += [source[s : s + k] for s in range(n) for k in range(low, high + 1) if s + k <= n]
+            source = " ".join(words[: i + 1])
+            out += [source[len(source) - k :] for k in range(low, min(high, len(source)) + 1)]
     return list(dict.fromkeys(out))
 
 
