@@ -21,6 +21,8 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -159,9 +161,28 @@ def op_text(body: Mapping[str, Any], place: str, definition: TextDefinition) -> 
 # -- phrase --------------------------------------------------------------------------------
 
 
-def _phrase_freq(lists: list[tuple[int, ...]], offsets: list[int], slop: int) -> float:
+# A sloppy phrase repeating a term tries at most this many position choices (each occurrence of
+# a repeated term must be a different token, as in Lucene); past it, the tightest window is taken.
+REPEATS_TRIED = 20_000
+
+
+def _repeated_stretch(lists: list[tuple[int, ...]], offsets: list[int]) -> int | None:
+    """The tightest stretch choosing a different position for each occurrence of a repeated term."""
+    best = None
+    for choice in itertools.product(*lists):
+        if len(set(choice)) == len(choice):
+            shifted = [p - off for p, off in zip(choice, offsets, strict=True)]
+            width = max(shifted) - min(shifted)
+            best = width if best is None else min(best, width)
+    return best
+
+
+def _phrase_freq(lists: list[tuple[int, ...]], offsets: list[int], slop: int, repeats: bool = False) -> float:
     """How often the terms occur at their offsets (exact), or 1 / (1 + stretch) of the tightest
-    match within ``slop`` (sloppy); 0 when none."""
+    match within ``slop`` (sloppy); 0 when none. ``repeats``: a term occurs twice in the phrase."""
+    if slop and repeats and math.prod(len(p) for p in lists) <= REPEATS_TRIED:
+        stretch = _repeated_stretch(lists, offsets)
+        return 0.0 if stretch is None or stretch > slop else 1.0 / (1.0 + stretch)
     if slop == 0:
         starts = set(p - offsets[0] for p in lists[0])
         for positions, offset in zip(lists[1:], offsets[1:], strict=True):
@@ -205,9 +226,10 @@ class PhraseQuery(Query):
         wanted = set(candidates.tolist())
         positions = [reader.positions(key, term) for term, _ in pairs]
         offsets = [p for _, p in pairs]
+        repeats = len({t for t, _ in pairs}) < len(pairs)
         ords, freqs = [], []
         for ord_ in sorted(wanted):
-            freq = _phrase_freq([pos[ord_] for pos in positions], offsets, self.slop)
+            freq = _phrase_freq([pos[ord_] for pos in positions], offsets, self.slop, repeats)
             if freq > 0:
                 ords.append(ord_)
                 freqs.append(freq)
