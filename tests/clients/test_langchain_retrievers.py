@@ -27,7 +27,7 @@ def _bm25_ranking(query: str) -> list[tuple[int, float]]:
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def test_full_text_retriever(collection: Any) -> None:
+def test_full_text_retriever(collection: Any) -> None:  # noqa: F811 - the fixture imported above
     store = _store(collection)
     store.add_texts(TEXTS, metadatas=[{"topic": t, "n": i} for i, t in enumerate(TOPICS)])
     retriever = MongoDBAtlasFullTextSearchRetriever(
@@ -50,7 +50,7 @@ def test_full_text_retriever(collection: Any) -> None:
     assert 99 in [d.metadata["n"] for d in retriever.invoke("bakery")]
 
 
-def test_hybrid_retriever(collection: Any) -> None:
+def test_hybrid_retriever(collection: Any) -> None:  # noqa: F811 - the fixture imported above
     store = _store(collection)
     store.add_texts(TEXTS, metadatas=[{"topic": t, "n": i} for i, t in enumerate(TOPICS)])
     MongoDBAtlasFullTextSearchRetriever(
