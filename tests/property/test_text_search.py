@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from pymongo.operations import SearchIndexModel
 
 import foliodb
+from foliodb.engine.search.text import index as text_index
 from tests.unit.search.conftest import wait_ready
 from tests.unit.search.text_reference import float32, score_terms, standard_terms
 
@@ -167,14 +168,27 @@ def _write(coll: Any, write: tuple[str, int, str, Any], session: Any = None) -> 
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(steps=st.lists(STEP, min_size=1, max_size=12))
-def test_any_history_answers_as_a_fresh_index(steps: list[Any]) -> None:
+@given(steps=st.lists(STEP, min_size=1, max_size=12), tiny=st.booleans())
+def test_any_history_answers_as_a_fresh_index(steps: list[Any], tiny: bool) -> None:
+    # tiny: segments of 2 entries merged 2 at a time, so freezing and merging run too.
+    saved = text_index.FREEZE_AT, text_index.MERGE_FACTOR
+    if tiny:
+        text_index.FREEZE_AT, text_index.MERGE_FACTOR = 2, 2
+    try:
+        _history(steps)
+    finally:
+        text_index.FREEZE_AT, text_index.MERGE_FACTOR = saved
+
+
+def _history(steps: list[Any]) -> None:
     with foliodb.MongoClient(":memory:") as client:
         coll = client.test.docs
         coll.insert_one({"_id": 100, "body": "apple fig", "n": 5})
         coll.create_search_index(SearchIndexModel(name="default", definition=DEFINITION))
         wait_ready(coll, "default")
+        engine = client._executor.engine
         for kind, arg in steps:
+            engine.search.wait_idle()  # the background thread merges what it can
             if kind == "write":
                 _write(coll, arg[0])
             elif kind == "search":

@@ -494,3 +494,22 @@ def test_score_fusion(db: Any) -> None:
 
     sa, sb = scaled(a), scaled(b)
     assert got == pytest.approx({k: max(sa.get(k, 0), sb.get(k, 0)) for k in set(a) | set(b)})
+
+
+def test_restart_loads_the_saved_index(tmp_path: Any) -> None:
+    import foliodb
+
+    path = str(tmp_path / "data")
+    with foliodb.MongoClient(path) as client:
+        coll = client.test.movies
+        coll.insert_many([{"_id": k, "plot": v} for k, v in PLOTS.items()])
+        _index(coll, {"mappings": {"dynamic": True}})
+        before = _search(coll, {"text": {"query": "fox dog", "path": "plot"}})
+    with foliodb.MongoClient(path) as client:
+        coll = client.test.movies
+        coll.insert_one({"_id": 9, "plot": "one more fox"})  # replayed from the log after loading
+        wait_ready(coll, "default")
+        (state,) = client._executor.engine.search.states.values()
+        assert state.loaded  # the saved files, not a rebuild
+        after = _search(coll, {"text": {"query": "fox dog", "path": "plot"}})
+        assert {i for i, _ in after} == {i for i, _ in before} | {9}

@@ -22,6 +22,7 @@ from typing import Any
 from foliodb.engine.search.numeric import np
 from foliodb.engine.search.text.index import TextState
 from foliodb.engine.search.text.mapping import TextDefinition
+from foliodb.engine.search.text.norms import decoded_length
 from foliodb.engine.search.text.segments import MutableSegment
 
 
@@ -68,6 +69,7 @@ class Reader:
         self.size = len(live)
         self._terms: dict[str, list[str]] = {}
         self._lengths: dict[str, Any] = {}
+        self._norms: dict[str, Any] = {}
 
     def _cached(self, key: Any, make: Any) -> Any:
         if self.private:
@@ -133,6 +135,12 @@ class Reader:
 
     def lengths(self, key: str, ords: Any) -> Any:
         return self._dense_lengths(key)[ords]
+
+    def norm_lengths(self, key: str, ords: Any) -> Any:
+        """The lengths Lucene's one-byte norms keep (see :mod:`.scoring`), of given ordinals."""
+        if key not in self._norms:
+            self._norms[key] = self._cached(("norms", key), lambda: decoded_length(self._dense_lengths(key)))
+        return self._norms[key][ords]
 
     def stats(self, key: str) -> tuple[int, int]:
         def make() -> tuple[int, int]:

@@ -29,31 +29,6 @@ B = 0.75
 Hits = tuple[Any, Any]
 
 
-def _int4_to_long(i: Any) -> Any:
-    bits = i & 0x07
-    shift = (i >> 3) - 1
-    return np.where(shift == -1, bits, (bits | 0x08) << np.maximum(shift, 0))
-
-
-_MAX_INT4 = 231  # SmallFloat.longToInt4(Integer.MAX_VALUE)
-_FREE = 255 - _MAX_INT4  # lengths below this are kept exactly
-
-
-def _long_to_int4(i: Any) -> Any:
-    bits = np.floor(np.log2(np.maximum(i, 1))).astype(np.int64) + 1  # 64 - numberOfLeadingZeros
-    shift = np.maximum(bits - 4, 0)
-    encoded = ((i >> shift) & 0x07) | ((shift + 1) << 3)
-    return np.where(bits < 4, i, encoded)
-
-
-def decoded_length(lengths: Any) -> Any:
-    """What Lucene's norm byte gives back for each field length."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    small = lengths < _FREE
-    encoded = _FREE + _long_to_int4(np.maximum(lengths - _FREE, 0))
-    return np.where(small, lengths, _FREE + _int4_to_long(encoded - _FREE))
-
-
 def idf(doc_count: int, doc_freq: int) -> float:
     return math.log(1 + (doc_count - doc_freq + 0.5) / (doc_freq + 0.5))
 
@@ -62,7 +37,7 @@ def bm25(reader: Reader, key: str, ords: Any, tfs: Any, weight: float) -> Any:
     """Each posting's score; ``weight`` is boost x idf."""
     doc_count, total = reader.stats(key)
     avgdl = total / doc_count if doc_count else 1.0
-    dl = decoded_length(reader.lengths(key, ords))
+    dl = reader.norm_lengths(key, ords)
     norm = K1 * (1 - B + B * dl / avgdl)
     tf = tfs.astype(np.float64)
     return weight * tf / (tf + norm)

@@ -60,13 +60,30 @@ class Explained:
 
 @dataclass(slots=True)
 class Found:
-    """A search's answer: its hits in order (record ids, scores), and its meta document."""
+    """A search's answer: its hits in order ((record id, score) pairs, ordered as they are read)
+    and its meta document."""
 
-    rids: list[int]
-    scores: list[float]
+    hits: Iterator[tuple[int, float]]
     meta: dict[str, Any]
     run: Run | None = None
     details: str = ""
+
+
+def _best_first(rids: Any, scores: Any) -> Iterator[tuple[int, float]]:
+    """Higher scores first, ties in record order: the best :data:`FIRST_SORT` ordered at once,
+    the others only if the cursor reads past them (a ``$limit`` usually stops it before)."""
+    if len(rids) <= FIRST_SORT:
+        order = np.lexsort((rids, -scores))
+        yield from zip(rids[order].tolist(), scores[order].tolist(), strict=True)
+        return
+    best = np.argpartition(-scores, FIRST_SORT)[:FIRST_SORT]
+    first = best[np.lexsort((rids[best], -scores[best]))]
+    yield from zip(rids[first].tolist(), scores[first].tolist(), strict=True)
+    rest = np.ones(len(rids), dtype=bool)
+    rest[first] = False
+    rids, scores = rids[rest], scores[rest]
+    order = np.lexsort((rids, -scores))
+    yield from zip(rids[order].tolist(), scores[order].tolist(), strict=True)
 
 
 def _index_of(store: CollectionStore, name: str) -> SearchIndexInfo | None:
@@ -132,10 +149,10 @@ def text_search(
     explained = explained if explained is not None else Explained(query.index)
     empty_meta = {"count": count_document(query.count, 0)}
     if store is None:
-        return Found([], [], empty_meta)
+        return Found(iter(()), empty_meta)
     index = _index_of(store, query.index)
     if index is None:
-        return Found([], [], empty_meta)
+        return Found(iter(()), empty_meta)
     require()
     search.used(index)
     definition = index.parsed
@@ -153,20 +170,16 @@ def text_search(
         if query.facets is not None:
             meta["facet"] = facet_document(reader, query.facets, ords)
         if query.meta_only:
-            return Found([], [], meta)
+            return Found(iter(()), meta)
         scores = scores.astype(np.float32).astype(np.float64)
         rids = reader.rid_at[ords]
         if query.sort is not None:
             order = sort_order(reader, query.sort, ords, scores, rids)
-        elif len(ords) > FIRST_SORT:
-            best = np.argpartition(-scores, FIRST_SORT)[:FIRST_SORT]
-            first = best[np.lexsort((rids[best], -scores[best]))]
-            rest = np.setdiff1d(np.arange(len(ords)), first, assume_unique=True)
-            order = np.concatenate([first, rest[np.lexsort((rids[rest], -scores[rest]))]])
+            hits: Iterator[tuple[int, float]] = zip(rids[order].tolist(), scores[order].tolist(), strict=True)
         else:
-            order = np.lexsort((rids, -scores))
+            hits = _best_first(rids, scores)
         explained.highlight = run.highlight
-        return Found(rids[order].tolist(), scores[order].tolist(), meta, run, compiled.name if compiled else "")
+        return Found(hits, meta, run, compiled.name if compiled else "")
     finally:
         lock.release()
 
@@ -179,7 +192,7 @@ def documents(store: CollectionStore, query: SearchQuery, found: Found) -> Itera
         index = _index_of(store, query.index)
         definition = index.parsed if index is not None else None
     stored = _stored_source(definition) if query.stored_source else None
-    for rid, score in zip(found.rids, found.scores, strict=True):
+    for rid, score in found.hits:
         data = store.get_raw(rid)
         if data is None:
             continue

@@ -33,11 +33,17 @@ def _empty(dtype: Any) -> Any:
     return np.zeros(0, dtype=dtype)
 
 
+def positional(key: str) -> bool:
+    """Whether a key keeps term positions: analyzed strings do (phrases read them); grams,
+    tokens and the other exact values do not (nothing reads them)."""
+    return "\x00" not in key or "\x00m:" in key
+
+
 class MutableSegment:
     def __init__(self, first: int) -> None:
         self.first = self.end = first
-        # key -> term -> ([ords], [positions tuples])
-        self.postings: dict[str, dict[str, tuple[list[int], list[tuple[int, ...]]]]] = {}
+        # key -> term -> ([ords], [tfs], [positions tuples])
+        self.postings: dict[str, dict[str, tuple[list[int], list[int], list[tuple[int, ...]]]]] = {}
         self.lengths: dict[str, dict[int, int]] = {}
         self.columns: dict[str, tuple[list[int], list[float]]] = {}
 
@@ -47,17 +53,20 @@ class MutableSegment:
     def add(self, ord_: int, terms: dict[str, list[tuple[str, int]]], numbers: dict[str, list[float]]) -> None:
         self.end = ord_ + 1
         for key, pairs in terms.items():
+            keep = positional(key)
             by_term: dict[str, list[int]] = {}
             for term, position in pairs:
                 by_term.setdefault(term, []).append(position)
             postings = self.postings.setdefault(key, {})
             for term, positions in by_term.items():
                 entry = postings.get(term)
+                kept = tuple(positions) if keep else ()
                 if entry is None:
-                    postings[term] = ([ord_], [tuple(positions)])
+                    postings[term] = ([ord_], [len(positions)], [kept])
                 else:
                     entry[0].append(ord_)
-                    entry[1].append(tuple(positions))
+                    entry[1].append(len(positions))
+                    entry[2].append(kept)
             self.lengths.setdefault(key, {})[ord_] = len({p for _, p in pairs})
         for key, values in numbers.items():
             column = self.columns.setdefault(key, ([], []))
@@ -76,11 +85,11 @@ class MutableSegment:
         entry = self.postings.get(key, {}).get(term)
         if entry is None:
             return _empty(np.int64), _empty(np.int64)
-        return np.asarray(entry[0], dtype=np.int64), np.fromiter((len(p) for p in entry[1]), np.int64, len(entry[1]))
+        return np.asarray(entry[0], dtype=np.int64), np.asarray(entry[1], dtype=np.int64)
 
     def positions(self, key: str, term: str) -> list[tuple[int, ...]]:
         entry = self.postings.get(key, {}).get(term)
-        return [] if entry is None else entry[1]
+        return [] if entry is None else entry[2]
 
     def key_lengths(self, key: str) -> tuple[Any, Any]:
         lengths = self.lengths.get(key)
@@ -102,8 +111,9 @@ class MutableSegment:
             terms = sorted(postings)
             counts = [len(postings[t][0]) for t in terms]
             ords = [o for t in terms for o in postings[t][0]]
-            plists = [p for t in terms for p in postings[t][1]]
-            keys[key] = _KeyArrays.build(terms, counts, ords, plists, self.lengths.get(key, {}))
+            tfs = [f for t in terms for f in postings[t][1]]
+            plists = [p for t in terms for p in postings[t][2]]
+            keys[key] = _KeyArrays.build(terms, counts, ords, tfs, plists, self.lengths.get(key, {}))
         columns = {
             key: (np.asarray(o, dtype=np.int32), np.asarray(v, dtype=np.float64))
             for key, (o, v) in self.columns.items()
@@ -139,18 +149,28 @@ class _KeyArrays:
         terms: list[str],
         counts: list[int],
         ords: list[int],
+        tfs: list[int],
         plists: list[tuple[int, ...]],
         lengths: dict[int, int],
     ) -> _KeyArrays:
         starts = np.zeros(len(terms) + 1, dtype=np.int64)
         np.cumsum(counts, out=starts[1:])
-        tfs = np.fromiter((len(p) for p in plists), np.int32, len(plists))
+        sizes = np.fromiter((len(p) for p in plists), np.int64, len(plists))
         pos_starts = np.zeros(len(plists) + 1, dtype=np.int64)
-        np.cumsum(tfs, out=pos_starts[1:])
+        np.cumsum(sizes, out=pos_starts[1:])
         positions = np.fromiter((x for p in plists for x in p), np.int32, int(pos_starts[-1]))
         len_ords = np.fromiter(sorted(lengths), np.int32, len(lengths))
         lens = np.fromiter((lengths[o] for o in len_ords.tolist()), np.int32, len(lengths))
-        return cls(terms, starts, np.asarray(ords, dtype=np.int32), tfs, pos_starts, positions, len_ords, lens)
+        return cls(
+            terms,
+            starts,
+            np.asarray(ords, dtype=np.int32),
+            np.asarray(tfs, dtype=np.int32),
+            pos_starts,
+            positions,
+            len_ords,
+            lens,
+        )
 
 
 class FrozenSegment:
@@ -251,11 +271,12 @@ def _split(blob: Any) -> list[str]:
     return text.split("\x01") if text else []
 
 
-def _reordered(positions: Any, tfs: Any, order: Any) -> tuple[Any, Any]:
-    """(tfs, positions) of postings taken in ``order``: each posting's run of positions moved along."""
-    starts = np.zeros(len(tfs) + 1, dtype=np.int64)
-    np.cumsum(tfs, out=starts[1:])
-    lengths = tfs[order].astype(np.int64)
+def _reordered(positions: Any, runs: Any, order: Any) -> tuple[Any, Any]:
+    """(run lengths, positions) of postings taken in ``order``: each posting's run of positions
+    (``runs[i]`` long) moved along."""
+    starts = np.zeros(len(runs) + 1, dtype=np.int64)
+    np.cumsum(runs, out=starts[1:])
+    lengths = runs[order].astype(np.int64)
     new_starts = np.cumsum(lengths) - lengths
     index = np.repeat(starts[:-1][order] - new_starts, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
     return lengths, positions[index]
@@ -273,26 +294,29 @@ def merge(segments: list[FrozenSegment], live: Any) -> FrozenSegment:
         present = [s.key_arrays[key] for s in segments if key in s.key_arrays]
         union = sorted(set().union(*(a.terms for a in present)))
         number = {t: i for i, t in enumerate(union)}
-        tids, ords, tfs, positions, len_ords, lens = [], [], [], [], [], []
+        tids, ords, tfs, runs, positions, len_ords, lens = [], [], [], [], [], [], []
         for arrays in present:
             mapped = np.fromiter((number[t] for t in arrays.terms), np.int64, len(arrays.terms))
             keep = live[arrays.ords]
             tids.append(np.repeat(mapped, np.diff(arrays.starts))[keep])
             ords.append(arrays.ords[keep])
             tfs.append(arrays.tfs[keep])
-            positions.append(arrays.positions[np.repeat(keep, arrays.tfs)])
+            run = np.diff(arrays.pos_starts)
+            runs.append(run[keep])
+            positions.append(arrays.positions[np.repeat(keep, run)])
             keep_len = live[arrays.len_ords]
             len_ords.append(arrays.len_ords[keep_len])
             lens.append(arrays.lens[keep_len])
         tid = np.concatenate(tids)
         order = np.argsort(tid, kind="stable")
-        new_tfs, new_positions = _reordered(np.concatenate(positions), np.concatenate(tfs), order)
+        new_runs, new_positions = _reordered(np.concatenate(positions), np.concatenate(runs), order)
+        new_tfs = np.concatenate(tfs)[order]
         counts = np.bincount(tid, minlength=len(union))
         used = counts > 0
         starts = np.zeros(int(used.sum()) + 1, dtype=np.int64)
         np.cumsum(counts[used], out=starts[1:])
-        pos_starts = np.zeros(len(new_tfs) + 1, dtype=np.int64)
-        np.cumsum(new_tfs, out=pos_starts[1:])
+        pos_starts = np.zeros(len(new_runs) + 1, dtype=np.int64)
+        np.cumsum(new_runs, out=pos_starts[1:])
         keys[key] = _KeyArrays(
             [t for t, u in zip(union, used.tolist(), strict=True) if u],
             starts,
