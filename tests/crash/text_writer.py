@@ -5,8 +5,11 @@ time, saved every 50 applied changes), so a kill lands in writes, in searches' c
 merges and in the middle of saving the index's files.
 
 Usage: python -m tests.crash.text_writer DBPATH SEED
-Lines: "ready" once the index exists and is READY; "put <n>" after {_id: n} got its text
-(insert or update); "del <n>" after {_id: n} was deleted.
+Lines: "ready" once the index exists and is READY; then per write "try <n> [<m>]" naming the
+documents it is about to change (flushed before it starts), and after it is acknowledged "put
+<n>" when {_id: n} got its text (insert or update), "del <n>" when it was deleted. A kill may
+land between a write's commit and its acknowledgement line: the "try" line says which
+documents that write may have changed.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ def main() -> None:
     while True:
         n = rng.randrange(400)
         action = rng.random()
+        out.write(f"try {n} {(n + 1) % 400}\n" if action >= 0.85 else f"try {n}\n")
+        out.flush()
         if action < 0.7:
             coll.replace_one({"_id": n}, {"body": text(rng), "n": n % 7}, upsert=True)
             out.write(f"put {n}\n")
