@@ -17,8 +17,9 @@ change does (:meth:`apply`: the document ``rid`` is now ``data``, None when dele
 from __future__ import annotations
 
 import collections
+import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 # (seq, rid) pairs kept for readers older than the watermark.
 HISTORY = 100_000
@@ -63,3 +64,19 @@ class Follower:
         if seq < self.history_floor:
             return None
         return {rid for s, rid in self.history if s > seq}
+
+    def mark_saved(self, watermark: int, changes: int) -> None:
+        """Files describing the index at ``watermark`` are written (``changes``: those applied
+        before the copy they were written from was taken)."""
+        with self.lock:
+            self.saved = watermark
+            self.changes -= changes
+
+
+def write_atomically(path: str, write: Callable[..., object]) -> None:
+    """Write a file whole or not at all: a temporary file, synced, renamed over ``path``."""
+    with open(path + ".tmp", "wb") as f:
+        write(f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(path + ".tmp", path)

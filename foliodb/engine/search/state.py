@@ -30,7 +30,7 @@ import bson
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.search.columns import VectorColumn
 from foliodb.engine.search.definition import VectorDefinition
-from foliodb.engine.search.follow import Follower
+from foliodb.engine.search.follow import Follower, write_atomically
 from foliodb.engine.search.numeric import np, usearch_index
 from foliodb.engine.search.vectors import as_vector, at_path, prepared
 
@@ -152,30 +152,20 @@ class Saved:
         os.makedirs(directory, mode=0o700, exist_ok=True)
         base = state._base(directory, self.watermark)
         for n, (rids, rows, graph) in enumerate(self.columns):
-            _atomic(f"{base}-{n}.npz", lambda f, r=rids, m=rows: np.savez(f, rids=r, rows=m))
-            _atomic(f"{base}-{n}.usearch", lambda f, g=graph: f.write(g))
+            write_atomically(f"{base}-{n}.npz", lambda f, r=rids, m=rows: np.savez(f, rids=r, rows=m))
+            write_atomically(f"{base}-{n}.usearch", lambda f, g=graph: f.write(g))
         docs = [[rid, doc] for rid, doc in self.filter_docs.items()]
         filters = bson.encode({"docs": docs}, codec_options=CODEC)
-        _atomic(f"{base}.filters", lambda f: f.write(filters))
+        write_atomically(f"{base}.filters", lambda f: f.write(filters))
         meta = bson.encode({"format": FORMAT, "watermark": self.watermark, "pending": self.pending})
-        _atomic(state._meta(directory), lambda f: f.write(meta))
+        write_atomically(state._meta(directory), lambda f: f.write(meta))
         current = os.path.basename(base)
         prefix = f"{state.index_id}-v{state.version}-w"
         for name in os.listdir(directory):
             if name.startswith(prefix) and not name.startswith(current + "-") and not name.startswith(current + "."):
                 with contextlib.suppress(OSError):
                     os.remove(os.path.join(directory, name))
-        with state.lock:
-            state.saved = self.watermark
-            state.changes -= self.changes
-
-
-def _atomic(path: str, write: Any) -> None:
-    with open(path + ".tmp", "wb") as f:
-        write(f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(path + ".tmp", path)
+        state.mark_saved(self.watermark, self.changes)
 
 
 def load(directory: str, index_id: int, version: int, definition: VectorDefinition) -> VectorState | None:

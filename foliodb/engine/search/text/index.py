@@ -29,7 +29,7 @@ from typing import Any
 import bson
 
 from foliodb.engine.catalog import CODEC
-from foliodb.engine.search.follow import Follower
+from foliodb.engine.search.follow import Follower, write_atomically
 from foliodb.engine.search.numeric import np
 from foliodb.engine.search.text.mapping import TextDefinition
 from foliodb.engine.search.text.segments import FrozenSegment, MutableSegment, merge
@@ -160,30 +160,20 @@ class SavedText:
             path = state._segment_file(directory, segment)
             keep.add(os.path.basename(path))
             if not os.path.exists(path):
-                _atomic(path, lambda f, s=segment: np.savez(f, **s.arrays()))
+                write_atomically(path, lambda f, s=segment: np.savez(f, **s.arrays()))
         ords = state._ords_file(directory, self.watermark)
         keep.add(os.path.basename(ords))
         rid_at, parent_at, live = self.arrays
-        _atomic(ords, lambda f: np.savez(f, rid_at=rid_at, parent_at=parent_at, live=live))
+        write_atomically(ords, lambda f: np.savez(f, rid_at=rid_at, parent_at=parent_at, live=live))
         ranges = [[s.first, s.end] for s in self.segments]
         meta = bson.encode({"format": FORMAT, "type": "search", "watermark": self.watermark, "segments": ranges})
-        _atomic(state._meta(directory), lambda f: f.write(meta))
+        write_atomically(state._meta(directory), lambda f: f.write(meta))
         prefix = f"{state.index_id}-v{state.version}"
         for name in os.listdir(directory):
             if name.startswith(prefix + "-") and name not in keep:
                 with contextlib.suppress(OSError):
                     os.remove(os.path.join(directory, name))
-        with state.lock:
-            state.saved = self.watermark
-            state.changes -= self.changes
-
-
-def _atomic(path: str, write: Any) -> None:
-    with open(path + ".tmp", "wb") as f:
-        write(f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(path + ".tmp", path)
+        state.mark_saved(self.watermark, self.changes)
 
 
 def load(directory: str, index_id: int, version: int, definition: TextDefinition) -> TextState | None:
