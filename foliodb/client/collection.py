@@ -27,6 +27,9 @@ from foliodb.client.bulk import Bulk
 from foliodb.client.codec import DocumentCodec, with_id
 from foliodb.client.cursor import CommandCursor, Cursor, RawBatchCommandCursor, RawBatchCursor
 from foliodb.client.handle import Handle
+from foliodb.client.retry import Kind
+from foliodb.commands import find, write
+from foliodb.commands.executor import PointHandler
 
 if TYPE_CHECKING:
     from foliodb.client.database import Database
@@ -68,6 +71,12 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         self._codec = DocumentCodec(self._codec_options)
         # (cmd, session, **how): MongoClient._execute on this database, bound once; every operation's path.
         self._run_command: Callable[..., dict[str, Any]] = functools.partial(database.client._execute, database.name)
+        # (cmd, handler, kind): the point path of a command with no session and default concerns
+        # (MongoClient._point), when the client allows it (MongoClient._pointable).
+        self._point: Callable[[dict[str, Any], PointHandler, Kind], dict[str, Any]] = functools.partial(
+            database.client._point, database.name
+        )
+        self._pointable: Callable[[], bool] = database.client._pointable
 
     @property
     def full_name(self) -> str:
@@ -117,7 +126,11 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             comment=comment,
         )
         concern = self._write_concern_doc(cmd, session)
-        _reply.check_single_write(self._run_command(cmd, session, retryable_write=True, write_concern=concern))
+        if session is None and len(cmd) == 3 and self._pointable():  # nothing but the document
+            reply = self._point(cmd, write.point_insert, "write")
+        else:
+            reply = self._run_command(cmd, session, retryable_write=True, write_concern=concern)
+        _reply.check_single_write(reply)
         return InsertOneResult(document.get("_id"), concern.acknowledged)
 
     def insert_many(
@@ -173,10 +186,13 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             bypassDocumentValidation=bypass_document_validation,
         )
         concern = self._write_concern_doc(cmd, session)
-        # As pymongo: a multi-document update is not a retryable write.
-        reply = _reply.check_single_write(
-            self._run_command(cmd, session, retryable_write=not multi, write_concern=concern)
-        )
+        if session is None and len(cmd) == 3 and self._pointable():  # one statement, nothing else
+            reply = _reply.check_single_write(self._point(cmd, write.point_update, "write"))
+        else:
+            # As pymongo: a multi-document update is not a retryable write.
+            reply = _reply.check_single_write(
+                self._run_command(cmd, session, retryable_write=not multi, write_concern=concern)
+            )
         acknowledged = concern.acknowledged
         raw = dict(reply)
         raw.pop("ok", None)
@@ -295,10 +311,13 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             {"delete": self._name, "ordered": True, "deletes": [delete_statement]}, let=let, comment=comment
         )
         concern = self._write_concern_doc(cmd, session)
-        # As pymongo: delete_many (limit 0) is not a retryable write.
-        reply = _reply.check_single_write(
-            self._run_command(cmd, session, retryable_write=limit == 1, write_concern=concern)
-        )
+        if session is None and len(cmd) == 3 and self._pointable():  # one statement, nothing else
+            reply = _reply.check_single_write(self._point(cmd, write.point_delete, "write"))
+        else:
+            # As pymongo: delete_many (limit 0) is not a retryable write.
+            reply = _reply.check_single_write(
+                self._run_command(cmd, session, retryable_write=limit == 1, write_concern=concern)
+            )
         acknowledged = concern.acknowledged
         return DeleteResult({"n": reply.get("n", 0), "ok": 1.0} if acknowledged else {}, acknowledged)
 
@@ -381,7 +400,10 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
                 "limit": 1,
                 "singleBatch": True,
             }
-            reply = self._run_command(cmd, read_concern=self._read_concern, read_preference=None, kind="read")
+            if self._read_concern.level is None and self._pointable():
+                reply = self._point(cmd, find.point_find, "read")
+            else:
+                reply = self._run_command(cmd, read_concern=self._read_concern, read_preference=None, kind="read")
             batch = _reply.check(reply)["cursor"]["firstBatch"]
             return self._codec.decode(batch)[0] if batch else None
         cursor = self.find(filter, *args, **kwargs)

@@ -11,7 +11,7 @@ the command, in one storage transaction, so their writes land all or nothing.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import bson
@@ -26,16 +26,17 @@ from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.timeseries import check_options as ts_options
 from foliodb.commands.timeseries import create as timeseries_create
-from foliodb.commands.write import apply_replacement, check_new_database, prepare_insert
+from foliodb.commands.write import Target, apply_replacement, check_new_database, prepare_insert
 from foliodb.engine.buckets import BucketSpec
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.query import FindExecution, FindSpec
 from foliodb.engine.search.text.search import documents, text_search
 from foliodb.engine.search.vector_search import vector_search
 from foliodb.engine.timeseries import TimeSeriesWriter, check_measurement
-from foliodb.errors import CommandError, ErrorCode
+from foliodb.errors import INTERRUPTIONS, CommandError, ErrorCode
+from foliodb.query import collation as collation_module
 from foliodb.query import metadata
-from foliodb.query.bsontypes import is_string
+from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.context import Context
 from foliodb.query.search_query import SearchQuery
 from foliodb.query.vector_query import VectorQuery
@@ -44,8 +45,11 @@ from foliodb.query.vector_query import VectorQuery
 class EngineEnv:
     """PipelineEnv over the engine, for one aggregate command."""
 
-    def __init__(self, request: Request, ctx: Context, allow_disk_use: bool, coll: str | None = None) -> None:
+    def __init__(
+        self, request: Request, ctx: Context, allow_disk_use: bool, coll: str | None = None, bypass: bool = False
+    ) -> None:
         self.request = request
+        self.bypass = bypass  # bypassDocumentValidation: $out and $merge skip their target's validator
         self.coll = coll  # the collection aggregated; None for `aggregate: 1`
         self.engine = request.engine
         self.ctx = ctx
@@ -62,7 +66,7 @@ class EngineEnv:
     ) -> Iterator[dict[str, Any]]:
         """Run ``stages`` over a collection, leading stages through the planner
         (with the aggregate command's ``hint``, for its own collection)."""
-        env = EngineEnv(self.request, ctx or self.ctx, self.allow_disk_use, coll)
+        env = EngineEnv(self.request, ctx or self.ctx, self.allow_disk_use, coll, self.bypass)
         source, view_pipeline = self.engine.resolve_view(db or self.db, coll)
         if stages and isinstance(stages[0], Mapping) and "$collStats" in stages[0]:
             # $collStats reports on the namespace named, a view too: the view's pipeline is not applied.
@@ -73,17 +77,19 @@ class EngineEnv:
             return pipeline.run(iter(()))
         if oplog_rs.is_oplog(db or self.db, source):  # the oplog's entries, every stage run here
             return pipeline.run(oplog_rs.oplog_find(self.engine, FindSpec(), env.ctx, tailable=False))
-        filter_spec, sort, limit = pipeline.pushdown()
+        filter_spec, sort, limit, projection = pipeline.pushdown()
         near = pipeline.geo_near()
         store = self.engine.store(db or self.db, source)
         spec = FindSpec(
             filter=filter_spec,
             sort=sort,
             limit=limit,
+            projection=projection,
             geo_near=near,
             hint=hint,
             allow_disk_use=self.allow_disk_use,
             keep_metadata=True,
+            count_only=pipeline.needs_no_fields(),
         )
         run = counted(self.request, store, FindExecution(store, spec, env.ctx))
         return pipeline.run(iter(run), pushed=True)
@@ -130,14 +136,19 @@ class EngineEnv:
             raise CommandError(
                 ErrorCode.CommandNotSupportedOnView, f"Namespace {db}.{coll} is a view, not a collection"
             )
+        if existing is not None and existing.options.get("capped"):  # the $out page: never to a capped collection
+            raise CommandError(17152, f"namespace '{db}.{coll}' is capped so it can't be used for $out")
         check_new_database(engine, db)
         with engine.storage.write():
             # Results go to a temporary collection first: the pipeline may be
             # reading the very collection it replaces.
             temp_name = f"tmp.agg_out.{uuid.uuid4().hex}"
             temp = engine.create_collection(db, temp_name)
+            check = Target(self.request, db, coll, self.bypass)  # the target's validator, as mongod's temp copy has
             for doc in docs:
-                temp.insert(prepare_insert(metadata.strip(dict(doc))))
+                new = prepare_insert(metadata.strip(dict(doc)))
+                check.validate(new)
+                temp.insert(new)
             target = engine.store(db, coll)
             if target is None:
                 engine.rename_collection(db, temp_name, db, coll, drop_target=False)
@@ -188,8 +199,12 @@ class EngineEnv:
         info = self.engine.catalog.get(db or self.db, coll)
         if info is None:
             return False
+        # Unique, not partial, and of the aggregate's collation (mongod's supportsUniqueKey).
         return any(
-            index.unique and sorted(index.key) == sorted(fields) and "partialFilterExpression" not in index.spec
+            index.unique
+            and sorted(index.key) == sorted(fields)
+            and "partialFilterExpression" not in index.spec
+            and collation_module.same(index.collator, self.ctx.collator)
             for index in info.indexes.values()
         )
 
@@ -205,14 +220,17 @@ class EngineEnv:
             if self.engine.store(db, coll) is None:
                 check_new_database(self.engine, db)
             store = self.engine.ensure_collection(db, coll)
-            store.insert(prepare_insert(metadata.strip(dict(doc))))
+            new = prepare_insert(metadata.strip(dict(doc)))
+            Target(self.request, db, coll, self.bypass).validate(new)
+            store.insert(new)
 
     def replace(self, coll: str, filter: Mapping[str, Any], doc: Mapping[str, Any], db: str | None = None) -> None:
         store = self.engine.store(db or self.db, coll)
         if store is None:
             raise CommandError(ErrorCode.NamespaceNotFound, f"ns does not exist: {db or self.db}.{coll}")
+        target = Target(self.request, db or self.db, coll, self.bypass)
         with self.engine.storage.write():
-            apply_replacement(store, filter, metadata.strip(dict(doc)), self.ctx)
+            apply_replacement(target, store, filter, metadata.strip(dict(doc)), self.ctx)
 
     def coll_stats(self, coll: str, spec: Mapping[str, Any]) -> dict[str, Any]:
         return stats.coll_stats(self.engine, self.db, coll, spec, self.ctx.now)
@@ -255,6 +273,26 @@ def _field_match(stages: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     return spec
 
 
+def _drain_writing(
+    request: Request, stages: list[Mapping[str, Any]], run: Callable[[], Iterator[dict[str, Any]]]
+) -> None:
+    """Run a pipeline ending in ``$out`` or ``$merge`` in one storage transaction. ``$out``
+    replaces its target whole or not at all; a ``$merge`` that fails keeps the writes it did, as
+    mongod's (its batches are separate write commands), unless the command was interrupted
+    (FolioDB rolls an interrupted write command back, see docs/differences.md)."""
+    failure: CommandError | None = None
+    with request.engine.storage.write():
+        try:
+            for _ in run():
+                pass
+        except CommandError as error:
+            if "$merge" not in stages[-1] or error.code in INTERRUPTIONS:
+                raise
+            failure = error
+    if failure is not None:
+        raise failure
+
+
 # aggregate's fields (mongod's aggregate.idl, the internal ones left out).
 AGGREGATE_FIELDS = {
     "pipeline": "array",
@@ -276,6 +314,12 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     stages = fields.get("pipeline")
     if stages is None:
         raise CommandError(ErrorCode.FailedToParse, "BSON field 'aggregate.pipeline' is missing but a required field")
+    for i, stage in enumerate(stages):  # mongod's IDL types the pipeline array<object>, checked before the rest
+        if not isinstance(stage, Mapping):
+            raise CommandError(
+                ErrorCode.TypeMismatch,
+                f"BSON field 'aggregate.pipeline.{i}' is the wrong type '{type_name(stage)}', expected type 'object'",
+            )
     cursor_opts = fields.get("cursor")
     explain = fields.get("explain", False)
     if cursor_opts is None and not explain:
@@ -298,7 +342,7 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     allow_disk_use = fields.get("allowDiskUse", True)
     hint = fields.get("hint")
     ctx = request.context(let, collator)
-    env = EngineEnv(request, ctx, allow_disk_use)
+    env = EngineEnv(request, ctx, allow_disk_use, bypass=fields.get("bypassDocumentValidation", False))
     writes = bool(stages) and isinstance(stages[-1], Mapping) and any(k in ("$out", "$merge") for k in stages[-1])
     concern = cmd.get("readConcern")
     if writes and isinstance(concern, Mapping) and concern.get("level") == "linearizable":
@@ -307,18 +351,14 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if is_string(target):
         ns = f"{request.db}.{target}"
         if writes:
-            with request.engine.storage.write():
-                for _ in env.source(target, stages, hint=hint):
-                    pass
+            _drain_writing(request, stages, lambda: env.source(target, stages, hint=hint))
             return cursor_reply(request, ns, iter(()), batch_size)
         docs = env.source(target, stages, hint=hint)
     elif target == 1:
         ns = f"{request.db}.$cmd.aggregate"
         pipeline = compile_pipeline(list(stages), env)
         if writes:
-            with request.engine.storage.write():
-                for _ in pipeline.run(iter(())):
-                    pass
+            _drain_writing(request, stages, lambda: pipeline.run(iter(())))
             return cursor_reply(request, ns, iter(()), batch_size)
         docs = pipeline.run(iter(()))
     else:

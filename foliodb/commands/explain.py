@@ -182,15 +182,26 @@ def _explain_aggregate(request: Request, inner: Mapping[str, Any], verbosity: st
         explain_search = explain_vector_search if first.name == "$vectorSearch" else explain_text_search
         explained = explain_search(request.engine, request.db, source, first.search, first.spec)
         return _finish({"explainVersion": "1", "stages": [explained, *pipeline.explain()[1:]]}, inner)
-    filter_spec, sort, limit = pipeline.pushdown()
+    filter_spec, sort, limit, projection = pipeline.pushdown()
     near = pipeline.geo_near()
-    spec = FindSpec(filter=filter_spec, sort=sort, limit=limit, hint=inner.get("hint"), collation=own, geo_near=near)
+    spec = FindSpec(
+        filter=filter_spec,
+        sort=sort,
+        limit=limit,
+        projection=projection,
+        hint=inner.get("hint"),
+        collation=own,
+        geo_near=near,
+        count_only=pipeline.needs_no_fields(),
+    )
     run = execution(request, source, spec, let)
     cursor = explain_find(run, f"{request.db}.{source}", verbosity)
-    pushed = int(filter_spec is not None) + int(sort is not None or limit is not None)  # $geoNear stays
-    rest = pipeline.explain()[pushed:]
+    pushed = int(filter_spec is not None) + int(sort is not None or limit is not None) + int(projection is not None)
+    rest = pipeline.explain()[pushed:]  # $geoNear stays
     out: dict[str, Any] = {"explainVersion": "1"}
     if not rest:
+        # The whole pipeline ran as this find: mongod's explain says so (queryPlanner.optimizedPipeline).
+        cursor["queryPlanner"]["optimizedPipeline"] = True
         out.update(cursor)
     else:
         out["stages"] = [{"$cursor": cursor}, *rest]

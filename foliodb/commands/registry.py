@@ -29,8 +29,6 @@ COMMANDS: Registry[Handler] = Registry(
     _unknown,
     unbuilt=(
         "applyOps",
-        "cloneCollectionAsCapped",
-        "convertToCapped",
         "shardCollection",
         "saslStart",
         "saslContinue",

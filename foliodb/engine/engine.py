@@ -142,6 +142,9 @@ class Engine:
         # The operations running on this engine (currentOp, killOp), from every client of it.
         self.operations: dict[int, interrupt.Operation] = {}
         self.opids = itertools.count(1)
+        # The embedded clients' commands take turns here (a server's connections take theirs in
+        # the server's lane, and so pass this one by): foliodb/lane.py.
+        self.lane = lane.FairLane()
         self.ttl = TTLMonitor(self)
         if not self.read_only:  # housekeeping writes (expiry, oplog trims): nothing to do read-only
             self.ttl.start()
