@@ -463,7 +463,9 @@ def _row_full_text_search(db: Any) -> None:
     assert _code(lambda: list(db.t.aggregate([{"$search": {"moreLikeThis": {"like": {}}}}]))) == 238
     fused = {"$rankFusion": {"input": {"pipelines": {"t": [{"$search": text}]}}}}
     assert [d["_id"] for d in db.t.aggregate([fused])] in ([1, 2], [2, 1])
-    assert _code(lambda: list(db.t.aggregate([{"$rankFusion": {"input": {"pipelines": {"p": [{"$match": {}}]}}}}]))) == 9
+    assert (
+        _code(lambda: list(db.t.aggregate([{"$rankFusion": {"input": {"pipelines": {"p": [{"$match": {}}]}}}}]))) == 9
+    )
 
 
 DIFFERENCE_ROWS = {

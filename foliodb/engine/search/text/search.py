@@ -197,7 +197,7 @@ def documents(store: CollectionStore, query: SearchQuery, found: Found) -> Itera
         if data is None:
             continue
         doc = bson.decode(data, CODEC)
-        meta: dict[str, Any] = {"searchScore": score}
+        meta: dict[str, Any] = {"searchScore": score, "score": score}  # "score": MongoDB 8.2's name for any search
         if query.highlight is not None and isinstance(definition, TextDefinition) and found.run is not None:
             meta["searchHighlights"] = highlights(definition, query.highlight, doc, found.run.highlight)
         if query.score_details:
