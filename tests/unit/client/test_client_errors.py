@@ -251,9 +251,7 @@ def test_an_update_growing_a_document_past_16_mib_fails(coll: Any) -> None:
     assert coll.find_one(1) == {"_id": 1, "email": "a@example.com", "a": 1}
 
 
-@pytest.mark.parametrize(
-    ("stage", "expected"), [("$search", []), ("$searchMeta", [{"count": {"lowerBound": 0}}])]
-)
+@pytest.mark.parametrize(("stage", "expected"), [("$search", []), ("$searchMeta", [{"count": {"lowerBound": 0}}])])
 def test_full_text_search_without_an_index_finds_nothing(client: Any, stage: str, expected: list[Any]) -> None:
     # As MongoDB Search: a $search naming no index returns no documents rather than an error.
     client.test.coll.insert_one({"t": "x"})
