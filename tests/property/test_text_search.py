@@ -20,6 +20,7 @@ from pymongo.operations import SearchIndexModel
 
 import foliodb
 from foliodb.engine.search.text import index as text_index
+from foliodb.engine.search.text.analysis import BUILT_IN
 from tests.unit.search.conftest import wait_ready
 from tests.unit.search.text_reference import float32, score_terms, standard_terms
 
@@ -216,3 +217,13 @@ def _history(steps: list[Any]) -> None:
         first = list(coll.aggregate([{"$searchMeta": meta}]))
         fresh = list(coll.aggregate([{"$searchMeta": {"index": "fresh", **meta}}]))
         assert first == fresh
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet=st.characters(codec="utf-8"), max_size=60) | st.text(alphabet="aB. ',9_-é\u4e2d", max_size=60)
+)
+def test_analyzers_fast_path_agrees(text: str) -> None:
+    for name in ("lucene.standard", "lucene.simple", "lucene.whitespace"):
+        analyzer = BUILT_IN[name]
+        assert analyzer.terms(text) == [(t.text, t.position) for t in analyzer.tokens(text)], name

@@ -150,6 +150,11 @@ class Analyzer:
     tokenizer: Tokenizer
     filters: tuple[TokenFilter, ...] = ()
     char_filters: tuple[CharFilter, ...] = ()
+    # A regular expression's matches, lower-cased (``lower``), as the terms: what the analyzer
+    # makes of a text with no token past MAX_TOKEN_LENGTH, without building tokens (indexing's
+    # fast path; tests/property/test_text_search.py checks it agrees with the general one).
+    fast: Any = None
+    lower: bool = True
 
     def tokens(self, text: str) -> list[Token]:
         for char_filter in self.char_filters:
@@ -161,6 +166,14 @@ class Analyzer:
 
     def terms(self, text: str) -> list[tuple[str, int]]:
         """(term, position) of each token (what the index stores)."""
+        if self.fast is not None:
+            found = self.fast.findall(text)
+            if all(len(t) <= MAX_TOKEN_LENGTH for t in found):
+                return (
+                    [(t.lower(), i) for i, t in enumerate(found)]
+                    if self.lower
+                    else list(zip(found, range(len(found)), strict=True))
+                )
         return [(t.text, t.position) for t in self.tokens(text)]
 
 
@@ -257,9 +270,9 @@ def _language(name: str) -> Analyzer:
 
 
 BUILT_IN: dict[str, Analyzer] = {
-    "lucene.standard": Analyzer("lucene.standard", standard_tokenizer(), (lowercase,)),
-    "lucene.simple": Analyzer("lucene.simple", _pattern_tokenizer(_LETTERS), (lowercase,)),
-    "lucene.whitespace": Analyzer("lucene.whitespace", _pattern_tokenizer(_NON_SPACE)),
+    "lucene.standard": Analyzer("lucene.standard", standard_tokenizer(), (lowercase,), fast=_STANDARD),
+    "lucene.simple": Analyzer("lucene.simple", _pattern_tokenizer(_LETTERS), (lowercase,), fast=_LETTERS),
+    "lucene.whitespace": Analyzer("lucene.whitespace", _pattern_tokenizer(_NON_SPACE), fast=_NON_SPACE, lower=False),
     "lucene.keyword": Analyzer("lucene.keyword", keyword_tokenizer),
     **{f"lucene.{name}": _language(name) for name in LANGUAGES},
 }
