@@ -338,24 +338,6 @@ def _row_geo(db: Any) -> None:
     assert _code(lambda: db.c.create_index([("h", "geoHaystack")])) == 238
 
 
-def _row_text_in_or(db: Any) -> None:
-    db.c.insert_one({"t": "mongodb schema"})
-    db.c.create_index([("t", "text")])
-    query = {"$text": {"$search": "mongodb"}}
-    assert db.c.distinct("t", query) == ["mongodb schema"]
-    (scored,) = db.c.aggregate([{"$match": query}, {"$project": {"_id": 0, "s": {"$meta": "textScore"}}}])
-    assert scored["s"] > 0
-    assert db.c.update_many(query, {"$set": {"x": 1}}).modified_count == 1
-    assert db.c.count_documents(query) == 1
-    assert _code(lambda: db.c.find_one({"$or": [query, {"x": 2}]})) == 2
-
-
-def _row_text_languages(db: Any) -> None:
-    db.c.insert_one({"t": "und die Katze", "language": "german"})
-    db.c.create_index([("t", "text")])
-    assert db.c.find_one({"$text": {"$search": "die", "$language": "german"}}) is not None
-
-
 def _row_percentile(db: Any) -> None:
     db.c.insert_many([{"x": x} for x in range(1, 11)])
     spec = {"input": "$x", "p": [0.25, 0.5], "method": "approximate"}
@@ -475,8 +457,6 @@ DIFFERENCE_ROWS = {
     "Sessions and transactions": _row_sessions,
     "Change streams": _row_change_streams,
     "Geospatial": _row_geo,
-    "`$text` inside `$or`": _row_text_in_or,
-    "Text search languages": _row_text_languages,
     "`$percentile`, `$median`": _row_percentile,
     "Server-side JavaScript": _row_javascript,
     "Capped collections": _row_capped,
