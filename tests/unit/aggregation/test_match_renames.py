@@ -1,0 +1,127 @@
+"""A $match after a stage that renames the fields it reads moves before that stage with the old
+names (mongod's getComputedPaths renames, found by jstests/aggregation/match_swapping_renamed_fields.js),
+so the query planner can use an index on them; and $_internalInhibitOptimization stops such moves.
+
+Expected documents are computed here in plain Python from the inserted ones."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pymongo.errors import OperationFailure
+
+
+def _explain(db: Any, pipeline: list[dict[str, Any]]) -> dict[str, Any]:
+    return db.command("explain", {"aggregate": "c", "pipeline": pipeline, "cursor": {}})
+
+
+def _stages(explained: dict[str, Any]) -> list[str]:
+    return [next(iter(stage)) for stage in explained.get("stages", [])]
+
+
+def _index_scans(explained: dict[str, Any]) -> list[Any]:
+    """The key patterns of the IXSCAN stages explain shows (the winning plan's, once each)."""
+    found: list[Any] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("stage") == "IXSCAN":
+                found.append(node["keyPattern"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(explained.get("stages", [explained])[0])
+    return sorted(set(map(json.dumps, found)))
+
+
+DOCS = [{"_id": i, "a": i, "b": 10 - i} for i in range(1, 6)]
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "expected"),
+    [
+        ([{"$project": {"_id": 0, "z": "$a"}}, {"$match": {"z": {"$gt": 3}}}], [{"z": d["a"]} for d in DOCS[3:]]),
+        (
+            [{"$addFields": {"z": "$$CURRENT.a"}}, {"$match": {"z": {"$lte": 2}}}],
+            [{**d, "z": d["a"]} for d in DOCS[:2]],
+        ),
+        (
+            [{"$project": {"d": "$a"}}, {"$set": {"e": "$d"}}, {"$project": {"f": "$$ROOT.e"}}, {"$match": {"f": 5}}],
+            [{"_id": 5, "f": 5}],
+        ),
+    ],
+)
+def test_a_match_on_a_renamed_field_uses_the_old_fields_index(
+    db: Any, pipeline: list[dict[str, Any]], expected: list[dict[str, Any]]
+) -> None:
+    db.c.insert_many(DOCS)
+    db.c.create_index("a")
+    assert list(db.c.aggregate(pipeline)) == expected
+    explained = _explain(db, pipeline)
+    assert _index_scans(explained) == [json.dumps({"a": 1})]
+    assert "$match" not in _stages(explained)
+
+
+def test_a_partly_renamed_match_splits(db: Any) -> None:
+    db.c.insert_many(DOCS)
+    db.c.create_index("a")
+    pipeline = [{"$project": {"z": "$a", "s": {"$add": ["$a", "$b"]}}}, {"$match": {"z": {"$gt": 2}, "s": 10}}]
+    assert list(db.c.aggregate(pipeline)) == [{"_id": d["_id"], "z": d["a"], "s": 10} for d in DOCS[2:]]
+    explained = _explain(db, pipeline)
+    assert _index_scans(explained) == [json.dumps({"a": 1})]
+    assert _stages(explained) == ["$cursor", "$project", "$match"]
+    assert explained["stages"][2] == {"$match": {"s": 10}}
+
+
+def test_a_map_over_an_array_renames_its_elements_fields(db: Any) -> None:
+    db.c.insert_many([{"_id": 0, "a": [{"b": 1, "c": 1}, {"b": 2, "c": 2}]}, {"_id": 1, "a": [{"b": 3, "c": 3}]}])
+    db.c.create_index([("a.b", 1)])
+    mapped = {"$map": {"input": "$a", "as": "it", "in": {"e": "$$it.b", "f": {"$literal": 9}}}}
+    pipeline = [{"$project": {"d": mapped}}, {"$match": {"d.e": 2, "d.f": 9}}]
+    assert list(db.c.aggregate(pipeline)) == [{"_id": 0, "d": [{"e": 1, "f": 9}, {"e": 2, "f": 9}]}]
+    explained = _explain(db, pipeline)
+    assert _index_scans(explained) == [json.dumps({"a.b": 1})]
+    assert explained["stages"][-1] == {"$match": {"d.f": 9}}
+
+
+@pytest.mark.parametrize("value", ["$a.b", {"$toInt": "$a"}, "$$NOW"])
+def test_other_expressions_are_no_renames(db: Any, value: Any) -> None:
+    # A dotted path can build arrays of arrays ({a: [{b: [1]}]} gives [[1]]), so mongod renames only
+    # a single field; a $match on a computed field stays after its stage.
+    db.c.insert_many([{"_id": 1, "a": [{"b": [1]}]}, {"_id": 2, "a": 1}])
+    db.c.create_index("a")
+    pipeline = [{"$project": {"z": value}}, {"$match": {"z": 1}}]
+    explained = _explain(db, pipeline)
+    assert _stages(explained)[-1] == "$match"
+    assert _index_scans(explained) == []
+
+
+def test_inhibit_optimization_passes_documents_and_stops_moves(db: Any) -> None:
+    db.c.insert_many(DOCS)
+    db.c.create_index("a")
+    pipeline = [
+        {"$_internalInhibitOptimization": {}},
+        {"$project": {"x": "$a", "y": "$a"}},
+        {"$match": {"y": 4, "w": 1}},
+    ]
+    assert list(db.c.aggregate(pipeline)) == []
+    assert list(db.c.aggregate([*pipeline[:2], {"$match": {"y": 4}}])) == [{"_id": 4, "x": 4, "y": 4}]
+    explained = _explain(db, pipeline)
+    # The clause on y moves before the $project (as one on a), the one on w stays; neither passes
+    # the inhibiting stage to reach the find.
+    assert _stages(explained) == ["$cursor", "$_internalInhibitOptimization", "$match", "$project", "$match"]
+    assert json.dumps(explained["stages"][2]) == json.dumps({"$match": {"a": 4}})
+    assert _index_scans(explained) == []
+
+
+@pytest.mark.parametrize(("spec", "code"), [(1, 14), ({"a": 1}, 9)])
+def test_inhibit_optimization_takes_an_empty_object(db: Any, spec: Any, code: int) -> None:
+    # document_source_internal_inhibit_optimization.cpp: TypeMismatch, then FailedToParse.
+    with pytest.raises(OperationFailure) as info:
+        list(db.c.aggregate([{"$_internalInhibitOptimization": spec}]))
+    assert info.value.code == code
