@@ -22,6 +22,7 @@ from foliodb.aggregation.pipeline import STAGES, Docs, Stage, Where
 from foliodb.errors import location
 from foliodb.query import metadata
 from foliodb.query.compare import BOOL, NUMBER, bracket, number_value
+from foliodb.query.expr.fold import folded
 from foliodb.query.paths import MISSING
 from foliodb.query.projection import Projection, compile_projection
 from foliodb.query.render import render
@@ -127,7 +128,8 @@ def stage_project(spec: Any, where: Where) -> Stage:
         def keeps(field: str) -> bool:
             return field in kept
 
-    stage = _projection_stage("$project", projection, spec, keeps)
+    shown = spec if excluded else {k: v if _flag(v) is not None else folded(v, where.scope) for k, v in spec.items()}
+    stage = _projection_stage("$project", projection, shown, keeps)
     if not excluded:
         stage.renames = renames_of(spec)
     if all(not k.startswith("$") and _flag(v) is not None for k, v in spec.items()):
@@ -152,7 +154,8 @@ def _add_fields(name: str) -> Callable[[Any, Where], Stage]:
             for doc in docs:
                 yield apply_tree(doc, tree, doc, vars_for(doc))
 
-        return Stage(name, spec, run, keeps=lambda f: f not in tree, renames=renames_of(spec))
+        shown = {key: folded(value, where.scope) for key, value in spec.items()}
+        return Stage(name, shown, run, keeps=lambda f: f not in tree, renames=renames_of(spec))
 
     compile_stage.__name__ = f"stage_{name[1:]}"
     return compile_stage
