@@ -157,6 +157,7 @@ class Limits:
     window_bytes: int = 100 * 1024 * 1024  # internalDocumentSourceSetWindowFieldsMaxMemoryBytes
     bucket_auto_bytes: int = 100 * 1024 * 1024  # internalDocumentSourceBucketAutoMaxMemoryBytes
     push_bytes: int = 100 * 1024 * 1024  # internalQueryMaxPushBytes / AddToSetBytes
+    graph_lookup_bytes: int = 100 * 1024 * 1024  # internalDocumentSourceGraphLookupMaxMemoryBytes
 
 
 LIMITS = Limits()

@@ -555,3 +555,24 @@ def test_merge_on_fields_of_a_unique_index_with_special_keys(db: Any, key: Any, 
     db.target.create_index(key, unique=True)
     db.source.insert_one({"_id": 1, "a": 1, "geo": [0, 0], "t": "x"})
     assert failure(db, "source", [{"$merge": {"into": "target", "on": on}}]).code == 51183
+
+
+def test_graph_lookup_memory_is_bounded(db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # mongod 8's DocumentSourceGraphLookUp::checkMemoryUsage: the visited documents and the frontier
+    # past internalDocumentSourceGraphLookupMaxMemoryBytes fail with 40099 (no spilling before 8.1).
+    from foliodb.aggregation.pipeline import LIMITS
+
+    db.local.insert_one({"_id": 0})
+    db.foreign.insert_many([{"_id": i, "next": i + 1, "pad": "x" * 1000} for i in range(50)])
+    graph = {
+        "$graphLookup": {
+            "from": "foreign",
+            "startWith": 0,
+            "connectFromField": "next",
+            "connectToField": "_id",
+            "as": "chain",
+        }
+    }
+    assert len(next(db.local.aggregate([graph]))["chain"]) == 50
+    monkeypatch.setattr(LIMITS, "graph_lookup_bytes", 20 * 1000)  # about 20 of the 1 kB documents
+    assert failure(db, "local", [graph]).code == 40099
