@@ -100,6 +100,14 @@ def _renamed_field(expr: Any, var: str | None) -> str | None:
     return field if ok and field and "." not in field else None
 
 
+def _plain(spec: Mapping[str, Any]) -> bool:
+    """Is a projection only inclusions or exclusions, nested ones ({c: {d: 1}}) too?"""
+    return bool(spec) and all(
+        not key.startswith("$") and (_flag(value) is not None or (isinstance(value, Mapping) and _plain(value)))
+        for key, value in spec.items()
+    )
+
+
 def _flag(value: Any) -> bool | None:
     """True for an inclusion (1, true), False for an exclusion (0, false),
     None for anything computed."""
@@ -132,7 +140,7 @@ def stage_project(spec: Any, where: Where) -> Stage:
     stage = _projection_stage("$project", projection, shown, keeps)
     if not excluded:
         stage.renames = renames_of(spec)
-    if all(not k.startswith("$") and _flag(v) is not None for k, v in spec.items()):
+    if _plain(spec):
         stage.projection = spec  # plain inclusions or exclusions: a find's projection means the same
     return stage
 
