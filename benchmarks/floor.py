@@ -19,7 +19,8 @@ Operations: find_one = one SELECT joining ``ids`` to ``docs``, then
 ``bson.decode``; update = SELECT + decode + modify + encode + UPDATE in a
 transaction; delete = DELETE ... RETURNING on ``ids`` and DELETE on ``docs``
 in a transaction; the unindexed find scans ``docs``, decodes every document
-and matches in plain Python.
+and matches in plain Python; the sorted find decodes every document into
+``heapq.nlargest``.
 
 :class:`IndexedFloor` adds secondary indexes on ObjectId fields, one table
 each, as FolioDB lays them out::
@@ -35,6 +36,7 @@ the keys and inserts them in one transaction.
 
 from __future__ import annotations
 
+import heapq
 import os
 import sqlite3
 from collections.abc import Callable
@@ -112,6 +114,11 @@ class Floor(Contender):
             if get(doc) == value:
                 found.append(doc)
         return found
+
+    def find_sorted(self, field: str, limit: int) -> list[dict[str, Any]]:
+        decode = bson.decode
+        docs = (decode(blob) for (blob,) in self.conn.execute("SELECT doc FROM docs"))
+        return heapq.nlargest(limit, docs, key=lambda doc: doc[field])
 
     def update_one_by_id(self, _id: ObjectId) -> int:
         execute = self.conn.execute

@@ -62,7 +62,11 @@ if TYPE_CHECKING:  # imported where used: a --baseline child's `benchmarks` is t
 
 ROOT = Path(__file__).resolve().parent.parent
 WRITE_WORKLOADS = ("insert_one", "update_one", "delete_one", "insert_many")
-NO_OPLOG = "current, no oplog"  # the label of this checkout measured with the oplog switched off
+# What --instructions counts: the writes and a point read (find_one by _id), the operations
+# whose fixed costs the embedded client's direct paths cut.
+COUNTED_WORKLOADS = (*WRITE_WORKLOADS, "find_one")
+NO_OPLOG = "current, no oplog"
+FLOOR = "floor"  # the raw floor's label in --instructions --floor  # the label of this checkout measured with the oplog switched off
 
 
 # -- part 1: write throughput (one child interpreter per checkout and storage) ------------------
@@ -75,15 +79,19 @@ def _writes(storage: str, workdir: str, count: int, many: int, only: str | None 
     """Ops/s (docs/s for insert_many) of each write workload (or ``only`` one) on a fresh client,
     each after a warm-up. Under callgrind (``FOLIODB_CALLGRIND``) instructions are counted
     only in the measured loops."""
-    import foliodb
-
-    path = ":memory:" if storage == "memory" else tempfile.mkdtemp(dir=workdir, prefix="oplog-writes-")
-    client = foliodb.MongoClient(path)
-    if os.environ.get("FOLIODB_MUTE_OPLOG"):  # --oplog-share: the same writes, none recorded (internal switch)
-        client._executor.engine.storage.oplog.muted = True
-    coll = client.bench.orders
     docs = data.orders(WARM_UP + count + many)
     warm, singles, bulk = docs[:WARM_UP], docs[WARM_UP : WARM_UP + count], docs[WARM_UP + count :]
+    client: Any
+    if storage == "floor":  # the raw floor (benchmarks/floor.py) on a file in memory, as :memory: is
+        client = _FloorClient(tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else workdir))
+    else:
+        import foliodb
+
+        path = ":memory:" if storage == "memory" else tempfile.mkdtemp(dir=workdir, prefix="oplog-writes-")
+        client = foliodb.MongoClient(path)
+        if os.environ.get("FOLIODB_MUTE_OPLOG"):  # --oplog-share: the same writes, none recorded (internal switch)
+            client._executor.engine.storage.oplog.muted = True
+    coll = client.bench.orders
     counting = bool(os.environ.get("FOLIODB_CALLGRIND"))
 
     def measure(run: Any, items: list[Any], ops: int) -> float:
@@ -103,11 +111,15 @@ def _writes(storage: str, workdir: str, count: int, many: int, only: str | None 
 
     def update(items: list[Any]) -> None:
         for doc in items:
-            coll.update_one({"_id": doc["_id"]}, {"$inc": {"total": 1}})
+            coll.update_one({"_id": doc["_id"]}, UPDATE)
 
     def delete(items: list[Any]) -> None:
         for doc in items:
             coll.delete_one({"_id": doc["_id"]})
+
+    def find(items: list[Any]) -> None:
+        for doc in items:
+            coll.find_one({"_id": doc["_id"]})
 
     def insert_many(items: list[Any]) -> None:
         for batch in data.batches(items, 1000):
@@ -115,8 +127,8 @@ def _writes(storage: str, workdir: str, count: int, many: int, only: str | None 
 
     rates: dict[str, float] = {}
     for name in WRITE_WORKLOADS if only is None else (only,):
-        if name in ("update_one", "delete_one"):
-            coll.insert_many(warm + singles)  # what they change, loaded outside the measurement
+        if name in ("update_one", "delete_one", "find_one"):
+            coll.insert_many(warm + singles)  # what they change or read, loaded outside the measurement
         if name == "insert_one":
             rates[name] = measure(insert, singles, count)
             coll.delete_many({})
@@ -125,11 +137,54 @@ def _writes(storage: str, workdir: str, count: int, many: int, only: str | None 
             coll.delete_many({})
         elif name == "delete_one":
             rates[name] = measure(delete, singles, count)
+        elif name == "find_one":
+            rates[name] = measure(find, singles, count)
+            coll.delete_many({})
         else:
             rates[name] = measure(insert_many, bulk, many)
             client.bench.drop_collection("many")
     client.close()
     return rates
+
+
+UPDATE = {"$inc": {"total": 1}, "$set": {"status": "shipped"}}  # the main benchmark's, and the floor's
+
+
+class _FloorClient:
+    """The floor (benchmarks/floor.py) behind the few calls :func:`_writes` makes of a client."""
+
+    def __init__(self, workdir: str) -> None:
+        from benchmarks.floor import Floor
+
+        self.floor = Floor()
+        self.floor.open(workdir)
+        self.bench = self  # client.bench.orders / client.bench.many: the one floor file
+        self.orders = self.many = self
+
+    def insert_one(self, doc: dict[str, Any]) -> None:
+        self.floor.insert_one(doc)
+
+    def insert_many(self, docs: list[dict[str, Any]]) -> None:
+        self.floor.insert_many(docs)
+
+    def find_one(self, filter: dict[str, Any]) -> Any:
+        return self.floor.find_one_by_id(filter["_id"])
+
+    def update_one(self, filter: dict[str, Any], update: Any) -> None:
+        self.floor.update_one_by_id(filter["_id"])  # the floor's update is UPDATE
+
+    def delete_one(self, filter: dict[str, Any]) -> None:
+        self.floor.delete_one_by_id(filter["_id"])
+
+    def delete_many(self, filter: dict[str, Any]) -> None:
+        self.floor.conn.execute("DELETE FROM docs")
+        self.floor.conn.execute("DELETE FROM ids")
+
+    def drop_collection(self, name: str) -> None:
+        self.delete_many({})
+
+    def close(self) -> None:
+        self.floor.close()
 
 
 def _child(checkout: Path, args: list[str], callgrind: bool = False, mute: bool = False) -> dict[str, Any]:
@@ -151,17 +206,19 @@ def _child(checkout: Path, args: list[str], callgrind: bool = False, mute: bool 
 
 
 def instructions(
-    contenders: list[tuple[str, Path]], workdir: str, count: int, share: bool = False
+    contenders: list[tuple[str, Path]], workdir: str, count: int, share: bool = False, floor: bool = False
 ) -> dict[str, dict[str, Any]]:
     """{storage: {label: {workload: instructions per operation}}}: callgrind counts, which the
     machine's load does not move (insert_many: per document). On ``:memory:`` only: a file
     adds waits and system calls, not instructions of FolioDB's (or SQLite's) own. The runs
     are slow under valgrind, so four go at once. ``share``: also this checkout with the oplog
-    switched off (:data:`NO_OPLOG`), so the difference is what recording costs."""
+    switched off (:data:`NO_OPLOG`), so the difference is what recording costs. ``floor``: also
+    the raw floor (:data:`FLOOR`, benchmarks/floor.py on a file in ``/dev/shm``), whose count
+    over FolioDB's is the load-independent form of the main benchmark's ratio."""
 
     def count_one(label: str, checkout: Path, workload: str) -> float:
         many = count * 4 if workload == "insert_many" else 0
-        argv = ["writes", "memory", workdir, str(count), str(many), workload]
+        argv = ["writes", "floor" if label == FLOOR else "memory", workdir, str(count), str(many), workload]
         mute = label == NO_OPLOG
         try:
             result = _child(checkout, argv, True, mute)
@@ -173,7 +230,9 @@ def instructions(
 
     if share:
         contenders = [*contenders, (NO_OPLOG, ROOT)]
-    jobs = [(label, checkout, workload) for label, checkout in contenders for workload in WRITE_WORKLOADS]
+    if floor:
+        contenders = [*contenders, (FLOOR, ROOT)]
+    jobs = [(label, checkout, workload) for label, checkout in contenders for workload in COUNTED_WORKLOADS]
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
         counted = list(pool.map(lambda job: count_one(*job), jobs))
     out: dict[str, Any] = {}
@@ -412,7 +471,7 @@ def _ratio_table(title: str, by_storage: dict[str, Any], value: Any) -> list[str
     lines = [title, "| storage | workload | " + " | ".join(labels) + (" | ratio |" if len(labels) > 1 else " |")]
     lines.append("|---|---|" + "--:|" * (len(labels) + (1 if len(labels) > 1 else 0)))
     for storage, by_label in by_storage.items():
-        for workload in WRITE_WORKLOADS:
+        for workload in [w for w in COUNTED_WORKLOADS if w in by_label[labels[0]]]:
             cells = [f"{value(by_label[label][workload]):,.0f}" for label in labels]
             if len(labels) > 1:
                 ratio = value(by_label[labels[0]][workload]) / value(by_label[labels[1]][workload])
@@ -429,7 +488,7 @@ def _tables(results: dict[str, Any]) -> str:
         lines += _ratio_table(title, writes, lambda cell: cell["median"])
     counted = results.get("instructions")
     if counted:
-        title = "\nInstructions per write (callgrind; insert_many: per document); current / baseline\n"
+        title = "\nInstructions per operation (callgrind; insert_many: per document); current / baseline\n"
         lines += _ratio_table(title, counted, lambda cell: cell)
     if "latency" in results:
         lines.append(
@@ -485,6 +544,9 @@ def main() -> None:
         help="also count instructions per write under callgrind, N operations a workload (needs valgrind)",
     )
     parser.add_argument(
+        "--floor", action="store_true", help="with --instructions: the raw floor's counts too (benchmarks/floor.py)"
+    )
+    parser.add_argument(
         "--oplog-share",
         action="store_true",
         help="also this checkout with the oplog off (rates, and with --instructions counts)",
@@ -507,7 +569,7 @@ def main() -> None:
         if "writes" in parts:
             results["writes"] = throughput(contenders, workdir, args.repeat, args.writes, many, args.oplog_share)
         if args.instructions:
-            results["instructions"] = instructions(contenders, workdir, args.instructions, args.oplog_share)
+            results["instructions"] = instructions(contenders, workdir, args.instructions, args.oplog_share, args.floor)
         if "latency" in parts:
             pause = 0.001 if args.quick else 0.01
             results["latency"] = {

@@ -6,7 +6,8 @@ numbers. The pymongo-style stores all get the same calls::
 
     insert_many(batch) / insert_one(doc)
     find_one({"_id": id})
-    list(find({"payment.txn_id": x}))
+    list(find({"payment.txn_id": x})), list(find({"user_id": u}))
+    list(find({}).sort("total", -1).limit(10))
     update_one({"_id": id}, {"$inc": {"total": 1}, "$set": {"status": "shipped"}})
     delete_one({"_id": id})
 
@@ -23,7 +24,7 @@ import os
 import subprocess
 import sys
 from abc import abstractmethod
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from bson import ObjectId
@@ -43,6 +44,7 @@ NOTES = {
     "tinymongo": "default tinydb backend: every read parses and every write rewrites the whole JSON file",
     "tinydb-json": "every read parses and every write rewrites the whole file; ids and dates stored as strings",
     "tinydb-memory": "MemoryStorage: every operation rebuilds the table's document objects; no _id index",
+    "polodb": "PoloDB (Rust) via polodb-python; its own ObjectId type and UTC-aware dates: converted before timing",
 }
 
 
@@ -73,6 +75,9 @@ class PymongoStyle(Contender):
 
     def find_equal(self, path: str, value: Any) -> list[dict[str, Any]]:
         return list(self.coll.find({path: value}))
+
+    def find_sorted(self, field: str, limit: int) -> list[dict[str, Any]]:
+        return list(self.coll.find({}).sort(field, -1).limit(limit))
 
     def update_one_by_id(self, key: Any) -> int:
         matched: int = self.coll.update_one({"_id": key}, UPDATE).matched_count
@@ -206,6 +211,51 @@ class TinyMongo(PymongoStyle):
         return TinyMongoClient(os.path.join(workdir, "tinymongo"))
 
 
+def _polodb_value(value: Any) -> Any:
+    """polodb-python refuses bson's ObjectId (its own type, made from the hex string) and
+    returns datetimes aware of UTC: the documents are given as it returns them."""
+    import polodb
+
+    if isinstance(value, dict):
+        return {k: _polodb_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_polodb_value(v) for v in value]
+    if isinstance(value, ObjectId):
+        return polodb.ObjectId(str(value))
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+class PoloDB(PymongoStyle):
+    """PoloDB, an embedded document database in Rust, through its Python bindings (on disk)."""
+
+    name = "polodb"
+    storage = "disk"
+    package = "polodb-python"
+
+    def prepare(self, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [_polodb_value(doc) for doc in docs]
+
+    def key(self, _id: ObjectId) -> Any:
+        return _polodb_value(_id)
+
+    def value(self, value: Any) -> Any:
+        return _polodb_value(value)
+
+    def make_client(self, workdir: str) -> Any:
+        import polodb
+
+        return polodb.PoloDB(os.path.join(workdir, "polodb"))
+
+    def find_sorted(self, field: str, limit: int) -> list[dict[str, Any]]:
+        return list(self.coll.find({}, sort={field: -1}, limit=limit))
+
+    def open(self, workdir: str) -> None:
+        self.client = self.make_client(workdir)
+        self.coll = self.client.collection("orders")
+
+
 def _jsonable(value: Any) -> Any:
     """TinyDB's JSON storage holds only JSON types: ObjectId and datetime become strings."""
     if isinstance(value, dict):
@@ -256,6 +306,10 @@ class TinyDBContender(Contender):
             field = field[part]
         found: list[dict[str, Any]] = self.table.search(field == value)
         return found
+
+    def find_sorted(self, field: str, limit: int) -> list[dict[str, Any]]:
+        # TinyDB has no sort: all documents, ordered in Python (as its documentation suggests).
+        return sorted(self.table.all(), key=lambda doc: doc[field], reverse=True)[:limit]
 
     def update_one_by_id(self, key: Any) -> int:
         return len(self.table.update(_ship, self.query()["_id"] == key))

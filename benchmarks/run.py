@@ -38,6 +38,7 @@ from benchmarks.peers import (
     MontyDBFlatfile,
     MontyDBMemory,
     MontyDBSqlite,
+    PoloDB,
     TinyDBJSON,
     TinyDBMemory,
     TinyMongo,
@@ -61,6 +62,7 @@ CONTENDERS: dict[str, type[Contender]] = {
         TinyMongo,
         TinyDBJSON,
         TinyDBMemory,
+        PoloDB,
     )
 }
 FAMILIES = {

@@ -7,6 +7,8 @@ size, in this order (each step leaves the collection the next one expects)::
     insert_one      further documents, one write each, into the populated one
     find_one        by _id, distinct random existing ids
     find_unindexed  {"payment.txn_id": x}: a full scan that returns one document
+    find_user       {"user_id": u}: a full scan (no index on user_id) returning a customer's orders
+    sort_limit      find({}).sort("total", -1).limit(10): the 10 largest totals, no index on total
     update_one      by _id, {"$inc": {"total": 1}, "$set": {"status": "shipped"}}
     delete_one      by _id, distinct random existing ids
 
@@ -16,7 +18,8 @@ Invariants:
   order (all seeded); conversions a contender needs (TinyDB's JSON has no
   ObjectId) happen before the clock starts;
 * a workload stops at its operation count or at the time budget, whichever
-  comes first; a result that stopped early is marked ``partial`` and its rate
+  comes first (``find_user`` and ``sort_limit`` run once untimed first, so
+  that each store's caches are warm); a result that stopped early is marked ``partial`` and its rate
   is computed from the operations that completed;
 * if ``insert_many`` stops early, the rest of the documents are loaded
   untimed in one call, so every later workload runs on a collection of
@@ -45,17 +48,34 @@ from bson import ObjectId
 
 from benchmarks.data import SEED, orders
 
-WORKLOADS = ("insert_many", "insert_one", "find_one", "find_unindexed", "update_one", "delete_one")
+WORKLOADS = (
+    "insert_many",
+    "insert_one",
+    "find_one",
+    "find_unindexed",
+    "find_user",
+    "sort_limit",
+    "update_one",
+    "delete_one",
+)
 UNITS = {
     "insert_many": "docs/s",
     "insert_one": "ops/s",
     "find_one": "ops/s",
     "find_unindexed": "queries/s",
+    "find_user": "queries/s",
+    "sort_limit": "queries/s",
     "update_one": "ops/s",
     "delete_one": "ops/s",
 }
 BATCH = 1000
+# Workloads run once, untimed, before their clock starts: the scans, measured with whatever a
+# store caches warm (FolioDB's document cache, TinyDB's query cache).
+WARMED = ("find_user", "sort_limit")
 FIND_PATH = "payment.txn_id"
+USER_PATH = "user_id"
+SORT_FIELD = "total"  # sort_limit: descending, the first SORT_LIMIT
+SORT_LIMIT = 10
 
 
 def field_getter(path: str) -> Callable[[dict[str, Any]], Any]:
@@ -112,6 +132,11 @@ class Contender(ABC):
     def find_equal(self, path: str, value: Any) -> list[dict[str, Any]]: ...
 
     @abstractmethod
+    def find_sorted(self, field: str, limit: int) -> list[dict[str, Any]]:
+        """The ``limit`` documents with the largest ``field`` (a number), largest first."""
+        ...
+
+    @abstractmethod
     def update_one_by_id(self, key: Any) -> int:
         """Apply {$inc: {total: 1}, $set: {status: "shipped"}}; return the matched count."""
         ...
@@ -128,6 +153,8 @@ class Plan:
     insert_one: int = 2000
     find_one: int = 10000
     find_unindexed: int = 50
+    find_user: int = 50
+    sort_limit: int = 20
     update_one: int = 2000
     delete_one: int = 2000
 
@@ -135,10 +162,19 @@ class Plan:
         if workload == "insert_many":
             return size
         wanted: int = getattr(self, workload)
-        return wanted if workload == "insert_one" else min(wanted, size)
+        return wanted if workload in ("insert_one", "sort_limit") else min(wanted, size)
 
 
-QUICK = Plan(budget=0.5, insert_one=100, find_one=300, find_unindexed=5, update_one=100, delete_one=100)
+QUICK = Plan(
+    budget=0.5,
+    insert_one=100,
+    find_one=300,
+    find_unindexed=5,
+    find_user=5,
+    sort_limit=3,
+    update_one=100,
+    delete_one=100,
+)
 
 
 @dataclass
@@ -226,6 +262,7 @@ def run_contender(
     rng = random.Random(SEED + size)
     find_docs = rng.sample(base, plan.count("find_one", size))
     scan_docs = rng.sample(base, plan.count("find_unindexed", size))
+    user_docs = rng.sample(base, plan.count("find_user", size))
     update_docs = rng.sample(base, plan.count("update_one", size))
     delete_docs = rng.sample(base, plan.count("delete_one", size))
 
@@ -236,6 +273,34 @@ def run_contender(
 
     def one_match(value: Any) -> bool:
         return len(find_equal(FIND_PATH, value)) == 1
+
+    # The answers, worked out in plain Python from what the collection holds then: `base` and
+    # the documents insert_one got in before its budget ran out (nothing else changes it before
+    # update_one).
+    stored = list(base)
+    answers: dict[str, Any] = {}
+
+    def after_insert_one(outcome: Outcome, record: dict[str, Any]) -> None:
+        stored.extend(extra[: outcome.ops])
+
+    def user_orders(user: Any) -> int:
+        if "users" not in answers:
+            counts: dict[Any, int] = {}
+            for doc in stored:
+                counts[doc[USER_PATH]] = counts.get(doc[USER_PATH], 0) + 1
+            answers["users"] = counts
+        counted: int = answers["users"][user]
+        return counted
+
+    def users_orders(user: Any) -> bool:
+        found = find_equal(USER_PATH, contender.value(user))
+        return len(found) == user_orders(user)
+
+    def largest_totals(_: int) -> bool:
+        if "largest" not in answers:
+            answers["largest"] = sorted((doc[SORT_FIELD] for doc in stored), reverse=True)[:SORT_LIMIT]
+        found = contender.find_sorted(SORT_FIELD, SORT_LIMIT)
+        return [doc[SORT_FIELD] for doc in found] == answers["largest"]
 
     def after_insert_many(outcome: Outcome, record: dict[str, Any]) -> None:
         # The rest goes in untimed, in one call: later workloads need all N documents.
@@ -258,9 +323,11 @@ def run_contender(
     # (workload, operation, its arguments, whether a falsy answer is an error, check afterwards)
     steps: list[tuple[str, Callable[[Any], Any], list[Any], bool, Verify | None]] = [
         ("insert_many", contender.insert_many, _batches(prepared), False, after_insert_many),
-        ("insert_one", contender.insert_one, contender.prepare(extra), False, None),
+        ("insert_one", contender.insert_one, contender.prepare(extra), False, after_insert_one),
         ("find_one", contender.find_one_by_id, [key(d["_id"]) for d in find_docs], True, None),
         ("find_unindexed", one_match, [contender.value(txn_id(d)) for d in scan_docs], True, None),
+        ("find_user", users_orders, [d[USER_PATH] for d in user_docs], True, None),
+        ("sort_limit", largest_totals, list(range(plan.count("sort_limit", size))), True, None),
         ("update_one", contender.update_one_by_id, [key(d["_id"]) for d in update_docs], True, after_update),
         ("delete_one", contender.delete_one_by_id, [key(d["_id"]) for d in delete_docs], True, after_delete),
     ]
@@ -274,6 +341,8 @@ def run_contender(
                 continue
             gc.collect()
             try:
+                if workload in WARMED and args:
+                    op(args[0])  # untimed: the scans are measured with caches warm (a store's own)
                 outcome = profiler.run(workload, lambda: _timed(op, args, plan.budget, check))
                 if workload == "insert_many":
                     # Count documents, not batches.

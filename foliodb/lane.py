@@ -23,6 +23,19 @@ Invariants:
   stops them: they run beside the lane; and no thread waits more than
   :data:`WAIT_SECONDS` for its turn, however long the line;
 * leaving is idempotent, and a thread holds at most one turn.
+
+:class:`FairLane`, an embedded engine's (taken by ``Executor.execute`` for
+the embedded client's threads), differs in two ways. Turns are handed over in
+arrival order: a thread looping over short commands would otherwise take the
+lock back before a woken waiter runs. And a command past its slice hands its
+turn to the next waiting thread and waits for another, instead of running
+beside the lane: a server sets a 1 ms interpreter switch interval, so what
+runs beside its lane gives up the interpreter often, but an application's
+process keeps Python's 5 ms, and a reader running beside would make every
+writer wait up to 5 ms at each of its SQLite calls (8 writers beside 2
+scanning readers: a few hundred writes a second, p99 0.4 s). A command of a
+fair lane that runs beside it (it waited past :data:`HOLDER_SECONDS`, or left
+to wait) asks for a turn again at its first check after a slice.
 """
 
 from __future__ import annotations
@@ -42,6 +55,7 @@ WAIT_SECONDS = 0.5  # the longest wait for a turn, however long the line
 
 class _Turn(threading.local):
     lane: Lane | None = None  # the lane this thread holds a turn in
+    command: FairLane | None = None  # the fair lane whose command this thread runs, in it or beside it
     until = 0.0  # time.monotonic() when this turn's slice ends
     # What this thread does before it waits or runs long, besides leaving the lane: the server
     # loop's leader hands the loop to another thread (foliodb/server/loop.py). Called once.
@@ -73,7 +87,10 @@ class Lane:
         finally:
             if _turn.lane is self:  # not left early
                 _turn.lane = None
-                self._lock.release()
+                self._release()
+
+    def _release(self) -> None:
+        self._lock.release()
 
     def _enter(self) -> bool:
         """Take the lane; False (run beside it) once its holder has kept it for
@@ -95,6 +112,120 @@ class Lane:
             if lock.acquire(timeout=HOLDER_SECONDS - held):
                 return True
             now = time.monotonic()
+
+
+class FairLane(Lane):
+    """An embedded engine's lane (see the module docstring): turns in arrival order, handed on
+    after a slice, and shared between short commands and long ones: a long command (one
+    past its first slice) waits while the short ones have had less of the lane than the long
+    ones lately, so writers beside busy readers keep half the lane at least. ``_waiting``
+    holds each waiting thread's own lock (released to hand it the turn) and whether its
+    command is long."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._mutex = threading.Lock()  # guards what follows
+        self._held = False
+        self._holder_long = False
+        self._waiting: list[tuple[threading.Lock, bool]] = []
+        # Lane seconds of long commands less those of short ones, while both wanted it (bounded:
+        # the recent past only).
+        self._balance = 0.0
+
+    def take(self) -> bool:
+        """A command's turn, without a context manager (the executor's path, run for every
+        command): True when the command runs in this lane, or beside it to ask again after a
+        slice; then :meth:`done` ends it. False inside another turn or command (a server's
+        connection holds the server's lane; a command run inside another)."""
+        turn = _turn
+        if turn.lane is not None or turn.command is not None:
+            return False
+        turn.command = self
+        with self._mutex:  # a free lane, taken here: the path of nearly every command
+            free = not self._held
+            if free:
+                self._held = True
+                self._holder_long = False
+                self._since = now = time.monotonic()
+        if free:
+            turn.lane = self
+            turn.until = now + SLICE_SECONDS
+        else:
+            self._wait(long=False)
+        return True
+
+    def done(self) -> None:
+        """The end of a command that :meth:`take` admitted."""
+        _turn.command = None
+        if _turn.lane is self:
+            _turn.lane = None
+            self._release()
+
+    def rejoin(self) -> None:
+        """A long command running beside the lane (past its slice): wait for a turn."""
+        self._wait(long=True)
+
+    def pass_turn(self) -> None:
+        """The holder's slice is over: the next waiting thread's turn (see the class
+        docstring), this one's later; a new slice at once when no one waits."""
+        if self._waiting:
+            leave()
+            self._wait(long=True)
+        else:
+            # A holder that checks is not blocked: no one who comes to wait now should run beside it.
+            self._since = time.monotonic()
+            _turn.until = self._since + SLICE_SECONDS
+
+    def _wait(self, long: bool) -> None:
+        if self._enter_as(long):
+            _turn.lane = self
+        _turn.until = time.monotonic() + SLICE_SECONDS
+
+    def _enter(self) -> bool:
+        return self._enter_as(False)
+
+    def _enter_as(self, long: bool) -> bool:
+        with self._mutex:
+            if not self._held:
+                self._held = True
+                self._holder_long = long
+                self._since = time.monotonic()
+                return True
+            mine = threading.Lock()
+            mine.acquire()
+            entry = (mine, long)
+            self._waiting.append(entry)
+        started = now = time.monotonic()
+        while True:
+            held = now - self._since
+            if held >= HOLDER_SECONDS or now - started >= WAIT_SECONDS:
+                with self._mutex:
+                    if entry in self._waiting:  # not handed the turn meanwhile: run beside
+                        self._waiting.remove(entry)
+                        return False
+                return True
+            if mine.acquire(timeout=HOLDER_SECONDS - held):
+                return True
+            now = time.monotonic()
+
+    def _release(self) -> None:
+        with self._mutex:
+            waiting = self._waiting
+            if not waiting:
+                self._held = False
+                return
+            now = time.monotonic()
+            spent = now - self._since
+            # A turn that outlasted its slice was a long command's, even as its first.
+            long = self._holder_long or spent >= SLICE_SECONDS
+            balance = self._balance + (spent if long else -spent)
+            self._balance = min(max(balance, -4 * SLICE_SECONDS), 4 * SLICE_SECONDS)
+            want_long = self._balance <= 0
+            chosen = next((entry for entry in waiting if entry[1] == want_long), waiting[0])
+            waiting.remove(chosen)
+            self._holder_long = chosen[1]
+            self._since = now  # the next holder's turn starts (the lane stays held)
+            chosen[0].release()
 
 
 def in_lane() -> bool:
@@ -123,11 +254,19 @@ def leave() -> None:
     held = _turn.lane
     if held is not None:
         _turn.lane = None
-        held._lock.release()
+        held._release()
     _waiting()
 
 
 def leave_if_overdue() -> None:
-    """Out of the lane once this thread's slice is over (called by interrupt checks)."""
-    if _turn.lane is not None and time.monotonic() > _turn.until:
-        leave()
+    """Out of the lane once this thread's slice is over (called by interrupt checks); in a fair
+    lane, the turn passes to the next waiting thread, and a command beside asks for one again."""
+    held = _turn.lane
+    if held is not None:
+        if time.monotonic() > _turn.until:
+            if isinstance(held, FairLane):
+                held.pass_turn()
+            else:
+                leave()
+    elif _turn.command is not None and time.monotonic() > _turn.until:
+        _turn.command.rejoin()

@@ -12,6 +12,7 @@ serve``, or a MongoDB deployment alike::
 """
 
 from foliodb.advisor.advise import DEFAULT_SAMPLE, advise
-from foliodb.advisor.report import REPORT_SCHEMA, Change, Finding, Report
+from foliodb.advisor.report import Change, Finding, Report
+from foliodb.advisor.report_schema import REPORT_SCHEMA
 
 __all__ = ["DEFAULT_SAMPLE", "REPORT_SCHEMA", "Change", "Finding", "Report", "advise"]

@@ -21,6 +21,15 @@ PROBLEMS: dict[str, str] = {
     "unused-index": "an index no recorded operation used",
     "redundant-index": "an index whose key is a prefix of another index's key",
     "regex-word-search": "word searches by unanchored $regex, which scan every document",
+    "sparse-attributes": "many similar fields, each in a few documents, each queried (and indexed) on its own",
+    "split-collections": "one kind of thing split across collections that requests read together",
+    "recomputed-aggregate": "an aggregation over many documents recomputed on every request",
+    "repeated-subdocument": "the same sub-document copied into many documents, the copies drifting apart",
+    "unread-array": "an embedded array far larger than the part the reads use",
+    "cold-documents": "most documents are older than anything the workload reads",
+    "sparse-field-index": "an index over every document for a field only a few of them have",
+    "hot-counter": "a counter incremented by one on every request, a write per read for an estimate",
+    "old-versions": "older versions of documents kept beside the current ones, which every read skips",
 }
 
 RECOMMENDATIONS: dict[str, str] = {
@@ -39,6 +48,13 @@ RECOMMENDATIONS: dict[str, str] = {
     "drop-index": "drop the index (hide it first to be sure)",
     "normalize-type": "convert the field's values to one type",
     "tree-ancestors": "store each node's ancestors in it (array of ancestors), read the path in one query",
+    "attribute": "key-value pairs in one array ([{k, v}]) under one compound index",
+    "polymorphic": "one collection for the kinds, a field saying which kind each document is",
+    "schema-versioning": "a version field in each document saying which shape it has",
+    "computed": "store the computed result and update it when the data changes, not on every read",
+    "archive": "move the documents past the window the application reads into an archive collection",
+    "approximation": "increment by N one time in N (or batch the increments): about the count, N times fewer writes",
+    "document-versioning": "keep the current versions in the collection, the older ones in a revisions collection",
 }
 
 # Lowest first: --min-severity LEVEL keeps LEVEL and those after it.

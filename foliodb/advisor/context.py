@@ -31,6 +31,10 @@ class Context:
     def relation(self, collection: str, path: str) -> Relation | None:
         return next((r for r in self.relations if r.source == collection and r.path == path), None)
 
+    def reads(self, collection: str) -> list[Operation]:
+        """The recorded reads of ``collection`` (an aggregation's filter is its leading $match)."""
+        return [op for op in self.workload.operations if op.collection == collection and op.is_read]
+
     def updates(self, collection: str) -> list[Operation]:
         return [op for op in self.workload.operations if op.collection == collection and op.kind == "update"]
 

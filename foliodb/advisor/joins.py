@@ -1,7 +1,14 @@
 """Application-level joins found in the profile: a read of collection A,
-then, from the same client within :data:`JOIN_WINDOW` of it (or of the
+then, in the same request within :data:`JOIN_WINDOW` of it (or of the
 previous lookup of a chain), finds or counts on collection B that filter on
 one field by ids that A's documents hold.
+
+A request is a run of consecutive operations of one identity
+(:attr:`foliodb.advisor.workload.Operation.request`: over the wire one
+connection, embedded one client thread, and the comment when the
+application sets one), never of a whole client: requests served at the same
+time by one process interleave, and a lookup of one must not be taken for
+the follow-up of another's read.
 
 Which field links them comes from the relations (:mod:`foliodb.advisor.relations`):
 a lookup of ``B._id`` follows a reference ``A.path -> B``; a lookup of
@@ -14,7 +21,9 @@ ids}}]}`` matches).
 from __future__ import annotations
 
 import datetime
+import itertools
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +51,7 @@ class Join:
     counts: int = 0  # lookups that counted instead of reading
     paged: int = 0  # lookups with a sort or a limit: the application pages through a growing list
     projected: set[str] | None = field(default_factory=set)  # fields lookups read; None when whole documents
+    read_returned: int = 0  # documents the joined reads returned, over all of them
     read_example: dict[str, Any] = field(default_factory=dict)
     lookup_example: dict[str, Any] = field(default_factory=dict)
     checked: list[tuple[dict[str, Any], list[Any]]] = field(default_factory=list)
@@ -50,6 +60,12 @@ class Join:
     def per_id(self) -> bool:
         """Lookups one id at a time, several per read: N+1 queries."""
         return self.lookups >= 2 * self.joined and self.ids <= self.lookups
+
+    @property
+    def several_per_read(self) -> bool:
+        """Whether one read can hold several ids to look up (an array of references, or reads
+        returning several documents): only then can one ``$in`` replace the lookups."""
+        return self.relation.many or self.read_returned > self.joined
 
 
 def read_shape(op: Operation) -> tuple[Any, ...]:
@@ -73,12 +89,30 @@ def _lookup(op: Operation) -> tuple[str, list[Any]] | None:
     return name, [condition]
 
 
+def requests(workload: Workload) -> Iterator[list[Operation]]:
+    """The requests of the workload: each identity's operations, cut where one is further than
+    :data:`JOIN_WINDOW` from the one before."""
+    sessions: dict[tuple[str, str], list[Operation]] = {}
+    for op in workload.operations:
+        if op.ts is not None:
+            sessions.setdefault(op.request, []).append(op)
+    for ops in sessions.values():
+        current = [ops[0]]
+        for previous, op in itertools.pairwise(ops):
+            assert op.ts is not None and previous.ts is not None
+            if op.ts - previous.ts > JOIN_WINDOW:
+                yield current
+                current = []
+            current.append(op)
+        yield current
+
+
 def find_joins(database: Any, workload: Workload, relations: list[Relation]) -> list[Join]:
     reads = Counter(read_shape(op) for op in workload.operations if op.kind in ("find", "aggregate"))
     patterns: dict[tuple[Any, ...], Join] = {}
-    sessions: dict[str, list[Operation]] = {}
+    sessions: dict[tuple[str, str], list[Operation]] = {}
     for op in workload.operations:
-        sessions.setdefault(op.session, []).append(op)
+        sessions.setdefault(op.request, []).append(op)
     for ops in sessions.values():
         _scan_session(ops, relations, patterns)
     kept = []
@@ -125,6 +159,7 @@ def _scan_session(ops: list[Operation], relations: list[Relation], patterns: dic
         key = (read_shape(read), op.collection, found[0], relation.path)
         join = patterns.setdefault(key, Join(relation, read.collection, op.collection, found[0], read_shape(read)))
         join.joined += 1
+        join.read_returned += read.returned
         join.longest_chain = max(join.longest_chain, 1)
         join.read_example = join.read_example or {"filter": read.filter, "sort": read.sort, "limit": read.limit}
         join.lookup_example = join.lookup_example or {"filter": op.filter, "projection": op.projection}

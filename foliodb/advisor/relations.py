@@ -26,7 +26,7 @@ HIT_RATIO = 0.8
 PROBE_VALUES = 50
 MIN_DISTINCT_SCALARS = 20  # fewer distinct numbers or strings match small integer _ids by chance
 HOT_IDS = 10  # most-referenced targets checked for being outliers themselves
-REFERENCE_NAME = re.compile(r"(^|\.)(_?id|parent|host)$|_ids?$|Ids?$")
+REFERENCE_NAME = re.compile(r"(^|\.)(_?id|parent|parents|children|ancestors|host)$|_ids?$|Ids?$")
 
 
 @dataclass
@@ -77,7 +77,8 @@ def _probe(
         id_types = other.fields["_id"].types if "_id" in other.fields else Counter()
         if not any(type_name(v) in id_types for v in distinct):
             continue
-        hits = database[target].count_documents({"_id": {"$in": distinct}})
+        # distinct reads the _id index alone (a count may read the documents, a celebrity's among them)
+        hits = len(database[target].distinct("_id", {"_id": {"$in": distinct}}))
         if hits >= HIT_RATIO * len(distinct) and (best is None or hits > best[0]):
             best = (hits, target)
     if best is None:

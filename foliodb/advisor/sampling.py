@@ -7,22 +7,30 @@ Paths follow MongoDB's: arrays are transparent (``items.sku`` is the ``sku``
 of every element of ``items``), so an array's length is recorded at its own
 path and its elements' fields under the same prefix.
 
+The sample: the whole collection when it is no larger; ``$sample`` up to
+:data:`SAMPLE_SCAN_DOCS` documents; beyond, probes along the ``_id`` index
+(:mod:`foliodb.advisor.probes`), so a sample never costs a pass over a
+large collection.
+
 How the extremes are found (a sample of 1,000 misses one document in 20,000
 nineteen times out of twenty):
 
 * a collection of at most :data:`EXACT_SCAN_DOCS` documents gets one exact
   pass (``$bsonSize`` of each document, ``$size`` of each array path the
-  sample found), as cheap as the sample itself;
-* a larger one gets that pass only when ``$collStats`` says its documents
-  hold more bytes than the sample can explain (an outlier the sample
-  missed); otherwise the exact values of candidate documents: the sample's
+  sample found);
+* a larger one gets the exact values of candidate documents: the sample's
   own largest, and the documents other collections reference most often
-  (a celebrity is followed by everyone: see :mod:`foliodb.advisor.relations`).
+  (a celebrity is followed by everyone: see :mod:`foliodb.advisor.relations`);
+  then, only when ``$collStats`` says its documents hold more bytes than the
+  sample and the candidates explain (an outlier nobody references), a hunt
+  for one document that large, which stops at the first it finds and gives
+  up after :data:`HUNT_MS`.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from collections import Counter
 from collections.abc import Iterable
@@ -33,9 +41,12 @@ import bson
 from bson.raw_bson import RawBSONDocument
 from pymongo.errors import OperationFailure
 
+from foliodb.advisor.probes import probe_sample
 from foliodb.query.bsontypes import type_name as bson_type_name
 
-EXACT_SCAN_DOCS = 200_000  # one pass over this many documents takes a couple of seconds
+EXACT_SCAN_DOCS = 20_000  # one pass over this many documents takes a fraction of a second
+SAMPLE_SCAN_DOCS = 20_000  # $sample up to here (one pass on some servers); probes of the _id index beyond
+HUNT_MS = 5_000  # the longest a hunt for an unexplained outlier may read
 MAX_VALUES = 1000  # scalar values kept per path: reference probes, cardinalities, hot ids
 EXTREME_VALUES = 50  # values of the longest array read back when the sample has fewer
 OUTLIER_BYTES = 1 << 20  # unexplained bytes that are worth a pass to find their document
@@ -66,6 +77,8 @@ class FieldStats:
 class Extreme:
     value: int  # bytes, or elements
     document_id: Any
+    head: list[Any] | None = None  # an array's first EXTREME_VALUES values, when read with its length
+    parts: dict[str, int] | None = None  # a document's bytes per top-level field, when read with its size
 
 
 @dataclass
@@ -82,6 +95,8 @@ class CollectionProfile:
     largest: Extreme | None = None
     longest: dict[str, Extreme] = field(default_factory=dict)
     exhaustive: bool = False  # largest and longest are exact over the whole collection
+    sampled_by: str = "collection"  # "collection" (every document), "$sample", or "_id probes"
+    unexplained_bytes: int = 0  # bytes $collStats counts that neither the sample nor the candidates explain
 
     @property
     def avg_bytes(self) -> float:
@@ -105,10 +120,13 @@ def sample_collection(database: Any, name: str, size: int) -> CollectionProfile:
     coll = database[name]
     count, data_bytes, index_sizes = _coll_stats(coll)
     raw = coll.with_options(codec_options=bson.CodecOptions(document_class=RawBSONDocument))
+    probed = None
     if count <= size:
         sampled = [doc.raw for doc in raw.find()]  # the whole collection is the sample, exactly
     else:
-        sampled = [doc.raw for doc in raw.aggregate([{"$sample": {"size": size}}])]
+        if count > SAMPLE_SCAN_DOCS:
+            probed = probe_sample(coll, raw, size, random.Random(f"{database.name}.{name}"))
+        sampled = probed if probed is not None else [doc.raw for doc in raw.aggregate([{"$sample": {"size": size}}])]
     documents = [bson.decode(data) for data in sampled]
     fields: dict[str, FieldStats] = {}
     for doc in documents:
@@ -128,6 +146,7 @@ def sample_collection(database: Any, name: str, size: int) -> CollectionProfile:
         index_sizes=index_sizes,
         options={"type": info.get("type", "collection"), **info.get("options", {})},
         exhaustive=count <= size,
+        sampled_by="collection" if count <= size else "$sample" if probed is None else "_id probes",
     )
 
 
@@ -161,39 +180,90 @@ def _walk(value: dict[str, Any], prefix: str, under: bool, fields: dict[str, Fie
             stats.values.append(child)
 
 
-def suspects_outliers(profile: CollectionProfile) -> bool:
-    """True when the collection holds more bytes than its sample explains, by more than chance would."""
-    n = len(profile.sizes)
+def unexplained(profile: CollectionProfile, measured: dict[str, int]) -> int:
+    """Bytes ``$collStats`` counts beyond what the sample (and the exactly ``measured`` documents: repr of
+    ``_id`` -> bytes) explain, by more than chance would (four standard errors, and at least
+    :data:`OUTLIER_BYTES`); 0 when they explain it."""
+    sizes = [
+        size for doc, size in zip(profile.documents, profile.sizes, strict=True) if repr(doc.get("_id")) not in measured
+    ]
+    n = len(sizes)
     if profile.exhaustive or n < 2 or not profile.data_bytes:
-        return False
-    excess = profile.data_bytes - profile.count * statistics.fmean(profile.sizes)
-    noise = 4 * profile.count * statistics.stdev(profile.sizes) / math.sqrt(n)
-    return excess > max(noise, OUTLIER_BYTES)
+        return 0
+    rest = profile.count - len(measured)
+    excess = profile.data_bytes - rest * statistics.fmean(sizes) - sum(measured.values())
+    noise = 4 * rest * statistics.stdev(sizes) / math.sqrt(n)
+    return int(excess) if excess > max(noise, OUTLIER_BYTES) else 0
 
 
 def measure_extremes(database: Any, profile: CollectionProfile, candidates: Iterable[Any]) -> None:
     """Fill ``profile.largest`` and ``profile.longest`` (see the module docstring for the method)."""
+    whole = profile.exhaustive or profile.count <= EXACT_SCAN_DOCS
+    ids = [doc["_id"] for doc in _largest_sampled(profile)] + list(candidates)
+    measured = _measure(database, profile, None if whole else list({repr(i): i for i in ids}.values()))
+    profile.exhaustive = whole
+    if whole:
+        return
+    profile.unexplained_bytes = unexplained(profile, measured)
+    if profile.unexplained_bytes:
+        found = _hunt(database, profile, statistics.fmean(profile.sizes) + profile.unexplained_bytes / 2)
+        if found is not None:
+            _measure(database, profile, [found])
+
+
+def _measure(database: Any, profile: CollectionProfile, ids: list[Any] | None) -> dict[str, int]:
+    """The exact size and array lengths of the documents ``ids`` (all of them when None), kept in the
+    profile when they are the largest yet; returns repr(_id) -> bytes of those measured. Measured one
+    by one (``ids``), each document also brings its arrays' first values and its fields' sizes, so a
+    huge document is read once."""
     paths = [s.path for s in profile.array_paths() if not s.under_array]
-    whole = profile.exhaustive or profile.count <= EXACT_SCAN_DOCS or suspects_outliers(profile)
-    pipeline: list[dict[str, Any]] = []
-    if not whole:
-        ids = [doc["_id"] for doc in _largest_sampled(profile)] + list(candidates)
-        pipeline.append({"$match": {"_id": {"$in": list(dict.fromkeys(ids))}}})
+    pipeline: list[dict[str, Any]] = [] if ids is None else [{"$match": {"_id": {"$in": ids}}}]
     project: dict[str, Any] = {"_id": 1, "b": {"$bsonSize": "$$ROOT"}}
-    group: dict[str, Any] = {"_id": None, "b": {"$max": {"v": "$b", "id": "$_id"}}}
     for n, path in enumerate(paths):
         project[f"a{n}"] = {"$cond": [{"$isArray": f"${path}"}, {"$size": f"${path}"}, -1]}
-        group[f"a{n}"] = {"$max": {"v": f"$a{n}", "id": "$_id"}}
-    pipeline += [{"$project": project}, {"$group": group}]
-    result = next(iter(database[profile.name].aggregate(pipeline)), None)
-    if result is None:
-        return
-    profile.largest = Extreme(int(result["b"]["v"]), result["b"].get("id"))
-    for n, path in enumerate(paths):
-        found = result[f"a{n}"]
-        if found["v"] >= 0:
-            profile.longest[path] = Extreme(int(found["v"]), found.get("id"))
-    profile.exhaustive = whole
+    fields = [p for p in profile.fields if "." not in p and not p.startswith("$") and p != "_id"]
+    if ids is not None:
+        for n, path in enumerate(paths):
+            project[f"v{n}"] = {"$cond": [{"$isArray": f"${path}"}, {"$slice": [f"${path}", EXTREME_VALUES]}, []]}
+        for n, name in enumerate(fields):
+            project[f"f{n}"] = {
+                "$bsonSize": {"$cond": [{"$eq": [{"$type": f"${name}"}, "missing"]}, {}, {"v": f"${name}"}]}
+            }
+    pipeline.append({"$project": project})
+    if ids is None:  # one pass, the maxima only
+        group: dict[str, Any] = {"_id": None, "b": {"$max": {"v": "$b", "id": "$_id"}}}
+        for n in range(len(paths)):
+            group[f"a{n}"] = {"$max": {"v": f"$a{n}", "id": "$_id"}}
+        rows = [
+            {"_id": row["b"].get("id"), "b": row["b"]["v"], **{f"a{n}": row[f"a{n}"] for n in range(len(paths))}}
+            for row in database[profile.name].aggregate([*pipeline, {"$group": group}])
+        ]
+    else:
+        rows = [
+            {**row, **{f"a{n}": {"v": row[f"a{n}"], "id": row["_id"], "head": row[f"v{n}"]} for n in range(len(paths))}}
+            for row in database[profile.name].aggregate(pipeline)
+        ]
+    for row in rows:
+        if profile.largest is None or int(row["b"]) > profile.largest.value:
+            parts = {name: int(row[f"f{n}"]) - 5 for n, name in enumerate(fields) if f"f{n}" in row}
+            profile.largest = Extreme(int(row["b"]), row.get("_id"), parts=parts if ids is not None else None)
+        for n, path in enumerate(paths):
+            found = row[f"a{n}"]
+            current = profile.longest.get(path)
+            if found["v"] >= 0 and (current is None or found["v"] > current.value):
+                profile.longest[path] = Extreme(int(found["v"]), found.get("id"), head=found.get("head"))
+    return {repr(row.get("_id")): int(row["b"]) for row in rows}
+
+
+def _hunt(database: Any, profile: CollectionProfile, threshold: float) -> Any:
+    """The ``_id`` of a document of at least ``threshold`` bytes, reading until the first (bounded by
+    :data:`HUNT_MS`); None when none is found in time."""
+    spec = {"$expr": {"$gte": [{"$bsonSize": "$$ROOT"}, int(threshold)]}}
+    try:
+        found = database[profile.name].find_one(spec, {"_id": 1}, max_time_ms=HUNT_MS)
+    except OperationFailure:  # out of time: the evidence says the bytes stay unexplained
+        return None
+    return None if found is None else found["_id"]
 
 
 def _largest_sampled(profile: CollectionProfile) -> list[dict[str, Any]]:
@@ -210,10 +280,11 @@ def add_extreme_values(database: Any, profile: CollectionProfile) -> bool:
         stats = profile.fields.get(path)
         if stats is None or extreme.value == 0 or len(stats.values) >= EXTREME_VALUES:
             continue
-        doc = database[profile.name].find_one({"_id": extreme.document_id}, {path: {"$slice": EXTREME_VALUES}})
-        value: Any = doc
-        for part in path.split("."):
-            value = value.get(part) if isinstance(value, dict) else None
+        value: Any = extreme.head
+        if value is None:
+            value = database[profile.name].find_one({"_id": extreme.document_id}, {path: {"$slice": EXTREME_VALUES}})
+            for part in path.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
         if isinstance(value, list):
             stats.values += [v for v in value if not isinstance(v, (dict, list))]
             added = True

@@ -6,7 +6,11 @@ An entry's ``command`` is the command as sent (``find`` with ``filter``,
 ``sort``, ``projection``; ``aggregate`` with ``pipeline``; one update or
 delete statement ``{q, u, multi}``); ``planSummary`` names the access path
 (``COLLSCAN``, ``IXSCAN { user_id: 1, created_at: -1 }``, ``IDHACK``...);
-``ts`` is when it finished and ``client`` (with ``appName``) who ran it.
+``ts`` is when it finished; who ran it is ``client`` (a driver's address
+and port: one connection), ``appName``, FolioDB's ``connectionId`` (an
+embedded client's thread) and the command's ``comment`` when the
+application marks its requests with one. Operations of one request are
+consecutive operations of one such identity (:attr:`Operation.request`).
 
 A query shape is a collection plus the fields a filter tests, by kind of
 test (equality, range, regex), and its sort: MongoDB's notion of a shape
@@ -43,15 +47,23 @@ class Operation:
     sort: dict[str, Any]
     projection: dict[str, Any]
     limit: int
-    update: Any  # the update document or pipeline of an update
+    update: Any  # the update document or pipeline of an update; the documents of an insert
     plan: str
     docs_examined: int
     keys_examined: int
     returned: int
     millis: int
     ts: datetime.datetime | None
-    session: str  # who ran it: client address and appName
+    session: str  # who ran it: client address, appName and connection (an embedded client's thread)
     sort_stage: bool | None  # mongod's hasSortStage, when the entry has it
+    pipeline: list[dict[str, Any]] = field(default_factory=list)  # an aggregate's stages, as sent
+    comment: str = ""  # the command's comment: a request marker when the application sets one
+    skip: int = 0
+
+    @property
+    def request(self) -> tuple[str, str]:
+        """What tells this operation's request from concurrent ones: the session and the comment."""
+        return (self.session, self.comment)
 
     @property
     def is_read(self) -> bool:
@@ -103,6 +115,9 @@ def operation(entry: Mapping[str, Any]) -> Operation | None:
         return None
     kind, filter_spec, sort, projection, limit, update = parts
     ts = entry.get("ts")
+    pipeline = command.get("pipeline") if "aggregate" in command else None
+    comment = command.get("comment")
+    identity = "/".join(str(entry.get(key, "")) for key in ("client", "appName", "connectionId"))
     return Operation(
         collection=collection,
         kind=kind,
@@ -117,8 +132,11 @@ def operation(entry: Mapping[str, Any]) -> Operation | None:
         returned=int(entry.get("nreturned", entry.get("nMatched", 0)) or 0),
         millis=int(entry.get("millis", 0) or 0),
         ts=ts if isinstance(ts, datetime.datetime) else None,
-        session=f"{entry.get('client', '')}/{entry.get('appName', '')}",
+        session=identity,
         sort_stage=entry.get("hasSortStage") if isinstance(entry.get("hasSortStage"), bool) else None,
+        pipeline=[dict(s) for s in pipeline if isinstance(s, Mapping)] if isinstance(pipeline, list) else [],
+        comment="" if comment is None else json_util.dumps(comment),
+        skip=int(command["skip"]) if isinstance(command.get("skip"), int) else 0,
     )
 
 
@@ -129,8 +147,8 @@ def _parts(op: str, command: Mapping[str, Any]) -> tuple[str, Any, Any, Any, Any
         return "update", command.get("q"), None, None, None, command.get("u")
     if op == "remove":
         return "delete", command.get("q"), None, None, None, None
-    if op == "insert":
-        return "insert", None, None, None, None, None
+    if op == "insert":  # the documents written stand where an update's change does: what was written
+        return "insert", None, None, None, None, command.get("documents")
     if "count" in command:
         return "count", command.get("query"), None, None, None, None
     if "distinct" in command:

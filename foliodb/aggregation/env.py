@@ -1,7 +1,8 @@
 """What a pipeline may ask of the database around it.
 
 Stages that reach beyond their input (``$lookup``, ``$graphLookup``,
-``$unionWith``, ``$out``, ``$merge``, ``$collStats``, ``$indexStats``) do it
+``$unionWith``, ``$out``, ``$merge``, ``$collStats``, ``$indexStats``,
+``$vectorSearch``, ``$listSearchIndexes``) do it
 through this interface; the aggregate command implements it over the engine,
 so every read goes through the planner (and its indexes) and every write
 through the same write path as the insert/update commands.
@@ -80,6 +81,15 @@ class PipelineEnv(Protocol):
     ) -> list[dict[str, Any]]:
         """The ``$currentOp`` documents (with idle connections, idle cursors, of every user, with
         idle sessions' open transactions, with commands over 1000 bytes truncated)."""
+        ...
+
+    def vector_search(self, coll: str, query: Any) -> list[dict[str, Any]]:
+        """A ``$vectorSearch``'s documents (``query``: its checked VectorQuery), best first, each
+        with its ``vectorSearchScore`` metadata."""
+        ...
+
+    def search_indexes(self, coll: str, name: str | None, index_id: str | None) -> list[dict[str, Any]]:
+        """The ``$listSearchIndexes`` documents of a collection (of one index, by name or id)."""
         ...
 
     def sessions(self, all_users: bool, users: list[tuple[str, str]]) -> list[dict[str, Any]]:

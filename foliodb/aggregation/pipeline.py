@@ -28,13 +28,14 @@ nothing changes; none of it changes an answer:
 Push-down. The aggregate command asks :meth:`Pipeline.pushdown` for the
 work the query planner can do on the collection itself::
 
-    filter, sort, limit = pipeline.pushdown()
-    docs = <find over the collection with filter, sort and limit>
+    filter, sort, limit, projection = pipeline.pushdown()
+    docs = <find over the collection with filter, sort, limit and projection>
     for doc in pipeline.run(docs, pushed=True): ...
 
 ``filter`` is the leading ``$match`` (after reordering), ``sort`` the
 ``$sort`` right after it (or leading) and ``limit`` the limit fused into that
-sort, or a ``$limit`` right after the filter; any of them may be None.
+sort, or a ``$limit`` right after the filter, and ``projection`` a plain
+``$project`` right after those; any of them may be None.
 ``run(source, pushed=True)`` then trusts ``source`` to have applied them and
 skips those stages; ``run(source)`` (``pushed=False``) applies every stage,
 so a caller that ignores push-down still gets the right answer.
@@ -81,9 +82,12 @@ class Stage:
     limit: int | None = None  # $limit: n; $sort: the fused top-k limit
     with_limit: Callable[[int], Stage] | None = None  # $sort: this sort keeping only the first n
     near: Any = None  # $geoNear: the distance-ordered find it runs on (a GeoNearRequest)
+    # $project of plain paths included or excluded: the spec, which a find's projection means alike.
+    projection: Mapping[str, Any] | None = None
     # $_internalUnpackBucket: what replaces (this stage, a following $match):
     # a bucket $match, this stage, what is left of the $match; or None.
     absorb: Callable[[Mapping[str, Any]], list[Stage] | None] | None = None
+    search: Any = None  # $vectorSearch: its checked query (a VectorQuery), for explain
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,15 +175,13 @@ def _unknown_stage(name: str) -> CommandError:
     return location(40324, f"Unrecognized pipeline stage name: '{name}'")
 
 
-# Known MongoDB stages FolioDB does not build: change streams, Atlas Search,
+# Known MongoDB stages FolioDB does not build: change streams, full-text Search,
 # sharding and diagnostics stages.
 _UNBUILT = (
     "$changeStreamSplitLargeEvent",
     "$listSampledQueries",
-    "$listSearchIndexes",
     "$search",
     "$searchMeta",
-    "$vectorSearch",
     "$shardedDataDistribution",
     "$querySettings",
     "$queryStats",
@@ -193,7 +195,17 @@ STAGES: Registry[StageCompiler] = Registry("aggregation stage", _unknown_stage, 
 
 # Placement rules, checked for every stage before its compiler runs.
 FIRST_ONLY = frozenset(
-    {"$collStats", "$indexStats", "$planCacheStats", "$documents", "$currentOp", "$listLocalSessions", "$listSessions"}
+    {
+        "$collStats",
+        "$indexStats",
+        "$planCacheStats",
+        "$documents",
+        "$currentOp",
+        "$listLocalSessions",
+        "$listSessions",
+        "$listSearchIndexes",
+        "$vectorSearch",
+    }
 )
 LAST_ONLY = frozenset({"$out", "$merge"})
 NOT_IN_FACET = frozenset(
@@ -208,6 +220,8 @@ NOT_IN_FACET = frozenset(
         "$geoNear",
         "$listLocalSessions",
         "$listSessions",
+        "$listSearchIndexes",
+        "$vectorSearch",
     }
 )
 WRITES = frozenset({"$out", "$merge"})
@@ -255,14 +269,14 @@ def stage_entry(doc: Any) -> tuple[str, Any]:
 def check_placement(name: str, index: int, last: int, parent: str | None) -> None:
     if parent == "$facet" and name in NOT_IN_FACET:
         raise location(40600, f"{name} is not allowed to be used within a $facet stage")
+    if name in LAST_ONLY and index != last:  # mongod checks a sub-pipeline's shape before its context
+        raise location(40601, f"{name} can only be the final stage in the pipeline")
     if parent == "$lookup" and name in WRITES:
         raise location(51047, f"{name} is not allowed within a $lookup's sub-pipeline")
     if parent == "$unionWith" and name in WRITES:
         raise location(31441, f"{name} is not allowed within a $unionWith's sub-pipeline")
     if name in FIRST_ONLY and index != 0:
         raise location(40602, f"{name} is only valid as the first stage in a pipeline")
-    if name in LAST_ONLY and index != last:
-        raise location(40601, f"{name} can only be the final stage in the pipeline")
 
 
 def has_text(spec: Any) -> bool:
@@ -283,6 +297,7 @@ class Pushdown(NamedTuple):
     filter: Mapping[str, Any] | None
     sort: Mapping[str, Any] | None
     limit: int | None
+    projection: Mapping[str, Any] | None = None
 
 
 class Pipeline:
@@ -307,10 +322,35 @@ class Pipeline:
         elif i < len(stages) and stages[i].name == "$limit":
             limit = stages[i].limit
             i += 1
-        return Pushdown(filter_spec, sort, limit), i
+        projection = None
+        # A plain $project next goes to the find too (mongod's projection pushdown; a covered plan
+        # then answers from index keys), unless $text metadata must reach the later stages.
+        if i < len(stages) and stages[i].projection is not None and not has_text(filter_spec):
+            projection = stages[i].projection
+            i += 1
+        return Pushdown(filter_spec, sort, limit, projection), i
 
     def pushdown(self) -> Pushdown:
         return self._pushdown_plan()[0]
+
+    def needs_no_fields(self) -> bool:
+        """Do the stages after the pushed ones read no field of their input documents (mongod's
+        dependency analysis: then only how many documents match matters, a COUNT_SCAN's answer)?
+        Judged conservatively: a $count, or a $group (after $project stages that drop _id and
+        compute only constants) whose key and accumulators read no field path."""
+        pushed, n = self._pushdown_plan()
+        if pushed.projection is not None or (self.stages and self.stages[0].near is not None):
+            return False
+        for stage in self.stages[n:]:
+            if stage.name == "$count":
+                return True
+            if stage.name == "$group":
+                return not _reads_fields(stage.spec)
+            if stage.name != "$project" or _flag_value(stage.spec.get("_id", True)) is not False:
+                return False
+            if any(_flag_value(v) is not None or _reads_fields(v) for k, v in stage.spec.items() if k != "_id"):
+                return False
+        return False
 
     def geo_near(self) -> Any:
         """A leading $geoNear's request (the find it runs on), or None."""
@@ -328,6 +368,28 @@ class Pipeline:
 
     def explain(self) -> list[dict[str, Any]]:
         return [{stage.name: stage.spec} for stage in self.stages]
+
+
+def _reads_fields(spec: Any) -> bool:
+    """Does an expression (or a stage's specification) read a field path ("$a", "$$ROOT", "$$CURRENT")?"""
+    if isinstance(spec, str):
+        return spec.startswith("$") and (not spec.startswith("$$") or spec.split(".")[0] in ("$$ROOT", "$$CURRENT"))
+    if isinstance(spec, Mapping):
+        if "$literal" in spec and len(spec) == 1:
+            return False
+        return any(_reads_fields(v) for v in spec.values())
+    if isinstance(spec, list):
+        return any(_reads_fields(v) for v in spec)
+    return False
+
+
+def _flag_value(value: Any) -> bool | None:
+    """A projection value's inclusion (True) or exclusion (False); None for a computed one."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value != 0
+    return None
 
 
 # ---------------------------------------------------------------------------

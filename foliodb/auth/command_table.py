@@ -452,6 +452,12 @@ def _authenticated(note: str = "") -> Rule:
     return Rule("authenticated", note=note)
 
 
+def _clone_capped(subject: Subject, db: str, cmd: Mapping[str, Any], views: ViewLookup) -> Decision:
+    target = cmd.get("toCollection")
+    to = namespace(db, target) if is_string(target) and target else database(db)
+    return _decide(subject, db, cmd, [privilege(_target(db, cmd), "find"), privilege(to, "insert", "createCollection")])
+
+
 def _ns(*actions: str) -> Rule:
     return Rule("namespace", actions)
 
@@ -501,7 +507,7 @@ RULES: dict[str, Rule] = {
     # Reads and writes of one namespace.
     **dict.fromkeys(("find", "count", "distinct"), _special(_reads, "find on the namespace" + _VIEWS)),
     "listIndexes": _ns("listIndexes"),
-    "collStats": _ns("collStats"),
+    **dict.fromkeys(("collStats", "collstats"), _ns("collStats")),
     "planCacheClear": _ns("planCacheWrite"),
     **dict.fromkeys(
         ("planCacheSetFilter", "planCacheListFilters", "planCacheClearFilters"), _ns("planCacheIndexFilter")
@@ -520,7 +526,15 @@ RULES: dict[str, Rule] = {
         "everything it reads when the creator may read the view",
     ),
     "drop": _ns("dropCollection"),
+    "convertToCapped": _ns("convertToCapped"),
+    "cloneCollectionAsCapped": _special(
+        _clone_capped, "find on the source; insert and createCollection on the target (mongod's clone_collection.cpp)"
+    ),
+    "reIndex": _ns("reIndex"),
     "createIndexes": _ns("createIndex"),
+    "createSearchIndexes": _ns("createSearchIndexes"),
+    "updateSearchIndex": _ns("updateSearchIndex"),
+    "dropSearchIndex": _ns("dropSearchIndex"),
     **dict.fromkeys(("dropIndexes", "deleteIndexes"), _ns("dropIndex")),
     "collMod": _special(_coll_mod, "collMod; changing a view as create does"),
     "renameCollection": _special(
@@ -532,14 +546,17 @@ RULES: dict[str, Rule] = {
     "aggregate": _special(
         _aggregate, "find on the source, and each stage's privileges at any depth (see the stage table)" + _VIEWS
     ),
-    "mapReduce": _special(
-        _map_reduce,
-        "find on the input; out to a collection: insert, remove on it (replace) or insert, update (merge, reduce)",
+    **dict.fromkeys(
+        ("mapReduce", "mapreduce"),
+        _special(
+            _map_reduce,
+            "find on the input; out to a collection: insert, remove on it (replace) or insert, update (merge, reduce)",
+        ),
     ),
     "explain": _special(_explain, "the privileges of the explained command"),
     "bulkWrite": _special(_bulk_write, "insert, update (and insert when upserting), remove on each namespace"),
     # A database as a whole.
-    "dbStats": _db("dbStats"),
+    **dict.fromkeys(("dbStats", "dbstats"), _db("dbStats")),
     **dict.fromkeys(("dbHash", "dbhash"), _db("dbHash")),
     "dropDatabase": _db("dropDatabase"),
     "profile": _db("enableProfiler"),

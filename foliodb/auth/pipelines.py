@@ -64,6 +64,7 @@ STAGE_NEEDS = {
     "$collStats": "collStats on the aggregated collection (instead of find)",
     "$indexStats": "indexStats on the aggregated collection (instead of find)",
     "$planCacheStats": "planCacheRead on the aggregated collection (instead of find)",
+    "$listSearchIndexes": "listSearchIndexes on the aggregated collection (instead of find)",
     "$currentOp": "inprog on the cluster for `allUsers: true`; nothing for one's own operations",
     "$listLocalSessions": "listSessions on the cluster for `allUsers` or other users' sessions; nothing for one's own",
     "$listSessions": "as `$listLocalSessions` (instead of find on `config.system.sessions`)",
@@ -77,6 +78,7 @@ INITIAL_SOURCES = frozenset(
         "$collStats",
         "$indexStats",
         "$planCacheStats",
+        "$listSearchIndexes",
         "$currentOp",
         "$documents",
         "$changeStream",
@@ -196,6 +198,8 @@ class _Walk:
             self.needed.append(privilege(namespace(*source), name[1:]))
         elif name == "$planCacheStats" and source is not None:
             self.needed.append(privilege(namespace(*source), "planCacheRead"))
+        elif name == "$listSearchIndexes" and source is not None:
+            self.needed.append(privilege(namespace(*source), "listSearchIndexes"))
         elif name == "$currentOp":
             if isinstance(spec, Mapping) and spec.get("allUsers") is True:
                 self.needed.append(privilege(CLUSTER, "inprog"))  # without it: one's own operations only

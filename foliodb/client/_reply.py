@@ -23,9 +23,13 @@ DUPLICATE_KEY_CODES = (11000, 11001, 12582)
 BSON_OBJECT_TOO_LARGE = 10334
 
 
-def check(reply: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Raise the pymongo exception for an error reply; return the reply."""
+def check(reply: Mapping[str, Any], write_concern: bool = True) -> Mapping[str, Any]:
+    """Raise the pymongo exception for an error reply; return the reply. A ``writeConcernError``
+    of a reply that is ok raises WriteConcernError, as pymongo's collection and database helpers
+    do (``parse_write_concern_error``), unless ``write_concern`` is false (a bulk collects them)."""
     if reply.get("ok"):
+        if write_concern and "writeConcernError" in reply:
+            _raise_write_concern_error(_get_wce_doc(reply))
         return reply
     errmsg = reply.get("errmsg", "")
     code = reply.get("code")

@@ -157,8 +157,11 @@ class Bulk:
             acknowledged = concern.acknowledged
             # Each command of a retryable bulk is a retryable write of its own txnNumber (pymongo's).
             reply = _reply.check(
-                self.collection._run_command(cmd, self.session, retryable_write=self.retryable, write_concern=concern)
+                self.collection._run_command(cmd, self.session, retryable_write=self.retryable, write_concern=concern),
+                write_concern=False,
             )
+            if "writeConcernError" in reply:
+                result["writeConcernErrors"].append(reply["writeConcernError"])
             n = reply.get("n", 0)
             if kind == INSERT:
                 result["nInserted"] += n
@@ -183,7 +186,7 @@ class Bulk:
                 break
         if not acknowledged:
             return BulkWriteResult({}, False)
-        if result["writeErrors"]:
+        if result["writeErrors"] or result["writeConcernErrors"]:
             result["writeErrors"].sort(key=lambda e: e["index"])
             _reply.raise_bulk_error(result)
         return BulkWriteResult(result, True)

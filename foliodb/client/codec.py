@@ -111,7 +111,10 @@ def is_plain(options: CodecOptions[Any]) -> bool:
 def with_id(document: Any) -> Any:
     """A document to insert, checked as pymongo checks it, given an ObjectId
     ``_id`` (in the caller's document, as pymongo does) when it has none."""
-    common.validate_is_document_type("document", document)
-    if not isinstance(document, RawBSONDocument) and "_id" not in document:
+    if type(document) is not dict:  # a dict passes pymongo's check (an ABC check, slow per call)
+        common.validate_is_document_type("document", document)
+        if isinstance(document, RawBSONDocument):
+            return document
+    if "_id" not in document:
         document["_id"] = ObjectId()
     return document

@@ -27,6 +27,9 @@ from foliodb.client.bulk import Bulk
 from foliodb.client.codec import DocumentCodec, with_id
 from foliodb.client.cursor import CommandCursor, Cursor, RawBatchCommandCursor, RawBatchCursor
 from foliodb.client.handle import Handle
+from foliodb.client.retry import Kind
+from foliodb.commands import find, write
+from foliodb.commands.executor import PointHandler
 
 if TYPE_CHECKING:
     from foliodb.client.database import Database
@@ -68,6 +71,12 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         self._codec = DocumentCodec(self._codec_options)
         # (cmd, session, **how): MongoClient._execute on this database, bound once; every operation's path.
         self._run_command: Callable[..., dict[str, Any]] = functools.partial(database.client._execute, database.name)
+        # (cmd, handler, kind): the point path of a command with no session and default concerns
+        # (MongoClient._point), when the client allows it (MongoClient._pointable).
+        self._point: Callable[[dict[str, Any], PointHandler, Kind], dict[str, Any]] = functools.partial(
+            database.client._point, database.name
+        )
+        self._pointable: Callable[[], bool] = database.client._pointable
 
     @property
     def full_name(self) -> str:
@@ -117,7 +126,11 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             comment=comment,
         )
         concern = self._write_concern_doc(cmd, session)
-        _reply.check_single_write(self._run_command(cmd, session, retryable_write=True, write_concern=concern))
+        if session is None and len(cmd) == 3 and self._pointable():  # nothing but the document
+            reply = self._point(cmd, write.point_insert, "write")
+        else:
+            reply = self._run_command(cmd, session, retryable_write=True, write_concern=concern)
+        _reply.check_single_write(reply)
         return InsertOneResult(document.get("_id"), concern.acknowledged)
 
     def insert_many(
@@ -173,10 +186,13 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             bypassDocumentValidation=bypass_document_validation,
         )
         concern = self._write_concern_doc(cmd, session)
-        # As pymongo: a multi-document update is not a retryable write.
-        reply = _reply.check_single_write(
-            self._run_command(cmd, session, retryable_write=not multi, write_concern=concern)
-        )
+        if session is None and len(cmd) == 3 and self._pointable():  # one statement, nothing else
+            reply = _reply.check_single_write(self._point(cmd, write.point_update, "write"))
+        else:
+            # As pymongo: a multi-document update is not a retryable write.
+            reply = _reply.check_single_write(
+                self._run_command(cmd, session, retryable_write=not multi, write_concern=concern)
+            )
         acknowledged = concern.acknowledged
         raw = dict(reply)
         raw.pop("ok", None)
@@ -295,10 +311,13 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             {"delete": self._name, "ordered": True, "deletes": [delete_statement]}, let=let, comment=comment
         )
         concern = self._write_concern_doc(cmd, session)
-        # As pymongo: delete_many (limit 0) is not a retryable write.
-        reply = _reply.check_single_write(
-            self._run_command(cmd, session, retryable_write=limit == 1, write_concern=concern)
-        )
+        if session is None and len(cmd) == 3 and self._pointable():  # one statement, nothing else
+            reply = _reply.check_single_write(self._point(cmd, write.point_delete, "write"))
+        else:
+            # As pymongo: delete_many (limit 0) is not a retryable write.
+            reply = _reply.check_single_write(
+                self._run_command(cmd, session, retryable_write=limit == 1, write_concern=concern)
+            )
         acknowledged = concern.acknowledged
         return DeleteResult({"n": reply.get("n", 0), "ok": 1.0} if acknowledged else {}, acknowledged)
 
@@ -381,7 +400,10 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
                 "limit": 1,
                 "singleBatch": True,
             }
-            reply = self._run_command(cmd, read_concern=self._read_concern, read_preference=None, kind="read")
+            if self._read_concern.level is None and self._pointable():
+                reply = self._point(cmd, find.point_find, "read")
+            else:
+                reply = self._run_command(cmd, read_concern=self._read_concern, read_preference=None, kind="read")
             batch = _reply.check(reply)["cursor"]["firstBatch"]
             return self._codec.decode(batch)[0] if batch else None
         cursor = self.find(filter, *args, **kwargs)
@@ -697,10 +719,10 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             info[index.pop("name")] = index
         return info
 
-    # Atlas Search indexes: the commands answer 238 (NotImplemented), as documented in differences.md.
+    # MongoDB Search indexes (foliodb.commands.search_indexes).
 
     def create_search_index(self, model: Any, session: Any = None, comment: Any = None, **kwargs: Any) -> str:
-        """Atlas Search indexes are not available: the command answers NotImplemented (238).
+        """Create one search index (a ``SearchIndexModel`` or its document); its name.
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         return self.create_search_indexes([model], session=session, comment=comment, **kwargs)[0]
@@ -708,7 +730,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
     def create_search_indexes(
         self, models: Sequence[Any], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> list[str]:
-        """Atlas Search indexes are not available: the command answers NotImplemented (238).
+        """Create search indexes (``createSearchIndexes``); their names, in order.
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         indexes = [getattr(model, "document", model) for model in models]
@@ -716,25 +738,31 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         return [index["name"] for index in _reply.check(self._run_command(cmd, session))["indexesCreated"]]
 
     def drop_search_index(self, name: str, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
-        """Atlas Search indexes are not available: the command answers NotImplemented (238).
+        """Drop a search index (``dropSearchIndex``); a missing collection is no error, as in pymongo.
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         cmd = command_doc({"dropSearchIndex": self._name, "name": name}, kwargs, comment=comment)
-        _reply.check(self._run_command(cmd, session))
+        self._check_unless_missing(self._run_command(cmd, session))
 
     def update_search_index(
         self, name: str, definition: Mapping[str, Any], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> None:
-        """Atlas Search indexes are not available: the command answers NotImplemented (238).
+        """Replace a search index's definition (``updateSearchIndex``); a missing collection is no error.
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         cmd = {"updateSearchIndex": self._name, "name": name, "definition": definition}
-        _reply.check(self._run_command(command_doc(cmd, kwargs, comment=comment), session))
+        self._check_unless_missing(self._run_command(command_doc(cmd, kwargs, comment=comment), session))
+
+    @staticmethod
+    def _check_unless_missing(reply: Mapping[str, Any]) -> None:
+        """pymongo's ``allowable_errors=["ns not found", 26]``."""
+        if reply.get("code") != 26 and reply.get("errmsg") != "ns not found":
+            _reply.check(reply)
 
     def list_search_indexes(
         self, name: str | None = None, session: Any = None, comment: Any = None, **kwargs: Any
     ) -> CommandCursor:
-        """The ``$listSearchIndexes`` stage's cursor (Atlas Search is not available).
+        """The ``$listSearchIndexes`` stage's cursor.
 
         https://pymongo.readthedocs.io/en/stable/api/pymongo/collection.html"""
         stage = {"$listSearchIndexes": {"name": name} if name is not None else {}}

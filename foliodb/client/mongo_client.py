@@ -60,6 +60,7 @@ from foliodb.client.remote import SharedExecutor
 from foliodb.client.retry import Kind
 from foliodb.client.session import ClientSession, NodeDescription
 from foliodb.commands import Executor
+from foliodb.commands.executor import PointHandler
 from foliodb.commands.failpoints import closes_connection
 from foliodb.commands.replication import ReplicaSet
 from foliodb.errors import CommandError, ErrorCode
@@ -142,6 +143,7 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         # The executor, told the client's appName as a server learns it from the handshake (fail points match it).
         # Its operations carry the client's id (owner): close() stops those still running.
         app_name = self._options.pool_options.metadata.get("application", {}).get("name")
+        self._app_name: str | None = app_name
         named = {} if app_name is None else {"app_name": app_name}
         self._run: Callable[[str, Mapping[str, Any]], dict[str, Any]] = functools.partial(
             self._executor.execute, owner=id(self), **named
@@ -301,6 +303,27 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
             session._end_implicit_session()
             session = None
         return reply, session
+
+    def _pointable(self) -> bool:
+        """Would :meth:`_execute` send a command of no session as it is, unwatched? Then
+        :meth:`_point` may run it (no retryable writes' session, no command listeners, no
+        appName for fail points to match, no bound session; open)."""
+        return not (
+            self._closed
+            or self._retry_writes
+            or self._command_listeners
+            or self._app_name is not None
+            or self._get_bound_session()
+        )
+
+    def _point(self, db: str, cmd: dict[str, Any], handler: PointHandler, kind: Kind) -> dict[str, Any]:
+        """``_execute(db, cmd)`` when :meth:`_pointable`, for a command sent with the default
+        read and write concerns (the caller checks those), through the executor's point path
+        (``Executor.point``)."""
+        reply = self._executor.point(db, cmd, handler, id(self))
+        if reply.get("ok") != 1.0:  # an error: pymongo retries a read, or after backpressure
+            return self._retry(db, cmd, reply, kind)
+        return reply
 
     def _send(self, db: str, cmd: Mapping[str, Any]) -> dict[str, Any]:
         """One attempt: the executor's reply, a ClosedConnection included."""

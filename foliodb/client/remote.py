@@ -38,6 +38,7 @@ from bson.binary import Binary, UuidRepresentation
 from pymongo.errors import AutoReconnect
 
 from foliodb.commands import Executor
+from foliodb.commands.executor import PointHandler
 from foliodb.commands.replication import ReplicaSet
 from foliodb.engine.catalog import CODEC  # the engine's own: replies decode as its documents do
 from foliodb.errors import CommandError, ErrorCode
@@ -195,6 +196,16 @@ class SharedExecutor:
                 return local.execute(db, command, **extra)
             self._forked()
         return self._remote_execute(db, command)
+
+    def point(
+        self, db: str, command: dict[str, Any], handler: PointHandler, owner: int | None = None
+    ) -> dict[str, Any]:
+        """:meth:`Executor.point` on this process's own executor; through an owner, the
+        command goes as any other."""
+        local = self.local
+        if local is not None and not local.engine.storage.forked:
+            return local.point(db, command, handler, owner)
+        return self.execute(db, command, owner=owner)
 
     def kill_operations(self, code: int, *, owner: int) -> list[int]:
         """Stop the running operations of one client of this process (see Executor.kill_operations)."""

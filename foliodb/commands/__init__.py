@@ -6,6 +6,7 @@ Importing this package registers every command; :class:`Executor` runs them.
 from foliodb.commands import (  # noqa: F401  (each module registers its commands)
     aggregate,
     bulk_write,
+    capped,
     collections,
     current_op,
     cursors,
@@ -22,6 +23,7 @@ from foliodb.commands import (  # noqa: F401  (each module registers its command
     profiler,
     replication,
     roles,
+    search_indexes,
     sessions,
     sleep,
     stats,

@@ -11,14 +11,14 @@ the command, in one storage transaction, so their writes land all or nothing.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import bson
 from bson import Int64
 
 from foliodb.aggregation.pipeline import FIRST_ONLY, compile_pipeline
-from foliodb.commands import change_streams, collation, oplog_rs, params, plan_cache, sessions, stats
+from foliodb.commands import change_streams, collation, oplog_rs, params, plan_cache, search_indexes, sessions, stats
 from foliodb.commands.accesses import counted
 from foliodb.commands.current_op import current_ops
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, cursor_reply
@@ -26,22 +26,28 @@ from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.timeseries import check_options as ts_options
 from foliodb.commands.timeseries import create as timeseries_create
-from foliodb.commands.write import apply_replacement, check_new_database, prepare_insert
+from foliodb.commands.write import Target, apply_replacement, check_new_database, prepare_insert
 from foliodb.engine.buckets import BucketSpec
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.query import FindExecution, FindSpec
+from foliodb.engine.search.vector_search import vector_search
 from foliodb.engine.timeseries import TimeSeriesWriter, check_measurement
-from foliodb.errors import CommandError, ErrorCode
+from foliodb.errors import INTERRUPTIONS, CommandError, ErrorCode
+from foliodb.query import collation as collation_module
 from foliodb.query import metadata
-from foliodb.query.bsontypes import is_string
+from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.context import Context
+from foliodb.query.vector_query import VectorQuery
 
 
 class EngineEnv:
     """PipelineEnv over the engine, for one aggregate command."""
 
-    def __init__(self, request: Request, ctx: Context, allow_disk_use: bool, coll: str | None = None) -> None:
+    def __init__(
+        self, request: Request, ctx: Context, allow_disk_use: bool, coll: str | None = None, bypass: bool = False
+    ) -> None:
         self.request = request
+        self.bypass = bypass  # bypassDocumentValidation: $out and $merge skip their target's validator
         self.coll = coll  # the collection aggregated; None for `aggregate: 1`
         self.engine = request.engine
         self.ctx = ctx
@@ -58,7 +64,7 @@ class EngineEnv:
     ) -> Iterator[dict[str, Any]]:
         """Run ``stages`` over a collection, leading stages through the planner
         (with the aggregate command's ``hint``, for its own collection)."""
-        env = EngineEnv(self.request, ctx or self.ctx, self.allow_disk_use, coll)
+        env = EngineEnv(self.request, ctx or self.ctx, self.allow_disk_use, coll, self.bypass)
         source, view_pipeline = self.engine.resolve_view(db or self.db, coll)
         if stages and isinstance(stages[0], Mapping) and "$collStats" in stages[0]:
             # $collStats reports on the namespace named, a view too: the view's pipeline is not applied.
@@ -69,17 +75,19 @@ class EngineEnv:
             return pipeline.run(iter(()))
         if oplog_rs.is_oplog(db or self.db, source):  # the oplog's entries, every stage run here
             return pipeline.run(oplog_rs.oplog_find(self.engine, FindSpec(), env.ctx, tailable=False))
-        filter_spec, sort, limit = pipeline.pushdown()
+        filter_spec, sort, limit, projection = pipeline.pushdown()
         near = pipeline.geo_near()
         store = self.engine.store(db or self.db, source)
         spec = FindSpec(
             filter=filter_spec,
             sort=sort,
             limit=limit,
+            projection=projection,
             geo_near=near,
             hint=hint,
             allow_disk_use=self.allow_disk_use,
             keep_metadata=True,
+            count_only=pipeline.needs_no_fields(),
         )
         run = counted(self.request, store, FindExecution(store, spec, env.ctx))
         return pipeline.run(iter(run), pushed=True)
@@ -126,14 +134,19 @@ class EngineEnv:
             raise CommandError(
                 ErrorCode.CommandNotSupportedOnView, f"Namespace {db}.{coll} is a view, not a collection"
             )
+        if existing is not None and existing.options.get("capped"):  # the $out page: never to a capped collection
+            raise CommandError(17152, f"namespace '{db}.{coll}' is capped so it can't be used for $out")
         check_new_database(engine, db)
         with engine.storage.write():
             # Results go to a temporary collection first: the pipeline may be
             # reading the very collection it replaces.
             temp_name = f"tmp.agg_out.{uuid.uuid4().hex}"
             temp = engine.create_collection(db, temp_name)
+            check = Target(self.request, db, coll, self.bypass)  # the target's validator, as mongod's temp copy has
             for doc in docs:
-                temp.insert(prepare_insert(metadata.strip(dict(doc))))
+                new = prepare_insert(metadata.strip(dict(doc)))
+                check.validate(new)
+                temp.insert(new)
             target = engine.store(db, coll)
             if target is None:
                 engine.rename_collection(db, temp_name, db, coll, drop_target=False)
@@ -184,8 +197,12 @@ class EngineEnv:
         info = self.engine.catalog.get(db or self.db, coll)
         if info is None:
             return False
+        # Unique, not partial, and of the aggregate's collation (mongod's supportsUniqueKey).
         return any(
-            index.unique and sorted(index.key) == sorted(fields) and "partialFilterExpression" not in index.spec
+            index.unique
+            and sorted(index.key) == sorted(fields)
+            and "partialFilterExpression" not in index.spec
+            and collation_module.same(index.collator, self.ctx.collator)
             for index in info.indexes.values()
         )
 
@@ -201,14 +218,17 @@ class EngineEnv:
             if self.engine.store(db, coll) is None:
                 check_new_database(self.engine, db)
             store = self.engine.ensure_collection(db, coll)
-            store.insert(prepare_insert(metadata.strip(dict(doc))))
+            new = prepare_insert(metadata.strip(dict(doc)))
+            Target(self.request, db, coll, self.bypass).validate(new)
+            store.insert(new)
 
     def replace(self, coll: str, filter: Mapping[str, Any], doc: Mapping[str, Any], db: str | None = None) -> None:
         store = self.engine.store(db or self.db, coll)
         if store is None:
             raise CommandError(ErrorCode.NamespaceNotFound, f"ns does not exist: {db or self.db}.{coll}")
+        target = Target(self.request, db or self.db, coll, self.bypass)
         with self.engine.storage.write():
-            apply_replacement(store, filter, metadata.strip(dict(doc)), self.ctx)
+            apply_replacement(target, store, filter, metadata.strip(dict(doc)), self.ctx)
 
     def coll_stats(self, coll: str, spec: Mapping[str, Any]) -> dict[str, Any]:
         return stats.coll_stats(self.engine, self.db, coll, spec, self.ctx.now)
@@ -227,6 +247,12 @@ class EngineEnv:
     def sessions(self, all_users: bool, users: list[tuple[str, str]]) -> list[dict[str, Any]]:
         return sessions.listed_sessions(self.request, all_users, users)
 
+    def vector_search(self, coll: str, query: VectorQuery) -> list[dict[str, Any]]:
+        return vector_search(self.engine.search, self.engine.store(self.db, coll), query)
+
+    def search_indexes(self, coll: str, name: str | None, index_id: str | None) -> list[dict[str, Any]]:
+        return search_indexes.listed(self.engine, self.db, coll, name, index_id)
+
 
 def _field_match(stages: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     """The filter of a pipeline that is one ``$match`` on fields only (as $lookup builds per document)."""
@@ -236,6 +262,26 @@ def _field_match(stages: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     if not isinstance(spec, Mapping) or any(not is_string(k) or k.startswith("$") for k in spec):
         return None
     return spec
+
+
+def _drain_writing(
+    request: Request, stages: list[Mapping[str, Any]], run: Callable[[], Iterator[dict[str, Any]]]
+) -> None:
+    """Run a pipeline ending in ``$out`` or ``$merge`` in one storage transaction. ``$out``
+    replaces its target whole or not at all; a ``$merge`` that fails keeps the writes it did, as
+    mongod's (its batches are separate write commands), unless the command was interrupted
+    (FolioDB rolls an interrupted write command back, see docs/differences.md)."""
+    failure: CommandError | None = None
+    with request.engine.storage.write():
+        try:
+            for _ in run():
+                pass
+        except CommandError as error:
+            if "$merge" not in stages[-1] or error.code in INTERRUPTIONS:
+                raise
+            failure = error
+    if failure is not None:
+        raise failure
 
 
 # aggregate's fields (mongod's aggregate.idl, the internal ones left out).
@@ -259,6 +305,12 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     stages = fields.get("pipeline")
     if stages is None:
         raise CommandError(ErrorCode.FailedToParse, "BSON field 'aggregate.pipeline' is missing but a required field")
+    for i, stage in enumerate(stages):  # mongod's IDL types the pipeline array<object>, checked before the rest
+        if not isinstance(stage, Mapping):
+            raise CommandError(
+                ErrorCode.TypeMismatch,
+                f"BSON field 'aggregate.pipeline.{i}' is the wrong type '{type_name(stage)}', expected type 'object'",
+            )
     cursor_opts = fields.get("cursor")
     explain = fields.get("explain", False)
     if cursor_opts is None and not explain:
@@ -281,7 +333,7 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     allow_disk_use = fields.get("allowDiskUse", True)
     hint = fields.get("hint")
     ctx = request.context(let, collator)
-    env = EngineEnv(request, ctx, allow_disk_use)
+    env = EngineEnv(request, ctx, allow_disk_use, bypass=fields.get("bypassDocumentValidation", False))
     writes = bool(stages) and isinstance(stages[-1], Mapping) and any(k in ("$out", "$merge") for k in stages[-1])
     concern = cmd.get("readConcern")
     if writes and isinstance(concern, Mapping) and concern.get("level") == "linearizable":
@@ -290,18 +342,14 @@ def cmd_aggregate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     if is_string(target):
         ns = f"{request.db}.{target}"
         if writes:
-            with request.engine.storage.write():
-                for _ in env.source(target, stages, hint=hint):
-                    pass
+            _drain_writing(request, stages, lambda: env.source(target, stages, hint=hint))
             return cursor_reply(request, ns, iter(()), batch_size)
         docs = env.source(target, stages, hint=hint)
     elif target == 1:
         ns = f"{request.db}.$cmd.aggregate"
         pipeline = compile_pipeline(list(stages), env)
         if writes:
-            with request.engine.storage.write():
-                for _ in pipeline.run(iter(())):
-                    pass
+            _drain_writing(request, stages, lambda: pipeline.run(iter(())))
             return cursor_reply(request, ns, iter(()), batch_size)
         docs = pipeline.run(iter(()))
     else:

@@ -65,6 +65,30 @@ API_V1_COMMANDS = frozenset(
 
 _WRITES = frozenset({"insert", "update", "delete", "findAndModify"})
 
+# Aggregation stages registered AllowedWithApiStrict::kNeverInVersion1 in mongod 8.0.
+STAGES_NOT_IN_V1 = frozenset(
+    {
+        "$currentOp",
+        "$indexStats",
+        "$listLocalSessions",
+        "$listSessions",
+        "$planCacheStats",
+        "$listSampledQueries",
+        "$listSearchIndexes",
+        "$queryStats",
+        "$querySettings",
+        "$search",
+        "$searchMeta",
+        "$vectorSearch",
+        "$shardedDataDistribution",
+        "$listClusterCatalog",
+        "$rankFusion",
+        "$scoreFusion",
+    }
+)
+# Stage fields whose value is a sub-pipeline, or a document of them ($facet).
+_SUB_PIPELINES = {"$lookup": "pipeline", "$unionWith": "pipeline", "$facet": None}
+
 
 def _flag(command: Mapping[str, Any], name: str) -> bool | None:
     value = command.get(name)
@@ -119,3 +143,24 @@ def check_api_parameters(name: str, command: Mapping[str, Any], parameters: Mapp
         raise CommandError(
             ErrorCode.APIStrictError, f"Provided apiStrict:true, but the command {name} attempts to write to system.js."
         )
+    if name == "aggregate":
+        _check_stages(command.get("pipeline"))
+
+
+def _check_stages(pipeline: Any) -> None:
+    """Refuse a stage outside API Version 1 anywhere in a pipeline (mongod's LiteParsedPipeline
+    checks sub-pipelines too), on collections and on ``aggregate: 1`` alike."""
+    if not isinstance(pipeline, list):
+        return
+    for stage in pipeline:
+        if not isinstance(stage, Mapping) or len(stage) != 1:
+            continue
+        ((stage_name, arg),) = stage.items()
+        if stage_name in STAGES_NOT_IN_V1:
+            raise CommandError(
+                ErrorCode.APIStrictError, f"{stage_name} is not allowed with 'apiStrict: true' in API Version 1"
+            )
+        if stage_name in _SUB_PIPELINES and isinstance(arg, Mapping):
+            field = _SUB_PIPELINES[stage_name]
+            for inner in [arg.get(field)] if field is not None else list(arg.values()):
+                _check_stages(inner)

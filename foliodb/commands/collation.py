@@ -6,7 +6,9 @@ An operation's own ``collation`` wins; without one it takes its collection's
 default (the ``create`` option), and a collection without one compares by
 code point (no collator). A view has its collation fixed at creation: an
 operation on it may name only that same collation (OptionNotSupportedOnView,
-167), and a view on a view must agree with the view beneath it.
+167), and a view on a view must agree with the view beneath it. An empty
+collation document is no collation, as mongod's ``getCollation().isEmpty()``
+tests.
 """
 
 from __future__ import annotations
@@ -24,9 +26,13 @@ def given(cmd: Mapping[str, Any], where: str) -> Collator | None:
     """The collator ``cmd`` names (None when it names none or ``simple``),
     raising mongod's errors for a bad collation document."""
     value = cmd.get("collation")
-    if value is None:
+    if value is None or _empty(value):
         return None
     return collation.parse(value, f"{where}.collation")
+
+
+def _empty(value: Any) -> bool:
+    return isinstance(value, Mapping) and not value
 
 
 def default_of(request: Request, name: str, db: str | None = None) -> Collator | None:
@@ -41,7 +47,7 @@ def default_of(request: Request, name: str, db: str | None = None) -> Collator |
 def resolve(request: Request, name: str, value: Any, where: str, db: str | None = None) -> Collator | None:
     """The collator an operation on ``name`` runs under, given the
     operation's own ``collation`` field (None when it has none)."""
-    if value is None:
+    if value is None or _empty(value):
         return default_of(request, name, db)
     own = collation.parse(value, f"{where}.collation")
     info = request.engine.catalog.get(db or request.db, name)

@@ -42,6 +42,7 @@ _CREATE_OPTIONS = {
     "indexOptionDefaults",
     "timeseries",
     "changeStreamPreAndPostImages",
+    "autoIndexId",
 }
 
 
@@ -88,6 +89,16 @@ def cmd_create(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         # MongoDB's rounding: at least 4096 bytes, else a multiple of 256.
         options["size"] = 4096 if size <= 4096 else (size + 255) // 256 * 256
     check_validation(options, "create")
+    reply: dict[str, Any] = {"ok": 1.0}
+    if "autoIndexId" in options:
+        options["autoIndexId"] = bool(params.field(options, "autoIndexId", "bool", "create"))
+        if not options["autoIndexId"] and request.db != "local":
+            # mongod's DatabaseImpl::createCollection: every collection outside local is replicated.
+            raise CommandError(
+                50001,
+                f"autoIndexId:false is not allowed for collection {request.db}.{name} because it can be replicated",
+            )
+        reply = {"note": "the autoIndexId option is deprecated and will be removed in a future release", **reply}
     if "timeseries" in options:
         options["timeseries"] = timeseries.check_options(options["timeseries"])
     if "clusteredIndex" in options:
@@ -97,15 +108,15 @@ def cmd_create(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     with request.engine.storage.write():
         existing = request.engine.catalog.get(request.db, name)
         if existing is not None:
-            if existing.options == options:
-                return {"ok": 1.0}  # MongoDB 7+: creating the same collection again is a no-op
+            if existing.options == options and request.engine.storage.transaction() is None:
+                return reply  # MongoDB 7+: creating the same collection again is a no-op (not in a transaction)
             raise CommandError(ErrorCode.NamespaceExists, f"Collection {request.db}.{name} already exists.")
         check_new_database(request.engine, request.db)
         if "timeseries" in options:
             timeseries.create(request, name, options)
         else:
             request.engine.create_collection(request.db, name, options)
-    return {"ok": 1.0}
+    return reply
 
 
 def check_clustered(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -171,8 +182,10 @@ def cmd_drop(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
 
 @COMMANDS.register("dropDatabase")
 def cmd_dropDatabase(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    # mongod names the database in "dropped" only when there was one (a missing one: NamespaceNotFound, ok).
+    existed = any(True for _ in request.engine.collections(request.db))
     request.engine.drop_database(request.db)
-    return {"dropped": request.db, "ok": 1.0}
+    return {"dropped": request.db, "ok": 1.0} if existed else {"ok": 1.0}
 
 
 def collection_entry(info: CollectionInfo) -> dict[str, Any]:

@@ -137,6 +137,8 @@ def cmd_serverStatus(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]
         "opcounters": dict(request.executor.opcounters),
         "metrics": {"cursor": {"open": {"total": len(request.cursors)}}},
         "storageEngine": {"name": "foliodb-sqlite", "persistent": not request.engine.storage.memory},
+        # FolioDB's decoded-document cache (engine/cache.py), as wiredTiger.cache is WiredTiger's.
+        "documentCache": request.engine.storage.cache.status(),
         "ok": 1.0,
     }
 
@@ -206,7 +208,13 @@ def cmd_top(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
 @COMMANDS.register("validate")
 def cmd_validate(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     name = collection_name(cmd, "validate")
-    params.field(cmd, "full", "bool", "validate")
+    full = params.field(cmd, "full", "bool", "validate", default=False)
+    if full and params.field(cmd, "background", "bool", "validate", default=False):
+        # mongod's validate.cpp: a full validation needs the collection to itself.
+        raise CommandError(
+            ErrorCode.InvalidOptions,
+            "Running the validate command with both { background: true } and { full: true } is not supported.",
+        )
     store = request.engine.store(request.db, name)
     if store is None:
         raise CommandError(ErrorCode.NamespaceNotFound, f"Collection '{request.db}.{name}' does not exist to validate.")

@@ -26,7 +26,7 @@ from foliodb import interrupt, lane
 from foliodb.auth.caller import CALLER
 from foliodb.commands import api_version, failpoints, params, profiler, registry, sessions
 from foliodb.commands.cursors import CursorManager
-from foliodb.commands.replication import ReplicaSet, write_concern_error
+from foliodb.commands.replication import ReplicaSet, with_write_concern_error
 from foliodb.engine import usage
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.engine import Engine, open_engine
@@ -45,11 +45,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("foliodb")
 
+# A command's point path (commands.find.point_find, commands.write.point_insert...): its reply,
+# or None when the general path must answer.
+PointHandler = Callable[["Request", Mapping[str, Any]], "dict[str, Any] | None"]
 
-# Commands whose writeConcern a one-member replica set checks before running them.
-WRITE_COMMANDS = frozenset(
-    {"insert", "update", "delete", "findAndModify", "findandmodify", "bulkWrite", "create", "drop", "createIndexes"}
-)
+
+def _await_end(held: HeldByTransactionError) -> None:
+    """Wait, out of the lane, for the transaction holding a document to end (killOp and the
+    deadline stop the wait)."""
+    lane.leave()
+    while not held.txn.ended.wait(0.05):
+        interrupt.check()
 
 
 @dataclass
@@ -149,6 +155,89 @@ class Executor:
         self._opids = engine.opids
 
     def execute(self, db: str, command: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
+        # A turn in the engine's lane: an embedded client's threads take turns, as a server's
+        # connections do in the server's (whose turn this thread then holds: take() passes by,
+        # as it does for a command run inside another).
+        road = self.engine.lane
+        if not road.take():
+            return self._execute(db, command, extra)
+        try:
+            return self._execute(db, command, extra)
+        finally:
+            road.done()
+
+    def point(
+        self, db: str, command: dict[str, Any], handler: PointHandler, owner: int | None = None
+    ) -> dict[str, Any]:
+        """``execute(db, command)`` for a command the embedded client sends as drivers do
+        (no session, Stable API, maxTimeMS or write concern fields), answered by ``point``
+        (a command's point path: ``point_find``, ``point_insert``, ...) without the general
+        path's checks of fields it has none of. Everything a command has that others see is
+        kept: its turn, its operation (currentOp, killOp), its snapshot, ``top`` and the
+        opcounters, the wait for a document an open transaction holds. With fail points
+        configured, or where ``handler`` declines, the general path answers. ``owner``: the
+        embedded client's id, as ``execute`` takes it (its close() stops its operations)."""
+        if failpoints.configured():
+            return self.execute(db, command, owner=owner)
+        road = self.engine.lane
+        if not road.take():
+            return self._run_point(db, command, handler, owner)
+        try:
+            return self._run_point(db, command, handler, owner)
+        finally:
+            road.done()
+
+    def _run_point(self, db: str, command: dict[str, Any], point: PointHandler, owner: int | None) -> dict[str, Any]:
+        reply = self._point_reply(db, command, point, owner)
+        return self._execute(db, command, {"owner": owner}) if reply is None else reply
+
+    def _point_reply(
+        self, db: str, command: dict[str, Any], point: PointHandler, owner: int | None
+    ) -> dict[str, Any] | None:
+        """:meth:`_execute` for a point path: its reply, or None when it declines."""
+        op = Operation(next(self._opids), db, command)
+        op.javascript = self.javascript
+        op.owner = owner
+        operations = self.operations
+        operations[op.opid] = op
+        previous = interrupt.bind(op)
+        engine = self.engine
+        storage = engine.storage
+        name = next(iter(command))
+        started = time.perf_counter()
+        try:
+            storage.begin_operation()
+            try:
+                reply = self._point_call(Request(self, db, name), command, point)
+            finally:
+                storage.end_operation()
+            if reply is not None:
+                seconds = time.perf_counter() - started
+                usage.command_finished(engine.usage, storage.published, db, name, command, seconds)
+                self._count(name, command)
+            return reply
+        except CommandError as exc:
+            return exc.to_reply()
+        except RecursionError:
+            return CommandError(ErrorCode.Overflow, "the document or expression is nested too deeply").to_reply()
+        except Exception as exc:  # a FolioDB bug: report it, keep serving
+            log.exception("internal error running %r", command)
+            return CommandError(ErrorCode.InternalError, f"internal error: {type(exc).__name__}: {exc}").to_reply()
+        finally:
+            interrupt.bind(previous)
+            del operations[op.opid]
+
+    @staticmethod
+    def _point_call(request: Request, command: dict[str, Any], point: PointHandler) -> dict[str, Any] | None:
+        """``point``'s reply; as :meth:`_call`, a write that met a document an open
+        transaction holds runs again once that transaction ends."""
+        while True:
+            try:
+                return point(request, command)
+            except HeldByTransactionError as held:
+                _await_end(held)
+
+    def _execute(self, db: str, command: Mapping[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
         op = Operation(next(self._opids), db, command, None, extra.get("connection_id"), extra.get("peer", ""))
         caller = CALLER.get()
         if caller is not None:
@@ -204,10 +293,6 @@ class Executor:
             if max_time and name != "getMore":  # a getMore's maxTimeMS is its await time (awaitData cursors)
                 op.deadline = time.monotonic() + max_time / 1000.0
                 failpoints.deadline_set(request, op)
-        if self.replica_set is not None and name in WRITE_COMMANDS:
-            unsatisfiable = write_concern_error(command.get("writeConcern"))
-            if unsatisfiable is not None:
-                raise unsatisfiable
         in_session = "lsid" in command
         if in_session:
             op.session = request.lsid = lsid_key(command["lsid"])
@@ -216,6 +301,8 @@ class Executor:
             reply = failpoints.run(request, command, lambda: self._call(request, handler, command, in_session))
         except CommandError as exc:
             reply = exc.to_reply()
+        if self.replica_set is not None:
+            reply = with_write_concern_error(name, command, reply)
         if self.replica_set is not None and (in_session or "connection_id" in extra):
             reply.update(sessions.cluster_time_fields(request))
         if engine.profiling:
@@ -242,9 +329,7 @@ class Executor:
                     return sessions.run(request, handler, command)
                 return handler(request, command)
             except HeldByTransactionError as held:
-                lane.leave()
-                while not held.txn.ended.wait(0.05):
-                    interrupt.check()
+                _await_end(held)
 
     def stored_javascript(self, db: str) -> list[dict[str, Any]]:
         """The documents of ``db``'s ``system.js`` in the running operation's snapshot (its

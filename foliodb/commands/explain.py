@@ -18,6 +18,7 @@ from foliodb.commands.diagnostics import MONGODB_VERSION
 from foliodb.commands.executor import Request
 from foliodb.commands.find import count_execution, distinct_execution, execution, find_spec
 from foliodb.commands.registry import COMMANDS
+from foliodb.commands.search_indexes import explain_vector_search
 from foliodb.commands.views import find_stages, is_view
 from foliodb.commands.write import UpdateStatement, Writes, collection_name, delete_statement, would_modify
 from foliodb.engine.count import explain_count
@@ -176,15 +177,30 @@ def _explain_aggregate(request: Request, inner: Mapping[str, Any], verbosity: st
     # A view (a time-series collection too) explains as its pipeline over its source, as mongod's.
     source, view_pipeline = request.engine.resolve_view(request.db, name)
     pipeline = compile_pipeline(view_pipeline + list(stages), env)
-    filter_spec, sort, limit = pipeline.pushdown()
+    if pipeline.stages and pipeline.stages[0].search is not None:
+        first = pipeline.stages[0]
+        explained = explain_vector_search(request.engine, request.db, source, first.search, first.spec)
+        return _finish({"explainVersion": "1", "stages": [explained, *pipeline.explain()[1:]]}, inner)
+    filter_spec, sort, limit, projection = pipeline.pushdown()
     near = pipeline.geo_near()
-    spec = FindSpec(filter=filter_spec, sort=sort, limit=limit, hint=inner.get("hint"), collation=own, geo_near=near)
+    spec = FindSpec(
+        filter=filter_spec,
+        sort=sort,
+        limit=limit,
+        projection=projection,
+        hint=inner.get("hint"),
+        collation=own,
+        geo_near=near,
+        count_only=pipeline.needs_no_fields(),
+    )
     run = execution(request, source, spec, let)
     cursor = explain_find(run, f"{request.db}.{source}", verbosity)
-    pushed = int(filter_spec is not None) + int(sort is not None or limit is not None)  # $geoNear stays
-    rest = pipeline.explain()[pushed:]
+    pushed = int(filter_spec is not None) + int(sort is not None or limit is not None) + int(projection is not None)
+    rest = pipeline.explain()[pushed:]  # $geoNear stays
     out: dict[str, Any] = {"explainVersion": "1"}
     if not rest:
+        # The whole pipeline ran as this find: mongod's explain says so (queryPlanner.optimizedPipeline).
+        cursor["queryPlanner"]["optimizedPipeline"] = True
         out.update(cursor)
     else:
         out["stages"] = [{"$cursor": cursor}, *rest]

@@ -87,6 +87,7 @@ from typing import TYPE_CHECKING, Any
 from foliodb import interrupt
 from foliodb.commands import params
 from foliodb.commands.registry import COMMANDS
+from foliodb.commands.replication import takes_write_concern
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import compare as cmp
 
@@ -117,40 +118,6 @@ _CLOSED_CODE = 50985  # what mongod raises after ending the connection (no clien
 # mongod's command aliases beyond one handler under several names.
 _ALIASES = ({"hello", "isMaster", "ismaster"},)
 
-# Commands that take a write concern (mongod's supportsWriteConcern), which a writeConcernError may follow.
-WRITE_CONCERN_COMMANDS = frozenset(
-    {
-        "insert",
-        "update",
-        "delete",
-        "findAndModify",
-        "findandmodify",
-        "bulkWrite",
-        "create",
-        "drop",
-        "dropDatabase",
-        "createIndexes",
-        "dropIndexes",
-        "collMod",
-        "renameCollection",
-        "commitTransaction",
-        "abortTransaction",
-        "createUser",
-        "updateUser",
-        "dropUser",
-        "dropAllUsersFromDatabase",
-        "grantRolesToUser",
-        "revokeRolesFromUser",
-        "createRole",
-        "updateRole",
-        "dropRole",
-        "dropAllRolesFromDatabase",
-        "grantRolesToRole",
-        "revokeRolesFromRole",
-        "grantPrivilegesToRole",
-        "revokePrivilegesFromRole",
-    }
-)
 _RETRYABLE_WRITES = frozenset({"insert", "update", "delete", "findAndModify", "findandmodify", "bulkWrite"})
 _COMMIT_OR_ABORT = frozenset({"commitTransaction", "abortTransaction"})
 
@@ -434,6 +401,11 @@ def _set_labels(reply: dict[str, Any], labels: list[str]) -> None:
         reply.pop("errorLabels", None)
 
 
+def configured() -> bool:
+    """Has any engine of this process had fail points (which only the general path fires)?"""
+    return _configured
+
+
 def run(request: Request, cmd: Mapping[str, Any], call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """The reply to ``cmd``: ``call()``'s, as the engine's fail points change it."""
     if not _configured:  # no engine ever had fail points: the usual case, without a weak-key lookup
@@ -464,7 +436,7 @@ def run(request: Request, cmd: Mapping[str, Any], call: Callable[[], dict[str, A
     if failed is not None:
         return failed
     reply = call()
-    if name in WRITE_CONCERN_COMMANDS:
+    if takes_write_concern(name, cmd):  # a writeConcernError follows only those
         concern = points.fire(FAIL_COMMAND, lambda d: _applies(request, cmd, d) and "writeConcernError" in d)
         if concern is not None:
             problem = concern["writeConcernError"]

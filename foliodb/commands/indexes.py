@@ -103,6 +103,8 @@ def normalize_spec(raw: Any, default: Collator | None = None) -> dict[str, Any]:
         )
     if not name:
         raise _spec_error(raw, "The index name cannot be empty", ErrorCode.BadValue)
+    if "\x00" in name:  # mongod's IndexCatalogImpl::_isSpecOk
+        raise CommandError(ErrorCode.CannotCreateIndex, "index name cannot contain NUL bytes")
     for field_name, direction in key.items():
         if not field_name:
             raise _spec_error(raw, "Index keys cannot be an empty field.")
@@ -537,3 +539,28 @@ def modify_index(request: Request, db: str, name: str, change: Any) -> dict[str,
     request.engine.record(db, info, {"collMod": name, "index": {"name": index.name, **modified}}, o2=o2)
     reply["ok"] = 1.0
     return reply
+
+
+@COMMANDS.register("reIndex")
+def cmd_reIndex(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    """Rebuild a collection's indexes (manual: reIndex). As mongod 6.0+, only a standalone may:
+    a replica set member answers IllegalOperation."""
+    name = collection_name(cmd, "reIndex")
+    if request.executor.replica_set is not None:
+        raise CommandError(ErrorCode.IllegalOperation, "reIndex is only allowed on a standalone mongod instance.")
+    engine = request.engine
+    info = engine.catalog.get(request.db, name)
+    if info is not None and info.is_view:
+        raise CommandError(ErrorCode.CommandNotSupportedOnView, "can't re-index a view")
+    with engine.storage.write():
+        store = engine.store(request.db, name)
+        if store is None:
+            raise CommandError(ErrorCode.NamespaceNotFound, f"collection {request.db}.{name} does not exist")
+        specs = [listed_spec(store.info, index) for index in store.info.indexes.values()]
+        rebuilt = [dict(index.spec) for index in store.info.indexes.values() if index.name != "_id_"]
+        for index in [i for i in store.info.indexes.values() if i.name != "_id_"]:
+            engine.drop_index(store.info, index)
+        build = engine.begin_index_build(store, rebuilt) if rebuilt else None
+    if build is not None:
+        engine.run_index_build(build)
+    return {"nIndexesWas": len(specs), "nIndexes": len(specs), "indexes": specs, "ok": 1.0}

@@ -134,10 +134,10 @@ def _each(js: Runtime, fn: Any, pairs: list[list[Any]]) -> list[Any]:
     return out
 
 
-@COMMANDS.register("mapReduce")
+@COMMANDS.register("mapReduce", "mapreduce")  # mongod's alias, which the 4.2 shell sends
 def cmd_mapReduce(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
-    source = cmd["mapReduce"]
+    source = cmd[next(iter(cmd))]
     if not is_string(source) or not source:
         raise CommandError(ErrorCode.InvalidNamespace, f"Invalid namespace specified '{request.db}.{source}'")
     fields = params.parse(cmd, "mapReduce", FIELDS)

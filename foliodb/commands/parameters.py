@@ -5,7 +5,8 @@ One table says, per parameter, its value and whether it can change:
 
 * settable: FolioDB honours a new value at once (the TTL monitor reads
   ``ttlMonitorEnabled``/``ttlMonitorSleepSecs``, the executor reads
-  ``requireApiVersion``, the cursor reaper ``cursorTimeoutMillis``);
+  ``requireApiVersion``, the cursor reaper ``cursorTimeoutMillis``, the
+  document cache ``documentCacheSizeMB``, FolioDB's own);
   current values live in ``Engine.parameters``;
 * startup-only in mongod too: setParameter answers IllegalOperation (20);
 * settable in mongod but fixed in FolioDB: NotImplemented (238), rather
@@ -19,6 +20,7 @@ https://www.mongodb.com/docs/manual/reference/parameters/
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +31,7 @@ from foliodb.commands.cursors import CURSOR_TIMEOUT_MILLIS, MAX_CURSORS_PER_CONN
 from foliodb.commands.diagnostics import FEATURE_COMPATIBILITY_VERSION
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
+from foliodb.engine.cache import DEFAULT_SIZE_MB
 from foliodb.engine.query import SORT_MEMORY_LIMIT
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.interrupt import DEFAULT_JS_HEAP_LIMIT_MB, DEFAULT_JS_HEAP_TOTAL_MB
@@ -48,11 +51,44 @@ def _as_bool(name: str, value: Any) -> bool:
     raise CommandError(ErrorCode.BadValue, f"Invalid value for {name}: {render(value)}, expected a boolean")
 
 
+def _as_size_mb(name: str, value: Any) -> int:
+    number = params.as_int(value, name) if cmp.is_number(value) else None
+    if number is None or number < 0:
+        raise CommandError(ErrorCode.BadValue, f"Invalid value for {name}: {render(value)}, expected an integer >= 0")
+    return number
+
+
 def _as_positive_int(name: str, value: Any) -> int:
     number = params.as_int(value, name) if cmp.is_number(value) else None
     if number is None or number < 1:
         raise CommandError(ErrorCode.BadValue, f"Invalid value for {name}: {render(value)}, expected an integer >= 1")
     return number
+
+
+def _log_verbosity(name: str, value: Any) -> dict[str, Any]:
+    """logComponentVerbosity: ``{verbosity: n, <component>: {verbosity: n, ...}, ...}``, merged
+    into the current settings; FolioDB logs through Python's ``logging``, so the top-level
+    verbosity (0 to 5, above 0 meaning debug output) sets its ``foliodb`` logger's level."""
+    if not isinstance(value, Mapping):
+        raise CommandError(ErrorCode.BadValue, f"Invalid value for {name}: {render(value)}, expected an object")
+    _check_verbosity(name, value)
+    level = value.get("verbosity")
+    if level is not None:
+        logging.getLogger("foliodb").setLevel(logging.DEBUG if cmp.number_value(level) > 0 else logging.NOTSET)
+    return dict(value)
+
+
+def _check_verbosity(name: str, value: Mapping[str, Any]) -> None:
+    for key, item in value.items():
+        if key == "verbosity":
+            if not cmp.is_number(item) or not -1 <= cmp.number_value(item) <= 5:
+                raise CommandError(ErrorCode.BadValue, f"Invalid verbosity for {name}: {render(item)}")
+        elif isinstance(item, Mapping):
+            _check_verbosity(f"{name}.{key}", item)
+        elif cmp.is_number(item):
+            _check_verbosity(f"{name}.{key}", {"verbosity": item})  # {query: 2} is short for {query: {verbosity: 2}}
+        else:
+            raise CommandError(ErrorCode.BadValue, f"Invalid value for {name}.{key}: {render(item)}")
 
 
 @dataclass(frozen=True)
@@ -65,6 +101,8 @@ class Parameter:
 PARAMETERS: dict[str, Parameter] = {
     "authenticationMechanisms": Parameter(list(scram.MECHANISMS), Change.STARTUP_ONLY),
     "cursorTimeoutMillis": Parameter(CURSOR_TIMEOUT_MILLIS, Change.SETTABLE, _as_positive_int),
+    # FolioDB's own: the decoded-document cache's bound (engine/cache.py; 0 switches it off).
+    "documentCacheSizeMB": Parameter(DEFAULT_SIZE_MB, Change.SETTABLE, _as_size_mb),
     # configureFailPoint exists only when enabled: `foliodb serve --enableTestCommands` (foliodb.commands.failpoints).
     "enableTestCommands": Parameter(False, Change.STARTUP_ONLY),
     "featureCompatibilityVersion": Parameter({"version": FEATURE_COMPATIBILITY_VERSION}, Change.STARTUP_ONLY),
@@ -73,6 +111,7 @@ PARAMETERS: dict[str, Parameter] = {
     "maxOpenCursorsPerConnection": Parameter(MAX_CURSORS_PER_CONNECTION, Change.SETTABLE, _as_positive_int),
     "maxOpenCursorsPerUser": Parameter(MAX_CURSORS_PER_USER, Change.SETTABLE, _as_positive_int),
     "jsHeapLimitMB": Parameter(DEFAULT_JS_HEAP_LIMIT_MB, Change.SETTABLE, _as_positive_int),
+    "logComponentVerbosity": Parameter({"verbosity": 0}, Change.SETTABLE, _log_verbosity),
     # FolioDB's own: the heap of all running scripts together (foliodb/javascript/runtime.py).
     "jsHeapLimitTotalMB": Parameter(DEFAULT_JS_HEAP_TOTAL_MB, Change.SETTABLE, _as_positive_int),
     # Collection scans are always allowed: the planner has no notablescan mode yet.
@@ -148,9 +187,13 @@ def cmd_setParameter(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]
     # "was" is the first named parameter's previous value, as mongod reports it.
     reply = {"was": _current(request, changes[0][0]), "ok": 1.0}
     for name, value in changes:
+        if name == "logComponentVerbosity":  # a partial document changes only what it names
+            value = {**_current(request, name), **value}
         request.engine.parameters[name] = value
         if name == "cursorTimeoutMillis":  # the reaper reads it from the cursor manager
             request.cursors.timeout_millis = value
+        elif name == "documentCacheSizeMB":
+            request.engine.storage.cache.resize(value * 1024 * 1024)
         elif name == "maxOpenCursorsPerConnection":
             request.cursors.max_per_connection = value
         elif name == "maxOpenCursorsPerUser":

@@ -119,8 +119,8 @@ def non_negative(value: int, what: str) -> int:
     return value
 
 
-# Fields any command may carry (sessions, transactions, API versioning,
-# read preference): never "unknown".
+# Fields any command may carry (sessions, transactions, API versioning, read preference, and
+# the internal ones of a cluster): never "unknown". mongod's generic_argument.idl.
 GENERIC_FIELDS = frozenset(
     {
         "$db",
@@ -130,6 +130,8 @@ GENERIC_FIELDS = frozenset(
         "txnNumber",
         "autocommit",
         "startTransaction",
+        "stmtId",
+        "clientOperationKey",
         "apiVersion",
         "apiStrict",
         "apiDeprecationErrors",
@@ -139,9 +141,22 @@ GENERIC_FIELDS = frozenset(
         "writeConcern",
         "$audit",
         "$client",
+        "$configServerState",
+        "allowImplicitCollectionCreation",
+        "$oplogQueryData",
+        "$queryOptions",
+        "$replData",
+        "databaseVersion",
+        "shardVersion",
+        "tracking_info",
+        "coordinator",
+        "maxTimeMSOpOnly",
+        "txnRetryCounter",
         "mayBypassWriteBlocking",
         "$configTime",
         "$topologyTime",
+        "$tenant",
+        "expectPrefix",
     }
 )
 ANY = "any"

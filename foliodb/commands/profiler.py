@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 import logging
 import random
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from foliodb.query.bsontypes import is_string
 
 if TYPE_CHECKING:
     from foliodb.commands.executor import Request
+    from foliodb.engine.records import CollectionStore
 
 log = logging.getLogger("foliodb")
 
@@ -116,9 +118,53 @@ def record(request: Request, cmd: Mapping[str, Any], reply: Mapping[str, Any], m
             entry["cursorid"] = cursor["id"]
     elif request.command_name == "insert" and "n" in reply:
         entry["ninserted"] = reply["n"]
+        entry["keysInserted"] = _inserted_keys(request, cmd, reply)
+    entry.update(request.extra.pop(_COUNTS, {}))
     if reply.get("ok") != 1.0:
         entry.update(ok=0.0, errCode=reply.get("code"), errName=reply.get("codeName"), errMsg=reply.get("errmsg"))
     _write(request, entry, millis)
+
+
+def _index_keys(store: CollectionStore, doc: Mapping[str, Any]) -> set[tuple[str, bytes]]:
+    """The entries ``doc`` has in the collection's indexes: (index name, key)."""
+    out: set[tuple[str, bytes]] = set()
+    for writer in store.writers:
+        try:
+            out.update((writer.info.name, key) for key in writer.keys(dict(doc)))
+        except CommandError:
+            continue  # a document with no entry in that index (a geo index's non-geometry...)
+    return out
+
+
+@dataclass
+class KeyTally:
+    """The index entries a profiled write inserted and deleted (mongod's keysInserted/keysDeleted)."""
+
+    inserted: int = 0
+    deleted: int = 0
+
+    def change(self, store: CollectionStore, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+        before = _index_keys(store, old) if old is not None else set()
+        after = _index_keys(store, new) if new is not None else set()
+        self.inserted += len(after - before)
+        self.deleted += len(before - after)
+
+    def counts(self) -> dict[str, int]:
+        """The entry's fields: only the counts the write changed (mongod sets them as it writes index entries)."""
+        return {name: n for name, n in (("keysInserted", self.inserted), ("keysDeleted", self.deleted)) if n}
+
+
+def key_tally(request: Request) -> KeyTally | None:
+    """A tally for a write of ``request`` when its database profiles it (counting costs key work)."""
+    return KeyTally() if _settings(request) is not None else None
+
+
+def note(request: Request, counts: Mapping[str, int]) -> None:
+    """Counts a command's handler knows for its profile entry (findAndModify's nMatched...)."""
+    request.extra.setdefault(_COUNTS, {}).update(counts)
+
+
+_COUNTS = "profile_counts"
 
 
 class Statement:
@@ -134,6 +180,7 @@ class Statement:
         self.statement = statement
         self.plans: list[AccessStage] = []
         self.started = time.perf_counter()
+        self.keys = key_tally(request)  # the statement's index entries written, when profiled
 
     def finish(self, error: CommandError | None = None, **counts: int) -> None:
         settings = _settings(self.request)
@@ -155,11 +202,27 @@ class Statement:
             "docsExamined": sum(access.docs_examined for access in self.plans),
         }
         entry.update({name: n for name, n in counts.items() if n or name != "nUpserted"})
+        if self.keys is not None and error is None:
+            entry.update(self.keys.counts())
         # No access path: the collection does not exist (mongod's EOF plan).
         entry["planSummary"] = ", ".join(dict.fromkeys(access.summary() for access in self.plans)) or "EOF"
         if error is not None:
             entry.update(ok=0.0, errCode=error.code, errName=error.code_name, errMsg=error.errmsg)
         _write(self.request, entry, millis)
+
+
+def _inserted_keys(request: Request, cmd: Mapping[str, Any], reply: Mapping[str, Any]) -> int:
+    """The index entries an insert command wrote: those of the documents it inserted."""
+    store = request.engine.store(request.db, str(cmd.get("insert")))
+    documents = cmd.get("documents")
+    if store is None or not isinstance(documents, list):
+        return 0
+    failed = {error.get("index") for error in reply.get("writeErrors", [])}
+    tally = KeyTally()
+    for i, doc in enumerate(documents):
+        if i not in failed and isinstance(doc, Mapping):
+            tally.change(store, None, doc)
+    return tally.inserted
 
 
 def _write(request: Request, entry: dict[str, Any], millis: int) -> None:
@@ -168,6 +231,10 @@ def _write(request: Request, entry: dict[str, Any], millis: int) -> None:
         ts=datetime.datetime.now(datetime.UTC).replace(tzinfo=None),
         client=request.extra.get("peer", "embedded"),
         appName=request.extra.get("app_name", ""),
+        # Which connection ran it, as $currentOp's connectionId; embedded, the calling thread (a
+        # connection of its own, as each thread's operations are one request's): concurrent requests
+        # of one process stay apart (the advisor's application joins).
+        connectionId=request.extra.get("connection_id", threading.get_ident()),
         allUsers=[],
         user="",
     )

@@ -29,8 +29,6 @@ COMMANDS: Registry[Handler] = Registry(
     _unknown,
     unbuilt=(
         "applyOps",
-        "cloneCollectionAsCapped",
-        "convertToCapped",
         "shardCollection",
         "saslStart",
         "saslContinue",
@@ -40,8 +38,5 @@ COMMANDS: Registry[Handler] = Registry(
         "reIndex",
         "setQuerySettings",
         "removeQuerySettings",
-        "createSearchIndexes",
-        "dropSearchIndex",
-        "updateSearchIndex",
     ),
 )

@@ -165,6 +165,79 @@ def cmd_replSetInitiate(request: Request, cmd: Mapping[str, Any]) -> dict[str, A
     raise CommandError(ErrorCode.AlreadyInitialized, "already initialized")
 
 
+# Commands that take a write concern (mongod's supportsWriteConcern); aggregate and mapReduce only
+# when they write (see takes_write_concern).
+WRITE_CONCERN_COMMANDS = frozenset(
+    {
+        "insert",
+        "update",
+        "delete",
+        "findAndModify",
+        "findandmodify",
+        "bulkWrite",
+        "create",
+        "drop",
+        "dropDatabase",
+        "createIndexes",
+        "dropIndexes",
+        "deleteIndexes",
+        "collMod",
+        "renameCollection",
+        "convertToCapped",
+        "cloneCollectionAsCapped",
+        "applyOps",
+        "commitTransaction",
+        "abortTransaction",
+        "createUser",
+        "updateUser",
+        "dropUser",
+        "dropAllUsersFromDatabase",
+        "grantRolesToUser",
+        "revokeRolesFromUser",
+        "createRole",
+        "updateRole",
+        "dropRole",
+        "dropAllRolesFromDatabase",
+        "grantRolesToRole",
+        "revokeRolesFromRole",
+        "grantPrivilegesToRole",
+        "revokePrivilegesFromRole",
+    }
+)
+
+
+def takes_write_concern(name: str, cmd: Mapping[str, Any]) -> bool:
+    """Does ``cmd`` take a write concern: a write command, an aggregate ending in ``$out`` or
+    ``$merge``, a mapReduce writing to a collection (mongod's supportsWriteConcern)?"""
+    if name in WRITE_CONCERN_COMMANDS:
+        return True
+    if name == "aggregate":
+        stages = cmd.get("pipeline")
+        last = stages[-1] if isinstance(stages, list) and stages else None
+        return isinstance(last, Mapping) and ("$out" in last or "$merge" in last)
+    if name in ("mapReduce", "mapreduce"):
+        out = cmd.get("out")
+        return not (isinstance(out, Mapping) and "inline" in out)
+    return False
+
+
+def with_write_concern_error(name: str, cmd: Mapping[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
+    """``reply`` with the ``writeConcernError`` a one-member replica set reports after running a
+    command whose write concern it cannot satisfy (``w`` above one member: 100; an unknown
+    mode: 79). As mongod's waitForWriteConcern, the command ran first, whether it succeeded or
+    not. A copy: a retryable write's reply is also the one a retry gets."""
+    concern = cmd.get("writeConcern")
+    if concern is None or "writeConcernError" in reply or not takes_write_concern(name, cmd):
+        return reply
+    problem = write_concern_error(concern)
+    if problem is None:
+        return reply
+    return {
+        **reply,
+        "writeConcernError": {"code": problem.code, "codeName": problem.code_name, "errmsg": problem.errmsg},
+    }
+
+
 def write_concern_error(concern: Any) -> CommandError | None:
     """Why a one-member replica set cannot satisfy ``concern`` (None: it can)."""
     if concern is None or not isinstance(concern, Mapping):  # None first: the ABC check is slow

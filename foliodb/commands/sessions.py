@@ -35,7 +35,6 @@ from bson.binary import Binary, UuidRepresentation
 
 from foliodb.auth.caller import CALLER
 from foliodb.commands.registry import COMMANDS
-from foliodb.commands.replication import write_concern_error
 from foliodb.engine.sessions import ServerSession, lsid_key
 from foliodb.engine.transactions import TRANSIENT, State, Transaction, WriteConflictError
 from foliodb.errors import CommandError, ErrorCode
@@ -145,7 +144,7 @@ def _statement(
             raise _no_such_transaction(number, session.txn_number)
         if txn.state is State.COMMITTED:
             if name == "commitTransaction":
-                return _commit_reply(cmd)  # a retried commit of a committed transaction succeeds again
+                return {"ok": 1.0}  # a retried commit of a committed transaction succeeds again
             raise CommandError(ErrorCode.TransactionCommitted, f"Transaction {number} has been committed.")
     if "writeConcern" in cmd and name not in ("commitTransaction", "abortTransaction"):
         engine.abort_transaction(txn)
@@ -155,7 +154,7 @@ def _statement(
             engine.commit_transaction(txn)
         except WriteConflictError as conflict:
             return conflict.error.to_reply()
-        return _commit_reply(cmd)
+        return {"ok": 1.0}
     if name == "abortTransaction":
         engine.abort_transaction(txn)
         return {"ok": 1.0}
@@ -234,14 +233,6 @@ def _writes(cmd: Mapping[str, Any]) -> bool:
         and isinstance(stages[-1], Mapping)
         and ("$out" in stages[-1] or "$merge" in stages[-1])
     )
-
-
-def _commit_reply(cmd: Mapping[str, Any]) -> dict[str, Any]:
-    reply: dict[str, Any] = {"ok": 1.0}
-    problem = write_concern_error(cmd.get("writeConcern"))
-    if problem is not None:
-        reply["writeConcernError"] = {"code": problem.code, "codeName": problem.code_name, "errmsg": problem.errmsg}
-    return reply
 
 
 def _shown(session: ServerSession) -> str:

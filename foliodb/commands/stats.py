@@ -83,7 +83,7 @@ def database_size(engine: Engine, db: str) -> int:
     return total
 
 
-@COMMANDS.register("dbStats")
+@COMMANDS.register("dbStats", "dbstats")  # mongod's aliases (dbcommands.cpp)
 def cmd_dbStats(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     scale = _scale(cmd, "dbStats")
     engine = request.engine
@@ -122,9 +122,9 @@ def cmd_dbStats(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
     return reply
 
 
-@COMMANDS.register("collStats")
+@COMMANDS.register("collStats", "collstats")
 def cmd_collStats(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    name = collection_name(cmd, "collStats")
+    name = collection_name(cmd, next(iter(cmd)))
     scale = _scale(cmd, "collStats")
     if oplog_rs.is_oplog(request.db, name):
         return {"ns": f"local.{name}", **oplog_rs.storage_stats(request.engine, scale), "ok": 1.0}

@@ -31,6 +31,7 @@ import bson
 from bson import ObjectId, Timestamp
 
 from foliodb import interrupt
+from foliodb.aggregation.pipeline import STAGES
 from foliodb.commands import collation, params, profiler
 from foliodb.commands.accesses import count_plan
 from foliodb.commands.executor import Request
@@ -372,13 +373,16 @@ class Writes:
 
 
 def apply_replacement(
-    store: CollectionStore, filter_spec: Mapping[str, Any], replacement: dict[str, Any], ctx: Context
+    target: Target, store: CollectionStore, filter_spec: Mapping[str, Any], replacement: dict[str, Any], ctx: Context
 ) -> bool:
-    """Replace the first document matching ``filter_spec`` (keeping its ``_id``)."""
+    """Replace the first document matching ``filter_spec`` (keeping its ``_id``), checked by
+    ``target``'s validator."""
     for rid, data, doc, _details in matching(store, filter_spec, ctx, one=True):
         new = dict(replacement)
         new["_id"] = doc["_id"]
-        store.update(rid, doc, prepare_insert(new), old_data=data, replace=True)
+        new = prepare_insert(new)
+        target.validate(new, doc)
+        store.update(rid, doc, new, old_data=data, replace=True)
         return True
     return False
 
@@ -627,11 +631,29 @@ class UpdateStatement:
 NOT_UPSERTED = object()
 
 
+def _check_pipeline_stages(statements: list[Any]) -> None:
+    """An update pipeline naming an unknown stage fails the whole command (40324), as mongod's
+    LiteParsedPipeline does while authorizing it, before any statement runs."""
+    for statement in statements:
+        pipeline = statement.get("u") if isinstance(statement, Mapping) else None
+        if isinstance(pipeline, list):
+            for stage in pipeline:
+                if isinstance(stage, Mapping) and len(stage) == 1:
+                    name = next(iter(stage))
+                    if name not in STAGES and name not in STAGES.unbuilt:
+                        STAGES.get(name)  # raises the registry's unknown-stage error
+
+
 def run_update(
-    writes: Writes, target: Target, statement: UpdateStatement, plans: list[AccessStage] | None = None
+    writes: Writes,
+    target: Target,
+    statement: UpdateStatement,
+    plans: list[AccessStage] | None = None,
+    keys: profiler.KeyTally | None = None,
 ) -> tuple[int, int, Any]:
     """(matched, modified, upserted _id or NOT_UPSERTED) of one update
-    statement; its access path is counted (and appended to ``plans``)."""
+    statement; its access path is counted (and appended to ``plans``), the
+    index entries it changes tallied in ``keys`` (when profiled)."""
     plans = [] if plans is None else plans
     ctx = writes.context(statement.constants, writes.collator(target, statement.collation, "update"))
     update = compile_update(statement.update, ctx, statement.array_filters)
@@ -654,12 +676,16 @@ def run_update(
             plans=plans,
         ):
             n += 1
-            changed, _ = target.update(store, update, rid, data, doc, details)
+            changed, new = target.update(store, update, rid, data, doc, details)
             modified += changed
+            if keys is not None:
+                keys.change(store, doc, new)
         for access in plans:
             count_plan(writes.request, store, access)
     if n == 0 and statement.upsert:
         doc = target.upsert(update, statement.filter)
+        if keys is not None and target.store is not None:
+            keys.change(target.store, None, doc)
         return 1, 0, doc["_id"]
     return n, modified, NOT_UPSERTED
 
@@ -777,6 +803,7 @@ def cmd_update(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
         return point
     name = collection_name(cmd, "update")
     statements = params.write_batch(params.required(cmd, "updates", "array", "update"))
+    _check_pipeline_stages(statements)
     ordered = ordered_flag(cmd, "update")
     writes = Writes(request, cmd, "update")
     n = modified = 0
@@ -788,7 +815,7 @@ def cmd_update(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
             try:
                 statement = UpdateStatement.parse(raw, "update.updates", ("q", "u", "c"))
                 n_i, modified_i, upserted_id = run_update(
-                    writes, writes.target(request.db, name), statement, statement_run.plans
+                    writes, writes.target(request.db, name), statement, statement_run.plans, statement_run.keys
                 )
             except CommandError as exc:
                 statement_run.finish(error=exc)
@@ -822,9 +849,11 @@ def run_delete(
     hint: Any,
     plans: list[AccessStage] | None = None,
     collation_spec: Mapping[str, Any] | None = None,
+    keys: profiler.KeyTally | None = None,
 ) -> int:
     """The documents one delete statement removed; its access path is
-    counted (and appended to ``plans``)."""
+    counted (and appended to ``plans``), its removed index entries tallied
+    in ``keys`` (when profiled)."""
     plans = [] if plans is None else plans
     if target.buckets is not None:
         return target.timeseries().remove_matching(filter_spec, multi)
@@ -833,6 +862,8 @@ def run_delete(
     ctx = writes.context(None, writes.collator(target, collation_spec, "delete"))
     for rid, data, doc, _details in matching(store, filter_spec, ctx, hint=hint, one=not multi, plans=plans):
         assert store is not None
+        if keys is not None:
+            keys.change(store, doc, None)
         store.delete(rid, doc, data)
         n += 1
     if store is not None:
@@ -893,6 +924,7 @@ def cmd_delete(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
                     statement.get("hint"),
                     statement_run.plans,
                     statement.get("collation"),
+                    statement_run.keys,
                 )
             except CommandError as exc:
                 statement_run.finish(error=exc)
@@ -971,25 +1003,43 @@ def cmd_findAndModify(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any
         if store is not None:
             for access in plans:
                 count_plan(request, store, access)
+        keys = profiler.key_tally(request)
+        counts: dict[str, int] = {}  # the profile entry's, as mongod's findAndModify reports them
         if found is not None:
             assert store is not None
             rid, data, doc, details = found
             if remove:
+                if keys is not None:
+                    keys.change(store, doc, None)
                 store.delete(rid, doc, data)
                 last_error = {"n": 1}
                 value = doc
+                counts = {"ndeleted": 1}
             else:
                 assert update is not None
-                _, new = target.update(store, update, rid, data, doc, details)
+                changed, new = target.update(store, update, rid, data, doc, details)
+                if keys is not None:
+                    keys.change(store, doc, new)
                 last_error = {"n": 1, "updatedExisting": True}
                 value = new if return_new else doc
+                counts = {"nMatched": 1, "nModified": int(changed)}
         elif do_upsert:
             assert update is not None
             new = target.upsert(update, filter_spec)
+            if keys is not None and target.store is not None:
+                keys.change(target.store, None, new)
             last_error = {"n": 1, "updatedExisting": False, "upserted": new["_id"]}
             value = new if return_new else None
+            counts = {"nMatched": 0, "nModified": 0, "nUpserted": 1}
         elif update is not None:
             last_error = {"n": 0, "updatedExisting": False}
+            counts = {"nMatched": 0, "nModified": 0}
+        if keys is not None:
+            examined = {
+                "keysExamined": sum(access.keys_examined for access in plans),
+                "docsExamined": sum(access.docs_examined for access in plans),
+            }
+            profiler.note(request, {**examined, **counts, **keys.counts()})
     if value is not None and projection is not None:
         details = MatchDetails()
         if projection.uses_positional:

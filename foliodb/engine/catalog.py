@@ -36,6 +36,7 @@ from typing import Any
 import bson
 from bson.codec_options import CodecOptions, DatetimeConversion
 
+from foliodb.engine.search import catalog as search_catalog
 from foliodb.query import collation, paths
 from foliodb.query.collation import Collator
 
@@ -132,6 +133,8 @@ class CollectionInfo:
     options: dict[str, Any]
     indexes: dict[str, IndexInfo] = field(default_factory=dict)
     building: dict[str, IndexInfo] = field(default_factory=dict)  # indexes being built
+    # MongoDB Search indexes by name (foliodb.engine.search.catalog).
+    search_indexes: dict[str, search_catalog.SearchIndexInfo] = field(default_factory=dict)
     # The engine's record store for this version of the collection (built on first use).
     store: Any = field(default=None, init=False, repr=False, compare=False)
 
@@ -215,6 +218,7 @@ class Catalog:
             "SELECT id, collection_id, name, spec, multikey, lossy FROM catalog_indexes ORDER BY id"
         ):
             by_id[cid].indexes[name] = IndexInfo(iid, name, bson.decode(spec, CODEC), bool(multikey), bool(lossy))
+        search_catalog.load(conn, by_id)
         return cls(collections)
 
     def get(self, db: str, name: str) -> CollectionInfo | None:
@@ -257,7 +261,12 @@ class CatalogDraft:
         if info.id in self._owned:
             current.store = None
             return current
-        copy = dataclasses.replace(current, indexes=dict(current.indexes), building=dict(current.building))
+        copy = dataclasses.replace(
+            current,
+            indexes=dict(current.indexes),
+            building=dict(current.building),
+            search_indexes=dict(current.search_indexes),
+        )
         self.catalog.collections[(copy.db, copy.name)] = copy
         self.catalog.by_id[copy.id] = copy
         self._owned.add(copy.id)
@@ -296,6 +305,7 @@ class CatalogDraft:
         info = self._own(info)
         for index in [*info.indexes.values(), *info.building.values()]:
             self.remove_index(info, index)
+        search_catalog.remove_all(self.conn, info)
         if not info.is_view:
             self.conn.execute(f"DROP TABLE {info.table}")
         self.conn.execute("DELETE FROM catalog_collections WHERE id = ?", (info.id,))
@@ -337,6 +347,20 @@ class CatalogDraft:
         updated = dataclasses.replace(index, spec=spec)
         info.indexes[index.name] = updated
         return updated
+
+    def add_search_index(
+        self, info: CollectionInfo, index: search_catalog.SearchIndexInfo
+    ) -> search_catalog.SearchIndexInfo:
+        info = self._own(info)
+        return search_catalog.add(
+            self.conn, info, index, self._next_id("next_search_index_id", "catalog_search_indexes")
+        )
+
+    def replace_search_index(self, info: CollectionInfo, index: search_catalog.SearchIndexInfo) -> None:
+        search_catalog.replace(self.conn, self._own(info), index)
+
+    def remove_search_index(self, info: CollectionInfo, index: search_catalog.SearchIndexInfo) -> None:
+        search_catalog.remove(self.conn, self._own(info), index)
 
     def remove_index(self, info: CollectionInfo, index: IndexInfo) -> None:
         info = self._own(info)

@@ -43,6 +43,7 @@ from foliodb.engine.catalog import CODEC, Catalog, CatalogDraft, CollectionInfo,
 from foliodb.engine.oplog import recorded
 from foliodb.engine.plan_cache import IndexFilters
 from foliodb.engine.records import CollectionStore
+from foliodb.engine.search.manager import SearchIndexes
 from foliodb.engine.sessions import SessionRegistry
 from foliodb.engine.storage import Storage, _Reader
 from foliodb.engine.transactions import State, Transaction, WriteConflictError, write_conflict
@@ -141,9 +142,16 @@ class Engine:
         # The operations running on this engine (currentOp, killOp), from every client of it.
         self.operations: dict[int, interrupt.Operation] = {}
         self.opids = itertools.count(1)
+        # The embedded clients' commands take turns here (a server's connections take theirs in
+        # the server's lane, and so pass this one by): foliodb/lane.py.
+        self.lane = lane.FairLane()
         self.ttl = TTLMonitor(self)
         if not self.read_only:  # housekeeping writes (expiry, oplog trims): nothing to do read-only
             self.ttl.start()
+        # Search indexes' in-memory structures and their background builder (foliodb.engine.search).
+        self.search = SearchIndexes(self)
+        if any(info.search_indexes for info in self.storage.published.collections.values()):
+            self.search.start()
 
     @property
     def catalog(self) -> Catalog:
@@ -177,6 +185,7 @@ class Engine:
             hook()
         self.storage.release_fsync_locks()  # a TTL pass waiting for the writer must end
         self.ttl.stop()
+        self.search.close()  # saves what the search indexes applied since their last save
         self.storage.close()
 
     # -- collections -----------------------------------------------------------

@@ -17,7 +17,8 @@ of one length, so byte order is numeric order). Other fields of a compound geo i
 A document whose geo field is missing, null or an empty array has no
 entries (geo indexes are sparse); a value that is not a geometry, or is a
 big polygon (strict-winding CRS), fails the write: 16755 for ``2dsphere``,
-16804 and 13027 for ``2d``, as mongod.
+16804 and 13027 for ``2d``, as mongod; a ``2d`` field holding a scalar (or an
+empty object) has no entry, as mongod's get2DKeys skips it.
 """
 
 from __future__ import annotations
@@ -178,7 +179,9 @@ def flat_document_keys(
     per_field: list[list[tuple[bytes, Any]]] = []
     for (parts, descending), kind in zip(fields, kinds, strict=True):
         if kind == "2d":
-            hashes = {grid.hash(*grid.point(doc, v)) for v in geo_values(doc, parts)}
+            # mongod's get2DKeys passes over what is not an object or array, and empty ones.
+            located = [v for v in geo_values(doc, parts) if isinstance(v, (dict, list)) and v]
+            hashes = {grid.hash(*grid.point(doc, v)) for v in located}
             per_field.append([(stored(h), h) for h in sorted(hashes)])
         else:
             values, _ = field_values(doc, parts)

@@ -16,11 +16,13 @@ from typing import Any
 import bson
 
 from foliodb import interrupt
+from foliodb.engine.cache import Row
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.geo_keys import GEO_KINDS
 from foliodb.engine.index_keys import EMPTY_ARRAY
 from foliodb.engine.plan_cache import plan_cache_key, query_hash, shape_of
 from foliodb.engine.planner import Plan, choose_plan, exact_by_index, id_hack_keys, near_plan
+from foliodb.engine.planner.counting import exact_scan, single_interval
 from foliodb.engine.planner.covering import KeyLayout, filter_paths, inclusion_paths, key_layout
 from foliodb.engine.planner.geo import GeoNearScan, split_near
 from foliodb.engine.planner.plans import AccessStage, ClusteredScan, CollScan, IdLookup, IndexScan, OrScan, TextScan
@@ -32,9 +34,9 @@ from foliodb.query import metadata
 from foliodb.query.collation import Collator
 from foliodb.query.context import Context
 from foliodb.query.filter import MatchDetails, Matcher, compile_filter
-from foliodb.query.filter_ops.geo import parse_near
+from foliodb.query.filter_ops.geo import check_near_placement, parse_near
 from foliodb.query.paths import MISSING
-from foliodb.query.prefilter import Prefilter, compile_prefilter, needle_groups
+from foliodb.query.prefilter import Prefilter, compile_prefilter, needle_groups, needles_test
 from foliodb.query.projection import compile_projection
 from foliodb.query.sort import compile_sort
 
@@ -96,6 +98,8 @@ class FindExecution:
         filter_spec = spec.filter
         text_arg, rest = split_text(filter_spec) if filter_spec and _may_hold_text(filter_spec) else (None, filter_spec)
         near = None
+        if filter_spec and any(key[:1] == "$" for key in filter_spec):  # a near query inside a logical operator?
+            check_near_placement(filter_spec)
         found_near = split_near(rest) if text_arg is None else None
         if spec.geo_near is not None:
             rest = spec.geo_near.filter
@@ -172,6 +176,17 @@ class FindExecution:
             if op is not None and op.plan_summary is None:
                 op.plan_summary = self.plan.access.summary()  # currentOp's planSummary
         self.covered = self._key_layout()
+        # Only how many documents match matters, and the keys are exactly the matches: mongod's
+        # COUNT_SCAN when they are one interval of the index (explain's indexBounds: start/end keys).
+        self.count_bounds: dict[str, Any] | None = None
+        access = self.plan.access if self.plan is not None else None
+        if (
+            spec.count_only
+            and isinstance(access, IndexScan)
+            and not isinstance(access, ClusteredScan)
+            and exact_scan(filter_spec, access)
+        ):
+            self.count_bounds = single_interval(access)
         if self.sort is not None and (
             (not self.sort.fields and not self.sort.meta_fields) or (self.plan is not None and self.plan.provides_sort)
         ):
@@ -224,9 +239,11 @@ class FindExecution:
         spec = self.spec
         if self.sort is not None:
             sort = self.sort
+            key: Callable[[dict[str, Any]], bytes] = sort.key  # no $meta part: no metadata to look up
+            if sort.meta_fields:
 
-            def key(doc: dict[str, Any]) -> bytes:
-                return sort.key(doc, metadata.of(doc))
+                def key(doc: dict[str, Any]) -> bytes:
+                    return sort.key(doc, metadata.of(doc))
 
             top = None if spec.limit is None else spec.skip + spec.limit
             docs = sort_documents(
@@ -276,9 +293,22 @@ class FindExecution:
         text = self.text
         decode = bson.decode
         count = 0
+        if self.count_bounds is not None:
+            yield from self._counted()
+            return
         if self.covered is not None:
             yield from self._covered_docs()
             return
+        access = self.plan.access
+        if isinstance(access, CollScan) and text is None and self.near is None:
+            # Built only for a scan that would decode every record anyway: one that reads them
+            # all (no limit, or a sort: a find_one() or a limit stops early) and has no needles
+            # (with needles, SQLite skips most records undecoded and a warm cache saves nothing).
+            reads_all = self.spec.limit is None or self.sort is not None
+            cached = access.cached_rows(build=reads_all and not access.needles)
+            if cached is not None:
+                yield from self._cached_matching(access, cached)
+                return
         prefilter = self.prefilter
         for rid, data in self.plan.access.rows():
             count += 1
@@ -301,6 +331,55 @@ class FindExecution:
             if show_record_id:
                 doc["$recordId"] = rid
             yield doc
+
+    def _counted(self) -> Iterator[dict[str, Any]]:
+        """An empty document per match, from the keys alone (COUNT_SCAN: the keys are exactly the
+        matches, and nothing after reads a field); a multikey index's record once."""
+        access = self.plan.access if self.plan is not None else None
+        assert isinstance(access, IndexScan)
+        seen: set[int] | None = set() if access.index.multikey else None
+        for n, (rid, _values) in enumerate(access.key_values()):
+            if not n & 255:
+                interrupt.check()
+            if seen is not None:
+                if rid in seen:
+                    continue
+                seen.add(rid)
+            self.stats.n_matched += 1
+            yield {}
+
+    def _cached_matching(self, access: CollScan, rows: list[Row]) -> Iterator[dict[str, Any]]:
+        """:meth:`_matching` over the document cache's rows: the filter reads the cached
+        documents; what goes on is decoded afresh from its BSON, but for a sort, which only
+        reads keys and keeps its own encoding of what it holds (engine/sorter.py)."""
+        matcher = self.matcher
+        show_record_id = self.spec.show_record_id
+        shared = self.sort is not None and not show_record_id
+        # The needles a collection scan's SQL would test, tested here on the BSON bytes.
+        prefilter = needles_test(access.needles)
+        decode = bson.decode
+        count = 0
+        rid = None
+        try:
+            for rid, data, doc in rows:
+                count += 1
+                if not count & 63:
+                    interrupt.check()
+                if prefilter is not None and not prefilter(data):
+                    continue
+                if matcher is not None and not matcher(doc):
+                    continue
+                self.stats.n_matched += 1
+                access.cached_progress(count, rid, False)
+                if shared:
+                    yield doc
+                    continue
+                mine = decode(data, CODEC)
+                if show_record_id:
+                    mine["$recordId"] = rid
+                yield mine
+        finally:
+            access.cached_progress(count, rid, count == len(rows))
 
     def _covered_docs(self) -> Iterator[dict[str, Any]]:
         """Documents rebuilt from index keys (only the indexed fields); the
@@ -393,7 +472,7 @@ def _without_near(filter_spec: Mapping[str, Any] | None, path: str) -> dict[str,
     return out
 
 
-_NEAR_PARTS = ("$near", "$nearSphere", "$minDistance", "$maxDistance")
+_NEAR_PARTS = ("$near", "$nearSphere", "$geoNear", "$minDistance", "$maxDistance")
 
 
 def _may_hold_text(filter_spec: Mapping[str, Any]) -> bool:
@@ -463,6 +542,12 @@ def access_explain(stage: AccessStage, run: FindExecution, executed: bool) -> di
             node["filter"] = filter_spec
         if executed:
             node.update(nReturned=run.stats.n_matched, docsExamined=stage.docs_examined, works=stage.docs_examined + 1)
+        return node
+    if isinstance(stage, IndexScan) and run.count_bounds is not None and run.plan and stage is run.plan.access:
+        node = {k: v for k, v in node.items() if k != "direction"}
+        node.update(stage="COUNT_SCAN", indexBounds=run.count_bounds)
+        if executed:
+            node.update(nReturned=run.stats.n_matched, keysExamined=stage.keys_examined)
         return node
     if isinstance(stage, IndexScan):
         if executed:

@@ -14,12 +14,15 @@ Invariants (checked by ``validate``):
 from __future__ import annotations
 
 import functools
+import gc
 import sqlite3
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import bson
 
+from foliodb import interrupt
+from foliodb.engine.cache import Row, row_size
 from foliodb.engine.catalog import CODEC, Catalog, CollectionInfo, IndexInfo, set_flag
 from foliodb.engine.geo_keys import GEO_KINDS, FlatGrid, flat_document_keys, sphere_document_keys
 from foliodb.engine.index_keys import EMPTY_ARRAY, document_keys, hashed_document_keys, wildcard_keys, with_rid
@@ -203,6 +206,7 @@ class CollectionStore:
         # Writes go through the writer connection, only inside Storage.write().
         self.conn: sqlite3.Connection = storage.writer
         self._txns = storage.transactions
+        self._cache = storage.cache  # told of every record write (engine/cache.py)
         self._oplog = storage.oplog if recorded(info.db, info.name) else None  # None: writes here go unrecorded
         self._checked: Catalog | None = None  # the last catalog version this store was found alive in
         table = info.table
@@ -276,6 +280,7 @@ class CollectionStore:
             self._wait_for_keys(doc, None)
         conn = self.conn
         self.writes += 1
+        self._cache.writing(self.info.id)
         rid = conn.execute(self._insert_sql, (bytearray(data),)).lastrowid
         assert rid is not None
         try:
@@ -319,6 +324,7 @@ class CollectionStore:
                 self._wait_for_keys(doc, None)
         conn = self.conn
         self.writes += 1
+        self._cache.writing(self.info.id)
         first = conn.execute(f"SELECT coalesce(max(rid), 0) + 1 FROM {self.info.table}").fetchone()[0]
         rids = range(first, first + len(docs))
         conn.executemany(
@@ -449,6 +455,7 @@ class CollectionStore:
             return
         self._txns.written(self.info.id, rid)
         self.writes += 1
+        self._cache.writing(self.info.id)
         if self._txns.key_intents:
             self._wait_for_keys(new, old)
         changes = []
@@ -509,6 +516,7 @@ class CollectionStore:
             return
         self._txns.written(self.info.id, rid)
         self.writes += 1
+        self._cache.writing(self.info.id)
         conn = self.conn
         self._cap_totals = None
         conn.execute(self._delete_sql, (rid,))
@@ -538,6 +546,7 @@ class CollectionStore:
         outside a transaction, when :attr:`only_id_index`: nothing to decode."""
         self._txns.written(self.info.id, rid)
         self.writes += 1
+        self._cache.writing(self.info.id)
         conn = self.conn
         conn.execute(self._delete_sql, (rid,))
         conn.execute(self.writers[0].delete_sql, (bytearray(id_key),))
@@ -551,6 +560,7 @@ class CollectionStore:
             raise HeldByTransactionError(held)
         self._cap_totals = None
         self.writes += 1
+        self._cache.writing(self.info.id)
         if self._oplog is not None:  # each document's delete, for change streams and replicas
             kept = self.info.keeps_images
             for _, row in self._scan_table(False, None):
@@ -745,6 +755,62 @@ class CollectionStore:
             yield from merge_scan(main, overlay, reverse, keep)
         elif conn is not None:
             yield from self._scan_table(reverse, needles)
+
+    def cached_rows(self, build: bool) -> list[Row] | None:
+        """Every (record id, BSON, decoded document) in record-id order, in one snapshot,
+        from the document cache (engine/cache.py), built from this snapshot when missing and
+        ``build`` (the caller reads the whole collection anyway); None when the cache has no
+        part in this read (off, a write's own view, a transaction that wrote the collection,
+        a clustered collection) or the collection does not fit (estimated from its record
+        ids and a sample before anything is decoded). The documents are the cache's: read
+        them, never change or hand them out."""
+        cache = self._cache
+        cid = self.info.id
+        if not cache.max_bytes or cid < 0 or isinstance(self.info.options.get("clusteredIndex"), dict):
+            return None
+        stamp = self.storage.snapshot_stamp()
+        if stamp is None:
+            return None
+        conn, overlay = self._read()
+        if overlay is not None or conn is None:
+            return None
+        rows = cache.get(cid, stamp)
+        if rows is not None:
+            return rows
+        room = cache.room_for(cid) if build else 0
+        if not room:
+            return None
+        table = self.info.table
+        low, high = conn.execute(f"SELECT min(rid), max(rid) FROM {table}").fetchone()
+        if low is not None:
+            sample = conn.execute(f"SELECT length(doc) FROM {table} ORDER BY rid LIMIT 32").fetchall()
+            average = sum(length for (length,) in sample) // len(sample)
+            if (high - low + 1) * row_size(b"\x00" * average) > room * 2:  # record ids overcount after deletes
+                cache.too_big(cid)
+                return None
+        built: list[Row] = []
+        size = 0
+        decode = bson.decode
+        cursor = conn.execute(f"SELECT rid, doc FROM {table} ORDER BY rid")
+        # Tens of thousands of new dicts that all live on: the cyclic collector would walk the
+        # growing heap again and again while they are made (4 times the decoding's own time).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for n, (rid, data) in enumerate(cursor):
+                if not n & 255:
+                    interrupt.check()
+                size += row_size(data)
+                if size > room:
+                    cache.too_big(cid)
+                    return None
+                built.append((rid, data, decode(data, CODEC)))
+        finally:
+            if collecting:
+                gc.enable()
+            cursor.close()  # no statement outlives the call (storage.py's invariant)
+        cache.put(cid, built, size, stamp)
+        return built
 
     def _scan_table(self, reverse: bool, needles: list[list[bytes]] | None) -> Iterator[tuple[int, bytes]]:
         if isinstance(self.info.options.get("clusteredIndex"), dict):

@@ -15,8 +15,13 @@ runs and what is still held are merged with ``heapq.merge``, reading each run
 row by row. At most :data:`FAN_IN` runs are kept: reaching it merges them
 into one. So memory stays near ``max_memory_bytes`` whatever the input size.
 Without ``allow_disk_use`` the first spill is MongoDB's error 292 instead. The
-database (a temporary directory, journal off) is deleted when the iterator
-finishes or is closed. Documents come back decoded as documents read from
+runs live in a SQLite *temporary database* (``sqlite3.connect("")``): SQLite
+unlinks its file as soon as it creates it, so no spill outlives its sort,
+whether the sort ends, fails, is killed or its process dies (kill -9
+included); the file's space goes back when the connection closes, which the
+iterator does when it finishes or is closed. The connection may be used from
+any thread, one at a time: a cursor's getMores run on whichever thread serves
+them. Documents come back decoded as documents read from
 storage are (the engine's codec). The loops check for interruption.
 
 With a ``limit``, only the best ``skip + limit`` entries are held (a heap);
@@ -27,9 +32,7 @@ worst key can never make the cut, so it is dropped on arrival.
 from __future__ import annotations
 
 import heapq
-import shutil
 import sqlite3
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import Any
@@ -64,11 +67,10 @@ class _Worst:
 
 
 class _Spill:
-    """Sorted runs in a temporary SQLite database."""
+    """Sorted runs in a temporary SQLite database (see the module docstring)."""
 
     def __init__(self) -> None:
-        self.dir = tempfile.mkdtemp(prefix="foliodb-sort-")
-        self.db = sqlite3.connect(f"{self.dir}/sort.db", isolation_level=None)
+        self.db = sqlite3.connect("", isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=OFF")
         self.db.execute("PRAGMA synchronous=OFF")
         self.runs: list[str] = []
@@ -104,7 +106,6 @@ class _Spill:
 
     def close(self) -> None:
         self.db.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def _encode(doc: dict[str, Any]) -> bytes:

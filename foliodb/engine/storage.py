@@ -85,6 +85,7 @@ from typing import Any
 from bson import Timestamp
 
 from foliodb import interrupt, lane
+from foliodb.engine.cache import DocumentCache
 from foliodb.engine.catalog import Catalog, CatalogDraft
 from foliodb.engine.checkpoint import Checkpointer
 from foliodb.engine.clock import ClusterClock
@@ -307,6 +308,7 @@ class Storage:
         self.watchers = 0  # threads waiting on it (change streams, awaitData cursors)
         self.cluster_time: Timestamp = self.clock.last  # of the newest commit
         self.transactions = TransactionTable()
+        self.cache = DocumentCache()  # decoded collections for scans (engine/cache.py)
         self.draft: CatalogDraft | None = None  # the writer's catalog changes, published at commit
         # Run when the current write (or a savepoint of it) rolls back; emptied when it ends.
         self.rollback_hooks: dict[object, Callable[[], None]] = {}  # by what they drop: each once
@@ -392,6 +394,13 @@ class Storage:
 
     def reader(self) -> sqlite3.Connection:
         return self.view().conn
+
+    def snapshot_stamp(self) -> int | None:
+        """The commit count this thread's snapshot holds at least (the document cache's
+        stamp), or None inside a write (its reads see its own uncommitted changes)."""
+        if self._state.writing:
+            return None
+        return self.view().commits
 
     def catalog(self) -> Catalog:
         """The catalog version this thread's reads go with."""
@@ -583,13 +592,17 @@ class Storage:
                 self.oplog.rolled_back()
                 self.writer.execute("ROLLBACK")
             finally:
+                self.cache.write_ended(self.commits, committed=False)
                 self._run_rollback_hooks()
                 self.rollback_hooks.clear()
                 self._writer_lock.release()
             return
+        committed = False
         try:
             self._commit()
+            committed = True
         finally:
+            self.cache.write_ended(self.commits, committed)
             self.rollback_hooks.clear()
             self._writer_lock.release()
         if state.view is not None:

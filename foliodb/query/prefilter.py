@@ -77,7 +77,11 @@ def needle_groups(filter_spec: Mapping[str, Any] | None) -> list[list[bytes]]:
 
 def compile_prefilter(filter_spec: Mapping[str, Any] | None) -> Prefilter | None:
     """The raw-bytes test of a filter, or None when it offers no needle."""
-    groups = needle_groups(filter_spec)
+    return needles_test(needle_groups(filter_spec))
+
+
+def needles_test(groups: list[list[bytes]]) -> Prefilter | None:
+    """The raw-bytes test of needle groups (a document holds one needle of each), or None for none."""
     if not groups:
         return None
     if len(groups) == 1 and len(groups[0]) == 1:

@@ -43,6 +43,7 @@ from foliodb.query import compare as cmp
 from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.context import Context
 from foliodb.query.expr import EXPR_OPS, Scope, compile_expression, root_variables, truthy
+from foliodb.query.expr.core import METADATA
 from foliodb.query.filter import FIELD_OPS, Leaf, MatchDetails
 from foliodb.query.paths import DBREF_FIELDS, MISSING, stored_form
 from foliodb.query.render import render, render_document
@@ -603,7 +604,10 @@ class Projection:
             return doc
         out = self._exec.project(doc)
         if self._exec.has_computed:
-            self._exec.apply_computed(doc, out, meta, self._vars(doc, self.ctx.variables, self.ctx.now))
+            vars = self._vars(doc, self.ctx.variables, self.ctx.now)
+            if meta is not None:
+                vars[METADATA] = meta  # for $meta inside expressions ({$multiply: ["$a", {$meta: ...}]})
+            self._exec.apply_computed(doc, out, meta, vars)
         for step in self._post:
             out = step(doc, out, details)
         return out

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import bson
+import cramjam
 from bson import Code
 from bson.errors import BSONError
 
@@ -44,9 +46,23 @@ _KNOWN_REQUIRED = CHECKSUM_PRESENT | MORE_TO_COME
 # OP_REPLY responseFlags.
 QUERY_FAILURE = 1 << 1
 
-# Compressor ids; FolioDB speaks the ones the standard library has.
-NOOP, ZLIB = 0, 2
-COMPRESSORS = {"zlib": ZLIB}
+# Compressor ids (the wire protocol's); snappy (raw blocks) and zstd (frames) through cramjam's wheels.
+NOOP, SNAPPY, ZLIB, ZSTD = 0, 1, 2, 3
+COMPRESSORS = {"snappy": SNAPPY, "zlib": ZLIB, "zstd": ZSTD}
+
+
+def _zlib_into(data: bytes, out: bytearray) -> int:
+    inflated = zlib.decompressobj().decompress(data, len(out) + 1)  # one byte more: a longer body is caught
+    out[: len(inflated)] = inflated[: len(out)]
+    return len(inflated)
+
+
+# id -> (compress, decompress into a buffer of the announced size: a body can never inflate past it).
+_CODECS: dict[int, tuple[Callable[[bytes], bytes], Callable[[bytes, bytearray], int]]] = {
+    SNAPPY: (lambda data: bytes(cramjam.snappy.compress_raw(data)), cramjam.snappy.decompress_raw_into),
+    ZLIB: (zlib.compress, _zlib_into),
+    ZSTD: (lambda data: bytes(cramjam.zstd.compress(data)), cramjam.zstd.decompress_into),
+}
 
 _INT32 = struct.Struct("<i")
 _UINT32 = struct.Struct("<I")
@@ -107,12 +123,15 @@ def _decompress(payload: bytes, limit: int) -> tuple[int, bytes, int]:
         raise ProtocolError(f"OP_COMPRESSED uncompressedSize is out of range (at most {limit} bytes)")
     if compressor == NOOP:
         data = body
-    elif compressor == ZLIB:
+    elif compressor in _CODECS:
+        out = bytearray(size)
         try:
-            inflater = zlib.decompressobj()
-            data = inflater.decompress(body, size)
-        except zlib.error as exc:
-            raise ProtocolError(f"zlib: {exc}") from None
+            written = _CODECS[compressor][1](body, out)
+        except (zlib.error, cramjam.DecompressionError) as exc:
+            raise ProtocolError(f"OP_COMPRESSED: {exc}") from None
+        if written != size:
+            raise ProtocolError("OP_COMPRESSED uncompressedSize does not match the data")
+        data = bytes(out)
     else:
         raise ProtocolError(f"unsupported compressor id {compressor}")
     if len(data) != size:
@@ -238,7 +257,7 @@ def encode_op_reply(response_to: int, reply: dict[str, Any], request_id: int, fa
 
 def _frame(request_id: int, response_to: int, op_code: int, body: bytes, compressor: int | None) -> bytes:
     if compressor is not None:
-        data = zlib.compress(body) if compressor == ZLIB else body
+        data = _CODECS[compressor][0](body) if compressor in _CODECS else body
         body = _COMPRESSED_FIXED.pack(op_code, len(body), compressor) + data
         op_code = OP_COMPRESSED
     return HEADER.pack(HEADER.size + len(body), request_id, response_to, op_code) + body

@@ -205,10 +205,12 @@ def test_an_order_and_its_stock_commit_together_or_not_at_all(wire_client: Clien
     assert db.orders.count_documents({}) == 1 and db.inventory.find_one()["qty"] == 2
 
 
-def test_zlib_compression_is_negotiated(server: RunningServer) -> None:
+@pytest.mark.parametrize("compressor", ["zlib", "snappy"])
+def test_compression_is_negotiated(server: RunningServer, compressor: str) -> None:
     # COMPRESSION: the server answers with the compressors it shares with the client's list.
-    with server.client(compressors="zlib") as client:
-        assert client.admin.command("hello", compression=["snappy", "zlib"])["compression"] == ["zlib"]
+    with server.client(compressors=compressor) as client:
+        shared = client.admin.command("hello", compression=["snappy", "zlib", "zstd", "lz4"])["compression"]
+        assert shared == ["snappy", "zlib", "zstd"]
         client.db.z.insert_many([{"_id": i, "text": "compress me " * 50} for i in range(200)])
         assert [d["_id"] for d in client.db.z.find({"_id": {"$gte": 195}})] == [195, 196, 197, 198, 199]
 

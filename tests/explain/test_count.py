@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from bson import MaxKey, MinKey
+from bson import MaxKey, MinKey, ObjectId
 
 from tests.explain.plan_tree import stages
 
@@ -138,3 +138,15 @@ def test_count_of_a_missing_collection(db: Any) -> None:
 def test_count_documents_and_estimated_count(coll: Any) -> None:
     assert coll.count_documents({"a": 3}) == 12
     assert coll.estimated_document_count() == N
+
+
+@pytest.mark.parametrize("operator", ["$lt", "$lte", "$gt", "$gte"])
+def test_a_range_of_object_ids_counts_its_documents(db: Any, operator: str) -> None:
+    # The bounds of an ObjectId range end at the type's edge, a key too short to be an ObjectId:
+    # counting used to fail on it with an InternalError (found by the advisor's sampling).
+    ids = [ObjectId(f"{n:024x}") for n in range(1, 11)]
+    db.u.insert_many([{"_id": i} for i in ids])
+    pivot = ids[4]
+    expected = {"$lt": 4, "$lte": 5, "$gt": 5, "$gte": 6}[operator]
+    assert db.command("count", "u", query={"_id": {operator: pivot}})["n"] == expected
+    assert db.command("count", "u", query={"_id": {operator: pivot}}, limit=1)["n"] == 1

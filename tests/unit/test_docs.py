@@ -374,7 +374,10 @@ def _row_capped(db: Any) -> None:
     db.create_collection("capped", capped=True, size=4096, max=2)
     db.capped.insert_many([{"i": i} for i in range(3)])
     assert [d["i"] for d in db.capped.find()] == [1, 2]
-    assert _code(lambda: db.command("convertToCapped", "capped", size=4096)) == 238
+    db.plain.insert_many([{"i": i} for i in range(3)])
+    db.command("convertToCapped", "plain", size=4096)
+    assert db.plain.options() == {"capped": True, "size": 4096}
+    assert _code(lambda: db.command("reIndex", "plain")) == 20  # the replica-set persona refuses it
 
 
 def _row_timeseries(db: Any) -> None:
@@ -428,6 +431,31 @@ def _row_plan_cache(db: Any) -> None:
     assert plan["indexFilterSet"] and plan["winningPlan"]["inputStage"]["indexName"] == "b_1"
 
 
+def _row_search_indexes(db: Any) -> None:
+    from pymongo.operations import SearchIndexModel
+
+    db.v.insert_one({"_id": 1, "e": [1.0, 0.0]})
+    definition = {"fields": [{"type": "vector", "path": "e", "numDimensions": 2, "similarity": "cosine"}]}
+    db.v.create_search_index(SearchIndexModel(definition=definition, name="vec", type="vectorSearch"))
+    stage = {"index": "vec", "path": "e", "queryVector": [1, 0], "numCandidates": 5, "limit": 5}
+    assert [d["_id"] for d in db.v.aggregate([{"$vectorSearch": stage}])] == [1]  # BUILDING or READY
+    db.v.insert_one({"_id": 2, "e": [1.0, 0.1]})
+    assert [d["_id"] for d in db.v.aggregate([{"$vectorSearch": stage}])] == [1, 2]  # at once
+    bad = {"fields": [{"type": "vector", "path": "e", "numDimensions": 0, "similarity": "cosine"}]}
+    assert _code(lambda: db.v.create_search_index(SearchIndexModel(definition=bad, type="vectorSearch"))) == 2
+    assert _code(lambda: list(db.v.aggregate([{"$vectorSearch": {**stage, "filter": {"x": 1}}}]))) == 8
+
+
+def _row_full_text_search(db: Any) -> None:
+    from pymongo.operations import SearchIndexModel
+
+    db.t.insert_one({"title": "x"})
+    db.t.create_search_index(SearchIndexModel(definition={"mappings": {"dynamic": True}}))
+    assert [i["status"] for i in db.t.list_search_indexes()] == ["READY"]
+    for stage in ("$search", "$searchMeta", "$rankFusion", "$scoreFusion"):
+        assert _code(lambda stage=stage: list(db.t.aggregate([{stage: {}}]))) == 238
+
+
 DIFFERENCE_ROWS = {
     "Collation": _row_collation,
     "Sessions and transactions": _row_sessions,
@@ -443,6 +471,8 @@ DIFFERENCE_ROWS = {
     "Session listing": _row_session_listing,
     "Covered queries": _row_covered,
     "Plan cache": _row_plan_cache,
+    "Search indexes and `$vectorSearch`": _row_search_indexes,
+    "Full-text search": _row_full_text_search,
 }
 
 

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from foliodb.advisor.context import Context
-from foliodb.advisor.report import Change, Finding
+from foliodb.advisor.report import Affected, Change, Finding
 from foliodb.advisor.sampling import CollectionProfile
 from foliodb.advisor.shell import call
 
@@ -117,6 +117,11 @@ def _finding(
             "drift_max": max(drift),
             "examples": examples,
         },
-        change=Change(f"Recompute {path} once, then {keep}.", [repair], None),
+        change=Change(
+            f"Recompute {path} once, then {keep}.",
+            [repair],
+            None,
+            [Affected(profile.name, [path], f"{path} becomes the true count")],
+        ),
         effect=f"{path} is exact again, so reads can keep using it instead of counting.",
     )

@@ -4,11 +4,14 @@ plan used them, and ``$indexStats`` counts no access), and redundant ones
 queries).
 
 Unused needs a workload to judge by: at least :data:`MIN_OPERATIONS`
-profiled operations on the collection. ``$indexStats`` counters restart
-with the server, so a zero there only confirms what the profile shows.
-Unique, TTL, hidden and ``_id`` indexes do work of their own and are never
-proposed for dropping; neither is a prefix of a partial or sparse index
-(which does not cover every document).
+profiled operations on the collection, and ``$indexStats`` counting since
+the profile window began (its counters restart with the server and with
+the index: a count that started later has not seen the whole window, and
+the index is not called unused on its word). Unique, TTL (any index with
+``expireAfterSeconds``, 0 included: 0 expires each document at the time
+its field names), hidden and ``_id`` indexes do work of their own and are
+never proposed for dropping; neither is a prefix of a partial or sparse
+index (which does not cover every document).
 
 Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/indexStats/ and
 https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/unnecessary-indexes/
@@ -16,6 +19,7 @@ https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/unnecessar
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,12 +30,17 @@ from foliodb.advisor.shell import call, count, size
 from foliodb.advisor.workload import index_used
 
 MIN_OPERATIONS = 50
-_WORKING = ("unique", "expireAfterSeconds", "hidden")
+_WORKING = ("unique", "hidden")
 _NARROWING = ("partialFilterExpression", "sparse", "collation")
 
 
+def is_ttl(index: dict[str, Any]) -> bool:
+    """A TTL index: one with ``expireAfterSeconds``, whatever its value (0 included)."""
+    return "expireAfterSeconds" in index
+
+
 def _droppable(index: dict[str, Any]) -> bool:
-    return index.get("name") != "_id_" and not any(index.get(option) for option in _WORKING)
+    return index.get("name") != "_id_" and not is_ttl(index) and not any(index.get(o) for o in _WORKING)
 
 
 def redundant_to(profile: CollectionProfile, index: dict[str, Any]) -> dict[str, Any] | None:
@@ -81,12 +90,14 @@ def rule_unused_index(ctx: Context) -> Iterator[Finding]:
         if len(ops) < MIN_OPERATIONS or window is None:
             continue
         plans = [op.plan for op in ops]
+        first = min(op.ts for op in ops if op.ts is not None) if any(op.ts for op in ops) else None
         stats = {row.get("name"): row for row in ctx.workload.index_stats.get(profile.name, [])}
         for index in profile.indexes:
             if not _droppable(index) or redundant_to(profile, index) is not None or index_used(index, plans):
                 continue
             accesses = stats.get(index["name"], {}).get("accesses", {})
-            if int(accesses.get("ops", 0)) > 0:
+            since = accesses.get("since")
+            if int(accesses.get("ops", 0)) > 0 or not _counted_through(since, first):
                 continue
             yield Finding(
                 collection=profile.name,
@@ -101,14 +112,17 @@ def rule_unused_index(ctx: Context) -> Iterator[Finding]:
                 evidence={
                     "index": dict(index["key"]),
                     "operations": len(ops),
+                    "window_seconds": round((window[1] - window[0]).total_seconds()),
                     "index_stats_ops": accesses.get("ops"),
                     "index_stats_since": accesses.get("since"),
                     "bytes": profile.index_sizes.get(index["name"]),
                 },
                 change=Change(
-                    f"Hide {index['name']}, watch a full business cycle (month-end reports use indexes "
-                    "too), then drop it.",
-                    [call(profile.name, "hideIndex", index["name"]), call(profile.name, "dropIndex", index["name"])],
+                    f"Hide {index['name']} (unhideIndex brings it back at once), watch a full business cycle "
+                    f"(month-end reports use indexes too; the profile covers {_span(window)}), then drop it: "
+                    f"{call(profile.name, 'dropIndex', index['name']).shell()}. Only the hiding is proposed now: "
+                    "it can be undone, a drop cannot.",
+                    [call(profile.name, "hideIndex", index["name"])],
                     None,
                 ),
                 effect=(
@@ -122,5 +136,16 @@ def rule_unused_index(ctx: Context) -> Iterator[Finding]:
             )
 
 
-def _freed(profile: CollectionProfile, name: str) -> str:
-    return f"; {size(profile.index_sizes[name])} freed" if name in profile.index_sizes else ""
+def _span(window: tuple[datetime.datetime, datetime.datetime]) -> str:
+    seconds = (window[1] - window[0]).total_seconds()
+    for unit, scale in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= 2 * scale:
+            return f"{seconds / scale:.0f} {unit}"
+    return f"{seconds:.0f} seconds"
+
+
+def _counted_through(since: Any, first: datetime.datetime | None) -> bool:
+    """Whether ``$indexStats`` has counted since before the first profiled operation."""
+    if not isinstance(since, datetime.datetime) or first is None:
+        return False
+    return since.replace(tzinfo=None) <= first.replace(tzinfo=None)

@@ -1,8 +1,10 @@
 """Application-level joins on every read (found by :mod:`foliodb.advisor.joins`),
 and what the texts do instead, tried in this order:
 
-* a tree walked one level a query (a self-reference followed in chains of
-  two or more lookups): keep each node's ancestors in it (``tree-ancestors``);
+* a tree walked one level a query (a self-reference, a parent reference or
+  an array of children, followed in chains of two or more lookups): keep
+  each node's ancestors in it (``tree-ancestors``), so a path is one read
+  and a subtree one query;
 * few small children read whole with their parent (at most :data:`FEW`
   per parent, :data:`SMALL_CHILD` bytes on average, no other reads of
   them, never paged through with a sort or a limit, which is how a growing
@@ -11,8 +13,9 @@ and what the texts do instead, tried in this order:
   collection (at most :data:`READ_MOSTLY` updates of those fields per
   join): copy them beside the reference (``extended-reference``), with the
   fan-out it costs when the source changes;
-* per-id finds, several per read: one ``$in`` over the array of
-  references (``reference-array``, the texts' one-to-many read).
+* per-id finds, several per read, when one read holds several ids (an
+  array of references, or reads that return several documents): one
+  ``$in`` over them (``reference-array``, the texts' one-to-many read).
 
 A join of whole documents with one ``$in`` is the texts' recommended
 one-to-many read and is left alone. A pattern counts when it ran at least
@@ -57,7 +60,7 @@ def rule_join_on_read(ctx: Context) -> Iterator[Finding]:
             "read_example": join.read_example,
             "lookup_example": join.lookup_example,
         }
-        if join.relation.self_reference and not join.relation.many and join.by == "_id":
+        if join.relation.self_reference and join.by == "_id":
             if join.longest_chain >= 2:
                 yield _tree(join, evidence)
             continue
@@ -65,7 +68,7 @@ def rule_join_on_read(ctx: Context) -> Iterator[Finding]:
             finding = _embed(ctx, join, evidence)
         elif join.projected and len(join.projected) <= FEW_FIELDS:
             finding = _extended_reference(ctx, join, evidence)
-        elif join.per_id:
+        elif join.per_id and join.several_per_read:
             finding = _reference_array(join, evidence)
         else:
             finding = None
@@ -76,6 +79,14 @@ def rule_join_on_read(ctx: Context) -> Iterator[Finding]:
 def _tree(join: Join, evidence: dict[str, Any]) -> Finding:
     name = join.second
     path = join.relation.path
+    # Up the tree: a parent reference is followed to the parent; an array of children is searched for
+    # the node's own _id (the parent is the node listing it).
+    if join.relation.many:
+        walk = {"startWith": "$_id", "connectFromField": "_id", "connectToField": path}
+        way = f"down {path}"
+    else:
+        walk = {"startWith": f"${path}", "connectFromField": path, "connectToField": "_id"}
+        way = f"up {path}"
     return Finding(
         collection=name,
         path=path,
@@ -83,7 +94,7 @@ def _tree(join: Join, evidence: dict[str, Any]) -> Finding:
         recommendation="tree-ancestors",
         severity="medium",
         summary=(
-            f"{count(join.joined)} reads of {name} walked up {path} one query per level "
+            f"{count(join.joined)} reads of {name} walked {way} one query per level "
             f"(up to {join.longest_chain} levels, {count(join.lookups)} lookups)."
         ),
         evidence=evidence,
@@ -98,9 +109,7 @@ def _tree(join: Join, evidence: dict[str, Any]) -> Finding:
                         {
                             "$graphLookup": {
                                 "from": name,
-                                "startWith": f"${path}",
-                                "connectFromField": path,
-                                "connectToField": "_id",
+                                **walk,
                                 "as": "ancestors",
                                 "depthField": "depth",
                             }
@@ -120,23 +129,30 @@ def _tree(join: Join, evidence: dict[str, Any]) -> Finding:
             ],
             {
                 "_id": "<id>",
-                path: "<parent>",
+                path: ["<child>"] if join.relation.many else "<parent>",
                 "ancestors": [{"_id": "<root>", "name": "..."}, {"_id": "<parent>", "name": "..."}],
             },
         ),
-        effect=f"A breadcrumb is one read instead of up to {join.longest_chain + 1}.",
+        effect=(
+            f"A {'subtree' if join.relation.many else 'breadcrumb'} is one read instead of up to "
+            f"{join.longest_chain + 1}."
+        ),
     )
 
 
 def _embed(ctx: Context, join: Join, evidence: dict[str, Any]) -> Finding | None:
     children = ctx.profiles[join.second]
-    spread = per_value(ctx, join.second, join.by)
+    if join.paged or children.avg_bytes > SMALL_CHILD:
+        return None
     alone = [
         op
         for op in ctx.workload.on(join.second)
         if op.kind in ("find", "aggregate") and read_shape(op)[2] != (join.by,)
     ]
-    if join.paged or spread.max > FEW or children.avg_bytes > SMALL_CHILD or alone:
+    if alone:
+        return None
+    spread = per_value(ctx, join.second, join.by)  # an aggregation: only once the cheap tests pass
+    if spread.max > FEW:
         return None
     evidence |= {
         "children_per_parent_max": spread.max,
@@ -191,7 +207,7 @@ def _embed(ctx: Context, join: Join, evidence: dict[str, Any]) -> Finding | None
 
 def _extended_reference(ctx: Context, join: Join, evidence: dict[str, Any]) -> Finding | None:
     fields = sorted(join.projected or ())
-    writes = [op for op in ctx.updates(join.second) if _sets_any(op.update, fields)]
+    writes = [op for op in ctx.updates(join.second) if sets_any(op.update, fields)]
     if len(writes) > READ_MOSTLY * join.joined:
         return None
     path = join.relation.path
@@ -281,7 +297,7 @@ def _reference_array(join: Join, evidence: dict[str, Any]) -> Finding:
     )
 
 
-def _sets_any(update: Any, fields: list[str]) -> bool:
+def sets_any(update: Any, fields: list[str]) -> bool:
     touched = touched_paths(update)
     if "replace" in touched:
         return True

@@ -27,10 +27,13 @@ def rule_large_document(ctx: Context) -> Iterator[Finding]:
         largest = profile.largest
         if largest is None or largest.value < LARGE_DOCUMENT:
             continue
-        doc = ctx.database[profile.name].find_one({"_id": largest.document_id})
-        if doc is None:
-            continue
-        parts = sorted(((len(bson.encode({k: v})), k) for k, v in doc.items() if k != "_id"), reverse=True)
+        sizes = largest.parts
+        if sizes is None:  # measured in a pass of maxima only: read the document
+            doc = ctx.database[profile.name].find_one({"_id": largest.document_id})
+            if doc is None:
+                continue
+            sizes = {k: len(bson.encode({"v": v})) - 5 for k, v in doc.items() if k != "_id"}
+        parts = sorted(((n, k) for k, n in sizes.items()), reverse=True)
         heaviest = parts[0][1] if parts else None
         share = parts[0][0] / largest.value if parts else 0.0
         over = sum(1 for s in profile.sizes if s >= LARGE_DOCUMENT)

@@ -21,7 +21,7 @@ from typing import Any
 from foliodb.advisor.context import Context
 from foliodb.advisor.measure import per_value
 from foliodb.advisor.relations import Relation
-from foliodb.advisor.report import Change, Finding
+from foliodb.advisor.report import Affected, Change, Finding
 from foliodb.advisor.rules.joins import SNAPSHOT
 from foliodb.advisor.sampling import CollectionProfile
 from foliodb.advisor.shell import call, count
@@ -176,6 +176,7 @@ def _finding(
             f"{relation.target}.{copies[worst]}.",
             commands,
             None,
+            [Affected(relation.source, list(copies), "the stale copies show the source's current values again")],
         ),
         effect=f"Reads of {relation.source} show the current {copies[worst]} again without a join.",
     )

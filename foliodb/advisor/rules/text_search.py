@@ -8,8 +8,13 @@ letters, seen at least :data:`MIN_SEARCHES` times on a collection of at
 least :data:`foliodb.advisor.context.MIN_DOCS` documents. ``$text`` matches
 whole words (stemmed), not substrings: the change says so.
 
-Manual: https://www.mongodb.com/docs/manual/core/indexes/index-types/index-text/ and
-https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/case-insensitive-queries/
+Where search indexes exist, a search index and ``$search`` are the other
+answer (the evidence carries both commands, to read: the proof cannot run
+them on a server without search indexes).
+
+Manual: https://www.mongodb.com/docs/manual/core/indexes/index-types/index-text/,
+https://www.mongodb.com/docs/manual/data-modeling/design-antipatterns/case-insensitive-queries/ and
+https://www.mongodb.com/docs/atlas/atlas-search/
 """
 
 from __future__ import annotations
@@ -63,15 +68,29 @@ def rule_regex_word_search(ctx: Context) -> Iterator[Finding]:
                 "returned_avg": round(sum(op.returned for op, _ in runs) / len(runs), 1),
                 "plans": sorted({op.plan for op, _ in runs}),
                 "text_index": text_index["name"] if text_index else None,
+                "or_a_search_index": _search_index(collection, fields, word.group(0) if word else "<words>"),
             },
             change=Change(
                 ("Query the existing text index" if text_index else f"Create a text index on {', '.join(fields)}")
-                + " with $text: it matches whole words, stemmed, in any case (not substrings).",
+                + " with $text: it matches whole words, stemmed, in any case (not substrings). Where search "
+                "indexes exist (Atlas, and servers with mongot), a search index and $search rank the matches and "
+                "can match parts of words too (the evidence shows both commands).",
                 commands,
                 dict.fromkeys(fields, "text"),
             ),
             effect=f"Searches read the index entries of the words, not all {count(profile.count)} documents.",
         )
+
+
+def _search_index(collection: str, fields: tuple[str, ...], word: str) -> list[str]:
+    """The search-index alternative, as commands to read (not run: not every server has search indexes)."""
+    mapping = {"dynamic": False, "fields": {key: {"type": "string"} for key in fields}}
+    return [
+        call(collection, "createSearchIndex", {"name": "default", "definition": {"mappings": mapping}}).shell(),
+        call(
+            collection, "aggregate", [{"$search": {"text": {"query": word, "path": list(fields)}}}, {"$limit": 20}]
+        ).shell(),
+    ]
 
 
 def _word_search(pattern: str) -> bool:

@@ -13,6 +13,7 @@ from foliodb.aggregation.stages import (  # noqa: F401
     misc,
     out,
     project,
+    search,
     sessions,
     sort,
     unpack,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -40,7 +40,6 @@ from foliodb.aggregation.pipeline import LIMITS, STAGES, Docs, Stage, Where
 from foliodb.aggregation.stages.group import group_documents
 from foliodb.engine.sorter import sort_documents
 from foliodb.errors import location
-from foliodb.query import keystring
 from foliodb.query.bsontypes import INT32_MAX, INT32_MIN, is_string, type_name
 from foliodb.query.collation import key_encoder
 from foliodb.query.compare import bracket, compare
@@ -111,12 +110,13 @@ def stage_bucket(spec: Any, where: Where) -> Stage:
             raise location(40197, f"Unrecognized option to $bucket: {key}.")
     if group_by is None or boundaries is None:
         raise location(40198, "$bucket requires 'groupBy' and 'boundaries' to be specified.")
-    bounds = _check_boundaries(boundaries, where)
+    encode = key_encoder(where.scope.collator)  # boundaries are ordered, and values placed, by the collation
+    bounds = _check_boundaries(boundaries, where, encode)
     if default is not MISSING:
         default = constant_value(default, where.scope)
         if default is MISSING:
             raise location(40195, "The $bucket 'default' field must be a constant expression")
-        if compare(default, bounds[0]) >= 0 and compare(default, bounds[-1]) < 0:
+        if encode(bounds[0]) <= encode(default) < encode(bounds[-1]):
             raise location(
                 40199,
                 "The $bucket 'default' field must be less than the lowest boundary or greater than or equal to "
@@ -124,7 +124,6 @@ def stage_bucket(spec: Any, where: Where) -> Stage:
             )
     if names is None:
         names, accs = _default_outputs(where)
-    encode = key_encoder(where.scope.collator)  # string boundaries place values by the collation
     keys = [encode(b) for b in bounds]
     fallback = default
     by = group_by
@@ -154,7 +153,7 @@ def stage_bucket(spec: Any, where: Where) -> Stage:
     return Stage("$bucket", spec, run)
 
 
-def _check_boundaries(values: list[Any], where: Where) -> list[Any]:
+def _check_boundaries(values: list[Any], where: Where, encode: Callable[[Any], bytes]) -> list[Any]:
     if len(values) < 2:
         raise location(
             40192, f"The $bucket 'boundaries' field must have at least 2 values, but found {len(values)} value(s)."
@@ -177,7 +176,7 @@ def _check_boundaries(values: list[Any], where: Where) -> list[Any]:
                 "The $bucket 'boundaries' field must be an array of values of the same type, but found two "
                 f"different types: {type_name(a)} and {type_name(b)}.",
             )
-        if compare(a, b) >= 0:
+        if encode(a) >= encode(b):
             raise location(
                 40194,
                 "The $bucket 'boundaries' field must be sorted in ascending order, but found values "
@@ -447,6 +446,8 @@ def stage_bucketAuto(spec: Any, where: Where) -> Stage:
             states.append(state)
         return _document({"min": bucket.min, "max": bucket.max}, out_names, states)
 
+    encode = key_encoder(where.scope.collator)  # the collation orders the values and says which are equal
+
     def run(docs: Docs) -> Docs:
         count = 0
 
@@ -458,7 +459,7 @@ def stage_bucketAuto(spec: Any, where: Where) -> Stage:
 
         ordered = sort_documents(
             wrapped(),
-            lambda entry: keystring.encode(entry["k"]),
+            lambda entry: encode(entry["k"]),
             max_memory_bytes=LIMITS.bucket_auto_bytes,
             allow_disk_use=allow_disk_use,
         )
@@ -480,15 +481,15 @@ def stage_bucketAuto(spec: Any, where: Where) -> Stage:
             while entries.more() and (i < size or last):
                 bucket.add(entries.next())
                 i += 1
-            _close(bucket, entries, granularity)
+            _close(bucket, entries, granularity, encode)
             previous_max = bucket.max
             yield finish(bucket)
 
     return Stage("$bucketAuto", spec, run)
 
 
-def _close(bucket: _Bucket, entries: _Peekable, granularity: Rounder | None) -> None:
-    """Absorb the values that must share this bucket and set its max."""
+def _close(bucket: _Bucket, entries: _Peekable, granularity: Rounder | None, encode: Callable[[Any], bytes]) -> None:
+    """Absorb the values that must share this bucket (equal under the collation) and set its max."""
     if granularity is not None:
         boundary = granularity.round_up(bucket.max)
         while entries.more() and (
@@ -500,7 +501,7 @@ def _close(bucket: _Bucket, entries: _Peekable, granularity: Rounder | None) -> 
         else:
             bucket.max = boundary
         return
-    while entries.more() and compare(bucket.max, entries.peek()["k"]) == 0:
+    while entries.more() and encode(bucket.max) == encode(entries.peek()["k"]):
         bucket.add(entries.next())
     if entries.more():
         bucket.max = entries.peek()["k"]

@@ -130,7 +130,7 @@ def stage_group(spec: Any, where: Where) -> Stage:
     accumulators: list[Accumulator] = []
     for name, value in spec.items():
         if name == "_id":
-            key_of = where.expression(value)
+            key_of = _group_key(value, where)
         else:
             accumulators.append(compile_accumulator(name, value, where.scope))
             names.append(name)
@@ -150,6 +150,26 @@ def stage_group(spec: Any, where: Where) -> Stage:
             yield out
 
     return Stage("$group", spec, run)
+
+
+def _group_key(spec: Any, where: Where) -> Expr:
+    """The ``_id`` expression. An object of one field groups on that field's expression, a
+    missing value as null (``{_id: {a: "$a"}}`` gives ``{a: null}`` for a document without
+    ``a``), as mongod's GroupProcessorBase splits an object ``_id`` into its fields' expressions
+    and computes a lone one's key as any single ``_id`` (missing: null)."""
+    expr = where.expression(spec)
+    if not (isinstance(spec, Mapping) and len(spec) == 1):
+        return expr
+    ((name, inner),) = spec.items()
+    if not is_string(name) or name.startswith("$"):
+        return expr
+    field = where.expression(inner)
+
+    def one_field(doc: Any, vars: dict[str, Any]) -> Any:
+        value = field(doc, vars)
+        return {name: None if value is MISSING else value}
+
+    return one_field
 
 
 @STAGES.register("$count")

@@ -32,7 +32,7 @@ from foliodb.query.expr import Expr
 from foliodb.query.expr.core import check_variable_name
 from foliodb.query.idl import unknown_field
 from foliodb.query.paths import MISSING, leaf_values
-from foliodb.query.render import render
+from foliodb.query.render import render, render_document
 from foliodb.query.reshape import set_path, split_path
 
 
@@ -182,8 +182,22 @@ def _collectionless(stages: list[Any], where: Where, variables: Mapping[str, Any
 
 @STAGES.register("$graphLookup")
 def stage_graphLookup(spec: Any, where: Where) -> Stage:
+    # mongod's LiteParsed::parse checks these first (FailedToParse), before the stage's own parse.
     if not isinstance(spec, Mapping):
-        raise location(40327, f"the $graphLookup stage specification must be an object, but found {type_name(spec)}")
+        raise CommandError(
+            ErrorCode.FailedToParse,
+            f"the $graphLookup stage specification must be an object, but found {type_name(spec)}",
+        )
+    if "from" not in spec:
+        raise CommandError(
+            ErrorCode.FailedToParse,
+            f"missing 'from' option to $graphLookup stage specification: {render_document(dict(spec))}",
+        )
+    if not is_string(spec["from"]) and not isinstance(spec["from"], Mapping):
+        raise CommandError(
+            ErrorCode.FailedToParse,
+            f"'from' option to $graphLookup must be a string, but was type {type_name(spec['from'])}",
+        )
     strings: dict[str, str] = {}
     db: str | None = None
     start_with: Expr | None = None
@@ -214,11 +228,15 @@ def stage_graphLookup(spec: Any, where: Where) -> Stage:
             strings[key] = value
         else:
             raise location(40104, f"Unknown argument to $graphLookup: {key}")
-    required = ("from", "as", "connectFromField", "connectToField")
-    if start_with is None or any(not strings.get(k) for k in required):
+    required = ("as", "connectFromField", "connectToField")
+    if start_with is None or "from" not in strings or any(not strings.get(k) for k in required):
         raise location(
             40105, "missing required argument to $graphLookup: from, as, startWith, connectFromField, connectToField"
         )
+    if not strings["from"]:
+        # mongod builds '<db>.' from an empty 'from', which passes the missing-argument check and then
+        # fails NamespaceString::isValid.
+        raise CommandError(ErrorCode.InvalidNamespace, f"invalid $graphLookup namespace: {db or where.env.db}.")
     assert start_with is not None
     coll = strings["from"]
     as_parts = split_path(strings["as"])

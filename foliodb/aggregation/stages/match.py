@@ -23,8 +23,9 @@ from foliodb.query.filter_ops.geo import has_near
 def stage_match(spec: Any, where: Where) -> Stage:
     if not isinstance(spec, Mapping):
         raise location(15959, "the match filter must be an expression in an object")
-    if "$where" in spec:
-        raise location(16395, "$where is not allowed inside of a $match aggregation expression")
+    if _has_where(spec):
+        # mongod parses $match without the JavaScript feature (expression_parser.cpp's parseWhere).
+        raise location(ErrorCode.BadValue, "$where is not allowed in this context")
     if has_near(spec):
         # Distance order needs the find's geo scan: a pipeline uses $geoNear instead.
         raise location(ErrorCode.BadValue, "$geoNear, $near, and $nearSphere are not allowed in this context")
@@ -46,3 +47,17 @@ def stage_match(spec: Any, where: Where) -> Stage:
                 yield doc
 
     return Stage("$match", spec, run, keeps=keep_all)
+
+
+def _has_where(spec: Mapping[str, Any]) -> bool:
+    """Does a filter use $where, at its top level or in a logical operator's branches?"""
+    for key, value in spec.items():
+        if key == "$where":
+            return True
+        if (
+            key in ("$and", "$or", "$nor")
+            and isinstance(value, list)
+            and any(isinstance(branch, Mapping) and _has_where(branch) for branch in value)
+        ):
+            return True
+    return False

@@ -1,4 +1,5 @@
-"""Source and diagnostics stages: $documents $collStats $indexStats $planCacheStats $changeStream.
+"""Source and diagnostics stages: $documents $collStats $indexStats $planCacheStats $changeStream,
+and $_internalSplitPipeline (a sharded cluster's split point: nothing to do on one node).
 
 Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/documents/
 https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/
@@ -157,3 +158,30 @@ def stage_indexStats(spec: Any, where: Where) -> Stage:
         yield from env.index_stats(coll)
 
     return Stage("$indexStats", spec, run)
+
+
+_MERGE_TYPES = ("localOnly", "anyShard", "primaryShard", "mongos")
+
+
+@STAGES.register("$_internalSplitPipeline")
+def stage_internalSplitPipeline(spec: Any, where: Where) -> Stage:
+    """Where a sharded cluster splits a pipeline (mongod's DocumentSourceInternalSplitPipeline, which
+    tests use to force a merge): one node has no split, so documents pass through unchanged."""
+    if not isinstance(spec, Mapping):
+        raise CommandError(
+            ErrorCode.TypeMismatch, f"$_internalSplitPipeline must take a nested object but found: {render(spec)}"
+        )
+    for name, value in spec.items():
+        if name != "mergeType":
+            raise CommandError(
+                ErrorCode.BadValue, f"unrecognized field while parsing $_internalSplitPipeline: '{name}'"
+            )
+        if not isinstance(value, str):
+            raise CommandError(ErrorCode.BadValue, f"'mergeType' must be a string value but found: {type_name(value)}")
+        if value not in _MERGE_TYPES:
+            raise CommandError(ErrorCode.BadValue, f"unrecognized field while parsing mergeType: '{name}'")
+
+    def run(docs: Docs) -> Docs:
+        return docs
+
+    return Stage("$_internalSplitPipeline", spec, run, keeps=lambda field: True)

@@ -11,7 +11,11 @@ index, 51183) and then, per ``whenMatched``/``whenNotMatched``: replaces,
 keeps, merges top-level fields, fails (the insert's duplicate-key error),
 or runs an update pipeline with ``$$new`` (and the ``let`` variables) bound
 to the incoming document; inserts, discards, or fails (13113). Documents
-without ``_id`` get an ObjectId on insert; a replacement keeps the target's.
+without ``_id`` get an ObjectId on insert (before the lookup when ``on``
+holds ``_id``); a replacement keeps the target's. As mongod's batched
+unordered writes, a failing document does not stop the others of its batch
+(16 MiB or 100,000 documents), and the writes done stay when the stage fails
+(the aggregate command commits them, see :mod:`foliodb.commands.aggregate`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import bson
 from bson import ObjectId
 
 from foliodb.aggregation.pipeline import (
@@ -31,11 +36,12 @@ from foliodb.aggregation.pipeline import (
     compile_stages,
     stage_entry,
 )
-from foliodb.errors import CommandError, ErrorCode, location
+from foliodb.engine.records import MAX_BSON_SIZE
+from foliodb.errors import INTERRUPTIONS, CommandError, ErrorCode, location
 from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.expr.core import check_variable_name
 from foliodb.query.idl import check_fields, missing_field, wrong_type
-from foliodb.query.paths import MISSING, get_plain
+from foliodb.query.paths import MISSING
 from foliodb.query.render import render
 from foliodb.query.reshape import split_path
 
@@ -46,11 +52,16 @@ def _with_id(doc: dict[str, Any]) -> dict[str, Any]:
     return {"_id": ObjectId(), **doc}
 
 
-def _check_collection_name(coll: str) -> None:
+def _check_collection_name(coll: str, stage: str) -> None:
     if not coll:
         raise CommandError(ErrorCode.InvalidNamespace, "Invalid namespace specified: collection name is empty")
-    if coll.startswith("system.") or "$" in coll or "\x00" in coll:
+    if "\x00" in coll:
         raise CommandError(ErrorCode.InvalidNamespace, f"Invalid collection name: {coll}")
+    if coll.startswith("system.") or "$" in coll:
+        # NamespaceString::isSpecial: document_source_out.cpp (17385), document_source_merge.cpp (51180).
+        if stage == "$out":
+            raise location(17385, f"Can't $out to special collection: {coll}")
+        raise location(51180, f"Cannot $merge into special collection: '{coll}'")
 
 
 @STAGES.register("$out")
@@ -70,7 +81,7 @@ def stage_out(spec: Any, where: Where) -> Stage:
         db, coll = spec["db"], spec["coll"]
     else:
         raise location(16990, f"$out only supports a string or object argument, but found {type_name(spec)}")
-    _check_collection_name(coll)
+    _check_collection_name(coll, "$out")
     env = where.env
 
     def run(docs: Docs) -> Docs:
@@ -108,11 +119,17 @@ def _into(value: Any) -> tuple[str | None, str]:
 
 
 def _on_fields(value: Any) -> list[str]:
+    """``on`` as mongod's mergeOnFieldsParseFromBSON checks it."""
     names = [value] if is_string(value) else value
-    if not isinstance(names, list) or not names or not all(is_string(n) for n in names):
+    if not isinstance(names, list):
         raise location(
             51186, f"$merge 'on' field  must be either a string or an array of strings, but found {type_name(value)}"
         )
+    for name in names:
+        if not is_string(name):
+            raise location(51134, f"$merge 'on' array elements must be strings, but found {type_name(name)}")
+    if not names:
+        raise location(51187, "If explicitly specifying $merge 'on', must include at least one field")
     if len(set(names)) != len(names):
         raise location(31465, "Found a duplicate field in the $merge 'on' list")
     for name in names:
@@ -129,7 +146,7 @@ def stage_merge(spec: Any, where: Where) -> Stage:
     known = ("into", "on", "let", "whenMatched", "whenNotMatched", "targetCollectionVersion")
     check_fields(spec, "$merge", known, ("into",))
     db, coll = _into(spec["into"])
-    _check_collection_name(coll)
+    _check_collection_name(coll, "$merge")
     on = _on_fields(spec.get("on", "_id"))
     matched = spec.get("whenMatched", "merge")
     not_matched = spec.get("whenNotMatched", "insert")
@@ -179,11 +196,20 @@ def stage_merge(spec: Any, where: Where) -> Stage:
     on_parts = [tuple(name.split(".")) for name in on]
 
     def key_filter(doc: dict[str, Any]) -> dict[str, Any]:
+        """The target's lookup by the ``on`` fields, as mongod's extractMergeOnFieldsFromDoc: the
+        value at each path (an array along the way reaches nothing) is an array (51185), missing
+        or null (51132)."""
         out = {}
         for name, parts in zip(on, on_parts, strict=True):
-            value = get_plain(doc, parts)
-            if value is MISSING or value is None or isinstance(value, list):
-                raise location(51132, "$merge write error: 'on' field cannot be missing, null, undefined or an array")
+            value: Any = doc
+            for part in parts:
+                value = value.get(part, MISSING) if isinstance(value, dict) else MISSING
+            if isinstance(value, list):
+                raise location(51185, f"$merge write error: 'on' field '{name}' is an array")
+            if value is MISSING or value is None:
+                raise location(
+                    51132, f"$merge write error: 'on' field '{name}' cannot be missing, null, undefined or an array"
+                )
             out[name] = value
         return out
 
@@ -200,7 +226,7 @@ def stage_merge(spec: Any, where: Where) -> Stage:
         return next(update.run(iter([existing])), None)
 
     def write(doc: dict[str, Any]) -> None:
-        if on == ["_id"]:
+        if "_id" in on:  # mongod's makeBatchObject generates the _id an 'on' field needs
             doc = _with_id(doc)
         match = key_filter(doc)
         if matched == "fail":
@@ -231,8 +257,30 @@ def stage_merge(spec: Any, where: Where) -> Stage:
         env.replace(coll, {"_id": existing["_id"]}, new, db=db)
 
     def run(docs: Docs) -> Docs:
+        # mongod writes batches (DocumentSourceWriter: up to 16 MiB of documents, at most
+        # maxWriteBatchSize of them) as unordered write commands: every document of a batch is
+        # tried, and the batch's first error fails the stage before the next batch.
+        failure: CommandError | None = None
+        buffered = count = 0
         for doc in docs:
-            write(doc)
+            size = len(bson.encode(doc))
+            buffered += size
+            if count and (buffered > MAX_BSON_SIZE or count >= MAX_WRITE_BATCH_SIZE):
+                if failure is not None:
+                    raise failure
+                buffered, count = size, 0
+            count += 1
+            try:
+                write(doc)
+            except CommandError as error:
+                if error.code in INTERRUPTIONS:
+                    raise
+                failure = failure or error
+        if failure is not None:
+            raise failure
         yield from ()
 
     return Stage("$merge", spec, run)
+
+
+MAX_WRITE_BATCH_SIZE = 100_000  # mongod's maxWriteBatchSize

@@ -78,7 +78,10 @@ def stage_project(spec: Any, where: Where) -> Stage:
         def keeps(field: str) -> bool:
             return field in kept
 
-    return _projection_stage("$project", projection, spec, keeps)
+    stage = _projection_stage("$project", projection, spec, keeps)
+    if all(not k.startswith("$") and _flag(v) is not None for k, v in spec.items()):
+        stage.projection = spec  # plain inclusions or exclusions: a find's projection means the same
+    return stage
 
 
 @STAGES.register("$unset")

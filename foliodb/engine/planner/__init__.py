@@ -409,10 +409,14 @@ def near_plan(store: CollectionStore, filter_spec: Mapping[str, Any], path: str,
     return Plan(geo.GeoNearScan(store, index, path, query, others))
 
 
-def shown_bounds(names: list[str], descending: list[bool], per_field: list[list[Interval]]) -> dict[str, list[str]]:
-    """explain's ``indexBounds``: each field's intervals in the index's order."""
+def shown_bounds(
+    names: list[str], descending: list[bool], per_field: list[list[Interval]], direction: int = 1
+) -> dict[str, list[str]]:
+    """explain's ``indexBounds``: each field's intervals in the order the scan reads them (the
+    index's order, reversed for a backward scan, as mongod's IndexBoundsBuilder::reverse)."""
     shown = {}
     for name, desc, intervals in zip(names, descending, per_field, strict=True):
+        desc = desc != (direction < 0)
         items = [iv.show() for iv in intervals]
         shown[name] = list(reversed([iv.reversed().show() for iv in intervals])) if desc else items
     return shown
@@ -430,13 +434,14 @@ def _index_scan(store: CollectionStore, candidate: Candidate) -> IndexScan | Non
             ivs if name == "$_path" else [collation_keys_shown(iv) for iv in ivs]
             for name, ivs in zip(candidate.names, candidate.intervals, strict=True)
         ]
-    shown = shown_bounds(candidate.names, candidate.descending, shown_intervals)
+    shown = shown_bounds(candidate.names, candidate.descending, shown_intervals, candidate.direction)
     check = None
     if index.kind == "btree" and not index.multikey:
         check = key_checker(candidate.intervals, candidate.descending)
     # A clustered collection's _id index is its clustered index.
     scan = ClusteredScan if index.name == "_id_" and store.info.is_clustered else IndexScan
-    return scan(store, index, ranges, candidate.direction, shown, check, candidate.intervals)
+    key_pattern = dict.fromkeys(candidate.names, 1) if index.kind == "wildcard" else None
+    return scan(store, index, ranges, candidate.direction, shown, check, candidate.intervals, key_pattern)
 
 
 # -- choosing ---------------------------------------------------------------------------

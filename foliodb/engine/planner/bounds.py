@@ -370,8 +370,9 @@ def whole_value(key: bytes, descending: bool) -> tuple[bool, Any]:
     """(True, value) when ``key`` is one value's whole key."""
     try:
         value = decode_key(key, [descending])[0]
-    except (IndexError, KeyError, ValueError):
-        return False, None  # a bracket edge (a lone type byte) or a prefix
+    except (IndexError, KeyError, ValueError, TypeError):
+        # A bracket edge (a lone type byte) or a prefix (an ObjectId's type byte with fewer than its 12 bytes).
+        return False, None
     encoded = keystring.encode(value)
     return (keystring.complement(encoded) if descending else encoded) == key, value
 

@@ -87,8 +87,8 @@ def inclusion_paths(projection: Mapping[str, Any]) -> list[str] | None:
             return None
         else:
             fields.append(name)
-    if not fields:
-        return None
+    if not fields and not (keep_id and "_id" in projection):
+        return None  # {} or {_id: 0}: no inclusion ({_id: 1} alone is one)
     return ["_id", *fields] if keep_id else fields
 
 

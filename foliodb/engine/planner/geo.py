@@ -34,7 +34,7 @@ from foliodb.engine.records import CollectionStore
 from foliodb.errors import bad_value
 from foliodb.query import geometry as geo
 from foliodb.query.filter import is_operator_doc
-from foliodb.query.filter_ops.geo import NearQuery, intersects_geometry, nearest, within_region
+from foliodb.query.filter_ops.geo import NEAR_OPS, NearQuery, intersects_geometry, nearest, within_region
 from foliodb.query.paths import split
 
 QUERY_MAX_CELLS = 20
@@ -208,11 +208,13 @@ def split_near(filter_spec: Mapping[str, Any] | None) -> tuple[str, str, Any, Ma
         return None
     found = None
     for path, cond in filter_spec.items():
-        if isinstance(cond, dict) and ("$near" in cond or "$nearSphere" in cond) and not path.startswith("$"):
-            if found is not None or ("$near" in cond and "$nearSphere" in cond):
+        if isinstance(cond, dict) and ("$near" in cond or "$nearSphere" in cond or "$geoNear" in cond):
+            if path.startswith("$"):
+                continue
+            ops = [op for op in NEAR_OPS if op in cond]
+            if found is not None or len(ops) > 1:
                 raise bad_value("Too many geoNear expressions")
-            op = "$near" if "$near" in cond else "$nearSphere"
-            found = path, op, cond[op], cond
+            found = path, ops[0], cond[ops[0]], cond
     return found
 
 

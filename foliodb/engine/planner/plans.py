@@ -17,6 +17,7 @@ from typing import Any
 import bson
 
 from foliodb import interrupt
+from foliodb.engine.cache import Row
 from foliodb.engine.catalog import CODEC, IndexInfo
 from foliodb.engine.index_keys import UNDEFINED_KEY
 from foliodb.engine.planner.bounds import ALL, Interval, KeyRange, next_prefix, whole_value
@@ -64,6 +65,24 @@ class CollScan(AccessStage):
             self._last_rid = row[0]
             yield row
         self._finished = True
+
+    def cached_rows(self, build: bool) -> list[Row] | None:
+        """The scan as (record id, BSON, decoded document) from the document cache
+        (:meth:`CollectionStore.cached_rows`, built when missing if ``build``), in this
+        scan's order; None when the cache has no part in it. The caller tests the needles
+        (on the BSON) and reports its progress (:meth:`cached_progress`)."""
+        rows = self.store.cached_rows(build)
+        if rows is None or self.direction > 0:
+            return rows
+        return rows[::-1]
+
+    def cached_progress(self, produced: int, last_rid: int | None, finished: bool) -> None:
+        """How far a scan of :meth:`cached_rows` has gone, counted as :meth:`rows` counts
+        (told at each document it hands on and at its end: a suspended cursor's first batch
+        reports what it examined)."""
+        self._produced = produced
+        self._last_rid = last_rid
+        self._finished = finished
 
     @property
     def docs_examined(self) -> int:  # type: ignore[override]
@@ -154,16 +173,20 @@ class IdLookup(AccessStage):
         }
 
 
-def index_scan_explain(stage: str, index: IndexInfo, direction: int, bounds: Any) -> dict[str, Any]:
-    """An index-reading stage as mongod's explain shows it (IXSCAN, DISTINCT_SCAN)."""
+def index_scan_explain(
+    stage: str, index: IndexInfo, direction: int, bounds: Any, key_pattern: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """An index-reading stage as mongod's explain shows it (IXSCAN, DISTINCT_SCAN). A wildcard
+    index's scan of one path shows that path's key pattern ({$_path: 1, path: 1}), as mongod."""
     spec = index.spec
-    out: dict[str, Any] = {"stage": stage, "keyPattern": dict(index.key), "indexName": index.name}
+    key = key_pattern if key_pattern is not None else dict(index.key)
+    out: dict[str, Any] = {"stage": stage, "keyPattern": key, "indexName": index.name}
     if "collation" in spec:
         out["collation"] = dict(spec["collation"])  # as mongod shows a collated index
     out.update(
         {
             "isMultiKey": index.multikey,
-            "multiKeyPaths": {name: [name] if index.multikey else [] for name in index.key},
+            "multiKeyPaths": {name: [name] if index.multikey and name != "$_path" else [] for name in key},
             "isUnique": bool(spec.get("unique", False)),
             "isSparse": bool(spec.get("sparse", False)),
             "isPartial": "partialFilterExpression" in spec,
@@ -197,8 +220,10 @@ class IndexScan(AccessStage):
         bounds: dict[str, list[str]],
         key_check: Callable[[bytes], bool] | None = None,
         intervals: list[list[Interval]] | None = None,
+        key_pattern: dict[str, Any] | None = None,
     ) -> None:
         self.store = store
+        self.key_pattern = key_pattern  # explain's keyPattern when not the index's (a wildcard's path)
         self.index = index
         self.ranges = ranges
         self.direction = direction
@@ -286,7 +311,7 @@ class IndexScan(AccessStage):
             batch = min(batch * 4, 512)
 
     def explain(self) -> dict[str, Any]:
-        return index_scan_explain("IXSCAN", self.index, self.direction, self.bounds)
+        return index_scan_explain("IXSCAN", self.index, self.direction, self.bounds, self.key_pattern)
 
 
 class ClusteredScan(IndexScan):

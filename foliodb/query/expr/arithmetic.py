@@ -22,6 +22,7 @@ from typing import Any
 from bson import Int64
 
 from foliodb.errors import CommandError, ErrorCode, bad_value, location, type_mismatch
+from foliodb.query.bsontypes import INT32_MAX, INT32_MIN
 from foliodb.query.expr.core import EXPR_OPS, Expr, Scope, nullish, operands, type_of
 from foliodb.query.expr.numeric import (
     DECIMAL,
@@ -271,10 +272,13 @@ def mod(lhs: Any, rhs: Any) -> Any:
             if divisor.is_zero():
                 raise location(5733415, "can't $mod by zero")
             return decimal128(DECIMAL.remainder(to_decimal(lhs), divisor))
-        if to_double(rhs) == 0:
+        right = to_double(rhs)
+        if right == 0:
             raise location(16610, "can't $mod by zero")
-        if Kind.DOUBLE in (lk, rk):
-            return c_fmod(to_double(lhs), to_double(rhs))
+        # mongod's ExpressionMod: fmod unless the divisor is a double holding an int32 (Value::integral),
+        # which divides as an integer: int % 3.0 is an int, long % 3.0 a long.
+        if lk is Kind.DOUBLE or (rk is Kind.DOUBLE and not (INT32_MIN <= right <= INT32_MAX and right.is_integer())):
+            return c_fmod(to_double(lhs), right)
         remainder = _c_remainder(int(lhs), int(rhs))
         return Int64(remainder) if Kind.LONG in (lk, rk) else remainder
     if nullish(lhs) or nullish(rhs):

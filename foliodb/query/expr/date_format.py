@@ -217,7 +217,18 @@ class _Zone(NamedTuple):
 
 
 _NUMERIC_ZONE = re.compile(r"(?:GMT|UTC)?([+-])(\d{1,2})(?::?(\d\d))?", re.ASCII | re.IGNORECASE)
-_NAMED_ZONE = re.compile(r"(Z|UTC|GMT)(?![A-Za-z/])", re.ASCII | re.IGNORECASE)
+# Abbreviations timelib knows (timezonemap.h, fallbackmap.h), hours east of UTC: the common ones
+# and the military letters (A-I +1..+9, K-M +10..+12, N-Y -1..-12, Z 0).
+_ABBREVIATIONS: dict[str, float] = {
+    "utc": 0, "gmt": 0, "ut": 0, "wet": 0, "west": 1, "bst": 1, "cet": 1, "cest": 2, "met": 1, "mest": 2,
+    "eet": 2, "eest": 3, "msk": 3, "est": -5, "edt": -4, "cst": -6, "cdt": -5, "mst": -7, "mdt": -6,
+    "pst": -8, "pdt": -7, "akst": -9, "akdt": -8, "hst": -10, "ast": -4, "adt": -3, "nst": -3.5, "ndt": -2.5,
+    **{c: n for n, c in enumerate("abcdefghi", start=1)},
+    **{c: n for n, c in enumerate("klm", start=10)},
+    **{c: -n for n, c in enumerate("nopqrstuvwxy", start=1)},
+    "z": 0,
+}  # fmt: skip
+_NAMED_ZONE = re.compile(r"([A-Za-z]{1,4})(?![A-Za-z/_])", re.ASCII)
 
 
 def _zone_at(text: str, pos: int) -> tuple[_Zone, int] | None:
@@ -226,8 +237,8 @@ def _zone_at(text: str, pos: int) -> tuple[_Zone, int] | None:
         sign = 1 if m.group(1) == "+" else -1
         return _Zone(sign * (int(m.group(2)) * 3600 + int(m.group(3) or 0) * 60), None), m.end()
     m = _NAMED_ZONE.match(text, pos)
-    if m is not None:
-        return _Zone(0, m.group(1)), m.end()
+    if m is not None and m.group(1).lower() in _ABBREVIATIONS:
+        return _Zone(round(_ABBREVIATIONS[m.group(1).lower()] * 3600), m.group(1)), m.end()
     return None
 
 
@@ -239,14 +250,25 @@ def _month_named(word: str) -> int | None:
     return None
 
 
-_CLOCK = r"(?P<h>\d{1,2}):(?P<mi>\d\d)(?::(?P<s>\d\d)(?:[.,](?P<f>\d+))?)?"
-_TIME = r"(?:[Tt ]+" + _CLOCK + ")?"
+# timelib's timelong24 / iso8601long: hour24 [:.] minute [:.] second frac
+# and timetiny12/timeshort12/timelong12: hour12 ([:.] minute ([:.] second)?)? space? meridian.
+_CLOCK = (
+    r"(?P<h>\d{1,2})(?:[:.](?P<mi>\d\d)(?:[:.](?P<s>\d\d)(?:[.,](?P<f>\d+))?)?)?"
+    r"(?: ?(?P<ap>[AaPp])\.?[Mm]\.?(?![A-Za-z]))?"
+)
+# A clock, or timelib's 'noon' and 'midnight'.
+_TIME = r"(?:[Tt ]+(?:" + _CLOCK + r"|(?P<kw>noon|midnight)(?![A-Za-z])))?"
 _FREE_FORMS = [
     re.compile(r"(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})" + _TIME, re.ASCII),
     re.compile(r"(?P<y>\d{4})(?P<m>\d\d)(?P<d>\d\d)" + _TIME.replace("[Tt ]+", "[Tt]"), re.ASCII),
     re.compile(r"(?P<y>\d{4})/(?P<m>\d{1,2})/(?P<d>\d{1,2})" + _TIME, re.ASCII),
-    re.compile(r"(?P<m>\d{1,2})/(?P<d>\d{1,2})/(?P<y>\d{4})" + _TIME, re.ASCII),
-    re.compile(r"(?P<mn>[A-Za-z]{3,9})\.? +(?P<d>\d{1,2})(?:st|nd|rd|th)?,? +(?P<y>\d{4})" + _TIME, re.ASCII),
+    # american: month / day / year (two digits: 00-69 are 20xx, 70-99 19xx)
+    re.compile(r"(?P<m>\d{1,2})/(?P<d>\d{1,2})/(?P<y>\d{4}|\d\d)(?!\d)" + _TIME, re.ASCII),
+    # pointeddate4: day [.-] month [.-] year4; pgtextreverse: year4 - monthabbr - day
+    re.compile(r"(?P<d>\d{1,2})[.\t-](?P<m>\d{1,2})[.-](?P<y>\d{4})" + _TIME, re.ASCII),
+    re.compile(r"(?P<y>\d{4})-(?P<mn>[A-Za-z]{3})-(?P<d>\d{1,2})" + _TIME, re.ASCII),
+    # (timelib's datenoyear: a month and day alone parse, and then fail for want of a year)
+    re.compile(r"(?P<mn>[A-Za-z]{3,9})\.? +(?P<d>\d{1,2})(?:st|nd|rd|th)?(?:,? +(?P<y>\d{4}))?" + _TIME, re.ASCII),
     re.compile(r"(?P<d>\d{1,2}) +(?P<mn>[A-Za-z]{3,9})\.?,? +(?P<y>\d{4})" + _TIME, re.ASCII),
     # A time alone parses, and then fails for want of a date.
     re.compile(_CLOCK, re.ASCII),
@@ -262,13 +284,27 @@ def _parse_free(text: str) -> Fields:
         if m is None:
             continue
         g = m.groupdict()
-        if g.get("y") is not None:
+        if g.get("d") is not None:
             month = _month_named(g["mn"]) if g.get("mn") else int(g["m"])
             if month is None:
                 continue
-            fields.year, fields.month, fields.day = int(g["y"]), month, int(g["d"])
+            fields.month, fields.day = month, int(g["d"])
+        if g.get("y") is not None:
+            year = int(g["y"])
+            if len(g["y"]) == 2:  # timelib_process_year
+                year += 2000 if year < 70 else 1900
+            fields.year = year
+        if g.get("kw") is not None:
+            fields.hour, fields.minute, fields.second = (12 if g["kw"] == "noon" else 0), 0, 0
         if g["h"] is not None:
-            fields.hour, fields.minute, fields.second = int(g["h"]), int(g["mi"]), int(g["s"] or 0)
+            hour = int(g["h"])
+            if g["ap"] is not None:  # a 12-hour clock: 12am is midnight, 12pm noon
+                if not 1 <= hour <= 12:
+                    raise _parse_error(text, lead + m.start("h"), "Unexpected character")
+                hour = hour % 12 + (12 if g["ap"] in "Pp" else 0)
+            elif g["mi"] is None:  # an hour alone needs its meridian
+                raise _parse_error(text, lead + m.start("h"), "Unexpected character")
+            fields.hour, fields.minute, fields.second = hour, int(g["mi"] or 0), int(g["s"] or 0)
             fields.millis = int((g["f"] or "0")[:3].ljust(3, "0"))
         _finish_zone(text, lead + m.end(), fields)
         return fields
@@ -321,7 +357,9 @@ _NUMBER_FIELDS = {
 def _parse_with_format(text: str, fmt: str) -> Fields:
     fields = Fields()
     pos = i = 0
-    while i < len(fmt):
+    # timelib reads C strings: a NUL ends either; parse_from_format stops when either runs out.
+    text, fmt = text.split("\x00", 1)[0], fmt.split("\x00", 1)[0]
+    while i < len(fmt) and pos < len(text):
         c = fmt[i]
         if c == "%" and fmt[i + 1] != "%":
             spec = fmt[i + 1]
@@ -331,7 +369,10 @@ def _parse_with_format(text: str, fmt: str) -> Fields:
                 found = _digits(text, pos, most)
                 if found is None:
                     raise _parse_error(text, pos, f"A {name} could not be found")
-                setattr(fields, name, found[0])
+                value = found[0]
+                if spec == "L":  # timelib reads the digits as a fraction: ".81" is 810 ms
+                    value *= 10 ** (3 - (found[1] - pos))
+                setattr(fields, name, value)
                 pos = found[1]
             elif spec in "bB":
                 m = re.compile(r"[A-Za-z]+").match(text, pos)
@@ -340,6 +381,8 @@ def _parse_with_format(text: str, fmt: str) -> Fields:
                     raise _parse_error(text, pos, "A textual month could not be found")
                 fields.month, pos = month, m.end()
             elif spec == "z":
+                while pos < len(text) and text[pos] in " \t(":  # timelib_parse_zone skips these
+                    pos += 1
                 zone = _zone_at(text, pos)
                 if zone is None:
                     raise _parse_error(text, pos, "The timezone could not be found in the database")
@@ -353,10 +396,12 @@ def _parse_with_format(text: str, fmt: str) -> Fields:
         literal = "%" if c == "%" else c
         i += 2 if c == "%" else 1
         if pos >= len(text) or text[pos] != literal:
-            raise _parse_error(text, pos, "The separation symbol could not be found")
+            raise _parse_error(text, pos, "Format literal not found")
         pos += 1
     if pos < len(text):
         raise _parse_error(text, pos, "Trailing data")
+    if i < len(fmt):
+        raise _parse_error(text, pos, "Data missing")
     return fields
 
 

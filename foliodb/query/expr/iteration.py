@@ -37,10 +37,12 @@ from foliodb.query.paths import MISSING
 
 
 def _loop_variable(arg: Mapping[str, Any]) -> str:
-    # A non-string 'as' reads as "", which the name check rejects.
+    # A non-string 'as' reads as "", which the name check rejects. CURRENT is the one system
+    # variable a user may bind (mongod's validateNameForUserWrite): field paths then read the element.
     name = arg.get("as", "this")
     name = name if is_string(name) else ""
-    check_variable_name(name)
+    if name != "CURRENT":
+        check_variable_name(name)
     return name
 
 
@@ -57,7 +59,8 @@ def expr_filter(arg: Any, scope: Scope) -> Expr:
         raise location(28650, "Missing 'cond' parameter to $filter")
     source = compile_expression(arg["input"], scope)
     name = _loop_variable(arg)
-    cond = compile_expression(arg["cond"], scope.with_vars(name))
+    cond = compile_expression(arg["cond"], scope.with_vars(name) if name != "CURRENT" else scope)
+    binds_current = name == "CURRENT"
     limit = compile_expression(arg["limit"], scope) if "limit" in arg else None
 
     def filter_(doc: Any, vars: dict[str, Any]) -> Any:
@@ -83,7 +86,7 @@ def expr_filter(arg: Any, scope: Scope) -> Expr:
             if not i & 255:
                 interrupt.check()
             inner[name] = element
-            if truthy(cond(doc, inner)):
+            if truthy(cond(element if binds_current else doc, inner)):
                 out.append(element)
                 if remaining is not None and len(out) == remaining:
                     break
@@ -105,7 +108,8 @@ def expr_map(arg: Any, scope: Scope) -> Expr:
         raise location(16882, "Missing 'in' parameter to $map")
     source = compile_expression(arg["input"], scope)
     name = _loop_variable(arg)
-    each = compile_expression(arg["in"], scope.with_vars(name))
+    each = compile_expression(arg["in"], scope.with_vars(name) if name != "CURRENT" else scope)
+    binds_current = name == "CURRENT"
 
     def map_(doc: Any, vars: dict[str, Any]) -> Any:
         array = source(doc, vars)
@@ -119,7 +123,7 @@ def expr_map(arg: Any, scope: Scope) -> Expr:
             if not i & 255:
                 interrupt.check()
             inner[name] = element
-            v = each(doc, inner)
+            v = each(element if binds_current else doc, inner)
             out.append(None if v is MISSING else v)
         return out
 

@@ -87,6 +87,11 @@ def _positive_or_nan(x: float) -> bool:
     return x > 0 or x != x
 
 
+def _positive_decimal(d: Decimal) -> bool:
+    """``d > 0``, False for NaN (which the decimal module refuses to order)."""
+    return not d.is_nan() and d > 0
+
+
 def _logarithm(
     name: str, code: int, of_decimal: Callable[[Decimal], Decimal], of_float: Callable[[float], float]
 ) -> None:
@@ -94,7 +99,7 @@ def _logarithm(
 
     @unary_numeric(name)
     def logarithm(v: Any, k: Kind) -> Any:
-        if k is Kind.DECIMAL and v.to_decimal() > 0:
+        if k is Kind.DECIMAL and _positive_decimal(v.to_decimal()):
             return decimal128(of_decimal(v.to_decimal()))
         x = to_double(v)
         if not _positive_or_nan(x):
@@ -110,7 +115,7 @@ _logarithm("$log10", 28761, DECIMAL.log10, math.log10)
 def _sqrt(v: Any, k: Kind) -> Any:
     if k is Kind.DECIMAL:
         d = v.to_decimal()
-        if d < 0:
+        if not d.is_nan() and d < 0:
             raise location(28714, "$sqrt's argument must be greater than or equal to 0")
         return decimal128(DECIMAL.sqrt(d))
     x = to_double(v)
@@ -134,7 +139,7 @@ def expr_log(arg: Any, scope: Scope) -> Expr:
             raise location(28757, f"$log's base must be numeric, not {type_of(b)}")
         if Kind.DECIMAL in (xk, bk):
             xd, bd = to_decimal(x), to_decimal(b)
-            if xd > 0 and bd > 0 and bd != 1:
+            if _positive_decimal(xd) and _positive_decimal(bd) and bd != 1:
                 return decimal128(DECIMAL.divide(DECIMAL.ln(xd), DECIMAL.ln(bd)))
         xf, bf = to_double(x), to_double(b)
         if not _positive_or_nan(xf):
@@ -165,7 +170,11 @@ def power(base: Any, exponent: Any) -> Any:
         bd, ed = to_decimal(base), to_decimal(exponent)
         if bd.is_zero() and ed.is_signed():
             raise location(28764, "$pow cannot take a base of 0 and a negative exponent")
-        return decimal128(DECIMAL.power(bd, ed))
+        result = DECIMAL.power(bd, ed)
+        if result.is_finite() and not result.is_zero():
+            # mongod's bid128_pow answers with all 34 digits: 10.0 ** -2 is 0.01000000000000000000000000000000000.
+            result = result.quantize(Decimal(1).scaleb(result.adjusted() - 33), context=DECIMAL)
+        return decimal128(result)
     bf, ef = to_double(base), to_double(exponent)
     if bf == 0 and ef < 0:
         raise location(28764, "$pow cannot take a base of 0 and a negative exponent")
@@ -235,16 +244,24 @@ def _round_to(name: str, rounding: str) -> None:
     EXPR_OPS.register(name)(compile_round)
 
 
+def _quantize(d: Decimal, precision: int, rounding: str) -> Decimal:
+    """mongod's Decimal128::quantize to ``precision`` places: when that would take more than 34
+    digits, the value itself, widened to 34 digits (its ``normalize()``), instead."""
+    if d.is_finite() and not d.is_zero() and d.adjusted() + precision > 33:
+        return d.quantize(Decimal(1).scaleb(d.adjusted() - 33), context=DECIMAL)
+    return d.quantize(Decimal(1).scaleb(-precision), rounding=rounding, context=DECIMAL)
+
+
 def _round_value(name: str, v: Any, k: Kind, precision: int, rounding: str) -> Any:
     quantum = Decimal(1).scaleb(-precision)
     if k is Kind.DECIMAL:
         d = v.to_decimal()
-        return v if d.is_infinite() else decimal128(d.quantize(quantum, rounding=rounding, context=DECIMAL))
+        return v if d.is_infinite() else decimal128(_quantize(d, precision, rounding))
     if k is Kind.DOUBLE:
         d = DECIMAL.create_decimal(Decimal(v)) if math.isfinite(v) else Decimal(v)
         if d.is_infinite():
             return v
-        return float(d.quantize(quantum, rounding=rounding, context=DECIMAL))
+        return float(_quantize(d, precision, rounding))
     if precision >= 0:
         return v
     out = Decimal(int(v)).quantize(quantum, rounding=rounding, context=DECIMAL)

@@ -148,12 +148,17 @@ def filter_expr(arg: Any, ctx: Context) -> Matcher:
 @TOP_OPS.register("$where")
 def filter_where(arg: Any, ctx: Context) -> Matcher:
     # Manual: https://www.mongodb.com/docs/manual/reference/operator/query/where/
+    # As mongod's parseWhereParams: code or a string; code with scope is refused since 4.4.
     if isinstance(arg, Code):
-        code, scope = str(arg), arg.scope
+        if arg.scope is not None:
+            raise location(4649201, "$where no longer supports deprecated BSON type CodeWScope")
+        code = str(arg)
     elif is_string(arg):
-        code, scope = arg, None
+        code = arg
     else:
         raise bad_value("$where got bad type")
+    if not code:
+        raise bad_value("code for $where cannot be empty")
     if not javascript.settings()[0]:
         # As mongod started with --noscripting: the check is at parse time.
         raise CommandError(ErrorCode.BadValue, "no globalScriptEngine in $where parsing")
@@ -162,7 +167,7 @@ def filter_where(arg: Any, ctx: Context) -> Matcher:
 
     def match_where(doc: Any, details: Any = None) -> bool:
         if not compiled:
-            js = javascript.new_runtime(scope, stored=True)
+            js = javascript.new_runtime(None, stored=True)
             compiled.append((js, js.function(code)))
         js, fn = compiled[0]
         return js.where(fn, doc)

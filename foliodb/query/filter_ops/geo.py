@@ -217,6 +217,8 @@ def _near(op: str) -> Any:
 
 FIELD_OPS.register("$near")(_near("$near"))
 FIELD_OPS.register("$nearSphere")(_near("$nearSphere"))
+# mongod's query parser takes $geoNear as $near (expression_geo.cpp, GeoNearExpression::parseLegacyQuery).
+FIELD_OPS.register("$geoNear")(_near("$geoNear"))
 
 
 def _always(v: Any) -> bool:
@@ -226,12 +228,37 @@ def _always(v: Any) -> bool:
 @FIELD_OPS.register("$maxDistance", "$minDistance")
 def filter_near_distance(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
     # A legacy $near's bound: $near reads it; on its own it is meaningless.
-    if "$near" not in spec and "$nearSphere" not in spec:
+    if not any(op in spec for op in NEAR_OPS):
         raise bad_value("$maxDistance and $minDistance may only be used with $near or $nearSphere")
     return Leaf(_always, missing=True)
 
 
-_NEAR_OPS = ("$near", "$nearSphere")
+NEAR_OPS = ("$near", "$nearSphere", "$geoNear")
+_NEAR_OPS = NEAR_OPS
+
+
+def check_near_placement(spec: Mapping[str, Any]) -> None:
+    """mongod's CanonicalQuery::isValid for near queries: at most one, and at the top level
+    (the filter itself or one of its top-level ``$and``'s clauses), BadValue otherwise."""
+    count, misplaced = _near_count(spec, True)
+    if count > 1:
+        raise bad_value("Too many geoNear expressions")
+    if misplaced:
+        raise bad_value("geoNear must be top-level expr")
+
+
+def _near_count(spec: Mapping[str, Any], top: bool) -> tuple[int, bool]:
+    count, misplaced = 0, False
+    for key, value in spec.items():
+        if key in ("$and", "$or", "$nor") and isinstance(value, list):
+            for clause in value:
+                if isinstance(clause, Mapping):
+                    n, bad = _near_count(clause, top and key == "$and")  # a top-level $and flattens
+                    count, misplaced = count + n, misplaced or bad
+        elif not key.startswith("$") and isinstance(value, Mapping):
+            n = sum(op in value for op in NEAR_OPS)
+            count, misplaced = count + n, misplaced or (n > 0 and not top)
+    return count, misplaced
 
 
 def has_near(spec: Any) -> bool:

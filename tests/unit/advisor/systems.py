@@ -61,14 +61,14 @@ def profiled(db: Any) -> Iterator[None]:
         db.command("profile", 0)
 
 
-def _ids(n: int) -> list[ObjectId]:
+def ids(n: int) -> list[ObjectId]:
     return [ObjectId() for _ in range(n)]
 
 
 def _users(db: Any, rnd: random.Random, n: int) -> list[ObjectId]:
-    ids = _ids(n)
-    db.users.insert_many([{"_id": u, "name": f"user {i}", "email": f"u{i}@example.com"} for i, u in enumerate(ids)])
-    return ids
+    users = ids(n)
+    db.users.insert_many([{"_id": u, "name": f"user {i}", "email": f"u{i}@example.com"} for i, u in enumerate(users)])
+    return users
 
 
 # -- the systems: build(db, good) ------------------------------------------------------------
@@ -77,7 +77,7 @@ def _users(db: Any, rnd: random.Random, n: int) -> list[ObjectId]:
 def blog_comments(db: Any, good: bool, rnd: random.Random) -> None:
     """Blog design B (comments embedded, breaking past a few hundred) against design C (buckets of 100)."""
     sizes = [rnd.randint(0, 30) for _ in range(297)] + [1500, 2200, 3000]
-    posts = _ids(len(sizes))
+    posts = ids(len(sizes))
 
     def comment(i: int) -> dict[str, Any]:
         return {"by": f"reader {i % 97}", "text": f"comment {i} on the post", "at": T0 + datetime.timedelta(minutes=i)}
@@ -206,7 +206,7 @@ def iot(db: Any, good: bool, rnd: random.Random) -> None:
 
 def social(db: Any, good: bool, rnd: random.Random) -> None:
     """A celebrity's followers in one array (one of 20,000 users) against a follows collection with counts."""
-    users = _ids(20_000)
+    users = ids(20_000)
     celebrity = users[7]
     follows = [(u, celebrity) for u in users[:15_000] if u != celebrity]
     follows += [(rnd.choice(users), rnd.choice(users)) for _ in range(5_000)]
@@ -295,7 +295,7 @@ def carts(db: Any, good: bool, rnd: random.Random) -> None:
 def order_prices(db: Any, good: bool, rnd: random.Random) -> None:
     """Orders whose line items reference current prices against line items frozen at purchase."""
     users = _users(db, rnd, 300)
-    products = _ids(200)
+    products = ids(200)
     db.products.insert_many(
         [{"_id": p, "sku": f"SKU-{i}", "name": f"product {i}", "price": 1000 + i} for i, p in enumerate(products)]
     )
@@ -331,7 +331,7 @@ def order_prices(db: Any, good: bool, rnd: random.Random) -> None:
 
 def parts(db: Any, good: bool, rnd: random.Random) -> None:
     """A product's hundreds of parts read one by one against one $in over the array of references."""
-    part_ids = _ids(3000)
+    part_ids = ids(3000)
     db.parts.insert_many(
         [
             {"_id": p, "partno": f"P-{i}", "name": f"part {i}", "qty": 1, "cost": 10 + i % 7, "price": 20 + i % 9}
@@ -362,7 +362,7 @@ def parts(db: Any, good: bool, rnd: random.Random) -> None:
 
 def counters(db: Any, good: bool, rnd: random.Random) -> None:
     """comment_count kept beside the comments (blog design D), drifting in the bad design."""
-    posts = _ids(500)
+    posts = ids(500)
     sizes = [rnd.choice([0, 1, 2, 3, 5, 8, 13, 40, 80]) for _ in posts]
     drift = [0 if good or rnd.random() > 0.3 else rnd.randint(1, 5) for _ in posts]
     db.posts.insert_many(
@@ -431,7 +431,7 @@ def mixed_types(db: Any, good: bool, rnd: random.Random) -> None:
 
 def indexes(db: Any, good: bool, rnd: random.Random) -> None:
     """An unused index and a redundant prefix index against the one index the queries use."""
-    users = _ids(300)
+    users = ids(300)
     db.orders.insert_many(
         [
             {
@@ -502,7 +502,7 @@ def _depth(node: dict[str, Any], by_id: dict[Any, dict[str, Any]]) -> int:
 
 def order_status(db: Any, good: bool, rnd: random.Random) -> None:
     """The pending orders queue: a scan of every order against a partial index on status (the texts' orders)."""
-    users = _ids(500)
+    users = ids(500)
     db.orders.insert_many(
         [
             {
@@ -536,7 +536,7 @@ def word_search(db: Any, good: bool, rnd: random.Random) -> None:
                 "body": " ".join(rnd.choice(WORDS) for _ in range(30)),
                 "views": i,
             }
-            for i in range(3000)
+            for i in range(1200)
         ]
     )
     if good:
@@ -561,7 +561,7 @@ def word_search(db: Any, good: bool, rnd: random.Random) -> None:
 
 def large_documents(db: Any, good: bool, rnd: random.Random) -> None:
     """A report holding its 9 MiB rendering inline against the rendering in 255 KiB chunks of its own."""
-    reports = _ids(20)
+    reports = ids(20)
     blob = bytes(rnd.getrandbits(8) for _ in range(9 * 1024 * 1024)) if not good else b""
     small = b"x" * 10_000
     if not good:
@@ -584,7 +584,7 @@ def large_documents(db: Any, good: bool, rnd: random.Random) -> None:
 
 def addresses(db: Any, good: bool, rnd: random.Random) -> None:
     """People and addresses: one-to-few kept apart and joined on every read, against embedded addresses."""
-    people = _ids(500)
+    people = ids(500)
     per = {
         p: [
             {"street": f"{rnd.randint(1, 99)} Main St", "city": "Springfield", "cc": "US"}
@@ -610,7 +610,7 @@ def addresses(db: Any, good: bool, rnd: random.Random) -> None:
 
 def host_logs(db: Any, good: bool, rnd: random.Random) -> None:
     """Hosts and log messages: the latest messages of a host sorted in memory, against an index in ESR order."""
-    hosts = _ids(10)
+    hosts = ids(10)
     db.hosts.insert_many([{"_id": h, "name": f"host{i}", "ipaddr": f"10.0.0.{i}"} for i, h in enumerate(hosts)])
     db.hosts.create_index("ipaddr", unique=True)
     moment = T0
@@ -629,7 +629,7 @@ def host_logs(db: Any, good: bool, rnd: random.Random) -> None:
 
 def healthy(db: Any, good: bool, rnd: random.Random) -> None:
     """Ordinary users, orders and events, designed and indexed as the texts say: nothing to flag."""
-    users = _ids(2000)
+    users = ids(2000)
     db.users.insert_many(
         [
             {

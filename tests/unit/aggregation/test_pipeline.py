@@ -68,7 +68,7 @@ def test_unknown_stage_message() -> None:
 
 def test_registry_lists_unbuilt_stages() -> None:
     assert "$group" in STAGES
-    assert {"$search", "$vectorSearch", "$listSampledQueries"} <= STAGES.unbuilt
+    assert {"$search", "$searchMeta", "$listSampledQueries"} <= STAGES.unbuilt
 
 
 def shape(pipeline: list[Any]) -> list[tuple[str, Any]]:
@@ -170,23 +170,25 @@ def test_reordering(pipeline: list[Any], expected: list[tuple[str, Any]], page: 
     assert shape(pipeline) == expected
 
 
-# (pipeline, (filter, sort, limit), stages left for run(pushed=True))
+# (pipeline, (filter, sort, limit, projection), stages left for run(pushed=True))
 PUSHDOWN = [
-    ([{"$match": {"a": 1}}, {"$project": {"a": 1}}], ({"a": 1}, None, None), ["$project"]),
-    ([{"$project": {"a": 1}}, {"$match": {"a": 1}}], ({"a": 1}, None, None), ["$project"]),
-    ([{"$match": {"a": 1}}, {"$sort": {"b": -1}}, {"$limit": 3}], ({"a": 1}, {"b": -1}, 3), []),
-    ([{"$sort": {"b": 1}}, {"$match": {"a": 1}}], ({"a": 1}, {"b": 1}, None), []),
-    ([{"$match": {"a": 1}}, {"$limit": 2}, {"$group": {"_id": 1}}], ({"a": 1}, None, 2), ["$group"]),
-    ([{"$group": {"_id": 1}}, {"$match": {"_id": 1}}], (None, None, None), ["$group", "$match"]),
-    ([], (None, None, None), []),
+    # A plain $project right after the pushed stages is the find's projection (mongod pushes it down).
+    ([{"$match": {"a": 1}}, {"$project": {"a": 1}}], ({"a": 1}, None, None, {"a": 1}), []),
+    ([{"$project": {"a": 1}}, {"$match": {"a": 1}}], ({"a": 1}, None, None, {"a": 1}), []),
+    ([{"$match": {"a": 1}}, {"$project": {"b": "$a"}}], ({"a": 1}, None, None, None), ["$project"]),
+    ([{"$match": {"a": 1}}, {"$project": {"a": 0}}, {"$skip": 1}], ({"a": 1}, None, None, {"a": 0}), ["$skip"]),
+    ([{"$match": {"a": 1}}, {"$sort": {"b": -1}}, {"$limit": 3}], ({"a": 1}, {"b": -1}, 3, None), []),
+    ([{"$sort": {"b": 1}}, {"$match": {"a": 1}}], ({"a": 1}, {"b": 1}, None, None), []),
+    ([{"$match": {"a": 1}}, {"$limit": 2}, {"$group": {"_id": 1}}], ({"a": 1}, None, 2, None), ["$group"]),
+    ([{"$group": {"_id": 1}}, {"$match": {"_id": 1}}], (None, None, None, None), ["$group", "$match"]),
+    ([], (None, None, None, None), []),
 ]
 
 
 @pytest.mark.parametrize(("pipeline", "expected", "rest"), PUSHDOWN)
-def test_pushdown(pipeline: list[Any], expected: tuple[Any, Any, Any], rest: list[str]) -> None:
+def test_pushdown(pipeline: list[Any], expected: tuple[Any, Any, Any, Any], rest: list[str]) -> None:
     p = compile_(pipeline)
-    filter_spec, sort, limit = p.pushdown()
-    assert (filter_spec, sort, limit) == expected
+    assert tuple(p.pushdown()) == expected
     assert p.leading_match() == expected[0]
     skipped = len(p.stages) - len(rest)
     assert [s.name for s in p.stages[skipped:]] == rest
@@ -194,9 +196,9 @@ def test_pushdown(pipeline: list[Any], expected: tuple[Any, Any, Any], rest: lis
 
 def test_run_pushed_trusts_the_source() -> None:
     """With pushed=True the leading $match/$sort/$limit are the source's job."""
-    p = compile_([{"$match": {"a": 1}}, {"$sort": {"a": 1}}, {"$limit": 1}, {"$project": {"_id": 0, "a": 1}}])
+    p = compile_([{"$match": {"a": 1}}, {"$sort": {"a": 1}}, {"$limit": 1}, {"$project": {"_id": 0, "b": "$a"}}])
     source = [{"_id": 1, "a": 5}, {"_id": 2, "a": 6}]
-    assert list(p.run(iter(source), pushed=True)) == [{"a": 5}, {"a": 6}]
+    assert list(p.run(iter(source), pushed=True)) == [{"b": 5}, {"b": 6}]
     assert list(p.run(iter(source))) == []
 
 

@@ -479,10 +479,17 @@ def test_merge_let_variables(salaries: Any) -> None:
 
 
 def test_merge_fail_modes(salaries: Any) -> None:
+    # mongod writes a batch as one unordered write: _id 2 fails, _id 3 is still inserted and stays.
     with pytest.raises(DuplicateKeyError):
         salaries.source.aggregate([{"$merge": {"into": "target", "whenMatched": "fail"}}])
+    assert [d["_id"] for d in target(salaries)] == [1, 2, 3]
+    salaries.source.insert_one({"_id": 4, "a": 40})
+    salaries.source.update_one({"_id": 3}, {"$set": {"c": 3}})
     error = failure(salaries, "source", [{"$merge": {"into": "target", "whenNotMatched": "fail"}}])
     assert error.code == 13113
+    # The batch's matched documents were merged before the error: _id 3 has c, no _id 4 was inserted.
+    assert target(salaries)[2] == {"_id": 3, "a": 30, "c": 3}
+    assert [d["_id"] for d in target(salaries)] == [1, 2, 3]
 
 
 def test_merge_on_unique_field(db: Any) -> None:

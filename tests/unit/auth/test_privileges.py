@@ -179,6 +179,7 @@ PASSIVE_STAGES = {
     "$sortByCount",
     "$unset",
     "$unwind",
+    "$vectorSearch",  # reads the aggregated collection only: find, as every aggregate
 }
 
 

@@ -21,10 +21,13 @@ PARAMS = "https://www.mongodb.com/docs/manual/reference/parameters/"
 EXPECTED = {
     "authenticationMechanisms": (["SCRAM-SHA-1", "SCRAM-SHA-256"], PARAMS + "#mongodb-parameter-param.authenticationMechanisms"),
     "cursorTimeoutMillis": (600_000, PARAMS + "#mongodb-parameter-param.cursorTimeoutMillis"),
+    # FolioDB's own (docs/differences.md): the decoded-document cache's bound, as WiredTiger's cacheSizeGB.
+    "documentCacheSizeMB": (256, "docs/differences.md"),
     "enableTestCommands": (False, PARAMS + "#mongodb-parameter-param.enableTestCommands"),
     "featureCompatibilityVersion": ({"version": "8.0"}, "https://www.mongodb.com/docs/manual/reference/command/setFeatureCompatibilityVersion/"),
     "internalQueryMaxBlockingSortMemoryUsageBytes": (100 * 1024 * 1024, PARAMS + "#mongodb-parameter-param.internalQueryMaxBlockingSortMemoryUsageBytes"),
     "jsHeapLimitMB": (1100, PARAMS + "#mongodb-parameter-param.jsHeapLimitMB"),
+    "logComponentVerbosity": ({"verbosity": 0}, PARAMS + "#mongodb-parameter-param.logComponentVerbosity"),
     # FolioDB's own (mongod has no bound on all scripts together): twice the per-operation one.
     "jsHeapLimitTotalMB": (2200, "docs/security.md"),
     # FolioDB's own bounds on open cursors (mongod has none): docs/security.md's table of limits.
@@ -61,6 +64,7 @@ SETTABLE = [
     ("ttlMonitorSleepSecs", 5, 5),
     ("requireApiVersion", 1, True),  # a number is a boolean, as mongod coerces it
     ("cursorTimeoutMillis", 1000, 1000),  # the cursor reaper's idle limit
+    ("documentCacheSizeMB", 0, 0),  # 0: no document cache
 ]
 
 
@@ -85,6 +89,7 @@ REFUSED = [
     ({}, "admin", 72),
     ({"notablescan": True}, "admin", 238),
     ({"cursorTimeoutMillis": 0}, "admin", 2),
+    ({"documentCacheSizeMB": -1}, "admin", 2),
     ({"ttlMonitorSleepSecs": 0}, "admin", 2),
     ({"ttlMonitorEnabled": "yes"}, "admin", 2),
     ({"ttlMonitorEnabled": False}, "test", 13),

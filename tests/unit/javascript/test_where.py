@@ -48,13 +48,26 @@ def test_the_manual_alternative_with_expr_and_function_agrees(db: Any) -> None:
         "function () { return obj.a > 1; }",
         "return this.a > 1;",  # statements
         Code("this.a > 1"),
-        Code("this.a > limit", {"limit": 1}),  # code with scope: its variables are globals
     ],
     ids=repr,
 )
 def test_forms_of_where(db: Any, code: Any) -> None:
     db.c.insert_many([{"_id": i, "a": i} for i in range(4)])
     assert [d["_id"] for d in db.c.find({"$where": code})] == [2, 3]
+
+
+def test_where_refuses_code_with_scope_and_empty_code(db: Any) -> None:
+    # mongod 4.4+ (expression_where.cpp's parseWhereParams): 4649201 for code with scope, BadValue for empty code.
+    db.c.insert_one({"a": 1})
+    with pytest.raises(OperationFailure) as info:
+        db.c.find_one({"$where": Code("this.a > limit", {"limit": 1})})
+    assert (info.value.code, info.value.details["errmsg"]) == (
+        4649201,
+        "$where no longer supports deprecated BSON type CodeWScope",
+    )
+    with pytest.raises(OperationFailure) as info:
+        db.c.find_one({"$where": ""})
+    assert (info.value.code, info.value.details["errmsg"]) == (2, "code for $where cannot be empty")
 
 
 def test_where_combines_with_other_conditions_and_sees_bson_types(db: Any) -> None:
@@ -77,7 +90,12 @@ def test_where_combines_with_other_conditions_and_sees_bson_types(db: Any) -> No
     for code, ids in cases.items():
         assert [d["_id"] for d in db.c.find({"$where": code})] == ids, code
     assert [d["_id"] for d in db.c.find({"_id": {"$gt": 1}, "$where": "true"})] == [2]
-    assert db.c.count_documents({"$or": [{"_id": 1}, {"$where": "this._id == 2"}]}) == 2
+    # count() is a find; count_documents() runs $match, where mongod refuses $where at any depth
+    # (pymongo's count_documents docs: "$where" must become "$expr").
+    assert db.command("count", "c", query={"$or": [{"_id": 1}, {"$where": "this._id == 2"}]})["n"] == 2
+    with pytest.raises(OperationFailure) as info:
+        db.c.count_documents({"$or": [{"_id": 1}, {"$where": "this._id == 2"}]})
+    assert info.value.code == 2
 
 
 def test_truthiness_follows_javascript(db: Any) -> None:
@@ -127,7 +145,7 @@ def test_where_is_refused_where_mongod_refuses_it(db: Any) -> None:
     assert (info.value.code, info.value.details["errmsg"]) == (2, "$elemMatch cannot contain $where expression")
     with pytest.raises(OperationFailure) as info:
         list(db.c.aggregate([{"$match": {"$where": "true"}}]))
-    assert info.value.code == 16395
+    assert (info.value.code, info.value.details["errmsg"]) == (2, "$where is not allowed in this context")
     with pytest.raises(OperationFailure) as info:
         db.c.find_one({"$where": 1})
     assert (info.value.code, info.value.details["errmsg"]) == (2, "$where got bad type")

@@ -79,7 +79,11 @@ def same(got, want):
         (MOD, {"$mod": [10, -3]}, 1),
         (MOD, {"$mod": [Int64(10), 3]}, Int64(1)),
         (MOD, {"$mod": [10.5, 3]}, 1.5),
-        (MOD, {"$mod": [10, 3.0]}, 1.0),
+        # A double divisor holding an int32 divides as an integer (mongod's ExpressionMod: Value::integral).
+        (MOD, {"$mod": [10, 3.0]}, 1),
+        (MOD, {"$mod": [Int64(10), 3.0]}, Int64(1)),
+        (MOD, {"$mod": [Int64(500000000000), 450000000000.0]}, 50000000000.0),
+        (MOD, {"$mod": [10, 3.5]}, 3.0),
         (MOD, {"$mod": [Decimal128("-10.5"), 3]}, Decimal128("-1.5")),
         (MOD, {"$mod": [Int64(-(2**63)), -1]}, Int64(0)),
         (MOD, {"$mod": [float("inf"), 2]}, float("nan")),

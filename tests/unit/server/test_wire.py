@@ -13,6 +13,8 @@ from typing import Any
 
 import bson
 import pytest
+import snappy
+import zstandard
 
 from foliodb.server import wire
 
@@ -147,9 +149,40 @@ def test_zlib_compressed_request_and_reply() -> None:
     assert bson.decode(data[5:]) == {"ok": 1.0}
 
 
+@pytest.mark.parametrize(
+    ("compressor_id", "compress", "decompress"),
+    [
+        # WIRE, OP_COMPRESSED: 1 = snappy (raw blocks, python-snappy's format), 3 = zstd (frames).
+        (1, lambda data: snappy.compress(data), lambda data: snappy.uncompress(data)),
+        (
+            3,
+            lambda data: zstandard.ZstdCompressor().compress(data),
+            lambda data: zstandard.ZstdDecompressor().decompress(data),
+        ),
+    ],
+    ids=["snappy", "zstd"],
+)
+def test_snappy_and_zstd_requests_and_replies(compressor_id: int, compress: Any, decompress: Any) -> None:
+    inner = op_msg(0, body({"find": "c", "filter": {"s": "x" * 2000}, "$db": "d"}))
+    payload = struct.pack("<iiB", wire.OP_MSG, len(inner), compressor_id) + compress(inner)
+    message = wire.decode(1, wire.OP_COMPRESSED, payload)
+    assert message.command == {"find": "c", "filter": {"s": "x" * 2000}} and message.compressor == compressor_id
+    frame = wire.encode_op_msg(1, {"ok": 1.0, "s": "y" * 2000}, 2, compressor=compressor_id)
+    original, size, compressor = struct.unpack_from("<iiB", frame, 16)
+    data = decompress(frame[25:])
+    assert (original, size, compressor, len(data)) == (wire.OP_MSG, len(data), compressor_id, size)
+    assert bson.decode(data[5:]) == {"ok": 1.0, "s": "y" * 2000}
+    # A body announcing fewer bytes than it holds never inflates past them: the connection closes.
+    short = struct.pack("<iiB", wire.OP_MSG, len(inner) - 1, compressor_id) + compress(inner)
+    with pytest.raises(wire.ProtocolError):
+        wire.decode(1, wire.OP_COMPRESSED, short)
+
+
 def test_compressed_size_mismatch_and_unknown_compressor_close() -> None:
     inner = op_msg(0, body({"ping": 1, "$db": "d"}))
     with pytest.raises(wire.ProtocolError):
         wire.decode(1, wire.OP_COMPRESSED, struct.pack("<iiB", wire.OP_MSG, len(inner) + 1, 2) + zlib.compress(inner))
     with pytest.raises(wire.ProtocolError):
-        wire.decode(1, wire.OP_COMPRESSED, struct.pack("<iiB", wire.OP_MSG, len(inner), 1) + inner)  # snappy
+        wire.decode(1, wire.OP_COMPRESSED, struct.pack("<iiB", wire.OP_MSG, len(inner), 1) + inner)  # not snappy
+    with pytest.raises(wire.ProtocolError):
+        wire.decode(1, wire.OP_COMPRESSED, struct.pack("<iiB", wire.OP_MSG, len(inner), 4) + inner)  # no such id

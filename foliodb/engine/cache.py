@@ -1,0 +1,173 @@
+"""The decoded-document cache: whole collections kept decoded for scans.
+
+A collection scan spends most of its time decoding BSON into dicts that its
+filter then mostly rejects. As WiredTiger keeps recently read data in its
+cache, this cache keeps a collection's documents decoded: a scan that finds
+its collection here evaluates its compiled filter (and a sort its keys) on
+documents decoded once, and decodes afresh, from the BSON kept beside each
+document, only what it hands to a caller, so no caller ever holds (or
+changes) the cache's own dicts.
+
+An entry is one collection's whole content in one snapshot::
+
+    collection id -> Entry(since, rows, size)
+    rows: [(record id, BSON bytes, decoded document)] in record-id order
+
+``since`` is a commit count (:attr:`Storage.commits`): the entry holds the
+collection as every snapshot stamped ``since`` or later sees it. Invariants,
+with a view's stamp the commit count read before its read transaction began
+(so a snapshot holds at least the commits up to its stamp):
+
+* before a write changes a record of a collection (inside its SQLite
+  transaction, so before its commit), :meth:`writing` drops the
+  collection's entry and marks the collection as being written; after the
+  write ends, :meth:`write_ended` records the commit count as the
+  collection's last write (after a rollback or a failed commit, one more:
+  newer than any stamp yet) and clears the mark;
+* a reader stamped ``S`` uses an entry with ``since <= S``: no write to the
+  collection has begun since the entry went in (it would have dropped it),
+  so the entry is what ``S``'s snapshot holds;
+* rows read from a snapshot stamped ``S`` go in (as ``since = S``) only if
+  the collection is not being written and its last write is at most ``S``:
+  otherwise a write landed between the stamp and the snapshot the rows came
+  from, and a reader stamped in between would see it. A write's own view
+  (inside :meth:`Storage.write`) and a transaction that wrote the collection
+  (its reads go through its overlay) never use or fill the cache.
+
+Memory: an entry counts its BSON bytes, :data:`DECODED_FACTOR` times them
+for the documents (measured: an order of the benchmarks' is 7.0 times its
+BSON size decoded) and :data:`ROW_OVERHEAD` a record. The total stays under
+``max_bytes`` (the ``documentCacheSizeMB`` parameter; 0 switches the cache
+off): the least recently used entries are evicted first, and a collection
+too large for the cache is not cached (its scans read SQLite as without a
+cache) until the size changes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_SIZE_MB = 256
+DECODED_FACTOR = 7
+ROW_OVERHEAD = 160  # the row's tuple, its slot in the list, the record id
+
+Row = tuple[int, bytes, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Entry:
+    since: int
+    rows: list[Row]
+    size: int
+
+
+def row_size(data: bytes) -> int:
+    """What one cached record is counted as holding."""
+    return len(data) * (1 + DECODED_FACTOR) + ROW_OVERHEAD
+
+
+class DocumentCache:
+    """One storage's cache (see the module docstring)."""
+
+    def __init__(self, max_bytes: int = DEFAULT_SIZE_MB * 1024 * 1024) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._lock = threading.Lock()  # guards every change below; lookups read without it
+        self._entries: OrderedDict[int, Entry] = OrderedDict()
+        self._writing: set[int] = set()  # collections the open write has changed
+        self._last_write: dict[int, int] = {}
+        self._too_big: set[int] = set()  # collections found larger than the cache
+        self.hits = self.misses = self.builds = self.evictions = 0
+
+    def get(self, collection_id: int, stamp: int) -> list[Row] | None:
+        """The collection's rows for a reader stamped ``stamp``, or None."""
+        entry = self._entries.get(collection_id)
+        if entry is None or entry.since > stamp:
+            self.misses += 1
+            return None
+        self.hits += 1
+        with contextlib.suppress(KeyError):  # dropped meanwhile by a write: still this reader's snapshot
+            self._entries.move_to_end(collection_id)
+        return entry.rows
+
+    def room_for(self, collection_id: int) -> int:
+        """How many bytes a new entry of the collection may take; 0: do not build one."""
+        if collection_id in self._too_big or collection_id in self._writing:
+            return 0
+        return self.max_bytes
+
+    def put(self, collection_id: int, rows: list[Row], size: int, stamp: int) -> None:
+        """Keep rows read from a snapshot stamped ``stamp``, when they may be (see the module docstring)."""
+        with self._lock:
+            if collection_id in self._writing or self._last_write.get(collection_id, 0) > stamp:
+                return
+            old = self._entries.pop(collection_id, None)
+            if old is not None:
+                self.bytes -= old.size
+            self._entries[collection_id] = Entry(stamp, rows, size)
+            self.bytes += size
+            self.builds += 1
+            self._evict()
+
+    def too_big(self, collection_id: int) -> None:
+        """A build gave up: the collection does not fit (until the size changes)."""
+        with self._lock:
+            self._too_big.add(collection_id)
+
+    def writing(self, collection_id: int) -> None:
+        """A write is about to change a record of the collection (before its commit)."""
+        if collection_id in self._writing:
+            return  # marked by this write already: no entry can have come back since
+        with self._lock:
+            self._writing.add(collection_id)
+            entry = self._entries.pop(collection_id, None)
+            if entry is not None:
+                self.bytes -= entry.size
+
+    def write_ended(self, commits: int, committed: bool) -> None:
+        """The write ended: committed as commit number ``commits``, or rolled back
+        (``committed`` False: nothing changed, or a failed commit, of unknown outcome)."""
+        if not self._writing:
+            return
+        with self._lock:
+            for collection_id in self._writing:
+                self._last_write[collection_id] = commits if committed else commits + 1
+            self._writing.clear()
+
+    def forget(self, collection_id: int) -> None:
+        """The collection is gone (dropped): its entry goes."""
+        with self._lock:
+            entry = self._entries.pop(collection_id, None)
+            if entry is not None:
+                self.bytes -= entry.size
+            self._too_big.discard(collection_id)
+
+    def resize(self, max_bytes: int) -> None:
+        with self._lock:
+            self.max_bytes = max_bytes
+            self._too_big.clear()
+            self._evict()
+
+    def _evict(self) -> None:
+        while self.bytes > self.max_bytes and self._entries:
+            _, entry = self._entries.popitem(last=False)
+            self.bytes -= entry.size
+            self.evictions += 1
+
+    def status(self) -> dict[str, Any]:
+        """serverStatus' ``documentCache``."""
+        entries = list(self._entries.values())
+        return {
+            "maxBytes": self.max_bytes,
+            "bytes": self.bytes,
+            "collections": len(entries),
+            "documents": sum(len(entry.rows) for entry in entries),
+            "hits": self.hits,
+            "misses": self.misses,
+            "builds": self.builds,
+            "evictions": self.evictions,
+        }
