@@ -36,6 +36,14 @@ class PipelineEnv(Protocol):
 
     def collection_exists(self, coll: str, db: str | None = None) -> bool: ...
 
+    def has_text_index(self, coll: str, db: str | None = None) -> bool:
+        """Does the collection a name resolves to have a text index?"""
+        ...
+
+    def view_pipeline(self, coll: str, db: str | None = None) -> list[Any]:
+        """The pipelines of the views a name resolves through, outermost last (none for a collection)."""
+        ...
+
     def replace_collection(
         self,
         coll: str,

@@ -44,9 +44,18 @@ class EngineEnv:
     """PipelineEnv over the engine, for one aggregate command."""
 
     def __init__(
-        self, request: Request, ctx: Context, allow_disk_use: bool, coll: str | None = None, bypass: bool = False
+        self,
+        request: Request,
+        ctx: Context,
+        allow_disk_use: bool,
+        coll: str | None = None,
+        bypass: bool = False,
+        expand_views: bool = True,
     ) -> None:
         self.request = request
+        # A $lookup from a view compiles the view's pipeline within its own (sub-pipeline depth); a view's
+        # definition is checked without: mongod counts that depth when the view is read.
+        self.expand_views = expand_views
         self.bypass = bypass  # bypassDocumentValidation: $out and $merge skip their target's validator
         self.coll = coll  # the collection aggregated; None for `aggregate: 1`
         self.engine = request.engine
@@ -113,6 +122,14 @@ class EngineEnv:
                 spec = FindSpec(filter=field_match, allow_disk_use=self.allow_disk_use)
                 return iter(counted(self.request, store, FindExecution(store, spec, ctx)))
         return self.source(coll, pipeline, db, ctx)
+
+    def has_text_index(self, coll: str, db: str | None = None) -> bool:
+        source = self.engine.resolve_view(db or self.db, coll)[0]
+        info = self.engine.catalog.get(db or self.db, source)
+        return info is not None and any(index.kind == "text" for index in info.indexes.values())
+
+    def view_pipeline(self, coll: str, db: str | None = None) -> list[Any]:
+        return self.engine.resolve_view(db or self.db, coll)[1] if self.expand_views else []
 
     def collection_exists(self, coll: str, db: str | None = None) -> bool:
         return self.engine.catalog.get(db or self.db, coll) is not None

@@ -132,7 +132,7 @@ def _explain_write(
     if executed:
         matched = modified = 0
         # For the positional operator's array index ($text is the index's, not the matcher's).
-        matcher = compile_filter(split_text(spec.filter)[1], ctx)
+        matcher = compile_filter(split_text(spec.filter)[1], run.ctx)  # run.ctx judges a $text inside $or
         for doc in run:
             matched += 1
             if update is not None and run.store is not None:

@@ -152,7 +152,9 @@ def test_python_examples_run(path: Path, tmp_path: Path, monkeypatch: pytest.Mon
 
 _SH_FENCE = re.compile(r"^```sh\n(?P<code>.*?)^```$", re.MULTILINE | re.DOTALL)
 COMMAND_DOCS = [ROOT / "README.md", ROOT / "docs" / "guide.md"]
-COMMAND_TIMEOUT = 60  # seconds, per command
+COMMAND_TIMEOUT = (
+    300  # seconds, per command: it catches a hung command; `foliodb lab` alone took over 60 on a loaded 2-core machine
+)
 NOT_RUN = {
     "python3 -m venv": "creates a virtual environment (the set-up line; see test_setup_commands_agree_with_ci)",
     ". .venv/bin/activate": "activates it",

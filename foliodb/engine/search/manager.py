@@ -14,11 +14,15 @@ background thread that
   is exact). The build is an operation in ``currentOp`` (``progress``), stops
   at ``killOp`` (the index is then ``FAILED`` until its definition changes or
   the engine restarts), and never holds the writer: reads and writes go on;
-* **absorbs** pending rows into the HNSW graphs in small batches;
+* **absorbs** pending rows into the HNSW graphs in small batches, on one thread
+  (usearch's own threads unused), and after each round of work waits as long as
+  the round took: the graph filling takes at most half of one core (a
+  :data:`BACKGROUND_SHARE`), so writes and searches beside it keep the rest;
 * **saves** a state after :data:`SAVE_AFTER` applied changes, or a quarter of its
-  size if more (saving rewrites every file: the log replays the changes since), and every state
-  when the engine closes), then trims the change log to what every saved
-  state has applied.
+  size if more (saving rewrites every file: the log replays the changes since), but not
+  sooner after the last save than :data:`SAVE_SPACING` times that save's duration (so
+  saving a large state takes at most a tenth of the time), and every state when the
+  engine closes; then trims the change log to what every saved state has applied.
 
 Until its build is done an index is ``BUILDING``: a ``$vectorSearch`` on it
 then scans its snapshot exactly (slow, never wrong). A state whose version no
@@ -55,6 +59,8 @@ DERIVED: dict[str, Any] = {"vectorSearch": (VectorState, state_files.load)}
 SEARCH_DIR = "foliodb.search"
 BUILD_CHUNK = 1000
 SAVE_AFTER = 10_000  # changes applied to a state before it is saved again
+SAVE_SPACING = 10  # a save waits this many times the last save's duration after it
+BACKGROUND_SHARE = 0.5  # of the wall time, at most, the background thread works
 TICK_SECONDS = 0.05
 
 
@@ -166,6 +172,7 @@ class SearchIndexes:
             self._wake.wait(TICK_SECONDS * 20)
             self._wake.clear()
             while not self._stop.is_set() and not storage.closed and not storage.forked:
+                started = time.monotonic()
                 try:
                     busy = self._tick()
                 except CommandError as exc:
@@ -176,6 +183,10 @@ class SearchIndexes:
                     busy = False
                 if not busy:
                     break
+                # Bounded: rest in proportion to the work done (BACKGROUND_SHARE); a round that
+                # built a whole index rests no longer than a second.
+                worked = time.monotonic() - started
+                self._stop.wait(min(1.0, worked * (1 - BACKGROUND_SHARE) / BACKGROUND_SHARE))
 
     def _indexes(self, every_type: bool = False) -> list[tuple[CollectionInfo, SearchIndexInfo]]:
         storage = self.engine.storage
@@ -218,7 +229,8 @@ class SearchIndexes:
             self.catch_up(info, state)
             with state.lock:
                 busy = state.absorb() > 0 or busy
-            if state.changes >= max(SAVE_AFTER, len(state) // 4) and self.directory is not None:
+            due = state.changes >= max(SAVE_AFTER, len(state) // 4)
+            if due and self.directory is not None and time.monotonic() >= state.save_after:
                 self._save(info, state)
         return busy
 
@@ -239,9 +251,11 @@ class SearchIndexes:
 
     def _save(self, info: CollectionInfo, state: VectorState) -> None:
         assert self.directory is not None
+        started = time.monotonic()
         with state.lock:
             saved = state.copy()
         saved.write(self.directory)  # outside the lock: searches go on meanwhile
+        state.save_after = time.monotonic() + SAVE_SPACING * (time.monotonic() - started)
         siblings = [
             self.states.get((index.id, index.version))
             for index in info.search_indexes.values()

@@ -46,7 +46,7 @@ from foliodb.engine.search.vectors import as_vector, at_path, prepared
 
 # (seq, rid) pairs kept for readers older than the watermark.
 HISTORY = 100_000
-FORMAT = 3  # of the saved files
+FORMAT = 4  # of the saved files (4: cosine graphs of int8 rows)
 
 
 def _path_tree(paths: Iterable[str]) -> dict[str, Any]:
@@ -94,6 +94,7 @@ class VectorState:
         self.history_floor = 0  # the history holds every change after this seq
         self.changes = 0  # applied since the last save
         self.saved = 0  # the watermark of the saved files (0: none)
+        self.save_after = 0.0  # time.monotonic() before which the next save waits
         self.ready = False  # the initial build is done
         self.loaded = False  # restored from saved files (not built by a scan)
         self.lock = threading.RLock()
@@ -231,6 +232,7 @@ def load(directory: str, index_id: int, version: int, definition: VectorDefiniti
             with np.load(f"{base}-{n}.npz") as saved:
                 rids, rows = saved["rids"], saved["rows"]
             column.graph = usearch_index.Index.restore(f"{base}-{n}.usearch")
+            column.graph.expansion_add = column.field.edge_candidates  # not saved with the graph
             for rid, row in zip(rids.tolist(), rows, strict=True):
                 column.put(int(rid), row)
             in_graph = set(int(key) for key in column.graph.keys)
