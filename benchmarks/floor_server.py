@@ -63,23 +63,14 @@ class Collection(IndexedFloor):
         self.open(directory)
 
     def update_fields(self, _id: ObjectId, inc: dict[str, Any], fields: dict[str, Any]) -> int:
-        execute = self.conn.execute
-        execute("BEGIN IMMEDIATE")
-        try:
-            row = execute(
-                "SELECT docs.rid, docs.doc FROM ids JOIN docs ON docs.rid = ids.rid WHERE ids.key = ?", (_id.binary,)
-            ).fetchone()
-            if row is not None:
-                doc = bson.decode(row[1])
-                for name, amount in inc.items():
-                    doc[name] = doc.get(name, 0) + amount
-                doc.update(fields)
-                execute("UPDATE docs SET doc = ? WHERE rid = ?", (bson.encode(doc), row[0]))
-        except BaseException:
-            execute("ROLLBACK")
-            raise
-        execute("COMMIT")
-        return 0 if row is None else 1
+        """``{$inc: inc, $set: fields}`` of top-level fields on the document with ``_id``."""
+
+        def change(doc: dict[str, Any]) -> None:
+            for name, amount in inc.items():
+                doc[name] = doc.get(name, 0) + amount
+            doc.update(fields)
+
+        return self.update_by_id(_id, change)
 
 
 class FloorServer:

@@ -146,7 +146,9 @@ def operations(workload: str, client: Client, keys: list[Any]) -> Callable[[], i
     def insert_many() -> int:
         target = client.db[f"many{client.rounds}"]
         client.rounds += 1
-        return sum(target.insert_many(batch).inserted_ids != [d["_id"] for d in batch] for batch in batches(keys, BATCH))
+        return sum(
+            target.insert_many(batch).inserted_ids != [d["_id"] for d in batch] for batch in batches(keys, BATCH)
+        )
 
     def insert_one() -> int:
         return sum(orders.insert_one(doc).inserted_id != doc["_id"] for doc in keys)
@@ -232,7 +234,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         count = served.instructions(lambda run=run: errors.append(run()))
                         requests = -(-counts[workload] // BATCH) if workload == "insert_many" else counts[workload]
                         row = {"instructions": count / requests, "errors": errors[0]}
-                        print(f"[{served.label}] {workload}: {row['instructions']:,.0f} instructions/request", flush=True)
+                        print(
+                            f"[{served.label}] {workload}: {row['instructions']:,.0f} instructions/request", flush=True
+                        )
                     else:
                         row = measure(served, client, workload, keys[workload])
                         print(
@@ -267,8 +271,10 @@ def summary(doc: dict[str, Any]) -> str:
     if counted:
         lines.append("Server instructions per request (callgrind; insert_many: per batch of 1,000); / floor\n")
     else:
-        lines.append("Rate (median; docs/s for insert_many, else ops/s), ratio to the floor (median of rounds), "
-                     "server CPU µs per request (median)\n")
+        lines.append(
+            "Rate (median; docs/s for insert_many, else ops/s), ratio to the floor (median of rounds), "
+            "server CPU µs per request (median)\n"
+        )
     lines.append("| server | " + " | ".join(WORKLOADS) + " |")
     lines.append("|---|" + "--:|" * len(WORKLOADS))
     verdicts = []
@@ -278,7 +284,7 @@ def summary(doc: dict[str, Any]) -> str:
             mine, base = rows[workload], floor[workload]
             if counted:
                 ratio = mine[0]["instructions"] / base[0]["instructions"]
-                cells.append(f"{mine[0]['instructions']:,.0f} ({ratio:.1f}×)")
+                cells.append(f"{mine[0]['instructions']:,.0f} ({ratio:.1f}x)")
                 continue
             ratio = statistics.median(m["rate"] / b["rate"] for m, b in zip(mine, base, strict=True))
             rate = statistics.median(m["rate"] for m in mine)
