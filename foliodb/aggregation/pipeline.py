@@ -89,7 +89,7 @@ class Stage:
     # $_internalUnpackBucket: what replaces (this stage, a following $match):
     # a bucket $match, this stage, what is left of the $match; or None.
     absorb: Callable[[Mapping[str, Any]], list[Stage] | None] | None = None
-    search: Any = None  # $vectorSearch: its checked query (a VectorQuery), for explain
+    search: Any = None  # $vectorSearch, $search, $searchMeta: the checked query (VectorQuery, SearchQuery), for explain
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,18 +181,14 @@ def _unknown_stage(name: str) -> CommandError:
     return location(40324, f"Unrecognized pipeline stage name: '{name}'")
 
 
-# Known MongoDB stages FolioDB does not build: full-text Search,
-# sharding and diagnostics stages.
+# Known MongoDB stages FolioDB does not build: sharding and diagnostics
+# stages, $score.
 _UNBUILT = (
     "$listSampledQueries",
-    "$search",
-    "$searchMeta",
     "$shardedDataDistribution",
     "$querySettings",
     "$queryStats",
     "$listClusterCatalog",
-    "$rankFusion",
-    "$scoreFusion",
     "$score",
 )
 
@@ -210,6 +206,10 @@ FIRST_ONLY = frozenset(
         "$listSessions",
         "$listSearchIndexes",
         "$vectorSearch",
+        "$search",
+        "$searchMeta",
+        "$rankFusion",
+        "$scoreFusion",
     }
 )
 LAST_ONLY = frozenset({"$out", "$merge"})
@@ -227,6 +227,10 @@ NOT_IN_FACET = frozenset(
         "$listSessions",
         "$listSearchIndexes",
         "$vectorSearch",
+        "$search",
+        "$searchMeta",
+        "$rankFusion",
+        "$scoreFusion",
     }
 )
 WRITES = frozenset({"$out", "$merge"})

@@ -30,6 +30,7 @@ from foliodb.commands.write import Target, apply_replacement, check_new_database
 from foliodb.engine.buckets import BucketSpec
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.query import FindExecution, FindSpec
+from foliodb.engine.search.text.search import documents, text_search
 from foliodb.engine.search.vector_search import vector_search
 from foliodb.engine.timeseries import TimeSeriesWriter, check_measurement
 from foliodb.errors import INTERRUPTIONS, CommandError, ErrorCode
@@ -37,6 +38,7 @@ from foliodb.query import collation as collation_module
 from foliodb.query import metadata
 from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.context import Context
+from foliodb.query.search_query import SearchQuery
 from foliodb.query.vector_query import VectorQuery
 
 
@@ -266,6 +268,13 @@ class EngineEnv:
 
     def vector_search(self, coll: str, query: VectorQuery) -> list[dict[str, Any]]:
         return vector_search(self.engine.search, self.engine.store(self.db, coll), query)
+
+    def text_search(self, coll: str, query: SearchQuery) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
+        store = self.engine.store(self.db, coll)
+        found = text_search(self.engine.search, store, query)
+        if store is None or query.meta_only:
+            return found.meta, iter(())
+        return found.meta, documents(store, query, found)
 
     def search_indexes(self, coll: str, name: str | None, index_id: str | None) -> list[dict[str, Any]]:
         return search_indexes.listed(self.engine, self.db, coll, name, index_id)

@@ -1,9 +1,9 @@
 """The search indexes of one engine at run time: states, builds, saving.
 
 :class:`SearchIndexes` keeps a derived state (for a ``vectorSearch`` index a
-:class:`~foliodb.engine.search.state.VectorState`; :data:`DERIVED` names the class per index
-type, so phase 2's full-text state plugs in beside it) per (index, definition version), and a
-background thread that
+:class:`~foliodb.engine.search.state.VectorState`, for a ``search`` index a
+:class:`~foliodb.engine.search.text.index.TextState`; :data:`DERIVED` names the class per
+index type) per (index, definition version), and a background thread that
 
 * **builds** a state that has none: loads its saved files (then the next
   search replays the change log from their watermark), or, with no usable
@@ -14,10 +14,10 @@ background thread that
   is exact). The build is an operation in ``currentOp`` (``progress``), stops
   at ``killOp`` (the index is then ``FAILED`` until its definition changes or
   the engine restarts), and never holds the writer: reads and writes go on;
-* **absorbs** pending rows into the HNSW graphs in small batches, on one thread
-  (usearch's own threads unused), and after each round of work waits as long as
-  the round took: the graph filling takes at most half of one core (a
-  :data:`BACKGROUND_SHARE`), so writes and searches beside it keep the rest;
+* **absorbs** pending rows into the HNSW graphs and small full-text segments into larger
+  ones, in small batches on one thread (usearch's own threads unused), and after each
+  round of work waits as long as the round took: the absorbing takes at most half of one
+  core (a :data:`BACKGROUND_SHARE`), so writes and searches beside it keep the rest;
 * **saves** a state after :data:`SAVE_AFTER` applied changes, or a quarter of its
   size if more (saving rewrites every file: the log replays the changes since), but not
   sooner after the last save than :data:`SAVE_SPACING` times that save's duration (so
@@ -25,7 +25,8 @@ background thread that
   engine closes; then trims the change log to what every saved state has applied.
 
 Until its build is done an index is ``BUILDING``: a ``$vectorSearch`` on it
-then scans its snapshot exactly (slow, never wrong). A state whose version no
+then scans its snapshot exactly, a ``$search`` indexes its snapshot on the spot (slow,
+never wrong). A state whose version no
 longer matches the catalog is dropped with its files.
 """
 
@@ -45,6 +46,7 @@ from foliodb.engine.search import state as state_files
 from foliodb.engine.search.catalog import SearchIndexInfo, log_table, trim_log
 from foliodb.engine.search.numeric import np
 from foliodb.engine.search.state import VectorState
+from foliodb.engine.search.text import index as text_index
 from foliodb.errors import CommandError, ErrorCode
 
 if TYPE_CHECKING:
@@ -55,7 +57,11 @@ log = logging.getLogger("foliodb.search")
 # The in-memory state of each index type that has one, with its module's load(directory, id,
 # version, definition) for saved files. A state applies documents by record id (apply), log
 # entries (catch_up), and saves itself whole (save); see state.py.
-DERIVED: dict[str, Any] = {"vectorSearch": (VectorState, state_files.load)}
+DERIVED: dict[str, Any] = {
+    "vectorSearch": (VectorState, state_files.load),
+    "search": (text_index.TextState, text_index.load),
+}
+State = VectorState | text_index.TextState
 SEARCH_DIR = "foliodb.search"
 BUILD_CHUNK = 1000
 SAVE_AFTER = 10_000  # changes applied to a state before it is saved again
@@ -92,7 +98,7 @@ class SearchIndexes:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.directory = None if engine.path == ":memory:" else os.path.join(engine.path, SEARCH_DIR)
-        self.states: dict[tuple[int, int], VectorState] = {}
+        self.states: dict[tuple[int, int], State] = {}
         self.failed: dict[tuple[int, int], str] = {}
         self.lock = threading.Lock()
         self._stop = threading.Event()
@@ -113,7 +119,7 @@ class SearchIndexes:
         self.start()
         self._wake.set()
 
-    def ready_state(self, index: SearchIndexInfo) -> VectorState | None:
+    def ready_state(self, index: SearchIndexInfo) -> State | None:
         state = self.states.get((index.id, index.version))
         return state if state is not None and state.ready else None
 
@@ -123,7 +129,7 @@ class SearchIndexes:
         entry[0] += 1
 
     def indexed(self, index: SearchIndexInfo) -> int | None:
-        """How many documents a ready vector index holds (None: not built)."""
+        """How many documents a ready index holds (None: not built)."""
         state = self.ready_state(index)
         if state is None:
             return None
@@ -131,8 +137,6 @@ class SearchIndexes:
             return len(state)
 
     def status(self, index: SearchIndexInfo) -> str:
-        if index.type not in DERIVED:
-            return "READY"  # nothing to build until phase 2's text engine
         key = (index.id, index.version)
         if key in self.failed or np is None:  # a build failed, or the search extra is missing
             return "FAILED"
@@ -234,7 +238,7 @@ class SearchIndexes:
                 self._save(info, state)
         return busy
 
-    def catch_up(self, info: CollectionInfo, state: VectorState) -> None:
+    def catch_up(self, info: CollectionInfo, state: State) -> None:
         """Bring a ready state up to the newest commit (between searches, so they find less to do)."""
         storage = self.engine.storage
         storage.begin_operation()
@@ -249,7 +253,7 @@ class SearchIndexes:
         finally:
             storage.end_operation()
 
-    def _save(self, info: CollectionInfo, state: VectorState) -> None:
+    def _save(self, info: CollectionInfo, state: State) -> None:
         assert self.directory is not None
         started = time.monotonic()
         with state.lock:
@@ -311,7 +315,7 @@ class SearchIndexes:
         if self.directory is not None:
             self._save(info, state)
 
-    def _scan(self, info: CollectionInfo, state: VectorState, op: Any) -> VectorState:
+    def _scan(self, info: CollectionInfo, state: State, op: Any) -> State:
         storage = self.engine.storage
         storage.begin_operation()
         try:
@@ -361,7 +365,7 @@ class SearchIndexes:
         return state
 
     def wait_idle(self, timeout: float = 30.0) -> bool:
-        """Until every vector index is built, caught up with the newest commit, and its graphs
+        """Until every search index is built, caught up with the newest commit, and its graphs
         have absorbed all its rows (tests and benchmarks measure the graph this way); False at
         the timeout."""
         deadline = time.monotonic() + timeout

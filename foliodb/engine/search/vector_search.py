@@ -100,7 +100,7 @@ def vector_search(
     matcher = compile_vector_filter(query.filter, definition.filters) if query.filter is not None else None
     explained.status = search.status(index)
     state = search.ready_state(index)
-    if state is None:
+    if not isinstance(state, VectorState):
         explained.method = "exact scan (index building)"
         found = _scan(store, field, row, matcher)
     else:

@@ -181,6 +181,10 @@ PASSIVE_STAGES = {
     "$unset",
     "$unwind",
     "$vectorSearch",  # reads the aggregated collection only: find, as every aggregate
+    "$search",  # likewise
+    "$searchMeta",  # likewise
+    "$rankFusion",  # its input pipelines hold only searches and selections of the same collection
+    "$scoreFusion",  # likewise
 }
 
 

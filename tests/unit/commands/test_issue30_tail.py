@@ -51,7 +51,10 @@ def test_text_score_only_where_its_pipeline_searched(db: Any) -> None:
     db.outer.create_index([("a", "text")])
     db.inner.create_index([("a", "text")])
     inner_score = [{"$project": {"score": {"$meta": "textScore"}}}]
-    bad = [{"$match": {"$text": {"$search": "foo"}}}, {"$lookup": {"from": "inner", "as": "as", "pipeline": inner_score}}]
+    bad = [
+        {"$match": {"$text": {"$search": "foo"}}},
+        {"$lookup": {"from": "inner", "as": "as", "pipeline": inner_score}},
+    ]
     assert code_of(lambda: list(db.outer.aggregate(bad)))[0] == 40218
     assert code_of(lambda: list(db.outer.aggregate(inner_score)))[0] == 40218
     good = [
@@ -66,7 +69,10 @@ def test_text_score_only_where_its_pipeline_searched(db: Any) -> None:
     ]
     # Three of the four words, each once in three tokens: 3 * (0.5 + 0.5 / 3) = 2.
     assert list(db.outer.aggregate(good)) == [{"_id": 1, "a": "foo", "as": [{"_id": 1, "score": 2.0}]}]
-    facet = [{"$match": {"$text": {"$search": "foo"}}}, {"$facet": {"s": [{"$project": {"s": {"$meta": "textScore"}}}]}}]
+    facet = [
+        {"$match": {"$text": {"$search": "foo"}}},
+        {"$facet": {"s": [{"$project": {"s": {"$meta": "textScore"}}}]}},
+    ]
     assert list(db.outer.aggregate(facet)) == [{"s": [{"_id": 1, "s": 1.1}]}]
 
 

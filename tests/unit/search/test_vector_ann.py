@@ -82,9 +82,9 @@ def _exact_scores(rows: np.ndarray, query: np.ndarray, similarity: str) -> np.nd
     return score.astype(np.float32).astype(np.float64)
 
 
-ROWS = st.lists(
-    st.lists(st.integers(-4, 4), min_size=4, max_size=4).filter(any), min_size=1, max_size=40
-).map(lambda rows: rows + rows[: len(rows) // 2])  # repeated rows: exact ties
+ROWS = st.lists(st.lists(st.integers(-4, 4), min_size=4, max_size=4).filter(any), min_size=1, max_size=40).map(
+    lambda rows: rows + rows[: len(rows) // 2]
+)  # repeated rows: exact ties
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
