@@ -231,6 +231,30 @@ def command_finished(
         usage.indexes_of(info)
 
 
+def point_finished(usage: EngineUsage, catalog: Catalog, db: str, coll: str, name: str, micros: int) -> None:
+    """:func:`command_finished` of a command a point path answered (find, insert, update or
+    delete of collection ``coll``), which took ``micros``: the same counts, without the
+    dispatch on the command's kind."""
+    entry = usage.namespaces.get((db, coll))
+    if entry is None:
+        entry = usage.namespace(db, coll)
+    latency = entry.latency["reads" if name == "find" else "writes"]
+    latency.micros += micros
+    latency.ops += 1
+    bucket = histogram_bucket(micros)
+    buckets = latency.buckets
+    buckets[bucket] = buckets.get(bucket, 0) + 1
+    totals = entry.by_command.get(name)
+    if totals is None:
+        entry.by_command[name] = [micros, 1]
+    else:
+        totals[0] += micros
+        totals[1] += 1
+    info = catalog.collections.get((db, coll))
+    if info is not None and entry.synced is not info and not info.is_view:
+        usage.indexes_of(info)
+
+
 def top_totals(usage: EngineUsage) -> dict[str, Any]:
     """The ``top`` command's ``totals``: per namespace, each counter's time (µs) and count."""
     totals: dict[str, Any] = {"note": "all times in microseconds"}
