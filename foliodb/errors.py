@@ -92,8 +92,11 @@ class ErrorCode(IntEnum):
     QueryPlanKilled = 175
     PrimarySteppedDown = 189
     InvalidIndexSpecificationOption = 197
+    CannotBuildIndexKeys = 201
     IncompleteTransactionHistory = 217
+    UpdateOperationFailed = 218
     NoSuchSession = 206
+    MaxSubPipelineDepthExceeded = 232
     SnapshotTooOld = 239
     IllegalOpMsgFlag = 223
     QueryFeatureNotAllowed = 224

@@ -2,7 +2,7 @@
 
 Stages that reach beyond their input (``$lookup``, ``$graphLookup``,
 ``$unionWith``, ``$out``, ``$merge``, ``$collStats``, ``$indexStats``,
-``$vectorSearch``, ``$listSearchIndexes``) do it
+``$vectorSearch``, ``$search``, ``$searchMeta``, ``$listSearchIndexes``) do it
 through this interface; the aggregate command implements it over the engine,
 so every read goes through the planner (and its indexes) and every write
 through the same write path as the insert/update commands.
@@ -35,6 +35,14 @@ class PipelineEnv(Protocol):
         ...
 
     def collection_exists(self, coll: str, db: str | None = None) -> bool: ...
+
+    def has_text_index(self, coll: str, db: str | None = None) -> bool:
+        """Does the collection a name resolves to have a text index?"""
+        ...
+
+    def view_pipeline(self, coll: str, db: str | None = None) -> list[Any]:
+        """The pipelines of the views a name resolves through, outermost last (none for a collection)."""
+        ...
 
     def replace_collection(
         self,
@@ -86,6 +94,11 @@ class PipelineEnv(Protocol):
     def vector_search(self, coll: str, query: Any) -> list[dict[str, Any]]:
         """A ``$vectorSearch``'s documents (``query``: its checked VectorQuery), best first, each
         with its ``vectorSearchScore`` metadata."""
+        ...
+
+    def text_search(self, coll: str, query: Any) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
+        """A ``$search``'s meta document (count, facets) and its documents, best first (``query``:
+        its checked SearchQuery); for ``$searchMeta`` the documents are none."""
         ...
 
     def search_indexes(self, coll: str, name: str | None, index_id: str | None) -> list[dict[str, Any]]:

@@ -53,16 +53,18 @@ than its limit; ``$facet`` buffers its input.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from foliodb.aggregation.env import PipelineEnv
 from foliodb.errors import CommandError, ErrorCode, location
+from foliodb.query import compare as cmp
 from foliodb.query import metadata
 from foliodb.query.context import Context
 from foliodb.query.expr import Expr, Scope, compile_expression
 from foliodb.query.expr.core import METADATA
 from foliodb.query.registry import Registry
+from foliodb.query.reshape import split_path
 
 Doc = dict[str, Any]
 Docs = Iterator[Doc]
@@ -87,7 +89,7 @@ class Stage:
     # $_internalUnpackBucket: what replaces (this stage, a following $match):
     # a bucket $match, this stage, what is left of the $match; or None.
     absorb: Callable[[Mapping[str, Any]], list[Stage] | None] | None = None
-    search: Any = None  # $vectorSearch: its checked query (a VectorQuery), for explain
+    search: Any = None  # $vectorSearch, $search, $searchMeta: the checked query (VectorQuery, SearchQuery), for explain
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,10 @@ class Where:
     env: PipelineEnv
     scope: Scope  # the $$variables defined here
     parent: str | None = None  # "$facet", "$lookup", "$unionWith" for a sub-pipeline
+    depth: int = 0  # how many $lookup/$unionWith sub-pipelines this one is nested in
+    text_score: bool = False  # textScore metadata comes in from outside ($facet after a $text search)
+    # The (db, collection) the pipeline reads: a sub-pipeline's; None for the aggregated collection.
+    source: tuple[str | None, str] | None = None
 
     def expression(self, spec: Any) -> Expr:
         return compile_expression(spec, self.scope)
@@ -175,19 +181,14 @@ def _unknown_stage(name: str) -> CommandError:
     return location(40324, f"Unrecognized pipeline stage name: '{name}'")
 
 
-# Known MongoDB stages FolioDB does not build: change streams, full-text Search,
-# sharding and diagnostics stages.
+# Known MongoDB stages FolioDB does not build: sharding and diagnostics
+# stages, $score.
 _UNBUILT = (
-    "$changeStreamSplitLargeEvent",
     "$listSampledQueries",
-    "$search",
-    "$searchMeta",
     "$shardedDataDistribution",
     "$querySettings",
     "$queryStats",
     "$listClusterCatalog",
-    "$rankFusion",
-    "$scoreFusion",
     "$score",
 )
 
@@ -205,6 +206,10 @@ FIRST_ONLY = frozenset(
         "$listSessions",
         "$listSearchIndexes",
         "$vectorSearch",
+        "$search",
+        "$searchMeta",
+        "$rankFusion",
+        "$scoreFusion",
     }
 )
 LAST_ONLY = frozenset({"$out", "$merge"})
@@ -222,6 +227,10 @@ NOT_IN_FACET = frozenset(
         "$listSessions",
         "$listSearchIndexes",
         "$vectorSearch",
+        "$search",
+        "$searchMeta",
+        "$rankFusion",
+        "$scoreFusion",
     }
 )
 WRITES = frozenset({"$out", "$merge"})
@@ -231,7 +240,46 @@ def compile_pipeline(stages: list[Mapping[str, Any]], env: PipelineEnv) -> Pipel
     """Compile a whole pipeline, checking every stage."""
     scope = Scope(frozenset(env.ctx.variables), env.ctx.collator)
     compiled = compile_stages(stages, Where(env, scope))
-    return Pipeline(optimize(compiled, Where(env, scope)))
+    optimized = optimize(compiled, Where(env, scope))
+    check_dependency_paths(optimized)
+    return Pipeline(optimized)
+
+
+# Stages that name every field the pipeline needs from then on (mongod's exhaustive dependencies).
+_EXHAUSTIVE = frozenset({"$group", "$bucket", "$bucketAuto", "$sortByCount", "$count", "$replaceRoot", "$replaceWith"})
+
+
+def check_dependency_paths(stages: list[Stage]) -> None:
+    """mongod's dependency analysis: when a later stage names every field still needed, the paths a
+    ``$match`` that runs as a stage (not the first, which the query system takes) reads become
+    FieldPaths, so an aggregation-illegal path ("a.$c") is 16410 there."""
+    end = next((i for i, stage in enumerate(stages) if _exhaustive(stage)), None)
+    for stage in stages[1:end] if end is not None else ():
+        if stage.name == "$match":
+            for path in _filter_paths(stage.spec):
+                split_path(path)
+
+
+def _exhaustive(stage: Stage) -> bool:
+    if stage.name == "$project" and isinstance(stage.spec, Mapping):
+        # An inclusion (or computing) projection; an exclusion keeps every other field.
+        return any(not _excludes(value) for key, value in stage.spec.items() if key != "_id")
+    return stage.name in _EXHAUSTIVE
+
+
+def _excludes(value: Any) -> bool:
+    return value is False or (cmp.is_number(value) and not isinstance(value, bool) and cmp.number_value(value) == 0)
+
+
+def _filter_paths(spec: Any) -> Iterator[str]:
+    if not isinstance(spec, Mapping):
+        return
+    for key, value in spec.items():
+        if key in ("$and", "$or", "$nor") and isinstance(value, list):
+            for branch in value:
+                yield from _filter_paths(branch)
+        elif not key.startswith("$"):
+            yield key
 
 
 def compile_stages(specs: Any, where: Where) -> list[Stage]:
@@ -240,10 +288,22 @@ def compile_stages(specs: Any, where: Where) -> list[Stage]:
         raise CommandError(ErrorCode.TypeMismatch, "'pipeline' option must be specified as an array")
     out: list[Stage] = []
     last = len(specs) - 1
+    text_score = where.text_score
     for i, doc in enumerate(specs):
         name, arg = stage_entry(doc)
         compiler = STAGES.get(name)
         check_placement(name, i, last, where.parent)
+        if name == "$match" and i == 0 and where.parent != "$facet" and has_text(arg):
+            # As mongod parses $text: its collection's text index is looked up first (IndexNotFound).
+            db, coll = where.source or (None, where.env.coll)
+            if coll is not None and not where.env.has_text_index(coll, db):
+                raise CommandError(ErrorCode.IndexNotFound, "text index required for $text query")
+            text_score = True
+        elif not text_score and reads_text_score(name, arg):
+            # mongod's dependency analysis: only a $text search of this pipeline gives the score.
+            raise location(40218, "query requires text score metadata, but it is not available")
+        if name == "$facet" and text_score:
+            where = replace(where, text_score=True)
         if name == "$geoNear" and i != 0:
             # First only, but unlike FIRST_ONLY stages it reads the collection.
             raise location(40602, f"{name} is only valid as the first stage in a pipeline")
@@ -255,6 +315,23 @@ def compile_stages(specs: Any, where: Where) -> list[Stage]:
         else:
             out.append(made)
     return out
+
+
+def reads_text_score(name: str, spec: Any) -> bool:
+    """Does a stage read ``{$meta: "textScore"}`` (not in its own sub-pipelines, which have their own)?"""
+    if name in ("$lookup", "$unionWith", "$facet"):
+        return False
+    return _meta_text_score(spec)
+
+
+def _meta_text_score(spec: Any) -> bool:
+    if isinstance(spec, Mapping):
+        if spec.get("$meta") == "textScore":
+            return True
+        return any(_meta_text_score(value) for value in spec.values())
+    if isinstance(spec, list):
+        return any(_meta_text_score(value) for value in spec)
+    return False
 
 
 def stage_entry(doc: Any) -> tuple[str, Any]:

@@ -444,6 +444,35 @@ def _role_privileges(subject: Subject, db: str, cmd: Mapping[str, Any], views: V
     return _first(_grant_privileges(subject, cmd.get("privileges"), verb))
 
 
+def _apply_ops(subject: Subject, db: str, cmd: Mapping[str, Any], views: ViewLookup) -> Decision:
+    """applyOps on the cluster, then each op's own privileges (mongod's oplog_application_checks.cpp):
+    insert, update (and insert when it may upsert) or remove on its namespace, appendOplogNote on the
+    cluster for a note, and a command op's own rule (renameCollection's on admin)."""
+    needed = [privilege(CLUSTER, "applyOps")]
+    if not subject.allows(needed):
+        return Decision(needed, unauthorized(db, cmd))
+    ops = cmd.get("applyOps")
+    upserts = cmd.get("alwaysUpsert", True) is not False
+    crud = {"i": ("insert",), "d": ("remove",)}
+    for op in ops if isinstance(ops, list) else []:
+        if not isinstance(op, Mapping):
+            continue
+        kind, ns, o = op.get("op"), op.get("ns"), op.get("o")
+        if kind == "n":
+            needed.append(privilege(CLUSTER, "appendOplogNote"))
+        elif kind == "c" and isinstance(o, Mapping) and o and is_string(ns):
+            inner = authorize(
+                subject, "admin" if next(iter(o)) == "renameCollection" else ns.partition(".")[0], o, views
+            )
+            if inner.refusal is not None:
+                return inner
+            needed.extend(inner.privileges)
+        elif is_string(ns) and "." in ns and kind in ("i", "u", "d"):
+            actions = crud.get(kind) or (("update", "insert") if upserts or op.get("b") is True else ("update",))
+            needed.append(privilege(namespace(*ns.split(".", 1)), *actions, *_bypass(cmd)))
+    return _decide(subject, db, cmd, needed)
+
+
 def _open(note: str = "") -> Rule:
     return Rule("open", note=note)
 
@@ -513,6 +542,11 @@ RULES: dict[str, Rule] = {
         ("planCacheSetFilter", "planCacheListFilters", "planCacheClearFilters"), _ns("planCacheIndexFilter")
     ),
     "validate": _ns("validate"),
+    "applyOps": _special(
+        _apply_ops,
+        "applyOps on the cluster; each op's insert, update (insert too when it may upsert) or remove on its "
+        "namespace, appendOplogNote for a note, a command op's own privileges",
+    ),
     "insert": _ns("insert"),
     "delete": _ns("remove"),
     "update": _special(_update, "update; insert too when a statement upserts"),

@@ -5,6 +5,7 @@ Importing this package registers every command; :class:`Executor` runs them.
 
 from foliodb.commands import (  # noqa: F401  (each module registers its commands)
     aggregate,
+    apply_ops,
     bulk_write,
     capped,
     collections,

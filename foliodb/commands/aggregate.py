@@ -30,6 +30,7 @@ from foliodb.commands.write import Target, apply_replacement, check_new_database
 from foliodb.engine.buckets import BucketSpec
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.query import FindExecution, FindSpec
+from foliodb.engine.search.text.search import documents, text_search
 from foliodb.engine.search.vector_search import vector_search
 from foliodb.engine.timeseries import TimeSeriesWriter, check_measurement
 from foliodb.errors import INTERRUPTIONS, CommandError, ErrorCode
@@ -37,6 +38,7 @@ from foliodb.query import collation as collation_module
 from foliodb.query import metadata
 from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.context import Context
+from foliodb.query.search_query import SearchQuery
 from foliodb.query.vector_query import VectorQuery
 
 
@@ -44,9 +46,18 @@ class EngineEnv:
     """PipelineEnv over the engine, for one aggregate command."""
 
     def __init__(
-        self, request: Request, ctx: Context, allow_disk_use: bool, coll: str | None = None, bypass: bool = False
+        self,
+        request: Request,
+        ctx: Context,
+        allow_disk_use: bool,
+        coll: str | None = None,
+        bypass: bool = False,
+        expand_views: bool = True,
     ) -> None:
         self.request = request
+        # A $lookup from a view compiles the view's pipeline within its own (sub-pipeline depth); a view's
+        # definition is checked without: mongod counts that depth when the view is read.
+        self.expand_views = expand_views
         self.bypass = bypass  # bypassDocumentValidation: $out and $merge skip their target's validator
         self.coll = coll  # the collection aggregated; None for `aggregate: 1`
         self.engine = request.engine
@@ -113,6 +124,14 @@ class EngineEnv:
                 spec = FindSpec(filter=field_match, allow_disk_use=self.allow_disk_use)
                 return iter(counted(self.request, store, FindExecution(store, spec, ctx)))
         return self.source(coll, pipeline, db, ctx)
+
+    def has_text_index(self, coll: str, db: str | None = None) -> bool:
+        source = self.engine.resolve_view(db or self.db, coll)[0]
+        info = self.engine.catalog.get(db or self.db, source)
+        return info is not None and any(index.kind == "text" for index in info.indexes.values())
+
+    def view_pipeline(self, coll: str, db: str | None = None) -> list[Any]:
+        return self.engine.resolve_view(db or self.db, coll)[1] if self.expand_views else []
 
     def collection_exists(self, coll: str, db: str | None = None) -> bool:
         return self.engine.catalog.get(db or self.db, coll) is not None
@@ -249,6 +268,13 @@ class EngineEnv:
 
     def vector_search(self, coll: str, query: VectorQuery) -> list[dict[str, Any]]:
         return vector_search(self.engine.search, self.engine.store(self.db, coll), query)
+
+    def text_search(self, coll: str, query: SearchQuery) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
+        store = self.engine.store(self.db, coll)
+        found = text_search(self.engine.search, store, query)
+        if store is None or query.meta_only:
+            return found.meta, iter(())
+        return found.meta, documents(store, query, found)
 
     def search_indexes(self, coll: str, name: str | None, index_id: str | None) -> list[dict[str, Any]]:
         return search_indexes.listed(self.engine, self.db, coll, name, index_id)

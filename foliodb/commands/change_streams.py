@@ -10,10 +10,7 @@ driver's ``maxAwaitTimeMS``, one second by default - on the storage's commit
 notification, holding no snapshot meanwhile, and answers as soon as a commit
 records something. Every batch carries ``postBatchResumeToken``.
 
-Resume tokens are ``{_data: <hex>}``: the entry's cluster time (8 bytes), the
-op's index inside a transaction's ``applyOps`` (4 bytes) and a kind byte
-(an event, an invalidate, or a high-water mark: past everything at that time),
-big-endian, so token order is event order. ``resumeAfter`` continues after a
+Resume tokens (:mod:`foliodb.commands.resume_tokens`) are ordered as events are. ``resumeAfter`` continues after a
 token (not after an invalidate), ``startAfter`` also after an invalidate,
 ``startAtOperationTime`` from a cluster time; a point the oplog no longer
 holds is ChangeStreamHistoryLost (286).
@@ -28,7 +25,9 @@ no UUID) and ``updateDescription.disambiguatedPaths``.
 ``whenAvailable``/``required`` the post-image, and ``fullDocumentBeforeChange``
 the pre-image, of writes made while their collection had
 ``changeStreamPreAndPostImages`` enabled. An event BSON cannot hold (over
-16 MB and 16 KB) fails the stream with BSONObjectTooLarge (10334), as mongod's.
+16 MB and 16 KB) fails the stream with BSONObjectTooLarge (10334), as mongod's,
+unless the pipeline ends with ``$changeStreamSplitLargeEvent``, which sends it
+in fragments (:mod:`foliodb.commands.change_stream_split`).
 Errors carry mongod's change stream labels (``ResumableChangeStreamError``,
 ``NonResumableChangeStreamError``: :func:`failpoints.change_stream_label`).
 Events of a transaction come after its commit, in order, with ``lsid`` and
@@ -40,7 +39,6 @@ https://www.mongodb.com/docs/manual/reference/change-events/
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -49,8 +47,9 @@ from bson import Int64, Timestamp
 
 from foliodb import interrupt
 from foliodb.aggregation.pipeline import STAGES, Pipeline, compile_pipeline
-from foliodb.commands import failpoints, params
+from foliodb.commands import change_stream_split, failpoints, params
 from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, Lookahead, over_the_wire, take_batch
+from foliodb.commands.resume_tokens import EVENT, HIGH_WATER, INVALIDATE, delivered_at, fragment_of, parse_token, token
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.oplog import Oplog, pack, transaction_ops, unpack, update_description
 from foliodb.errors import CommandError, ErrorCode, location
@@ -58,7 +57,6 @@ from foliodb.errors import CommandError, ErrorCode, location
 if TYPE_CHECKING:
     from foliodb.commands.executor import Request
 
-EVENT, INVALIDATE, HIGH_WATER = 0, 1, 255
 # Stages MongoDB allows after $changeStream (all work one event at a time).
 ALLOWED = frozenset({"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot", "$replaceWith", "$redact"})
 DEFAULT_AWAIT_SECONDS = 1.0
@@ -84,25 +82,6 @@ _OPTIONS = {
 }
 
 
-# -- resume tokens ------------------------------------------------------------------------
-
-
-def token(ts: int, index: int, kind: int) -> dict[str, str]:
-    return {"_data": struct.pack(">QIB", ts, index, kind).hex().upper()}
-
-
-def parse_token(value: Any) -> tuple[int, int, int]:
-    """(packed ts, op index, kind) of a resume token."""
-    data = value.get("_data") if isinstance(value, Mapping) else None
-    try:
-        if not isinstance(data, str):
-            raise ValueError
-        ts, index, kind = struct.unpack(">QIB", bytes.fromhex(data))
-    except (ValueError, struct.error):
-        raise location(40647, f"Bad resume token: {value!r}") from None
-    return ts, index, kind
-
-
 # -- the stream -------------------------------------------------------------------------------
 
 
@@ -120,6 +99,8 @@ class ChangeStream(Iterator[dict[str, Any]]):
         after: tuple[int, int],
         pipeline: Pipeline | None,
         stage_names: tuple[str, ...],
+        split: bool = False,
+        resume_fragment: int | None = None,
     ) -> None:
         self.engine = request.engine
         self.db, self.coll = db, coll  # None: every database / every collection
@@ -132,8 +113,14 @@ class ChangeStream(Iterator[dict[str, Any]]):
         self._entry_examined = after[1] == 0xFFFFFFFF
         # ... and of the last one whose event was delivered (or filtered out): events read ahead
         # into _pending lie between the two, so a batch that ends early resumes from here.
-        self.delivered = after
-        self._delivered_before = after  # the delivered position before the newest one
+        self.delivered: tuple[int, int, int | None] = (*after, None)
+        # The delivered position before the newest one.
+        self._delivered_before: tuple[int, int, int | None] = self.delivered
+        # $changeStreamSplitLargeEvent: the fragments of a large event not yet delivered, and, when
+        # resuming inside a split event (positioned just before it), how many of its fragments to skip.
+        self.split = split
+        self._fragments: list[dict[str, Any]] = []
+        self._skip = 0 if resume_fragment is None else resume_fragment + 1
         self.pipeline = pipeline
         # The cluster time the last read's snapshot held every commit up to, once that read
         # went through the snapshot's entries (0: it did not): the most a batch may claim.
@@ -155,12 +142,16 @@ class ChangeStream(Iterator[dict[str, Any]]):
     @property
     def finished(self) -> bool:
         """Invalidated, and the invalidate event delivered: the cursor ends."""
-        return self._invalidated and not self._pending and self._held is None
+        return self._invalidated and not self._pending and self._held is None and not self._fragments
 
     def __next__(self) -> dict[str, Any]:
         if self._held is not None:
             event, self._held = self._held, None
-            self._delivered_before, self.delivered = self.delivered, parse_token(event["_id"])[:2]
+            self._delivered_before, self.delivered = self.delivered, delivered_at(event)
+            return event
+        if self._fragments:
+            event = self._fragments.pop(0)
+            self._delivered_before, self.delivered = self.delivered, delivered_at(event)
             return event
         while True:
             if not self._pending:
@@ -170,7 +161,7 @@ class ChangeStream(Iterator[dict[str, Any]]):
                     raise StopIteration  # nothing new yet: the cursor stays open
                 continue
             event, measure = self._pending.pop(0)
-            self._delivered_before, self.delivered = self.delivered, parse_token(event["_id"])[:2]
+            self._delivered_before, self.delivered = self.delivered, delivered_at(event)
             if self.pipeline is not None and event["operationType"] != "invalidate":
                 shaped = list(self.pipeline.run(iter([event])))
                 if not shaped:
@@ -180,9 +171,25 @@ class ChangeStream(Iterator[dict[str, Any]]):
                     raise location(
                         280, "Encountered an event whose _id field, which contains the resume token, was modified"
                     )
-            if measure or self._measure_all:
+            if self.split:
+                fragments = self._split(event)
+                if not fragments:
+                    continue  # every fragment was delivered before the stream resumed
+                event, self._fragments = fragments[0], fragments[1:]
+                self.delivered = delivered_at(event)
+            elif measure or self._measure_all:
                 _check_size(event)
             return event
+
+    def _split(self, event: dict[str, Any]) -> list[dict[str, Any]]:
+        """The event whole, or its fragments (those after the resumed one, when resuming)."""
+        skip, self._skip = self._skip, 0
+        if change_stream_split.size_of(event) <= change_stream_split.MAX_FRAGMENT_EVENT:
+            change_stream_split.not_split(skip)
+            return [event]
+        ts, index, _ = parse_token(event["_id"])
+        tokens = [token(ts, index, EVENT, n) for n in range(len(event))]
+        return change_stream_split.split(event, tokens, skip)
 
     def give_back(self, event: dict[str, Any]) -> None:
         """The event last taken did not fit its reply: the next batch starts with it, and the
@@ -230,15 +237,18 @@ class ChangeStream(Iterator[dict[str, Any]]):
         while events read ahead wait for the next batch; else the last op
         examined, or the cluster time the last read's snapshot was read
         through to (a high-water mark): never past a commit not yet read."""
-        if self._pending or self._held is not None:
-            ts, index = self.delivered
+        fragment = None
+        if self._pending or self._held is not None or self._fragments:
+            ts, index, fragment = self.delivered
         else:
             if self._invalidated:
                 return token(self.position[0], self.position[1], INVALIDATE)
             if self.seen > self.position[0]:
                 return token(self.seen, 0, HIGH_WATER)
             ts, index = self.position
-        return token(ts, 0, HIGH_WATER) if index == 0xFFFFFFFF else token(ts, index, EVENT)
+        if index < 0:  # resuming inside a split event, its entry not yet read: past what came before it
+            return token(ts - 1, 0, HIGH_WATER)
+        return token(ts, 0, HIGH_WATER) if index == 0xFFFFFFFF else token(ts, index, EVENT, fragment)
 
     @staticmethod
     def label(error: CommandError) -> None:
@@ -425,8 +435,7 @@ class ChangeStream(Iterator[dict[str, Any]]):
 
 def _check_size(event: Mapping[str, Any]) -> None:
     """Refuse an event BSON cannot hold, as mongod does (a document and its
-    pre-image, say): BSONObjectTooLarge, which ``$changeStreamSplitLargeEvent``
-    would avoid in mongod (not built here)."""
+    pre-image, say): BSONObjectTooLarge, which ``$changeStreamSplitLargeEvent`` avoids."""
     size = len(bson.encode(event, codec_options=CODEC))
     if size > MAX_EVENT_BYTES:
         raise CommandError(
@@ -492,7 +501,9 @@ def _open(request: Request, cmd: Mapping[str, Any], stages: list[Any], batch_siz
             )
     elif not isinstance(target, str):
         raise CommandError(ErrorCode.InvalidNamespace, "aggregate requires a collection name or 1")
-    for stage in stages[1:]:
+    later = list(stages[1:])
+    split = change_stream_split.take_stage(later)
+    for stage in later:
         name = next(iter(stage), "") if isinstance(stage, Mapping) else ""
         if name == "$changeStream":
             raise location(40602, "$changeStream is only valid as the first stage in a pipeline")
@@ -503,10 +514,13 @@ def _open(request: Request, cmd: Mapping[str, Any], stages: list[Any], batch_siz
     from foliodb.commands.aggregate import EngineEnv  # aggregate.py opens streams: imported here, not at the top
 
     env = EngineEnv(request, request.context(cmd.get("let")), True)
-    pipeline = compile_pipeline(list(stages[1:]), env) if len(stages) > 1 else None
+    pipeline = compile_pipeline(later, env) if later else None
+    resumed = spec.get("resumeAfter", spec.get("startAfter"))
+    fragment = fragment_of(resumed) if resumed is not None else None
+    change_stream_split.needs_stage(fragment, split)
     after = _start(request, spec)
-    names = tuple(next(iter(stage)) for stage in stages[1:])
-    stream = ChangeStream(request, db, coll, spec, after, pipeline, names)
+    names = tuple(next(iter(stage)) for stage in later)
+    stream = ChangeStream(request, db, coll, spec, after, pipeline, names, split, fragment)
     ns = f"{request.db}.{target}" if coll is not None else f"{request.db}.$cmd.aggregate"
     lookahead = Lookahead(stream)
     size = DEFAULT_FIRST_BATCH if batch_size is None else batch_size
@@ -543,6 +557,8 @@ def _start(request: Request, spec: Mapping[str, Any]) -> tuple[int, int]:
                 "notification.",
             )
         position = (ts, 0xFFFFFFFF if kind == HIGH_WATER else index)
+        if fragment_of(spec[name]) is not None:
+            position = (ts, index - 1)  # just before the split event: it is split again
         if kind == INVALIDATE:
             position = (ts, 0xFFFFFFFF)  # startAfter an invalidate: a new stream after it
     else:

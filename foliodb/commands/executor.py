@@ -296,17 +296,29 @@ class Executor:
             op.session = request.lsid = lsid_key(command["lsid"])
         started = time.perf_counter()
         try:
-            reply = failpoints.run(request, command, lambda: self._call(request, handler, command, in_session))
+            reply = failpoints.run(request, command, lambda: self._ran(request, handler, command, in_session))
         except CommandError as exc:
             reply = exc.to_reply()
-        if self.replica_set is not None:
-            reply = with_write_concern_error(name, command, reply)
         if self.replica_set is not None and (in_session or "connection_id" in extra):
             reply.update(sessions.cluster_time_fields(request))
         if engine.profiling:
             profiler.record(request, command, reply, int((time.perf_counter() - started) * 1000))
         usage.command_finished(engine.usage, engine.storage.published, db, name, command, time.perf_counter() - started)
         self._count(name, command)
+        return reply
+
+    def _ran(
+        self, request: Request, handler: registry.Handler, command: Mapping[str, Any], in_session: bool
+    ) -> dict[str, Any]:
+        """The reply of a command that ran, failed or not, with the write concern error a one-member
+        replica set adds. A reply a fail point makes instead has none: mongod's failCommand fires
+        before the command runs and waits for its write concern."""
+        try:
+            reply = self._call(request, handler, command, in_session)
+        except CommandError as exc:
+            reply = exc.to_reply()
+        if self.replica_set is not None:
+            reply = with_write_concern_error(request.command_name, command, reply)
         return reply
 
     def _call(

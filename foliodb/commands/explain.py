@@ -18,7 +18,7 @@ from foliodb.commands.diagnostics import MONGODB_VERSION
 from foliodb.commands.executor import Request
 from foliodb.commands.find import count_execution, distinct_execution, execution, find_spec
 from foliodb.commands.registry import COMMANDS
-from foliodb.commands.search_indexes import explain_vector_search
+from foliodb.commands.search_indexes import explain_text_search, explain_vector_search
 from foliodb.commands.views import find_stages, is_view
 from foliodb.commands.write import UpdateStatement, Writes, collection_name, delete_statement, would_modify
 from foliodb.engine.count import explain_count
@@ -132,7 +132,7 @@ def _explain_write(
     if executed:
         matched = modified = 0
         # For the positional operator's array index ($text is the index's, not the matcher's).
-        matcher = compile_filter(split_text(spec.filter)[1], ctx)
+        matcher = compile_filter(split_text(spec.filter)[1], run.ctx)  # run.ctx judges a $text inside $or
         for doc in run:
             matched += 1
             if update is not None and run.store is not None:
@@ -179,7 +179,8 @@ def _explain_aggregate(request: Request, inner: Mapping[str, Any], verbosity: st
     pipeline = compile_pipeline(view_pipeline + list(stages), env)
     if pipeline.stages and pipeline.stages[0].search is not None:
         first = pipeline.stages[0]
-        explained = explain_vector_search(request.engine, request.db, source, first.search, first.spec)
+        explain_search = explain_vector_search if first.name == "$vectorSearch" else explain_text_search
+        explained = explain_search(request.engine, request.db, source, first.search, first.spec)
         return _finish({"explainVersion": "1", "stages": [explained, *pipeline.explain()[1:]]}, inner)
     filter_spec, sort, limit, projection = pipeline.pushdown()
     near = pipeline.geo_near()

@@ -219,34 +219,7 @@ def _special_kind(raw: Mapping[str, Any], key: Mapping[str, Any], spec: dict[str
     directions = list(key.values())
     wildcard = [name for name in key if name == "$**" or name.endswith(".$**")]
     if "text" in directions or "_fts" in key:
-        if any(d not in ("text",) for name, d in key.items() if name not in ("_fts", "_ftsx")):
-            raise CommandError(ErrorCode.NotImplemented, "compound text indexes are not implemented in FolioDB yet")
-        weights = {name: 1 for name, d in key.items() if d == "text" and name != "_fts"}
-        given = raw.get("weights", {})
-        if not isinstance(given, Mapping):
-            raise _spec_error(raw, "weights must be a document", ErrorCode.TypeMismatch)
-        for name, weight in given.items():
-            if not cmp.is_number(weight) or not 1 <= cmp.number_value(weight) < 100000:
-                raise _spec_error(
-                    raw,
-                    f"text index weights must be in the exclusive interval (0,99999) but found: {weight}",
-                    ErrorCode.BadValue,
-                )
-            weights[name] = weight
-        if not weights:
-            raise _spec_error(raw, "text index requires at least one field")
-        language = raw.get("default_language", "english")
-        try:
-            language_of(language)
-        except CommandError:
-            raise CommandError(ErrorCode.CannotCreateIndex, f"default_language unsupported: {language}") from None
-        spec["key"] = {"_fts": "text", "_ftsx": 1}
-        spec["weights"] = weights
-        spec["default_language"] = language
-        spec["language_override"] = raw.get("language_override", "language")
-        spec["textIndexVersion"] = 3
-        if raw.get("unique"):
-            raise _spec_error(raw, "text indexes cannot be unique", ErrorCode.CannotCreateIndex)
+        _text_spec(raw, key, spec)
     elif "2dsphere" in directions or "2d" in directions:
         _geo_spec(raw, key, spec)
     elif "hashed" in directions:
@@ -275,6 +248,67 @@ def _special_kind(raw: Mapping[str, Any], key: Mapping[str, Any], spec: dict[str
         raise _spec_error(
             raw, "The field 'wildcardProjection' is only allowed in an 'wildcard' index", ErrorCode.BadValue
         )
+
+
+def _text_spec(raw: Mapping[str, Any], key: Mapping[str, Any], spec: dict[str, Any]) -> None:
+    """Check a text index spec and put it in listIndexes' shape, as mongod's FTSSpec::fixSpec: other keys
+    (1 or -1) may come before and after the text fields, which must be adjacent; the key becomes
+    ``{<before>, _fts: "text", _ftsx: 1, <after>}``."""
+    weights: dict[str, Any] = {}
+    fixed: dict[str, Any] = {}
+    seen_text = ended_text = False
+    for name, direction in key.items():
+        if name == "_fts":
+            if direction != "text":
+                raise _spec_error(raw, 'expecting _fts:"text"')
+            seen_text = True
+            fixed.update({"_fts": "text", "_ftsx": 1})
+        elif name == "_ftsx":
+            if not cmp.is_number(direction) or cmp.number_value(direction) != 1:
+                raise _spec_error(raw, "expecting _ftsx:1")
+        elif direction == "text":
+            if ended_text:
+                raise _spec_error(raw, "'text' fields in index must all be adjacent")
+            seen_text = True
+            weights[name] = 1
+            fixed.update({"_fts": "text", "_ftsx": 1})
+        else:
+            if is_string(direction) or int(cmp.number_value(direction)) not in (1, -1):
+                raise _spec_error(raw, "expected value 1 or -1 for non-text key in compound index")
+            ended_text = seen_text
+            fixed[name] = direction
+    given = raw.get("weights", {})
+    if given == "$**":
+        given = {"$**": 1}
+    if not isinstance(given, Mapping):
+        raise _spec_error(raw, "text index option 'weights' must be an object")
+    for name, weight in given.items():
+        if not cmp.is_number(weight):
+            raise _spec_error(raw, "weight for text index needs numeric type")
+        if not 0 < int(cmp.number_value(weight)) < 99999:
+            raise _spec_error(
+                raw, f"text index weight must be in the exclusive interval (0,99999) but found: {int(weight)}"
+            )
+        weights[name] = int(cmp.number_value(weight))
+    if not weights:
+        raise _spec_error(raw, "text index option 'weights' must specify fields or the wildcard")
+    language = raw.get("default_language", "english")
+    if not is_string(language):
+        raise _spec_error(raw, "default_language needs a string type")
+    try:
+        language_of(language)
+    except CommandError:
+        raise _spec_error(raw, "default_language is not valid") from None
+    override = raw.get("language_override", "language")
+    if not is_string(override):
+        raise _spec_error(raw, "language_override must be a string")
+    if not override or override.startswith("$") or "." in override:
+        raise _spec_error(raw, "language_override is not valid")
+    spec["key"] = fixed
+    spec["weights"] = dict(sorted(weights.items()))
+    spec["default_language"] = language
+    spec["language_override"] = override
+    spec["textIndexVersion"] = 3
 
 
 def _geo_spec(raw: Mapping[str, Any], key: Mapping[str, Any], spec: dict[str, Any]) -> None:

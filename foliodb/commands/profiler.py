@@ -100,6 +100,8 @@ def record(request: Request, cmd: Mapping[str, Any], reply: Mapping[str, Any], m
     if request.command_name in ("update", "delete") and reply.get("ok") == 1.0:
         return
     target = cmd.get(request.command_name)
+    if request.command_name == "getMore":
+        target = cmd.get("collection")  # mongod's getMore entry names the cursor's collection
     entry: dict[str, Any] = {
         "_id": ObjectId(),  # FolioDB's record store keys every document by _id (mongod's entries have none)
         "op": OP_NAMES.get(request.command_name, "command"),

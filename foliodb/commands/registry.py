@@ -28,7 +28,6 @@ COMMANDS: Registry[Handler] = Registry(
     "command",
     _unknown,
     unbuilt=(
-        "applyOps",
         "shardCollection",
         "saslStart",
         "saslContinue",

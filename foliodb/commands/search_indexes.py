@@ -34,6 +34,8 @@ from foliodb.engine.catalog import CollectionInfo
 from foliodb.engine.engine import Engine
 from foliodb.engine.search.catalog import SearchIndexInfo
 from foliodb.engine.search.definition import parse
+from foliodb.engine.search.text.search import Explained as TextExplained
+from foliodb.engine.search.text.search import text_search
 from foliodb.engine.search.vector_search import Explained, vector_search
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.bsontypes import is_string
@@ -226,3 +228,26 @@ def explain_vector_search(engine: Engine, db: str, coll: str, query: Any, spec: 
         "executionTimeMillis": millis,
     }
     return {"$vectorSearch": {**dict(spec), "explain": details}}
+
+
+def explain_text_search(engine: Engine, db: str, coll: str, query: Any, spec: Any) -> dict[str, Any]:
+    """A ``$search`` / ``$searchMeta`` stage as explain shows it: its specification, and what
+    the engine did (the search is run: it reads one snapshot and writes nothing)."""
+    explained = TextExplained(query.index)
+    timer = time.perf_counter()
+    found = text_search(engine.search, engine.store(db, coll), query, explained)
+    millis = int((time.perf_counter() - timer) * 1000)
+    details = {
+        "type": "search",
+        "index": query.index,
+        "status": explained.status or "NOT_FOUND",
+        "method": explained.method,
+        "operator": query.operator[0] if query.operator is not None else None,
+        "segments": explained.segments,
+        "changedInSnapshot": explained.changed,
+        "nMatched": explained.matched,
+        "count": found.meta["count"],
+        "executionTimeMillis": millis,
+    }
+    name = "$searchMeta" if query.meta_only else "$search"
+    return {name: {**dict(spec), "explain": details}}

@@ -67,7 +67,9 @@ def check_view_options(request: Request, options: Mapping[str, Any]) -> dict[str
                 ErrorCode.OptionNotSupportedOnView, f"{next(iter(stage))} cannot be used in a view definition"
             )
     collator = collation.given(options, "create")
-    compile_pipeline(list(pipeline), EngineEnv(request, request.context(None, collator), True, view_on))
+    compile_pipeline(
+        list(pipeline), EngineEnv(request, request.context(None, collator), True, view_on, expand_views=False)
+    )
     source = request.engine.catalog.get(request.db, view_on)
     if source is not None and source.is_view and not same(collator, collation.default_of(request, view_on)):
         # A view's collation is not inherited, and views on views must agree.

@@ -497,7 +497,7 @@ def matching(
     targets, each at most once; with ``one``, only the first (by ``sort``).
     The access path it chooses is appended to ``plans`` (for index accesses
     and the profiler)."""
-    if filter_spec and ("$text" in filter_spec or "$and" in filter_spec) and split_text(filter_spec)[0] is not None:
+    if filter_spec and any(k in filter_spec for k in _TEXT_KEYS) and split_text(filter_spec)[0] is not None:
         yield from _text_matching(store, filter_spec, ctx, hint=hint, sort=sort, one=one, plans=plans)
         return
     sort_key = compile_sort(sort, collator=ctx.collator) if sort else None
@@ -553,6 +553,9 @@ def matching(
         seen.add(rid)
 
 
+_TEXT_KEYS = ("$text", "$and", "$or")  # where a $text may sit
+
+
 def _text_matching(
     store: CollectionStore | None,
     filter_spec: Mapping[str, Any],
@@ -570,7 +573,7 @@ def _text_matching(
     if plans is not None and run.plan is not None:
         plans.append(run.plan.access)
     rest = split_text(filter_spec)[1]
-    matcher = compile_filter(rest, ctx) if rest else None
+    matcher = compile_filter(rest, run.ctx) if rest else None  # run.ctx judges a $text inside $or
     for found in list(run):
         assert store is not None
         rid = found["$recordId"]

@@ -43,7 +43,10 @@ class CountExecution:
         self.n_counted = 0
         self.n_skipped = 0
         self.stats = ExecStats()
-        if store is not None and (any(k != "$comment" for k in self.filter) or hint is not None):
+        if store is None and self.filter:
+            # No collection counts nothing, but the filter is still parsed (mongod's getExecutorCount).
+            FindExecution(None, FindSpec(filter=filter_spec, count_only=True), ctx)
+        elif store is not None and (any(k != "$comment" for k in self.filter) or hint is not None):
             self.find = FindExecution(store, FindSpec(filter=filter_spec, hint=hint, count_only=True), ctx)
             access = self.find.plan.access if self.find.plan is not None else None
             if isinstance(access, IndexScan) and exact_scan(filter_spec, access):

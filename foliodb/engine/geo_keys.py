@@ -31,6 +31,7 @@ import s2geometry as s2
 
 from foliodb.engine.index_keys import encode_key_value, field_values
 from foliodb.errors import CommandError
+from foliodb.query import compare as cmp
 from foliodb.query import geometry as geo
 from foliodb.query import keystring
 from foliodb.query.paths import MISSING, reach
@@ -81,8 +82,28 @@ def geo_values(doc: Any, parts: tuple[str, ...]) -> list[Any]:
             continue
         if isinstance(value, list) and value and not isinstance(value[0], (int, float)):
             out.extend(value)  # an array of geometries (multikey)
-        elif not (isinstance(value, list) and not value):
+        elif not (isinstance(value, (list, dict)) and not value):
+            out.append(value)  # an empty array or document is no geometry (mongod's S2 key generation)
+    return out
+
+
+def flat_locations(doc: Any, parts: tuple[str, ...]) -> list[Any]:
+    """The locations a ``2d`` index reads at a path, by mongod's get2DKeys grammar: a value is one
+    location when its first element is a number, else an array (or object) of locations, each an array
+    or object (16804 otherwise); what is not an array or object, and empty ones, are passed over."""
+    out: list[Any] = []
+    for value, _ in reach(doc, parts, expand=False):
+        if not isinstance(value, (dict, list)) or not value:
+            continue
+        items = list(value.values()) if isinstance(value, dict) else value
+        if cmp.is_number(items[0]):
             out.append(value)
+            continue
+        for item in items:
+            if not isinstance(item, (dict, list)):
+                raise CommandError(16804, "location object expected, location array not in correct format")
+            if item:
+                out.append(item)
     return out
 
 
@@ -160,16 +181,18 @@ class FlatGrid:
         return h << (64 - 2 * self.bits)
 
     def point(self, doc: Any, value: Any) -> tuple[float, float]:
-        try:
-            x, y = geo.flat_point(value)
-        except geo.GeoError:
-            raise CommandError(16804, "location object expected, location array not in correct format") from None
-        for v in (x, y):
-            if not self.low <= v < self.high:
-                interval = f"[ {geo.format_number(self.low)}, {geo.format_number(self.high)} )"
-                raise CommandError(
-                    13027, f"point not in interval of {interval} :: caused by :: " + render_document(doc)
-                )
+        """A location's coordinates, checked as mongod's GeoHashConverter::hash checks a document's:
+        two numbers first (13068, 13026), within the closed interval [min, max] (13027)."""
+        items = list(value.values()) if isinstance(value, dict) else value
+        shown = " :: caused by :: " + render_document(doc)
+        if len(items) < 2:
+            raise CommandError(13068, "geo field only has 1 element" + shown)
+        if not (cmp.is_number(items[0]) and cmp.is_number(items[1])):
+            raise CommandError(13026, "geo values must be 'legacy coordinate pairs' for 2d indexes" + shown)
+        x, y = float(cmp.number_value(items[0])), float(cmp.number_value(items[1]))
+        if not (self.low <= x <= self.high and self.low <= y <= self.high):
+            interval = f"[ {geo.format_number(self.low)}, {geo.format_number(self.high)} ]"
+            raise CommandError(13027, f"point not in interval of {interval}" + shown)
         return x, y
 
 
@@ -179,9 +202,7 @@ def flat_document_keys(
     per_field: list[list[tuple[bytes, Any]]] = []
     for (parts, descending), kind in zip(fields, kinds, strict=True):
         if kind == "2d":
-            # mongod's get2DKeys passes over what is not an object or array, and empty ones.
-            located = [v for v in geo_values(doc, parts) if isinstance(v, (dict, list)) and v]
-            hashes = {grid.hash(*grid.point(doc, v)) for v in located}
+            hashes = {grid.hash(*grid.point(doc, v)) for v in flat_locations(doc, parts)}
             per_field.append([(stored(h), h) for h in sorted(hashes)])
         else:
             values, _ = field_values(doc, parts)

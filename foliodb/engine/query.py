@@ -26,9 +26,10 @@ from foliodb.engine.planner.counting import exact_scan, single_interval
 from foliodb.engine.planner.covering import KeyLayout, filter_paths, inclusion_paths, key_layout
 from foliodb.engine.planner.geo import GeoNearScan, split_near
 from foliodb.engine.planner.plans import AccessStage, ClusteredScan, CollScan, IdLookup, IndexScan, OrScan, TextScan
+from foliodb.engine.planner.text import text_or_plan
 from foliodb.engine.records import CollectionStore, IndexWriter
 from foliodb.engine.sorter import sort_documents
-from foliodb.engine.text import TextIndex, TextQuery, parse_text, split_text
+from foliodb.engine.text import TextIndex, TextQuery, parse_text, prefix_values, split_text
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import metadata
 from foliodb.query.collation import Collator
@@ -111,6 +112,9 @@ class FindExecution:
             near = (path, parse_near(near_op, arg, cond))
             rest = _without_near(rest, path)
         self.text: tuple[TextIndex, TextQuery] | None = None
+        # $text sits in an $or branch: the filter (with its $text) decides, a score goes to the
+        # documents the text search matches.
+        self.text_in_or = text_arg is not None and rest is not None and _nested_text(rest)
         self.near: GeoNearScan | None = None
         self.plan: Plan | None = None
         self.matcher = None
@@ -138,7 +142,11 @@ class FindExecution:
                 return compiled[0](doc, details)
 
             if text_arg is not None:
-                self.plan = self._text_plan(store, text_arg)
+                self.plan = self._text_plan(store, text_arg, rest)
+                if self.text_in_or and self.text is not None:
+                    # The whole filter decides, its $text clause judged by the text matcher.
+                    text_index, text_query = self.text
+                    ctx = self.ctx = ctx.with_text(lambda doc: text_query.matches(text_index, doc))
             elif near is not None:
                 if store is not None:
                     self.plan = near_plan(store, rest or {}, near[0], near[1])
@@ -217,16 +225,20 @@ class FindExecution:
             access.covered = True
         return layout
 
-    def _text_plan(self, store: CollectionStore | None, text_arg: Any) -> Plan | None:
+    def _text_plan(self, store: CollectionStore | None, text_arg: Any, rest: Mapping[str, Any] | None) -> Plan:
+        """The text search (mongod's TEXT_MATCH over the text index's scans), unioned with the other
+        branches' index scans when ``$text`` sits in an ``$or`` (each must have one, as mongod's)."""
         indexes = [i for i in store.info.indexes.values() if i.kind == "text"] if store is not None else []
         if not indexes:
             raise CommandError(ErrorCode.IndexNotFound, "text index required for $text query")
+        assert store is not None
         index = indexes[0]
         text_index = TextIndex.from_spec(index.spec)
         query = parse_text(text_arg, text_index)
         self.text = (text_index, query)
-        assert store is not None
-        return Plan(TextScan(store, index, query.terms))
+        if not self.text_in_or:
+            return Plan(TextScan(store, index, text_index, query, prefix_values(text_index, rest)))
+        return text_or_plan(store, rest or {}, index, text_index, query, self.ctx.collator)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self._run()
@@ -321,9 +333,13 @@ class FindExecution:
                 continue
             if text is not None:
                 index, query = text
-                if not query.matches(index, doc):
+                if self.text_in_or:
+                    if query.matches(index, doc):  # documents of the other branches have no score
+                        doc[metadata.FIELD] = {"textScore": index.score(doc, query.terms)}
+                elif not query.matches(index, doc):
                     continue
-                doc[metadata.FIELD] = {"textScore": index.score(doc, query.terms)}
+                else:
+                    doc[metadata.FIELD] = {"textScore": index.score(doc, query.terms)}
             elif self.near is not None:
                 distance, where = self.near.distances.pop(rid)
                 doc[metadata.FIELD] = {"geoNearDistance": distance, "geoNearPoint": where}
@@ -476,7 +492,21 @@ _NEAR_PARTS = ("$near", "$nearSphere", "$geoNear", "$minDistance", "$maxDistance
 
 
 def _may_hold_text(filter_spec: Mapping[str, Any]) -> bool:
-    return "$text" in filter_spec or "$and" in filter_spec
+    return "$text" in filter_spec or "$and" in filter_spec or "$or" in filter_spec
+
+
+def _nested_text(spec: Mapping[str, Any]) -> bool:
+    """Does a filter (without its top-level $text) still hold a $text, in a logical branch?"""
+    for key, value in spec.items():
+        if key == "$text":
+            return True
+        if (
+            key in ("$and", "$or")
+            and isinstance(value, list)
+            and any(isinstance(branch, Mapping) and _nested_text(branch) for branch in value)
+        ):
+            return True
+    return False
 
 
 def explain_find(run: FindExecution, ns: str, verbosity: str, run_it: bool = True) -> dict[str, Any]:

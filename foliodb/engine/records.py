@@ -131,8 +131,15 @@ class IndexWriter:
 
     def _special_keys(self, doc: dict[str, Any]) -> dict[bytes, tuple[Any, ...]]:
         if self.kind == "text":
-            # Text and wildcard indexes are sparse by nature: no terms, no entries.
-            return {keystring.encode(term): (term,) for term in self.text.doc_terms(doc)}
+            # Text and wildcard indexes are sparse by nature: no terms, no entries. An entry is the
+            # prefix values, the term, its score in the document and the suffix values (mongod's
+            # FTSIndexFormat: a unique text index refuses two documents equal in all four).
+            found = self.text.term_scores(doc)
+            if not found:
+                return {}
+            before, after = self.text.extra_keys(doc) if self.text.before or self.text.after else (b"", b"")
+            encode = keystring.encode
+            return {before + encode(term) + encode(score) + after: (term,) for term, score in found.items()}
         if self.kind == "wildcard":
             keys = wildcard_keys(doc, self.wildcard_root, self.wildcard_projection)
             if keys and not self.info.multikey:

@@ -1,39 +1,55 @@
-"""Text search: the terms a text index stores, ``$text`` queries, and scores.
+"""Text search: the terms a text index stores, ``$text`` queries, and scores, as mongod's FTS (version 3).
 
-A text index (key ``{"_fts": "text", "_ftsx": 1}`` with ``weights``, as
-MongoDB lists it) stores one entry per distinct term of a document's
-indexed string fields: the term is a token, lower-cased and stripped of
-diacritics, not a stop word, stemmed by the Snowball stemmer of the
-document's language (its ``language_override`` field, else the index's
-``default_language``; "none" means no stemming and no stop words).
+A text index lists its key as ``{<prefix fields>, _fts: "text", _ftsx: 1, <suffix fields>}`` with
+``weights``, ``default_language`` and ``language_override``. It stores one entry per distinct term of a
+document's indexed strings; the entry's key is the prefix fields' values, the term, the term's score in
+the document, then the suffix fields' values, each KeyString-encoded (descending fields complemented),
+so a ``$text`` query scans ``prefix values + term`` for each of its terms. Prefix and suffix values may not be arrays
+(CannotBuildIndexKeys), and a document with no terms has no entries.
 
-``$search`` holds terms (any may match), ``"phrases"`` (all must appear in
-an indexed field, as written, case-insensitively unless ``$caseSensitive``)
-and ``-negations`` (none may appear). Scores follow MongoDB's formula (FTSSpec
-scoring): a term's repeated occurrences in a field count 1, 1/2, 1/4..., the
-field's weight multiplies, and a coefficient ``0.5 + 0.5 * count/tokens``
-favours short fields; a document's score sums its query terms' scores.
+Terms (mongod's ``UnicodeFTSTokenizer``): a string splits at the Unicode delimiters (White_Space, Dash,
+Hyphen, Quotation_Mark, Terminal_Punctuation, Pattern_Syntax, STerm; English keeps ``'`` inside words);
+each token is lower-cased (Turkish dotted and dotless i as Turkish), dropped if it is a stop word of
+the language (the lists in ``stop_words/``, mongod's), stemmed by the language's Snowball stemmer, and
+then stripped of diacritics. Index keys and query terms drop stop words; the matcher's re-tokenisation
+of a document keeps them. ``"none"`` neither stems nor drops stop words.
 
-Only English has a stop-word list here (MongoDB ships one per language); the
-other languages stem without dropping stop words.
+The strings a document offers, with their weights and languages, follow mongod's FTSElementIterator:
+the fields the weights name (a weight on ``a`` reaches the strings of ``a`` and of arrays under it; a
+weight on ``a.b`` descends through ``a``'s sub-documents and arrays), every string under a wildcard
+(``$**``) index, and a sub-document's own ``language_override`` field sets the language of its strings.
+
+A ``$search`` string parses as mongod's FTSQueryParser: words, ``"phrases"``, ``-negated`` words and
+``-"negated phrases"`` (a ``-`` negates up to the next space). Words of phrases count as terms too. A
+document matches when it holds a term, no negated term, every phrase and no negated phrase (phrases
+compare within one string, case- and diacritic-insensitively unless the query says otherwise). Its
+score (FTSSpec scoring) sums, over the query's terms, the term's score in each string: repeated
+occurrences count 1, 1/2, 1/4..., times the weight, times ``0.5 + 0.5 * count / tokens``, times 1.1
+when the string is the term itself.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
+import importlib.resources
 import re
 import unicodedata
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+import icu
 import snowballstemmer
+from bson.regex import Regex
 
 from foliodb.errors import CommandError, ErrorCode, bad_value
-from foliodb.query.bsontypes import is_string
-from foliodb.query.paths import MISSING, get_expr, split
+from foliodb.query import keystring
+from foliodb.query.bsontypes import is_string, type_name
+from foliodb.query.paths import MISSING, split
+from foliodb.query.render import render_document
 
-# MongoDB's language names and their ISO codes, to Snowball's algorithms.
+# MongoDB's language names and their ISO codes, to Snowball's algorithms (and to the stop-word lists).
 LANGUAGES = {
     "danish": "danish",
     "da": "danish",
@@ -68,25 +84,56 @@ LANGUAGES = {
     "none": "none",
 }
 
-ENGLISH_STOP_WORDS = frozenset(
-    """a about above after again against all am an and any are aren't as at be because been before being below
-    between both but by can't cannot could couldn't did didn't do does doesn't doing don't down during each few
-    for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself him
-    himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my
-    myself no nor not of off on once only or other ought our ours ourselves out over own same shan't she she'd
-    she'll she's should shouldn't so some such than that that's the their theirs them themselves then there
-    there's these they they'd they'll they're they've this those through to too under until up very was wasn't we
-    we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why
-    why's with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves""".split()  # noqa: SIM905
+# mongod's delimiters (fts/unicode/gen_delimiter_list.py): these Unicode properties.
+_DELIMITERS = icu.UnicodeSet(
+    "[[:White_Space:][:Dash:][:Hyphen:][:Quotation_Mark:][:Terminal_Punctuation:][:Pattern_Syntax:][:STerm:]]"
 )
 
-_TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*", re.UNICODE)
+
+def _token_pattern(keep: str) -> re.Pattern[str]:
+    """Runs of non-delimiters, the characters of ``keep`` not counting as delimiters."""
+    parts = []
+    for first, last in _DELIMITERS.ranges():
+        low = ord(first)
+        for code in range(ord(first), ord(last) + 1):
+            if chr(code) in keep:
+                if low < code:
+                    parts.append(_class_range(low, code - 1))
+                low = code + 1
+        if low <= ord(last):
+            parts.append(_class_range(low, ord(last)))
+    return re.compile("[^" + "".join(parts) + "]+")
+
+
+def _class_range(start: int, end: int) -> str:
+    first = re.escape(chr(start))
+    return first if start == end else f"{first}-{re.escape(chr(end))}"
+
+
+_ENGLISH_TOKEN = _token_pattern("'")
+_TOKEN = _token_pattern("")
 
 
 def language_of(name: Any) -> str:
+    """The language a ``$language``, ``default_language`` or override names (17262 if none)."""
     if not is_string(name) or name.lower() not in LANGUAGES:
-        raise CommandError(ErrorCode.BadValue, f"language override unsupported: {name}")
+        raise CommandError(17262, f"language override unsupported: {name}")
     return LANGUAGES[name.lower()]
+
+
+def _query_language(name: str) -> str:
+    if name.lower() not in LANGUAGES:
+        raise bad_value(f'unsupported language: "{name}" for text index version 3')
+    return LANGUAGES[name.lower()]
+
+
+@functools.cache
+def stop_words(language: str) -> frozenset[str]:
+    """mongod's stop words of a language (lower-case, diacritics kept); none for "none"."""
+    if language == "none":
+        return frozenset()
+    text = importlib.resources.files("foliodb.engine").joinpath(f"stop_words/{language}.txt").read_text("utf-8")
+    return frozenset(line.strip() for line in text.splitlines() if line.strip())
 
 
 @functools.lru_cache(maxsize=32)
@@ -96,183 +143,373 @@ def _stemmer(language: str) -> Any:
     return snowballstemmer.stemmer(language)
 
 
-def fold(text: str, case_sensitive: bool = False, diacritic_sensitive: bool = False) -> str:
+def _lower(text: str, language: str) -> str:
+    if language == "turkish":
+        # Turkish case folding: dotless I to dotless i, dotted I to i.
+        text = text.replace("I", "\u0131").replace("\u0130", "i")
+    return text.lower()
+
+
+def strip_diacritics(text: str) -> str:
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFD", text)
+    return unicodedata.normalize("NFC", "".join(ch for ch in decomposed if not unicodedata.combining(ch)))
+
+
+def fold(text: str, case_sensitive: bool = False, diacritic_sensitive: bool = False, language: str = "") -> str:
+    """A string as a phrase compares: lower-cased and without diacritics, unless sensitive."""
     if not case_sensitive:
-        text = text.lower()
+        text = _lower(text, language)
     if not diacritic_sensitive:
-        text = "".join(ch for ch in unicodedata.normalize("NFD", text) if not unicodedata.combining(ch))
+        text = strip_diacritics(text)
     return text
 
 
-def terms(text: str, language: str, case_sensitive: bool = False) -> list[str]:
-    """The index terms of a string, in order, repeats kept."""
-    tokens = _TOKEN.findall(fold(text, case_sensitive))
-    if language == "none":
-        return tokens
-    stop = ENGLISH_STOP_WORDS if language == "english" else frozenset()
-    kept = [t for t in tokens if t.lower() not in stop]
-    # Snowball keeps apostrophes out of stems ("don't" is a stop word anyway).
-    return _stemmer(language).stemWords(kept)
+def terms(
+    text: str,
+    language: str,
+    case_sensitive: bool = False,
+    diacritic_sensitive: bool = False,
+    filter_stop_words: bool = True,
+) -> list[str]:
+    """The terms of a string, in order, repeats kept (mongod's UnicodeFTSTokenizer)."""
+    pattern = _ENGLISH_TOKEN if language == "english" else _TOKEN
+    stop = stop_words(language) if filter_stop_words else frozenset()
+    stem = _stemmer(language).stemWord if language != "none" else None
+    out = []
+    for token in pattern.findall(text):
+        word = _lower(token, language)
+        if word in stop:
+            continue
+        if case_sensitive:
+            word = token
+        if stem is not None:
+            word = stem(word)  # the stemmer sees the diacritics
+        out.append(word if diacritic_sensitive else strip_diacritics(word))
+    return out
 
 
 @dataclass(frozen=True)
 class TextIndex:
-    """What a text index's spec says about documents."""
+    """What a text index's spec says about documents (mongod's FTSSpec)."""
 
     weights: dict[str, float]
+    wildcard: bool
     default_language: str
     language_override: str
+    before: tuple[str, ...] = ()  # the key's fields before _fts (equality required to search)
+    after: tuple[str, ...] = ()  # and after _ftsx
+    descending: tuple[bool, ...] = ()  # of before + after
+    names: list[str] = field(default_factory=list)  # the weighted paths, sorted (the iterator seeks in them)
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> TextIndex:
+        weights = {k: float(v) for k, v in spec.get("weights", {}).items() if k != "$**"}
+        before: list[str] = []
+        after: list[str] = []
+        descending: list[bool] = []
+        passed = False
+        for name, direction in spec.get("key", {}).items():
+            if name in ("_fts", "_ftsx"):
+                passed = True
+                continue
+            (after if passed else before).append(name)
+            descending.append(isinstance(direction, (int, float)) and direction < 0)
         return cls(
-            {k: float(v) for k, v in spec.get("weights", {}).items()},
+            weights,
+            "$**" in spec.get("weights", {}),
             language_of(spec.get("default_language", "english")),
             str(spec.get("language_override", "language")),
+            tuple(before),
+            tuple(after),
+            tuple(descending),
+            sorted(weights),
         )
 
-    def language(self, doc: Mapping[str, Any]) -> str:
-        value = doc.get(self.language_override)
-        return language_of(value) if is_string(value) else self.default_language
+    def language(self, doc: Mapping[str, Any], current: str | None = None) -> str:
+        """The language of a (sub-)document's strings: its override field, else ``current``."""
+        value = doc.get(self.language_override, MISSING)
+        if value is MISSING:
+            return current if current is not None else self.default_language
+        if not is_string(value):
+            raise CommandError(17261, "found language override field in document with non-string type")
+        return language_of(value)
 
-    def strings(self, doc: Mapping[str, Any]) -> Iterator[tuple[str, float, str]]:
-        """(field path, weight, string) of every indexed string in ``doc``."""
-        for path, weight in self.weights.items():
-            if path == "$**":
-                yield from ((p, weight, s) for p, s in _all_strings(doc, ""))
+    def strings(self, doc: Mapping[str, Any]) -> Iterator[tuple[str, str, float]]:
+        """(string, language, weight) of every indexed string in ``doc``, as mongod's FTSElementIterator."""
+        yield from self._frame(doc, self.language(doc), "", False)
+
+    def _frame(self, obj: Any, language: str, parent: str, is_array: bool) -> Iterator[tuple[str, str, float]]:
+        items = enumerate(obj) if is_array else obj.items()
+        names = self.names
+        for key, value in items:
+            name = str(key)
+            if self.wildcard and name == self.language_override:
                 continue
-            for value in _flat(get_expr(doc, split(path))):
-                if is_string(value):
-                    yield path, weight, value
+            dotted = name if not parent else parent if is_array else f"{parent}.{name}"
+            i = bisect.bisect_left(names, dotted + "." if isinstance(value, Mapping) else dotted)
+            possible = i < len(names)
+            if not self.wildcard and not (possible and (names[i] == dotted or names[i].startswith(dotted + "."))):
+                continue
+            exact = possible and names[i] == dotted
+            # mongod's weight: the first weighted path at or after this one (1 past the end).
+            weight = self.weights[names[i]] if possible else 1.0
+            if is_string(value):
+                if exact or self.wildcard:
+                    yield value, language, weight
+            elif isinstance(value, Mapping):
+                if not exact or self.wildcard:
+                    yield from self._frame(value, self.language(value, language), dotted, False)
+            elif isinstance(value, list) and (not is_array or self.wildcard):
+                yield from self._frame(value, language, dotted, True)
 
-    def doc_terms(self, doc: Mapping[str, Any]) -> set[str]:
-        language = self.language(doc)
-        out: set[str] = set()
-        for _, _, text in self.strings(doc):
-            out.update(terms(text, language))
-        return out
-
-    def score(self, doc: Mapping[str, Any], query_terms: set[str]) -> float:
-        """MongoDB's text score of ``doc`` for the (stemmed) query terms."""
-        language = self.language(doc)
-        total = 0.0
-        for _, weight, text in self.strings(doc):
+    def term_scores(self, doc: Mapping[str, Any]) -> dict[str, float]:
+        """Each term of ``doc`` (stop words dropped) and its score (mongod's scoreDocument)."""
+        scores: dict[str, float] = {}
+        for text, language, weight in self.strings(doc):
             tokens = terms(text, language)
-            if not tokens:
-                continue
             freq: dict[str, float] = {}
             count: dict[str, int] = {}
             for token in tokens:
                 n = count.get(token, 0)
                 freq[token] = freq.get(token, 0.0) + 1.0 / (2**n)
                 count[token] = n + 1
-            for term in query_terms:
-                if term in freq:
-                    coeff = 0.5 * count[term] / len(tokens) + 0.5
-                    total += weight * freq[term] * coeff
-        return total
+            for term, f in freq.items():
+                coeff = 0.5 * count[term] / len(tokens) + 0.5
+                adjustment = 1.1 if len(text) == len(term) and text.lower() == term.lower() else 1.0
+                scores[term] = scores.get(term, 0.0) + weight * f * coeff * adjustment
+        return scores
+
+    def score(self, doc: Mapping[str, Any], query_terms: set[str]) -> float:
+        """MongoDB's text score of ``doc`` for the (stemmed) query terms."""
+        scores = self.term_scores(doc)
+        return sum(scores.get(term, 0.0) for term in query_terms)
+
+    def extra_keys(self, doc: Mapping[str, Any]) -> tuple[bytes, bytes]:
+        """The encoded prefix and suffix values of a document's entries (mongod's
+        extractNonFTSKeyElement: a missing field is null, an array is CannotBuildIndexKeys)."""
+        encoded = []
+        for path, descending in zip((*self.before, *self.after), self.descending, strict=True):
+            value = _extra_value(doc, path)
+            key = keystring.encode(value)
+            encoded.append(keystring.complement(key) if descending else key)
+        n = len(self.before)
+        return b"".join(encoded[:n]), b"".join(encoded[n:])
+
+    def prefix_key(self, values: list[Any]) -> bytes:
+        """The encoded prefix of a search for these prefix values."""
+        out = b""
+        for value, descending in zip(values, self.descending, strict=False):
+            key = keystring.encode(value)
+            out += keystring.complement(key) if descending else key
+        return out
 
 
-def _flat(value: Any) -> Iterator[Any]:
-    if value is MISSING:
-        return
+def _extra_value(doc: Mapping[str, Any], path: str) -> Any:
+    value: Any = doc
+    for part in split(path):
+        if isinstance(value, list):
+            raise _array_in_key(path, doc)
+        if isinstance(value, Mapping):
+            value = value.get(part, MISSING)
+        else:
+            return None
+        if value is MISSING:
+            return None
     if isinstance(value, list):
-        for item in value:
-            yield from _flat(item)
-    else:
-        yield value
+        raise _array_in_key(path, doc)
+    return value
 
 
-def _all_strings(value: Any, prefix: str) -> Iterator[tuple[str, str]]:
-    if is_string(value):
-        yield prefix, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _all_strings(item, f"{prefix}.{key}" if prefix else key)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _all_strings(item, prefix)
+def _array_in_key(path: str, doc: Mapping[str, Any]) -> CommandError:
+    return CommandError(
+        ErrorCode.CannotBuildIndexKeys,
+        f"Field '{path}' of text index contains an array in document: {render_document(dict(doc))}",
+    )
 
 
 @dataclass
 class TextQuery:
-    """A parsed ``$text`` operand."""
+    """A parsed ``$text`` operand (mongod's FTSQueryImpl)."""
 
-    terms: set[str]
-    phrases: list[str]
+    terms: set[str]  # what the index is searched for (positive, case- and diacritic-insensitive)
+    positive: set[str]  # what the matcher looks for (sensitive forms when asked)
     negated: set[str]
-    language: str | None
+    phrases: list[str]
+    negated_phrases: list[str]
+    language: str
     case_sensitive: bool
     diacritic_sensitive: bool
+    spec: dict[str, Any] = field(default_factory=dict)  # the operand, as explain shows it
 
     def matches(self, index: TextIndex, doc: Mapping[str, Any]) -> bool:
-        language = self.language or index.language(doc)
-        doc_terms: set[str] = set()
-        texts = []
-        for _, _, text in index.strings(doc):
-            doc_terms.update(terms(text, language, self.case_sensitive))
-            texts.append(fold(text, self.case_sensitive, self.diacritic_sensitive))
-        if self.negated & doc_terms:
+        """mongod's FTSMatcher: a positive term, no negated term, every phrase, no negated phrase."""
+        strings = list(index.strings(doc))
+        if not self._has_term(strings, self.positive):
+            return False
+        if self.negated and self._has_term(strings, self.negated):
             return False
         for phrase in self.phrases:
-            needle = fold(phrase, self.case_sensitive, self.diacritic_sensitive)
-            if not any(needle in text for text in texts):
+            if not self._phrase_in(strings, phrase):
                 return False
-        if self.terms:
-            return bool(self.terms & doc_terms)
-        return bool(self.phrases)
+        return not any(self._phrase_in(strings, phrase) for phrase in self.negated_phrases)
+
+    def _has_term(self, strings: list[tuple[str, str, float]], wanted: set[str]) -> bool:
+        for text, language, _ in strings:
+            found = terms(text, language, self.case_sensitive, self.diacritic_sensitive, filter_stop_words=False)
+            if not wanted.isdisjoint(found):
+                return True
+        return False
+
+    def _phrase_in(self, strings: list[tuple[str, str, float]], phrase: str) -> bool:
+        for text, language, _ in strings:
+            needle = fold(phrase, self.case_sensitive, self.diacritic_sensitive, language)
+            if needle in fold(text, self.case_sensitive, self.diacritic_sensitive, language):
+                return True
+        return False
+
+    def parsed(self) -> dict[str, Any]:
+        """explain's ``parsedTextQuery``."""
+        return {
+            "terms": sorted(self.positive),
+            "negatedTerms": sorted(self.negated),
+            "phrases": self.phrases,
+            "negatedPhrases": self.negated_phrases,
+        }
 
 
-_SEARCH_KEYS = {"$search", "$language", "$caseSensitive", "$diacriticSensitive"}
+_WHITESPACE = "\n\v\f\r "
+
+
+def _query_tokens(search: str) -> Iterator[tuple[str, str, int, bool]]:
+    """(kind, text, offset, whitespace before) of a ``$search`` string: "text" runs, and the
+    delimiters ``-`` and ``"`` one at a time (mongod's FTSQueryParser)."""
+    pos = 0
+    n = len(search)
+    while pos < n and search[pos] in _WHITESPACE:
+        pos += 1
+    previous_white = True
+    while pos < n:
+        start = pos
+        pos += 1
+        if search[start] in '-"':
+            kind = "delimiter"
+        else:
+            kind = "text"
+            while pos < n and search[pos] not in _WHITESPACE and search[pos] not in '-"':
+                pos += 1
+        white_start = pos
+        while pos < n and search[pos] in _WHITESPACE:
+            pos += 1
+        yield kind, search[start:white_start], start, previous_white
+        previous_white = pos > white_start
 
 
 def parse_text(arg: Any, index: TextIndex) -> TextQuery:
+    """A ``$text`` operand, checked as mongod's ExtensionsCallback and parsed as FTSQueryImpl."""
     if not isinstance(arg, Mapping):
         raise bad_value("$text expects an object")
-    for key in arg:
-        if key not in _SEARCH_KEYS:
-            raise bad_value(f"extra fields in $text: {key}")
-    search = arg.get("$search")
-    if not is_string(search):
-        raise bad_value("$search requires a string value" if "$search" in arg else "$text requires a $search field")
-    language_name = arg.get("$language")
-    language = language_of(language_name) if language_name is not None else None
-    case_sensitive = bool(arg.get("$caseSensitive", False))
-    diacritic_sensitive = bool(arg.get("$diacriticSensitive", False))
-    phrases = re.findall(r'"([^"]*)"', search)
-    rest = re.sub(r'"[^"]*"', " ", search)
+    search = _field(arg, "$search", is_string, "string", required=True)
+    language_name = _field(arg, "$language", is_string, "string")
+    case_sensitive = bool(_field(arg, "$caseSensitive", _is_bool, "bool", default=False))
+    diacritic_sensitive = bool(_field(arg, "$diacriticSensitive", _is_bool, "bool", default=False))
+    if len(arg) != 1 + sum(key in arg for key in ("$language", "$caseSensitive", "$diacriticSensitive")):
+        raise bad_value("extra fields in $text")
+    language = _query_language(language_name) if language_name is not None else index.default_language
     positive: list[str] = []
     negative: list[str] = []
-    for word in rest.split():
-        if word.startswith("-") and len(word) > 1:
-            negative.append(word[1:])
+    phrases: list[str] = []
+    negated_phrases: list[str] = []
+    in_negation = in_phrase = False
+    quote = 0
+    for kind, text, offset, white_before in _query_tokens(search):
+        if kind == "text":
+            if in_phrase and in_negation:
+                continue
+            if in_negation and white_before:
+                in_negation = False  # a negation lasts until the next space
+            (negative if in_negation else positive).append(text)
+        elif text == "-":
+            if not in_phrase and white_before:
+                in_negation = True
+        elif in_phrase:
+            (negated_phrases if in_negation else phrases).append(search[quote + 1 : offset])
+            in_phrase = False
         else:
-            positive.append(word)
-    lang = language or index.default_language
-    query_terms = set(terms(" ".join(positive), lang, case_sensitive))
-    for phrase in phrases:
-        query_terms.update(terms(phrase, lang, case_sensitive))
-    negated = set(terms(" ".join(negative), lang, case_sensitive))
-    return TextQuery(query_terms, phrases, negated, language, case_sensitive, diacritic_sensitive)
+            in_phrase = True
+            if in_negation and white_before:
+                in_negation = False
+            quote = offset
+    bounds = set(terms(" ".join(positive), language))
+    negated = set(terms(" ".join(negative), language))
+    matched = bounds
+    if case_sensitive or diacritic_sensitive:
+        matched = set(terms(" ".join(positive), language, case_sensitive, diacritic_sensitive))
+        negated = set(terms(" ".join(negative), language, case_sensitive, diacritic_sensitive))
+    shown = {
+        "$search": search,
+        "$language": language_name if language_name is not None else index.default_language,
+        "$caseSensitive": case_sensitive,
+        "$diacriticSensitive": diacritic_sensitive,
+    }
+    return TextQuery(
+        bounds, matched, negated, phrases, negated_phrases, language, case_sensitive, diacritic_sensitive, shown
+    )
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _field(
+    arg: Mapping[str, Any],
+    name: str,
+    check: Callable[[Any], bool],
+    wanted: str,
+    required: bool = False,
+    default: Any = None,
+) -> Any:
+    """A field as mongod's bsonExtract*Field reads it (NoSuchKey, TypeMismatch)."""
+    if name not in arg:
+        if required:
+            raise CommandError(ErrorCode.NoSuchKey, f'Missing expected field "{name}"')
+        return default
+    value = arg[name]
+    if not check(value):
+        raise CommandError(
+            ErrorCode.TypeMismatch, f'"{name}" had the wrong type. Expected {wanted}, found {type_name(value)}'
+        )
+    return value
+
+
+# -- where $text sits in a filter --------------------------------------------------------------------
 
 
 def split_text(filter_spec: Mapping[str, Any] | None) -> tuple[Any, dict[str, Any] | None]:
-    """(the ``$text`` operand or None, the rest of the filter). ``$text`` may
-    sit at the top level or in a top-level ``$and``."""
+    """(the ``$text`` operand or None, the rest of the filter).
+
+    ``$text`` at the top level or in a top-level ``$and``: the rest is the filter without it. Deeper (a
+    branch of an ``$or``): the rest is the whole filter, whose ``$text`` clause a :class:`Context` with a
+    text matcher judges. ``$text`` inside ``$nor``, or twice, is BadValue (mongod's CanonicalQuery)."""
     if not filter_spec:
         return None, dict(filter_spec) if filter_spec is not None else None
-    text = None
+    found = _text_clauses(filter_spec, False)
+    if not found:
+        return None, dict(filter_spec)
+    if len(found) > 1:
+        raise bad_value("Too many text expressions")
+    text, nested = found[0]
+    if nested:
+        return text, dict(filter_spec)
     rest: dict[str, Any] = {}
     for key, value in filter_spec.items():
         if key == "$text":
-            text = value
-        elif key == "$and" and isinstance(value, list) and any(isinstance(b, Mapping) and "$text" in b for b in value):
+            continue
+        if key == "$and" and isinstance(value, list):
             branches = []
             for branch in value:
                 if isinstance(branch, Mapping) and "$text" in branch:
-                    if text is not None:
-                        raise bad_value("Too many text expressions")
-                    text = branch["$text"]
                     others = {k: v for k, v in branch.items() if k != "$text"}
                     if others:
                         branches.append(others)
@@ -283,3 +520,49 @@ def split_text(filter_spec: Mapping[str, Any] | None) -> tuple[Any, dict[str, An
         else:
             rest[key] = value
     return text, rest
+
+
+def _text_clauses(spec: Mapping[str, Any], nested: bool) -> list[tuple[Any, bool]]:
+    """(operand, under an $or?) of each $text in a filter's logical tree."""
+    found: list[tuple[Any, bool]] = []
+    for key, value in spec.items():
+        if key == "$text":
+            found.append((value, nested))
+        elif key in ("$and", "$or", "$nor") and isinstance(value, list):
+            for branch in value:
+                if isinstance(branch, Mapping):
+                    inner = _text_clauses(branch, nested or key != "$and")
+                    if inner and key == "$nor":
+                        raise bad_value("text expression not allowed in nor")
+                    found.extend(inner)
+    return found
+
+
+def prefix_values(index: TextIndex, rest: Mapping[str, Any] | None) -> list[Any] | None:
+    """The equality values a filter gives a compound text index's prefix fields (top level or in a
+    top-level ``$and``), or None when one has none (mongod then cannot use the index)."""
+    if not index.before:
+        return []
+    equalities: dict[str, Any] = {}
+    _collect_equalities(rest or {}, equalities)
+    values = []
+    for path in index.before:
+        if path not in equalities:
+            return None
+        values.append(equalities[path])
+    return values
+
+
+def _collect_equalities(spec: Mapping[str, Any], out: dict[str, Any]) -> None:
+    for key, value in spec.items():
+        if key == "$and" and isinstance(value, list):
+            for branch in value:
+                if isinstance(branch, Mapping):
+                    _collect_equalities(branch, out)
+        elif key.startswith("$"):
+            continue
+        elif isinstance(value, Mapping) and value and next(iter(value)).startswith("$"):
+            if "$eq" in value and not isinstance(value["$eq"], (list, re.Pattern, Regex)):
+                out.setdefault(key, value["$eq"])
+        elif not isinstance(value, (list, re.Pattern, Regex)):
+            out.setdefault(key, value)

@@ -6,12 +6,14 @@ the like from a :class:`Context` instead of capturing them, so one compile can
 serve a whole command. ``now`` is read from the clock on first use (most
 commands never ask) and then fixed for the command, as ``$$NOW`` is.
 ``collator`` is the command's collation (None: simple, code-point order); the
-operators that compare strings read it when they compile.
+operators that compare strings read it when they compile. ``text`` judges a ``$text``
+clause (the engine's text matcher, set only where the query planned a text search).
 """
 
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from typing import Any
 
 from foliodb.query.collation import Collator
@@ -24,7 +26,7 @@ def _now() -> datetime.datetime:
 
 
 class Context:
-    __slots__ = ("_now", "collator", "variables")
+    __slots__ = ("_now", "collator", "text", "variables")
 
     def __init__(
         self,
@@ -35,6 +37,13 @@ class Context:
         self.variables: dict[str, Any] = {} if variables is None else variables
         self._now = now
         self.collator = collator
+        self.text: Callable[[Any], bool] | None = None
+
+    def with_text(self, text: Callable[[Any], bool]) -> Context:
+        """This context, with ``text`` judging the filter's ``$text`` clause."""
+        out = Context(self.variables, self._now, self.collator)
+        out.text = text
+        return out
 
     @property
     def now(self) -> datetime.datetime:

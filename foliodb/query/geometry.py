@@ -143,9 +143,8 @@ def _loop(ring: Any, normalize: bool = True) -> Any:
     points = _coordinates(ring)
     if not points or not same_point(points[0], points[-1]):
         raise GeoError(f"Loop is not closed, first vertex does not equal last vertex: {ring}")
-    if len(points) < 4:
-        raise GeoError(f"Loop must have at least 3 different vertices: {ring}")
-    vertices = _dedup(points[:-1])
+    # mongod erases consecutive duplicates from the whole ring, then drops the closing vertex.
+    vertices = _dedup(points)[:-1]
     if len(vertices) < 3:
         raise GeoError(f"Loop must have at least 3 different vertices: {ring}")
     loop = s2.S2Loop(vertices)
@@ -273,48 +272,70 @@ def parse_geometry(value: Any) -> Geometry:
 
 
 # -- predicates -----------------------------------------------------------------------
+#
+# As mongod's GeometryContainer (geometry_container.cpp): a point is its leaf S2 cell, so a point on a
+# polygon's edge or vertex, or on a line, meets it (S2's MayIntersect of the cell); a geometry lies
+# within a (multi)polygon when each of its parts lies within one of the polygons (not their union).
 
 
-def _line_within(polygon: Any, line: Any) -> bool:
-    pieces = polygon.IntersectWithPolyline(line)
-    return len(pieces) == 1 and abs(pieces[0].GetLength().radians() - line.GetLength().radians()) < 1e-12
+def _cell(point: Any) -> Any:
+    return s2.S2Cell(s2.S2CellId(point))
 
 
-def _point_on_line(point: Any, line: Any) -> bool:
-    nearest, _ = line.Project(point)
-    return float(s2.S1Angle(point, nearest).radians()) < _ON_LINE
+def _parts(g: Geometry) -> list[tuple[int, Any]]:
+    """(kind, part): 0 a point, 1 a line, 2 a polygon."""
+    return [(0, p) for p in g.points] + [(1, line) for line in g.lines] + [(2, poly) for poly in g.polygons]
 
 
-def _parts_intersect(a: Geometry, b: Geometry) -> bool:
-    for p in a.points:
-        if any(same_point(p, q) for q in b.points) or any(_point_on_line(p, line) for line in b.lines):
-            return True
-        if any(poly.Contains(p) for poly in b.polygons):
-            return True
-    for line in a.lines:
-        if any(line.Intersects(other) for other in b.lines):
-            return True
-        if any(poly.IntersectWithPolyline(line) for poly in b.polygons):
-            return True
-    return any(poly.Intersects(other) for poly in a.polygons for other in b.polygons)
+def _meet(a: tuple[int, Any], b: tuple[int, Any]) -> bool:
+    (ka, x), (kb, y) = sorted((a, b), key=lambda part: part[0])
+    if ka == 0:
+        return bool(s2.S2CellId(x) == s2.S2CellId(y)) if kb == 0 else bool(y.MayIntersect(_cell(x)))
+    if ka == 1:
+        return bool(x.Intersects(y)) if kb == 1 else bool(y.IntersectWithPolyline(x))
+    return bool(x.Intersects(y))
 
 
 def intersects(a: Geometry, b: Geometry) -> bool:
     """Do two geometries share a point (``$geoIntersects``)?"""
-    return _parts_intersect(a, b) or _parts_intersect(b, a)
+    parts = _parts(b)
+    return any(_meet(pa, pb) for pa in _parts(a) for pb in parts)
+
+
+def _line_within(polygon: Any, line: Any) -> bool:
+    # mongod's containsLine: the polygon clips the line to one piece that covers it (to 1e-10 degrees).
+    pieces = polygon.IntersectWithPolyline(line)
+    return len(pieces) == 1 and abs(pieces[0].GetLength().radians() - line.GetLength().radians()) < 2e-12
+
+
+def _polygon_contains(polygon: Any, part: tuple[int, Any]) -> bool:
+    kind, x = part
+    if kind == 0:
+        return bool(polygon.Contains(x) or polygon.MayIntersect(_cell(x)))  # edges and vertices too
+    if kind == 1:
+        return _line_within(polygon, x)
+    return bool(polygon.Contains(x))
+
+
+def part_distance(center: Any, part: tuple[int, Any]) -> float:
+    """The angle (radians) from ``center`` to the nearest point of one part."""
+    kind, x = part
+    if kind == 0:
+        return float(s2.S1Angle(center, x).radians())
+    if kind == 1:
+        nearest, _ = x.Project(center)
+        return float(s2.S1Angle(center, nearest).radians())
+    return float(x.GetDistance(center).radians())
 
 
 def distance(center: Any, geometry: Geometry) -> float:
     """The angle (radians) from ``center`` to the nearest part of ``geometry``."""
-    best = math.inf
-    for p in geometry.points:
-        best = min(best, float(s2.S1Angle(center, p).radians()))
-    for line in geometry.lines:
-        nearest, _ = line.Project(center)
-        best = min(best, float(s2.S1Angle(center, nearest).radians()))
-    for polygon in geometry.polygons:
-        best = min(best, float(polygon.GetDistance(center).radians()))
-    return best
+    return min((part_distance(center, part) for part in _parts(geometry)), default=math.inf)
+
+
+def sphere_cap(center: Any, radius: float) -> Any:
+    """The S2 cap of points within ``radius`` radians of ``center`` (the whole sphere past pi)."""
+    return s2.S2Cap(center, s2.S1ChordAngle(s2.S1Angle.Radians(min(radius, math.pi))))
 
 
 class Region(Protocol):
@@ -323,41 +344,39 @@ class Region(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class SphereRegion:
-    """A Polygon or MultiPolygon (their union) on the sphere."""
+    """A Polygon or MultiPolygon on the sphere: a geometry is within when each of its parts lies in
+    one of the polygons."""
 
-    polygon: Any
+    polygons: tuple[Any, ...]
 
     def within(self, geometry: Geometry) -> bool:
-        if not (geometry.points or geometry.lines or geometry.polygons):
-            return False
-        poly = self.polygon
-        return (
-            all(poly.Contains(p) for p in geometry.points)
-            and all(_line_within(poly, line) for line in geometry.lines)
-            and all(poly.Contains(other) for other in geometry.polygons)
-        )
+        parts = _parts(geometry)
+        return bool(parts) and all(any(_polygon_contains(poly, part) for poly in self.polygons) for part in parts)
 
 
 @dataclass(frozen=True, slots=True)
 class Cap:
-    """``$centerSphere``: points within ``radius`` radians of ``center``."""
+    """``$centerSphere``: points within ``radius`` radians of ``center``. A point is within when its
+    cell meets the cap; a line or polygon when no point of it is nearer the cap's antipode than the
+    complement cap's radius (mongod's GeometryContainer::contains)."""
 
     center: Any
     radius: float
 
     def within(self, geometry: Geometry) -> bool:
-        # A cap under a hemisphere is convex: a line or polygon lies in it
-        # exactly when all its vertices do.
-        vertices = list(geometry.points)
-        for line in geometry.lines:
-            vertices.extend(line.vertex(i) for i in range(line.num_vertices()))
-        for poly in geometry.polygons:
-            for n in range(poly.num_loops()):
-                loop = poly.loop(n)
-                vertices.extend(loop.vertex(i) for i in range(loop.num_vertices()))
-        if not vertices:
+        parts = _parts(geometry)
+        if not parts:
             return False
-        return all(float(s2.S1Angle(self.center, v).radians()) <= self.radius for v in vertices)
+        cap = sphere_cap(self.center, self.radius)
+        antipode = s2.S2Point_FromRaw(*(-v for v in s2.S2Point_ToRaw(self.center)))
+        reach = math.pi - self.radius
+        for kind, x in parts:
+            if kind == 0:
+                if not cap.MayIntersect(_cell(x)):
+                    return False
+            elif part_distance(antipode, (kind, x)) < reach:
+                return False
+        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,7 +411,25 @@ class Circle:
 
     def within(self, geometry: Geometry) -> bool:
         p = geometry.flat
-        return p is not None and math.dist(p, self.center) <= self.radius
+        return p is not None and distance_compare(p, self.center, self.radius) <= 0
+
+
+def flat_distance(a: tuple[float, float], b: tuple[float, float]) -> float:
+    """The plane distance of two points, as mongod's distance(): sqrt(dx^2 + dy^2)."""
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    return math.sqrt(dx * dx + dy * dy)
+
+
+def distance_compare(p1: tuple[float, float], p2: tuple[float, float], radius: float) -> float:
+    """mongod's distanceCompare (shapes.cpp): above zero when the points are farther apart than
+    ``radius``. Axis-aligned points compare ``p + radius`` with the other coordinate, so that
+    (52.0 - 51.9999) falls within 0.0001, as a point at exactly the radius should."""
+    a, b = p2[0] - p1[0], p2[1] - p1[1]
+    if a == 0:
+        return p2[1] - (p1[1] + radius) if p2[1] > p1[1] else p1[1] - (p2[1] + radius)
+    if b == 0:
+        return p2[0] - (p1[0] + radius) if p2[0] > p1[0] else p1[0] - (p2[0] + radius)
+    return math.sqrt(a * a + b * b) - radius
 
 
 def point_in_ring(p: tuple[float, float], ring: Sequence[tuple[float, float]]) -> bool:
@@ -408,12 +445,3 @@ def point_in_ring(p: tuple[float, float], ring: Sequence[tuple[float, float]]) -
         if (y1 > y) != (y2 > y) and x < (x2 - x1) * (y - y1) / (y2 - y1) + x1:
             inside = not inside
     return inside
-
-
-def union(polygons: Sequence[Any]) -> Any:
-    out = polygons[0]
-    for other in polygons[1:]:
-        merged = s2.S2Polygon()
-        merged.InitToUnion(out, other)
-        out = merged
-    return out

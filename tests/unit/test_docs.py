@@ -152,7 +152,9 @@ def test_python_examples_run(path: Path, tmp_path: Path, monkeypatch: pytest.Mon
 
 _SH_FENCE = re.compile(r"^```sh\n(?P<code>.*?)^```$", re.MULTILINE | re.DOTALL)
 COMMAND_DOCS = [ROOT / "README.md", ROOT / "docs" / "guide.md"]
-COMMAND_TIMEOUT = 300  # seconds, per command: it catches a hung command; `foliodb lab` alone took over 60 on a loaded 2-core machine
+COMMAND_TIMEOUT = (
+    300  # seconds, per command: it catches a hung command; `foliodb lab` alone took over 60 on a loaded 2-core machine
+)
 NOT_RUN = {
     "python3 -m venv": "creates a virtual environment (the set-up line; see test_setup_commands_agree_with_ci)",
     ". .venv/bin/activate": "activates it",
@@ -449,11 +451,23 @@ def _row_search_indexes(db: Any) -> None:
 def _row_full_text_search(db: Any) -> None:
     from pymongo.operations import SearchIndexModel
 
-    db.t.insert_one({"title": "x"})
+    db.t.insert_one({"_id": 1, "title": "the quick fox"})
     db.t.create_search_index(SearchIndexModel(definition={"mappings": {"dynamic": True}}))
-    assert [i["status"] for i in db.t.list_search_indexes()] == ["READY"]
-    for stage in ("$search", "$searchMeta", "$rankFusion", "$scoreFusion"):
-        assert _code(lambda stage=stage: list(db.t.aggregate([{stage: {}}]))) == 238
+    text = {"text": {"query": "fox", "path": "title"}}
+    assert [d["_id"] for d in db.t.aggregate([{"$search": text}])] == [1]  # BUILDING or READY
+    db.t.insert_one({"_id": 2, "title": "a fox"})
+    assert {d["_id"] for d in db.t.aggregate([{"$search": text}])} == {1, 2}  # at once
+    (meta,) = db.t.aggregate([{"$searchMeta": {**text, "count": {"type": "lowerBound"}}}])
+    assert meta == {"count": {"lowerBound": 2}}  # exact
+    assert _code(lambda: list(db.t.aggregate([{"$search": {"text": {"path": "title"}}}]))) == 8
+    synonyms = {"text": {"query": "fox", "path": "title", "synonyms": "s"}}
+    assert _code(lambda: list(db.t.aggregate([{"$search": synonyms}]))) == 238
+    assert _code(lambda: list(db.t.aggregate([{"$search": {"moreLikeThis": {"like": {}}}}]))) == 238
+    fused = {"$rankFusion": {"input": {"pipelines": {"t": [{"$search": text}]}}}}
+    assert [d["_id"] for d in db.t.aggregate([fused])] in ([1, 2], [2, 1])
+    assert (
+        _code(lambda: list(db.t.aggregate([{"$rankFusion": {"input": {"pipelines": {"p": [{"$match": {}}]}}}}]))) == 9
+    )
 
 
 DIFFERENCE_ROWS = {

@@ -98,6 +98,7 @@ def _mixed(ctx: Context, profile: CollectionProfile, stats: FieldStats) -> Findi
     strays = {t: n for t, n in types.items() if t not in (wanted, "null")}
     referencing = relation is not None or bool(REFERENCE_NAME.search(stats.path))
     converter = _CONVERT.get(wanted)
+    width = _code_width(stats) if wanted == "string" else None
     commands = []
     if converter and "." not in stats.path:
         for stray in strays:
@@ -106,7 +107,7 @@ def _mixed(ctx: Context, profile: CollectionProfile, stats: FieldStats) -> Findi
                     profile.name,
                     "updateMany",
                     {stats.path: {"$type": stray}},
-                    [{"$set": {stats.path: {converter: f"${stats.path}"}}}],
+                    [{"$set": {stats.path: _converted(converter, f"${stats.path}", width)}}],
                 )
             )
     elif converter:
@@ -122,7 +123,12 @@ def _mixed(ctx: Context, profile: CollectionProfile, stats: FieldStats) -> Findi
                             array: {
                                 "$map": {
                                     "input": f"${array}",
-                                    "in": {"$mergeObjects": ["$$this", {leaf: {converter: f"$$this.{leaf}"}}]},
+                                    "in": {
+                                        "$mergeObjects": [
+                                            "$$this",
+                                            {leaf: _converted(converter, f"$$this.{leaf}", width)},
+                                        ]
+                                    },
                                 }
                             }
                         }
@@ -131,6 +137,7 @@ def _mixed(ctx: Context, profile: CollectionProfile, stats: FieldStats) -> Findi
             )
         )
     stray_text = ", ".join(f"{count(n)} {t}" for t, n in strays.items())
+    padded = f" zero-padded to {width} digits as the strings are" if width else ""
     return Finding(
         collection=profile.name,
         path=stats.path,
@@ -148,7 +155,7 @@ def _mixed(ctx: Context, profile: CollectionProfile, stats: FieldStats) -> Findi
             "examples": _examples(profile, stats.path, set(strays)),
         },
         change=Change(
-            f"Convert the {stray_text} values to {wanted}, and write {wanted} from now on.",
+            f"Convert the {stray_text} values to {wanted}{padded}, and write {wanted} from now on.",
             commands,
             None,
             [
@@ -162,6 +169,34 @@ def _mixed(ctx: Context, profile: CollectionProfile, stats: FieldStats) -> Findi
         ),
         effect=f"Every {profile.name} document answers queries on {stats.path} by {wanted} value.",
     )
+
+
+MIN_CODES = 5  # sampled strings before their width is taken for a format
+
+
+def _code_width(stats: FieldStats) -> int | None:
+    """The width of the path's strings when they are fixed-width digit codes (zip codes, account
+    numbers: "02134"), whose numeric copies lost their leading zeros: a plain ``$toString`` of 2134
+    gives "2134", which no query for "02134" finds."""
+    strings = [v for v in stats.values if isinstance(v, str)]
+    widths = {len(v) for v in strings}
+    if len(strings) < MIN_CODES or len(widths) != 1 or not all(v.isascii() and v.isdigit() for v in strings):
+        return None
+    width = widths.pop()
+    return width if width > 1 else None
+
+
+def _converted(converter: str, source: str, width: int | None) -> Any:
+    """``source`` converted; to a string of at least ``width`` characters, zeros first, when given."""
+    if width is None:
+        return {converter: source}
+    pad = {"$max": [0, {"$subtract": [width, {"$strLenCP": "$$text"}]}]}
+    return {
+        "$let": {
+            "vars": {"text": {"$toString": source}},
+            "in": {"$concat": [{"$substrCP": ["0" * width, 0, pad]}, "$$text"]},
+        }
+    }
 
 
 def _null_and_missing(ctx: Context, profile: CollectionProfile, stats: FieldStats) -> Finding:

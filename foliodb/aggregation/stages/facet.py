@@ -15,6 +15,7 @@ from typing import Any
 
 from foliodb.aggregation.pipeline import STAGES, Docs, Pipeline, Stage, Where, compile_stages, optimize
 from foliodb.errors import CommandError, ErrorCode, location
+from foliodb.query import metadata
 from foliodb.query.bsontypes import type_name
 from foliodb.query.render import render
 from foliodb.query.reshape import check_field_name
@@ -25,7 +26,7 @@ def stage_facet(spec: Any, where: Where) -> Stage:
     if not isinstance(spec, Mapping) or not spec:
         raise location(40169, f"the $facet specification must be a non-empty object, but found: $facet: {render(spec)}")
     facets: list[tuple[str, Pipeline]] = []
-    inner = Where(where.env, where.scope, parent="$facet")
+    inner = Where(where.env, where.scope, parent="$facet", depth=where.depth, text_score=where.text_score)
     for name, stages in spec.items():
         check_field_name(name)
         if "." in name:
@@ -45,6 +46,7 @@ def stage_facet(spec: Any, where: Where) -> Stage:
 
     def run(docs: Docs) -> Docs:
         buffered = list(docs)
-        yield {name: list(pipeline.run(iter(buffered))) for name, pipeline in facets}
+        # Each facet's documents are values of the output document: their metadata stays behind.
+        yield {name: [metadata.strip(d) for d in pipeline.run(iter(buffered))] for name, pipeline in facets}
 
     return Stage("$facet", spec, run)

@@ -25,7 +25,7 @@ from bson import Int64
 from foliodb import interrupt
 from foliodb.aggregation.pipeline import STAGES, Docs, ScopedEnv, Stage, Where, compile_stages, stage_entry
 from foliodb.errors import CommandError, ErrorCode, location
-from foliodb.query import keystring
+from foliodb.query import keystring, metadata
 from foliodb.query.bsontypes import is_string, type_name
 from foliodb.query.compare import REGEX, bracket
 from foliodb.query.expr import Expr
@@ -34,6 +34,8 @@ from foliodb.query.idl import unknown_field
 from foliodb.query.paths import MISSING, leaf_values
 from foliodb.query.render import render, render_document
 from foliodb.query.reshape import set_path, split_path
+
+MAX_SUB_PIPELINE_DEPTH = 20  # mongod's internalMaxSubPipelineViewDepth
 
 
 def _failed(message: str) -> CommandError:
@@ -49,14 +51,32 @@ def _namespace(value: Any) -> tuple[str | None, str]:
     raise _failed(f"$lookup 'from' field must be a string or an object with 'db' and 'coll', but found {render(value)}")
 
 
-def sub_pipeline(spec: Any, where: Where, parent: str, let_names: tuple[str, ...] = ()) -> list[Any]:
-    """Check a sub-pipeline (compiling it once) and return it as given."""
+def sub_pipeline(
+    spec: Any,
+    where: Where,
+    parent: str,
+    let_names: tuple[str, ...] = (),
+    source: tuple[str | None, str | None] = (None, None),
+) -> list[Any]:
+    """Check a sub-pipeline (compiling it once, after the pipelines of the views ``source`` (db,
+    collection) resolves through) and return it as given. Sub-pipelines nest at most
+    MAX_SUB_PIPELINE_DEPTH deep (mongod's internalMaxSubPipelineViewDepth: MaxSubPipelineDepthExceeded)."""
     if not isinstance(spec, list):
         raise _failed("'pipeline' option must be specified as an array")
+    depth = where.depth + 1
+    if depth > MAX_SUB_PIPELINE_DEPTH:
+        raise CommandError(
+            ErrorCode.MaxSubPipelineDepthExceeded,
+            f"Maximum number of nested sub-pipelines exceeded. Limit is {MAX_SUB_PIPELINE_DEPTH}",
+        )
+    db, coll = source
+    views = where.env.view_pipeline(coll, db) if coll is not None else []
     # The let variables exist (with placeholder values) so that filters'
     # $expr, which read variable names from the context, accept them too.
     env = ScopedEnv(where.env, dict.fromkeys(let_names)) if let_names else where.env
-    compile_stages(spec, Where(env, where.scope.with_vars(*let_names), parent=parent))
+    reads = (db, coll) if coll is not None else None
+    inner = Where(env, where.scope.with_vars(*let_names), parent=parent, depth=depth, source=reads)
+    compile_stages(views + spec, inner)
     return spec
 
 
@@ -113,7 +133,7 @@ def stage_lookup(spec: Any, where: Where) -> Stage:
         else:
             raise _failed(f"unknown argument to $lookup: {key}")
     if pipeline_spec is not MISSING:
-        pipeline = sub_pipeline(pipeline_spec, where, "$lookup", tuple(name for name, _ in lets))
+        pipeline = sub_pipeline(pipeline_spec, where, "$lookup", tuple(name for name, _ in lets), (db, coll))
     if coll is None and not (pipeline is not None and _starts_with_documents(pipeline)):
         raise _failed("$lookup stage without explicit collection must have a pipeline with $documents as first stage")
     as_field = strings.get("as", "")
@@ -146,9 +166,11 @@ def stage_lookup(spec: Any, where: Where) -> Stage:
             for name, fn in lets:
                 value = fn(doc, vars)
                 variables[name] = None if value is MISSING else value
-        if coll is None:
-            return list(_collectionless(stages, where, variables))
-        return list(env.aggregate(coll, stages, db=db, variables=variables))
+        found = (
+            _collectionless(stages, where, variables) if coll is None else env.aggregate(coll, stages, db, variables)
+        )
+        # The sub-pipeline's metadata (its own $text score) stays with it: the joined documents carry none.
+        return [metadata.strip(hit) for hit in found]
 
     correlated = local_parts is not None or bool(lets)
 
@@ -302,10 +324,10 @@ def stage_unionWith(spec: Any, where: Where) -> Stage:
         for key, value in spec.items():
             if key == "coll":
                 db, coll = _union_namespace(value)
-            elif key == "pipeline":
-                pipeline = sub_pipeline(value, where, "$unionWith")
-            else:
+            elif key != "pipeline":
                 raise unknown_field("$unionWith", key)
+        if "pipeline" in spec:
+            pipeline = sub_pipeline(spec["pipeline"], where, "$unionWith", source=(db, coll))
         if coll is None and not _starts_with_documents(pipeline):
             raise _failed(
                 "$unionWith stage without explicit collection must have a pipeline with $documents as first stage"

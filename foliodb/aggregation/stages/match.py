@@ -14,7 +14,7 @@ from typing import Any
 
 from foliodb.aggregation.pipeline import STAGES, Docs, Stage, Where, has_text, keep_all
 from foliodb.engine.text import split_text
-from foliodb.errors import ErrorCode, location
+from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query.filter import compile_filter
 from foliodb.query.filter_ops.geo import has_near
 
@@ -33,13 +33,11 @@ def stage_match(spec: Any, where: Where) -> Stage:
         # Only a pipeline's first $match may hold $text (the pipeline compiler
         # checks), and that one always goes to the query planner, which runs
         # the text search; the stage itself checks the other conditions.
-        text, rest = split_text(spec)
-        if text is None:
-            raise location(ErrorCode.BadValue, "$text is only allowed at the top level of a $match filter")
-        spec_to_check: Mapping[str, Any] = rest or {}
+        # A $text in an $or stays in the rest: the find judges it, this compile only checks the rest.
+        rest = split_text(spec)[1]
+        match = compile_filter(rest or {}, where.env.ctx.with_text(_judged_by_the_find))
     else:
-        spec_to_check = spec
-    match = compile_filter(spec_to_check, where.env.ctx)
+        match = compile_filter(spec, where.env.ctx)
 
     def run(docs: Docs) -> Docs:
         for doc in docs:
@@ -47,6 +45,11 @@ def stage_match(spec: Any, where: Where) -> Stage:
                 yield doc
 
     return Stage("$match", spec, run, keeps=keep_all)
+
+
+def _judged_by_the_find(doc: Any) -> bool:
+    # The first $match goes to the query planner (pushed down), so this stage never runs.
+    raise CommandError(ErrorCode.InternalError, "a $match with $text runs as its pipeline's find")
 
 
 def _has_where(spec: Mapping[str, Any]) -> bool:

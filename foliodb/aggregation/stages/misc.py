@@ -9,7 +9,8 @@ https://www.mongodb.com/docs/manual/reference/operator/aggregation/planCacheStat
 ``$changeStream`` is opened by the aggregate command itself
 (commands/change_streams.py) when it is a pipeline's first stage; anywhere
 the pipeline compiler meets it (later in a pipeline, in ``$lookup`` or
-``$facet``) it is misplaced (40602).
+``$facet``) it is misplaced (40602). ``$changeStreamSplitLargeEvent`` is the
+change stream's own last stage; in any other pipeline it is IllegalOperation.
 
 These stages must come first (checked by the pipeline compiler) and ignore
 their input. ``$documents`` follows MongoDB's desugaring (a one-document
@@ -34,6 +35,13 @@ from foliodb.query.render import render
 @STAGES.register("$changeStream")
 def stage_changeStream(spec: Any, where: Where) -> Stage:
     raise location(40602, "$changeStream is only valid as the first stage in a pipeline")
+
+
+@STAGES.register("$changeStreamSplitLargeEvent")
+def stage_changeStreamSplitLargeEvent(spec: Any, where: Where) -> Stage:
+    raise CommandError(
+        ErrorCode.IllegalOperation, "$changeStreamSplitLargeEvent can only be used in a $changeStream pipeline"
+    )
 
 
 @STAGES.register("$documents")

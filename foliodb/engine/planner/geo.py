@@ -31,7 +31,7 @@ from foliodb.engine.geo_keys import COARSEST_LEVEL, FlatGrid, geo_values, shown,
 from foliodb.engine.planner.bounds import ALL, Interval, KeyRange, key_ranges
 from foliodb.engine.planner.plans import AccessStage, IndexScan
 from foliodb.engine.records import CollectionStore
-from foliodb.errors import bad_value
+from foliodb.errors import CommandError, bad_value
 from foliodb.query import geometry as geo
 from foliodb.query.filter import is_operator_doc
 from foliodb.query.filter_ops.geo import NEAR_OPS, NearQuery, intersects_geometry, nearest, within_region
@@ -81,10 +81,6 @@ def _geometry_cells(g: geo.Geometry) -> list[Any]:
     return cells
 
 
-def cap(center: Any, radius: float) -> Any:
-    return s2.S2Cap(center, s2.S1ChordAngle(s2.S1Angle.Radians(min(radius, math.pi))))
-
-
 def sphere_condition_intervals(cond: Any) -> list[Interval] | None:
     """A 2dsphere field's intervals for one condition, or None (not geo)."""
     if not is_operator_doc(cond):
@@ -93,9 +89,9 @@ def sphere_condition_intervals(cond: Any) -> list[Interval] | None:
         if op in cond:
             region = within_region(cond[op])
             if isinstance(region, geo.SphereRegion):
-                return cell_intervals(_sphere_covering(region.polygon))
+                return cell_intervals([cell for poly in region.polygons for cell in _sphere_covering(poly)])
             if isinstance(region, geo.Cap):
-                return cell_intervals(_sphere_covering(cap(region.center, region.radius)))
+                return cell_intervals(_sphere_covering(geo.sphere_cap(region.center, region.radius)))
     if "$geoIntersects" in cond:
         return cell_intervals(_geometry_cells(intersects_geometry(cond["$geoIntersects"])))
     return None
@@ -182,6 +178,15 @@ def sphere_bounds_message(x: float, y: float) -> str:
     return f"longitude/latitude is out of bounds, lng: {geo.format_number(x)} lat: {geo.format_number(y)}"
 
 
+def _check_in_grid(grid: FlatGrid, point: tuple[float, float]) -> None:
+    """mongod's GeoHashConverter::hash of a near point: inside the 2d index's [min, max] (16433)."""
+    x, y = point
+    if not (grid.low <= x <= grid.high and grid.low <= y <= grid.high):
+        low, high = geo.format_number(grid.low), geo.format_number(grid.high)
+        shown = f"[ {geo.format_number(x)}, {geo.format_number(y)} ]"
+        raise CommandError(16433, f"point not in interval of [ {low}, {high} ] :: caused by :: {shown}")
+
+
 def grid_of(index: IndexInfo) -> FlatGrid:
     spec = index.spec
     return FlatGrid(int(spec.get("bits", 26)), float(spec.get("min", -180.0)), float(spec.get("max", 180.0)))
@@ -236,6 +241,8 @@ class GeoNearScan(AccessStage):
         self.query = query
         self.others = others  # per key field: intervals of the other fields (the geo one ignored)
         self.stage = "GEO_NEAR_2D" if index is not None and index.kind == "2d" else "GEO_NEAR_2DSPHERE"
+        if index is not None and index.kind == "2d":
+            _check_in_grid(grid_of(index), query.flat)
         self.distances: dict[int, tuple[float, Any]] = {}
         self.scans: list[IndexScan] = []
         self.keys_examined = 0
@@ -325,7 +332,7 @@ class GeoNearScan(AccessStage):
         reach = min(radius, q.max_distance)
         if index.kind == "2dsphere":
             angle = reach / geo.EARTH_RADIUS_METERS if q.geojson else reach
-            geo_ivs = cell_intervals(_sphere_covering(cap(q.center, angle * (1 + 1e-9))))
+            geo_ivs = cell_intervals(_sphere_covering(geo.sphere_cap(q.center, angle * (1 + 1e-9))))
         elif q.spherical:
             lng, lat = q.flat
             geo_ivs = flat_box_intervals(grid_of(index), *_cap_box(lng, lat, reach * (1 + 1e-9)))

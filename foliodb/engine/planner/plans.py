@@ -23,6 +23,8 @@ from foliodb.engine.index_keys import UNDEFINED_KEY
 from foliodb.engine.planner.bounds import ALL, Interval, KeyRange, next_prefix, whole_value
 from foliodb.engine.planner.covering import KeyLayout
 from foliodb.engine.records import SCAN_FIRST, CollectionStore
+from foliodb.engine.text import TextIndex, TextQuery
+from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import collation, keystring
 from foliodb.query.keystring import decode_key
 from foliodb.query.paths import MISSING, leaf_values, split
@@ -337,24 +339,37 @@ class ClusteredScan(IndexScan):
 
 
 class TextScan(AccessStage):
-    """Records holding any of a ``$text`` query's terms, through the text
-    index (each record once); the query layer checks phrases and negations
-    and scores."""
+    """Records holding any of a ``$text`` query's terms, through the text index (each record once):
+    for a compound text index, the entries under the query's prefix values. The query layer checks
+    phrases and negations and scores. A query with no prefix values for a compound index cannot use
+    it (mongod's NoQueryExecutionPlans)."""
 
     stage = "TEXT_MATCH"
 
-    def __init__(self, store: CollectionStore, index: IndexInfo, terms: set[str]) -> None:
+    def __init__(
+        self, store: CollectionStore, index: IndexInfo, text: TextIndex, query: TextQuery, prefix: list[Any] | None
+    ) -> None:
+        if prefix is None:
+            raise CommandError(
+                ErrorCode.NoQueryExecutionPlans,
+                "error processing query: planner returned error :: caused by :: failed to use text index to "
+                "satisfy $text query (if text index is compound, are equality predicates given for all prefix "
+                "fields?)",
+            )
         self.store = store
         self.index = index
-        self.terms = sorted(terms)
+        self.terms = sorted(query.terms)
+        self.query = query
+        self.prefix = text.prefix_key(prefix)
+        self.prefix_values = dict(zip(text.before, prefix, strict=True))
         self.keys_examined = 0
         self.docs_examined = 0
 
     def rows(self) -> Iterator[tuple[int, bytes]]:
         rids: set[int] = set()
         for term in self.terms:
-            prefix = keystring.encode(term)
-            found = self.store.index_rids(self.index, prefix, prefix + b"\xff")
+            low = self.prefix + keystring.encode(term)
+            found = self.store.index_rids(self.index, low, low + b"\xff")
             self.keys_examined += len(found)
             rids.update(found)
         for rid in sorted(rids):
@@ -366,9 +381,9 @@ class TextScan(AccessStage):
     def explain(self) -> dict[str, Any]:
         return {
             "stage": "TEXT_MATCH",
-            "indexPrefix": {},
+            "indexPrefix": self.prefix_values,
             "indexName": self.index.name,
-            "parsedTextQuery": {"terms": self.terms},
+            "parsedTextQuery": self.query.parsed(),
             "textIndexVersion": 3,
             "inputStage": {
                 "stage": "FETCH",

@@ -9,9 +9,9 @@ Two types, as MongoDB Search defines them:
   ``{type: "filter", path}``; at least one vector field, no path twice.
 * ``search``: ``{mappings: {dynamic: bool | {typeSet}, fields: {<name>:
   <field definition or a list of them>}}, analyzer?, searchAnalyzer?,
-  analyzers?, storedSource?, synonyms?, numPartitions?, typeSets?}``; the
-  shape of the mapping is checked here (field types, nested ``fields`` of
-  ``document`` and ``embeddedDocuments``); its query engine is not built yet.
+  analyzers?, storedSource?, synonyms?, numPartitions?, typeSets?}``, compiled
+  by :mod:`foliodb.engine.search.text.mapping` (analyzers named must exist,
+  custom ones are built, field options checked).
 
 A bad definition fails the command with BadValue, naming the offending place
 as MongoDB Search does (``"definition.fields[0].numDimensions"``); the exact
@@ -23,36 +23,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import compare as cmp
 from foliodb.query.bsontypes import is_string, type_name
 
+if TYPE_CHECKING:
+    from foliodb.engine.search.text.mapping import TextDefinition
+
 MAX_DIMENSIONS = 8192
 SIMILARITIES = ("cosine", "euclidean", "dotProduct")
 QUANTIZATIONS = ("none", "scalar", "binary")
-# The field types a `search` index mapping may name (MongoDB Search's "Field Types").
-SEARCH_FIELD_TYPES = frozenset(
-    {
-        "autocomplete",
-        "boolean",
-        "date",
-        "dateFacet",
-        "document",
-        "embeddedDocuments",
-        "geo",
-        "knnVector",
-        "number",
-        "numberFacet",
-        "objectId",
-        "string",
-        "stringFacet",
-        "token",
-        "uuid",
-        "vector",
-    }
-)
 _SEARCH_TOP = frozenset(
     {
         "analyzer",
@@ -92,15 +74,7 @@ class VectorDefinition:
         return next((field for field in self.vectors if field.path == path), None)
 
 
-@dataclass(frozen=True, slots=True)
-class TextDefinition:
-    """A ``search`` index's definition, its shape checked (phase 2 queries it)."""
-
-    dynamic: bool
-    fields: Mapping[str, Any]
-
-
-Definition = VectorDefinition | TextDefinition
+Definition: TypeAlias = "VectorDefinition | TextDefinition"  # TextDefinition: engine/search/text/mapping.py
 
 
 def parse(kind: str, definition: Any) -> Definition:
@@ -198,49 +172,9 @@ def _text_definition(definition: Mapping[str, Any]) -> TextDefinition:
     for key in definition:
         if key not in _SEARCH_TOP:
             raise invalid(f"definition.{key}", "is not a valid field")
-    mappings = definition.get("mappings")
-    if not isinstance(mappings, Mapping):
-        raise invalid("definition.mappings", "is required and must be a document")
     for name in ("analyzer", "searchAnalyzer"):
         if name in definition and not is_string(definition[name]):
             raise invalid(f"definition.{name}", "must be a string")
-    dynamic, fields = _mapping(mappings, "definition.mappings")
-    return TextDefinition(dynamic, fields)
+    from foliodb.engine.search.text.mapping import TextDefinition  # the text engine imports this module
 
-
-def _mapping(mapping: Mapping[str, Any], place: str) -> tuple[bool, Mapping[str, Any]]:
-    for key in mapping:
-        if key not in ("dynamic", "fields"):
-            raise invalid(f"{place}.{key}", "is not a valid field")
-    dynamic = mapping.get("dynamic", False)
-    if not isinstance(dynamic, bool) and not (isinstance(dynamic, Mapping) and "typeSet" in dynamic):
-        raise invalid(f"{place}.dynamic", "must be a boolean or a document naming a typeSet")
-    fields = mapping.get("fields", {})
-    if not isinstance(fields, Mapping):
-        raise invalid(f"{place}.fields", "must be a document")
-    if dynamic is False and not fields:
-        raise invalid(place, "must set dynamic to true or define fields")
-    for name, spec in fields.items():
-        for i, one in enumerate(spec if isinstance(spec, list) else [spec]):
-            where = f"{place}.fields.{name}" + (f"[{i}]" if isinstance(spec, list) else "")
-            _field(one, where)
-    return bool(dynamic), fields
-
-
-def _field(spec: Any, place: str) -> None:
-    if not isinstance(spec, Mapping):
-        raise invalid(place, "must be a document")
-    kind = spec.get("type")
-    if not is_string(kind) or kind not in SEARCH_FIELD_TYPES:
-        raise invalid(f"{place}.type", f"must be one of [{', '.join(sorted(SEARCH_FIELD_TYPES))}]")
-    if kind in ("document", "embeddedDocuments"):
-        nested = {key: value for key, value in spec.items() if key in ("dynamic", "fields")}
-        if nested:
-            _mapping(nested, place)
-    elif kind == "autocomplete":
-        low = _integer(spec.get("minGrams", 2), f"{place}.minGrams", 1, 1 << 30)
-        high = _integer(spec.get("maxGrams", 15), f"{place}.maxGrams", 1, 1 << 30)
-        if low > high:
-            raise invalid(f"{place}.minGrams", "must be less than or equal to maxGrams")
-        tokenization = spec.get("tokenization", "edgeGram")
-        _choice(tokenization, f"{place}.tokenization", ("edgeGram", "rightEdgeGram", "nGram"))
+    return TextDefinition(definition)

@@ -1,9 +1,9 @@
 """The search indexes of one engine at run time: states, builds, saving.
 
 :class:`SearchIndexes` keeps a derived state (for a ``vectorSearch`` index a
-:class:`~foliodb.engine.search.state.VectorState`; :data:`DERIVED` names the class per index
-type, so phase 2's full-text state plugs in beside it) per (index, definition version), and a
-background thread that
+:class:`~foliodb.engine.search.state.VectorState`, for a ``search`` index a
+:class:`~foliodb.engine.search.text.index.TextState`; :data:`DERIVED` names the class per
+index type) per (index, definition version), and a background thread that
 
 * **builds** a state that has none: loads its saved files (then the next
   search replays the change log from their watermark), or, with no usable
@@ -14,14 +14,19 @@ background thread that
   is exact). The build is an operation in ``currentOp`` (``progress``), stops
   at ``killOp`` (the index is then ``FAILED`` until its definition changes or
   the engine restarts), and never holds the writer: reads and writes go on;
-* **absorbs** pending rows into the HNSW graphs in small batches;
+* **absorbs** pending rows into the HNSW graphs and small full-text segments into larger
+  ones, in small batches on one thread (usearch's own threads unused), and after each
+  round of work waits as long as the round took: the absorbing takes at most half of one
+  core (a :data:`BACKGROUND_SHARE`), so writes and searches beside it keep the rest;
 * **saves** a state after :data:`SAVE_AFTER` applied changes, or a quarter of its
-  size if more (saving rewrites every file: the log replays the changes since), and every state
-  when the engine closes), then trims the change log to what every saved
-  state has applied.
+  size if more (saving rewrites every file: the log replays the changes since), but not
+  sooner after the last save than :data:`SAVE_SPACING` times that save's duration (so
+  saving a large state takes at most a tenth of the time), and every state when the
+  engine closes; then trims the change log to what every saved state has applied.
 
 Until its build is done an index is ``BUILDING``: a ``$vectorSearch`` on it
-then scans its snapshot exactly (slow, never wrong). A state whose version no
+then scans its snapshot exactly, a ``$search`` indexes its snapshot on the spot (slow,
+never wrong). A state whose version no
 longer matches the catalog is dropped with its files.
 """
 
@@ -41,6 +46,7 @@ from foliodb.engine.search import state as state_files
 from foliodb.engine.search.catalog import SearchIndexInfo, log_table, trim_log
 from foliodb.engine.search.numeric import np
 from foliodb.engine.search.state import VectorState
+from foliodb.engine.search.text import index as text_index
 from foliodb.errors import CommandError, ErrorCode
 
 if TYPE_CHECKING:
@@ -51,10 +57,16 @@ log = logging.getLogger("foliodb.search")
 # The in-memory state of each index type that has one, with its module's load(directory, id,
 # version, definition) for saved files. A state applies documents by record id (apply), log
 # entries (catch_up), and saves itself whole (save); see state.py.
-DERIVED: dict[str, Any] = {"vectorSearch": (VectorState, state_files.load)}
+DERIVED: dict[str, Any] = {
+    "vectorSearch": (VectorState, state_files.load),
+    "search": (text_index.TextState, text_index.load),
+}
+State = VectorState | text_index.TextState
 SEARCH_DIR = "foliodb.search"
 BUILD_CHUNK = 1000
 SAVE_AFTER = 10_000  # changes applied to a state before it is saved again
+SAVE_SPACING = 10  # a save waits this many times the last save's duration after it
+BACKGROUND_SHARE = 0.5  # of the wall time, at most, the background thread works
 TICK_SECONDS = 0.05
 
 
@@ -86,7 +98,7 @@ class SearchIndexes:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.directory = None if engine.path == ":memory:" else os.path.join(engine.path, SEARCH_DIR)
-        self.states: dict[tuple[int, int], VectorState] = {}
+        self.states: dict[tuple[int, int], State] = {}
         self.failed: dict[tuple[int, int], str] = {}
         self.lock = threading.Lock()
         self._stop = threading.Event()
@@ -107,7 +119,7 @@ class SearchIndexes:
         self.start()
         self._wake.set()
 
-    def ready_state(self, index: SearchIndexInfo) -> VectorState | None:
+    def ready_state(self, index: SearchIndexInfo) -> State | None:
         state = self.states.get((index.id, index.version))
         return state if state is not None and state.ready else None
 
@@ -117,7 +129,7 @@ class SearchIndexes:
         entry[0] += 1
 
     def indexed(self, index: SearchIndexInfo) -> int | None:
-        """How many documents a ready vector index holds (None: not built)."""
+        """How many documents a ready index holds (None: not built)."""
         state = self.ready_state(index)
         if state is None:
             return None
@@ -125,8 +137,6 @@ class SearchIndexes:
             return len(state)
 
     def status(self, index: SearchIndexInfo) -> str:
-        if index.type not in DERIVED:
-            return "READY"  # nothing to build until phase 2's text engine
         key = (index.id, index.version)
         if key in self.failed or np is None:  # a build failed, or the search extra is missing
             return "FAILED"
@@ -166,6 +176,7 @@ class SearchIndexes:
             self._wake.wait(TICK_SECONDS * 20)
             self._wake.clear()
             while not self._stop.is_set() and not storage.closed and not storage.forked:
+                started = time.monotonic()
                 try:
                     busy = self._tick()
                 except CommandError as exc:
@@ -176,6 +187,10 @@ class SearchIndexes:
                     busy = False
                 if not busy:
                     break
+                # Bounded: rest in proportion to the work done (BACKGROUND_SHARE); a round that
+                # built a whole index rests no longer than a second.
+                worked = time.monotonic() - started
+                self._stop.wait(min(1.0, worked * (1 - BACKGROUND_SHARE) / BACKGROUND_SHARE))
 
     def _indexes(self, every_type: bool = False) -> list[tuple[CollectionInfo, SearchIndexInfo]]:
         storage = self.engine.storage
@@ -218,11 +233,12 @@ class SearchIndexes:
             self.catch_up(info, state)
             with state.lock:
                 busy = state.absorb() > 0 or busy
-            if state.changes >= max(SAVE_AFTER, len(state) // 4) and self.directory is not None:
+            due = state.changes >= max(SAVE_AFTER, len(state) // 4)
+            if due and self.directory is not None and time.monotonic() >= state.save_after:
                 self._save(info, state)
         return busy
 
-    def catch_up(self, info: CollectionInfo, state: VectorState) -> None:
+    def catch_up(self, info: CollectionInfo, state: State) -> None:
         """Bring a ready state up to the newest commit (between searches, so they find less to do)."""
         storage = self.engine.storage
         storage.begin_operation()
@@ -237,11 +253,13 @@ class SearchIndexes:
         finally:
             storage.end_operation()
 
-    def _save(self, info: CollectionInfo, state: VectorState) -> None:
+    def _save(self, info: CollectionInfo, state: State) -> None:
         assert self.directory is not None
+        started = time.monotonic()
         with state.lock:
             saved = state.copy()
         saved.write(self.directory)  # outside the lock: searches go on meanwhile
+        state.save_after = time.monotonic() + SAVE_SPACING * (time.monotonic() - started)
         siblings = [
             self.states.get((index.id, index.version))
             for index in info.search_indexes.values()
@@ -297,7 +315,7 @@ class SearchIndexes:
         if self.directory is not None:
             self._save(info, state)
 
-    def _scan(self, info: CollectionInfo, state: VectorState, op: Any) -> VectorState:
+    def _scan(self, info: CollectionInfo, state: State, op: Any) -> State:
         storage = self.engine.storage
         storage.begin_operation()
         try:
@@ -347,7 +365,7 @@ class SearchIndexes:
         return state
 
     def wait_idle(self, timeout: float = 30.0) -> bool:
-        """Until every vector index is built, caught up with the newest commit, and its graphs
+        """Until every search index is built, caught up with the newest commit, and its graphs
         have absorbed all its rows (tests and benchmarks measure the graph this way); False at
         the timeout."""
         deadline = time.monotonic() + timeout

@@ -3,19 +3,10 @@
 :class:`VectorState` is what one version of one ``vectorSearch`` index
 definition knows: a :class:`~foliodb.engine.search.columns.VectorColumn` per
 vector field and, per indexed document, the values of its ``filter`` fields
-(``filter_docs``, the document projected on those paths). It describes the
-collection as of ``watermark``: the newest change-log ``seq`` it has applied
-(see :mod:`foliodb.engine.search.catalog`).
+(``filter_docs``, the document projected on those paths). It follows the change
+log as every search index does (:class:`~foliodb.engine.search.follow.Follower`:
+catching up before a search, older readers, the history), and is
 
-* **Catching up** (:meth:`catch_up`): a reader whose snapshot's newest ``seq``
-  is past the watermark applies the log entries in between, reading the
-  changed documents in its own snapshot, before it searches. So a search sees
-  every write that committed before its snapshot, exactly as a find does.
-* **Older readers**: ``history`` remembers which record ids each applied
-  ``seq`` changed (the last :data:`HISTORY` entries); a reader whose snapshot
-  is older than the watermark searches the state without those records and
-  scores its own versions of them (:meth:`changed_since`). A reader older
-  than the history falls back to an exact scan of its snapshot.
 * **Saved** (:meth:`save`, :func:`load`): the rows, the graph and the filter
   documents, in files under ``<dbpath>/foliodb.search/`` named by the
   watermark (``<id>-v<version>-w<watermark>-...``), then the meta file
@@ -29,10 +20,8 @@ saved files (:meth:`Saved.write`), which works on a copy taken under it.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import os
-import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -41,12 +30,11 @@ import bson
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.search.columns import VectorColumn
 from foliodb.engine.search.definition import VectorDefinition
+from foliodb.engine.search.follow import Follower, write_atomically
 from foliodb.engine.search.numeric import np, usearch_index
 from foliodb.engine.search.vectors import as_vector, at_path, prepared
 
-# (seq, rid) pairs kept for readers older than the watermark.
-HISTORY = 100_000
-FORMAT = 3  # of the saved files
+FORMAT = 4  # of the saved files (4: cosine graphs of int8 rows)
 
 
 def _path_tree(paths: Iterable[str]) -> dict[str, Any]:
@@ -81,22 +69,13 @@ def project(value: Any, tree: Mapping[str, Any]) -> Any:
     return value
 
 
-class VectorState:
+class VectorState(Follower):
     def __init__(self, index_id: int, version: int, definition: VectorDefinition) -> None:
-        self.index_id = index_id
-        self.version = version
+        super().__init__(index_id, version)
         self.definition = definition
         self.columns = {field.path: VectorColumn(field) for field in definition.vectors}
         self.filter_tree = _path_tree(definition.filters)
         self.filter_docs: dict[int, Any] = {}
-        self.watermark = 0
-        self.history: collections.deque[tuple[int, int]] = collections.deque(maxlen=HISTORY)
-        self.history_floor = 0  # the history holds every change after this seq
-        self.changes = 0  # applied since the last save
-        self.saved = 0  # the watermark of the saved files (0: none)
-        self.ready = False  # the initial build is done
-        self.loaded = False  # restored from saved files (not built by a scan)
-        self.lock = threading.RLock()
         self.allowed_cache: dict[Any, tuple[int, frozenset[int]]] = {}
 
     # -- changes -------------------------------------------------------------------------
@@ -118,26 +97,8 @@ class VectorState:
             self.filter_docs.pop(rid, None)
         self.changes += 1
 
-    def catch_up(self, entries: list[tuple[int, int]], rows: Mapping[int, bytes], newest: int) -> None:
-        """Apply log ``entries`` ((seq, rid), in order, all past the watermark), ``rows`` being the
-        changed documents as the snapshot holding ``newest`` has them."""
-        for rid in dict.fromkeys(rid for _, rid in entries):
-            self.apply(rid, rows.get(rid))
-        self.history.extend(entries)
-        if len(self.history) == HISTORY:
-            self.history_floor = max(self.history_floor, self.history[0][0])
-        if entries or newest > self.watermark:
-            self.allowed_cache.clear()
-        self.watermark = max(self.watermark, newest)
-
-    def changed_since(self, seq: int) -> set[int] | None:
-        """The record ids changed after ``seq`` (up to the watermark); None when the history no
-        longer reaches back that far."""
-        if seq >= self.watermark:
-            return set()
-        if seq < self.history_floor:
-            return None
-        return {rid for s, rid in self.history if s > seq}
+    def changed(self) -> None:
+        self.allowed_cache.clear()
 
     def __len__(self) -> int:
         """The documents the index holds."""
@@ -191,30 +152,20 @@ class Saved:
         os.makedirs(directory, mode=0o700, exist_ok=True)
         base = state._base(directory, self.watermark)
         for n, (rids, rows, graph) in enumerate(self.columns):
-            _atomic(f"{base}-{n}.npz", lambda f, r=rids, m=rows: np.savez(f, rids=r, rows=m))
-            _atomic(f"{base}-{n}.usearch", lambda f, g=graph: f.write(g))
+            write_atomically(f"{base}-{n}.npz", lambda f, r=rids, m=rows: np.savez(f, rids=r, rows=m))
+            write_atomically(f"{base}-{n}.usearch", lambda f, g=graph: f.write(g))
         docs = [[rid, doc] for rid, doc in self.filter_docs.items()]
         filters = bson.encode({"docs": docs}, codec_options=CODEC)
-        _atomic(f"{base}.filters", lambda f: f.write(filters))
+        write_atomically(f"{base}.filters", lambda f: f.write(filters))
         meta = bson.encode({"format": FORMAT, "watermark": self.watermark, "pending": self.pending})
-        _atomic(state._meta(directory), lambda f: f.write(meta))
+        write_atomically(state._meta(directory), lambda f: f.write(meta))
         current = os.path.basename(base)
         prefix = f"{state.index_id}-v{state.version}-w"
         for name in os.listdir(directory):
             if name.startswith(prefix) and not name.startswith(current + "-") and not name.startswith(current + "."):
                 with contextlib.suppress(OSError):
                     os.remove(os.path.join(directory, name))
-        with state.lock:
-            state.saved = self.watermark
-            state.changes -= self.changes
-
-
-def _atomic(path: str, write: Any) -> None:
-    with open(path + ".tmp", "wb") as f:
-        write(f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(path + ".tmp", path)
+        state.mark_saved(self.watermark, self.changes)
 
 
 def load(directory: str, index_id: int, version: int, definition: VectorDefinition) -> VectorState | None:
@@ -231,6 +182,7 @@ def load(directory: str, index_id: int, version: int, definition: VectorDefiniti
             with np.load(f"{base}-{n}.npz") as saved:
                 rids, rows = saved["rids"], saved["rows"]
             column.graph = usearch_index.Index.restore(f"{base}-{n}.usearch")
+            column.graph.expansion_add = column.field.edge_candidates  # not saved with the graph
             for rid, row in zip(rids.tolist(), rows, strict=True):
                 column.put(int(rid), row)
             in_graph = set(int(key) for key in column.graph.keys)

@@ -100,7 +100,7 @@ def vector_search(
     matcher = compile_vector_filter(query.filter, definition.filters) if query.filter is not None else None
     explained.status = search.status(index)
     state = search.ready_state(index)
-    if state is None:
+    if not isinstance(state, VectorState):
         explained.method = "exact scan (index building)"
         found = _scan(store, field, row, matcher)
     else:
@@ -185,19 +185,22 @@ def _candidates(
         explained.candidates = len(out)
         return out
     explained.method = "ann"
-    keep: Callable[[int], bool] = (
-        (lambda rid: rid not in dirty) if allowed is None else (lambda rid: rid in allowed and rid not in dirty)
-    )
-    count, graph_size = wanted, len(column.graph)
-    while True:
-        proposed = column.candidates(row, count)
-        chosen = [rid for rid in proposed if keep(rid)]
-        if len(chosen) >= wanted or count >= graph_size:
-            break
-        count *= 4  # the filter or dirty documents took some: look further
-    chosen.extend(rid for rid in column.pending if keep(rid))
+    if allowed is None and not dirty:  # nothing to leave out (the usual search)
+        chosen = column.candidates(row, wanted)
+        chosen.extend(column.pending)
+    else:
+        keep: Callable[[int], bool] = (
+            (lambda rid: rid not in dirty) if allowed is None else (lambda rid: rid in allowed and rid not in dirty)
+        )
+        count, graph_size = wanted, len(column.graph)
+        while True:
+            chosen = [rid for rid in column.candidates(row, count) if keep(rid)]
+            if len(chosen) >= wanted or count >= graph_size:
+                break
+            count *= 4  # the filter or dirty documents took some: look further
+        chosen.extend(rid for rid in column.pending if keep(rid))
     explained.candidates = len(chosen)
-    rids, values = column.exact(row, chosen)
+    rids, values = column.exact(row, chosen, query.limit)
     return list(zip(rids, values.tolist(), strict=True))
 
 

@@ -409,6 +409,13 @@ def parse_date(text: str, tz: TimeZone, fmt: str | None = None) -> int:
     """Milliseconds since the epoch of a date string, as ``$dateFromString``
     reads it; ``tz`` applies when the string names no zone of its own."""
     fields = _parse_free(text) if fmt is None else _parse_with_format(text, fmt)
+    iso = (fields.iso_year, fields.iso_week, fields.iso_day) != (None, None, None)
+    if iso and (fields.year, fields.month, fields.day, fields.year_day) != (None, None, None, None):
+        # timelib keeps ISO week dates and calendar dates apart.
+        raise _parse_error(text, len(text), "Mixing of ISO dates with natural dates is not allowed")
+    if iso and fields.iso_year is None:
+        # A week or weekday without its ISO year names no date (timelib's "invalid date").
+        raise _failure(f"Error parsing date string '{text}'; 0: The parsed date was invalid ''")
     if fields.iso_year is not None and fields.year is None:
         days = days_from_iso(fields.iso_year, fields.iso_week or 1, fields.iso_day or 1)
         fields.year, fields.month, fields.day = civil_from_days(days)

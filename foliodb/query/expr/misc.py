@@ -47,6 +47,8 @@ META_NAMES = frozenset(
         "searchScoreDetails",
         "searchSequenceToken",
         "vectorSearchScore",
+        "score",
+        "scoreDetails",
         "geoNearDistance",
         "geoNearPoint",
         "recordId",

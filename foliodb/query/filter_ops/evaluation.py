@@ -206,3 +206,15 @@ def filter_alwaysTrue(arg: Any, ctx: Context) -> Matcher:
 def filter_alwaysFalse(arg: Any, ctx: Context) -> Matcher:
     _always_argument(arg, "$alwaysFalse")
     return lambda doc, details=None: False
+
+
+@TOP_OPS.register("$text")
+def filter_text(arg: Any, ctx: Context) -> Matcher:
+    # Manual: https://www.mongodb.com/docs/manual/reference/operator/query/text/
+    # The query planner runs the text search and hands its matcher over in the context (so $text may sit
+    # in an $or); anywhere else (validators, partial indexes, update filters of arrays...) mongod's
+    # parseText refuses it.
+    judge = ctx.text
+    if judge is None:
+        raise bad_value("$text is not allowed in this context")
+    return lambda doc, details=None: judge(doc)

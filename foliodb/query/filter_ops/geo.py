@@ -24,11 +24,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from foliodb.errors import bad_value
+from foliodb.errors import bad_value, location
 from foliodb.query import compare as cmp
 from foliodb.query import geometry as geo
 from foliodb.query.context import Context
 from foliodb.query.filter import FIELD_OPS, Clause, Leaf
+from foliodb.query.render import render
 
 
 def query_geometry(value: Any) -> geo.Geometry:
@@ -75,10 +76,12 @@ def within_region(arg: Any) -> geo.Region:
         raise bad_value(f"$geoWithin requires exactly one shape, got: {shapes}")
     (name,) = shapes
     value = arg[name]
+    if name != "$geometry" and isinstance(value, Mapping):
+        value = list(value.values())  # mongod's legacy shape parsers iterate an object's values too
     if name == "$geometry":
         if not isinstance(value, Mapping) or value.get("type") not in ("Polygon", "MultiPolygon"):
             raise bad_value(f"$geoWithin not supported with provided geometry: {value}")
-        return geo.SphereRegion(geo.union(query_geometry(value).polygons))
+        return geo.SphereRegion(query_geometry(value).polygons)
     if name == "$box":
         if not isinstance(value, list) or len(value) != 2:
             raise bad_value("Point must be an array or object")
@@ -118,9 +121,14 @@ def filter_geoWithin(arg: Any, spec: Mapping[str, Any], ctx: Context) -> Clause:
 def intersects_geometry(arg: Any) -> geo.Geometry:
     if not isinstance(arg, Mapping) or list(arg) != ["$geometry"]:
         raise bad_value("$geoIntersects requires a $geometry object")
-    if not geo.is_geojson(arg["$geometry"]):
-        raise bad_value(f"unknown GeoJSON type: {arg['$geometry']}")
-    return query_geometry(arg["$geometry"])
+    value = arg["$geometry"]
+    items = list(value.values()) if isinstance(value, Mapping) else value
+    if isinstance(value, list) or (items and cmp.is_number(items[0])):
+        # geometry_container.cpp parseFromQuery: an array, or an object of numbers, is a legacy point.
+        return query_geometry(value)
+    if not geo.is_geojson(value):
+        raise bad_value(f"unknown GeoJSON type: {value}")
+    return query_geometry(value)
 
 
 @FIELD_OPS.register("$geoIntersects")
@@ -148,7 +156,7 @@ class NearQuery:
     def distance(self, g: geo.Geometry) -> float | None:
         """The distance to ``g`` in this query's units (None: not measurable)."""
         if not self.spherical:
-            return None if g.flat is None else math.dist(self.flat, g.flat)
+            return None if g.flat is None else geo.flat_distance(self.flat, g.flat)
         if self.center is None or not (g.points or g.lines or g.polygons):
             return None
         angle = geo.distance(self.center, g)
@@ -162,6 +170,13 @@ def parse_near(op: str, arg: Any, spec: Mapping[str, Any]) -> NearQuery:
     """The operand of ``{field: {op: arg, ...siblings}}``."""
     low, high = 0.0, math.inf
     if isinstance(arg, Mapping) and "$geometry" in arg:
+        extra = next((key for key in spec if key != op), None)
+        if extra is not None:
+            # mongod's parseNewQuery: the GeoJSON form takes its distances inside the operator.
+            raise bad_value(
+                "geo near accepts just one argument when querying for a GeoJSON point. Extra field found: "
+                f"{extra}: {render(spec[extra])}"
+            )
         point = arg["$geometry"]
         if not geo.is_geojson(point) or point.get("type") != "Point":
             raise bad_value(f"invalid point in geo near query $geometry argument: {point}")
@@ -175,7 +190,22 @@ def parse_near(op: str, arg: Any, spec: Mapping[str, Any]) -> NearQuery:
                 raise bad_value(f"invalid argument in geo near query: {key}")
         assert g.flat is not None
         return NearQuery(g.points[0], g.flat, True, True, low, high)
-    x, y = _legacy_pair(arg, f"invalid argument in geo near query {op}")
+    if geo.is_geojson(arg) and isinstance(arg, Mapping) and arg.get("type") == "Point":
+        # parseQueryPoint takes a bare GeoJSON point too: on the sphere, distances in meters.
+        g = query_geometry(arg)
+        assert g.flat is not None
+        low = _non_negative(spec["$minDistance"], "$minDistance") if "$minDistance" in spec else 0.0
+        high = _non_negative(spec["$maxDistance"], "$maxDistance") if "$maxDistance" in spec else math.inf
+        return NearQuery(g.points[0], g.flat, True, True, low, high)
+    items = list(arg.values()) if isinstance(arg, Mapping) else arg
+    if isinstance(items, list) and len(items) == 3 and all(cmp.is_number(v) for v in items):
+        # mongod's parsePointWithMaxDistance: [x, y, maxDistance] (an explicit $maxDistance wins).
+        x, y = float(cmp.number_value(items[0])), float(cmp.number_value(items[1]))
+        high = float(cmp.number_value(items[2]))
+        if not high >= 0:
+            raise location(18522, "max distance must be non-negative")
+    else:
+        x, y = _legacy_pair(arg, f"invalid argument in geo near query {op}")
     if "$maxDistance" in spec:
         high = _non_negative(spec["$maxDistance"], "$maxDistance")
     if "$minDistance" in spec:
@@ -183,7 +213,8 @@ def parse_near(op: str, arg: Any, spec: Mapping[str, Any]) -> NearQuery:
     center = geo.sphere_point(x, y) if geo.valid_lng_lat(x, y) else None
     spherical = op == "$nearSphere"
     if spherical and center is None:
-        raise bad_value(f"longitude/latitude is out of bounds, lng: {geo.format_number(x)} lat: {geo.format_number(y)}")
+        # expression_geo.cpp GeoNearExpression::parseFrom: the point must project onto the sphere.
+        raise location(17444, "Legacy point is out of bounds for spherical query")
     return NearQuery(center, (x, y), False, spherical, low, high)
 
 
@@ -253,7 +284,10 @@ def _near_count(spec: Mapping[str, Any], top: bool) -> tuple[int, bool]:
         if key in ("$and", "$or", "$nor") and isinstance(value, list):
             for clause in value:
                 if isinstance(clause, Mapping):
-                    n, bad = _near_count(clause, top and key == "$and")  # a top-level $and flattens
+                    # A top-level $and flattens, and so does an $or of one clause (mongod's
+                    # optimizer makes it that clause before CanonicalQuery::isValid looks).
+                    flattens = key == "$and" or (key == "$or" and len(value) == 1)
+                    n, bad = _near_count(clause, top and flattens)
                     count, misplaced = count + n, misplaced or bad
         elif not key.startswith("$") and isinstance(value, Mapping):
             n = sum(op in value for op in NEAR_OPS)

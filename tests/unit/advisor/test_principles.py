@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from bson import json_util
 
 import foliodb
 from foliodb.advisor import advise
@@ -167,3 +168,21 @@ def test_an_aggregation_starting_with_an_unindexed_match_is_a_missing_index(db: 
     assert finding.key == ("orders", "region", "collection-scan", "compound-index")
     assert finding.change.commands == ["db.orders.createIndex({ region: 1, day: -1 })"]
     assert finding.proof is not None and finding.proof.status == "proven"
+
+
+@pytest.mark.parametrize("widths", ["fixed", "varied"])
+def test_numbers_among_fixed_width_digit_codes_convert_with_their_zeros(db: Any, widths: str) -> None:
+    # Zip codes stored as strings, a third of them as numbers that lost their leading zeros.
+    # A plain $toString would store "2134" where the others say "02134": no query for "02134"
+    # would ever find it. Codes of varied widths have no format to restore: converted as they are.
+    def code(n: int) -> str:
+        return f"{n:05d}" if widths == "fixed" else str(n)
+
+    numbers = [(i * 37) % 3000 for i in range(900)]
+    db.customers.insert_many([{"_id": i, "zip": n if i % 3 == 0 else code(n)} for i, n in enumerate(numbers)])
+    _serve(db, lambda rnd: list(db.customers.find({"zip": code(rnd.choice(numbers))})), 40)
+    [finding] = [f.as_json() for f in advise(db).findings if f.as_json()["recommendation"] == "normalize-type"]
+    assert finding["question"] is None
+    for command in json_util.loads(json.dumps(finding["change"]["run"])):
+        db.customers.update_many(command["args"][0], command["args"][1])
+    assert {d["_id"]: d["zip"] for d in db.customers.find()} == {i: code(n) for i, n in enumerate(numbers)}

@@ -22,6 +22,7 @@ from tests.unit.aggregation.runner import ContextOnly
 PIPELINE = "https://www.mongodb.com/docs/manual/core/aggregation-pipeline/"
 OPTIMIZATION = "https://www.mongodb.com/docs/manual/core/aggregation-pipeline-optimization/"
 STAGES_PAGE = "https://www.mongodb.com/docs/manual/reference/operator/aggregation-pipeline/"
+SEARCH_PAGE = "https://www.mongodb.com/docs/atlas/atlas-search/aggregation-stages/search/"
 OUT = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/out/"
 COLLSTATS = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/collStats/"
 FACET = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/facet/"
@@ -38,7 +39,10 @@ ERRORS = [
     ([{"$match": {}, "$sort": {"a": 1}}], 40323, "Location40323", PIPELINE),
     ([{}], 40323, "Location40323", PIPELINE),
     ([5], 14, "TypeMismatch", PIPELINE),
-    ([{"$search": {}}], 238, "NotImplemented", STAGES_PAGE),
+    ([{"$score": {}}], 238, "NotImplemented", STAGES_PAGE),
+    ([{"$search": {}}], 9, "FailedToParse", SEARCH_PAGE),
+    ([{"$match": {}}, {"$rankFusion": {}}], 40602, "Location40602", STAGES_PAGE),
+    ([{"$facet": {"a": [{"$search": {"text": {"query": "x", "path": "t"}}}]}}], 40600, "Location40600", FACET),
     ([{"$match": {}}, {"$changeStream": {}}], 40602, "Location40602", STAGES_PAGE),
     ([{"$out": "x"}, {"$match": {}}], 40601, "Location40601", OUT),
     ([{"$merge": {"into": "x"}}, {"$match": {}}], 40601, "Location40601", OUT),
@@ -68,7 +72,8 @@ def test_unknown_stage_message() -> None:
 
 def test_registry_lists_unbuilt_stages() -> None:
     assert "$group" in STAGES
-    assert {"$search", "$searchMeta", "$listSampledQueries"} <= STAGES.unbuilt
+    assert {"$score", "$listSampledQueries"} <= STAGES.unbuilt
+    assert {"$search", "$searchMeta", "$rankFusion", "$scoreFusion"} <= set(STAGES.names())
 
 
 def shape(pipeline: list[Any]) -> list[tuple[str, Any]]:

@@ -155,6 +155,7 @@ def test_every_registered_command_has_a_privilege_rule() -> None:
 
 # Stages that read and write nothing but their input; a new stage must be placed here or in the walker.
 PASSIVE_STAGES = {
+    "$_internalSplitPipeline",  # a cluster's split point: passes its input through on one node
     "$_internalUnpackBucket",
     "$addFields",
     "$bucket",
@@ -180,6 +181,10 @@ PASSIVE_STAGES = {
     "$unset",
     "$unwind",
     "$vectorSearch",  # reads the aggregated collection only: find, as every aggregate
+    "$search",  # likewise
+    "$searchMeta",  # likewise
+    "$rankFusion",  # its input pipelines hold only searches and selections of the same collection
+    "$scoreFusion",  # likewise
 }
 
 

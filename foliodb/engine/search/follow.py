@@ -1,0 +1,83 @@
+"""What every in-memory search index shares: following its collection's change log.
+
+A :class:`Follower` describes the collection as of ``watermark``, the newest change-log
+``seq`` it has applied (see :mod:`foliodb.engine.search.catalog`). Subclasses say what a
+change does (:meth:`apply`: the document ``rid`` is now ``data``, None when deleted).
+
+* **Catching up** (:meth:`catch_up`): a reader whose snapshot's newest ``seq`` is past the
+  watermark applies the log entries in between, reading the changed documents in its own
+  snapshot, before it searches; so a search sees every write that committed before its
+  snapshot, exactly as a find does.
+* **Older readers**: ``history`` remembers which record ids each applied ``seq`` changed
+  (the last :data:`HISTORY` entries); a reader whose snapshot is older than the watermark
+  searches without those records and scores its own versions of them
+  (:meth:`changed_since`); a reader older than the history scans its snapshot instead.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+from collections.abc import Callable, Mapping
+
+# (seq, rid) pairs kept for readers older than the watermark.
+HISTORY = 100_000
+
+
+class Follower:
+    def __init__(self, index_id: int, version: int) -> None:
+        self.index_id = index_id
+        self.version = version
+        self.watermark = 0
+        self.history: collections.deque[tuple[int, int]] = collections.deque(maxlen=HISTORY)
+        self.history_floor = 0  # the history holds every change after this seq
+        self.changes = 0  # applied since the last save
+        self.saved = 0  # the watermark of the saved files (0: none)
+        self.save_after = 0.0  # time.monotonic() before which the next save waits
+        self.ready = False  # the initial build is done
+        self.loaded = False  # restored from saved files (not built by a scan)
+        self.lock = threading.RLock()
+
+    def apply(self, rid: int, data: bytes | None) -> None:
+        raise NotImplementedError
+
+    def changed(self) -> None:
+        """The index moved on (caches of what it answered go)."""
+
+    def catch_up(self, entries: list[tuple[int, int]], rows: Mapping[int, bytes], newest: int) -> None:
+        """Apply log ``entries`` ((seq, rid), in order, all past the watermark), ``rows`` being the
+        changed documents as the snapshot holding ``newest`` has them."""
+        for rid in dict.fromkeys(rid for _, rid in entries):
+            self.apply(rid, rows.get(rid))
+        self.history.extend(entries)
+        if len(self.history) == HISTORY:
+            self.history_floor = max(self.history_floor, self.history[0][0])
+        if entries or newest > self.watermark:
+            self.changed()
+        self.watermark = max(self.watermark, newest)
+
+    def changed_since(self, seq: int) -> set[int] | None:
+        """The record ids changed after ``seq`` (up to the watermark); None when the history no
+        longer reaches back that far."""
+        if seq >= self.watermark:
+            return set()
+        if seq < self.history_floor:
+            return None
+        return {rid for s, rid in self.history if s > seq}
+
+    def mark_saved(self, watermark: int, changes: int) -> None:
+        """Files describing the index at ``watermark`` are written (``changes``: those applied
+        before the copy they were written from was taken)."""
+        with self.lock:
+            self.saved = watermark
+            self.changes -= changes
+
+
+def write_atomically(path: str, write: Callable[..., object]) -> None:
+    """Write a file whole or not at all: a temporary file, synced, renamed over ``path``."""
+    with open(path + ".tmp", "wb") as f:
+        write(f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(path + ".tmp", path)

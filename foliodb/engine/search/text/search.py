@@ -1,0 +1,227 @@
+"""Running a ``$search`` / ``$searchMeta``: one snapshot, the index caught up to it.
+
+As :mod:`foliodb.engine.search.vector_search` does, :func:`text_search` answers from the
+reader's own view - its snapshot and, in a transaction, that transaction's writes:
+
+1. the index's state is caught up to the snapshot's newest change-log entry (reading the
+   changed documents in that snapshot); documents it describes differently from this view
+   (changed after an older snapshot, or written by the running transaction) are left out of
+   it and analyzed again from the view's own versions (a :class:`Reader`'s overlay), so
+   matches *and* BM25 statistics are the view's;
+2. the operator runs (under the state's lock: the mutable segment may change after it);
+   the count, the facets and the order (score, or ``sort``) are taken from its hits;
+3. documents are fetched from the view lazily, best first, each with ``searchScore`` (a
+   float32, as Lucene's), and ``searchHighlights`` / ``searchScoreDetails`` when asked.
+
+An index still ``BUILDING``, or a snapshot older than the index's history, is answered by
+an index built on the spot from the view's documents (slow, never wrong).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import bson
+
+from foliodb.engine.catalog import CODEC
+from foliodb.engine.records import CollectionStore
+from foliodb.engine.search.catalog import SearchIndexInfo
+from foliodb.engine.search.manager import SearchIndexes, newest_seq, read_changes
+from foliodb.engine.search.numeric import np, require
+from foliodb.engine.search.text.collect import count_document, facet_document, sort_order
+from foliodb.engine.search.text.highlight import highlights
+from foliodb.engine.search.text.index import TextState
+from foliodb.engine.search.text.mapping import TextDefinition
+from foliodb.engine.search.text.operators import Run, all_roots, compile_operator
+from foliodb.engine.search.text.reader import Reader
+from foliodb.interrupt import check
+from foliodb.query import metadata
+from foliodb.query.context import Context
+from foliodb.query.projection import compile_projection
+from foliodb.query.search_query import SearchQuery
+
+FIRST_SORT = 256  # the best hits ordered first; the rest only if the cursor reads that far
+
+
+@dataclass(slots=True)
+class Explained:
+    """What a search did, for explain."""
+
+    index: str
+    status: str = ""
+    method: str = ""
+    segments: int = 0
+    changed: int = 0
+    matched: int = 0
+    highlight: dict[str, set[str]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Found:
+    """A search's answer: its hits in order ((record id, score) pairs, ordered as they are read)
+    and its meta document."""
+
+    hits: Iterator[tuple[int, float]]
+    meta: dict[str, Any]
+    run: Run | None = None
+    details: str = ""
+
+
+def _best_first(rids: Any, scores: Any) -> Iterator[tuple[int, float]]:
+    """Higher scores first, ties in record order: the best :data:`FIRST_SORT` ordered at once,
+    the others only if the cursor reads past them (a ``$limit`` usually stops it before)."""
+    if len(rids) <= FIRST_SORT:
+        order = np.lexsort((rids, -scores))
+        yield from zip(rids[order].tolist(), scores[order].tolist(), strict=True)
+        return
+    best = np.argpartition(-scores, FIRST_SORT)[:FIRST_SORT]
+    first = best[np.lexsort((rids[best], -scores[best]))]
+    yield from zip(rids[first].tolist(), scores[first].tolist(), strict=True)
+    rest = np.ones(len(rids), dtype=bool)
+    rest[first] = False
+    rids, scores = rids[rest], scores[rest]
+    order = np.lexsort((rids, -scores))
+    yield from zip(rids[order].tolist(), scores[order].tolist(), strict=True)
+
+
+def _index_of(store: CollectionStore, name: str) -> SearchIndexInfo | None:
+    index = store.info.search_indexes.get(name)
+    return index if index is not None and index.type == "search" else None
+
+
+def _scanned(store: CollectionStore, index: SearchIndexInfo, explained: Explained, why: str) -> tuple[Reader, Any]:
+    explained.method = f"scan ({why})"
+    definition = index.parsed
+    assert isinstance(definition, TextDefinition)
+    state = TextState(index.id, index.version, definition)
+    for n, (rid, data) in enumerate(store.scan()):
+        if not n % 256:
+            check()
+        state.apply(rid, data)
+    state.lock.acquire()
+    return Reader(state), state.lock
+
+
+def _reader(
+    search: SearchIndexes, store: CollectionStore, index: SearchIndexInfo, explained: Explained
+) -> tuple[Reader, Any]:
+    """The reader for this view, and the lock (held) to release once it has been used."""
+    explained.status = search.status(index)
+    state = search.ready_state(index)
+    if not isinstance(state, TextState):
+        return _scanned(store, index, explained, "index building")
+    info = store.info
+    view = store.storage.view()
+    state.lock.acquire()
+    try:
+        newest = newest_seq(view.conn, info.id)
+        if newest > state.watermark:
+            entries, changed = read_changes(view.conn, info, state.watermark)
+            state.catch_up(entries, changed, newest)
+        dirty = state.changed_since(newest)
+        if dirty is None:
+            state.lock.release()
+            return _scanned(store, index, explained, "snapshot older than the index's history")
+        txn = view.overlay
+        overlay = txn.overlay_of(info.id) if txn is not None else None
+        if overlay is not None:
+            dirty |= set(overlay.rows)
+        docs = {}
+        for rid in sorted(dirty):
+            data = store.get_raw(rid)
+            if data is not None:
+                docs[rid] = bson.decode(data, CODEC)
+        explained.method = "index"
+        explained.changed = len(dirty)
+        explained.segments = len(state.segments) + 1
+        return Reader(state, dirty, docs), state.lock
+    except BaseException:
+        state.lock.release()
+        raise
+
+
+def text_search(
+    search: SearchIndexes, store: CollectionStore | None, query: SearchQuery, explained: Explained | None = None
+) -> Found:
+    """The hits and meta document of a ``$search`` (a missing collection or index: none)."""
+    explained = explained if explained is not None else Explained(query.index)
+    empty_meta = {"count": count_document(query.count, 0)}
+    if store is None:
+        return Found(iter(()), empty_meta)
+    index = _index_of(store, query.index)
+    if index is None:
+        return Found(iter(()), empty_meta)
+    require()
+    search.used(index)
+    definition = index.parsed
+    assert isinstance(definition, TextDefinition)
+    compiled = None
+    if query.operator is not None:
+        name, body = query.operator
+        compiled = compile_operator(name, body, name, definition)
+    reader, lock = _reader(search, store, index, explained)
+    try:
+        run = Run(reader, definition)
+        ords, scores = compiled.hits(run) if compiled is not None else all_roots(run)
+        explained.matched = len(ords)
+        meta: dict[str, Any] = {"count": count_document(query.count, len(ords))}
+        if query.facets is not None:
+            meta["facet"] = facet_document(reader, query.facets, ords)
+        if query.meta_only:
+            return Found(iter(()), meta)
+        scores = scores.astype(np.float32).astype(np.float64)
+        rids = reader.rid_at[ords]
+        if query.sort is not None:
+            order = sort_order(reader, query.sort, ords, scores, rids)
+            hits: Iterator[tuple[int, float]] = zip(rids[order].tolist(), scores[order].tolist(), strict=True)
+        else:
+            hits = _best_first(rids, scores)
+        explained.highlight = run.highlight
+        return Found(hits, meta, run, compiled.name if compiled else "")
+    finally:
+        lock.release()
+
+
+def documents(store: CollectionStore, query: SearchQuery, found: Found) -> Iterator[dict[str, Any]]:
+    """The documents of the hits, in order, with their metadata; a document deleted since
+    the search ran (a later snapshot of a long cursor) is skipped."""
+    definition = None
+    if query.highlight is not None or query.stored_source:
+        index = _index_of(store, query.index)
+        definition = index.parsed if index is not None else None
+    stored = _stored_source(definition) if query.stored_source else None
+    for rid, score in found.hits:
+        data = store.get_raw(rid)
+        if data is None:
+            continue
+        doc = bson.decode(data, CODEC)
+        meta: dict[str, Any] = {"searchScore": score, "score": score}  # "score": MongoDB 8.2's name for any search
+        if query.highlight is not None and isinstance(definition, TextDefinition) and found.run is not None:
+            meta["searchHighlights"] = highlights(definition, query.highlight, doc, found.run.highlight)
+        if query.score_details:
+            meta["searchScoreDetails"] = {
+                "value": score,
+                "description": f"{found.details} score: BM25 (k1=1.2, b=0.75) as Lucene's, with its modifiers",
+                "details": [],
+            }
+        if stored is not None:
+            doc = stored.apply(doc)
+        doc[metadata.FIELD] = meta
+        yield doc
+
+
+def _stored_source(definition: Any) -> Any:
+    """The projection ``returnStoredSource`` applies: the definition's ``storedSource``
+    (true: every field; false or absent: ``_id``; ``{include}`` or ``{exclude}``)."""
+    spec = definition.stored_source if isinstance(definition, TextDefinition) else False
+    if spec is True:
+        projection: dict[str, Any] = {}
+    elif isinstance(spec, Mapping) and isinstance(spec.get("include"), list):
+        projection = {**{p: 1 for p in spec["include"]}, "_id": 1}
+    elif isinstance(spec, Mapping) and isinstance(spec.get("exclude"), list):
+        projection = {p: 0 for p in spec["exclude"]}
+    else:
+        projection = {"_id": 1}
+    return compile_projection(projection, Context(), find=True)

@@ -1,0 +1,340 @@
+"""Segments: the inverted lists of a range of entry ordinals, mutable or frozen.
+
+Every indexed entry (a document, or one element of an ``embeddedDocuments`` array) has an
+*ordinal*: an integer given once, in the order entries are added, never reused. A segment
+holds the entries of one range of ordinals ``[first, end)``, and per key (see
+:mod:`.mapping`):
+
+* **postings**: per term, the ordinals holding it (ascending), how often (``tf``), and at
+  which positions;
+* **lengths**: per ordinal holding the key, its number of distinct positions (Lucene's field
+  length, what BM25's norm encodes);
+* **columns**: per numeric key, (ordinal, value) pairs in ordinal order.
+
+:class:`MutableSegment` takes new entries (dicts of lists); :meth:`MutableSegment.freeze`
+turns it into a :class:`FrozenSegment` of numpy arrays (a CSR layout per key: ``starts``
+into ``ords``/``tfs``, ``pos_starts`` into ``positions``), and :func:`merge` joins adjacent
+frozen segments, leaving out ordinals no longer live. A segment never changes once frozen,
+so a merge runs without the index's lock and searches go on meanwhile. Whether an ordinal
+is live is not the segment's business: the index keeps one mask.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from foliodb.engine.search.numeric import np
+
+
+def _empty(dtype: Any) -> Any:
+    return np.zeros(0, dtype=dtype)
+
+
+def positional(key: str) -> bool:
+    """Whether a key keeps term positions: analyzed strings do (phrases read them); grams,
+    tokens and the other exact values do not (nothing reads them)."""
+    return "\x00" not in key or "\x00m:" in key
+
+
+class MutableSegment:
+    def __init__(self, first: int) -> None:
+        self.first = self.end = first
+        # key -> term -> ([ords], [tfs], [positions tuples])
+        self.postings: dict[str, dict[str, tuple[list[int], list[int], list[tuple[int, ...]]]]] = {}
+        self.lengths: dict[str, dict[int, int]] = {}
+        self.columns: dict[str, tuple[list[int], list[float]]] = {}
+
+    def __len__(self) -> int:
+        return self.end - self.first
+
+    def add(self, ord_: int, terms: dict[str, list[tuple[str, int]]], numbers: dict[str, list[float]]) -> None:
+        self.end = ord_ + 1
+        for key, pairs in terms.items():
+            keep = positional(key)
+            by_term: dict[str, list[int]] = {}
+            for term, position in pairs:
+                by_term.setdefault(term, []).append(position)
+            postings = self.postings.setdefault(key, {})
+            for term, positions in by_term.items():
+                entry = postings.get(term)
+                kept = tuple(positions) if keep else ()
+                if entry is None:
+                    postings[term] = ([ord_], [len(positions)], [kept])
+                else:
+                    entry[0].append(ord_)
+                    entry[1].append(len(positions))
+                    entry[2].append(kept)
+            self.lengths.setdefault(key, {})[ord_] = len({p for _, p in pairs})
+        for key, values in numbers.items():
+            column = self.columns.setdefault(key, ([], []))
+            column[0].extend([ord_] * len(values))
+            column[1].extend(values)
+
+    # -- reading (the same methods as FrozenSegment) ---------------------------------------
+
+    def key_names(self) -> Iterable[str]:
+        return self.postings.keys()
+
+    def terms(self, key: str) -> Sequence[str]:
+        return sorted(self.postings.get(key, {}))
+
+    def lookup(self, key: str, term: str) -> tuple[Any, Any]:
+        entry = self.postings.get(key, {}).get(term)
+        if entry is None:
+            return _empty(np.int64), _empty(np.int64)
+        return np.asarray(entry[0], dtype=np.int64), np.asarray(entry[1], dtype=np.int64)
+
+    def positions(self, key: str, term: str) -> list[tuple[int, ...]]:
+        entry = self.postings.get(key, {}).get(term)
+        return [] if entry is None else entry[2]
+
+    def key_lengths(self, key: str) -> tuple[Any, Any]:
+        lengths = self.lengths.get(key)
+        if not lengths:
+            return _empty(np.int64), _empty(np.int64)
+        return np.fromiter(lengths.keys(), np.int64, len(lengths)), np.fromiter(
+            lengths.values(), np.int64, len(lengths)
+        )
+
+    def column(self, key: str) -> tuple[Any, Any]:
+        column = self.columns.get(key)
+        if column is None:
+            return _empty(np.int64), _empty(np.float64)
+        return np.asarray(column[0], dtype=np.int64), np.asarray(column[1], dtype=np.float64)
+
+    def freeze(self) -> FrozenSegment:
+        keys: dict[str, Any] = {}
+        for key, postings in self.postings.items():
+            terms = sorted(postings)
+            counts = [len(postings[t][0]) for t in terms]
+            ords = [o for t in terms for o in postings[t][0]]
+            tfs = [f for t in terms for f in postings[t][1]]
+            plists = [p for t in terms for p in postings[t][2]]
+            keys[key] = _KeyArrays.build(terms, counts, ords, tfs, plists, self.lengths.get(key, {}))
+        columns = {
+            key: (np.asarray(o, dtype=np.int32), np.asarray(v, dtype=np.float64))
+            for key, (o, v) in self.columns.items()
+        }
+        return FrozenSegment(self.first, self.end, keys, columns)
+
+
+class _KeyArrays:
+    """One key's postings in a frozen segment."""
+
+    __slots__ = ("index", "len_ords", "lens", "ords", "pos_starts", "positions", "starts", "terms", "tfs")
+
+    def __init__(
+        self,
+        terms: list[str],
+        starts: Any,
+        ords: Any,
+        tfs: Any,
+        pos_starts: Any,
+        positions: Any,
+        len_ords: Any,
+        lens: Any,
+    ) -> None:
+        self.terms = terms
+        self.index = {t: i for i, t in enumerate(terms)}
+        self.starts, self.ords, self.tfs = starts, ords, tfs
+        self.pos_starts, self.positions = pos_starts, positions
+        self.len_ords, self.lens = len_ords, lens
+
+    @classmethod
+    def build(
+        cls,
+        terms: list[str],
+        counts: list[int],
+        ords: list[int],
+        tfs: list[int],
+        plists: list[tuple[int, ...]],
+        lengths: dict[int, int],
+    ) -> _KeyArrays:
+        starts = np.zeros(len(terms) + 1, dtype=np.int64)
+        np.cumsum(counts, out=starts[1:])
+        sizes = np.fromiter((len(p) for p in plists), np.int64, len(plists))
+        pos_starts = np.zeros(len(plists) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=pos_starts[1:])
+        positions = np.fromiter((x for p in plists for x in p), np.int32, int(pos_starts[-1]))
+        len_ords = np.fromiter(sorted(lengths), np.int32, len(lengths))
+        lens = np.fromiter((lengths[o] for o in len_ords.tolist()), np.int32, len(lengths))
+        return cls(
+            terms,
+            starts,
+            np.asarray(ords, dtype=np.int32),
+            np.asarray(tfs, dtype=np.int32),
+            pos_starts,
+            positions,
+            len_ords,
+            lens,
+        )
+
+
+class FrozenSegment:
+    def __init__(self, first: int, end: int, keys: dict[str, _KeyArrays], columns: dict[str, tuple[Any, Any]]) -> None:
+        self.first, self.end = first, end
+        self.key_arrays = keys
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return self.end - self.first
+
+    def key_names(self) -> Iterable[str]:
+        return self.key_arrays.keys()
+
+    def terms(self, key: str) -> Sequence[str]:
+        arrays = self.key_arrays.get(key)
+        return [] if arrays is None else arrays.terms
+
+    def terms_between(self, key: str, low: str, high: str | None) -> Sequence[str]:
+        """The terms t with low <= t < high (high None: no bound), sorted."""
+        terms = self.terms(key)
+        i = bisect.bisect_left(terms, low)
+        j = len(terms) if high is None else bisect.bisect_left(terms, high)
+        return terms[i:j]
+
+    def _slice(self, key: str, term: str) -> tuple[_KeyArrays, int, int] | None:
+        arrays = self.key_arrays.get(key)
+        if arrays is None:
+            return None
+        i = arrays.index.get(term)
+        if i is None:
+            return None
+        return arrays, int(arrays.starts[i]), int(arrays.starts[i + 1])
+
+    def lookup(self, key: str, term: str) -> tuple[Any, Any]:
+        found = self._slice(key, term)
+        if found is None:
+            return _empty(np.int64), _empty(np.int64)
+        arrays, a, b = found
+        return arrays.ords[a:b], arrays.tfs[a:b]
+
+    def positions(self, key: str, term: str) -> list[Any]:
+        found = self._slice(key, term)
+        if found is None:
+            return []
+        arrays, a, b = found
+        bounds = arrays.pos_starts[a : b + 1].tolist()
+        flat = arrays.positions[bounds[0] : bounds[-1]].tolist()
+        base = bounds[0]
+        return [tuple(flat[s - base : e - base]) for s, e in itertools.pairwise(bounds)]
+
+    def key_lengths(self, key: str) -> tuple[Any, Any]:
+        arrays = self.key_arrays.get(key)
+        if arrays is None:
+            return _empty(np.int64), _empty(np.int64)
+        return arrays.len_ords, arrays.lens
+
+    def column(self, key: str) -> tuple[Any, Any]:
+        column = self.columns.get(key)
+        if column is None:
+            return _empty(np.int64), _empty(np.float64)
+        return column
+
+    # -- saving -------------------------------------------------------------------------------
+
+    def arrays(self) -> dict[str, Any]:
+        """Everything in named arrays (np.savez), terms as one NUL-joined UTF-8 blob per key."""
+        out: dict[str, Any] = {"range": np.asarray([self.first, self.end], dtype=np.int64)}
+        names = list(self.key_arrays)
+        out["keys"] = np.frombuffer("\x01".join(names).encode(), dtype=np.uint8)
+        for n, key in enumerate(names):
+            a = self.key_arrays[key]
+            out[f"k{n}_terms"] = np.frombuffer("\x01".join(a.terms).encode(), dtype=np.uint8)
+            for field in ("starts", "ords", "tfs", "pos_starts", "positions", "len_ords", "lens"):
+                out[f"k{n}_{field}"] = getattr(a, field)
+        columns = list(self.columns)
+        out["columns"] = np.frombuffer("\x01".join(columns).encode(), dtype=np.uint8)
+        for n, key in enumerate(columns):
+            out[f"c{n}_ords"], out[f"c{n}_values"] = self.columns[key]
+        return out
+
+    @classmethod
+    def from_arrays(cls, saved: Any) -> FrozenSegment:
+        first, end = (int(x) for x in saved["range"])
+        names = _split(saved["keys"])
+        keys = {}
+        for n, key in enumerate(names):
+            fields = [
+                saved[f"k{n}_{f}"] for f in ("starts", "ords", "tfs", "pos_starts", "positions", "len_ords", "lens")
+            ]
+            keys[key] = _KeyArrays(_split(saved[f"k{n}_terms"]), *fields)
+        columns = {key: (saved[f"c{n}_ords"], saved[f"c{n}_values"]) for n, key in enumerate(_split(saved["columns"]))}
+        return cls(first, end, keys, columns)
+
+
+def _split(blob: Any) -> list[str]:
+    text = bytes(blob).decode()
+    return text.split("\x01") if text else []
+
+
+def _reordered(positions: Any, runs: Any, order: Any) -> tuple[Any, Any]:
+    """(run lengths, positions) of postings taken in ``order``: each posting's run of positions
+    (``runs[i]`` long) moved along."""
+    starts = np.zeros(len(runs) + 1, dtype=np.int64)
+    np.cumsum(runs, out=starts[1:])
+    lengths = runs[order].astype(np.int64)
+    new_starts = np.cumsum(lengths) - lengths
+    index = np.repeat(starts[:-1][order] - new_starts, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+    return lengths, positions[index]
+
+
+def merge(segments: list[FrozenSegment], live: Any) -> FrozenSegment:
+    """One frozen segment holding what the adjacent ``segments`` hold for live ordinals.
+
+    Per key: every segment's postings of live ordinals, tagged with their term's number in the
+    union of the segments' terms, then stably sorted by it (segments are in ordinal order, so
+    each term's ordinals stay ascending); the positions move with their postings."""
+    first, end = segments[0].first, segments[-1].end
+    keys: dict[str, _KeyArrays] = {}
+    for key in dict.fromkeys(k for s in segments for k in s.key_arrays):
+        present = [s.key_arrays[key] for s in segments if key in s.key_arrays]
+        union = sorted(set().union(*(a.terms for a in present)))
+        number = {t: i for i, t in enumerate(union)}
+        tids, ords, tfs, runs, positions, len_ords, lens = [], [], [], [], [], [], []
+        for arrays in present:
+            mapped = np.fromiter((number[t] for t in arrays.terms), np.int64, len(arrays.terms))
+            keep = live[arrays.ords]
+            tids.append(np.repeat(mapped, np.diff(arrays.starts))[keep])
+            ords.append(arrays.ords[keep])
+            tfs.append(arrays.tfs[keep])
+            run = np.diff(arrays.pos_starts)
+            runs.append(run[keep])
+            positions.append(arrays.positions[np.repeat(keep, run)])
+            keep_len = live[arrays.len_ords]
+            len_ords.append(arrays.len_ords[keep_len])
+            lens.append(arrays.lens[keep_len])
+        tid = np.concatenate(tids)
+        order = np.argsort(tid, kind="stable")
+        new_runs, new_positions = _reordered(np.concatenate(positions), np.concatenate(runs), order)
+        new_tfs = np.concatenate(tfs)[order]
+        counts = np.bincount(tid, minlength=len(union))
+        used = counts > 0
+        starts = np.zeros(int(used.sum()) + 1, dtype=np.int64)
+        np.cumsum(counts[used], out=starts[1:])
+        pos_starts = np.zeros(len(new_runs) + 1, dtype=np.int64)
+        np.cumsum(new_runs, out=pos_starts[1:])
+        keys[key] = _KeyArrays(
+            [t for t, u in zip(union, used.tolist(), strict=True) if u],
+            starts,
+            np.concatenate(ords)[order].astype(np.int32),
+            new_tfs.astype(np.int32),
+            pos_starts,
+            new_positions.astype(np.int32),
+            np.concatenate(len_ords).astype(np.int32),
+            np.concatenate(lens).astype(np.int32),
+        )
+    columns: dict[str, tuple[Any, Any]] = {}
+    for key in dict.fromkeys(k for s in segments for k in s.columns):
+        parts_o, parts_v = [], []
+        for segment in segments:
+            if key in segment.columns:
+                o, v = segment.columns[key]
+                mask = live[o]
+                parts_o.append(o[mask])
+                parts_v.append(v[mask])
+        columns[key] = (np.concatenate(parts_o).astype(np.int32), np.concatenate(parts_v))
+    return FrozenSegment(first, end, keys, columns)
