@@ -123,8 +123,19 @@ _WRITER_LOCKS: Mapping[str, str] = types.MappingProxyType(
 )
 
 
+class _Slot:
+    """This thread's operation, behind one thread-local lookup (``_Bound.slot``): binding
+    reads and sets it, and each attribute of a ``threading.local`` costs a dictionary lookup."""
+
+    __slots__ = ("op",)
+
+    def __init__(self) -> None:
+        self.op: Operation | None = None
+
+
 class _Bound(threading.local):
-    op: Operation | None = None
+    def __init__(self) -> None:
+        self.slot = _Slot()
 
 
 _bound = _Bound()
@@ -132,18 +143,19 @@ _bound = _Bound()
 
 def bind(op: Operation | None) -> Operation | None:
     """Make ``op`` this thread's operation; returns the one it replaces."""
-    previous = _bound.op
-    _bound.op = op
+    slot = _bound.slot
+    previous = slot.op
+    slot.op = op
     return previous
 
 
 def current() -> Operation | None:
-    return _bound.op
+    return _bound.slot.op
 
 
 def check() -> None:
     """Stop here if this thread's operation was killed or ran out of time."""
-    op = _bound.op
+    op = _bound.slot.op
     if op is not None:
         op.check()
 

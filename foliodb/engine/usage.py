@@ -185,7 +185,11 @@ def plan_used(usage: EngineUsage, store: CollectionStore, access: AccessStage) -
 
 def id_lookup_used(usage: EngineUsage, store: CollectionStore) -> None:
     """:func:`plan_used` of an ``_id`` point lookup (IDHACK), for the point-read path."""
-    used = usage.indexes_of(store.info).get("_id_")
+    info = store.info
+    entry = usage.namespaces.get((info.db, info.name))
+    # Synced with this catalog entry: its counters as they are (indexes_of's first answer, without the call).
+    counters = entry.indexes if entry is not None and entry.synced is info else usage.indexes_of(info)
+    used = counters.get("_id_")
     if used is not None:
         used.ops += 1
 
@@ -235,13 +239,14 @@ def point_finished(usage: EngineUsage, catalog: Catalog, db: str, coll: str, nam
     """:func:`command_finished` of a command a point path answered (find, insert, update or
     delete of collection ``coll``), which took ``micros``: the same counts, without the
     dispatch on the command's kind."""
-    entry = usage.namespaces.get((db, coll))
+    key = (db, coll)
+    entry = usage.namespaces.get(key)
     if entry is None:
         entry = usage.namespace(db, coll)
     latency = entry.latency["reads" if name == "find" else "writes"]
     latency.micros += micros
     latency.ops += 1
-    bucket = histogram_bucket(micros)
+    bucket = micros.bit_length() - 1 if 0 < micros < 2048 else histogram_bucket(micros)  # its first case inline
     buckets = latency.buckets
     buckets[bucket] = buckets.get(bucket, 0) + 1
     totals = entry.by_command.get(name)
@@ -250,7 +255,7 @@ def point_finished(usage: EngineUsage, catalog: Catalog, db: str, coll: str, nam
     else:
         totals[0] += micros
         totals[1] += 1
-    info = catalog.collections.get((db, coll))
+    info = catalog.collections.get(key)
     if info is not None and entry.synced is not info and not info.is_view:
         usage.indexes_of(info)
 
