@@ -133,11 +133,18 @@ class DBPathLock:
 class _WriterLock:
     """The writer lock, handed over in arrival order: ``threading.Lock`` is not
     fair, and a thread writing in a loop would take it back before a waiting
-    writer (an index build's next chunk, another connection) ever got it."""
+    writer (an index build's next chunk, another connection) ever got it.
+
+    It is held while ``_lock`` is: free with no one in line, it is taken with one
+    ``acquire`` and let go with one ``release``, the path of nearly every write. A
+    holder with someone in line hands it to the first without letting ``_lock`` go.
+    ``_mutex`` guards the line; a thread that joins it tries ``_lock`` once more
+    after joining, so a holder that let go just before (seeing no one in line)
+    leaves no one waiting for a free lock (as :class:`foliodb.lane.FairLane`)."""
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
         self._mutex = threading.Lock()
-        self._held = False
         self._waiters: collections.deque[threading.Lock] = collections.deque()
 
     def acquire(self) -> None:
@@ -145,13 +152,16 @@ class _WriterLock:
         op = interrupt.current()
         if op is not None:
             op.wants_writer()  # currentOp's locks
+        if not self._waiters and self._lock.acquire(False):
+            return
         with self._mutex:
-            if not self._held:
-                self._held = True
+            if not self._waiters and self._lock.acquire(False):
                 return
             turn = threading.Lock()
             turn.acquire()
             self._waiters.append(turn)
+            if self._lock.acquire(False):  # let go as this thread joined the line: the first in line's
+                self._waiters.popleft().release()
         lane.leave()  # nothing waits in the lane
         waited_from = time.monotonic()
         if op is not None:
@@ -173,11 +183,21 @@ class _WriterLock:
                 op.waited_for_writer(time.monotonic() - waited_from)
 
     def release(self) -> None:
+        if not self._waiters:
+            self._lock.release()
+            if not self._waiters:
+                return
+            # A thread joined the line as this one let go: the lock is the first in line's,
+            # unless a newcomer took it meanwhile (it hands it on when it lets go).
+            with self._mutex:
+                if self._waiters and self._lock.acquire(False):
+                    self._waiters.popleft().release()
+            return
         with self._mutex:
             if self._waiters:
                 self._waiters.popleft().release()  # the next in line owns it now
-            else:
-                self._held = False
+            else:  # the line gave up waiting meanwhile
+                self._lock.release()
 
 
 class _Reader:
