@@ -24,6 +24,7 @@ gone, as after a mongod restart.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import socket
 import struct
@@ -79,6 +80,8 @@ class RemoteExecutor:
         self._idle: list[socket.socket] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
+        self._flying: dict[int, socket.socket] = {}  # id(command) -> its connection, until answered
+        self._cut: set[int] = set()  # ids of flying commands whose connection abandon() shut
         # This client's own session, for the writes it makes retryable (see the module docstring).
         self._lsid = {"id": Binary.from_uuid(uuid.uuid4(), UuidRepresentation.STANDARD)}
         self._txn_numbers = itertools.count(1)
@@ -103,18 +106,28 @@ class RemoteExecutor:
         with self._lock:
             self._idle.append(sock)
 
-    def round_trip(self, db: str, command: Mapping[str, Any]) -> dict[str, Any]:
-        """Send one command, return its reply; OSError when the owner is gone."""
+    def round_trip(self, db: str, command: Mapping[str, Any], key: object = None) -> dict[str, Any]:
+        """Send one command, return its reply; OSError when the owner is gone, AutoReconnect when
+        :meth:`abandon` cut it off. ``key``: the object :meth:`abandon` names it by (``command``)."""
+        key_id = id(command if key is None else key)
         body = struct.pack("<I", 0) + b"\x00" + bson.encode({**command, "$db": db}, codec_options=CODEC)
         sock = self._take()
+        with self._lock:
+            self._flying[key_id] = sock
         try:
             sock.sendall(_HEADER.pack(_HEADER.size + len(body), next(self._ids), 0, OP_MSG) + body)
             length = _HEADER.unpack(_read(sock, _HEADER.size))[0]
             payload = _read(sock, length - _HEADER.size)
         except BaseException:
             sock.close()
+            if self._landed(key_id):
+                # Not the owner's death: never sent again, to this owner or the next.
+                raise AutoReconnect("the command was abandoned: its connection to the owner was closed") from None
             raise
-        self._give(sock)
+        if self._landed(key_id):
+            sock.close()  # answered, but shut meanwhile: not reusable
+        else:
+            self._give(sock)
         # flags (4 bytes), section kind 0 (1 byte), the reply document
         return bson.decode(payload[5:], CODEC)
 
@@ -128,6 +141,27 @@ class RemoteExecutor:
         if isinstance(concern, Mapping) and concern.get("w") == 0:
             return None
         return {**command, "lsid": self._lsid, "txnNumber": bson.Int64(next(self._txn_numbers))}
+
+    def _landed(self, key_id: int) -> bool:
+        """A command's round trip is over: whether :meth:`abandon` cut its connection."""
+        with self._lock:
+            self._flying.pop(key_id, None)
+            if key_id in self._cut:
+                self._cut.discard(key_id)
+                return True
+            return False
+
+    def abandon(self, command: object) -> None:
+        """Cut off ``command`` (the object sent, or its round trip's ``key``) if it is waiting for
+        its answer: its connection closes, and the owner stops its operation as a server stops a
+        disconnected client's (ClientDisconnect, 279)."""
+        with self._lock:
+            sock = self._flying.get(id(command))
+            if sock is None:
+                return
+            self._cut.add(id(command))
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         with self._lock:
@@ -207,6 +241,12 @@ class SharedExecutor:
             return local.point(db, command, handler, owner)
         return self.execute(db, command, owner=owner)
 
+    def abandon(self, command: Mapping[str, Any]) -> None:
+        """Stop ``command`` if it runs at the dbpath's owner (see RemoteExecutor.abandon); a command
+        this process runs itself is stopped with killOp instead."""
+        if self.remote is not None:
+            self.remote.abandon(command)
+
     def kill_operations(self, code: int, *, owner: int) -> list[int]:
         """Stop the running operations of one client of this process (see Executor.kill_operations)."""
         return self.local.kill_operations(code, owner=owner) if self.local is not None else []
@@ -224,7 +264,7 @@ class SharedExecutor:
         deadline = time.monotonic() + TAKEOVER_SECONDS
         while True:
             try:
-                reply = remote.round_trip(db, sent)
+                reply = remote.round_trip(db, sent, key=command)
                 break
             except OSError as exc:
                 # A dying owner may still accept a connection and then reset it: try again until

@@ -75,11 +75,13 @@ class AsyncMongoClient(Bridged, _Base[Any]):
         self._offload = Offload(workers, self._kill)
 
     def _kill(self, command: Mapping[str, Any]) -> None:
-        """``killOp`` the operation running ``command``, when this process runs it (a dbpath
-        another process owns runs its operations there: a cancelled call only sends no more)."""
+        """``killOp`` the operation running ``command`` when this process runs it; when the
+        dbpath's owner is another process, close the command's connection to it, which stops
+        the operation there as a client's disconnect does (ClientDisconnect)."""
         executor = self._delegate._executor
         local = executor if isinstance(executor, Executor) else executor.local
         if local is None:
+            executor.abandon(command)
             return
         for opid, op in list(local.operations.items()):
             if op.command is command:

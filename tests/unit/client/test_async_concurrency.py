@@ -14,8 +14,12 @@ https://docs.python.org/3/library/asyncio-task.html#task-cancellation
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +29,8 @@ import foliodb
 KILL_OP = "https://www.mongodb.com/docs/manual/reference/method/db.killOp/"
 DELAY_BOUND = 0.05  # the issue's bound on a point read's delay behind a long aggregation
 PROBES = 15
+ROOT = Path(__file__).resolve().parents[3]
+STOP_BOUND = 30.0  # seconds for a killed operation to end at the owner: interruption, not speed
 # An aggregation that runs for seconds on any machine (200 documents x 20,000 unwound values,
 # grouped): the test never waits for its end, it cancels it.
 LONG_PIPELINE = [
@@ -129,3 +135,54 @@ async def until_listed_get_more(client: Any) -> None:
         if await ops.to_list():
             return
         await asyncio.sleep(0.005)
+
+
+OWNER = """
+import sys
+import foliodb
+client = foliodb.MongoClient(sys.argv[1])
+client.test.big.insert_many([{"_id": i, "x": i} for i in range(200)])
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_cancelling_stops_the_operation_in_the_process_owning_the_dbpath(tmp_path: Path) -> None:
+    # KILL_OP through another process: the dbpath's owner runs an endless find; cancelling the task
+    # closes its connection to the owner, which stops the operation as mongod does when its client
+    # disconnects (ClientDisconnect). Before, the cancelled task waited for the find's end: never.
+    path = str(tmp_path / "data")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, path], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        assert owner.stdout is not None and owner.stdout.readline() == b"ready\n"
+
+        async def finds(client: Any) -> list[dict[str, Any]]:
+            cursor = await client.admin.aggregate([{"$currentOp": {}}, {"$match": {"command.find": "big"}}])
+            return list(await cursor.to_list())
+
+        async def main() -> None:
+            client = foliodb.AsyncMongoClient(path)
+            try:
+                assert client._delegate._executor.remote is not None  # reached through the owner
+                endless = asyncio.ensure_future(client.test.big.find({"$where": "while (true) {}"}).to_list())
+                while not await finds(client):
+                    await asyncio.sleep(0.005)
+                endless.cancel()
+                # Generous bounds for a loaded machine: they wait for an interruption, not for speed.
+                done, _ = await asyncio.wait((endless,), timeout=STOP_BOUND)
+                assert done == {endless} and endless.cancelled()
+                deadline = time.monotonic() + STOP_BOUND
+                while await finds(client) and time.monotonic() < deadline:
+                    await asyncio.sleep(0.05)
+                assert await finds(client) == []
+                assert await client.test.big.count_documents({}) == 200  # the client goes on working
+            finally:
+                await client.close()
+
+        asyncio.run(main())
+    finally:
+        owner.stdin.close()  # type: ignore[union-attr]
+        owner.wait(60)
