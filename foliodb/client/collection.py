@@ -204,6 +204,10 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
                 self._run_command(cmd, session, retryable_write=not multi, write_concern=concern)
             )
         acknowledged = concern.acknowledged
+        if len(reply) == 3 and "nModified" in reply and "n" in reply:  # {n, nModified, ok}: what follows, built at once
+            n = reply["n"]
+            raw = {"n": n, "nModified": reply["nModified"], "updatedExisting": bool(n), "ok": 1.0}
+            return UpdateResult(raw if acknowledged else None, acknowledged)
         raw = dict(reply)
         raw.pop("ok", None)
         raw.setdefault("nModified", 0)
