@@ -92,7 +92,7 @@ class Latency:
     def add(self, micros: int) -> None:
         self.micros += micros
         self.ops += 1
-        bucket = histogram_bucket(micros)
+        bucket = micros.bit_length() - 1 if 0 < micros < 2048 else histogram_bucket(micros)  # its first case inline
         self.buckets[bucket] = self.buckets.get(bucket, 0) + 1
 
     def document(self, histograms: bool) -> dict[str, Any]:
@@ -223,12 +223,9 @@ def command_finished(
         entry = usage.namespace(db, target)
         micros = int(seconds * 1_000_000)
         entry.latency[kind].add(micros)
-        totals = entry.by_command.get(name)
-        if totals is None:
-            entry.by_command[name] = [micros, 1]
-        else:
-            totals[0] += micros
-            totals[1] += 1
+        totals = entry.by_command.setdefault(name, [0, 0])
+        totals[0] += micros
+        totals[1] += 1
         if info is None or entry.synced is info:
             return  # nothing to bring up to date
     if info is not None and not info.is_view:
@@ -243,18 +240,10 @@ def point_finished(usage: EngineUsage, catalog: Catalog, db: str, coll: str, nam
     entry = usage.namespaces.get(key)
     if entry is None:
         entry = usage.namespace(db, coll)
-    latency = entry.latency["reads" if name == "find" else "writes"]
-    latency.micros += micros
-    latency.ops += 1
-    bucket = micros.bit_length() - 1 if 0 < micros < 2048 else histogram_bucket(micros)  # its first case inline
-    buckets = latency.buckets
-    buckets[bucket] = buckets.get(bucket, 0) + 1
-    totals = entry.by_command.get(name)
-    if totals is None:
-        entry.by_command[name] = [micros, 1]
-    else:
-        totals[0] += micros
-        totals[1] += 1
+    entry.latency["reads" if name == "find" else "writes"].add(micros)
+    totals = entry.by_command.setdefault(name, [0, 0])
+    totals[0] += micros
+    totals[1] += 1
     info = catalog.collections.get(key)
     if info is not None and entry.synced is not info and not info.is_view:
         usage.indexes_of(info)
