@@ -132,7 +132,7 @@ def point_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | Non
     filter_spec, name, db = cmd.get("filter"), cmd["find"], request.db
     if type(filter_spec) is not dict or type(name) is not str or db == "local" or type(cmd["limit"]) is not int:
         return None
-    engine = request.engine
+    engine = request.executor.engine
     info = engine.catalog.get(db, name)
     if info is None or info.is_view or "collation" in info.options:
         return None
@@ -143,7 +143,8 @@ def point_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | Non
     profiling = engine.profiling.get(db) if engine.profiling else None
     if profiling is not None and profiling.level:
         return None
-    params.read_concern(cmd, request.executor.replica_set is not None)
+    if "readConcern" in cmd:
+        params.read_concern(cmd, request.executor.replica_set is not None)
     usage.id_lookup_used(engine.usage, store)
     row = store.row_by_id_key(keys[0])
     batch = [] if row is None else [_point_document(request, row[1])]
