@@ -319,7 +319,14 @@ def _row_change_streams(db: Any) -> None:
         db.c.insert_one({"x": 1})
         event = stream.next()
     assert event["operationType"] == "insert" and set(event["_id"]) == {"_data"}
-    assert _code(lambda: list(db.c.aggregate([{"$changeStream": {}}, {"$changeStreamSplitLargeEvent": {}}]))) == 238
+    db.c.insert_one({"_id": "big", "a": "x" * (8 << 20)})
+    with db.c.watch([{"$changeStreamSplitLargeEvent": {}}], full_document="updateLookup") as split:
+        # The update's event holds the new 7 MB field twice (the change, the whole document): over 16 MB.
+        db.c.update_one({"_id": "big"}, {"$set": {"b": "y" * (7 << 20)}})
+        first = split.next()
+        fragments = [first] + [split.next() for _ in range(first["splitEvent"]["of"] - 1)]
+    assert [f["splitEvent"]["fragment"] for f in fragments] == list(range(1, len(fragments) + 1))
+    assert len(fragments) >= 2
 
 
 def _row_geo(db: Any) -> None:
@@ -347,13 +354,17 @@ def _row_text_in_or(db: Any) -> None:
     assert scored["s"] > 0
     assert db.c.update_many(query, {"$set": {"x": 1}}).modified_count == 1
     assert db.c.count_documents(query) == 1
-    assert _code(lambda: db.c.find_one({"$or": [query, {"x": 2}]})) == 2
+    assert _code(lambda: db.c.find_one({"$or": [query, {"x": 2}]})) == 291  # x has no index
+    db.c.create_index("x")
+    assert db.c.find_one({"$or": [query, {"x": 2}]}, {"_id": 0, "t": 1}) == {"t": "mongodb schema"}
+    assert _code(lambda: db.c.find_one({"$nor": [query]})) == 2
 
 
 def _row_text_languages(db: Any) -> None:
     db.c.insert_one({"t": "und die Katze", "language": "german"})
     db.c.create_index([("t", "text")])
-    assert db.c.find_one({"$text": {"$search": "die", "$language": "german"}}) is not None
+    assert db.c.find_one({"$text": {"$search": "die", "$language": "german"}}) is None  # a German stop word
+    assert db.c.find_one({"$text": {"$search": "Katzen", "$language": "german"}}) is not None  # stemmed
 
 
 def _row_percentile(db: Any) -> None:

@@ -162,6 +162,7 @@ PASSIVE_STAGES = {
     "$addFields",
     "$bucket",
     "$bucketAuto",
+    "$changeStreamSplitLargeEvent",  # fragments a change stream's events: reads nothing itself
     "$count",
     "$densify",
     "$documents",
