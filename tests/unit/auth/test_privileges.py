@@ -157,7 +157,6 @@ def test_every_registered_command_has_a_privilege_rule() -> None:
 PASSIVE_STAGES = {
     "$_internalSplitPipeline",  # a cluster's split point: passes its input through on one node
     "$_internalInhibitOptimization",  # passes its input through; only stops reordering
-    "$changeStreamSplitLargeEvent",  # splits the change events it is given; reads nothing else
     "$_internalUnpackBucket",
     "$addFields",
     "$bucket",
