@@ -121,6 +121,10 @@ class Floor(Contender):
         return heapq.nlargest(limit, docs, key=lambda doc: doc[field])
 
     def update_one_by_id(self, _id: ObjectId) -> int:
+        return self.update_by_id(_id, _ship)
+
+    def update_by_id(self, _id: ObjectId, change: Callable[[dict[str, Any]], None]) -> int:
+        """Read the document with ``_id``, ``change`` it in place and write it back, in one transaction."""
         execute = self.conn.execute
         execute("BEGIN IMMEDIATE")
         try:
@@ -129,8 +133,7 @@ class Floor(Contender):
             ).fetchone()
             if row is not None:
                 doc = bson.decode(row[1])
-                doc["total"] += 1
-                doc["status"] = "shipped"
+                change(doc)
                 execute("UPDATE docs SET doc = ? WHERE rid = ?", (bson.encode(doc), row[0]))
         except BaseException:
             execute("ROLLBACK")
@@ -221,3 +224,9 @@ class IndexedFloor(Floor):
             (low, low + b"\xff" * 9),
         )
         return [decode(blob) for (blob,) in rows]
+
+
+def _ship(doc: dict[str, Any]) -> None:
+    """The update_one workload's change: ``{$inc: {total: 1}, $set: {status: "shipped"}}``."""
+    doc["total"] += 1
+    doc["status"] = "shipped"

@@ -85,6 +85,7 @@ class ErrorCode(IntEnum):
     JSInterpreterFailure = 139
     ExceededMemoryLimit = 146
     StaleEpoch = 150
+    DurationOverflow = 159
     CommandNotSupportedOnView = 166
     OptionNotSupportedOnView = 167
     InvalidPipelineOperator = 168

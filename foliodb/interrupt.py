@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -35,32 +36,37 @@ _KILL_MESSAGES: dict[int, str] = {ErrorCode.ClientDisconnect: "operation was int
 
 
 class Operation:
-    """One command being run: what ``currentOp`` shows and ``killOp`` marks."""
+    """One command being run: what ``currentOp`` shows and ``killOp`` marks.
 
-    __slots__ = (
-        "client",
-        "command",
-        "connection_id",
-        "cursor",
-        "db",
-        "deadline",
-        "javascript",
-        "js_heap_limit_mb",
-        "js_heap_total_mb",
-        "kill_code",
-        "killed",
-        "lock_waits",
-        "locks",
-        "opid",
-        "owner",
-        "plan_summary",
-        "progress",
-        "session",
-        "started",
-        "stored_javascript",
-        "users",
-        "waiting_for_lock",
-    )
+    What most operations leave as it was (no kill, no lock waits, no cursor...) is a class
+    attribute, set on the instance only when it changes: an operation is made for every
+    command, and setting twenty attributes was a sixth of a point read's own bookkeeping."""
+
+    deadline: float | None = None  # time.monotonic() value from maxTimeMS; None: no limit
+    connection_id: int | None = None  # None: an embedded client's operation
+    owner: int | None = None  # the embedded client running it (its id): it stops when the client closes
+    client = ""
+    killed = False
+    kill_code: int = ErrorCode.Interrupted  # what a check raises once killed (CursorKilled: its cursor was)
+    waiting_for_lock = False
+    # currentOp's locks and lockStats, as mongod names them: the writer is the Global lock in
+    # mode "w" (intent exclusive), held or waited for. (acquisitions, waits, microseconds waited)
+    locks: Mapping[str, str] = types.MappingProxyType({})
+    lock_waits = (0, 0, 0)
+    plan_summary: str | None = None
+    progress: tuple[int, int] | None = None  # (done, total) of an index build
+    cursor: Any = None  # the cursor a getMore takes a batch from (commands.cursors.Cursor)
+    session: bytes | None = None  # the lsid id of the session it runs in
+    # The (db, user) pairs authenticated on the connection that runs it; None without access
+    # control (the embedded client, a server without --auth): whose it is, for currentOp and killOp.
+    users: frozenset[tuple[str, str]] | None = None
+    # Server-side JavaScript ($where, $function, mapReduce): off under --noscripting; its heap bound.
+    javascript = True
+    js_heap_limit_mb = DEFAULT_JS_HEAP_LIMIT_MB
+    js_heap_total_mb = DEFAULT_JS_HEAP_TOTAL_MB
+    # The documents of a database's system.js as this operation reads them (its snapshot, its
+    # transaction): set by whoever can read storage, called only when a context is made.
+    stored_javascript: Callable[[str], Sequence[Mapping[str, Any]]] | None = None
 
     def __init__(
         self,
@@ -74,32 +80,13 @@ class Operation:
         self.opid = opid
         self.db = db
         self.command = command
-        self.deadline = deadline  # time.monotonic() value from maxTimeMS; None: no limit
-        self.connection_id = connection_id  # None: an embedded client's operation
-        self.owner: int | None = None  # the embedded client running it (its id): it stops when the client closes
-        self.client = client
         self.started = time.monotonic()
-        self.killed = False
-        self.kill_code: int = ErrorCode.Interrupted  # what a check raises once killed (CursorKilled: its cursor was)
-        self.waiting_for_lock = False
-        # currentOp's locks and lockStats, as mongod names them: the writer is the Global lock in
-        # mode "w" (intent exclusive), held or waited for. (acquisitions, waits, microseconds waited)
-        self.locks: dict[str, str] = {}
-        self.lock_waits = (0, 0, 0)
-        self.plan_summary: str | None = None
-        self.progress: tuple[int, int] | None = None  # (done, total) of an index build
-        self.cursor: Any = None  # the cursor a getMore takes a batch from (commands.cursors.Cursor)
-        self.session: bytes | None = None  # the lsid id of the session it runs in
-        # The (db, user) pairs authenticated on the connection that runs it; None without access
-        # control (the embedded client, a server without --auth): whose it is, for currentOp and killOp.
-        self.users: frozenset[tuple[str, str]] | None = None
-        # Server-side JavaScript ($where, $function, mapReduce): off under --noscripting; its heap bound.
-        self.javascript = True
-        self.js_heap_limit_mb = DEFAULT_JS_HEAP_LIMIT_MB
-        self.js_heap_total_mb = DEFAULT_JS_HEAP_TOTAL_MB
-        # The documents of a database's system.js as this operation reads them (its snapshot, its
-        # transaction): set by whoever can read storage, called only when a context is made.
-        self.stored_javascript: Callable[[str], Sequence[Mapping[str, Any]]] | None = None
+        if deadline is not None:
+            self.deadline = deadline
+        if connection_id is not None:
+            self.connection_id = connection_id
+        if client:
+            self.client = client
 
     def check(self) -> None:
         lane.leave_if_overdue()  # a command long enough to check runs beside the lane after its slice
@@ -116,7 +103,7 @@ class Operation:
 
     def wants_writer(self) -> None:
         """It takes (or waits for) the writer: mongod's global, replication-state and FCV locks in mode w."""
-        self.locks = dict.fromkeys(("FeatureCompatibilityVersion", "ReplicationStateTransition", "Global"), "w")
+        self.locks = _WRITER_LOCKS
         acquired, waits, micros = self.lock_waits
         self.lock_waits = (acquired + 1, waits, micros)
 
@@ -131,8 +118,24 @@ class Operation:
         return max(self.deadline - time.monotonic(), 0.0)
 
 
+_WRITER_LOCKS: Mapping[str, str] = types.MappingProxyType(
+    dict.fromkeys(("FeatureCompatibilityVersion", "ReplicationStateTransition", "Global"), "w")
+)
+
+
+class _Slot:
+    """This thread's operation, behind one thread-local lookup (``_Bound.slot``): binding
+    reads and sets it, and each attribute of a ``threading.local`` costs a dictionary lookup."""
+
+    __slots__ = ("op",)
+
+    def __init__(self) -> None:
+        self.op: Operation | None = None
+
+
 class _Bound(threading.local):
-    op: Operation | None = None
+    def __init__(self) -> None:
+        self.slot = _Slot()
 
 
 _bound = _Bound()
@@ -140,18 +143,19 @@ _bound = _Bound()
 
 def bind(op: Operation | None) -> Operation | None:
     """Make ``op`` this thread's operation; returns the one it replaces."""
-    previous = _bound.op
-    _bound.op = op
+    slot = _bound.slot
+    previous = slot.op
+    slot.op = op
     return previous
 
 
 def current() -> Operation | None:
-    return _bound.op
+    return _bound.slot.op
 
 
 def check() -> None:
     """Stop here if this thread's operation was killed or ran out of time."""
-    op = _bound.op
+    op = _bound.slot.op
     if op is not None:
         op.check()
 

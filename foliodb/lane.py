@@ -53,16 +53,28 @@ HOLDER_SECONDS = 0.02
 WAIT_SECONDS = 0.5  # the longest wait for a turn, however long the line
 
 
-class _Turn(threading.local):
-    lane: Lane | None = None  # the lane this thread holds a turn in
-    command: FairLane | None = None  # the fair lane whose command this thread runs, in it or beside it
-    until = 0.0  # time.monotonic() when this turn's slice ends
-    # What this thread does before it waits or runs long, besides leaving the lane: the server
-    # loop's leader hands the loop to another thread (foliodb/server/loop.py). Called once.
-    on_wait: Callable[[], None] | None = None
+class _Turn:
+    """One thread's place in the lanes. A plain object behind one thread-local lookup
+    (``_turns.turn``): each attribute of a ``threading.local`` costs a lookup of the thread's
+    dictionary, and a command's turn reads and sets several."""
+
+    __slots__ = ("command", "lane", "on_wait", "until")
+
+    def __init__(self) -> None:
+        self.lane: Lane | None = None  # the lane this thread holds a turn in
+        self.command: FairLane | None = None  # the fair lane whose command this thread runs, in it or beside it
+        self.until = 0.0  # time.monotonic() when this turn's slice ends
+        # What this thread does before it waits or runs long, besides leaving the lane: the server
+        # loop's leader hands the loop to another thread (foliodb/server/loop.py). Called once.
+        self.on_wait: Callable[[], None] | None = None
 
 
-_turn = _Turn()
+class _Turns(threading.local):
+    def __init__(self) -> None:
+        self.turn = _Turn()
+
+
+_turns = _Turns()
 
 
 class Lane:
@@ -75,18 +87,19 @@ class Lane:
     @contextmanager
     def turn(self) -> Iterator[None]:
         """Run the block in the lane (or beside it: see :meth:`_enter`); out of it at the end."""
-        if _turn.lane is not None or not self._enter():
+        turn = _turns.turn
+        if turn.lane is not None or not self._enter():
             yield  # already in a lane, or beside it
             return
         now = time.monotonic()
         self._since = now
-        _turn.lane = self
-        _turn.until = now + SLICE_SECONDS
+        turn.lane = self
+        turn.until = now + SLICE_SECONDS
         try:
             yield
         finally:
-            if _turn.lane is self:  # not left early
-                _turn.lane = None
+            if turn.lane is self:  # not left early
+                turn.lane = None
                 self._release()
 
     def _release(self) -> None:
@@ -100,7 +113,7 @@ class Lane:
         lock = self._lock
         if lock.acquire(blocking=False):
             return True
-        if _waiting():
+        if _waiting(_turns.turn):
             # A server loop's leader hands the loop on and runs beside: waiting for its turn, it
             # would hold the lane once it had it, and the next leader would then wait for it.
             return False
@@ -120,12 +133,18 @@ class FairLane(Lane):
     past its first slice) waits while the short ones have had less of the lane than the long
     ones lately, so writers beside busy readers keep half the lane at least. ``_waiting``
     holds each waiting thread's own lock (released to hand it the turn) and whether its
-    command is long."""
+    command is long.
+
+    The lane is held while ``_lock`` is: a free lane with no one in line is taken with one
+    ``acquire`` and let go with one ``release``, the path of nearly every command. A turn
+    handed to a waiting thread passes without ``_lock`` being let go. ``_mutex`` guards the
+    line: a thread joins it, or a holder hands the lane on, only under it; and a thread that
+    joins the line tries ``_lock`` once more after joining, so a holder that let go just
+    before it joined (seeing no one in line) leaves no one waiting for a free lane."""
 
     def __init__(self) -> None:
         super().__init__()
-        self._mutex = threading.Lock()  # guards what follows
-        self._held = False
+        self._mutex = threading.Lock()  # guards the line and hand-overs
         self._holder_long = False
         self._waiting: list[tuple[threading.Lock, bool]] = []
         # Lane seconds of long commands less those of short ones, while both wanted it (bounded:
@@ -137,57 +156,53 @@ class FairLane(Lane):
         command): True when the command runs in this lane, or beside it to ask again after a
         slice; then :meth:`done` ends it. False inside another turn or command (a server's
         connection holds the server's lane; a command run inside another)."""
-        turn = _turn
+        turn = _turns.turn
         if turn.lane is not None or turn.command is not None:
             return False
         turn.command = self
-        with self._mutex:  # a free lane, taken here: the path of nearly every command
-            free = not self._held
-            if free:
-                self._held = True
-                self._holder_long = False
-                self._since = now = time.monotonic()
-        if free:
+        if not self._waiting and self._lock.acquire(False):  # a free lane, no one in line
+            self._holder_long = False
+            self._since = now = time.monotonic()
             turn.lane = self
             turn.until = now + SLICE_SECONDS
         else:
-            self._wait(long=False)
+            self._wait(turn, long=False)
         return True
 
     def done(self) -> None:
         """The end of a command that :meth:`take` admitted."""
-        _turn.command = None
-        if _turn.lane is self:
-            _turn.lane = None
+        turn = _turns.turn
+        turn.command = None
+        if turn.lane is self:
+            turn.lane = None
             self._release()
 
     def rejoin(self) -> None:
         """A long command running beside the lane (past its slice): wait for a turn."""
-        self._wait(long=True)
+        self._wait(_turns.turn, long=True)
 
     def pass_turn(self) -> None:
         """The holder's slice is over: the next waiting thread's turn (see the class
         docstring), this one's later; a new slice at once when no one waits."""
         if self._waiting:
             leave()
-            self._wait(long=True)
+            self._wait(_turns.turn, long=True)
         else:
             # A holder that checks is not blocked: no one who comes to wait now should run beside it.
             self._since = time.monotonic()
-            _turn.until = self._since + SLICE_SECONDS
+            _turns.turn.until = self._since + SLICE_SECONDS
 
-    def _wait(self, long: bool) -> None:
+    def _wait(self, turn: _Turn, long: bool) -> None:
         if self._enter_as(long):
-            _turn.lane = self
-        _turn.until = time.monotonic() + SLICE_SECONDS
+            turn.lane = self
+        turn.until = time.monotonic() + SLICE_SECONDS
 
     def _enter(self) -> bool:
         return self._enter_as(False)
 
     def _enter_as(self, long: bool) -> bool:
         with self._mutex:
-            if not self._held:
-                self._held = True
+            if not self._waiting and self._lock.acquire(False):
                 self._holder_long = long
                 self._since = time.monotonic()
                 return True
@@ -195,6 +210,8 @@ class FairLane(Lane):
             mine.acquire()
             entry = (mine, long)
             self._waiting.append(entry)
+            if self._lock.acquire(False):  # let go as this thread joined the line: the first in line's
+                self._hand_over()
         started = now = time.monotonic()
         while True:
             held = now - self._since
@@ -209,41 +226,55 @@ class FairLane(Lane):
             now = time.monotonic()
 
     def _release(self) -> None:
-        with self._mutex:
-            waiting = self._waiting
-            if not waiting:
-                self._held = False
+        if not self._waiting:
+            self._lock.release()
+            if not self._waiting:
                 return
-            now = time.monotonic()
-            spent = now - self._since
-            # A turn that outlasted its slice was a long command's, even as its first.
-            long = self._holder_long or spent >= SLICE_SECONDS
-            balance = self._balance + (spent if long else -spent)
-            self._balance = min(max(balance, -4 * SLICE_SECONDS), 4 * SLICE_SECONDS)
-            want_long = self._balance <= 0
-            chosen = next((entry for entry in waiting if entry[1] == want_long), waiting[0])
-            waiting.remove(chosen)
-            self._holder_long = chosen[1]
-            self._since = now  # the next holder's turn starts (the lane stays held)
-            chosen[0].release()
+            # A thread joined the line as this one let go: the lane is the first in line's,
+            # unless a newcomer took it meanwhile (and will hand it on).
+            with self._mutex:
+                if self._waiting and self._lock.acquire(False):
+                    self._hand_over()
+            return
+        with self._mutex:
+            if self._waiting:
+                self._hand_over()
+            else:  # the line gave up waiting meanwhile
+                self._lock.release()
+
+    def _hand_over(self) -> None:
+        """Under ``_mutex``, the lane held and someone in line: give the turn to the next."""
+        waiting = self._waiting
+        now = time.monotonic()
+        spent = now - self._since
+        # A turn that outlasted its slice was a long command's, even as its first.
+        long = self._holder_long or spent >= SLICE_SECONDS
+        balance = self._balance + (spent if long else -spent)
+        self._balance = min(max(balance, -4 * SLICE_SECONDS), 4 * SLICE_SECONDS)
+        want_long = self._balance <= 0
+        chosen = next((entry for entry in waiting if entry[1] == want_long), waiting[0])
+        waiting.remove(chosen)
+        self._holder_long = chosen[1]
+        self._since = now  # the next holder's turn starts (the lane stays held)
+        chosen[0].release()
 
 
 def in_lane() -> bool:
     """Does this thread hold a turn?"""
-    return _turn.lane is not None
+    return _turns.turn.lane is not None
 
 
 def on_wait(callback: Callable[[], None] | None) -> None:
     """What this thread does at its next :func:`leave` or wait for a turn (None: nothing)."""
-    _turn.on_wait = callback
+    _turns.turn.on_wait = callback
 
 
-def _waiting() -> bool:
+def _waiting(turn: _Turn) -> bool:
     """Run this thread's ``on_wait``; was there one?"""
-    callback = _turn.on_wait
+    callback = turn.on_wait
     if callback is None:
         return False
-    _turn.on_wait = None
+    turn.on_wait = None
     callback()
     return True
 
@@ -251,22 +282,25 @@ def _waiting() -> bool:
 def leave() -> None:
     """Out of the lane, if this thread is in it, and out of whatever else others wait
     for it to give up (``on_wait``): before a wait, or when the slice is over."""
-    held = _turn.lane
+    turn = _turns.turn
+    held = turn.lane
     if held is not None:
-        _turn.lane = None
+        turn.lane = None
         held._release()
-    _waiting()
+    if turn.on_wait is not None:
+        _waiting(turn)
 
 
 def leave_if_overdue() -> None:
     """Out of the lane once this thread's slice is over (called by interrupt checks); in a fair
     lane, the turn passes to the next waiting thread, and a command beside asks for one again."""
-    held = _turn.lane
+    turn = _turns.turn
+    held = turn.lane
     if held is not None:
-        if time.monotonic() > _turn.until:
+        if time.monotonic() > turn.until:
             if isinstance(held, FairLane):
                 held.pass_turn()
             else:
                 leave()
-    elif _turn.command is not None and time.monotonic() > _turn.until:
-        _turn.command.rejoin()
+    elif turn.command is not None and time.monotonic() > turn.until:
+        turn.command.rejoin()

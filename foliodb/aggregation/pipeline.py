@@ -80,6 +80,10 @@ class Stage:
     # For moving a $match before this stage: is this top-level field left
     # exactly as it was? None: nothing may move before this stage.
     keeps: Callable[[str], bool] | None = None
+    # Paths this stage sets to the value another path had before it (mongod's getComputedPaths
+    # renames: {z: "$a"}, or "d.e" for {d: {$map: {input: "$a", in: {e: "$$this.b"}}}}), new -> old;
+    # a $match reading them moves before the stage with the old paths.
+    renames: Mapping[str, str] | None = None
     sort: Mapping[str, Any] | None = None  # $sort: its pattern
     limit: int | None = None  # $limit: n; $sort: the fused top-k limit
     with_limit: Callable[[int], Stage] | None = None  # $sort: this sort keeping only the first n
@@ -153,6 +157,7 @@ class Limits:
     window_bytes: int = 100 * 1024 * 1024  # internalDocumentSourceSetWindowFieldsMaxMemoryBytes
     bucket_auto_bytes: int = 100 * 1024 * 1024  # internalDocumentSourceBucketAutoMaxMemoryBytes
     push_bytes: int = 100 * 1024 * 1024  # internalQueryMaxPushBytes / AddToSetBytes
+    graph_lookup_bytes: int = 100 * 1024 * 1024  # internalDocumentSourceGraphLookupMaxMemoryBytes
 
 
 LIMITS = Limits()
@@ -496,7 +501,7 @@ def _rewrite(a: Stage, b: Stage, where: Where) -> list[Stage] | None:
     if a.name == "$match" and b.name == "$match":
         return [match_stage({"$and": [a.spec, b.spec]}, where)]  # type: ignore[list-item]
     if b.name == "$match" and a.keeps is not None:
-        movable, rest = split_match(b.spec, a.keeps)
+        movable, rest = split_match(b.spec, a.keeps, a.renames or {})
         if movable is None:
             return None
         moved = match_stage(movable, where)
@@ -521,33 +526,12 @@ def _rewrite(a: Stage, b: Stage, where: Where) -> list[Stage] | None:
     return None
 
 
-def filter_fields(spec: Mapping[str, Any]) -> set[str] | None:
-    """The top-level field names a filter reads; None when it cannot be told
-    (``$expr``, ``$where``, ``$text``, ``$jsonSchema`` read the whole document)."""
-    fields: set[str] = set()
-    for key, value in spec.items():
-        if key in ("$and", "$or", "$nor"):
-            if not isinstance(value, list):
-                return None
-            for clause in value:
-                if not isinstance(clause, Mapping):
-                    return None
-                inner = filter_fields(clause)
-                if inner is None:
-                    return None
-                fields |= inner
-        elif key == "$comment":
-            continue
-        elif key.startswith("$"):
-            return None
-        else:
-            fields.add(key.split(".", 1)[0])
-    return fields
-
-
-def split_match(spec: Mapping[str, Any], keeps: Callable[[str], bool]) -> tuple[Any, Any]:
+def split_match(
+    spec: Mapping[str, Any], keeps: Callable[[str], bool], renames: Mapping[str, str] | None = None
+) -> tuple[Any, Any]:
     """(clauses that may move before the stage, the others), each a filter or
-    None. A top-level ``$and`` is split clause by clause."""
+    None. A top-level ``$and`` is split clause by clause; a clause reading only
+    kept fields and renamed paths moves with the renamed paths' old names."""
     clauses: list[Mapping[str, Any]] = []
     for key, value in spec.items():
         if key == "$and" and isinstance(value, list) and all(isinstance(c, Mapping) for c in value):
@@ -556,12 +540,56 @@ def split_match(spec: Mapping[str, Any], keeps: Callable[[str], bool]) -> tuple[
             clauses.append({key: value})
     movable, rest = [], []
     for clause in clauses:
-        fields = filter_fields(clause)
-        if fields is not None and fields and all(keeps(f) for f in fields):
-            movable.append(clause)
+        paths = filter_paths(clause)
+        if paths and all(keeps(p.split(".", 1)[0]) or _renamed(p, renames or {}) is not None for p in paths):
+            movable.append(_rename_filter(clause, keeps, renames or {}))
         else:
             rest.append(clause)
     return _conjunction(movable), _conjunction(rest)
+
+
+def filter_paths(spec: Mapping[str, Any]) -> set[str] | None:
+    """The field paths a filter's clauses name; None when it cannot be told
+    (``$expr``, ``$where``, ``$text``, ``$jsonSchema`` read the whole document)."""
+    paths: set[str] = set()
+    for key, value in spec.items():
+        if key in ("$and", "$or", "$nor"):
+            if not isinstance(value, list) or not all(isinstance(clause, Mapping) for clause in value):
+                return None
+            for clause in value:
+                inner = filter_paths(clause)
+                if inner is None:
+                    return None
+                paths |= inner
+        elif key == "$comment":
+            continue
+        elif key.startswith("$"):
+            return None
+        else:
+            paths.add(key)
+    return paths
+
+
+def _renamed(path: str, renames: Mapping[str, str]) -> str | None:
+    """``path`` with its renamed prefix (whole components) replaced by the old name, or None."""
+    for new, old in renames.items():
+        if path == new or path.startswith(new + "."):
+            return old + path[len(new) :]
+    return None
+
+
+def _rename_filter(spec: Mapping[str, Any], keeps: Callable[[str], bool], renames: Mapping[str, str]) -> Any:
+    out: dict[str, Any] = {}
+    for key, value in spec.items():
+        if key in ("$and", "$or", "$nor"):
+            out[key] = [_rename_filter(clause, keeps, renames) for clause in value]
+        elif key.startswith("$") or keeps(key.split(".", 1)[0]):
+            out[key] = value
+        else:
+            renamed = _renamed(key, renames)
+            assert renamed is not None  # split_match moves only clauses whose paths all are kept or renamed
+            out[renamed] = value
+    return out
 
 
 def _conjunction(clauses: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:

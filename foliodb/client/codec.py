@@ -41,15 +41,18 @@ class DocumentCodec:
 
     def encode(self, doc: Any) -> Any:
         """A caller's document as the engine takes it."""
-        if isinstance(doc, RawBSONDocument):
+        if type(doc) is dict:  # the usual case, before the ABC check below (a Python-level call)
+            if self.plain and _native_items(doc.values()):
+                return doc
+        elif isinstance(doc, RawBSONDocument):
             return bson.decode(doc.raw, CODEC)
-        if self.plain and _native(doc):
+        elif self.plain and _native(doc):
             return doc
         return bson.decode(bson.encode(doc, codec_options=self.options), CODEC)
 
     def encode_update(self, update: Any) -> Any:
         """An update document encoded; an update pipeline (a list) as it is."""
-        return self.encode(update) if isinstance(update, Mapping) else update
+        return self.encode(update) if type(update) is dict or isinstance(update, Mapping) else update
 
     def decode(self, docs: list[dict[str, Any]]) -> list[Any]:
         """The engine's documents as the caller's codec options make them."""

@@ -77,6 +77,9 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             database.client._point, database.name
         )
         self._pointable: Callable[[], bool] = database.client._pointable
+        # The server's default concerns (fixed for this object's life), which the point paths need.
+        self._default_write = self._write_concern.is_server_default
+        self._default_read = self._read_concern.level is None
 
     @property
     def full_name(self) -> str:
@@ -112,6 +115,12 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
 
     # -- plumbing -------------------------------------------------------------------
 
+    def _concern(self, cmd: dict[str, Any], session: Any) -> WriteConcern:
+        """:meth:`_write_concern_doc`, without its calls when there is nothing to add."""
+        if session is None and self._default_write:
+            return self._write_concern
+        return self._write_concern_doc(cmd, session)
+
     # -- inserts ----------------------------------------------------------------------
 
     def insert_one(
@@ -120,12 +129,10 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         """Insert a document (given an ObjectId ``_id`` when it has none); an InsertOneResult.
 
         https://www.mongodb.com/docs/manual/reference/command/insert/"""
-        cmd = command_doc(
-            {"insert": self._name, "ordered": True, "documents": [self._codec.encode(with_id(document))]},
-            bypassDocumentValidation=bypass_document_validation,
-            comment=comment,
-        )
-        concern = self._write_concern_doc(cmd, session)
+        cmd = {"insert": self._name, "ordered": True, "documents": [self._codec.encode(with_id(document))]}
+        if bypass_document_validation is not None or comment is not None:
+            command_doc(cmd, bypassDocumentValidation=bypass_document_validation, comment=comment)
+        concern = self._concern(cmd, session)
         if session is None and len(cmd) == 3 and self._pointable():  # nothing but the document
             reply = self._point(cmd, write.point_insert, "write")
         else:
@@ -173,19 +180,22 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         bypass_document_validation: bool | None,
         session: Any,
     ) -> UpdateResult:
-        common.validate_is_mapping("filter", filter)
-        validate_boolean("upsert", upsert)
+        if type(filter) is not dict:  # a dict passes (pymongo's check is an ABC check, slow per call)
+            common.validate_is_mapping("filter", filter)
+        if type(upsert) is not bool:
+            validate_boolean("upsert", upsert)
         fields = {"q": self._codec.encode(filter), "u": self._codec.encode_update(update), "multi": multi}
         if array_filters is not None:
             common.validate_list("array_filters", array_filters)
-        update_statement = statement(fields, upsert, collation, hint, sort, array_filters)
-        cmd = command_doc(
-            {"update": self._name, "ordered": True, "updates": [update_statement]},
-            let=let,
-            comment=comment,
-            bypassDocumentValidation=bypass_document_validation,
-        )
-        concern = self._write_concern_doc(cmd, session)
+        if collation is None and hint is None and sort is None and array_filters is None:
+            fields["upsert"] = upsert  # statement()'s answer without the call: upsert is a bool
+            update_statement = fields
+        else:
+            update_statement = statement(fields, upsert, collation, hint, sort, array_filters)
+        cmd = {"update": self._name, "ordered": True, "updates": [update_statement]}
+        if let is not None or comment is not None or bypass_document_validation is not None:
+            command_doc(cmd, let=let, comment=comment, bypassDocumentValidation=bypass_document_validation)
+        concern = self._concern(cmd, session)
         if session is None and len(cmd) == 3 and self._pointable():  # one statement, nothing else
             reply = _reply.check_single_write(self._point(cmd, write.point_update, "write"))
         else:
@@ -194,6 +204,10 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
                 self._run_command(cmd, session, retryable_write=not multi, write_concern=concern)
             )
         acknowledged = concern.acknowledged
+        if len(reply) == 3 and "nModified" in reply and "n" in reply:  # {n, nModified, ok}: what follows, built at once
+            n = reply["n"]
+            raw = {"n": n, "nModified": reply["nModified"], "updatedExisting": bool(n), "ok": 1.0}
+            return UpdateResult(raw if acknowledged else None, acknowledged)
         raw = dict(reply)
         raw.pop("ok", None)
         raw.setdefault("nModified", 0)
@@ -305,12 +319,15 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
     def _run_delete(
         self, filter: Any, limit: int, collation: Any, hint: Any, let: Any, comment: Any, session: Any
     ) -> DeleteResult:
-        common.validate_is_mapping("filter", filter)
-        delete_statement = statement({"q": self._codec.encode(filter), "limit": limit}, None, collation, hint)
-        cmd = command_doc(
-            {"delete": self._name, "ordered": True, "deletes": [delete_statement]}, let=let, comment=comment
-        )
-        concern = self._write_concern_doc(cmd, session)
+        if type(filter) is not dict:  # as in _run_update
+            common.validate_is_mapping("filter", filter)
+        delete_statement = {"q": self._codec.encode(filter), "limit": limit}
+        if collation is not None or hint is not None:
+            statement(delete_statement, None, collation, hint)
+        cmd = {"delete": self._name, "ordered": True, "deletes": [delete_statement]}
+        if let is not None or comment is not None:
+            command_doc(cmd, let=let, comment=comment)
+        concern = self._concern(cmd, session)
         if session is None and len(cmd) == 3 and self._pointable():  # one statement, nothing else
             reply = _reply.check_single_write(self._point(cmd, write.point_delete, "write"))
         else:
@@ -390,7 +407,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
         """The first matching document, or None; a non-mapping filter matches ``_id``.
 
         https://www.mongodb.com/docs/manual/reference/command/find/"""
-        if filter is not None and not isinstance(filter, Mapping):
+        if filter is not None and type(filter) is not dict and not isinstance(filter, Mapping):
             filter = {"_id": filter}
         if not args and not kwargs:
             # The common case, without a Cursor: one find of one document.
@@ -400,7 +417,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
                 "limit": 1,
                 "singleBatch": True,
             }
-            if self._read_concern.level is None and self._pointable():
+            if self._default_read and self._pointable():
                 reply = self._point(cmd, find.point_find, "read")
             else:
                 reply = self._run_command(cmd, read_concern=self._read_concern, read_preference=None, kind="read")

@@ -37,6 +37,7 @@ from foliodb.errors import INTERRUPTIONS, CommandError, ErrorCode
 from foliodb.query import collation as collation_module
 from foliodb.query import metadata
 from foliodb.query.bsontypes import is_string, type_name
+from foliodb.query.compare import is_number
 from foliodb.query.context import Context
 from foliodb.query.search_query import SearchQuery
 from foliodb.query.vector_query import VectorQuery
@@ -216,10 +217,13 @@ class EngineEnv:
         info = self.engine.catalog.get(db or self.db, coll)
         if info is None:
             return False
-        # Unique, not partial, and of the aggregate's collation (mongod's supportsUniqueKey).
+        # Unique, not partial, ascending/descending keys only (a text, 2dsphere, 2d or hashed key
+        # does not hold each value once) and of the aggregate's collation (mongod's supportsUniqueKey
+        # and keyPatternNamesExactPaths).
         return any(
             index.unique
             and sorted(index.key) == sorted(fields)
+            and all(is_number(direction) for direction in index.key.values())
             and "partialFilterExpression" not in index.spec
             and collation_module.same(index.collator, self.ctx.collator)
             for index in info.indexes.values()

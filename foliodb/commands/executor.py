@@ -48,6 +48,8 @@ log = logging.getLogger("foliodb")
 # A command's point path (commands.find.point_find, commands.write.point_insert...): its reply,
 # or None when the general path must answer.
 PointHandler = Callable[["Request", Mapping[str, Any]], "dict[str, Any] | None"]
+# The opcounter of each command with a point path (as :meth:`Executor._count` counts it).
+_POINT_COUNTERS = {"insert": "insert", "update": "update", "delete": "delete", "find": "query"}
 
 
 def _await_end(held: HeldByTransactionError) -> None:
@@ -180,26 +182,25 @@ class Executor:
         if failpoints.configured():
             return self.execute(db, command, owner=owner)
         road = self.engine.lane
-        if not road.take():
-            return self._run_point(db, command, handler, owner)
+        taken = road.take()
         try:
-            return self._run_point(db, command, handler, owner)
+            reply = self._point_reply(db, command, handler, owner)
+            return self._execute(db, command, {"owner": owner}) if reply is None else reply
         finally:
-            road.done()
-
-    def _run_point(self, db: str, command: dict[str, Any], point: PointHandler, owner: int | None) -> dict[str, Any]:
-        reply = self._point_reply(db, command, point, owner)
-        return self._execute(db, command, {"owner": owner}) if reply is None else reply
+            if taken:
+                road.done()
 
     def _point_reply(
         self, db: str, command: dict[str, Any], point: PointHandler, owner: int | None
     ) -> dict[str, Any] | None:
         """:meth:`_execute` for a point path: its reply, or None when it declines."""
         op = Operation(next(self._opids), db, command)
-        op.javascript = self.javascript
         op.owner = owner
+        if not self.javascript:
+            op.javascript = False
+        opid = op.opid
         operations = self.operations
-        operations[op.opid] = op
+        operations[opid] = op
         previous = interrupt.bind(op)
         engine = self.engine
         storage = engine.storage
@@ -208,13 +209,20 @@ class Executor:
         try:
             storage.begin_operation()
             try:
-                reply = self._point_call(Request(self, db, name), command, point)
+                request = Request(self, db, name)
+                while True:
+                    try:
+                        reply = point(request, command)
+                        break
+                    except HeldByTransactionError as held:  # as _call: run again once that transaction ends
+                        _await_end(held)
             finally:
                 storage.end_operation()
             if reply is not None:
-                seconds = time.perf_counter() - started
-                usage.command_finished(engine.usage, storage.published, db, name, command, seconds)
-                self._count(name, command)
+                micros = int((time.perf_counter() - started) * 1_000_000)
+                usage.point_finished(engine.usage, storage.published, db, command[name], name, micros)
+                counter = _POINT_COUNTERS[name]
+                self.opcounters[counter] += len(command["documents"]) if counter == "insert" else 1
             return reply
         except CommandError as exc:
             return exc.to_reply()
@@ -225,17 +233,7 @@ class Executor:
             return CommandError(ErrorCode.InternalError, f"internal error: {type(exc).__name__}: {exc}").to_reply()
         finally:
             interrupt.bind(previous)
-            del operations[op.opid]
-
-    @staticmethod
-    def _point_call(request: Request, command: dict[str, Any], point: PointHandler) -> dict[str, Any] | None:
-        """``point``'s reply; as :meth:`_call`, a write that met a document an open
-        transaction holds runs again once that transaction ends."""
-        while True:
-            try:
-                return point(request, command)
-            except HeldByTransactionError as held:
-                _await_end(held)
+            del operations[opid]
 
     def _execute(self, db: str, command: Mapping[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
         op = Operation(next(self._opids), db, command, None, extra.get("connection_id"), extra.get("peer", ""))

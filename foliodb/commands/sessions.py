@@ -89,7 +89,7 @@ def _txn_number(cmd: Mapping[str, Any]) -> int:
 def run(request: Request, handler: Handler, cmd: Mapping[str, Any]) -> dict[str, Any]:
     """Run ``cmd`` (which carries ``lsid``) in its session."""
     engine = request.engine
-    session = engine.sessions.touch(cmd["lsid"], _owner())
+    session = engine.sessions.touch(cmd["lsid"], _owner(), request.lsid)
     if "txnNumber" not in cmd:
         if "autocommit" in cmd or "startTransaction" in cmd:
             raise CommandError(
@@ -405,13 +405,15 @@ def listed_sessions(request: Request, all_users: bool, users: list[tuple[str, st
     return request.engine.sessions.listing({_owner()})
 
 
+# The unsigned signature of every $clusterTime (one node signs nothing), shared by every reply
+# (nothing changes it): made once, as a Binary costs more to make than the rest of the fields.
+_SIGNATURE = {"hash": Binary(b"\x00" * 20), "keyId": Int64(0)}
+
+
 def cluster_time_fields(request: Request) -> dict[str, Any]:
     """``operationTime`` and ``$clusterTime`` of a replica set member's replies."""
     ts = request.engine.storage.cluster_time
-    return {
-        "operationTime": ts,
-        "$clusterTime": {"clusterTime": ts, "signature": {"hash": Binary(b"\x00" * 20), "keyId": Int64(0)}},
-    }
+    return {"operationTime": ts, "$clusterTime": {"clusterTime": ts, "signature": _SIGNATURE}}
 
 
 @COMMANDS.register("commitTransaction", "abortTransaction")

@@ -123,6 +123,7 @@ def prepare_insert(doc: Any) -> dict[str, Any]:
 
 
 _last_timestamp = Timestamp(0, 0)
+_SCALAR_IDS = frozenset({ObjectId, str, int})
 
 
 def next_timestamp() -> Timestamp:
@@ -135,6 +136,8 @@ def next_timestamp() -> Timestamp:
 
 
 def check_id(value: Any) -> None:
+    if type(value) in _SCALAR_IDS:  # the usual _id types, none refused: no bracket to work out
+        return
     b = cmp.bracket(value)
     if b == cmp.ARRAY:
         raise CommandError(ErrorCode.InvalidIdField, "The '_id' value cannot be of type array")
@@ -182,7 +185,10 @@ def _point_statement(cmd: Mapping[str, Any], command: str, batch: str) -> Any:
     statements = cmd.get(batch)
     if type(statements) is not list or len(statements) != 1 or type(cmd[command]) is not str:
         return None
-    if type(cmd.get("ordered", True)) is not bool or not cmd.keys() - {command, batch} <= _POINT_WRITE_FIELDS:
+    if type(cmd.get("ordered", True)) is not bool:
+        return None
+    # {command, batch, ordered}: the embedded client's shape, nothing else to look at.
+    if (len(cmd) != 3 or "ordered" not in cmd) and not cmd.keys() - {command, batch} <= _POINT_WRITE_FIELDS:
         return None
     statement = statements[0]
     return statement if type(statement) is dict else None

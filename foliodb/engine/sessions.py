@@ -59,7 +59,7 @@ class ServerSession:
 
 def lsid_key(lsid: Any) -> bytes:
     """The session's identity in an ``lsid`` document (``{id: UUID}``)."""
-    if not isinstance(lsid, Mapping) or "id" not in lsid:
+    if not isinstance(lsid, dict | Mapping) or "id" not in lsid:  # dict first: the ABC check is slow
         raise CommandError(ErrorCode.TypeMismatch, "BSON field 'lsid' is the wrong type, expected object")
     value = lsid["id"]
     if isinstance(value, Binary) and value.subtype in (3, 4):
@@ -80,8 +80,10 @@ class SessionRegistry:
         self.timeout_minutes = TIMEOUT_MINUTES
         self.transaction_lifetime = 60.0  # transactionLifetimeLimitSeconds
 
-    def touch(self, lsid: Any, owner: tuple[str, str] | None = None) -> ServerSession:
-        key = lsid_key(lsid)
+    def touch(self, lsid: Any, owner: tuple[str, str] | None = None, key: bytes | None = None) -> ServerSession:
+        """The session of ``lsid`` (``key``: its :func:`lsid_key`, when the caller has it), used now."""
+        if key is None:
+            key = lsid_key(lsid)
         with self.lock:
             session = self.sessions.get(key)
             if session is None:

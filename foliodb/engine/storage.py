@@ -133,11 +133,18 @@ class DBPathLock:
 class _WriterLock:
     """The writer lock, handed over in arrival order: ``threading.Lock`` is not
     fair, and a thread writing in a loop would take it back before a waiting
-    writer (an index build's next chunk, another connection) ever got it."""
+    writer (an index build's next chunk, another connection) ever got it.
+
+    It is held while ``_lock`` is: free with no one in line, it is taken with one
+    ``acquire`` and let go with one ``release``, the path of nearly every write. A
+    holder with someone in line hands it to the first without letting ``_lock`` go.
+    ``_mutex`` guards the line; a thread that joins it tries ``_lock`` once more
+    after joining, so a holder that let go just before (seeing no one in line)
+    leaves no one waiting for a free lock (as :class:`foliodb.lane.FairLane`)."""
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
         self._mutex = threading.Lock()
-        self._held = False
         self._waiters: collections.deque[threading.Lock] = collections.deque()
 
     def acquire(self) -> None:
@@ -145,13 +152,16 @@ class _WriterLock:
         op = interrupt.current()
         if op is not None:
             op.wants_writer()  # currentOp's locks
+        if not self._waiters and self._lock.acquire(False):
+            return
         with self._mutex:
-            if not self._held:
-                self._held = True
+            if not self._waiters and self._lock.acquire(False):
                 return
             turn = threading.Lock()
             turn.acquire()
             self._waiters.append(turn)
+            if self._lock.acquire(False):  # let go as this thread joined the line: the first in line's
+                self._waiters.popleft().release()
         lane.leave()  # nothing waits in the lane
         waited_from = time.monotonic()
         if op is not None:
@@ -173,11 +183,21 @@ class _WriterLock:
                 op.waited_for_writer(time.monotonic() - waited_from)
 
     def release(self) -> None:
+        if not self._waiters:
+            self._lock.release()
+            if not self._waiters:
+                return
+            # A thread joined the line as this one let go: the lock is the first in line's,
+            # unless a newcomer took it meanwhile (it hands it on when it lets go).
+            with self._mutex:
+                if self._waiters and self._lock.acquire(False):
+                    self._waiters.popleft().release()
+            return
         with self._mutex:
             if self._waiters:
                 self._waiters.popleft().release()  # the next in line owns it now
-            else:
-                self._held = False
+            else:  # the line gave up waiting meanwhile
+                self._lock.release()
 
 
 class _Reader:
@@ -194,11 +214,23 @@ class _Reader:
         self.overlay: Transaction | None = None
 
 
-class _ThreadState(threading.local):
-    depth = 0  # operations open on this thread (nested ones join the outermost)
-    view: _Reader | None = None  # the operation's snapshot, opened at its first read
-    writing = 0  # depth of write() on this thread
-    txn: _Reader | None = None  # the transaction this thread's command runs in (its pinned snapshot)
+class _ThreadState:
+    """One thread's operation state: a plain object behind one thread-local lookup
+    (``_ThreadStates.state``), since each attribute read or set on a ``threading.local``
+    costs a lookup of the thread's dictionary, and every operation reads and sets several."""
+
+    __slots__ = ("depth", "txn", "view", "writing")
+
+    def __init__(self) -> None:
+        self.depth = 0  # operations open on this thread (nested ones join the outermost)
+        self.view: _Reader | None = None  # the operation's snapshot, opened at its first read
+        self.writing = 0  # depth of write() on this thread
+        self.txn: _Reader | None = None  # the transaction this thread's command runs in (its pinned snapshot)
+
+
+class _ThreadStates(threading.local):
+    def __init__(self) -> None:
+        self.state = _ThreadState()
 
 
 class _Write:
@@ -214,7 +246,7 @@ class _Write:
 
     def __enter__(self) -> sqlite3.Connection:
         storage = self._storage
-        state = storage._state
+        state = storage._states.state
         if state.writing:
             state.writing += 1
             self._joined = True
@@ -227,7 +259,7 @@ class _Write:
         if self._outer:
             self._storage._end_write(kind is not None)
         elif self._joined:
-            self._storage._state.writing -= 1
+            self._storage._states.state.writing -= 1
 
 
 _STORAGES: weakref.WeakSet[Storage] = weakref.WeakSet()
@@ -326,7 +358,7 @@ class Storage:
         self.fsync_locks = 0
         self._fsync_mutex = threading.Lock()
         self._writer_view = _Reader(self.writer)  # its catalog: the published one, or the draft being changed
-        self._state = _ThreadState()
+        self._states = _ThreadStates()
         self._idle: list[_Reader] = []
         self._idle_in_txn = 0  # idle readers left inside a snapshot (an upper bound)
         self._wal_fd: int | None = None
@@ -366,17 +398,17 @@ class Storage:
             )
         if self.closed:
             raise CommandError(ErrorCode.IllegalOperation, "the FolioDB engine is closed")
-        self._state.depth += 1
+        self._states.state.depth += 1
 
     def end_operation(self) -> None:
-        state = self._state
+        state = self._states.state
         state.depth -= 1
         if not state.depth and state.view is not None:
             self._release_view(state)
 
     def end_view(self) -> None:
         """End this thread's snapshot now; its next read opens a new one (a long wait sees new commits)."""
-        state = self._state
+        state = self._states.state
         if state.view is not None and not state.writing:
             self._release_view(state)
 
@@ -384,7 +416,7 @@ class Storage:
         """What this thread reads through now: the writer inside :meth:`write`,
         else the operation's snapshot (opened on first use). Its ``conn`` and
         ``catalog`` go together."""
-        state = self._state
+        state = self._states.state
         if state.writing:
             return self._writer_view
         view = state.txn or state.view
@@ -398,7 +430,7 @@ class Storage:
     def snapshot_stamp(self) -> int | None:
         """The commit count this thread's snapshot holds at least (the document cache's
         stamp), or None inside a write (its reads see its own uncommitted changes)."""
-        if self._state.writing:
+        if self._states.state.writing:
             return None
         return self.view().commits
 
@@ -412,18 +444,18 @@ class Storage:
 
     def transaction(self) -> Transaction | None:
         """The transaction this thread's command runs in, unless it is writing for real (a commit)."""
-        state = self._state
+        state = self._states.state
         txn = state.txn
         if txn is None or state.writing:
             return None
         return txn.overlay
 
     def transaction_view(self) -> _Reader | None:
-        return self._state.txn
+        return self._states.state.txn
 
     def bind_transaction(self, view: _Reader | None) -> None:
         """Run this thread's command in a transaction's snapshot (None: in none)."""
-        self._state.txn = view
+        self._states.state.txn = view
 
     def pin_snapshot(self) -> tuple[_Reader, Timestamp]:
         """A reader held out of the pool inside a new snapshot, for a
@@ -481,7 +513,7 @@ class Storage:
 
     def catalog_draft(self) -> CatalogDraft:
         """The catalog the current write transaction changes (created on first use)."""
-        assert self._state.writing, "catalog changes happen inside Storage.write()"
+        assert self._states.state.writing, "catalog changes happen inside Storage.write()"
         if self.draft is None:
             self.draft = CatalogDraft(self.published, self.writer)
             self._writer_view.catalog = self.draft.catalog
@@ -580,10 +612,10 @@ class Storage:
             self._writer_lock.release()
             raise
         self._writer_view.catalog = self.published  # the newest: every catalog change commits through here
-        self._state.writing = 1
+        self._states.state.writing = 1
 
     def _end_write(self, failed: bool) -> None:
-        state = self._state
+        state = self._states.state
         state.writing = 0
         if failed:
             try:
@@ -697,7 +729,7 @@ class Storage:
 
     @property
     def in_write(self) -> bool:
-        return self._state.writing > 0
+        return self._states.state.writing > 0
 
     # -- sizes, durability, closing ------------------------------------------------
 

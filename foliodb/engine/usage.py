@@ -92,7 +92,7 @@ class Latency:
     def add(self, micros: int) -> None:
         self.micros += micros
         self.ops += 1
-        bucket = histogram_bucket(micros)
+        bucket = micros.bit_length() - 1 if 0 < micros < 2048 else histogram_bucket(micros)  # its first case inline
         self.buckets[bucket] = self.buckets.get(bucket, 0) + 1
 
     def document(self, histograms: bool) -> dict[str, Any]:
@@ -185,7 +185,11 @@ def plan_used(usage: EngineUsage, store: CollectionStore, access: AccessStage) -
 
 def id_lookup_used(usage: EngineUsage, store: CollectionStore) -> None:
     """:func:`plan_used` of an ``_id`` point lookup (IDHACK), for the point-read path."""
-    used = usage.indexes_of(store.info).get("_id_")
+    info = store.info
+    entry = usage.namespaces.get((info.db, info.name))
+    # Synced with this catalog entry: its counters as they are (indexes_of's first answer, without the call).
+    counters = entry.indexes if entry is not None and entry.synced is info else usage.indexes_of(info)
+    used = counters.get("_id_")
     if used is not None:
         used.ops += 1
 
@@ -219,15 +223,29 @@ def command_finished(
         entry = usage.namespace(db, target)
         micros = int(seconds * 1_000_000)
         entry.latency[kind].add(micros)
-        totals = entry.by_command.get(name)
-        if totals is None:
-            entry.by_command[name] = [micros, 1]
-        else:
-            totals[0] += micros
-            totals[1] += 1
+        totals = entry.by_command.setdefault(name, [0, 0])
+        totals[0] += micros
+        totals[1] += 1
         if info is None or entry.synced is info:
             return  # nothing to bring up to date
     if info is not None and not info.is_view:
+        usage.indexes_of(info)
+
+
+def point_finished(usage: EngineUsage, catalog: Catalog, db: str, coll: str, name: str, micros: int) -> None:
+    """:func:`command_finished` of a command a point path answered (find, insert, update or
+    delete of collection ``coll``), which took ``micros``: the same counts, without the
+    dispatch on the command's kind."""
+    key = (db, coll)
+    entry = usage.namespaces.get(key)
+    if entry is None:
+        entry = usage.namespace(db, coll)
+    entry.latency["reads" if name == "find" else "writes"].add(micros)
+    totals = entry.by_command.setdefault(name, [0, 0])
+    totals[0] += micros
+    totals[1] += 1
+    info = catalog.collections.get(key)
+    if info is not None and entry.synced is not info and not info.is_view:
         usage.indexes_of(info)
 
 

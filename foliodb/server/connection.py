@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from foliodb import lane
-from foliodb.auth.caller import running_as
+from foliodb.auth.caller import CALLER, running_as
 from foliodb.commands import Request, failpoints
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.server import budget, wire
@@ -170,7 +170,8 @@ class Connection:
                     return False
                 while (frame := self._next_frame()) is not None:
                     self._answer(frame)
-                    self._settle_budget()
+                    if self._charged:  # the message was past FREE_BYTES: give its bytes back
+                        self._settle_budget()
                     if self.server.stopping.is_set():
                         return self.close()
                 if not self._tls_pending():
@@ -253,10 +254,24 @@ class Connection:
         return False
 
     def _answer(self, frame: tuple[int, int, bytes]) -> None:
+        """Run the message's command and send its reply: none when none is wanted, a stream of
+        them for an exhaust getMore."""
         message = wire.decode(*frame, self._message_limit())
         self.established = True
-        for reply in self.replies(message):
-            self._send(reply)
+        reply, name = self._reply(message)
+        if message.more_to_come:
+            return
+        if message.op_code == wire.OP_QUERY:
+            self._send(self._encoded(lambda body, rid: wire.encode_op_reply(message.request_id, body, rid), reply)[0])
+            return
+        compressor = None
+        if message.compressor is not None and name not in _NEVER_COMPRESSED:
+            compressor = message.compressor
+        if message.exhaust_allowed and name == "getMore":
+            self._stream(message, reply, compressor)
+            return
+        to = message.request_id
+        self._send(self._encoded(lambda body, rid: wire.encode_op_msg(to, body, rid, compressor), reply)[0])
 
     # -- bytes in and out ----------------------------------------------------------------
 
@@ -364,7 +379,8 @@ class Connection:
         if data and not self._buffer:
             self._message_started = time.monotonic()
         self._buffer += data
-        self._settle_budget()
+        if self._charged:
+            self._settle_budget()
 
     def _next_frame(self) -> tuple[int, int, bytes] | None:
         """(requestID, opCode, the bytes after the header) of the next whole message
@@ -426,52 +442,44 @@ class Connection:
 
     # -- requests --------------------------------------------------------------------------
 
-    def replies(self, message: wire.Message) -> Iterator[bytes]:
-        """The encoded replies to ``message``: none when none is wanted, several for an exhaust getMore."""
-        if message.command is None:
+    def _reply(self, message: wire.Message) -> tuple[dict[str, Any], str | None]:
+        """The reply to ``message``'s command, and the command's name."""
+        command = message.command
+        name = next(iter(command), None) if command else None
+        if command is None:
             reply = (message.error or CommandError(ErrorCode.InvalidBSON, "invalid command")).to_reply()
+        elif name in _ANSWER_AT_ONCE:
+            # Short commands of in-memory state take no turn in the lane (foliodb/lane.py): they wait for nobody.
+            reply = self.run_command(message)
         else:
-            with self._turn(message.command):
+            with self.server.lane.turn():
                 reply = self.run_command(message)
         if failpoints.closes_connection(reply):
             raise _FailPointClosedError("a fail point closes it instead of replying")
-        if message.more_to_come:
-            return
-        if message.op_code == wire.OP_QUERY:
-            yield self._encoded(lambda body, rid: wire.encode_op_reply(message.request_id, body, rid), reply)[0]
-            return
-        compressor = None
-        name = next(iter(message.command)) if message.command else None
-        if message.compressor is not None and name not in _NEVER_COMPRESSED:
-            compressor = message.compressor
-        exhaust = message.exhaust_allowed and name == "getMore"
+        return reply, name
+
+    def _stream(self, message: wire.Message, reply: dict[str, Any], compressor: int | None) -> None:
+        """An exhaust getMore's replies: each next batch answers the reply before it, until the
+        cursor is done; the stream runs beside the server's loop (not holding its lead for the
+        whole cursor)."""
         response_to = message.request_id
         while True:
             cursor = reply.get("cursor")
-            more = bool(exhaust and reply.get("ok") == 1.0 and isinstance(cursor, Mapping) and cursor.get("id"))
+            more = bool(reply.get("ok") == 1.0 and isinstance(cursor, Mapping) and cursor.get("id"))
             flags = wire.MORE_TO_COME if more else 0
             to = response_to
             frame, request_id = self._encoded(
                 lambda body, rid: wire.encode_op_msg(to, body, rid, compressor, flags), reply
             )
-            yield frame
+            self._send(frame)
             if not more or self.server.stopping.is_set():
                 return
-            # Exhaust: the next batch answers this reply, until the cursor is done; the stream
-            # runs beside the server's loop (not holding its lead for the whole cursor).
             lane.leave()
             response_to = request_id
             with self.server.lane.turn():  # a getMore
                 reply = self.run_command(message)
             if failpoints.closes_connection(reply):
                 raise _FailPointClosedError("a fail point closes it instead of replying")
-
-    def _turn(self, command: Mapping[str, Any]) -> contextlib.AbstractContextManager[None]:
-        """The command's turn in the lane (foliodb/lane.py); none for the commands
-        that answer at once whatever else runs: they wait for nobody."""
-        if next(iter(command), None) in _ANSWER_AT_ONCE:
-            return contextlib.nullcontext()
-        return self.server.lane.turn()
 
     def _encoded(self, encode: Callable[[dict[str, Any], int], bytes], reply: dict[str, Any]) -> tuple[bytes, int]:
         """(the frame, its requestID); a reply FolioDB cannot encode (a bug) becomes an InternalError."""
@@ -509,16 +517,21 @@ class Connection:
             return refusal.to_reply()
         if name == "shutdown":
             return self.shutdown(cmd)
+        if caller is None and CALLER.get() is None:  # without access control: no context to set
+            return self._execute(message.db, cmd)
         with running_as(caller):
-            return self.server.executor.execute(
-                message.db,
-                cmd,
-                connection_id=self.id,
-                peer=self.peer,
-                app_name=self.app_name,
-                users=list(self.auth.users),
-                startup_warnings=self.server.startup_warnings,
-            )
+            return self._execute(message.db, cmd)
+
+    def _execute(self, db: str, cmd: dict[str, Any]) -> dict[str, Any]:
+        return self.server.executor.execute(
+            db,
+            cmd,
+            connection_id=self.id,
+            peer=self.peer,
+            app_name=self.app_name,
+            users=list(self.auth.users),
+            startup_warnings=self.server.startup_warnings,
+        )
 
     def hello(self, db: str, cmd: Mapping[str, Any]) -> dict[str, Any]:
         waited = cmd.get("topologyVersion")

@@ -119,3 +119,35 @@ def test_server_answers_as_embedded(
         assert steps(local, filter_spec, sort, projection, update) == steps(
             served, filter_spec, sort, projection, update
         )
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(documents(max_leaves=8), min_size=1, max_size=8))
+def test_find_one_by_id_answers_as_embedded(
+    wire: pymongo.MongoClient[dict[str, Any]], docs: list[dict[str, Any]]
+) -> None:
+    """``find_one({_id})`` takes the point path, which sends the stored BSON as it is over the
+    wire: the document is the embedded client's and the general path's (``limit(2)`` is no point
+    read), and so is a missing one; in a transaction, the transaction's own write is read."""
+    for n, doc in enumerate(docs):
+        doc["_id"] = n
+        for name, value in doc.items():
+            if isinstance(value, Timestamp) and value == Timestamp(0, 0):  # see test_server_answers_as_embedded
+                doc[name] = Timestamp(0, 1)
+    served = wire.prop.point
+    served.drop()
+    with foliodb.MongoClient(":memory:") as embedded:
+        local = embedded.prop.point
+        for coll in (local, served):
+            coll.insert_many([dict(d) for d in docs])
+        for n in range(len(docs) + 1):  # the last: no such document
+            point = outcome(lambda n=n: served.find_one({"_id": n}))
+            assert point == outcome(lambda n=n: local.find_one({"_id": n}))
+            assert point == outcome(lambda n=n: next(iter(served.find({"_id": n}).limit(2)), None))
+    with wire.start_session() as session, session.start_transaction():
+        served.update_one({"_id": 0}, {"$set": {"changed": True}}, session=session)
+        mine = served.find_one({"_id": 0}, session=session)
+        assert mine is not None and mine["changed"] is True
+        session.abort_transaction()

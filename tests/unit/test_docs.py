@@ -319,9 +319,14 @@ def _row_change_streams(db: Any) -> None:
         db.c.insert_one({"x": 1})
         event = stream.next()
     assert event["operationType"] == "insert" and set(event["_id"]) == {"_data"}
-    with db.c.watch([{"$changeStreamSplitLargeEvent": {}}]) as split:  # accepted; a small event stays whole
-        db.c.insert_one({"x": 2})
-        assert "splitEvent" not in split.next()
+    db.c.insert_one({"_id": "big", "a": "x" * (8 << 20)})
+    with db.c.watch([{"$changeStreamSplitLargeEvent": {}}], full_document="updateLookup") as split:
+        # The update's event holds the new 7 MB field twice (the change, the whole document): over 16 MB.
+        db.c.update_one({"_id": "big"}, {"$set": {"b": "y" * (7 << 20)}})
+        first = split.next()
+        fragments = [first] + [split.next() for _ in range(first["splitEvent"]["of"] - 1)]
+    assert [f["splitEvent"]["fragment"] for f in fragments] == list(range(1, len(fragments) + 1))
+    assert len(fragments) >= 2
 
 
 def _row_geo(db: Any) -> None:
@@ -338,6 +343,28 @@ def _row_geo(db: Any) -> None:
     assert _code(lambda: db.c.insert_one({"loc": big})) == 16755
     assert _code(lambda: db.c.find_one({"loc": {"$geoWithin": {"$geometry": {**big, "type": "MultiPolygon"}}}})) == 2
     assert _code(lambda: db.c.create_index([("h", "geoHaystack")])) == 238
+
+
+def _row_text_in_or(db: Any) -> None:
+    db.c.insert_one({"t": "mongodb schema"})
+    db.c.create_index([("t", "text")])
+    query = {"$text": {"$search": "mongodb"}}
+    assert db.c.distinct("t", query) == ["mongodb schema"]
+    (scored,) = db.c.aggregate([{"$match": query}, {"$project": {"_id": 0, "s": {"$meta": "textScore"}}}])
+    assert scored["s"] > 0
+    assert db.c.update_many(query, {"$set": {"x": 1}}).modified_count == 1
+    assert db.c.count_documents(query) == 1
+    assert _code(lambda: db.c.find_one({"$or": [query, {"x": 2}]})) == 291  # x has no index
+    db.c.create_index("x")
+    assert db.c.find_one({"$or": [query, {"x": 2}]}, {"_id": 0, "t": 1}) == {"t": "mongodb schema"}
+    assert _code(lambda: db.c.find_one({"$nor": [query]})) == 2
+
+
+def _row_text_languages(db: Any) -> None:
+    db.c.insert_one({"t": "und die Katze", "language": "german"})
+    db.c.create_index([("t", "text")])
+    assert db.c.find_one({"$text": {"$search": "die", "$language": "german"}}) is None  # a German stop word
+    assert db.c.find_one({"$text": {"$search": "Katzen", "$language": "german"}}) is not None  # stemmed
 
 
 def _row_percentile(db: Any) -> None:
@@ -459,6 +486,8 @@ DIFFERENCE_ROWS = {
     "Sessions and transactions": _row_sessions,
     "Change streams": _row_change_streams,
     "Geospatial": _row_geo,
+    "`$text` inside `$or`": _row_text_in_or,
+    "Text search languages": _row_text_languages,
     "`$percentile`, `$median`": _row_percentile,
     "Server-side JavaScript": _row_javascript,
     "Capped collections": _row_capped,

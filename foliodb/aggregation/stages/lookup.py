@@ -12,7 +12,9 @@ followed by the ``pipeline`` when one is given. The local values are every
 value ``localField`` reaches, arrays expanded; none is null. Sub-pipelines
 are compiled here once to check them; a ``$lookup`` whose foreign side does
 not depend on the input document (no ``localField``, no ``let``) is read
-once and reused.
+once and reused. ``$graphLookup``'s visited documents and next frontier
+stay under ``LIMITS.graph_lookup_bytes`` (40099 past it, as mongod 8, which
+does not spill this stage).
 """
 
 from __future__ import annotations
@@ -23,7 +25,17 @@ from typing import Any
 from bson import Int64
 
 from foliodb import interrupt
-from foliodb.aggregation.pipeline import STAGES, Docs, ScopedEnv, Stage, Where, compile_stages, stage_entry
+from foliodb.aggregation.pipeline import (
+    LIMITS,
+    STAGES,
+    Docs,
+    ScopedEnv,
+    Stage,
+    Where,
+    approx_size,
+    compile_stages,
+    stage_entry,
+)
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import keystring, metadata
 from foliodb.query.bsontypes import is_string, type_name
@@ -278,8 +290,12 @@ def stage_graphLookup(spec: Any, where: Where) -> Stage:
         queried: set[bytes] = set()
         found: dict[bytes, dict[str, Any]] = {}
         depth = 0
+        # mongod 8's checkMemoryUsage: the visited documents and the next frontier's values must
+        # stay under the limit, else 40099 (it spills only from 8.1, SERVER-23980).
+        visited_bytes = 0
         while frontier and (max_depth is None or depth <= max_depth):
             interrupt.check()
+            frontier_bytes = 0
             values = []
             for v in frontier:
                 k = keystring.encode(v)
@@ -299,7 +315,13 @@ def stage_graphLookup(spec: Any, where: Where) -> Stage:
                 if depth_parts is not None:
                     hit = set_path(hit, depth_parts, Int64(depth))
                 found[key] = hit
-                frontier.extend(v for v in leaf_values(hit, from_parts) if v is not MISSING)
+                visited_bytes += approx_size(hit)
+                for value in leaf_values(hit, from_parts):
+                    if value is not MISSING:
+                        frontier.append(value)
+                        frontier_bytes += approx_size(value)
+                if visited_bytes + frontier_bytes >= LIMITS.graph_lookup_bytes:
+                    raise location(40099, "$graphLookup reached maximum memory consumption")
             depth += 1
         return list(found.values())
 

@@ -193,3 +193,25 @@ def stage_internalSplitPipeline(spec: Any, where: Where) -> Stage:
         return docs
 
     return Stage("$_internalSplitPipeline", spec, run, keeps=lambda field: True)
+
+
+@STAGES.register("$_internalInhibitOptimization")
+def stage_internalInhibitOptimization(spec: Any, where: Where) -> Stage:
+    """mongod's DocumentSourceInternalInhibitOptimization: documents pass through unchanged, and no
+    stage moves or merges across it (tests use it to keep a pipeline's shape)."""
+    if not isinstance(spec, Mapping):
+        raise CommandError(
+            ErrorCode.TypeMismatch,
+            f"$_internalInhibitOptimization must take a nested object but found: "
+            f"$_internalInhibitOptimization: {render(spec)}",
+        )
+    if spec:
+        raise CommandError(
+            ErrorCode.FailedToParse,
+            f"$_internalInhibitOptimization must take an empty object but found: {render(spec)}",
+        )
+
+    def run(docs: Docs) -> Docs:
+        return docs
+
+    return Stage("$_internalInhibitOptimization", {}, run)

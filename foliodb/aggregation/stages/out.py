@@ -92,7 +92,11 @@ def stage_out(spec: Any, where: Where) -> Stage:
             env.replace_collection(coll, (_with_id(doc) for doc in docs), db=db)
         yield from ()
 
-    return Stage("$out", spec, run)
+    # Explain shows mongod's serialization: the target as {db, coll} (DocumentSourceOutSpec).
+    shown: dict[str, Any] = {"db": db if db is not None else env.db, "coll": coll}
+    if timeseries is not None:
+        shown["timeseries"] = timeseries
+    return Stage("$out", shown, run)
 
 
 # ---------------------------------------------------------------------------
@@ -280,7 +284,30 @@ def stage_merge(spec: Any, where: Where) -> Stage:
             raise failure
         yield from ()
 
-    return Stage("$merge", spec, run)
+    return Stage("$merge", _merge_shown(spec, db or env.db, coll, on, let, matched, not_matched), run)
+
+
+def _merge_shown(
+    spec: Mapping[str, Any],
+    db: str,
+    coll: str,
+    on: list[str],
+    let: Mapping[str, Any] | None,
+    matched: Any,
+    not_matched: str,
+) -> dict[str, Any]:
+    """How explain shows a $merge: mongod's DocumentSourceMerge::serialize, with every default
+    filled in, 'into' as {db, coll}, 'on' sorted (a std::set) and a string when it is one field,
+    and a pipeline's 'let' defaulting to {new: "$$ROOT"}."""
+    fields = sorted(on)
+    shown: dict[str, Any] = {"into": {"db": db, "coll": coll}, "on": fields[0] if len(fields) == 1 else fields}
+    if isinstance(matched, list):
+        shown["let"] = dict(let) if let is not None else {"new": "$$ROOT"}
+    shown["whenMatched"] = matched
+    shown["whenNotMatched"] = not_matched
+    if "targetCollectionVersion" in spec:
+        shown["targetCollectionVersion"] = spec["targetCollectionVersion"]
+    return shown
 
 
 MAX_WRITE_BATCH_SIZE = 100_000  # mongod's maxWriteBatchSize

@@ -15,13 +15,14 @@ pipelines in :mod:`foliodb.query.reshape`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from foliodb.aggregation.pipeline import STAGES, Docs, Stage, Where
 from foliodb.errors import location
 from foliodb.query import metadata
 from foliodb.query.compare import BOOL, NUMBER, bracket, number_value
+from foliodb.query.expr.fold import folded
 from foliodb.query.paths import MISSING
 from foliodb.query.projection import Projection, compile_projection
 from foliodb.query.render import render
@@ -48,6 +49,63 @@ def _projection_stage(name: str, projection: Projection, shown: Any, keeps: Call
                 yield out
 
     return Stage(name, shown, run, keeps=keeps)
+
+
+def renames_of(spec: Mapping[str, Any]) -> dict[str, str]:
+    """The paths a $project/$addFields specification sets to another path's value, new -> old, as
+    mongod's getComputedPaths finds them: a field path of one component ("$a", "$$CURRENT.a",
+    "$$ROOT.a"; "$a.b" can make arrays of arrays, so it is no rename), and through a $map over such
+    a path whose 'in' is an object of such paths of its variable (nested $maps too)."""
+    renames: dict[str, str] = {}
+    for key, value in spec.items():
+        if not key.startswith("$"):
+            renames.update(_renames(value, key, None))
+    return renames
+
+
+def _renames(expr: Any, path: str, var: str | None) -> dict[str, str]:
+    """Renames ``expr`` makes at ``path``; ``var`` is the variable whose fields count (None: the
+    document's, as at a stage's top level)."""
+    if isinstance(expr, str):
+        old = _renamed_field(expr, var)
+        return {path: old} if old is not None else {}
+    if not isinstance(expr, Mapping):
+        return {}
+    if len(expr) == 1 and "$map" in expr and isinstance(expr["$map"], Mapping):
+        spec = expr["$map"]
+        array = _renamed_field(spec.get("input"), var)
+        each = spec.get("in")
+        if array is None or not isinstance(each, Mapping) or any(k.startswith("$") for k in each):
+            return {}
+        inner = _renames(each, path, spec.get("as", "this"))
+        return {new: f"{array}.{old}" for new, old in inner.items()}
+    if any(key.startswith("$") for key in expr):
+        return {}
+    out: dict[str, str] = {}
+    for key, value in expr.items():
+        out.update(_renames(value, f"{path}.{key}", var))
+    return out
+
+
+def _renamed_field(expr: Any, var: str | None) -> str | None:
+    """The one field a field-path expression reads of ``var`` (None: the document), or None."""
+    if not isinstance(expr, str) or not expr.startswith("$"):
+        return None
+    if expr.startswith("$$"):
+        name, _, field = expr[2:].partition(".")
+        ok = name == var if var is not None else name in ("CURRENT", "ROOT")
+    else:
+        field = expr[1:]
+        ok = var is None
+    return field if ok and field and "." not in field else None
+
+
+def _plain(spec: Mapping[str, Any]) -> bool:
+    """Is a projection only inclusions or exclusions, nested ones ({c: {d: 1}}) too?"""
+    return bool(spec) and all(
+        not key.startswith("$") and (_flag(value) is not None or (isinstance(value, Mapping) and _plain(value)))
+        for key, value in spec.items()
+    )
 
 
 def _flag(value: Any) -> bool | None:
@@ -78,8 +136,11 @@ def stage_project(spec: Any, where: Where) -> Stage:
         def keeps(field: str) -> bool:
             return field in kept
 
-    stage = _projection_stage("$project", projection, spec, keeps)
-    if all(not k.startswith("$") and _flag(v) is not None for k, v in spec.items()):
+    shown = spec if excluded else {k: v if _flag(v) is not None else folded(v, where.scope) for k, v in spec.items()}
+    stage = _projection_stage("$project", projection, shown, keeps)
+    if not excluded:
+        stage.renames = renames_of(spec)
+    if _plain(spec):
         stage.projection = spec  # plain inclusions or exclusions: a find's projection means the same
     return stage
 
@@ -101,7 +162,8 @@ def _add_fields(name: str) -> Callable[[Any, Where], Stage]:
             for doc in docs:
                 yield apply_tree(doc, tree, doc, vars_for(doc))
 
-        return Stage(name, spec, run, keeps=lambda f: f not in tree)
+        shown = {key: folded(value, where.scope) for key, value in spec.items()}
+        return Stage(name, shown, run, keeps=lambda f: f not in tree, renames=renames_of(spec))
 
     compile_stage.__name__ = f"stage_{name[1:]}"
     return compile_stage

@@ -262,15 +262,16 @@ def arity_error(name: str, min_count: int, max_count: int | None, count: int) ->
         return location(16020, f"Expression {name} takes exactly {min_count} arguments. {count} were passed in.")
     if max_count is None:
         return location(16020, f"Expression {name} takes at least {min_count} arguments, and {count} were passed in.")
+    # ExpressionRangedArity ($round, $trunc, $slice, $range, $indexOf*) has its own code in mongod.
     return location(
-        16020,
+        28667,
         f"Expression {name} takes at least {min_count} arguments, and at most {max_count}, but {count} were passed in.",
     )
 
 
 def operands(arg: Any, name: str, min_count: int, max_count: int | None, scope: Scope) -> list[Expr]:
     """Compile an operator's argument list (a lone non-array is one operand),
-    checking its count as MongoDB does (error 16020)."""
+    checking its count as MongoDB does (16020 for a fixed count, 28667 for a range)."""
     items = arg if isinstance(arg, list) else [arg]
     count = len(items)
     if count < min_count or (max_count is not None and count > max_count):

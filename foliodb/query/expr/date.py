@@ -244,6 +244,12 @@ def expr_dateFromParts(arg: Any, scope: Scope) -> Expr:
         else:
             days = days_from_iso(*date)
         hour, minute, second, millisecond = clock
+        if not -(2**63) <= millisecond * 1000 < 2**63:
+            # mongod's createFromDateParts takes the milliseconds as microseconds (Duration's checked cast).
+            raise CommandError(
+                ErrorCode.DurationOverflow,
+                "Overflow casting from a lower-precision duration to a higher-precision duration",
+            )
         local = days * MS_PER_DAY + ((hour * 60 + minute) * 60 + second) * 1000 + millisecond
         return to_date(tz.to_utc(local))
 

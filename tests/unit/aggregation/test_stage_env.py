@@ -539,3 +539,40 @@ def test_coll_stats_and_index_stats(db: Any) -> None:
     assert names == ["_id_", "a_1"]
     assert failure(db, "c", [{"$collStats": {"nope": {}}}]).code == 40415
     assert failure(db, "c", [{"$indexStats": {"a": 1}}]).code == 28803
+
+
+@pytest.mark.parametrize(
+    ("key", "on"),
+    [
+        ([("a", 1), ("geo", "2dsphere")], ["a", "geo"]),
+        ([("geo", "2d")], ["geo"]),
+        ([("a", 1), ("t", "text")], ["a", "t"]),
+    ],
+)
+def test_merge_on_fields_of_a_unique_index_with_special_keys(db: Any, key: Any, on: list[str]) -> None:
+    # mongod's keyPatternNamesExactPaths (process_interface_standalone.cpp): every key of the index
+    # must be numeric (ascending or descending) for it to hold each 'on' value once; else 51183.
+    db.target.create_index(key, unique=True)
+    db.source.insert_one({"_id": 1, "a": 1, "geo": [0, 0], "t": "x"})
+    assert failure(db, "source", [{"$merge": {"into": "target", "on": on}}]).code == 51183
+
+
+def test_graph_lookup_memory_is_bounded(db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # mongod 8's DocumentSourceGraphLookUp::checkMemoryUsage: the visited documents and the frontier
+    # past internalDocumentSourceGraphLookupMaxMemoryBytes fail with 40099 (no spilling before 8.1).
+    from foliodb.aggregation.pipeline import LIMITS
+
+    db.local.insert_one({"_id": 0})
+    db.foreign.insert_many([{"_id": i, "next": i + 1, "pad": "x" * 1000} for i in range(50)])
+    graph = {
+        "$graphLookup": {
+            "from": "foreign",
+            "startWith": 0,
+            "connectFromField": "next",
+            "connectToField": "_id",
+            "as": "chain",
+        }
+    }
+    assert len(next(db.local.aggregate([graph]))["chain"]) == 50
+    monkeypatch.setattr(LIMITS, "graph_lookup_bytes", 20 * 1000)  # about 20 of the 1 kB documents
+    assert failure(db, "local", [graph]).code == 40099

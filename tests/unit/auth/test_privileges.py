@@ -156,10 +156,12 @@ def test_every_registered_command_has_a_privilege_rule() -> None:
 # Stages that read and write nothing but their input; a new stage must be placed here or in the walker.
 PASSIVE_STAGES = {
     "$_internalSplitPipeline",  # a cluster's split point: passes its input through on one node
+    "$_internalInhibitOptimization",  # passes its input through; only stops reordering
     "$_internalUnpackBucket",
     "$addFields",
     "$bucket",
     "$bucketAuto",
+    "$changeStreamSplitLargeEvent",  # fragments a change stream's events: reads nothing itself
     "$count",
     "$densify",
     "$documents",

@@ -282,6 +282,20 @@ def test_parse_errors(source, spec, code):
             "'day' must evaluate to a value in the range [-32768, 32767]; value 40000 is not in range",
         ),
         (url("dateFromParts"), {"$dateFromParts": {"year": 2000, "second": 1.5}}, 40515, None),
+        (
+            # mongod's createFromDateParts casts the milliseconds to microseconds, checked: 2**54 ms
+            # (integral, so no 40515) times 1000 passes 2**63.
+            url("dateFromParts"),
+            {"$dateFromParts": {"year": 1970, "millisecond": 18014398509481984.0}},
+            159,
+            "Overflow casting from a lower-precision duration to a higher-precision duration",
+        ),
+        (
+            url("dateFromParts"),
+            {"$dateFromParts": {"year": 1970, "millisecond": Int64(-(2**62))}},
+            159,
+            "Overflow casting from a lower-precision duration to a higher-precision duration",
+        ),
         (url("dateToString"), {"$dateToString": {"date": "$s"}}, 16006, None),
         (
             url("dateToString"),
