@@ -113,7 +113,8 @@ def test_the_direct_paths_answer_as_the_general_path(ops: list[tuple[Any, ...]],
         for label, client in (("direct", direct), ("general", general)):
             coll = client.test.c
             client.test.create_collection("c")
-            with coll.watch(full_document="updateLookup") as stream:
+            # A short await: try_next returns once the events so far are read (the loop reads to "end").
+            with coll.watch(full_document="updateLookup", max_await_time_ms=5) as stream:
                 del direct_calls[:]
                 results[label] = [_apply(coll, op) for op in ops]
                 if label == "direct":
