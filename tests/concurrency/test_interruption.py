@@ -60,7 +60,8 @@ def test_a_regex_bomb_stops_at_max_time_ms_and_the_rest_goes_on(deployment: Depl
     # Generous bounds, for a loaded machine: unstopped, this match takes hours (2**40 splits);
     # a ping queued behind it would wait the whole 800 ms.
     assert bomb.seconds < 0.8 + 4.0
-    assert pings and max(pings) < 0.4
+    # Against the bomb's own run, so that a load slowing both cannot fail it: half of it (0.4 s idle).
+    assert pings and max(pings) < bomb.seconds / 2
     assert other.test.s.count_documents({}) == 3
 
 
