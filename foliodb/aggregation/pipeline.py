@@ -200,44 +200,30 @@ _UNBUILT = (
 STAGES: Registry[StageCompiler] = Registry("aggregation stage", _unknown_stage, unbuilt=_UNBUILT)
 
 # Placement rules, checked for every stage before its compiler runs.
-FIRST_ONLY = frozenset(
-    {
-        "$collStats",
-        "$indexStats",
-        "$planCacheStats",
-        "$documents",
-        "$currentOp",
-        "$listLocalSessions",
-        "$listSessions",
-        "$listSearchIndexes",
-        "$vectorSearch",
-        "$search",
-        "$searchMeta",
-        "$rankFusion",
-        "$scoreFusion",
-    }
-)
+# The search stages (mongot's): each comes first, and none runs inside $facet.
+_SEARCH = frozenset({"$listSearchIndexes", "$vectorSearch", "$search", "$searchMeta", "$rankFusion", "$scoreFusion"})
+FIRST_ONLY = _SEARCH | {
+    "$collStats",
+    "$indexStats",
+    "$planCacheStats",
+    "$documents",
+    "$currentOp",
+    "$listLocalSessions",
+    "$listSessions",
+}
 LAST_ONLY = frozenset({"$out", "$merge"})
-NOT_IN_FACET = frozenset(
-    {
-        "$collStats",
-        "$facet",
-        "$indexStats",
-        "$planCacheStats",
-        "$out",
-        "$merge",
-        "$documents",
-        "$geoNear",
-        "$listLocalSessions",
-        "$listSessions",
-        "$listSearchIndexes",
-        "$vectorSearch",
-        "$search",
-        "$searchMeta",
-        "$rankFusion",
-        "$scoreFusion",
-    }
-)
+NOT_IN_FACET = _SEARCH | {
+    "$collStats",
+    "$facet",
+    "$indexStats",
+    "$planCacheStats",
+    "$out",
+    "$merge",
+    "$documents",
+    "$geoNear",
+    "$listLocalSessions",
+    "$listSessions",
+}
 WRITES = frozenset({"$out", "$merge"})
 
 
