@@ -35,6 +35,7 @@ from foliodb.engine.search.text.highlight import highlights
 from foliodb.engine.search.text.index import TextState
 from foliodb.engine.search.text.mapping import TextDefinition
 from foliodb.engine.search.text.operators import Run, all_roots, compile_operator
+from foliodb.engine.search.text.paginate import Pager
 from foliodb.engine.search.text.reader import Reader
 from foliodb.interrupt import check
 from foliodb.query import metadata
@@ -67,6 +68,7 @@ class Found:
     meta: dict[str, Any]
     run: Run | None = None
     details: str = ""
+    pager: Pager | None = None  # the order's sequence tokens
 
 
 def _best_first(rids: Any, scores: Any) -> Iterator[tuple[int, float]]:
@@ -173,13 +175,17 @@ def text_search(
             return Found(iter(()), meta)
         scores = scores.astype(np.float32).astype(np.float64)
         rids = reader.rid_at[ords]
-        if query.sort is not None:
-            order = sort_order(reader, query.sort, ords, scores, rids)
+        pager = Pager(reader, query.sort, ords, scores, rids)
+        if query.after is not None or query.before is not None:
+            order = pager.page(query.after, query.before)
             hits: Iterator[tuple[int, float]] = zip(rids[order].tolist(), scores[order].tolist(), strict=True)
+        elif query.sort is not None:
+            order = sort_order(reader, query.sort, ords, scores, rids)
+            hits = zip(rids[order].tolist(), scores[order].tolist(), strict=True)
         else:
             hits = _best_first(rids, scores)
         explained.highlight = run.highlight
-        return Found(hits, meta, run, compiled.name if compiled else "")
+        return Found(hits, meta, run, compiled.name if compiled else "", pager)
     finally:
         lock.release()
 
@@ -198,6 +204,8 @@ def documents(store: CollectionStore, query: SearchQuery, found: Found) -> Itera
             continue
         doc = bson.decode(data, CODEC)
         meta: dict[str, Any] = {"searchScore": score, "score": score}  # "score": MongoDB 8.2's name for any search
+        if found.pager is not None:
+            meta["searchSequenceToken"] = found.pager.token(rid)
         if query.highlight is not None and isinstance(definition, TextDefinition) and found.run is not None:
             meta["searchHighlights"] = highlights(definition, query.highlight, doc, found.run.highlight)
         if query.score_details:
