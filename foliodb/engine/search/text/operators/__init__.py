@@ -9,7 +9,8 @@ returns a :class:`Query` whose :meth:`Query.hits` gives the matching entries of 
 :class:`~foliodb.engine.search.text.reader.Reader` with their scores, the ``score``
 option (``boost``, ``constant``, ``function``) applied. The operators are in
 :mod:`.terms` (text, phrase, autocomplete, wildcard, regex, queryString), :mod:`.values`
-(equals, in, range, exists, near) and :mod:`.compound` (compound, embeddedDocument).
+(equals, in, range, exists, near), :mod:`.compound` (compound, embeddedDocument) and
+:mod:`.like` (moreLikeThis).
 Known MongoDB Search operators not built here answer NotImplemented (238).
 """
 
@@ -73,7 +74,7 @@ OperatorCompiler = Callable[[Mapping[str, Any], str, TextDefinition], Query]
 OPERATORS: Registry[OperatorCompiler] = Registry(
     "search operator",
     _unknown,
-    unbuilt=("geoShape", "geoWithin", "moreLikeThis", "knnBeta", "span", "hasAncestor", "hasRoot", "vectorSearch"),
+    unbuilt=("geoShape", "geoWithin", "knnBeta", "span", "hasAncestor", "hasRoot", "vectorSearch"),
 )
 
 
@@ -143,4 +144,4 @@ def all_roots(run: Run) -> Hits:
 
 
 # Register the operators.
-from foliodb.engine.search.text.operators import compound, terms, values  # noqa: E402,F401
+from foliodb.engine.search.text.operators import compound, like, terms, values  # noqa: E402,F401
