@@ -9,8 +9,8 @@ returns a :class:`Query` whose :meth:`Query.hits` gives the matching entries of 
 :class:`~foliodb.engine.search.text.reader.Reader` with their scores, the ``score``
 option (``boost``, ``constant``, ``function``) applied. The operators are in
 :mod:`.terms` (text, phrase, autocomplete, wildcard, regex, queryString), :mod:`.values`
-(equals, in, range, exists, near), :mod:`.compound` (compound, embeddedDocument) and
-:mod:`.like` (moreLikeThis).
+(equals, in, range, exists, near), :mod:`.compound` (compound, embeddedDocument),
+:mod:`.like` (moreLikeThis) and :mod:`.geo` (geoWithin, geoShape).
 Known MongoDB Search operators not built here answer NotImplemented (238).
 """
 
@@ -74,7 +74,7 @@ OperatorCompiler = Callable[[Mapping[str, Any], str, TextDefinition], Query]
 OPERATORS: Registry[OperatorCompiler] = Registry(
     "search operator",
     _unknown,
-    unbuilt=("geoShape", "geoWithin", "knnBeta", "span", "hasAncestor", "hasRoot", "vectorSearch"),
+    unbuilt=("knnBeta", "span", "hasAncestor", "hasRoot", "vectorSearch"),
 )
 
 
@@ -144,4 +144,4 @@ def all_roots(run: Run) -> Hits:
 
 
 # Register the operators.
-from foliodb.engine.search.text.operators import compound, like, terms, values  # noqa: E402,F401
+from foliodb.engine.search.text.operators import compound, geo, like, terms, values  # noqa: E402,F401
