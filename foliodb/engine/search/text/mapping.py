@@ -35,6 +35,7 @@ from bson.binary import Binary
 
 from foliodb.engine.search.text import analysis
 from foliodb.engine.search.text.analysis import Analyzer, AnalyzerError
+from foliodb.engine.search.text.synonyms import parse_synonyms
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.geometry import GeoError, is_geojson, parse_geometry
 
@@ -142,6 +143,10 @@ class TextDefinition:
         if not isinstance(mappings, Mapping):
             raise invalid("definition.mappings", "is required and must be a document")
         self.mapping = self._mapping(mappings, "definition.mappings", top=True)
+        try:
+            self.synonyms = parse_synonyms(definition.get("synonyms", []), self.analyzers)
+        except AnalyzerError as exc:
+            raise invalid(exc.place, exc.problem) from None
         self.stored_source = definition.get("storedSource", False)
         if not isinstance(self.stored_source, bool | Mapping):
             raise invalid("definition.storedSource", "must be a boolean or a document")

@@ -19,7 +19,7 @@ an index built on the spot from the view's documents (slow, never wrong).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,9 +145,14 @@ def _reader(
 
 
 def text_search(
-    search: SearchIndexes, store: CollectionStore | None, query: SearchQuery, explained: Explained | None = None
+    search: SearchIndexes,
+    store: CollectionStore | None,
+    query: SearchQuery,
+    explained: Explained | None = None,
+    collection: Callable[[str], CollectionStore | None] | None = None,
 ) -> Found:
-    """The hits and meta document of a ``$search`` (a missing collection or index: none)."""
+    """The hits and meta document of a ``$search`` (a missing collection or index: none).
+    ``collection`` gives the other collections of the database (synonym sources)."""
     explained = explained if explained is not None else Explained(query.index)
     empty_meta = {"count": count_document(query.count, 0)}
     if store is None:
@@ -165,7 +170,7 @@ def text_search(
         compiled = compile_operator(name, body, name, definition)
     reader, lock = _reader(search, store, index, explained)
     try:
-        run = Run(reader, definition)
+        run = Run(reader, definition, collection=collection)
         ords, scores = compiled.hits(run) if compiled is not None else all_roots(run)
         explained.matched = len(ords)
         meta: dict[str, Any] = {"count": count_document(query.count, len(ords))}

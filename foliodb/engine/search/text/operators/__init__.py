@@ -49,6 +49,9 @@ class Run:
     definition: TextDefinition
     highlight: dict[str, set[str]] = field(default_factory=dict)  # key -> terms matched
     scope: Any = None  # inside embeddedDocument: the ordinals of its embedded entries
+    # A collection of the index's database by name (synonym sources), in the search's snapshot.
+    collection: Callable[[str], Any] | None = None
+    synonym_maps: dict[str, Any] = field(default_factory=dict)  # name -> built map, once per search
 
     def matched(self, key: str, found: Any) -> None:
         """The search matched these terms of ``key`` (highlights show them)."""
