@@ -39,7 +39,7 @@ from foliodb.engine.search.text.operators import (
     search_error,
     strings,
 )
-from foliodb.engine.search.text.operators.values import EARTH_RADIUS_METERS
+from foliodb.engine.search.text.operators.values import haversine_meters
 from foliodb.engine.search.text.scoring import Hits, constant, empty, union
 from foliodb.query.geometry import GeoError, Geometry, SphereRegion, intersects, parse_geometry, point_in_ring
 
@@ -94,11 +94,8 @@ class GeoWithinQuery(Query):
             (lon0, lat0), (lon1, lat1) = self.shape
             return (lon >= lon0) & (lon <= lon1) & (lat >= lat0) & (lat <= lat1)
         if self.kind == "circle":
-            (lon0, lat0), radius = self.shape
-            lon0, lat0 = np.radians(lon0), np.radians(lat0)
-            la, lo = np.radians(lat), np.radians(lon)
-            h = np.sin((la - lat0) / 2) ** 2 + np.cos(lat0) * np.cos(la) * np.sin((lo - lon0) / 2) ** 2
-            return 2 * EARTH_RADIUS_METERS * np.arcsin(np.sqrt(np.minimum(h, 1.0))) <= radius
+            center, radius = self.shape
+            return haversine_meters(center, lon, lat) <= radius
         inside = np.zeros(len(lon), dtype=bool)
         for i, p in enumerate(zip(lon.tolist(), lat.tolist(), strict=True)):
             inside[i] = any(
