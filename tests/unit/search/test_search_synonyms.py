@@ -214,3 +214,16 @@ def test_bad_synonym_definitions_fail(db: Any, synonyms: Any) -> None:
     with pytest.raises(OperationFailure) as failure:
         db.x.create_search_index(SearchIndexModel(definition=definition))
     assert failure.value.code == 2
+
+
+def test_a_transaction_sees_its_own_synonyms(db: Any, client: Any) -> None:
+    coll, _ = _setup(db)
+    coll.insert_one({"_id": "v", "t": "vehicle"})
+    operator = {"text": {"query": "car", "path": "t", "synonyms": "s", "matchCriteria": "any"}}
+    with client.start_session() as session:
+        session.start_transaction()
+        db.syn.insert_one({"mappingType": "equivalent", "synonyms": ["car", "vehicle"]}, session=session)
+        assert "v" in {d["_id"] for d in coll.aggregate([{"$search": operator}], session=session)}
+        assert "v" not in _search(coll, operator)  # not committed: others do not see it
+        session.abort_transaction()
+    assert "v" not in _search(coll, operator)
