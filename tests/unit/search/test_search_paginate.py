@@ -149,3 +149,13 @@ def test_token_of_another_sort_fails(db: Any) -> None:
     with pytest.raises(OperationFailure) as failure:
         list(coll.aggregate([{"$search": {"text": {"query": "fox", "path": "t"}, "searchAfter": token}}]))
     assert failure.value.code == 8
+
+
+def test_pages_past_the_first_sorted_hits(db: Any) -> None:
+    """More matches than the search orders at once (256): tokens of the later ones work too."""
+    coll, docs = _collection(db, n=500)
+    stage = {"text": {"query": "owl", "path": "t"}}
+    expected = _score_order(docs, "owl")
+    assert len(expected) > 256
+    assert [i for i, _ in _page(coll, stage, 1000)] == expected
+    assert _walk_forward(coll, stage, 90) == expected

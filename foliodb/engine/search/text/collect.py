@@ -198,11 +198,3 @@ def order_keys(fields: list[SortField], values: list[tuple[Any, Any]]) -> list[A
         rank = np.where(rank == 0, 99 if f.no_data == "highest" else -1, rank)
         keys += [-rank, -value] if f.order == -1 else [rank, value]
     return keys
-
-
-def sort_order(reader: Reader, spec: Mapping[str, Any], ords: Any, scores: Any, rids: Any) -> Any:
-    """The positions of ``ords`` in the order ``spec`` asks."""
-    fields = sort_fields(spec)
-    keys = order_keys(fields, sort_values(reader, fields, ords, scores))
-    # np.lexsort sorts by the last key first: ties by score, then record order.
-    return np.lexsort((rids, -scores, *reversed(keys)))

@@ -40,7 +40,8 @@ _NUMERIC = {_RANK["\x00n"], _RANK["\x00d"]}
 
 
 class Pager:
-    """A search's order (its ``sort``, else score) over its matches, with tokens."""
+    """A search's order (its ``sort``, else score; ties by higher score, then record order)
+    over its matches, with their tokens."""
 
     def __init__(self, reader: Reader, sort: Mapping[str, Any] | None, ords: Any, scores: Any, rids: Any) -> None:
         self.reader = reader
@@ -48,7 +49,6 @@ class Pager:
         self.values = sort_values(reader, self.fields, ords, scores)
         self.scores, self.rids = scores, rids
         self.keys = [*order_keys(self.fields, self.values), -scores, rids]
-        self._at: dict[int, int] | None = None
 
     def order(self) -> Any:
         """The positions of the matches in the search's order."""
@@ -72,11 +72,8 @@ class Pager:
             return order[greater[order]]
         return order[less[order]][::-1]
 
-    def token(self, rid: int) -> str:
-        """The sequence token of the match with record id ``rid``."""
-        if self._at is None:
-            self._at = {r: i for i, r in enumerate(self.rids.tolist())}
-        i = self._at[rid]
+    def token(self, i: int) -> str:
+        """The sequence token of the ``i``-th match (in the order the matches were found)."""
         keys = []
         for f, (rank, value) in zip(self.fields, self.values, strict=True):
             r = int(rank[i])

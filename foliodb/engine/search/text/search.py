@@ -30,7 +30,7 @@ from foliodb.engine.records import CollectionStore
 from foliodb.engine.search.catalog import SearchIndexInfo
 from foliodb.engine.search.manager import SearchIndexes, newest_seq, read_changes
 from foliodb.engine.search.numeric import np, require
-from foliodb.engine.search.text.collect import count_document, facet_document, sort_order
+from foliodb.engine.search.text.collect import count_document, facet_document
 from foliodb.engine.search.text.highlight import highlights
 from foliodb.engine.search.text.index import TextState
 from foliodb.engine.search.text.mapping import TextDefinition
@@ -61,31 +61,42 @@ class Explained:
 
 @dataclass(slots=True)
 class Found:
-    """A search's answer: its hits in order ((record id, score) pairs, ordered as they are read)
-    and its meta document."""
+    """A search's answer: its hits in order ((record id, score, position) triples, ordered as
+    they are read; the position is the hit's among the matches, for its sequence token) and
+    its meta document."""
 
-    hits: Iterator[tuple[int, float]]
+    hits: Iterator[Hit]
     meta: dict[str, Any]
     run: Run | None = None
     details: str = ""
     pager: Pager | None = None  # the order's sequence tokens
 
 
-def _best_first(rids: Any, scores: Any) -> Iterator[tuple[int, float]]:
+Hit = tuple[int, float, int]  # (record id, score, position among the matches)
+
+
+def _in_order(rids: Any, scores: Any, order: Any) -> Iterator[Hit]:
+    yield from zip(rids[order].tolist(), scores[order].tolist(), order.tolist(), strict=True)
+
+
+def _best_first(rids: Any, scores: Any) -> Iterator[Hit]:
     """Higher scores first, ties in record order: the best :data:`FIRST_SORT` ordered at once,
     the others only if the cursor reads past them (a ``$limit`` usually stops it before)."""
     if len(rids) <= FIRST_SORT:
-        order = np.lexsort((rids, -scores))
-        yield from zip(rids[order].tolist(), scores[order].tolist(), strict=True)
+        yield from _in_order(rids, scores, np.lexsort((rids, -scores)))
         return
-    best = np.argpartition(-scores, FIRST_SORT)[:FIRST_SORT]
+    # The best FIRST_SORT: every score above the FIRST_SORT-th, then its ties in record order
+    # (argpartition alone would take an arbitrary part of the ties, out of record order).
+    kth = np.partition(-scores, FIRST_SORT - 1)[FIRST_SORT - 1]
+    better = np.flatnonzero(-scores < kth)
+    tied = np.flatnonzero(-scores == kth)
+    best = np.concatenate([better, tied[np.argsort(rids[tied], kind="stable")][: FIRST_SORT - len(better)]])
     first = best[np.lexsort((rids[best], -scores[best]))]
-    yield from zip(rids[first].tolist(), scores[first].tolist(), strict=True)
-    rest = np.ones(len(rids), dtype=bool)
-    rest[first] = False
-    rids, scores = rids[rest], scores[rest]
-    order = np.lexsort((rids, -scores))
-    yield from zip(rids[order].tolist(), scores[order].tolist(), strict=True)
+    yield from _in_order(rids, scores, first)
+    left = np.ones(len(rids), dtype=bool)
+    left[first] = False
+    rest = np.flatnonzero(left)
+    yield from _in_order(rids, scores, rest[np.lexsort((rids[rest], -scores[rest]))])
 
 
 def _index_of(store: CollectionStore, name: str) -> SearchIndexInfo | None:
@@ -182,11 +193,9 @@ def text_search(
         rids = reader.rid_at[ords]
         pager = Pager(reader, query.sort, ords, scores, rids)
         if query.after is not None or query.before is not None:
-            order = pager.page(query.after, query.before)
-            hits: Iterator[tuple[int, float]] = zip(rids[order].tolist(), scores[order].tolist(), strict=True)
+            hits = _in_order(rids, scores, pager.page(query.after, query.before))
         elif query.sort is not None:
-            order = sort_order(reader, query.sort, ords, scores, rids)
-            hits = zip(rids[order].tolist(), scores[order].tolist(), strict=True)
+            hits = _in_order(rids, scores, pager.order())
         else:
             hits = _best_first(rids, scores)
         explained.highlight = run.highlight
@@ -203,14 +212,14 @@ def documents(store: CollectionStore, query: SearchQuery, found: Found) -> Itera
         index = _index_of(store, query.index)
         definition = index.parsed if index is not None else None
     stored = _stored_source(definition) if query.stored_source else None
-    for rid, score in found.hits:
+    for rid, score, at in found.hits:
         data = store.get_raw(rid)
         if data is None:
             continue
         doc = bson.decode(data, CODEC)
         meta: dict[str, Any] = {"searchScore": score, "score": score}  # "score": MongoDB 8.2's name for any search
         if found.pager is not None:
-            meta["searchSequenceToken"] = found.pager.token(rid)
+            meta["searchSequenceToken"] = found.pager.token(at)
         if query.highlight is not None and isinstance(definition, TextDefinition) and found.run is not None:
             meta["searchHighlights"] = highlights(definition, query.highlight, doc, found.run.highlight)
         if query.score_details:
