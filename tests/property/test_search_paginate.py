@@ -30,7 +30,16 @@ DOCS = st.lists(
     max_size=20,
 )
 SORTS = st.sampled_from(
-    [None, {"n": 1}, {"n": -1}, {"g": 1, "n": -1}, {"n": {"order": 1, "noData": "highest"}}, {"g": -1}]
+    [
+        None,
+        {"n": 1},
+        {"n": -1},
+        {"g": 1, "n": -1},
+        {"n": {"order": 1, "noData": "highest"}},
+        {"g": -1},
+        {"s": {"$meta": "searchScore", "order": 1}},
+        {"n": 1, "s": {"$meta": "searchScore"}},
+    ]
 )
 DEFINITION = {"mappings": {"fields": {"body": {"type": "string"}, "n": {"type": "number"}, "g": {"type": "token"}}}}
 
@@ -39,6 +48,9 @@ def _expected(docs: list[tuple[str, Any, str]], word: str, sort: dict[str, Any] 
     scores = score_terms({i: body for i, (body, _, _) in enumerate(docs)}, [word])
     order = sorted(scores, key=lambda i: (-float32(scores[i]), i))
     for path, how in reversed(list((sort or {}).items())):  # least significant first, stable sorts
+        if isinstance(how, dict) and how.get("$meta") == "searchScore":
+            order = sorted(order, key=lambda i: float32(scores[i]), reverse=how.get("order", -1) == -1)
+            continue
         direction = how["order"] if isinstance(how, dict) else how
         highest = isinstance(how, dict) and how.get("noData") == "highest"
         column = 1 if path == "n" else 2
