@@ -473,7 +473,7 @@ def _row_full_text_search(db: Any) -> None:
     assert _code(lambda: list(db.t.aggregate([{"$search": {"text": {"path": "title"}}}]))) == 8
     synonyms = {"text": {"query": "fox", "path": "title", "synonyms": "s"}}
     assert _code(lambda: list(db.t.aggregate([{"$search": synonyms}]))) == 8  # no such mapping
-    assert _code(lambda: list(db.t.aggregate([{"$search": {"span": {"term": {}}}}]))) == 238
+    assert _code(lambda: list(db.t.aggregate([{"$search": {"hasRoot": {}}}]))) == 238
     assert _code(lambda: list(db.t.aggregate([{"$search": {**text, "searchAfter": "x"}}]))) == 8  # bad token
     like = {"moreLikeThis": {"like": {"title": "fox"}}}
     assert {d["_id"] for d in db.t.aggregate([{"$search": like}])} == {1, 2}

@@ -10,7 +10,7 @@ returns a :class:`Query` whose :meth:`Query.hits` gives the matching entries of 
 option (``boost``, ``constant``, ``function``) applied. The operators are in
 :mod:`.terms` (text, phrase, autocomplete, wildcard, regex, queryString), :mod:`.values`
 (equals, in, range, exists, near), :mod:`.compound` (compound, embeddedDocument),
-:mod:`.like` (moreLikeThis) and :mod:`.geo` (geoWithin, geoShape).
+:mod:`.like` (moreLikeThis), :mod:`.geo` (geoWithin, geoShape) and :mod:`.span` (span).
 Known MongoDB Search operators not built here answer NotImplemented (238).
 """
 
@@ -77,7 +77,7 @@ OperatorCompiler = Callable[[Mapping[str, Any], str, TextDefinition], Query]
 OPERATORS: Registry[OperatorCompiler] = Registry(
     "search operator",
     _unknown,
-    unbuilt=("knnBeta", "span", "hasAncestor", "hasRoot", "vectorSearch"),
+    unbuilt=("knnBeta", "hasAncestor", "hasRoot", "vectorSearch"),
 )
 
 
@@ -147,4 +147,4 @@ def all_roots(run: Run) -> Hits:
 
 
 # Register the operators.
-from foliodb.engine.search.text.operators import compound, geo, like, terms, values  # noqa: E402,F401
+from foliodb.engine.search.text.operators import compound, geo, like, span, terms, values  # noqa: E402,F401
