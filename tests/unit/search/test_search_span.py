@@ -151,3 +151,13 @@ def test_bad_spans_fail(db: Any, spec: dict[str, Any]) -> None:
     with pytest.raises(OperationFailure) as failure:
         list(coll.aggregate([{"$search": {"span": spec}}]))
     assert failure.value.code == 8
+
+
+def test_near_over_many_occurrences_is_not_combinatorial(db: Any) -> None:
+    """3 clauses x 3000 occurrences each: the product would be 2.7e10 choices."""
+    coll, _ = _setup(db)
+    coll.insert_one({"_id": "long", "t": "quick brown fox " * 3000})
+    for in_order in (True, False):
+        near = {"near": {"clauses": [_term("quick"), _term("brown"), _term("fox")], "inOrder": in_order}}
+        got = {d["_id"] for d in coll.aggregate([{"$search": {"span": near}}])}
+        assert "long" in got

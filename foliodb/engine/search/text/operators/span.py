@@ -24,6 +24,7 @@ the terms' (Lucene's SpanWeight). All clauses must use one path. ``term`` with `
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Mapping
 from typing import Any
@@ -93,6 +94,15 @@ class FirstSpan(SpanNode):
         return {o: s for o, s in kept.items() if s}
 
 
+def _soonest_from(spans: list[Span]) -> list[Span]:
+    """For each index of spans sorted by start, the span from there on that ends first."""
+    out = list(spans)
+    for i in range(len(out) - 2, -1, -1):
+        if out[i + 1][1] < out[i][1]:
+            out[i] = out[i + 1]
+    return out
+
+
 class NearSpan(SpanNode):
     def __init__(self, clauses: list[SpanNode], slop: int, in_order: bool) -> None:
         self.clauses, self.slop, self.in_order, self.path = clauses, slop, in_order, clauses[0].path
@@ -100,27 +110,48 @@ class NearSpan(SpanNode):
     def terms(self, run: Run) -> set[str]:
         return set().union(*(c.terms(run) for c in self.clauses))
 
-    def _match(self, choice: tuple[Span, ...]) -> Span | None:
-        if self.in_order:
-            if any(a[1] > b[0] for a, b in itertools.pairwise(choice)):
+    def _ordered(self, first: Span, rest: list[list[Span]]) -> Span | None:
+        """From ``first``, each next clause's earliest span starting at or after the previous end."""
+        chain = [first]
+        for spans in rest:
+            at = bisect.bisect_left(spans, (chain[-1][1], -1, -1))
+            if at == len(spans):
                 return None
-            width = sum(b[0] - a[1] for a, b in itertools.pairwise(choice))
-        else:
-            width = max(s[1] for s in choice) - min(s[0] for s in choice) - sum(s[1] - s[0] for s in choice)
-        if width > self.slop:
-            return None
-        return min(s[0] for s in choice), max(s[1] for s in choice), max(width, 0)
+            chain.append(spans[at])
+        width = sum(b[0] - a[1] for a, b in itertools.pairwise(chain))
+        return (first[0], chain[-1][1], width) if width <= self.slop else None
+
+    def _unordered(self, first: Span, others: list[tuple[list[Span], list[Span]]]) -> Span | None:
+        """With ``first`` leftmost, each other clause's span starting at or after it that ends
+        first (``others``: each clause's spans and, from each index on, the one ending first)."""
+        chain = [first]
+        for spans, soonest in others:
+            at = bisect.bisect_left(spans, (first[0], -1, -1))
+            if at == len(spans):
+                return None
+            chain.append(soonest[at])
+        end = max(sp[1] for sp in chain)
+        width = end - first[0] - sum(sp[1] - sp[0] for sp in chain)
+        return (first[0], end, max(width, 0)) if width <= self.slop else None
 
     def spans(self, run: Run) -> Spans:
         per_clause = [c.spans(run) for c in self.clauses]
         common = set(per_clause[0]).intersection(*per_clause[1:])
         out: Spans = {}
         for ord_ in common:
-            found = {m for choice in itertools.product(*(p[ord_] for p in per_clause)) if (m := self._match(choice))}
+            lists = [p[ord_] for p in per_clause]
+            found: set[Span] = set()
+            if self.in_order:
+                found = {m for first in lists[0] if (m := self._ordered(first, lists[1:]))}
+            else:
+                soonest = [_soonest_from(spans) for spans in lists]
+                for i, spans in enumerate(lists):
+                    others = [(lists[j], soonest[j]) for j in range(len(lists)) if j != i]
+                    found |= {m for first in spans if (m := self._unordered(first, others))}
             if found:
                 # One match per start, the tightest (Lucene moves on from a start once it matched).
                 best: dict[int, Span] = {}
-                for span in sorted(found, key=lambda s: (s[0], s[1] - s[0])):
+                for span in sorted(found, key=lambda sp: (sp[0], sp[2], sp[1])):
                     best.setdefault(span[0], span)
                 out[ord_] = sorted(best.values())
         return out
