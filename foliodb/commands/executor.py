@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("foliodb")
 
-# A command's point path (commands.find.point_find, commands.write.point_insert...): its reply,
+# A command's point path (commands.find.point_find, commands.insert.point_insert...): its reply,
 # or None when the general path must answer.
 PointHandler = Callable[["Request", Mapping[str, Any]], "dict[str, Any] | None"]
 # The opcounter of each command with a point path (as :meth:`Executor._count` counts it).
