@@ -303,7 +303,14 @@ class Executor:
             reply.update(sessions.cluster_time_fields(request))
         if engine.profiling:
             profiler.record(request, command, reply, int((time.perf_counter() - started) * 1000))
-        usage.command_finished(engine.usage, engine.storage.published, db, name, command, time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        target = command[name]
+        if name in _POINT_COUNTERS and type(target) is str:
+            # A find or write of a collection (most requests): point_finished counts it as
+            # command_finished would, without the dispatch on the command's kind.
+            usage.point_finished(engine.usage, engine.storage.published, db, target, name, int(seconds * 1_000_000))
+        else:
+            usage.command_finished(engine.usage, engine.storage.published, db, name, command, seconds)
         self._count(name, command)
         return reply
 
