@@ -28,7 +28,7 @@ from foliodb.engine.geo_keys import GEO_KINDS, FlatGrid, flat_document_keys, sph
 from foliodb.engine.index_keys import EMPTY_ARRAY, document_keys, hashed_document_keys, wildcard_keys, with_rid
 from foliodb.engine.oplog import recorded
 from foliodb.engine.overlay import CollectionOverlay, in_range, merge_index_rows, merge_scan
-from foliodb.engine.plan_cache import IndexFilters, PlanCache
+from foliodb.engine.plan_cache import IndexFilters, PlanCache, PlanMemo
 from foliodb.engine.storage import Storage
 from foliodb.engine.text import TextIndex
 from foliodb.engine.transactions import HeldByTransactionError, State, Transaction, WriteConflictError, write_conflict
@@ -237,6 +237,7 @@ class CollectionStore:
         self.writers = [IndexWriter(index) for index in info.indexes.values()]
         self.writers += [IndexWriter(index, building=True) for index in info.building.values()]
         self.plan_cache = PlanCache()  # this version's: a catalog change starts a new one
+        self.plan_memo = PlanMemo()  # the planner's own, of this version too
         # The collection's index filters, shared by its versions (the engine's, by uuid).
         self.index_filters: IndexFilters = {}
         id_table = info.id_index.table

@@ -35,7 +35,7 @@ from bson import Int64, MaxKey, MinKey, ObjectId
 
 from foliodb.engine.catalog import CODEC, IndexInfo
 from foliodb.engine.geo_keys import GEO_KINDS
-from foliodb.engine.plan_cache import Entry, IndexFilter, shape_of
+from foliodb.engine.plan_cache import Entry, IndexFilter, Memo, shape_of
 from foliodb.engine.planner import geo
 from foliodb.engine.planner.bounds import ALL, KeyRange
 from foliodb.engine.planner.candidates import Candidate, candidates, index_scan, key_direction, sort_direction
@@ -166,7 +166,15 @@ def choose_plan(
         if len(scans) == 1:
             candidate, scan = scans[0]
             return Plan(scan, candidate.provides_sort, index_filter_set=filtered)
-    found = candidates(store, filter_spec, sort, None, collator)
+    memoizable = hinted is None and index_filter is None
+    conditions = field_conditions(filter_spec)
+    if memoizable:
+        memo = store.plan_memo.get(shape)
+        if memo is not None:
+            plan = _memo_plan(store, memo, filter_spec, conditions, sort, collator)
+            if plan is not None:
+                return plan
+    found = candidates(store, filter_spec, sort, None, collator, conditions)
     if index_filter is not None:
         found = [c for c in found if index_filter.allows(c.index.name, c.index.key)]
     if hinted is not None:
@@ -183,12 +191,62 @@ def choose_plan(
         return Plan(union_scan or CollScan(store), index_filter_set=filtered)
     if len(scans) == 1:
         candidate, scan = scans[0]
+        if memoizable and len(found) == 1:
+            memo = _memo_of(store, candidate.index, conditions, collator)
+            if memo is not None:
+                store.plan_memo.put(shape, memo)
         return Plan(scan, candidate.provides_sort, index_filter_set=filtered)
     plan = _trial(store, scans, matcher, bool(sort))
     plan.index_filter_set = filtered
     if hinted is None:  # only plans that had rivals are cached, as mongod's
         store.plan_cache.put(shape, _entry(plan, filter_spec, sort, projection, collator))
     return plan
+
+
+def _memo_of(
+    store: CollectionStore, index: IndexInfo, conditions: dict[str, list[Any]], collator: Collator | None
+) -> Memo | None:
+    """The memo of a query that ``index`` alone could serve, when every other
+    index is out of the running whatever the values of the query's shape:
+    hidden, text, of another collation with a partial filter, or a plain
+    (btree or hashed, neither partial nor sparse) index on whose leading
+    field the query has no condition (and whose order, if it gives the sort,
+    would have made it a candidate already). Else None: partial, sparse,
+    wildcard and geo indexes decide by the values."""
+    absent = []
+    for other in store.info.indexes.values():
+        spec = other.spec
+        if other is index or spec.get("hidden") or other.kind == "text":
+            continue
+        if "partialFilterExpression" in spec and not collation.same(other.collator, collator):
+            continue  # the shape holds the query's collation
+        if other.kind not in ("btree", "hashed") or "partialFilterExpression" in spec or spec.get("sparse"):
+            return None
+        leading = next(iter(other.key))
+        if leading in conditions:
+            return None
+        absent.append(leading)
+    return Memo(index, tuple(absent))
+
+
+def _memo_plan(
+    store: CollectionStore,
+    memo: Memo,
+    filter_spec: Mapping[str, Any] | None,
+    conditions: dict[str, list[Any]],
+    sort: list[tuple[str, int]] | None,
+    collator: Collator | None,
+) -> Plan | None:
+    """The plan of a memoized shape: the memo's index with bounds from this
+    query's values; None (plan in full) when the values make it no single
+    candidate or the query conditions a path that could bring another index in."""
+    if any(path in conditions for path in memo.absent):
+        return None
+    found = candidates(store, filter_spec, sort, memo.index, collator, conditions)
+    if len(found) != 1:
+        return None
+    scan = index_scan(store, found[0])
+    return None if scan is None else Plan(scan, found[0].provides_sort)
 
 
 def _entry(
