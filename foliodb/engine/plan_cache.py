@@ -139,6 +139,10 @@ class Memo:
 
     index: IndexInfo
     absent: tuple[str, ...]
+    # When the shape is equalities to plain scalars on top-level paths, one
+    # of them the index's leading field: per key field, the path whose value
+    # is its point (None: unbounded); the bounds are then filled in directly.
+    points: tuple[str | None, ...] | None = None
 
 
 class PlanMemo:

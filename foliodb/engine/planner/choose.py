@@ -37,7 +37,7 @@ from foliodb.engine.catalog import CODEC, IndexInfo
 from foliodb.engine.geo_keys import GEO_KINDS
 from foliodb.engine.plan_cache import Entry, IndexFilter, Memo, shape_of
 from foliodb.engine.planner import geo
-from foliodb.engine.planner.bounds import ALL, KeyRange
+from foliodb.engine.planner.bounds import ALL, KeyRange, point
 from foliodb.engine.planner.candidates import Candidate, candidates, index_scan, key_direction, sort_direction
 from foliodb.engine.planner.conditions import field_conditions, field_intervals, implies
 from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan, OrScan
@@ -167,13 +167,13 @@ def choose_plan(
             candidate, scan = scans[0]
             return Plan(scan, candidate.provides_sort, index_filter_set=filtered)
     memoizable = hinted is None and index_filter is None
-    conditions = field_conditions(filter_spec)
     if memoizable:
         memo = store.plan_memo.get(shape)
         if memo is not None:
-            plan = _memo_plan(store, memo, filter_spec, conditions, sort, collator)
+            plan = _memo_plan(store, memo, filter_spec, sort, collator)
             if plan is not None:
                 return plan
+    conditions = field_conditions(filter_spec)
     found = candidates(store, filter_spec, sort, None, collator, conditions)
     if index_filter is not None:
         found = [c for c in found if index_filter.allows(c.index.name, c.index.key)]
@@ -192,7 +192,7 @@ def choose_plan(
     if len(scans) == 1:
         candidate, scan = scans[0]
         if memoizable and len(found) == 1:
-            memo = _memo_of(store, candidate.index, conditions, collator)
+            memo = _memo_of(store, candidate.index, filter_spec, conditions, collator)
             if memo is not None:
                 store.plan_memo.put(shape, memo)
         return Plan(scan, candidate.provides_sort, index_filter_set=filtered)
@@ -204,7 +204,11 @@ def choose_plan(
 
 
 def _memo_of(
-    store: CollectionStore, index: IndexInfo, conditions: dict[str, list[Any]], collator: Collator | None
+    store: CollectionStore,
+    index: IndexInfo,
+    filter_spec: Mapping[str, Any] | None,
+    conditions: dict[str, list[Any]],
+    collator: Collator | None,
 ) -> Memo | None:
     """The memo of a query that ``index`` alone could serve, when every other
     index is out of the running whatever the values of the query's shape:
@@ -226,20 +230,68 @@ def _memo_of(
         if leading in conditions:
             return None
         absent.append(leading)
-    return Memo(index, tuple(absent))
+    return Memo(index, tuple(absent), _points(index, filter_spec, conditions, collator))
+
+
+def _points(
+    index: IndexInfo,
+    filter_spec: Mapping[str, Any] | None,
+    conditions: dict[str, list[Any]],
+    collator: Collator | None,
+) -> tuple[str | None, ...] | None:
+    """A memo's ``points``: for a plain btree index (no collation, no partial
+    filter) and a query of top-level equalities to plain scalars, one of them
+    on the index's leading field. The shape fixes the paths (its keys) and
+    that no value is an operator document, an array, a regex or null."""
+    if index.kind != "btree" or index.collator is not None or collator is not None:
+        return None
+    if "partialFilterExpression" in index.spec or next(iter(index.key)) not in conditions:
+        return None
+    if filter_spec is None or list(filter_spec) != list(conditions):  # no $and, $or, $expr...
+        return None
+    for path, conds in conditions.items():
+        if "." in path or len(conds) != 1 or type(conds[0]) not in _POINT_TYPES:
+            return None
+    return tuple(name if name in conditions else None for name in index.key)
+
+
+# Values whose equality bounds are the one point of their key, as bounds.condition_intervals gives.
+_POINT_TYPES = frozenset({int, str, ObjectId, bool, float, Int64, datetime.datetime})
+
+
+def _filled_plan(
+    store: CollectionStore, memo: Memo, points: tuple[str | None, ...], filter_spec: Mapping[str, Any], sort: Any
+) -> Plan | None:
+    """The memo's index scan with its points filled in from the values (None: a value of another kind)."""
+    intervals = []
+    for path in points:
+        if path is None:
+            intervals.append([ALL])
+            continue
+        value = filter_spec[path]
+        if type(value) not in _POINT_TYPES:
+            return None
+        intervals.append([point(value)])
+    direction = sort_direction(memo.index, intervals, sort or []) if sort else 0
+    scan = index_scan(store, Candidate(memo.index, intervals, direction or 1, bool(direction)))
+    return None if scan is None else Plan(scan, bool(direction))
 
 
 def _memo_plan(
     store: CollectionStore,
     memo: Memo,
     filter_spec: Mapping[str, Any] | None,
-    conditions: dict[str, list[Any]],
     sort: list[tuple[str, int]] | None,
     collator: Collator | None,
 ) -> Plan | None:
     """The plan of a memoized shape: the memo's index with bounds from this
     query's values; None (plan in full) when the values make it no single
     candidate or the query conditions a path that could bring another index in."""
+    if memo.points is not None and filter_spec is not None:
+        plan = _filled_plan(store, memo, memo.points, filter_spec, sort)
+        if plan is not None:
+            return plan
+    conditions = field_conditions(filter_spec)
     if any(path in conditions for path in memo.absent):
         return None
     found = candidates(store, filter_spec, sort, memo.index, collator, conditions)
