@@ -23,17 +23,10 @@ from hypothesis import strategies as st
 from pymongo.errors import OperationFailure
 
 import foliodb
+from tests.property import test_indexed_equals_scan as indexed_equals_scan
 
-INDEXES: list[tuple[list[tuple[str, Any]], dict[str, Any]]] = [
-    ([("a", 1)], {}),
-    ([("b", -1)], {}),
-    ([("a", 1), ("b", -1)], {}),
-    ([("c", 1)], {"sparse": True}),
-    ([("x", 1)], {"partialFilterExpression": {"a": {"$gt": 0}}}),
-    ([("b", "hashed")], {}),
-    ([("$**", 1)], {}),
-    ([("b", 1), ("a", 1)], {}),
-]
+# The scan-equivalence test's indexes, and a compound one that gives a sort on b after an equality on a.
+INDEXES = [*indexed_equals_scan.INDEXES, ([("b", 1), ("a", 1)], {})]
 FIELDS = ["a", "b", "c", "x"]
 VALUES = st.one_of(st.integers(-3, 3), st.sampled_from([None, "a", "b", 1.5]))
 DOCS = st.lists(st.fixed_dictionaries({}, optional=dict.fromkeys(FIELDS, VALUES)), max_size=20)

@@ -9,7 +9,10 @@ hint; a ``$natural`` hint or sort is a collection scan; a filter that is
 exactly ``{_id: value}`` is IDHACK's point lookup (the ``_id`` index has the
 collection's default collation, so IDHACK serves the queries of that
 collation); a plan cached for the shape is reused when it serves this query
-too. Otherwise the candidates (:mod:`.candidates`) compete: with several, each
+too, and so is a memoized one (the plan cache's invisible sibling,
+:class:`~foliodb.engine.plan_cache.PlanMemo`): a shape that had a single
+candidate index, whatever its values, rebuilds just that index's bounds
+(equalities to plain scalars fill its points in directly). Otherwise the candidates (:mod:`.candidates`) compete: with several, each
 runs a short trial (as MongoDB's multi-planner does) and the most productive
 wins - matching documents per record examined, a plan that needs no blocking
 sort preferred - and the winner is cached. Without candidates a top-level
