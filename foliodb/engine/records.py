@@ -57,7 +57,8 @@ class CollectionStore(RecordReads):
         self.conn: sqlite3.Connection = storage.writer
         self._txns = storage.transactions
         self._cache = storage.cache  # told of every record write (engine/cache.py)
-        self._oplog = storage.oplog if recorded(info.db, info.name) else None  # None: writes here go unrecorded
+        # This namespace's oplog entries; None: writes here go unrecorded.
+        self._oplog = storage.oplog.recorder(info.db, info.name, info.uuid) if recorded(info.db, info.name) else None
         self._checked: Catalog | None = None  # the last catalog version this store was found alive in
         table = info.table
         self._insert_sql = f"INSERT INTO {table} (doc) VALUES (?)"
@@ -142,7 +143,7 @@ class CollectionStore(RecordReads):
                 self._remove_own_entries(writer, doc, rid)
             raise
         if self._oplog is not None:
-            self._oplog.insert(self.info.db, self.info.name, self.info.uuid, doc["_id"], data)
+            self._oplog.insert(doc["_id"], data)
         if self.cap_size is not None:
             self._after_capped_insert(1, len(data))
         return rid
@@ -198,7 +199,7 @@ class CollectionStore(RecordReads):
             self._record_flags(writer)
             conn.executemany(writer.insert_sql, entries)
         if self._oplog is not None:
-            self._oplog.insert_many(self.info.db, self.info.name, self.info.uuid, docs, rows)
+            self._oplog.insert_many(docs, rows)
         if self.cap_size is not None:
             self._after_capped_insert(len(rows), sum(len(row) for row in rows))
 
@@ -332,7 +333,7 @@ class CollectionStore(RecordReads):
         if self._oplog is not None:
             before = old_data if old_data is not None else self.encode(old)
             info = self.info
-            self._oplog.update(info.db, info.name, info.uuid, new.get("_id"), before, data, replace, info.keeps_images)
+            self._oplog.update(new.get("_id"), before, data, replace, info.keeps_images)
 
     def _write_update(
         self, rid: int, data: bytes, changes: list[tuple[IndexWriter, list[bytes], dict[bytes, tuple[Any, ...]]]]
@@ -381,9 +382,7 @@ class CollectionStore(RecordReads):
                 conn.executemany(writer.delete_sql, [(with_rid(k, rid),) for k in keys])
         if self._oplog is not None:
             before = data if data is not None else self.encode(doc)
-            self._oplog.delete(
-                self.info.db, self.info.name, self.info.uuid, doc.get("_id"), before, self.info.keeps_images
-            )
+            self._oplog.delete(doc.get("_id"), before, self.info.keeps_images)
 
     @property
     def only_id_index(self) -> bool:
@@ -402,7 +401,7 @@ class CollectionStore(RecordReads):
         conn.execute(self.writers[0].delete_sql, (bytearray(id_key),))
         if self._oplog is not None:
             info = self.info
-            self._oplog.delete(info.db, info.name, info.uuid, None, data, info.keeps_images)
+            self._oplog.delete(None, data, info.keeps_images)
 
     def truncate(self) -> None:
         held = next((t for (cid, _), t in list(self._txns.doc_intents.items()) if cid == self.info.id), None)
@@ -415,7 +414,7 @@ class CollectionStore(RecordReads):
             kept = self.info.keeps_images
             for _, row in self._scan_table(False, None):
                 doc = bson.decode(row, CODEC)
-                self._oplog.delete(self.info.db, self.info.name, self.info.uuid, doc.get("_id"), row, kept)
+                self._oplog.delete(doc.get("_id"), row, kept)
         self.conn.execute(f"DELETE FROM {self.info.table}")
         for writer in self.writers:
             self.conn.execute(f"DELETE FROM {writer.table}")

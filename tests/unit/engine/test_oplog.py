@@ -20,7 +20,7 @@ from bson.binary import Binary, UuidRepresentation
 from foliodb.commands import Executor
 from foliodb.commands.replication import ReplicaSet
 from foliodb.engine.catalog import CODEC
-from foliodb.engine.oplog import Oplog, pack, unpack, update_description
+from foliodb.engine.oplog import Recorder, pack, unpack, update_description
 
 
 def _ok(reply: dict[str, Any]) -> dict[str, Any]:
@@ -95,13 +95,13 @@ def test_a_batch_insert_records_the_entries_of_one_by_one_inserts(
         {"_id": 2.5},
     ]
     batches: list[int] = []
-    batch_insert = Oplog.insert_many
+    batch_insert = Recorder.insert_many
 
-    def counted(oplog: Oplog, db: str, coll: str, ui: uuid.UUID, many: Any, rows: list[bytes]) -> None:
+    def counted(recorder: Recorder, many: Any, rows: list[bytes]) -> None:
         batches.append(len(rows))
-        batch_insert(oplog, db, coll, ui, many, rows)
+        batch_insert(recorder, many, rows)
 
-    monkeypatch.setattr(Oplog, "insert_many", counted)
+    monkeypatch.setattr(Recorder, "insert_many", counted)
     recorded, times = {}, {}
     for way, groups in (("batch", [docs]), ("one by one", [[doc] for doc in docs])):
         ex = Executor.open(str(tmp_path / way.replace(" ", "-")), ReplicaSet())
