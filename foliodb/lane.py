@@ -36,6 +36,21 @@ writer wait up to 5 ms at each of its SQLite calls (8 writers beside 2
 scanning readers: a few hundred writes a second, p99 0.4 s). A command of a
 fair lane that runs beside it (it waited past :data:`HOLDER_SECONDS`, or left
 to wait) asks for a turn again at its first check after a slice.
+
+What a fair lane bounds, and what it cannot. A waiting command gets its turn
+behind at most four slices of long commands (the balance is bounded by four
+slices; tests/unit/test_fair_lane.py counts them). Between two checks nothing
+is bounded: one C call (a SQLite step, a document's decoding, freeing a list)
+runs to its end, and a full pass of the cyclic garbage collector stops every
+thread for a time in proportion to every object the process holds (an order
+decoded is about 20 of them, its ObjectIds included). Work outside any command
+(a client taking documents out of its batch, the application's own code)
+holds the interpreter for switch intervals while the holder's SQLite calls
+wait to get it back. So the engine keeps its own work between checks short
+and makes no garbage it will throw away (a document cache build that a write
+overtakes stops further builds: engine/cache.py); the rest is the
+application's. The engine leaves the interpreter's switch interval alone (a
+server sets 1 ms): it is the whole process's, the application's to choose.
 """
 
 from __future__ import annotations
