@@ -23,7 +23,8 @@ from foliodb.commands.views import find_stages, is_view
 from foliodb.commands.write import UpdateStatement, Writes, collection_name, delete_statement, would_modify
 from foliodb.engine.count import explain_count
 from foliodb.engine.distinct import explain_distinct
-from foliodb.engine.query import FindSpec, explain_find
+from foliodb.engine.find_explain import explain_find
+from foliodb.engine.query import FindSpec
 from foliodb.engine.text import split_text
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.filter import MatchDetails, compile_filter
