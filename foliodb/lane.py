@@ -48,7 +48,9 @@ decoded is about 20 of them, its ObjectIds included). Work outside any command
 holds the interpreter for switch intervals while the holder's SQLite calls
 wait to get it back. So the engine keeps its own work between checks short
 and makes no garbage it will throw away (a document cache build that a write
-overtakes stops further builds: engine/cache.py); the rest is the
+overtakes stops further builds: engine/cache.py), and what holds the writer
+lock outside any turn holds it only for what it can do (a checkpoint that
+readers' snapshots hold back: engine/checkpoint.py); the rest is the
 application's. The engine leaves the interpreter's switch interval alone (a
 server sets 1 ms): it is the whole process's, the application's to choose.
 """
