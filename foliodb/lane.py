@@ -107,20 +107,33 @@ class Lane:
     @contextmanager
     def turn(self) -> Iterator[None]:
         """Run the block in the lane (or beside it: see :meth:`_enter`); out of it at the end."""
-        turn = _turns.turn
-        if turn.lane is not None or not self._enter():
+        if not self.take_turn():
             yield  # already in a lane, or beside it
             return
+        try:
+            yield
+        finally:
+            self.end_turn()
+
+    def take_turn(self) -> bool:
+        """:meth:`turn`'s start, for a caller on every request (a server connection's): True when
+        this thread took the lane, and must then call :meth:`end_turn`; False when it runs beside
+        it, or holds a lane already."""
+        turn = _turns.turn
+        if turn.lane is not None or not self._enter():
+            return False
         now = time.monotonic()
         self._since = now
         turn.lane = self
         turn.until = now + SLICE_SECONDS
-        try:
-            yield
-        finally:
-            if turn.lane is self:  # not left early
-                turn.lane = None
-                self._release()
+        return True
+
+    def end_turn(self) -> None:
+        """:meth:`turn`'s end: out of the lane, unless this thread left it early."""
+        turn = _turns.turn
+        if turn.lane is self:
+            turn.lane = None
+            self._release()
 
     def _release(self) -> None:
         self._lock.release()
