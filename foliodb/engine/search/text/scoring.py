@@ -54,6 +54,7 @@ def term_hits(reader: Reader, key: str, term: str, boost: float = 1.0, doc_freq:
 
 # -- combining hit sets ------------------------------------------------------------------------
 
+
 def empty() -> Hits:
     return np.zeros(0, dtype=np.int64), np.zeros(0)
 
