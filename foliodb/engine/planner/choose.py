@@ -12,10 +12,11 @@ collation); a plan cached for the shape is reused when it serves this query
 too, and so is a memoized one (the plan cache's invisible sibling,
 :class:`~foliodb.engine.plan_cache.PlanMemo`): a shape that had a single
 candidate index, whatever its values, rebuilds just that index's bounds
-(equalities to plain scalars fill its points in directly). Otherwise the candidates (:mod:`.candidates`) compete: with several, each
-runs a short trial (as MongoDB's multi-planner does) and the most productive
-wins - matching documents per record examined, a plan that needs no blocking
-sort preferred - and the winner is cached. Without candidates a top-level
+(equalities to plain scalars fill its points in directly). Otherwise the
+candidates (:mod:`.candidates`) compete: with several, each runs a short
+trial (as MongoDB's multi-planner does) and the most productive wins -
+matching documents per record examined, a plan that needs no blocking sort
+preferred - and the winner is cached. Without candidates a top-level
 ``$or`` whose every branch has an index is an OR of index scans, else the plan
 is a collection scan. A hinted index of another collation is scanned whole and
 gives no order. ``$near``/``$nearSphere`` have their own entry,
