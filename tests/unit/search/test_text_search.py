@@ -513,3 +513,32 @@ def test_restart_loads_the_saved_index(tmp_path: Any) -> None:
         assert state.loaded  # the saved files, not a rebuild
         after = _search(coll, {"text": {"query": "fox dog", "path": "plot"}})
         assert {i for i, _ in after} == {i for i, _ in before} | {9}
+
+
+def test_restart_rebuilds_an_index_saved_in_an_older_format(tmp_path: Any) -> None:
+    import bson
+
+    import foliodb
+
+    path = str(tmp_path / "data")
+    with foliodb.MongoClient(path) as client:
+        coll = client.test.movies
+        coll.insert_many([{"_id": k, "plot": v} for k, v in PLOTS.items()])
+        _index(coll, {"mappings": {"dynamic": True}})
+        before = _search(coll, {"text": {"query": "fox dog", "path": "plot"}})
+    # The files as the first format left them: its meta file says format 1.
+    directory = tmp_path / "data" / "foliodb.search"
+    (meta,) = directory.glob("*.meta")
+    meta.write_bytes(bson.encode({**bson.decode(meta.read_bytes()), "format": 1}))
+    with foliodb.MongoClient(path) as client:
+        coll = client.test.movies
+        wait_ready(coll, "default")
+        (state,) = client._executor.engine.search.states.values()
+        assert not state.loaded  # rebuilt from the collection
+        assert _search(coll, {"text": {"query": "fox dog", "path": "plot"}}) == before
+    with foliodb.MongoClient(path) as client:  # and the rebuilt index's files load
+        coll = client.test.movies
+        wait_ready(coll, "default")
+        (state,) = client._executor.engine.search.states.values()
+        assert state.loaded
+        assert _search(coll, {"text": {"query": "fox dog", "path": "plot"}}) == before
