@@ -353,7 +353,7 @@ def merge(segments: list[FrozenSegment], live: Any) -> FrozenSegment:
             tids.append(np.repeat(mapped, np.diff(arrays.starts))[keep])
             ords.append(arrays.ords[keep])
             tfs.append(arrays.tfs[keep])
-            run = np.diff(arrays.pos_starts)
+            run = arrays.tfs if len(arrays.positions) else np.zeros(len(arrays.tfs), dtype=np.int32)  # positions each
             runs.append(run[keep])
             positions.append(arrays.positions[np.repeat(keep, run)])
             keep_len = live[arrays.len_ords]
