@@ -44,8 +44,8 @@ def positional(key: str) -> bool:
 class MutableSegment:
     def __init__(self, first: int) -> None:
         self.first = self.end = first
-        self.postings: dict[str, dict[str, tuple[list[int], list[int]]]] = {}  # key -> term -> (ords, tfs)
-        self.places: dict[str, dict[str, list[tuple[int, ...]]]] = {}  # positional keys: per posting
+        # key -> term -> (ords, tfs, positions per posting: only for positional keys)
+        self.postings: dict[str, dict[str, tuple[list[int], list[int], list[tuple[int, ...]]]]] = {}
         self.lengths: dict[str, dict[int, int]] = {}
         self.columns: dict[str, tuple[list[int], list[float]]] = {}
 
@@ -59,8 +59,18 @@ class MutableSegment:
             if postings is None:
                 postings = self.postings[key] = {}
                 self.lengths[key] = {}
+            if len(pairs) == 1:  # most often: one term (``exists``, a token, a one-word string)
+                term, position = pairs[0]
+                entry = postings.get(term)
+                if entry is None:
+                    postings[term] = entry = ([], [], [])
+                entry[0].append(ord_)
+                entry[1].append(1)
+                if positional(key):
+                    entry[2].append((position,))
+                self.lengths[key][ord_] = 1
+                continue
             if positional(key):
-                places = self.places.setdefault(key, {})
                 by_term: dict[str, list[int]] = {}
                 for term, position in pairs:
                     found = by_term.get(term)
@@ -71,17 +81,16 @@ class MutableSegment:
                 for term, positions in by_term.items():
                     entry = postings.get(term)
                     if entry is None:
-                        postings[term] = ([ord_], [len(positions)])
-                        places[term] = [tuple(positions)]
+                        postings[term] = ([ord_], [len(positions)], [tuple(positions)])
                     else:
                         entry[0].append(ord_)
                         entry[1].append(len(positions))
-                        places[term].append(tuple(positions))
+                        entry[2].append(tuple(positions))
             else:
                 for term, tf in Counter(term for term, _ in pairs).items():
                     entry = postings.get(term)
                     if entry is None:
-                        postings[term] = ([ord_], [tf])
+                        postings[term] = ([ord_], [tf], [])
                     else:
                         entry[0].append(ord_)
                         entry[1].append(tf)
@@ -109,8 +118,7 @@ class MutableSegment:
         entry = self.postings.get(key, {}).get(term)
         if entry is None:
             return []
-        places = self.places.get(key)
-        return places[term] if places is not None else [()] * len(entry[0])
+        return entry[2] if positional(key) else [()] * len(entry[0])
 
     def key_lengths(self, key: str) -> tuple[Any, Any]:
         lengths = self.lengths.get(key)
@@ -134,11 +142,8 @@ class MutableSegment:
             starts = np.zeros(len(terms) + 1, dtype=np.int64)
             np.cumsum([len(e[0]) for e in entries], out=starts[1:])
             total = int(starts[-1])
-            places = self.places.get(key)
-            positions = _empty(np.int32)
-            if places is not None:
-                runs = chain.from_iterable(places[t] for t in terms)
-                positions = np.fromiter(chain.from_iterable(runs), np.int32)
+            runs = chain.from_iterable(e[2] for e in entries)
+            positions = np.fromiter(chain.from_iterable(runs), np.int32)
             lengths = self.lengths[key]
             keys[key] = _KeyArrays(
                 terms,
