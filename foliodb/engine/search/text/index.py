@@ -85,6 +85,8 @@ class TextState(Follower):
         self.ord_of: dict[int, int] = {}  # rid -> its document's ordinal
         self.children: dict[int, list[int]] = {}  # rid -> its embedded entries' ordinals
         self.cache: dict[Any, Any] = {}  # what searches derived from the current contents
+        self.died = 0  # entries that stopped being live (merges drop them, this never goes down)
+        self.nested = 0  # embedded documents' entries ever added
 
     # -- changes -------------------------------------------------------------------------
 
@@ -96,13 +98,16 @@ class TextState(Follower):
         old = self.ord_of.pop(rid, None)
         if old is not None:
             self.live[old] = False
+            self.died += 1
             for child in self.children.pop(rid, ()):
                 self.live[child] = False
+                self.died += 1
         if data is not None:
             ords = self.add(rid, self.definition.analyze(bson.decode(data, CODEC)))  # type: ignore[arg-type]
             self.ord_of[rid] = ords[0]
             if len(ords) > 1:
                 self.children[rid] = ords[1:]
+                self.nested += len(ords) - 1
         self.changes += 1
         self.cache.clear()
 
@@ -233,6 +238,8 @@ def load(directory: str, index_id: int, version: int, definition: TextDefinition
     state.live = np.zeros(size, dtype=bool)
     state.rid_at[:n], state.parent_at[:n], state.live[:n] = rid_at, parent_at, live
     state.next_ord = n
+    state.died = n - int(live.sum())
+    state.nested = int((parent_at >= 0).sum())
     state.mutable = MutableSegment(n)
     for ord_ in np.flatnonzero(live).tolist():
         rid, parent = int(rid_at[ord_]), int(parent_at[ord_])
