@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("foliodb")
 
-# A command's point path (commands.find.point_find, commands.write.point_insert...): its reply,
+# A command's point path (commands.find.point_find, commands.insert.point_insert...): its reply,
 # or None when the general path must answer.
 PointHandler = Callable[["Request", Mapping[str, Any]], "dict[str, Any] | None"]
 # The opcounter of each command with a point path (as :meth:`Executor._count` counts it).
@@ -303,7 +303,14 @@ class Executor:
             reply.update(sessions.cluster_time_fields(request))
         if engine.profiling:
             profiler.record(request, command, reply, int((time.perf_counter() - started) * 1000))
-        usage.command_finished(engine.usage, engine.storage.published, db, name, command, time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        target = command[name]
+        if name in _POINT_COUNTERS and type(target) is str:
+            # A find or write of a collection (most requests): point_finished counts it as
+            # command_finished would, without the dispatch on the command's kind.
+            usage.point_finished(engine.usage, engine.storage.published, db, target, name, int(seconds * 1_000_000))
+        else:
+            usage.command_finished(engine.usage, engine.storage.published, db, name, command, seconds)
         self._count(name, command)
         return reply
 
