@@ -20,13 +20,14 @@ from foliodb import interrupt
 from foliodb.engine.cache import Row
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.index_keys import EMPTY_ARRAY
+from foliodb.engine.index_writer import IndexWriter
 from foliodb.engine.planner import Plan, choose_plan, exact_by_index, id_hack_keys, near_plan
 from foliodb.engine.planner.counting import exact_scan, single_interval
 from foliodb.engine.planner.covering import KeyLayout, filter_paths, inclusion_paths, key_layout
 from foliodb.engine.planner.geo import GeoNearScan, split_near
 from foliodb.engine.planner.plans import AccessStage, ClusteredScan, CollScan, IdLookup, IndexScan, TextScan
 from foliodb.engine.planner.text import text_or_plan
-from foliodb.engine.records import CollectionStore, IndexWriter
+from foliodb.engine.records import CollectionStore
 from foliodb.engine.sorter import sort_documents
 from foliodb.engine.text import TextIndex, TextQuery, parse_text, prefix_values, split_text
 from foliodb.errors import CommandError, ErrorCode
