@@ -20,7 +20,7 @@ from pymongo.operations import IndexModel
 from foliodb.client import _reply
 from foliodb.client.arguments import command_doc
 from foliodb.client.collection_base import CollectionBase
-from foliodb.client.cursor import CommandCursor
+from foliodb.client.command_cursor import CommandCursor
 
 if TYPE_CHECKING:
     from foliodb.client.collection import Collection

@@ -19,7 +19,8 @@ from pymongo.errors import ConfigurationError
 from foliodb.client import _reply
 from foliodb.client.arguments import command_doc, index_spec
 from foliodb.client.collection_base import CollectionBase
-from foliodb.client.cursor import CommandCursor, Cursor, RawBatchCommandCursor, RawBatchCursor
+from foliodb.client.command_cursor import CommandCursor, RawBatchCommandCursor
+from foliodb.client.cursor import Cursor, RawBatchCursor
 from foliodb.commands import find
 
 if TYPE_CHECKING:
