@@ -9,6 +9,11 @@ while it still serves the query. Each version of a collection (a catalog
 change: an index created, dropped or hidden) starts with an empty cache, as
 mongod clears its cache then.
 
+Beside the cache, an invisible memo (:class:`PlanMemo`) remembers, per
+shape, the one index that served a query when it had no rival, so the next
+query of the shape builds only that index's bounds; neither ``$planCacheStats``
+nor ``planCacheClear`` sees it, and it goes with the collection's version too.
+
 Index filters restrict the indexes the planner considers for a shape and
 override a hint; none allowed that serves the query means a collection scan.
 Like mongod's they live as long as the process, outlast index changes, and
@@ -26,12 +31,16 @@ import threading
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from foliodb.query import compare as cmp
 from foliodb.query.collation import Collator
 
+if TYPE_CHECKING:
+    from foliodb.engine.catalog import IndexInfo
+
 SIZE = 1000  # entries per collection; the oldest goes first
+MEMO_SIZE = 256  # memo entries per collection; the least recently used goes first
 Shape = tuple[Any, ...]
 
 
@@ -118,6 +127,48 @@ class PlanCache:
     def clear(self) -> None:
         with self._lock:
             self.entries.clear()
+
+
+@dataclass(frozen=True)
+class Memo:
+    """How a shape's query was planned when ``index`` was its only candidate:
+    the planner rebuilds that index's bounds from the query's values, and
+    needs no other index while the query has no condition on any path of
+    ``absent`` (the leading fields of the collection's other indexes, which
+    then cannot serve it whatever the values)."""
+
+    index: IndexInfo
+    absent: tuple[str, ...]
+    # When the shape is equalities to plain scalars on top-level paths, one
+    # of them the index's leading field: per key field, the path whose value
+    # is its point (None: unbounded); the bounds are then filled in directly.
+    points: tuple[str | None, ...] | None = None
+
+
+class PlanMemo:
+    """Shape -> :class:`Memo`, least recently used first, bounded at :data:`MEMO_SIZE`
+    (locked as :class:`PlanCache`)."""
+
+    def __init__(self) -> None:
+        self.entries: dict[Shape, Memo] = {}
+        self._lock = threading.Lock()
+
+    def get(self, shape: Shape) -> Memo | None:
+        if shape not in self.entries:
+            return None
+        with self._lock:  # the most recently used goes last
+            memo = self.entries.pop(shape, None)
+            if memo is not None:
+                self.entries[shape] = memo
+        return memo
+
+    def put(self, shape: Shape, memo: Memo) -> None:
+        with self._lock:
+            entries = self.entries
+            entries.pop(shape, None)
+            if len(entries) >= MEMO_SIZE:
+                del entries[next(iter(entries))]
+            entries[shape] = memo
 
 
 @dataclass

@@ -42,6 +42,8 @@ from foliodb.query.projection import compile_projection
 from foliodb.query.sort import compile_sort
 
 SORT_MEMORY_LIMIT = 100 * 1024 * 1024
+FIRST_FETCH = 16  # an index scan's first batch for a find without a limit
+FIRST_FETCH_MAX = 512  # ... and with one (the largest batch a scan reads)
 
 
 @dataclass
@@ -184,6 +186,11 @@ class FindExecution:
             if op is not None and op.plan_summary is None:
                 op.plan_summary = self.plan.access.summary()  # currentOp's planSummary
         self.covered = self._key_layout()
+        if self.plan is not None and isinstance(self.plan.access, IndexScan):
+            # One statement for what the find returns: its limit, or "a few" (the usual equality's
+            # matches, read in two statements from SCAN_FIRST's two rows).
+            wanted = spec.skip + spec.limit if spec.limit is not None and spec.limit > 0 else FIRST_FETCH
+            self.plan.access.first_fetch = max(1, min(wanted, FIRST_FETCH_MAX))
         # Only how many documents match matters, and the keys are exactly the matches: mongod's
         # COUNT_SCAN when they are one interval of the index (explain's indexBounds: start/end keys).
         self.count_bounds: dict[str, Any] | None = None

@@ -23,7 +23,7 @@ from foliodb.engine.index_keys import with_rid
 from foliodb.engine.index_writer import IndexWriter
 from foliodb.engine.oplog import recorded
 from foliodb.engine.overlay import CollectionOverlay, in_range
-from foliodb.engine.plan_cache import IndexFilters, PlanCache
+from foliodb.engine.plan_cache import IndexFilters, PlanCache, PlanMemo
 from foliodb.engine.record_reads import RecordReads
 from foliodb.engine.storage import Storage
 from foliodb.engine.transactions import HeldByTransactionError, State, Transaction, WriteConflictError, write_conflict
@@ -81,6 +81,7 @@ class CollectionStore(RecordReads):
         self.writers = [IndexWriter(index) for index in info.indexes.values()]
         self.writers += [IndexWriter(index, building=True) for index in info.building.values()]
         self.plan_cache = PlanCache()  # this version's: a catalog change starts a new one
+        self.plan_memo = PlanMemo()  # the planner's own, of this version too
         # The collection's index filters, shared by its versions (the engine's, by uuid).
         self.index_filters: IndexFilters = {}
         id_table = info.id_index.table

@@ -129,9 +129,12 @@ def candidates(
     sort: list[tuple[str, int]] | None,
     only: IndexInfo | None = None,
     collator: Collator | None = None,
+    conditions: dict[str, list[Any]] | None = None,
 ) -> list[Candidate]:
-    """The usable indexes for a query under ``collator`` (just ``only``, when given)."""
-    conditions = field_conditions(filter_spec)
+    """The usable indexes for a query under ``collator`` (just ``only``, when
+    given); ``conditions``: the filter's :func:`field_conditions`, when known."""
+    if conditions is None:
+        conditions = field_conditions(filter_spec)
     out: list[Candidate] = []
     for index in (only,) if only is not None else store.info.indexes.values():
         if collation.same(index.collator, collator):

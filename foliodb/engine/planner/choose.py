@@ -9,10 +9,14 @@ hint; a ``$natural`` hint or sort is a collection scan; a filter that is
 exactly ``{_id: value}`` is IDHACK's point lookup (the ``_id`` index has the
 collection's default collation, so IDHACK serves the queries of that
 collation); a plan cached for the shape is reused when it serves this query
-too. Otherwise the candidates (:mod:`.candidates`) compete: with several, each
-runs a short trial (as MongoDB's multi-planner does) and the most productive
-wins - matching documents per record examined, a plan that needs no blocking
-sort preferred - and the winner is cached. Without candidates a top-level
+too, and so is a memoized one (the plan cache's invisible sibling,
+:class:`~foliodb.engine.plan_cache.PlanMemo`): a shape that had a single
+candidate index, whatever its values, rebuilds just that index's bounds
+(equalities to plain scalars fill its points in directly). Otherwise the
+candidates (:mod:`.candidates`) compete: with several, each runs a short
+trial (as MongoDB's multi-planner does) and the most productive wins -
+matching documents per record examined, a plan that needs no blocking sort
+preferred - and the winner is cached. Without candidates a top-level
 ``$or`` whose every branch has an index is an OR of index scans, else the plan
 is a collection scan. A hinted index of another collation is scanned whole and
 gives no order. ``$near``/``$nearSphere`` have their own entry,
@@ -35,9 +39,9 @@ from bson import Int64, MaxKey, MinKey, ObjectId
 
 from foliodb.engine.catalog import CODEC, IndexInfo
 from foliodb.engine.geo_keys import GEO_KINDS
-from foliodb.engine.plan_cache import Entry, IndexFilter, shape_of
+from foliodb.engine.plan_cache import Entry, IndexFilter, Memo, shape_of
 from foliodb.engine.planner import geo
-from foliodb.engine.planner.bounds import ALL, KeyRange
+from foliodb.engine.planner.bounds import ALL, KeyRange, point
 from foliodb.engine.planner.candidates import Candidate, candidates, index_scan, key_direction, sort_direction
 from foliodb.engine.planner.conditions import field_conditions, field_intervals, implies
 from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup, IndexScan, OrScan
@@ -166,7 +170,15 @@ def choose_plan(
         if len(scans) == 1:
             candidate, scan = scans[0]
             return Plan(scan, candidate.provides_sort, index_filter_set=filtered)
-    found = candidates(store, filter_spec, sort, None, collator)
+    memoizable = hinted is None and index_filter is None
+    if memoizable:
+        memo = store.plan_memo.get(shape)
+        if memo is not None:
+            plan = _memo_plan(store, memo, filter_spec, sort, collator)
+            if plan is not None:
+                return plan
+    conditions = field_conditions(filter_spec)
+    found = candidates(store, filter_spec, sort, None, collator, conditions)
     if index_filter is not None:
         found = [c for c in found if index_filter.allows(c.index.name, c.index.key)]
     if hinted is not None:
@@ -183,12 +195,114 @@ def choose_plan(
         return Plan(union_scan or CollScan(store), index_filter_set=filtered)
     if len(scans) == 1:
         candidate, scan = scans[0]
+        if memoizable and len(found) == 1:
+            memo = _memo_of(store, candidate.index, filter_spec, conditions, collator)
+            if memo is not None:
+                store.plan_memo.put(shape, memo)
         return Plan(scan, candidate.provides_sort, index_filter_set=filtered)
     plan = _trial(store, scans, matcher, bool(sort))
     plan.index_filter_set = filtered
     if hinted is None:  # only plans that had rivals are cached, as mongod's
         store.plan_cache.put(shape, _entry(plan, filter_spec, sort, projection, collator))
     return plan
+
+
+def _memo_of(
+    store: CollectionStore,
+    index: IndexInfo,
+    filter_spec: Mapping[str, Any] | None,
+    conditions: dict[str, list[Any]],
+    collator: Collator | None,
+) -> Memo | None:
+    """The memo of a query that ``index`` alone could serve, when every other
+    index is out of the running whatever the values of the query's shape:
+    hidden, text, of another collation with a partial filter, or a plain
+    (btree or hashed, neither partial nor sparse) index on whose leading
+    field the query has no condition (and whose order, if it gives the sort,
+    would have made it a candidate already). Else None: partial, sparse,
+    wildcard and geo indexes decide by the values."""
+    absent = []
+    for other in store.info.indexes.values():
+        spec = other.spec
+        if other is index or spec.get("hidden") or other.kind == "text":
+            continue
+        if "partialFilterExpression" in spec and not collation.same(other.collator, collator):
+            continue  # the shape holds the query's collation
+        if other.kind not in ("btree", "hashed") or "partialFilterExpression" in spec or spec.get("sparse"):
+            return None
+        leading = next(iter(other.key))
+        if leading in conditions:
+            return None
+        absent.append(leading)
+    return Memo(index, tuple(absent), _points(index, filter_spec, conditions, collator))
+
+
+def _points(
+    index: IndexInfo,
+    filter_spec: Mapping[str, Any] | None,
+    conditions: dict[str, list[Any]],
+    collator: Collator | None,
+) -> tuple[str | None, ...] | None:
+    """A memo's ``points``: for a plain btree index (no collation, no partial
+    filter) and a query of top-level equalities to plain scalars, one of them
+    on the index's leading field. The shape fixes the paths (its keys) and
+    that no value is an operator document, an array, a regex or null."""
+    if index.kind != "btree" or index.collator is not None or collator is not None:
+        return None
+    if "partialFilterExpression" in index.spec or next(iter(index.key)) not in conditions:
+        return None
+    if filter_spec is None or list(filter_spec) != list(conditions):  # no $and, $or, $expr...
+        return None
+    for path, conds in conditions.items():
+        if "." in path or len(conds) != 1 or type(conds[0]) not in _POINT_TYPES:
+            return None
+    return tuple(name if name in conditions else None for name in index.key)
+
+
+# Values whose equality bounds are the one point of their key, as bounds.condition_intervals gives.
+_POINT_TYPES = frozenset({int, str, ObjectId, bool, float, Int64, datetime.datetime})
+
+
+def _filled_plan(
+    store: CollectionStore, memo: Memo, points: tuple[str | None, ...], filter_spec: Mapping[str, Any], sort: Any
+) -> Plan | None:
+    """The memo's index scan with its points filled in from the values (None: a value of another kind)."""
+    intervals = []
+    for path in points:
+        if path is None:
+            intervals.append([ALL])
+            continue
+        value = filter_spec[path]
+        if type(value) not in _POINT_TYPES:
+            return None
+        intervals.append([point(value)])
+    direction = sort_direction(memo.index, intervals, sort or []) if sort else 0
+    scan = index_scan(store, Candidate(memo.index, intervals, direction or 1, bool(direction)))
+    return None if scan is None else Plan(scan, bool(direction))
+
+
+def _memo_plan(
+    store: CollectionStore,
+    memo: Memo,
+    filter_spec: Mapping[str, Any] | None,
+    sort: list[tuple[str, int]] | None,
+    collator: Collator | None,
+) -> Plan | None:
+    """The plan of a memoized shape: the memo's index with bounds from this
+    query's values; None (plan in full) when the values make it no single
+    candidate or the query conditions a path that could bring another index in."""
+    if memo.points is not None and filter_spec is not None:
+        plan = _filled_plan(store, memo, memo.points, filter_spec, sort)
+        if plan is not None:
+            return plan
+    conditions = field_conditions(filter_spec)
+    if any(path in conditions for path in memo.absent):
+        return None
+    found = candidates(store, filter_spec, sort, memo.index, collator, conditions)
+    if len(found) != 1:
+        return None
+    scan = index_scan(store, found[0])
+    return None if scan is None else Plan(scan, found[0].provides_sort)
 
 
 def _entry(

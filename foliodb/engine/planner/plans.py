@@ -236,6 +236,7 @@ class IndexScan(AccessStage):
         self.keys_examined = 0
         self.docs_examined = 0
         self.covered = False  # set by the query layer: keys alone answer it
+        self.first_fetch = SCAN_FIRST  # the first batch's rows; a find sets what it expects to return
 
     def rows(self) -> Iterator[tuple[int, bytes]]:
         seen: set[int] | None = set() if self.index.multikey else None
@@ -297,7 +298,7 @@ class IndexScan(AccessStage):
         start, stop = key_range.start, key_range.stop
         # Small first, as a collection scan's (record_reads.SCAN_FIRST): a limit-1 query reads one short
         # batch, and an idle cursor holds only the few rows fetched and not yet returned.
-        batch = SCAN_FIRST
+        batch = self.first_fetch
         forward = self.direction > 0
         while True:
             rows = store.index_rows(index, start, stop, forward, keys_only, batch)

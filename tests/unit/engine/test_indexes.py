@@ -419,3 +419,17 @@ def test_wildcard_index_and_paths_with_array_positions(db: Any) -> None:
     assert [d["_id"] for d in db.c.find({"a.0": []})] == [0]
     assert [d["_id"] for d in db.c.find({"a.0.b": 1}).sort("_id", 1)] == [1, 2]
     assert [d["_id"] for d in db.c.find({"c": None, "a.0": []})] == [0]
+
+
+@pytest.mark.parametrize(("skip", "limit", "batch_size"), [(0, 0, 0), (5, 20, 0), (0, 0, 7), (3, 600, 50), (0, 1, 0)])
+def test_an_index_scan_reads_every_match_whatever_its_first_batch(
+    db: Any, skip: int, limit: int, batch_size: int
+) -> None:
+    # A find's index scan reads its limit (or 16 rows) first, then batches of 4x up to 512: the
+    # matches must cross each of those sizes whole and in key order (the sort the index gives),
+    # past the other key's entries.
+    db.c.insert_many([{"_id": i, "a": i % 2, "b": -i} for i in range(1400)])
+    db.c.create_index([("a", 1), ("b", 1)])
+    expected = sorted(range(1, 1400, 2), key=lambda i: -i)[skip : skip + limit if limit else None]
+    found = db.c.find({"a": 1}, sort=[("b", 1)], skip=skip, limit=limit, batch_size=batch_size)
+    assert [d["_id"] for d in found] == expected
