@@ -59,6 +59,7 @@ class VectorColumn:
     def __init__(self, field: VectorField) -> None:
         self.field = field
         self.parts = tuple(field.path.split("."))
+        self.names = tuple(part.encode() for part in self.parts)  # as BSON spells them
         self.matrix = np.zeros((16, field.dimensions), dtype=np.float32)
         self.rid_at = np.full(16, -1, dtype=np.int64)  # row -> rid (-1: free)
         self.norms = np.zeros(16, dtype=np.float32)  # each row's length, for exact scans

@@ -82,7 +82,8 @@ def at_path(doc: Mapping[str, Any], parts: tuple[str, ...]) -> Any:
 def _row(values: list[float], similarity: str) -> Any:
     """float32 numbers; None when they cannot be scored (infinite, NaN, or a zero vector under
     cosine)."""
-    row = np.asarray(values, dtype=np.float32)
+    with np.errstate(over="ignore"):  # a double past float32's range becomes inf: left out below
+        row = np.asarray(values, dtype=np.float32)
     if not np.all(np.isfinite(row)) or (similarity == "cosine" and not row.any()):
         return None
     return row
