@@ -10,7 +10,11 @@ threads that run long finds back to back, of two kinds:
   returned (their decoding and garbage too).
 
 Reported per case: the writers' writes/s and its share of their rate alone,
-their p50/p99/max latency, and the readers' finds. Each (checkout, case) runs
+their p50/p99/max latency, the readers' finds and their CPU time per find,
+and the cyclic garbage collector's full passes and the CPU time of its passes
+per find (a full pass stops every thread: what a writer's p99 cannot avoid).
+CPU times are the threads' own (``time.thread_time``): less load-dependent
+than the latencies. Each (checkout, case) runs
 in a fresh interpreter; with ``--baseline DIR`` (another FolioDB checkout) the
 checkouts alternate round by round (``--repeat``), so the machine's load falls
 on both alike, and the medians of the rounds are shown. The target of the
@@ -21,6 +25,7 @@ more, p99 under 20 ms.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -56,6 +61,18 @@ def _mix(workdir: str, case: str, seconds: float) -> dict[str, Any]:
     coll.insert_many(data.orders(5000))
     latencies: list[list[float]] = [[] for _ in range(WRITERS)]
     finds = [0] * READERS
+    find_cpu = [0.0] * READERS
+    collector = {"full": 0, "cpu": 0.0}
+    started = [0.0]
+
+    def collecting(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started[0] = time.thread_time()
+            return
+        collector["cpu"] += time.thread_time() - started[0]  # one collection at a time
+        if info["generation"] == 2:
+            collector["full"] += 1
+
     start = threading.Barrier(WRITERS + (0 if case == "alone" else READERS) + 1)
     stop_at = [0.0]
 
@@ -74,7 +91,9 @@ def _mix(workdir: str, case: str, seconds: float) -> dict[str, Any]:
         query = READS[case]
         start.wait()
         while time.perf_counter() < stop_at[0]:
+            cpu = time.thread_time()
             list(coll.find(query))
+            find_cpu[i] += time.thread_time() - cpu
             finds[i] += 1
 
     threads = [threading.Thread(target=writer, args=(i,)) for i in range(WRITERS)]
@@ -82,10 +101,12 @@ def _mix(workdir: str, case: str, seconds: float) -> dict[str, Any]:
         threads += [threading.Thread(target=reader, args=(i,)) for i in range(READERS)]
     for thread in threads:
         thread.start()
+    gc.callbacks.append(collecting)
     stop_at[0] = time.perf_counter() + seconds
     start.wait()
     for thread in threads:
         thread.join()
+    gc.callbacks.remove(collecting)
     client.close()
     every = sorted(x for mine in latencies for x in mine)
     return {
@@ -94,6 +115,9 @@ def _mix(workdir: str, case: str, seconds: float) -> dict[str, Any]:
         "p99_ms": every[min(int(len(every) * 0.99), len(every) - 1)] * 1000,
         "max_ms": every[-1] * 1000,
         "finds": sum(finds),
+        "find_cpu_ms": sum(find_cpu) / max(sum(finds), 1) * 1000,
+        "gc_full": collector["full"],
+        "gc_cpu_ms_per_find": collector["cpu"] / max(sum(finds), 1) * 1000,
     }
 
 
@@ -131,17 +155,21 @@ def main() -> None:
                 print(f"[{label} round {round_ + 1}] {case}: {result}", flush=True)
     out = args.out or Path(tempfile.gettempdir()) / f"embedded-mix-{time.strftime('%Y-%m-%d')}.json"
     out.write_text(json.dumps({"command": sys.argv, "runs": runs}, indent=2))
-    print("\n| checkout | readers | writes/s | share of alone | p50 ms | p99 ms | max ms | finds |")
-    print("|---|---|--:|--:|--:|--:|--:|--:|")
+    print(
+        "\n| checkout | readers | writes/s | share of alone | p50 ms | p99 ms | max ms | finds "
+        "| CPU ms / find | full GCs | GC CPU ms / find |"
+    )
+    print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for label, cases in runs.items():
         alone = statistics.median(r["writes_per_s"] for r in cases["alone"])
         for case in CASES:
             rows = cases[case]
             rate = statistics.median(r["writes_per_s"] for r in rows)
-            cells = [statistics.median(r[k] for r in rows) for k in ("p50_ms", "p99_ms", "max_ms", "finds")]
+            keys = ("p50_ms", "p99_ms", "max_ms", "finds", "find_cpu_ms", "gc_full", "gc_cpu_ms_per_find")
+            cells = [statistics.median(r.get(k, 0) for r in rows) for k in keys]
             print(
                 f"| {label} | {case} | {rate:,.0f} | {rate / alone:.2f} | {cells[0]:.1f} | {cells[1]:.1f} | "
-                f"{cells[2]:.1f} | {cells[3]:.0f} |"
+                f"{cells[2]:.1f} | {cells[3]:.0f} | {cells[4]:.1f} | {cells[5]:.0f} | {cells[6]:.1f} |"
             )
     print(f"\nwritten {out}")
 

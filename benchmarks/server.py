@@ -224,6 +224,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     everything = orders(args.docs + counts["insert_many"] + rounds * counts["insert_one"])
     docs, fresh = everything[: args.docs], everything[args.docs :]
     load = os.getloadavg()
+    os.makedirs(args.workdir, exist_ok=True)  # a --workdir that does not exist yet is made
     servers = [start(label, checkout, args.workdir, counting) for label, checkout in contenders]
     results: dict[str, dict[str, list[dict[str, float]]]] = {s.label: {w: [] for w in WORKLOADS} for s in servers}
     try:

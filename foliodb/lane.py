@@ -36,6 +36,23 @@ writer wait up to 5 ms at each of its SQLite calls (8 writers beside 2
 scanning readers: a few hundred writes a second, p99 0.4 s). A command of a
 fair lane that runs beside it (it waited past :data:`HOLDER_SECONDS`, or left
 to wait) asks for a turn again at its first check after a slice.
+
+What a fair lane bounds, and what it cannot. A waiting command gets its turn
+behind at most four slices of long commands (the balance is bounded by four
+slices; tests/unit/test_fair_lane.py counts them). Between two checks nothing
+is bounded: one C call (a SQLite step, a document's decoding, freeing a list)
+runs to its end, and a full pass of the cyclic garbage collector stops every
+thread for a time in proportion to every object the process holds (an order
+decoded is about 20 of them, its ObjectIds included). Work outside any command
+(a client taking documents out of its batch, the application's own code)
+holds the interpreter for switch intervals while the holder's SQLite calls
+wait to get it back. So the engine keeps its own work between checks short
+and makes no garbage it will throw away (a document cache build that a write
+overtakes stops further builds: engine/cache.py), and what holds the writer
+lock outside any turn holds it only for what it can do (a checkpoint that
+readers' snapshots hold back: engine/checkpoint.py); the rest is the
+application's. The engine leaves the interpreter's switch interval alone (a
+server sets 1 ms): it is the whole process's, the application's to choose.
 """
 
 from __future__ import annotations
@@ -51,6 +68,9 @@ SLICE_SECONDS = 0.002  # a command's time in the lane before its next check send
 # a preempted holder only brings back the contention the lane exists to avoid.
 HOLDER_SECONDS = 0.02
 WAIT_SECONDS = 0.5  # the longest wait for a turn, however long the line
+# A long command's lane time counts this many times a short one's (FairLane): short commands
+# keep two thirds of the lane beside long ones.
+LONG_WEIGHT = 2.0
 
 
 class _Turn:
@@ -87,20 +107,33 @@ class Lane:
     @contextmanager
     def turn(self) -> Iterator[None]:
         """Run the block in the lane (or beside it: see :meth:`_enter`); out of it at the end."""
-        turn = _turns.turn
-        if turn.lane is not None or not self._enter():
+        if not self.take_turn():
             yield  # already in a lane, or beside it
             return
+        try:
+            yield
+        finally:
+            self.end_turn()
+
+    def take_turn(self) -> bool:
+        """:meth:`turn`'s start, for a caller on every request (a server connection's): True when
+        this thread took the lane, and must then call :meth:`end_turn`; False when it runs beside
+        it, or holds a lane already."""
+        turn = _turns.turn
+        if turn.lane is not None or not self._enter():
+            return False
         now = time.monotonic()
         self._since = now
         turn.lane = self
         turn.until = now + SLICE_SECONDS
-        try:
-            yield
-        finally:
-            if turn.lane is self:  # not left early
-                turn.lane = None
-                self._release()
+        return True
+
+    def end_turn(self) -> None:
+        """:meth:`turn`'s end: out of the lane, unless this thread left it early."""
+        turn = _turns.turn
+        if turn.lane is self:
+            turn.lane = None
+            self._release()
 
     def _release(self) -> None:
         self._lock.release()
@@ -130,8 +163,11 @@ class Lane:
 class FairLane(Lane):
     """An embedded engine's lane (see the module docstring): turns in arrival order, handed on
     after a slice, and shared between short commands and long ones: a long command (one
-    past its first slice) waits while the short ones have had less of the lane than the long
-    ones lately, so writers beside busy readers keep half the lane at least. ``_waiting``
+    past its first slice) waits while the short ones have had less of the lane lately than
+    :data:`LONG_WEIGHT` times the long ones, so writers beside busy readers keep two thirds
+    of the lane at least (with half, readers returning 5,000 documents each cut 8 writers to
+    0.38 of their rate alone: the readers' collector passes and their work outside the lane
+    take the writers' time besides). ``_waiting``
     holds each waiting thread's own lock (released to hand it the turn) and whether its
     command is long.
 
@@ -249,7 +285,7 @@ class FairLane(Lane):
         spent = now - self._since
         # A turn that outlasted its slice was a long command's, even as its first.
         long = self._holder_long or spent >= SLICE_SECONDS
-        balance = self._balance + (spent if long else -spent)
+        balance = self._balance + (spent * LONG_WEIGHT if long else -spent)
         self._balance = min(max(balance, -4 * SLICE_SECONDS), 4 * SLICE_SECONDS)
         want_long = self._balance <= 0
         chosen = next((entry for entry in waiting if entry[1] == want_long), waiting[0])

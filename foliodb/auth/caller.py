@@ -18,7 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from foliodb.auth.command_table import Subject
+from foliodb.auth.decision import Subject
 from foliodb.auth.privileges import CLUSTER, Privilege, database, namespace
 
 

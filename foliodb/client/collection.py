@@ -28,8 +28,11 @@ from foliodb.client.codec import DocumentCodec, with_id
 from foliodb.client.cursor import CommandCursor, Cursor, RawBatchCommandCursor, RawBatchCursor
 from foliodb.client.handle import Handle
 from foliodb.client.retry import Kind
-from foliodb.commands import find, write
+from foliodb.commands import find
+from foliodb.commands.delete import point_delete
 from foliodb.commands.executor import PointHandler
+from foliodb.commands.insert import point_insert
+from foliodb.commands.update import point_update
 
 if TYPE_CHECKING:
     from foliodb.client.database import Database
@@ -134,7 +137,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             command_doc(cmd, bypassDocumentValidation=bypass_document_validation, comment=comment)
         concern = self._concern(cmd, session)
         if session is None and len(cmd) == 3 and self._pointable():  # nothing but the document
-            reply = self._point(cmd, write.point_insert, "write")
+            reply = self._point(cmd, point_insert, "write")
         else:
             reply = self._run_command(cmd, session, retryable_write=True, write_concern=concern)
         _reply.check_single_write(reply)
@@ -197,7 +200,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             command_doc(cmd, let=let, comment=comment, bypassDocumentValidation=bypass_document_validation)
         concern = self._concern(cmd, session)
         if session is None and len(cmd) == 3 and self._pointable():  # one statement, nothing else
-            reply = _reply.check_single_write(self._point(cmd, write.point_update, "write"))
+            reply = _reply.check_single_write(self._point(cmd, point_update, "write"))
         else:
             # As pymongo: a multi-document update is not a retryable write.
             reply = _reply.check_single_write(
@@ -329,7 +332,7 @@ class Collection(Handle, pymongo.collection.Collection[Any]):
             command_doc(cmd, let=let, comment=comment)
         concern = self._concern(cmd, session)
         if session is None and len(cmd) == 3 and self._pointable():  # one statement, nothing else
-            reply = _reply.check_single_write(self._point(cmd, write.point_delete, "write"))
+            reply = _reply.check_single_write(self._point(cmd, point_delete, "write"))
         else:
             # As pymongo: delete_many (limit 0) is not a retryable write.
             reply = _reply.check_single_write(

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 import pymongo
 import pymongo.database
@@ -40,7 +40,6 @@ from pymongo.client_session_shared import (
     _ServerSessionPool,
     _validate_session_write_concern,
 )
-from pymongo.driver_info import DriverInfo
 from pymongo.errors import ConfigurationError, InvalidOperation
 from pymongo.helpers_shared import _RetryPolicy
 from pymongo.monitoring import CommandListener
@@ -54,11 +53,12 @@ from foliodb.client.arguments import command_doc
 from foliodb.client.client_bulk import ClientBulk
 from foliodb.client.cursor import CommandCursor
 from foliodb.client.database import Database
-from foliodb.client.driver_hooks import DriverHooks, no_network
+from foliodb.client.driver_hooks import DriverHooks
 from foliodb.client.monitoring import publish_command_events
 from foliodb.client.remote import SharedExecutor
 from foliodb.client.retry import Kind
 from foliodb.client.session import ClientSession, NodeDescription
+from foliodb.client.topology import SingleNode
 from foliodb.commands import Executor
 from foliodb.commands.executor import PointHandler
 from foliodb.commands.failpoints import closes_connection
@@ -74,7 +74,7 @@ _ALIASES = {"j": "journal"}
 
 
 # pymongo declares _topology as an attribute; the hooks answer it with a property that raises.
-class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
+class MongoClient(DriverHooks, SingleNode, pymongo.MongoClient[Any]):  # type: ignore[misc]
     """pymongo's ``MongoClient`` over an embedded dbpath.
 
     An instance of ``pymongo.MongoClient`` (so gridfs and libraries that check
@@ -375,74 +375,6 @@ class MongoClient(DriverHooks, pymongo.MongoClient[Any]):  # type: ignore[misc]
         )
 
     # -- properties ------------------------------------------------------------------------
-
-    @property
-    def options(self) -> ClientOptions:
-        """The client's options as pymongo parsed them (pymongo's ``ClientOptions``)."""
-        return self._options
-
-    @property
-    def topology_description(self) -> NoReturn:
-        """Not available: an embedded client has no server topology to describe."""
-        raise no_network("MongoClient.topology_description")
-
-    def append_metadata(self, driver_info: DriverInfo) -> None:
-        """Add a library's name and version to the client metadata, as pymongo 4.14+
-        does; the embedded client keeps it in ``options.pool_options.metadata``
-        (there is no connection handshake to send it in)."""
-        if not isinstance(driver_info, DriverInfo):
-            raise TypeError(f"driver_info must be an instance of DriverInfo, not {type(driver_info)}")
-        self._options.pool_options._update_metadata(driver_info)
-
-    @property
-    def address(self) -> None:
-        """None: an embedded client has no server address.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
-        return None
-
-    # Topology answers of a single embedded node, so code that inspects them keeps working.
-    @property
-    def nodes(self) -> frozenset[tuple[str, int]]:
-        """The set of known servers: empty for an embedded client.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
-        return frozenset()
-
-    @property
-    def primary(self) -> None:
-        """The primary's address: None, an embedded node has no address.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
-        return None
-
-    @property
-    def secondaries(self) -> set[tuple[str, int | None]]:
-        """The replica set's secondaries: none on an embedded single node.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
-        return set()
-
-    @property
-    def arbiters(self) -> set[tuple[str, int | None]]:
-        """The replica set's arbiters: none on an embedded single node.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
-        return set()
-
-    @property
-    def is_primary(self) -> bool:
-        """True: the embedded single node takes writes.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
-        return True
-
-    @property
-    def is_mongos(self) -> bool:
-        """False: the embedded engine is not a mongos router.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"""
-        return False
 
     @property
     def dbpath(self) -> str:

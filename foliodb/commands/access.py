@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from foliodb.auth import roles as role_graph
-from foliodb.auth.command_table import Decision, Subject, authorize
+from foliodb.auth.command_table import authorize
+from foliodb.auth.decision import Decision, Subject
 from foliodb.auth.pipelines import ViewLookup
 from foliodb.commands.roles import lookup
 from foliodb.commands.users import find_user

@@ -275,7 +275,7 @@ class EngineEnv:
 
     def text_search(self, coll: str, query: SearchQuery) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
         store = self.engine.store(self.db, coll)
-        found = text_search(self.engine.search, store, query)
+        found = text_search(self.engine.search, store, query, collection=lambda name: self.engine.store(self.db, name))
         if store is None or query.meta_only:
             return found.meta, iter(())
         return found.meta, documents(store, query, found)

@@ -11,9 +11,11 @@ from typing import Any
 
 from foliodb.commands import collation, params
 from foliodb.commands.cursors import cursor_reply
+from foliodb.commands.delete import run_delete
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
-from foliodb.commands.write import NOT_UPSERTED, UpdateStatement, Writes, finish, ordered_flag, run_delete, run_update
+from foliodb.commands.update import NOT_UPSERTED, UpdateStatement, run_update
+from foliodb.commands.write import Writes, finish, ordered_flag
 from foliodb.errors import INTERRUPTIONS, CommandError, ErrorCode
 from foliodb.query.bsontypes import is_string
 

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("foliodb")
 
-# A command's point path (commands.find.point_find, commands.write.point_insert...): its reply,
+# A command's point path (commands.find.point_find, commands.insert.point_insert...): its reply,
 # or None when the general path must answer.
 PointHandler = Callable[["Request", Mapping[str, Any]], "dict[str, Any] | None"]
 # The opcounter of each command with a point path (as :meth:`Executor._count` counts it).
@@ -184,56 +184,51 @@ class Executor:
         road = self.engine.lane
         taken = road.take()
         try:
-            reply = self._point_reply(db, command, handler, owner)
+            # _execute's bookkeeping, in one frame: the operation registered and bound, one snapshot.
+            op = Operation(next(self._opids), db, command)
+            op.owner = owner
+            if not self.javascript:
+                op.javascript = False
+            opid = op.opid
+            operations = self.operations
+            operations[opid] = op
+            previous = interrupt.bind(op)
+            engine = self.engine
+            storage = engine.storage
+            name = next(iter(command))
+            started = time.perf_counter()
+            try:
+                storage.begin_operation()
+                try:
+                    request = Request(self, db, name)
+                    while True:
+                        try:
+                            reply = handler(request, command)
+                            break
+                        except HeldByTransactionError as held:  # as _call: run again once that transaction ends
+                            _await_end(held)
+                finally:
+                    storage.end_operation()
+                if reply is not None:
+                    micros = int((time.perf_counter() - started) * 1_000_000)
+                    usage.point_finished(engine.usage, storage.published, db, command[name], name, micros)
+                    counter = _POINT_COUNTERS[name]
+                    self.opcounters[counter] += len(command["documents"]) if counter == "insert" else 1
+            except CommandError as exc:
+                return exc.to_reply()
+            except RecursionError:
+                return CommandError(ErrorCode.Overflow, "the document or expression is nested too deeply").to_reply()
+            except Exception as exc:  # a FolioDB bug: report it, keep serving
+                log.exception("internal error running %r", command)
+                return CommandError(ErrorCode.InternalError, f"internal error: {type(exc).__name__}: {exc}").to_reply()
+            finally:
+                interrupt.bind(previous)
+                del operations[opid]
+            # Declined: the general path answers, as a new operation (still in this turn).
             return self._execute(db, command, {"owner": owner}) if reply is None else reply
         finally:
             if taken:
                 road.done()
-
-    def _point_reply(
-        self, db: str, command: dict[str, Any], point: PointHandler, owner: int | None
-    ) -> dict[str, Any] | None:
-        """:meth:`_execute` for a point path: its reply, or None when it declines."""
-        op = Operation(next(self._opids), db, command)
-        op.owner = owner
-        if not self.javascript:
-            op.javascript = False
-        opid = op.opid
-        operations = self.operations
-        operations[opid] = op
-        previous = interrupt.bind(op)
-        engine = self.engine
-        storage = engine.storage
-        name = next(iter(command))
-        started = time.perf_counter()
-        try:
-            storage.begin_operation()
-            try:
-                request = Request(self, db, name)
-                while True:
-                    try:
-                        reply = point(request, command)
-                        break
-                    except HeldByTransactionError as held:  # as _call: run again once that transaction ends
-                        _await_end(held)
-            finally:
-                storage.end_operation()
-            if reply is not None:
-                micros = int((time.perf_counter() - started) * 1_000_000)
-                usage.point_finished(engine.usage, storage.published, db, command[name], name, micros)
-                counter = _POINT_COUNTERS[name]
-                self.opcounters[counter] += len(command["documents"]) if counter == "insert" else 1
-            return reply
-        except CommandError as exc:
-            return exc.to_reply()
-        except RecursionError:
-            return CommandError(ErrorCode.Overflow, "the document or expression is nested too deeply").to_reply()
-        except Exception as exc:  # a FolioDB bug: report it, keep serving
-            log.exception("internal error running %r", command)
-            return CommandError(ErrorCode.InternalError, f"internal error: {type(exc).__name__}: {exc}").to_reply()
-        finally:
-            interrupt.bind(previous)
-            del operations[opid]
 
     def _execute(self, db: str, command: Mapping[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
         op = Operation(next(self._opids), db, command, None, extra.get("connection_id"), extra.get("peer", ""))
@@ -303,7 +298,14 @@ class Executor:
             reply.update(sessions.cluster_time_fields(request))
         if engine.profiling:
             profiler.record(request, command, reply, int((time.perf_counter() - started) * 1000))
-        usage.command_finished(engine.usage, engine.storage.published, db, name, command, time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        target = command[name]
+        if name in _POINT_COUNTERS and type(target) is str:
+            # A find or write of a collection (most requests): point_finished counts it as
+            # command_finished would, without the dispatch on the command's kind.
+            usage.point_finished(engine.usage, engine.storage.published, db, target, name, int(seconds * 1_000_000))
+        else:
+            usage.command_finished(engine.usage, engine.storage.published, db, name, command, seconds)
         self._count(name, command)
         return reply
 

@@ -14,16 +14,19 @@ from typing import Any
 from foliodb.aggregation.pipeline import compile_pipeline
 from foliodb.commands import collation, params
 from foliodb.commands.aggregate import EngineEnv
+from foliodb.commands.delete import delete_statement
 from foliodb.commands.diagnostics import MONGODB_VERSION
 from foliodb.commands.executor import Request
 from foliodb.commands.find import count_execution, distinct_execution, execution, find_spec
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.search_indexes import explain_text_search, explain_vector_search
+from foliodb.commands.update import UpdateStatement
 from foliodb.commands.views import find_stages, is_view
-from foliodb.commands.write import UpdateStatement, Writes, collection_name, delete_statement, would_modify
+from foliodb.commands.write import Writes, collection_name, would_modify
 from foliodb.engine.count import explain_count
 from foliodb.engine.distinct import explain_distinct
-from foliodb.engine.query import FindSpec, explain_find
+from foliodb.engine.find_explain import explain_find
+from foliodb.engine.query import FindSpec
 from foliodb.engine.text import split_text
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.filter import MatchDetails, compile_filter

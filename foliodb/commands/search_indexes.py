@@ -235,7 +235,7 @@ def explain_text_search(engine: Engine, db: str, coll: str, query: Any, spec: An
     the engine did (the search is run: it reads one snapshot and writes nothing)."""
     explained = TextExplained(query.index)
     timer = time.perf_counter()
-    found = text_search(engine.search, engine.store(db, coll), query, explained)
+    found = text_search(engine.search, engine.store(db, coll), query, explained, lambda name: engine.store(db, name))
     millis = int((time.perf_counter() - timer) * 1000)
     details = {
         "type": "search",

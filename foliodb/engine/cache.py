@@ -33,6 +33,11 @@ with a view's stamp the commit count read before its read transaction began
   from, and a reader stamped in between would see it. A write's own view
   (inside :meth:`Storage.write`) and a transaction that wrote the collection
   (its reads go through its overlay) never use or fill the cache.
+* a build that a write overtook (refused by :meth:`put`) marks the
+  collection busy: scans build no entry for it until one finds no write
+  since the scan before it (:meth:`room_for`), so a collection written
+  faster than it is scanned costs its readers no second decoding of every
+  document, nor the collector a heap of dicts thrown away.
 
 Memory: an entry counts its BSON bytes, :data:`DECODED_FACTOR` times them
 for the documents (measured: an order of the benchmarks' is 7.0 times its
@@ -81,6 +86,9 @@ class DocumentCache:
         self._writing: set[int] = set()  # collections the open write has changed
         self._last_write: dict[int, int] = {}
         self._too_big: set[int] = set()  # collections found larger than the cache
+        # Collections whose last build was wasted (a write landed while it ran): the last write
+        # each build attempt saw (see room_for).
+        self._busy: dict[int, int] = {}
         self.hits = self.misses = self.builds = self.evictions = 0
 
     def get(self, collection_id: int, stamp: int) -> list[Row] | None:
@@ -95,15 +103,31 @@ class DocumentCache:
         return entry.rows
 
     def room_for(self, collection_id: int) -> int:
-        """How many bytes a new entry of the collection may take; 0: do not build one."""
+        """How many bytes a new entry of the collection may take; 0: do not build one.
+
+        Not while the collection is written faster than it is scanned: once a build was
+        wasted (a write landed while it ran), the next builds wait for a scan that finds no
+        write since the one before it. A wasted build decodes the whole collection twice over
+        (once for the cache, once for the caller) and leaves tens of thousands of dicts to the
+        cyclic collector, whose full collections stop every thread."""
         if collection_id in self._too_big or collection_id in self._writing:
             return 0
+        busy = self._busy.get(collection_id)
+        if busy is not None:
+            last = self._last_write.get(collection_id, 0)
+            with self._lock:
+                if last != busy:
+                    self._busy[collection_id] = last
+                    return 0
+                self._busy.pop(collection_id, None)
         return self.max_bytes
 
     def put(self, collection_id: int, rows: list[Row], size: int, stamp: int) -> None:
         """Keep rows read from a snapshot stamped ``stamp``, when they may be (see the module docstring)."""
         with self._lock:
-            if collection_id in self._writing or self._last_write.get(collection_id, 0) > stamp:
+            last = self._last_write.get(collection_id, 0)
+            if collection_id in self._writing or last > stamp:
+                self._busy[collection_id] = last
                 return
             old = self._entries.pop(collection_id, None)
             if old is not None:
@@ -145,6 +169,7 @@ class DocumentCache:
             if entry is not None:
                 self.bytes -= entry.size
             self._too_big.discard(collection_id)
+            self._busy.pop(collection_id, None)
 
     def resize(self, max_bytes: int) -> None:
         with self._lock:

@@ -15,9 +15,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from foliodb.engine.find_explain import access_explain
 from foliodb.engine.planner.counting import exact_scan, single_interval
 from foliodb.engine.planner.plans import AccessStage, ClusteredScan, IndexScan
-from foliodb.engine.query import ExecStats, FindExecution, FindSpec, access_explain
+from foliodb.engine.query import ExecStats, FindExecution, FindSpec
 from foliodb.engine.records import CollectionStore
 from foliodb.query.context import Context
 

@@ -9,17 +9,10 @@ catalog up and change it inside one write transaction, so two of them never
 act on the same stale version; readers keep the version of their snapshot
 (see :mod:`foliodb.engine.storage`).
 
-Index builds do not hold the writer for their whole run (MongoDB's hybrid
-builds, made simpler by a serialized writer): the index is first committed as
-*building* - every later write maintains its entries, but no query sees it -
-then the existing documents are indexed in chunks, each chunk one short write
-transaction reading the chunk's documents as they are now, and finally the
-index is committed as ready. Because a chunk reads the current documents and
-writes maintain the index for every change after the first commit, the index
-ends exactly right. A unique-key clash seen by a concurrent write is recorded
-and fails the build at its end (as mongod's build fails on a constraint
-violation), and a failed, killed or aborted build removes its index.
-Collections small enough to index in one chunk are built in one transaction.
+Index builds (:mod:`foliodb.engine.index_builds`: built in chunks, without
+holding the writer for the whole build) and multi-document transactions
+(:mod:`foliodb.engine.transaction_lifecycle`) are methods of :class:`Engine`
+defined in their own modules.
 """
 
 from __future__ import annotations
@@ -31,22 +24,21 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-import bson
 from bson import Timestamp
 from bson.binary import Binary, UuidRepresentation
 
 from foliodb import interrupt, lane
-from foliodb.engine.catalog import CODEC, Catalog, CatalogDraft, CollectionInfo, IndexInfo
+from foliodb.engine import index_builds, transaction_lifecycle
+from foliodb.engine.catalog import Catalog, CatalogDraft, CollectionInfo, IndexInfo
 from foliodb.engine.oplog import recorded
 from foliodb.engine.plan_cache import IndexFilters
 from foliodb.engine.records import CollectionStore
 from foliodb.engine.search.manager import SearchIndexes
 from foliodb.engine.sessions import SessionRegistry
 from foliodb.engine.storage import Storage, _Reader
-from foliodb.engine.transactions import State, Transaction, WriteConflictError, write_conflict
+from foliodb.engine.transactions import Transaction
 from foliodb.engine.ttl import TTLMonitor
 from foliodb.engine.usage import EngineUsage
 from foliodb.errors import CommandError, ErrorCode
@@ -56,10 +48,6 @@ _ENGINES: dict[str, Engine] = {}
 _ENGINES_LOCK = threading.Lock()
 
 ID_INDEX_SPEC = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
-
-
-# Documents indexed per write transaction of an index build: a few milliseconds of the writer.
-BUILD_CHUNK = 1000
 # How long and how many readConcern snapshot points stay readable (mongod's minSnapshotHistoryWindowInSeconds).
 SNAPSHOT_HISTORY_SECONDS = 300.0
 MAX_SNAPSHOTS = 16
@@ -106,16 +94,6 @@ def validate_collection_name(db: str, name: str) -> None:
         raise CommandError(ErrorCode.InvalidNamespace, f"Invalid collection name: {name}")
     if db == "local" and name == "oplog.rs":  # the oplog's own name (commands/oplog_rs.py reads it)
         raise CommandError(ErrorCode.InvalidNamespace, f"cannot write to '{db}.{name}'")
-
-
-@dataclass
-class IndexBuild:
-    """A build in progress: its collection and the indexes it fills."""
-
-    collection_id: int
-    names: list[str]
-    index_ids: list[int]
-    total: int  # documents when it began (the progress figure's total)
 
 
 class Engine:
@@ -187,6 +165,15 @@ class Engine:
         self.ttl.stop()
         self.search.close()  # saves what the search indexes applied since their last save
         self.storage.close()
+
+    # Defined in their own modules (see the module docstring).
+    begin_index_build = index_builds.begin_index_build
+    run_index_build = index_builds.run_index_build
+    wait_for_build = index_builds.wait_for_build
+    drop_index = index_builds.drop_index
+    begin_transaction = transaction_lifecycle.begin_transaction
+    commit_transaction = transaction_lifecycle.commit_transaction
+    abort_transaction = transaction_lifecycle.abort_transaction
 
     # -- collections -----------------------------------------------------------
 
@@ -339,153 +326,7 @@ class Engine:
     def databases(self) -> list[str]:
         return self.catalog.databases()
 
-    # -- indexes -----------------------------------------------------------------
-
-    def begin_index_build(self, store: CollectionStore, specs: list[dict[str, Any]]) -> IndexBuild | None:
-        """Inside a write: add the indexes. A collection that fits one chunk is
-        indexed here, in this transaction (None is returned); a larger one gets
-        its indexes as *building*, to be filled by :meth:`run_index_build`
-        after this transaction commits."""
-        txn = self.storage.transaction()
-        if txn is not None:
-            self._index_in_transaction(txn, store, specs)
-            return None
-        draft = self.draft()
-        info = store.info
-        total = store.count()
-        building = total > BUILD_CHUNK
-        indexes = [draft.add_index(info, spec, building=building) for spec in specs]
-        if not building:
-            self.record(info.db, info, {"createIndexes": info.name, "indexes": [dict(i.spec) for i in indexes]})
-        if building:
-            return IndexBuild(info.id, [i.name for i in indexes], [i.id for i in indexes], total)
-        if total:
-            filled = self.store_of(draft.catalog.by_id[info.id])
-            ids = {index.id for index in indexes}
-            writers = [w for w in filled.writers if w.info.id in ids]
-            for rid, data in filled.scan():
-                doc = bson.decode(data, CODEC)
-                for writer in writers:
-                    filled.add_entries(writer, doc, rid)
-        return None
-
-    def _index_in_transaction(self, txn: Transaction, store: CollectionStore, specs: list[dict[str, Any]]) -> None:
-        """Indexes on a collection the transaction created (mongod allows no other inside one)."""
-        info = store.info
-        if info.id >= 0:
-            raise CommandError(
-                ErrorCode.OperationNotSupportedInTransaction,
-                f"Cannot create new indexes on existing collection {info.ns} in a multi-document transaction.",
-            )
-        for spec in specs:
-            info.indexes[spec["name"]] = IndexInfo(txn.next_pending_id, spec["name"], spec)
-            txn.next_pending_id -= 1
-        info.store = None  # a new store maintains the new indexes
-        overlay = txn.overlay_of(info.id)
-        if overlay is not None:
-            fresh = self.store_of(info)
-            for writer in fresh.writers:
-                if writer.unique and writer.info.name in {spec["name"] for spec in specs}:
-                    entries = overlay.entries(writer.info, writer.keys, True)
-                    for (key, _), (next_key, _) in itertools.pairwise(entries):
-                        if key == next_key:
-                            raise CommandError(
-                                ErrorCode.DuplicateKey, f"E11000 duplicate key error collection: {info.ns}"
-                            )
-
-    # -- multi-document transactions ----------------------------------------------------------
-
-    def begin_transaction(self, options: dict[str, Any]) -> Transaction:
-        """A new transaction on a pinned snapshot."""
-        table = self.storage.transactions
-        table.opening_snapshot()  # before the snapshot: every commit after it gets stamped
-        txn = None
-        try:
-            view, _ = self.storage.pin_snapshot()
-            txn = Transaction(table, view, view.commits, options)
-            view.overlay = txn
-        finally:
-            table.begin(txn)
-        return txn
-
-    def commit_transaction(self, txn: Transaction) -> None:
-        """Apply a transaction's writes in one write transaction, or raise
-        WriteConflictError (and abort it) when another write got there first."""
-        storage = self.storage
-        bound = storage.transaction_view()
-        storage.bind_transaction(None)
-        try:
-            if txn.collections or txn.pending:
-                with storage.write():
-                    txn.state = State.COMMITTING
-                    storage.oplog.transaction(txn.lsid, txn.number)
-                    self._replay(txn)
-        except (CommandError, WriteConflictError):
-            txn.state = State.IN_PROGRESS
-            self.abort_transaction(txn)
-            raise WriteConflictError(write_conflict()) from None
-        except BaseException:
-            txn.state = State.IN_PROGRESS
-            self.abort_transaction(txn)
-            raise
-        finally:
-            storage.bind_transaction(bound)
-        txn.end(State.COMMITTED)
-        storage.unpin(txn.view)
-
-    def _replay(self, txn: Transaction) -> None:
-        created: dict[int, CollectionInfo] = {}
-        for (db, name), pending in txn.pending.items():
-            if self.catalog.get(db, name) is not None:
-                raise WriteConflictError(write_conflict())  # someone created it meanwhile
-            draft = self.draft()
-            info = draft.add_collection(db, name, dict(pending.options))
-            for index in pending.indexes.values():
-                draft.add_index(info, dict(index.spec))
-            created[pending.id] = info
-            self.record(db, info, {"create": name, **pending.options, "idIndex": dict(pending.id_index.spec)})
-            built = [dict(index.spec) for index in pending.indexes.values() if index.name != "_id_"]
-            if built:
-                self.record(db, info, {"createIndexes": name, "indexes": built})
-        if txn.changed_since_snapshot():
-            raise WriteConflictError(write_conflict())
-        oplog = self.storage.oplog
-        oplog.muted = True  # the net effect is applied below; the oplog gets each write as it happened
-        try:
-            self._apply_overlays(txn, created)
-        finally:
-            oplog.muted = False
-        for op, collection_id, doc_id, before, after, replace in txn.writes:
-            target = created.get(collection_id) or self.catalog.by_id[collection_id]
-            if op == "i":
-                assert after is not None
-                oplog.insert(target.db, target.name, target.uuid, doc_id, after)
-            elif op == "u":
-                assert before is not None and after is not None
-                oplog.update(target.db, target.name, target.uuid, doc_id, before, after, replace, target.keeps_images)
-            else:
-                assert before is not None
-                oplog.delete(target.db, target.name, target.uuid, doc_id, before, target.keeps_images)
-
-    def _apply_overlays(self, txn: Transaction, created: dict[int, CollectionInfo]) -> None:
-        for collection_id, overlay in txn.collections.items():
-            target = created.get(collection_id) or self.catalog.by_id.get(collection_id)
-            if target is None:
-                raise WriteConflictError(write_conflict())  # dropped meanwhile
-            store = self.store_of(target)
-            for rid, data in overlay.rows.items():
-                if rid in overlay.inserted:
-                    if data is not None:
-                        store.insert(overlay.docs[rid], data)
-                    continue
-                raw = store.get_raw(rid)
-                if raw is None:
-                    raise WriteConflictError(write_conflict())  # deleted meanwhile
-                current = bson.decode(raw, CODEC)
-                if data is None:
-                    store.delete(rid, current, raw)
-                else:
-                    store.update(rid, current, overlay.docs[rid], data, raw, rid in overlay.replaced)
+    # -- readConcern snapshot reads ---------------------------------------------------
 
     def snapshot_at(self, session: bytes | None, at: Timestamp | None) -> tuple[_Reader, Timestamp]:
         """The pinned snapshot a readConcern snapshot read reads: the session's
@@ -525,95 +366,6 @@ class Engine:
         for key in old:
             view, _ = self._snapshots.pop(key)
             self.storage.unpin(view)
-
-    def abort_transaction(self, txn: Transaction) -> None:
-        if txn.state in (State.COMMITTED, State.ABORTED):
-            return
-        txn.end(State.ABORTED)
-        self.storage.unpin(txn.view)
-
-    def run_index_build(self, build: IndexBuild) -> None:
-        """Fill a building index chunk by chunk, then make it ready; on any
-        failure (a duplicate key, killOp, maxTimeMS, the collection or index
-        dropped meanwhile) remove what the build added, and raise."""
-        op = interrupt.current()
-        done = 0
-        last = 0
-        try:
-            while True:
-                interrupt.check()
-                with self.storage.write():
-                    store, _ = self._building(build)
-                    writers = [w for w in store.writers if w.info.id in build.index_ids]
-                    rows = store.rows_from(last + 1, BUILD_CHUNK)
-                    for rid, data in rows:
-                        doc = bson.decode(data, CODEC)
-                        for writer in writers:
-                            store.add_build_entries(writer, doc, rid)
-                done += len(rows)
-                if op is not None:
-                    op.progress = (done, max(build.total, done))
-                if len(rows) < BUILD_CHUNK:
-                    break
-                last = rows[-1][0]
-            with self.storage.write():
-                store, indexes = self._building(build)
-                for index in indexes:
-                    if index.build_error is not None:
-                        raise index.build_error
-                draft = self.draft()
-                for index in indexes:
-                    draft.index_ready(store.info, index)
-                self.record(
-                    store.info.db,
-                    store.info,
-                    {"createIndexes": store.info.name, "indexes": [dict(i.spec) for i in indexes]},
-                )
-        except BaseException:
-            self._abandon_build(build)
-            raise
-
-    def _building(self, build: IndexBuild) -> tuple[CollectionStore, list[IndexInfo]]:
-        """The current store and indexes of a build; IndexBuildAborted when they went away."""
-        info = self.catalog.by_id.get(build.collection_id)
-        if info is None:
-            raise CommandError(ErrorCode.IndexBuildAborted, "Index build aborted: the collection was dropped")
-        indexes = []
-        for name, index_id in zip(build.names, build.index_ids, strict=True):
-            index = info.building.get(name)
-            if index is None or index.id != index_id:
-                raise CommandError(ErrorCode.IndexBuildAborted, f"Index build aborted: index '{name}' was dropped")
-            indexes.append(index)
-        return self.store_of(info), indexes
-
-    def _abandon_build(self, build: IndexBuild) -> None:
-        with self.storage.write():
-            info = self.catalog.by_id.get(build.collection_id)
-            if info is None:
-                return
-            for name, index_id in zip(build.names, build.index_ids, strict=True):
-                index = info.building.get(name)
-                if index is not None and index.id == index_id:
-                    self.draft().remove_index(info, index)
-
-    def wait_for_build(self, db: str, name: str, index_name: str) -> None:
-        """Until no index named ``index_name`` is being built on the collection
-        (a second createIndexes of it waits for the first, as mongod's does)."""
-        while True:
-            self.storage.end_view()
-            info = self.catalog.get(db, name)
-            if info is None or index_name not in info.building:
-                return
-            interrupt.check()
-            lane.leave()
-            time.sleep(0.02)
-
-    def drop_index(self, info: CollectionInfo, index: IndexInfo) -> None:
-        """Inside a write: drop a ready index, or abort a build in progress."""
-        ready = index.name in self.catalog.by_id[info.id].indexes
-        self.draft().remove_index(info, index)
-        if ready:
-            self.record(info.db, info, {"dropIndexes": info.name, "index": index.name, "spec": dict(index.spec)})
 
     def record(self, db: str, info: CollectionInfo | None, o: dict[str, Any], **extra: Any) -> None:
         """Inside a write: a catalog change's oplog entry (``o``: mongod's command

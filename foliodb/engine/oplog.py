@@ -134,8 +134,8 @@ class Oplog:
         conn.executescript(SCHEMA)
         self.size_bytes = DEFAULT_SIZE_MB * 1024 * 1024
         self.min_retention_hours = 0.0
-        self._pending: list[bytearray] = []  # the queued entries (see _START)
-        self._heads: dict[tuple[bytes, str, str, int], bytes] = {}
+        self.pending: list[bytearray] = []  # the queued entries (see _START), appended by Recorders
+        self._recorders: dict[tuple[str, str, int], Recorder] = {}
         self._transaction: tuple[Any, Any] | None = None  # (lsid, txnNumber) of a commit being replayed
         self.muted = False  # True while a commit applies a transaction's net effect: its own writes are recorded
         self._bytes: int | None = None  # total entry bytes (measured on first trim)
@@ -147,39 +147,25 @@ class Oplog:
     # -- recording (the writer's thread, inside its SQLite transaction) ------------------
     #
     # A queued entry is built from bytes (see _START): a write's document is already BSON, and
-    # the start of a namespace's entries, up to ``o``'s name, is encoded once (``_heads``).
+    # the start of a namespace's entries, up to ``o``'s name, is encoded once (a Recorder's).
     # ``flush`` fills in ``ts`` and ``wall`` - the same bytes ``bson.encode`` of the entry would give.
 
-    def _head(self, op: bytes, db: str, coll: str, ui: uuid.UUID) -> bytes:
-        key = (op, db, coll, ui.int)  # UUID's own hash and == are Python code
-        head = self._heads.get(key)
-        if head is None:
-            if len(self._heads) > 10_000:  # namespaces come and go: bound the cache
-                self._heads.clear()
-            head = _START + b"\x02op\x00" + _string(op) + b"\x02ns\x00" + _string(f"{db}.{coll}".encode())
-            head += b"\x05ui\x00\x10\x00\x00\x00\x04" + ui.bytes + b"\x03o\x00"
-            self._heads[key] = head
-        return head
+    def recorder(self, db: str, coll: str, ui: uuid.UUID) -> Recorder:
+        """The recorder of a recorded namespace's writes (a collection's store keeps its own)."""
+        key = (db, coll, ui.int)  # UUID's own hash and == are Python code
+        recorder = self._recorders.get(key)
+        if recorder is None:
+            if len(self._recorders) > 10_000:  # namespaces come and go: bound the cache
+                self._recorders.clear()
+            recorder = self._recorders[key] = Recorder(self, db, coll, ui)
+        return recorder
 
     def add(self, entry: Mapping[str, Any]) -> None:
-        self._pending.append(_join((_START, bson.encode(entry, codec_options=CODEC)[4:-1], _TAIL)))
+        self.pending.append(_join((_START, bson.encode(entry, codec_options=CODEC)[4:-1], _TAIL)))
 
     def insert(self, db: str, coll: str, ui: uuid.UUID, doc_id: Any, data: bytes) -> None:
-        if recorded(db, coll) and not self.muted:
-            self._pending.append(
-                _join((self._head(b"i", db, coll, ui), data, b"\x03o2\x00", _id_doc(data, doc_id), _TAIL))
-            )
-
-    def insert_many(self, db: str, coll: str, ui: uuid.UUID, docs: list[dict[str, Any]], rows: list[bytes]) -> None:
-        """The entries of documents inserted together (``rows``: their BSON), as :meth:`insert`'s."""
-        if recorded(db, coll) and not self.muted:
-            head, append = self._head(b"i", db, coll, ui), self._pending.append
-            for doc, data in zip(docs, rows, strict=True):
-                doc_id = doc["_id"]
-                if type(doc_id) is ObjectId:  # _id_doc's common case inlined: this loop is the batch's oplog cost
-                    append(_join((head, data, _OID_O2, doc_id.binary, _OID_END)))
-                else:
-                    append(_join((head, data, b"\x03o2\x00", _id_doc(data, doc_id), _TAIL)))
+        if recorded(db, coll):
+            self.recorder(db, coll, ui).insert(doc_id, data)
 
     def update(
         self,
@@ -192,31 +178,12 @@ class Oplog:
         replace: bool,
         images: bool,
     ) -> None:
-        if recorded(db, coll) and not self.muted:
-            parts = [
-                self._head(b"u", db, coll, ui),
-                after,
-                b"\x03o2\x00",
-                _id_doc(after, doc_id),
-                b"\x03pre\x00",
-                before,
-            ]
-            if replace:
-                parts.append(b"\x08r\x00\x01")
-            if images:
-                parts.append(b"\x08img\x00\x01")
-            parts.append(_TAIL)
-            self._pending.append(_join(parts))
+        if recorded(db, coll):
+            self.recorder(db, coll, ui).update(doc_id, before, after, replace, images)
 
     def delete(self, db: str, coll: str, ui: uuid.UUID, doc_id: Any, before: bytes, images: bool) -> None:
-        if recorded(db, coll) and not self.muted:
-            head = self._head(b"d", db, coll, ui)
-            if images:
-                self._pending.append(
-                    _join((head, _id_doc(before, doc_id), b"\x03pre\x00", before, b"\x08img\x00\x01", _TAIL))
-                )
-            else:  # no pre-image to keep: a delete's event needs only its document key
-                self._pending.append(_join((head, _id_doc(before, doc_id), _TAIL)))
+        if recorded(db, coll):
+            self.recorder(db, coll, ui).delete(doc_id, before, images)
 
     def command(self, db: str, ui: uuid.UUID | None, o: Mapping[str, Any], **extra: Any) -> None:
         if db not in UNRECORDED_DBS:
@@ -232,7 +199,7 @@ class Oplog:
     def flush(self, conn: sqlite3.Connection, clock: ClusterClock) -> Timestamp | None:
         """Just before the writer's COMMIT: give the queued entries their cluster
         times and store them; the last time (None: nothing was recorded)."""
-        pending, self._pending = self._pending, []
+        pending, self.pending = self.pending, []
         txn, self._transaction = self._transaction, None
         if not pending:
             return None
@@ -263,7 +230,7 @@ class Oplog:
         return Timestamp(seconds, inc - 1)
 
     def rolled_back(self) -> None:
-        self._pending.clear()
+        self.pending.clear()
         self._transaction = None
 
     # -- reading and bounding -----------------------------------------------------------
@@ -405,3 +372,56 @@ def _path(parts: list[Any], ambiguous: dict[str, list[Any]]) -> str:
     if any(isinstance(p, str) and ("." in p or p.isdigit()) for p in parts):
         ambiguous[dotted] = parts
     return dotted
+
+
+class Recorder:
+    """One recorded namespace's entries (:class:`Oplog`'s ``insert``, ``update`` and ``delete``),
+    queued on its oplog: the start of each kind of entry, up to ``o``'s name, encoded once."""
+
+    __slots__ = ("_delete", "_insert", "_oplog", "_update")
+
+    def __init__(self, oplog: Oplog, db: str, coll: str, ui: uuid.UUID) -> None:
+        self._oplog = oplog
+        ns = b"\x02ns\x00" + _string(f"{db}.{coll}".encode())
+        tail = b"\x05ui\x00\x10\x00\x00\x00\x04" + ui.bytes + b"\x03o\x00"
+        self._insert, self._update, self._delete = (
+            _START + b"\x02op\x00" + _string(op) + ns + tail for op in (b"i", b"u", b"d")
+        )
+
+    def insert(self, doc_id: Any, data: bytes) -> None:
+        if not self._oplog.muted:
+            if type(doc_id) is ObjectId:  # _id_doc's common case inline
+                entry = _join((self._insert, data, _OID_O2, doc_id.binary, _OID_END))
+            else:
+                entry = _join((self._insert, data, b"\x03o2\x00", _id_doc(data, doc_id), _TAIL))
+            self._oplog.pending.append(entry)
+
+    def insert_many(self, docs: list[dict[str, Any]], rows: list[bytes]) -> None:
+        """The entries of documents inserted together (``rows``: their BSON), as :meth:`insert`'s."""
+        if not self._oplog.muted:
+            head, append = self._insert, self._oplog.pending.append
+            for doc, data in zip(docs, rows, strict=True):
+                doc_id = doc["_id"]
+                if type(doc_id) is ObjectId:  # inlined as in insert: this loop is the batch's oplog cost
+                    append(_join((head, data, _OID_O2, doc_id.binary, _OID_END)))
+                else:
+                    append(_join((head, data, b"\x03o2\x00", _id_doc(data, doc_id), _TAIL)))
+
+    def update(self, doc_id: Any, before: bytes, after: bytes, replace: bool, images: bool) -> None:
+        if not self._oplog.muted:
+            parts = [self._update, after, b"\x03o2\x00", _id_doc(after, doc_id), b"\x03pre\x00", before]
+            if replace:
+                parts.append(b"\x08r\x00\x01")
+            if images:
+                parts.append(b"\x08img\x00\x01")
+            parts.append(_TAIL)
+            self._oplog.pending.append(_join(parts))
+
+    def delete(self, doc_id: Any, before: bytes, images: bool) -> None:
+        if not self._oplog.muted:
+            head = self._delete
+            if images:
+                entry = _join((head, _id_doc(before, doc_id), b"\x03pre\x00", before, b"\x08img\x00\x01", _TAIL))
+            else:  # no pre-image to keep: a delete's event needs only its document key
+                entry = _join((head, _id_doc(before, doc_id), _TAIL))
+            self._oplog.pending.append(entry)

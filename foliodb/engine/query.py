@@ -1,7 +1,8 @@
 """Run a find: access stage -> filter -> sort -> skip -> limit -> projection.
 
 The stages mirror MongoDB's plan stages (COLLSCAN/IXSCAN+FETCH, SORT, SKIP,
-LIMIT, PROJECTION_*) and count what they do for ``explain``. Results stream:
+LIMIT, PROJECTION_*) and count what they do for ``explain``
+(:mod:`foliodb.engine.find_explain` renders it). Results stream:
 only a SORT without an index holds documents (and spills past its memory
 limit, see :mod:`foliodb.engine.sorter`).
 """
@@ -18,16 +19,15 @@ import bson
 from foliodb import interrupt
 from foliodb.engine.cache import Row
 from foliodb.engine.catalog import CODEC
-from foliodb.engine.geo_keys import GEO_KINDS
 from foliodb.engine.index_keys import EMPTY_ARRAY
-from foliodb.engine.plan_cache import plan_cache_key, query_hash, shape_of
+from foliodb.engine.index_writer import IndexWriter
 from foliodb.engine.planner import Plan, choose_plan, exact_by_index, id_hack_keys, near_plan
 from foliodb.engine.planner.counting import exact_scan, single_interval
 from foliodb.engine.planner.covering import KeyLayout, filter_paths, inclusion_paths, key_layout
 from foliodb.engine.planner.geo import GeoNearScan, split_near
-from foliodb.engine.planner.plans import AccessStage, ClusteredScan, CollScan, IdLookup, IndexScan, OrScan, TextScan
+from foliodb.engine.planner.plans import AccessStage, ClusteredScan, CollScan, IdLookup, IndexScan, TextScan
 from foliodb.engine.planner.text import text_or_plan
-from foliodb.engine.records import CollectionStore, IndexWriter
+from foliodb.engine.records import CollectionStore
 from foliodb.engine.sorter import sort_documents
 from foliodb.engine.text import TextIndex, TextQuery, parse_text, prefix_values, split_text
 from foliodb.errors import CommandError, ErrorCode
@@ -507,153 +507,3 @@ def _nested_text(spec: Mapping[str, Any]) -> bool:
         ):
             return True
     return False
-
-
-def explain_find(run: FindExecution, ns: str, verbosity: str, run_it: bool = True) -> dict[str, Any]:
-    """The explain document of a find, in MongoDB's classic-engine shape
-    (``run_it`` False: the caller has run it, as far as it needed)."""
-    executed = verbosity in ("executionStats", "allPlansExecution")
-    if executed and run_it:
-        for _ in run:
-            pass
-    winning, stats_tree = _stage_tree(run, executed)
-    planner: dict[str, Any] = {
-        "namespace": ns,
-        "parsedQuery": dict(run.spec.filter or {}),
-        "indexFilterSet": run.plan is not None and run.plan.index_filter_set,
-    }
-    if run.store is not None:
-        sort = compile_sort(run.spec.sort, collator=run.ctx.collator).fields if run.spec.sort else None
-        shape = shape_of(run.spec.filter, sort, run.spec.projection, run.ctx.collator)
-        planner["queryHash"] = query_hash(shape)
-        planner["planCacheKey"] = plan_cache_key(shape, list(run.store.info.indexes))
-    planner |= {
-        "maxIndexedOrSolutionsReached": False,
-        "maxIndexedAndSolutionsReached": False,
-        "maxScansToExplodeReached": False,
-        "winningPlan": winning,
-        "rejectedPlans": [access_explain(stage, run, False) for stage in (run.plan.rejected if run.plan else [])],
-    }
-    out: dict[str, Any] = {"explainVersion": "1", "queryPlanner": planner}
-    if executed:
-        access = run.plan.access if run.plan else None
-        execution: dict[str, Any] = {
-            "executionSuccess": True,
-            "nReturned": run.stats.n_returned,
-            "executionTimeMillis": run.stats.millis,
-            "totalKeysExamined": access.keys_examined if access else 0,
-            "totalDocsExamined": access.docs_examined if access else 0,
-            "executionStages": stats_tree,
-        }
-        if verbosity == "allPlansExecution":
-            execution["allPlansExecution"] = [
-                {
-                    "nReturned": produced,
-                    "executionTimeMillisEstimate": 0,
-                    "totalKeysExamined": stage.keys_examined,
-                    "totalDocsExamined": stage.docs_examined,
-                    "executionStages": stage.explain(),
-                    "works": works,
-                }
-                for stage, produced, works in (run.plan.trials if run.plan else [])
-            ]
-        out["executionStats"] = execution
-    return out
-
-
-def access_explain(stage: AccessStage, run: FindExecution, executed: bool) -> dict[str, Any]:
-    """The access part of a plan: COLLSCAN (filter inside), IDHACK, or
-    FETCH (filter) over IXSCAN."""
-    node = stage.explain()
-    filter_spec = dict(run.spec.filter or {})
-    if isinstance(stage, ClusteredScan) or (isinstance(stage, IdLookup) and stage.clustered):
-        # A scan of the records themselves, with the whole filter (its bounds are inclusive).
-        if filter_spec:
-            node["filter"] = filter_spec
-        if executed:
-            node.update(nReturned=run.stats.n_matched, docsExamined=stage.docs_examined, works=stage.docs_examined + 1)
-        return node
-    if isinstance(stage, IndexScan) and run.count_bounds is not None and run.plan and stage is run.plan.access:
-        node = {k: v for k, v in node.items() if k != "direction"}
-        node.update(stage="COUNT_SCAN", indexBounds=run.count_bounds)
-        if executed:
-            node.update(nReturned=run.stats.n_matched, keysExamined=stage.keys_examined)
-        return node
-    if isinstance(stage, IndexScan):
-        if executed:
-            node.update(nReturned=stage.docs_examined, keysExamined=stage.keys_examined, works=stage.keys_examined + 1)
-        # A geo index's keys are cells, never the predicate: FETCH re-checks it, as mongod shows.
-        exact_keys = stage.index.kind not in GEO_KINDS
-        residual = {k: v for k, v in filter_spec.items() if k not in stage.index.key or not exact_keys}
-        if stage.covered:
-            if residual:
-                node["filter"] = residual  # checked on the keys, as mongod does
-            return node
-        fetch: dict[str, Any] = {"stage": "FETCH"}
-        if residual:
-            fetch["filter"] = residual
-        if executed:
-            fetch.update(nReturned=run.stats.n_matched, docsExamined=stage.docs_examined)
-        fetch["inputStage"] = node
-        return fetch
-    if isinstance(stage, OrScan):
-        fetch = {
-            "stage": "FETCH",
-            "filter": filter_spec,
-            "inputStage": {"stage": "OR", "inputStages": [scan.explain() for scan in stage.scans]},
-        }
-        if executed:
-            fetch.update(nReturned=run.stats.n_matched, docsExamined=stage.docs_examined)
-        return fetch
-    if isinstance(stage, CollScan):
-        if filter_spec:
-            node["filter"] = filter_spec
-        if executed:
-            node.update(nReturned=run.stats.n_matched, docsExamined=stage.docs_examined, works=stage.docs_examined + 1)
-    elif executed:
-        node.update(nReturned=run.stats.n_matched, keysExamined=stage.keys_examined, docsExamined=stage.docs_examined)
-    return node
-
-
-def _stage_tree(run: FindExecution, executed: bool) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(winningPlan, executionStages) of a find."""
-    if run.plan is None:
-        empty = {"stage": "EOF"}
-        return empty, dict(empty, nReturned=0)
-
-    def build(with_stats: bool) -> dict[str, Any]:
-        assert run.plan is not None
-        node = access_explain(run.plan.access, run, with_stats)
-        spec = run.spec
-        if run.sort is not None:
-            node = {
-                "stage": "SORT",
-                "sortPattern": dict(spec.sort or {}),
-                "memLimit": SORT_MEMORY_LIMIT,
-                "type": "simple",
-                "inputStage": node,
-            }
-            if spec.limit is not None:
-                node["limitAmount"] = spec.skip + spec.limit
-            if with_stats:
-                node["nReturned"] = (
-                    run.stats.n_returned + spec.skip
-                    if spec.limit is None
-                    else min(run.stats.n_matched, spec.skip + spec.limit)
-                )
-        if spec.skip:
-            node = {"stage": "SKIP", "skipAmount": spec.skip, "inputStage": node}
-        if spec.limit is not None and run.sort is None:
-            node = {"stage": "LIMIT", "limitAmount": spec.limit, "inputStage": node}
-        if run.projection is not None:
-            kind = "PROJECTION_SIMPLE" if not run.projection.is_exclusion else "PROJECTION_DEFAULT"
-            # Keys answer a clustered scan too, but mongod reads its records: no covered projection there.
-            if run.covered is not None and not isinstance(run.plan.access, ClusteredScan):
-                kind = "PROJECTION_COVERED"
-            node = {"stage": kind, "transformBy": dict(spec.projection or {}), "inputStage": node}
-        if with_stats:
-            node["nReturned"] = run.stats.n_returned
-            node["executionTimeMillisEstimate"] = run.stats.millis
-        return node
-
-    return build(False), build(executed)

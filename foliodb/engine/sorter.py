@@ -6,9 +6,12 @@ order (every entry carries its input sequence number, so the sort is stable
 and merging never compares documents).
 
 Memory: the sorter holds each document as its BSON encoding, and counts
-exactly what it holds - the encoding, the key and a fixed per-entry overhead
-(the tuple and the two bytes objects). Holding decoded documents instead
-would cost several times their BSON size, uncounted. When the count exceeds
+what it holds as the allocator gives it out (:func:`_held_size`): the two
+bytes objects (encoding and key) rounded up to the allocator's blocks, the
+tuple, the sequence number and the list slot. Holding decoded documents
+instead would cost several times their BSON size, uncounted. The spill's
+own SQLite page cache is kept small (:data:`SPILL_CACHE_KIB`): a run is
+written once and read once, in order, so a page is never wanted again. When the count exceeds
 ``max_memory_bytes`` the held entries are sorted and written as a *run* (one
 table, rows in order) to a private temporary SQLite database; at the end the
 runs and what is still held are merged with ``heapq.merge``, reading each run
@@ -46,9 +49,29 @@ from foliodb.errors import CommandError, ErrorCode
 DEFAULT_MAX_MEMORY_BYTES = 100 * 1024 * 1024
 FAN_IN = 64  # runs merged at once; more are first merged into one
 
+SPILL_CACHE_KIB = 512  # the spill connection's page cache (SQLite's default: 2,000 KiB)
+
 _Entry = tuple[bytes, int, bytes]  # (key, input sequence, the document's BSON)
-# What one held entry costs beyond its key and BSON: the tuple, two bytes objects, the sequence int.
-ENTRY_OVERHEAD = 64 + 2 * 33 + 28
+# What one held entry costs beyond its two bytes objects: the 3-tuple (64 bytes with its
+# collector header), the sequence int (28, in a 32-byte block) and its slot in the list (8).
+ENTRY_OVERHEAD = 64 + 32 + 8
+# A top-k entry: the _Worst (four slots: 64 bytes), its size int, its heap slot, and the
+# entry a spill makes of it (the sequence int shared).
+WORST_OVERHEAD = 64 + 32 + 8 + ENTRY_OVERHEAD
+_BYTES_HEADER = 33  # sys.getsizeof(b"")
+_SMALL_REQUEST = 512  # pymalloc's largest block; larger requests go to malloc (8 bytes of header)
+
+
+def _allocated(size: int) -> int:
+    """What an object of ``size`` bytes takes: pymalloc's 16-byte blocks, or malloc's chunk."""
+    if size > _SMALL_REQUEST:
+        size += 8
+    return (size + 15) & ~15
+
+
+def _held_size(key: bytes, data: bytes, overhead: int = ENTRY_OVERHEAD) -> int:
+    """The memory one held entry takes (see the module docstring)."""
+    return _allocated(_BYTES_HEADER + len(key)) + _allocated(_BYTES_HEADER + len(data)) + overhead
 
 
 class _Worst:
@@ -67,14 +90,23 @@ class _Worst:
 
 
 class _Spill:
-    """Sorted runs in a temporary SQLite database (see the module docstring)."""
+    """Sorted runs in a temporary SQLite database (see the module docstring), opened by the
+    first run: every sort has one, so its ``finally`` closes whatever was opened, however
+    the sort ends (an input that fails mid-run included)."""
 
     def __init__(self) -> None:
-        self.db = sqlite3.connect("", isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=OFF")
-        self.db.execute("PRAGMA synchronous=OFF")
+        self._db: sqlite3.Connection | None = None
         self.runs: list[str] = []
         self.next_run = 0
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            self._db = sqlite3.connect("", isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=OFF")
+            self._db.execute("PRAGMA synchronous=OFF")
+            self._db.execute(f"PRAGMA cache_size=-{SPILL_CACHE_KIB}")
+        return self._db
 
     def write(self, entries: Iterable[_Entry]) -> None:
         name = f"run{self.next_run}"
@@ -105,7 +137,8 @@ class _Spill:
         return heapq.merge(*(self.read(name) for name in names))
 
     def close(self) -> None:
-        self.db.close()
+        if self._db is not None:
+            self._db.close()
 
 
 def _encode(doc: dict[str, Any]) -> bytes:
@@ -134,48 +167,48 @@ def sort_documents(
     if skip < 0 or (limit is not None and limit < 0):
         raise ValueError("skip and limit must not be negative")
     keep = None if limit is None else skip + limit
-    spill: _Spill | None = None
+    spill = _Spill()
     try:
         held: list[_Entry] = []
         if keep is None:
-            held, spill = _gather_all(docs, key, max_memory_bytes, allow_disk_use)
+            held = _gather_all(docs, key, max_memory_bytes, allow_disk_use, spill)
         elif keep:
-            held, spill = _gather_top(docs, key, keep, max_memory_bytes, allow_disk_use)
+            held = _gather_top(docs, key, keep, max_memory_bytes, allow_disk_use, spill)
         held.sort()  # sequence numbers are unique: documents are never compared
-        merged: Iterator[_Entry] = iter(held) if spill is None else heapq.merge(spill.merged(spill.runs), held)
+        merged: Iterator[_Entry] = heapq.merge(spill.merged(spill.runs), held) if spill.runs else iter(held)
         stop = None if limit is None else skip + limit
         for n, (_, _, data) in enumerate(islice(merged, skip, stop)):
             if not n & 255:
                 interrupt.check()
             yield bson.decode(data, CODEC)
     finally:
-        if spill is not None:
-            spill.close()
+        spill.close()
 
 
 def _gather_all(
-    docs: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], bytes], max_memory: int, allow_disk: bool
-) -> tuple[list[_Entry], _Spill | None]:
+    docs: Iterable[dict[str, Any]],
+    key: Callable[[dict[str, Any]], bytes],
+    max_memory: int,
+    allow_disk: bool,
+    spill: _Spill,
+) -> list[_Entry]:
     held: list[_Entry] = []
     used = 0
-    spill: _Spill | None = None
     for seq, doc in enumerate(docs):
         if not seq & 255:
             interrupt.check()
         k = key(doc)
         data = _encode(doc)
         held.append((k, seq, data))
-        used += len(data) + len(k) + ENTRY_OVERHEAD
+        used += _held_size(k, data)
         if used > max_memory:
             if not allow_disk:
                 raise _too_much(max_memory)
-            if spill is None:
-                spill = _Spill()
             held.sort()
             spill.write(held)
             held = []
             used = 0
-    return held, spill
+    return held
 
 
 def _gather_top(
@@ -184,10 +217,10 @@ def _gather_top(
     keep: int,
     max_memory: int,
     allow_disk: bool,
-) -> tuple[list[_Entry], _Spill | None]:
+    spill: _Spill,
+) -> list[_Entry]:
     heap: list[_Worst] = []
     used = 0
-    spill: _Spill | None = None
     cutoff: bytes | None = None  # keys >= this cannot make the top ``keep``
     for seq, doc in enumerate(docs):
         if not seq & 255:
@@ -201,22 +234,20 @@ def _gather_top(
             if k >= worst.key:
                 continue
             data = _encode(doc)
-            size = len(data) + len(k) + ENTRY_OVERHEAD
+            size = _held_size(k, data, WORST_OVERHEAD)
             heapq.heapreplace(heap, _Worst(k, seq, data, size))
             used += size - worst.size
         else:
             data = _encode(doc)
-            size = len(data) + len(k) + ENTRY_OVERHEAD
+            size = _held_size(k, data, WORST_OVERHEAD)
             heapq.heappush(heap, _Worst(k, seq, data, size))
             used += size
         if used > max_memory:
             if not allow_disk:
                 raise _too_much(max_memory)
-            if spill is None:
-                spill = _Spill()
             if len(heap) == keep:
                 cutoff = heap[0].key  # every held key is below the previous cutoff
             spill.write(sorted((e.key, e.seq, e.doc) for e in heap))
             heap = []
             used = 0
-    return [(e.key, e.seq, e.doc) for e in heap], spill
+    return [(e.key, e.seq, e.doc) for e in heap]

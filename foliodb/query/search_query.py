@@ -25,3 +25,5 @@ class SearchQuery:
     score_details: bool = False
     stored_source: bool = False
     meta_only: bool = False  # $searchMeta
+    after: Any = None  # searchAfter's token (checked by the engine)
+    before: Any = None  # searchBefore's token

@@ -48,7 +48,7 @@ from foliodb.query import keystring
 from foliodb.query.bsontypes import is_string
 from foliodb.query.collation import Collator
 from foliodb.query.paths import MISSING, is_index
-from foliodb.query.projection import field_path
+from foliodb.query.projection_parser import field_path
 from foliodb.query.render import render
 
 # The $meta names a sort accepts (SortPattern's kValidMetaSorts).

@@ -1,7 +1,7 @@
 """insert_one, update_one and delete_one by ``_id`` write as the general write commands do.
 
-The point paths (:func:`foliodb.commands.write.point_insert`, ``point_update``,
-``point_delete``) serve the commands drivers send for single-document writes;
+The point paths (:func:`foliodb.commands.insert.point_insert`, ``update.point_update``,
+``delete.point_delete``) serve the commands drivers send for single-document writes;
 the same command with a ``comment`` goes the general way (a comment changes
 nothing a write does: https://www.mongodb.com/docs/manual/reference/command/update/).
 Each sequence of writes runs against two collections, one each way, and a
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from pymongo.errors import DuplicateKeyError, WriteError
 
 import foliodb
-from foliodb.commands import write
+from foliodb.commands import delete, insert, update
 from tests.property.test_point_find import _bson_equal
 
 _IDS = st.one_of(
@@ -116,11 +116,16 @@ def _command(op: tuple[Any, ...], coll: str) -> dict[str, Any]:
 def test_point_writes_write_as_the_general_commands(ops: list[tuple[Any, ...]]) -> None:
     answered: list[Any] = []  # what the point paths returned (None: they left the write to the general path)
 
-    def spy(name: str) -> Any:
-        real = getattr(write, name)
-        return mock.patch.object(write, name, lambda *args: answered.append(real(*args)) or answered[-1])
+    def spy(module: Any, name: str) -> Any:
+        real = getattr(module, name)
+        return mock.patch.object(module, name, lambda *args: answered.append(real(*args)) or answered[-1])
 
-    with foliodb.MongoClient(":memory:") as client, spy("point_insert"), spy("point_update"), spy("point_delete"):
+    with (
+        foliodb.MongoClient(":memory:") as client,
+        spy(insert, "point_insert"),
+        spy(update, "point_update"),
+        spy(delete, "point_delete"),
+    ):
         db = client.test
         db.create_collection("p")
         db.create_collection("g")

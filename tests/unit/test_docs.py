@@ -472,8 +472,11 @@ def _row_full_text_search(db: Any) -> None:
     assert meta == {"count": {"lowerBound": 2}}  # exact
     assert _code(lambda: list(db.t.aggregate([{"$search": {"text": {"path": "title"}}}]))) == 8
     synonyms = {"text": {"query": "fox", "path": "title", "synonyms": "s"}}
-    assert _code(lambda: list(db.t.aggregate([{"$search": synonyms}]))) == 238
-    assert _code(lambda: list(db.t.aggregate([{"$search": {"moreLikeThis": {"like": {}}}}]))) == 238
+    assert _code(lambda: list(db.t.aggregate([{"$search": synonyms}]))) == 8  # no such mapping
+    assert _code(lambda: list(db.t.aggregate([{"$search": {"hasRoot": {}}}]))) == 238
+    assert _code(lambda: list(db.t.aggregate([{"$search": {**text, "searchAfter": "x"}}]))) == 8  # bad token
+    like = {"moreLikeThis": {"like": {"title": "fox"}}}
+    assert {d["_id"] for d in db.t.aggregate([{"$search": like}])} == {1, 2}
     fused = {"$rankFusion": {"input": {"pipelines": {"t": [{"$search": text}]}}}}
     assert [d["_id"] for d in db.t.aggregate([fused])] in ([1, 2], [2, 1])
     assert (

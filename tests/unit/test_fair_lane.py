@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -178,3 +179,46 @@ def test_embedded_commands_take_turns_in_the_engines_lane() -> None:
         assert not lane.in_lane()  # each command's turn ended with it
     finally:
         client.close()
+
+
+def test_a_writer_beside_two_scanning_readers_waits_behind_few_reader_slices(tmp_path: Path, patient: None) -> None:
+    """An embedded client, two threads scanning a collection back to back (long commands,
+    each handing its turn on after every slice) and inserts from this thread: each insert
+    that has to wait gets its turn behind at most four reader slices (the lane's balance of
+    long against short commands is bounded by four slices), counted turn by turn."""
+    client = foliodb.MongoClient(str(tmp_path))
+    coll = client.db.orders
+    coll.insert_many([{"i": i, "total": i % 97, "pad": "x" * 200} for i in range(1000)])
+    road = client._executor.engine.lane
+    given: list[bool] = []  # each turn handed over: True for a long command's
+    hand_over = road._hand_over
+
+    def spy() -> None:
+        line = list(road._waiting)
+        hand_over()
+        given.extend(long for entry in line if entry not in road._waiting for long in (entry[1],))
+
+    road._hand_over = spy  # type: ignore[method-assign]
+    stop = threading.Event()
+
+    def reader() -> None:
+        while not stop.is_set():
+            list(coll.find({"total": {"$lt": 0}}))  # matches nothing: every document read
+
+    readers = [_in_thread(reader) for _ in range(2)]
+    try:
+        _until(lambda: given.count(True) >= 4)  # both scanning, turns handed between them
+        behind: list[int] = []  # per insert that waited: the reader slices before its turn
+        for k in range(40):
+            mark = len(given)
+            coll.insert_one({"k": k})
+            turns = given[mark:]
+            if False in turns:  # it waited and was handed its turn (a short command's)
+                behind.append(turns[: turns.index(False)].count(True))
+    finally:
+        stop.set()
+        for thread in readers:
+            thread.join(timeout=30)
+        client.close()
+    assert behind, "no insert waited: the readers were not running"
+    assert max(behind) <= 4, behind

@@ -6,8 +6,9 @@ https://www.mongodb.com/docs/atlas/atlas-search/aggregation-stages/searchMeta/
 Both are first stages (40602 elsewhere, 40600 inside ``$facet``), as mongot's. The stage
 checks its own fields once: ``index`` (default ``"default"``), exactly one operator or a
 ``facet`` collector (``{operator?, facets}``), ``highlight``, ``count``, ``sort``,
-``scoreDetails``, ``returnStoredSource``, ``concurrent`` and ``tracking`` (accepted, no
-effect on one machine). The operator itself is compiled by the engine against the index's
+``scoreDetails``, ``returnStoredSource``, ``searchAfter`` / ``searchBefore`` (sequence
+tokens, checked by the engine), ``concurrent`` and ``tracking`` (accepted, no effect on
+one machine). The operator itself is compiled by the engine against the index's
 definition (engine/search/text/). ``$search`` returns the documents best first with
 ``{$meta: "searchScore"}`` (and ``"score"``), and sets ``$$SEARCH_META`` (the count and
 facets) for the stages after it; ``$searchMeta`` returns that one document.
@@ -25,9 +26,20 @@ from foliodb.query.idl import wrong_type
 from foliodb.query.search_query import SearchQuery
 
 _OPTIONS = frozenset(
-    {"index", "highlight", "count", "sort", "scoreDetails", "returnStoredSource", "concurrent", "tracking"}
+    {
+        "index",
+        "highlight",
+        "count",
+        "sort",
+        "scoreDetails",
+        "returnStoredSource",
+        "concurrent",
+        "tracking",
+        "searchAfter",
+        "searchBefore",
+    }
 )
-_UNBUILT_OPTIONS = frozenset({"searchAfter", "searchBefore", "returnScope", "synonyms"})
+_UNBUILT_OPTIONS = frozenset({"returnScope"})
 
 
 def _document(spec: Mapping[str, Any], stage: str, name: str) -> Mapping[str, Any] | None:
@@ -81,6 +93,8 @@ def parse_search(spec: Any, stage: str) -> SearchQuery:
         score_details=_flag(spec, stage, "scoreDetails"),
         stored_source=_flag(spec, stage, "returnStoredSource"),
         meta_only=stage == "$searchMeta",
+        after=spec.get("searchAfter"),
+        before=spec.get("searchBefore"),
     )
 
 

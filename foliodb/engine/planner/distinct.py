@@ -17,8 +17,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from foliodb.engine.catalog import IndexInfo
-from foliodb.engine.planner import field_conditions, field_intervals, hinted_index, indexes_disabled, shown_bounds
 from foliodb.engine.planner.bounds import ALL, key_ranges
+from foliodb.engine.planner.candidates import shown_bounds
+from foliodb.engine.planner.choose import hinted_index, indexes_disabled
+from foliodb.engine.planner.conditions import field_conditions, field_intervals
 from foliodb.engine.planner.covering import KeyLayout, filter_paths, key_layout
 from foliodb.engine.planner.plans import DistinctScan
 from foliodb.engine.records import CollectionStore

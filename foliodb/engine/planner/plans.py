@@ -22,7 +22,8 @@ from foliodb.engine.catalog import CODEC, IndexInfo
 from foliodb.engine.index_keys import UNDEFINED_KEY
 from foliodb.engine.planner.bounds import ALL, Interval, KeyRange, next_prefix, whole_value
 from foliodb.engine.planner.covering import KeyLayout
-from foliodb.engine.records import SCAN_FIRST, CollectionStore
+from foliodb.engine.record_reads import SCAN_FIRST
+from foliodb.engine.records import CollectionStore
 from foliodb.engine.text import TextIndex, TextQuery
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import collation, keystring
@@ -294,7 +295,7 @@ class IndexScan(AccessStage):
     def _scan(self, key_range: KeyRange, keys_only: bool) -> Iterator[tuple[bytes, int, bytes | None]]:
         store, index = self.store, self.index
         start, stop = key_range.start, key_range.stop
-        # Small first, as a collection scan's (records.SCAN_FIRST): a limit-1 query reads one short
+        # Small first, as a collection scan's (record_reads.SCAN_FIRST): a limit-1 query reads one short
         # batch, and an idle cursor holds only the few rows fetched and not yet returned.
         batch = SCAN_FIRST
         forward = self.direction > 0

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from foliodb.engine.catalog import IndexInfo
-from foliodb.engine.planner import Plan, _index_scan, candidates, indexes_disabled
+from foliodb.engine.planner.candidates import candidates, index_scan
+from foliodb.engine.planner.choose import Plan, indexes_disabled
 from foliodb.engine.planner.plans import AccessStage, CollScan, OrScan, TextScan
 from foliodb.engine.records import CollectionStore
 from foliodb.engine.text import TextIndex, TextQuery, prefix_values, split_text
@@ -46,7 +47,7 @@ def text_or_plan(
             scans.append(TextScan(store, index, text, query, prefix_values(text, rest)))
             continue
         found = candidates(store, branch, None, None, collator)
-        scan: AccessStage | None = next((s for c in found if (s := _index_scan(store, c)) is not None), None)
+        scan: AccessStage | None = next((s for c in found if (s := index_scan(store, c)) is not None), None)
         if scan is None:
             if not indexes_disabled():
                 raise CommandError(ErrorCode.NoQueryExecutionPlans, _UNINDEXED_BRANCH)

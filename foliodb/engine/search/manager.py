@@ -47,7 +47,7 @@ from foliodb.engine.catalog import CollectionInfo
 from foliodb.engine.search import state as state_files
 from foliodb.engine.search.catalog import SearchIndexInfo, log_table, trim_log
 from foliodb.engine.search.follow import PAUSE_EVERY, let_others_run
-from foliodb.engine.search.numeric import np
+from foliodb.engine.search.numeric import available
 from foliodb.engine.search.state import VectorState
 from foliodb.engine.search.text import index as text_index
 from foliodb.errors import CommandError, ErrorCode
@@ -114,7 +114,7 @@ class SearchIndexes:
     # -- what queries and commands ask -----------------------------------------------------
 
     def start(self) -> None:
-        if self._thread is None and np is not None and not self.engine.read_only:
+        if self._thread is None and available() and not self.engine.read_only:
             self._thread = threading.Thread(target=self._run, name="foliodb-search", daemon=True)
             self._thread.start()
 
@@ -141,7 +141,7 @@ class SearchIndexes:
 
     def status(self, index: SearchIndexInfo) -> str:
         key = (index.id, index.version)
-        if key in self.failed or np is None:  # a build failed, or the search extra is missing
+        if key in self.failed or not available():  # a build failed, or the search extra is missing
             return "FAILED"
         return "READY" if self.ready_state(index) is not None else "BUILDING"
 

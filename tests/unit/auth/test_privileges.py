@@ -21,7 +21,8 @@ from bson import Code, Int64, MaxKey, Regex
 
 import foliodb.commands  # noqa: F401  (registers the commands)
 from foliodb.aggregation.pipeline import STAGES
-from foliodb.auth.command_table import RULES, Subject, authorize
+from foliodb.auth.command_table import RULES, authorize
+from foliodb.auth.decision import Subject
 from foliodb.auth.pipelines import INITIAL_SOURCES, NAMESPACE_STAGES, pipeline_privileges
 from foliodb.auth.privileges import (
     ANY_NORMAL,

@@ -107,3 +107,33 @@ def test_a_read_only_open_has_no_checkpointer(tmp_path: Path) -> None:
     with foliodb.MongoClient(str(tmp_path), read_only=True) as reader:
         assert reader.db.c.find_one() == {"_id": 1}
         assert _storage(reader).checkpointer is None
+
+
+def test_a_snapshot_holding_the_log_back_does_not_make_every_checkpoint_a_catch_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression: while a reader's snapshot keeps frames from being copied, the log cannot
+    # start over, and every checkpoint held the writer lock for a catch-up (readers running back
+    # to back stopped every writer every few hundred writes). A catch-up that left frames behind
+    # waits for the log to grow by CATCH_UP_FRAMES again.
+    monkeypatch.setattr(checkpoint, "ROWS_PER_CHECKPOINT", 6)
+    monkeypatch.setattr(checkpoint, "CATCH_UP_FRAMES", 64)
+    with foliodb.MongoClient(str(tmp_path)) as client:
+        coll = client.db.c
+        coll.insert_many([{"_id": i} for i in range(10)])
+        reader = sqlite3.connect(str(tmp_path / DATA_FILE), isolation_level=None)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM catalog_collections").fetchone()  # its snapshot stays open
+        checkpointer = _storage(client).checkpointer
+        assert checkpointer is not None
+        before, catch_ups = checkpointer.checkpoints, checkpointer.catch_ups
+        for i in range(400):
+            coll.insert_one({"_id": f"w{i}", "pad": "x" * 200})
+            if not i % 4:  # the checkpointer keeps up: one checkpoint every couple of writes
+                _wait_for(lambda: checkpointer.checkpoints > before)
+                before = checkpointer.checkpoints
+        assert _wait_for(lambda: checkpointer.checkpoints > before)
+        (_, frames, _) = client._executor.engine.storage.writer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()  # type: ignore[attr-defined]
+        assert frames >= 400  # the snapshot kept the log from starting over
+        assert checkpointer.catch_ups - catch_ups <= frames // 64 + 1
+        reader.close()

@@ -20,7 +20,7 @@ from bson.binary import Binary, UuidRepresentation
 from foliodb.commands import Executor
 from foliodb.commands.replication import ReplicaSet
 from foliodb.engine.catalog import CODEC
-from foliodb.engine.oplog import Oplog, pack, unpack, update_description
+from foliodb.engine.oplog import Recorder, pack, unpack, update_description
 
 
 def _ok(reply: dict[str, Any]) -> dict[str, Any]:
@@ -95,13 +95,13 @@ def test_a_batch_insert_records_the_entries_of_one_by_one_inserts(
         {"_id": 2.5},
     ]
     batches: list[int] = []
-    batch_insert = Oplog.insert_many
+    batch_insert = Recorder.insert_many
 
-    def counted(oplog: Oplog, db: str, coll: str, ui: uuid.UUID, many: Any, rows: list[bytes]) -> None:
+    def counted(recorder: Recorder, many: Any, rows: list[bytes]) -> None:
         batches.append(len(rows))
-        batch_insert(oplog, db, coll, ui, many, rows)
+        batch_insert(recorder, many, rows)
 
-    monkeypatch.setattr(Oplog, "insert_many", counted)
+    monkeypatch.setattr(Recorder, "insert_many", counted)
     recorded, times = {}, {}
     for way, groups in (("batch", [docs]), ("one by one", [[doc] for doc in docs])):
         ex = Executor.open(str(tmp_path / way.replace(" ", "-")), ReplicaSet())
@@ -120,6 +120,51 @@ def test_a_batch_insert_records_the_entries_of_one_by_one_inserts(
     assert batches == [len(docs)]  # the batch went through insert_many, the single inserts did not
     first = times["batch"][0]  # one commit: consecutive increments of one second
     assert times["batch"] == [Timestamp(first.time, first.inc + i) for i in range(len(docs))]
+
+
+@pytest.mark.parametrize("images", [False, True])
+def test_update_and_delete_entries_are_the_documented_format_byte_for_byte(tmp_path: Path, images: bool) -> None:
+    """Update, replacement and delete entries, built from bytes by the collection's recorder, are
+    exactly what ``bson.encode`` gives of mongod's format in field order (ts, t, op, ns, ui, o, o2,
+    pre, r, img, wall), for each kind of _id; only ts, ui and wall come from the stored entry."""
+    ids: list[Any] = [bson.ObjectId(), 7, "key", {"k": 1}, 2.5]
+    ex = Executor.open(str(tmp_path / "data"), ReplicaSet())
+    _ok(ex.execute("shop", {"create": "c"}))
+    if images:
+        _ok(ex.execute("shop", {"collMod": "c", "changeStreamPreAndPostImages": {"enabled": True}}))
+    for i, doc_id in enumerate(ids):
+        _ok(ex.execute("shop", {"insert": "c", "documents": [{"_id": doc_id, "n": i}]}))
+        _ok(ex.execute("shop", {"update": "c", "updates": [{"q": {"_id": doc_id}, "u": {"$set": {"n": i + 1}}}]}))
+        _ok(ex.execute("shop", {"update": "c", "updates": [{"q": {"_id": doc_id}, "u": {"m": "x"}}]}))
+        _ok(ex.execute("shop", {"delete": "c", "deletes": [{"q": {"_id": doc_id}, "limit": 1}]}))
+    with ex.engine.reading():
+        rows = ex.engine.storage.reader().execute("SELECT entry FROM oplog ORDER BY ts").fetchall()
+    ex.close()
+    writes = [data for (data,) in rows if bson.decode(data, CODEC)["op"] in ("u", "d")]
+    expected = []
+    for i, doc_id in enumerate(ids):
+        key = {"_id": doc_id}
+        steps = [
+            ("u", {"_id": doc_id, "n": i + 1}, {"_id": doc_id, "n": i}, False),
+            ("u", {"_id": doc_id, "m": "x"}, {"_id": doc_id, "n": i + 1}, True),
+            ("d", key, {"_id": doc_id, "m": "x"}, False),
+        ]
+        for op, o, pre, replace in steps:
+            fields: dict[str, Any] = {"op": op, "ns": "shop.c", "o": o}
+            if op == "u":
+                fields.update(o2=key, pre=pre)
+                if replace:
+                    fields["r"] = True
+            elif images:
+                fields["pre"] = pre
+            if images:
+                fields["img"] = True
+            expected.append(fields)
+    assert len(writes) == len(expected)
+    for data, fields in zip(writes, expected, strict=True):
+        entry = bson.decode(data, CODEC)
+        head = {"ts": entry["ts"], "t": Int64(1), "op": fields.pop("op"), "ns": fields.pop("ns"), "ui": entry["ui"]}
+        assert data == bson.encode({**head, **fields, "wall": entry["wall"]}, codec_options=CODEC)
 
 
 def test_a_transaction_is_one_apply_ops_entry_at_commit(executor: Executor) -> None:

@@ -145,6 +145,20 @@ def test_a_failing_input_closes_the_spill(spill_dir: None) -> None:
         list(sort_documents(source(), SORT.key, max_memory_bytes=2000))
 
 
+def test_a_failing_input_closes_a_spill_on_disk(spill_dir: None) -> None:
+    # Regression: the runs' connection was closed by the sort only once its input was
+    # exhausted; an input that failed after a run was written left it (and its file's space)
+    # open until the collector found it. Past the spill's page cache, the file is on disk.
+    def source() -> Iterator[dict[str, Any]]:
+        yield from _documents(2000, pad=1500)
+        raise CommandError(11601, "operation was interrupted")
+
+    with pytest.raises(CommandError) as err:
+        list(sort_documents(source(), SORT.key, max_memory_bytes=2000))
+    assert err.value.code == 11601
+    assert _spill_files() == []  # while the error (and the sort's frames) are still held
+
+
 def test_a_spilled_sort_goes_on_in_another_thread(spill_dir: None) -> None:
     # A server cursor's getMores run on whichever thread serves them: the spill was opened by
     # the first batch's thread (regression: SQLite refused it, "objects created in a thread can

@@ -27,7 +27,8 @@ import pytest
 from pymongo.errors import ExecutionTimeout, OperationFailure
 
 import foliodb
-from foliodb.auth.command_table import Subject, authorize
+from foliodb.auth.command_table import authorize
+from foliodb.auth.decision import Subject
 from foliodb.auth.privileges import PrivilegeSet
 from foliodb.auth.roles import privileges_of
 from foliodb.errors import CommandError

@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime
 import itertools
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from bson import Int64
@@ -146,15 +147,23 @@ def _field_keys(reader: Reader, path: str, wanted: Any, descending: bool) -> tup
     return rank, value
 
 
-def sort_order(reader: Reader, spec: Mapping[str, Any], ords: Any, scores: Any, rids: Any) -> Any:
-    """The positions of ``ords`` in the order ``spec`` asks."""
+@dataclass(frozen=True, slots=True)
+class SortField:
+    """One field of a ``sort``: ``path`` ("" for ``{$meta: "searchScore"}``), ``order`` 1 or -1,
+    and where documents without a value go (``no_data`` "lowest" or "highest")."""
+
+    path: str
+    order: int
+    no_data: str = "lowest"
+
+
+def sort_fields(spec: Any) -> list[SortField]:
     if not isinstance(spec, Mapping) or not spec:
         raise search_error('"sort" must be a non-empty document')
-    keys: list[Any] = []
+    out = []
     for path, how in spec.items():
         if isinstance(how, Mapping) and how.get("$meta") == "searchScore":
-            order = how.get("order", -1)
-            keys.append(-scores if order == -1 else scores)
+            out.append(SortField("", how.get("order", -1)))
             continue
         no_data = "lowest"
         if isinstance(how, Mapping):
@@ -162,9 +171,30 @@ def sort_order(reader: Reader, spec: Mapping[str, Any], ords: Any, scores: Any, 
             how = how.get("order")
         if how not in (1, -1) or no_data not in ("lowest", "highest"):
             raise search_error(f'"sort.{path}" must be 1, -1 or {{order, noData}}')
-        descending = how == -1
-        rank, value = _field_keys(reader, path, ords, descending)
-        rank = np.where(rank == 0, 99 if no_data == "highest" else -1, rank)
-        keys += [-rank if descending else rank, -value if descending else value]
-    # np.lexsort sorts by the last key first: ties by score, then record order.
-    return np.lexsort((rids, -scores, *reversed(keys)))
+        out.append(SortField(path, how, no_data))
+    return out
+
+
+def sort_values(reader: Reader, fields: list[SortField], ords: Any, scores: Any) -> list[tuple[Any, Any]]:
+    """Per field, (type rank, value) of each ordinal: the rank a key of :data:`_RANK` (0 when
+    the document has no value), the value a number, a date's milliseconds, or the index of a
+    term in ``reader.terms(path + suffix)``; the score field's rank is 0."""
+    out = []
+    for f in fields:
+        if not f.path:
+            out.append((np.zeros(len(ords), dtype=np.int64), scores))
+        else:
+            out.append(_field_keys(reader, f.path, ords, f.order == -1))
+    return out
+
+
+def order_keys(fields: list[SortField], values: list[tuple[Any, Any]]) -> list[Any]:
+    """The ascending sort keys, most significant first, of :func:`sort_values`."""
+    keys: list[Any] = []
+    for f, (rank, value) in zip(fields, values, strict=True):
+        if not f.path:
+            keys.append(value if f.order == 1 else -value)
+            continue
+        rank = np.where(rank == 0, 99 if f.no_data == "highest" else -1, rank)
+        keys += [-rank, -value] if f.order == -1 else [rank, value]
+    return keys

@@ -24,6 +24,7 @@ booleans, ObjectIds, UUIDs and embedded documents, as MongoDB Search's dynamic m
 from __future__ import annotations
 
 import datetime
+import json
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -34,9 +35,12 @@ from bson.binary import Binary
 
 from foliodb.engine.search.text import analysis
 from foliodb.engine.search.text.analysis import Analyzer, AnalyzerError
+from foliodb.engine.search.text.synonyms import parse_synonyms
 from foliodb.errors import CommandError, ErrorCode
+from foliodb.query.geometry import GeoError, is_geojson, parse_geometry
 
 EXISTS = "\x00exists"
+SHAPE = "\x00gs"  # a geo field's shapes (indexShapes): one term per GeoJSON geometry
 EMBEDDED = "\x00embedded"  # an embedded entry's one term: its embeddedDocuments path
 POSITION_GAP = 100
 _NUMBERS = (int, float, Int64, Decimal128)
@@ -81,6 +85,7 @@ class FieldSpec:
     fold: bool = True  # autocomplete foldDiacritics
     lowercase: bool = False  # token normalizer
     ignore_above: int | None = None
+    shapes: bool = False  # geo indexShapes: the whole GeoJSON kept too, for geoShape
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,10 @@ class TextDefinition:
         if not isinstance(mappings, Mapping):
             raise invalid("definition.mappings", "is required and must be a document")
         self.mapping = self._mapping(mappings, "definition.mappings", top=True)
+        try:
+            self.synonyms = parse_synonyms(definition.get("synonyms", []), self.analyzers)
+        except AnalyzerError as exc:
+            raise invalid(exc.place, exc.problem) from None
         self.stored_source = definition.get("storedSource", False)
         if not isinstance(self.stored_source, bool | Mapping):
             raise invalid("definition.storedSource", "must be a boolean or a document")
@@ -201,6 +210,11 @@ class TextDefinition:
             return FieldSpec("number")
         if kind == "dateFacet":
             return FieldSpec("date")
+        if kind == "geo":
+            shapes = spec.get("indexShapes", False)
+            if not isinstance(shapes, bool):
+                raise invalid(f"{place}.indexShapes", "must be a boolean")
+            return FieldSpec(kind, shapes=shapes)
         return FieldSpec(kind)
 
     def _string(self, spec: Mapping[str, Any], place: str) -> FieldSpec:
@@ -301,6 +315,10 @@ class TextDefinition:
                     _term(entries[at], path, "", None)
                     self._walk(spec.nested, one, path + ".", entries, len(entries) - 1)
             return
+        if kind == "geo" and spec.shapes:
+            for one in _flat(value):
+                if (text := shape_term(one)) is not None:
+                    _term(entries[at], path, SHAPE, text)
         if kind == "geo" and (point := geo_point(value)) is not None:
             _num(entries[at], path, "\x00glon", point[0])
             _num(entries[at], path, "\x00glat", point[1])
@@ -371,6 +389,18 @@ def geo_point(value: Any) -> tuple[float, float] | None:
     if isinstance(value, list) and len(value) == 2 and all(isinstance(v, int | float) for v in value):
         return float(value[0]), float(value[1])
     return None
+
+
+def shape_term(value: Any) -> str | None:
+    """The term a ``geo`` field with ``indexShapes`` keeps for a GeoJSON geometry: its JSON
+    (None for anything that is not a valid geometry, skipped as mongot skips it)."""
+    if not is_geojson(value):
+        return None
+    try:
+        parse_geometry(value)
+        return json.dumps(value, separators=(",", ":"), default=str)
+    except (GeoError, TypeError, ValueError):
+        return None
 
 
 def _flat(value: Any) -> Iterator[Any]:

@@ -54,8 +54,6 @@ def term_hits(reader: Reader, key: str, term: str, boost: float = 1.0, doc_freq:
 
 # -- combining hit sets ------------------------------------------------------------------------
 
-EMPTY: Hits = (np.zeros(0, dtype=np.int64), np.zeros(0))
-
 
 def empty() -> Hits:
     return np.zeros(0, dtype=np.int64), np.zeros(0)

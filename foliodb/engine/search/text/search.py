@@ -19,7 +19,7 @@ an index built on the spot from the view's documents (slow, never wrong).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,11 +30,12 @@ from foliodb.engine.records import CollectionStore
 from foliodb.engine.search.catalog import SearchIndexInfo
 from foliodb.engine.search.manager import SearchIndexes, newest_seq, read_changes
 from foliodb.engine.search.numeric import np, require
-from foliodb.engine.search.text.collect import count_document, facet_document, sort_order
+from foliodb.engine.search.text.collect import count_document, facet_document
 from foliodb.engine.search.text.highlight import highlights
 from foliodb.engine.search.text.index import TextState
 from foliodb.engine.search.text.mapping import TextDefinition
 from foliodb.engine.search.text.operators import Run, all_roots, compile_operator
+from foliodb.engine.search.text.paginate import Pager
 from foliodb.engine.search.text.reader import Reader
 from foliodb.interrupt import check
 from foliodb.query import metadata
@@ -60,30 +61,42 @@ class Explained:
 
 @dataclass(slots=True)
 class Found:
-    """A search's answer: its hits in order ((record id, score) pairs, ordered as they are read)
-    and its meta document."""
+    """A search's answer: its hits in order ((record id, score, position) triples, ordered as
+    they are read; the position is the hit's among the matches, for its sequence token) and
+    its meta document."""
 
-    hits: Iterator[tuple[int, float]]
+    hits: Iterator[Hit]
     meta: dict[str, Any]
     run: Run | None = None
     details: str = ""
+    pager: Pager | None = None  # the order's sequence tokens
 
 
-def _best_first(rids: Any, scores: Any) -> Iterator[tuple[int, float]]:
+Hit = tuple[int, float, int]  # (record id, score, position among the matches)
+
+
+def _in_order(rids: Any, scores: Any, order: Any) -> Iterator[Hit]:
+    yield from zip(rids[order].tolist(), scores[order].tolist(), order.tolist(), strict=True)
+
+
+def _best_first(rids: Any, scores: Any) -> Iterator[Hit]:
     """Higher scores first, ties in record order: the best :data:`FIRST_SORT` ordered at once,
     the others only if the cursor reads past them (a ``$limit`` usually stops it before)."""
     if len(rids) <= FIRST_SORT:
-        order = np.lexsort((rids, -scores))
-        yield from zip(rids[order].tolist(), scores[order].tolist(), strict=True)
+        yield from _in_order(rids, scores, np.lexsort((rids, -scores)))
         return
-    best = np.argpartition(-scores, FIRST_SORT)[:FIRST_SORT]
+    # The best FIRST_SORT: every score above the FIRST_SORT-th, then its ties in record order
+    # (argpartition alone would take an arbitrary part of the ties, out of record order).
+    kth = np.partition(-scores, FIRST_SORT - 1)[FIRST_SORT - 1]
+    better = np.flatnonzero(-scores < kth)
+    tied = np.flatnonzero(-scores == kth)
+    best = np.concatenate([better, tied[np.argsort(rids[tied], kind="stable")][: FIRST_SORT - len(better)]])
     first = best[np.lexsort((rids[best], -scores[best]))]
-    yield from zip(rids[first].tolist(), scores[first].tolist(), strict=True)
-    rest = np.ones(len(rids), dtype=bool)
-    rest[first] = False
-    rids, scores = rids[rest], scores[rest]
-    order = np.lexsort((rids, -scores))
-    yield from zip(rids[order].tolist(), scores[order].tolist(), strict=True)
+    yield from _in_order(rids, scores, first)
+    left = np.ones(len(rids), dtype=bool)
+    left[first] = False
+    rest = np.flatnonzero(left)
+    yield from _in_order(rids, scores, rest[np.lexsort((rids[rest], -scores[rest]))])
 
 
 def _index_of(store: CollectionStore, name: str) -> SearchIndexInfo | None:
@@ -143,9 +156,14 @@ def _reader(
 
 
 def text_search(
-    search: SearchIndexes, store: CollectionStore | None, query: SearchQuery, explained: Explained | None = None
+    search: SearchIndexes,
+    store: CollectionStore | None,
+    query: SearchQuery,
+    explained: Explained | None = None,
+    collection: Callable[[str], CollectionStore | None] | None = None,
 ) -> Found:
-    """The hits and meta document of a ``$search`` (a missing collection or index: none)."""
+    """The hits and meta document of a ``$search`` (a missing collection or index: none).
+    ``collection`` gives the other collections of the database (synonym sources)."""
     explained = explained if explained is not None else Explained(query.index)
     empty_meta = {"count": count_document(query.count, 0)}
     if store is None:
@@ -163,7 +181,7 @@ def text_search(
         compiled = compile_operator(name, body, name, definition)
     reader, lock = _reader(search, store, index, explained)
     try:
-        run = Run(reader, definition)
+        run = Run(reader, definition, collection=collection)
         ords, scores = compiled.hits(run) if compiled is not None else all_roots(run)
         explained.matched = len(ords)
         meta: dict[str, Any] = {"count": count_document(query.count, len(ords))}
@@ -173,13 +191,15 @@ def text_search(
             return Found(iter(()), meta)
         scores = scores.astype(np.float32).astype(np.float64)
         rids = reader.rid_at[ords]
-        if query.sort is not None:
-            order = sort_order(reader, query.sort, ords, scores, rids)
-            hits: Iterator[tuple[int, float]] = zip(rids[order].tolist(), scores[order].tolist(), strict=True)
+        pager = Pager(reader, query.sort, ords, scores, rids)
+        if query.after is not None or query.before is not None:
+            hits = _in_order(rids, scores, pager.page(query.after, query.before))
+        elif query.sort is not None:
+            hits = _in_order(rids, scores, pager.order())
         else:
             hits = _best_first(rids, scores)
         explained.highlight = run.highlight
-        return Found(hits, meta, run, compiled.name if compiled else "")
+        return Found(hits, meta, run, compiled.name if compiled else "", pager)
     finally:
         lock.release()
 
@@ -192,12 +212,14 @@ def documents(store: CollectionStore, query: SearchQuery, found: Found) -> Itera
         index = _index_of(store, query.index)
         definition = index.parsed if index is not None else None
     stored = _stored_source(definition) if query.stored_source else None
-    for rid, score in found.hits:
+    for rid, score, at in found.hits:
         data = store.get_raw(rid)
         if data is None:
             continue
         doc = bson.decode(data, CODEC)
         meta: dict[str, Any] = {"searchScore": score, "score": score}  # "score": MongoDB 8.2's name for any search
+        if found.pager is not None:
+            meta["searchSequenceToken"] = found.pager.token(at)
         if query.highlight is not None and isinstance(definition, TextDefinition) and found.run is not None:
             meta["searchHighlights"] = highlights(definition, query.highlight, doc, found.run.highlight)
         if query.score_details:

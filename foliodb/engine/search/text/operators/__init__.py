@@ -9,7 +9,8 @@ returns a :class:`Query` whose :meth:`Query.hits` gives the matching entries of 
 :class:`~foliodb.engine.search.text.reader.Reader` with their scores, the ``score``
 option (``boost``, ``constant``, ``function``) applied. The operators are in
 :mod:`.terms` (text, phrase, autocomplete, wildcard, regex, queryString), :mod:`.values`
-(equals, in, range, exists, near) and :mod:`.compound` (compound, embeddedDocument).
+(equals, in, range, exists, near), :mod:`.compound` (compound, embeddedDocument),
+:mod:`.like` (moreLikeThis), :mod:`.geo` (geoWithin, geoShape) and :mod:`.span` (span).
 Known MongoDB Search operators not built here answer NotImplemented (238).
 """
 
@@ -48,6 +49,9 @@ class Run:
     definition: TextDefinition
     highlight: dict[str, set[str]] = field(default_factory=dict)  # key -> terms matched
     scope: Any = None  # inside embeddedDocument: the ordinals of its embedded entries
+    # A collection of the index's database by name (synonym sources), in the search's snapshot.
+    collection: Callable[[str], Any] | None = None
+    synonym_maps: dict[str, Any] = field(default_factory=dict)  # name -> built map, once per search
 
     def matched(self, key: str, found: Any) -> None:
         """The search matched these terms of ``key`` (highlights show them)."""
@@ -73,7 +77,7 @@ OperatorCompiler = Callable[[Mapping[str, Any], str, TextDefinition], Query]
 OPERATORS: Registry[OperatorCompiler] = Registry(
     "search operator",
     _unknown,
-    unbuilt=("geoShape", "geoWithin", "moreLikeThis", "knnBeta", "span", "hasAncestor", "hasRoot", "vectorSearch"),
+    unbuilt=("knnBeta", "hasAncestor", "hasRoot", "vectorSearch"),
 )
 
 
@@ -143,4 +147,4 @@ def all_roots(run: Run) -> Hits:
 
 
 # Register the operators.
-from foliodb.engine.search.text.operators import compound, terms, values  # noqa: E402,F401
+from foliodb.engine.search.text.operators import compound, geo, like, span, terms, values  # noqa: E402,F401

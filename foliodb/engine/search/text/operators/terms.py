@@ -145,17 +145,18 @@ class TextQuery(Query):
 @OPERATORS.register("text")
 def op_text(body: Mapping[str, Any], place: str, definition: TextDefinition) -> Query:
     check_fields(body, place, ("query", "path", "fuzzy", "synonyms", "matchCriteria"), ("query", "path"))
+    queries = strings(body["query"], f"{place}.query")
+    paths = Paths(body["path"], f"{place}.path", definition)
     if "synonyms" in body:
-        raise CommandError(ErrorCode.NotImplemented, "text.synonyms is not implemented in FolioDB yet")
-    if "synonyms" not in body and body.get("matchCriteria", "any") not in ("any", "all"):
+        from foliodb.engine.search.text.operators.synonym import synonym_query  # it builds on this module
+
+        if "fuzzy" in body:
+            raise search_error(f'"{place}.fuzzy" cannot be used with "{place}.synonyms"')
+        return synonym_query(body, place, definition, queries, paths, None)
+    if body.get("matchCriteria", "any") not in ("any", "all"):
         raise search_error(f'"{place}.matchCriteria" must be one of [all, any]')
     fuzzy = Fuzzy(body["fuzzy"], f"{place}.fuzzy") if "fuzzy" in body else None
-    return TextQuery(
-        strings(body["query"], f"{place}.query"),
-        Paths(body["path"], f"{place}.path", definition),
-        fuzzy,
-        body.get("matchCriteria") == "all",
-    )
+    return TextQuery(queries, paths, fuzzy, body.get("matchCriteria") == "all")
 
 
 # -- phrase --------------------------------------------------------------------------------
@@ -207,39 +208,49 @@ def _phrase_freq(lists: list[tuple[int, ...]], offsets: list[int], slop: int, re
     return 1.0 / (1.0 + best)
 
 
+def phrase_freqs(run: Run, key: str, pairs: list[tuple[str, int]], slop: int) -> tuple[Any, Any]:
+    """(ordinals, phrase frequencies) of the documents holding the terms at their relative
+    positions (within ``slop`` moves); one term: its postings."""
+    reader = run.reader
+    if len(pairs) == 1:
+        return reader.postings(key, pairs[0][0])
+    postings = [reader.postings(key, term) for term, _ in pairs]
+    if any(not len(p[0]) for p in postings):
+        return empty()
+    candidates = postings[0][0]
+    for ords, _ in postings[1:]:
+        candidates = np.intersect1d(candidates, ords, assume_unique=True)
+    if not len(candidates):
+        return empty()
+    positions = [reader.positions(key, term) for term, _ in pairs]
+    offsets = [p for _, p in pairs]
+    repeats = len({t for t, _ in pairs}) < len(pairs)
+    ords, freqs = [], []
+    for ord_ in candidates.tolist():
+        freq = _phrase_freq([pos[ord_] for pos in positions], offsets, slop, repeats)
+        if freq > 0:
+            ords.append(ord_)
+            freqs.append(freq)
+    return np.asarray(ords, dtype=np.int64), np.asarray(freqs, dtype=np.float64)
+
+
+def phrase_hits(run: Run, key: str, pairs: list[tuple[str, int]], slop: int) -> Hits:
+    """A phrase's BM25 hits: its frequency, the sum of its terms' idf (Lucene's PhraseQuery)."""
+    reader = run.reader
+    if len(pairs) == 1:
+        return term_hits(reader, key, pairs[0][0])
+    found, freqs = phrase_freqs(run, key, pairs, slop)
+    if not len(found):
+        return empty()
+    run.matched(key, [t for t, _ in pairs])
+    doc_count, _ = reader.stats(key)
+    weight = sum(idf(doc_count, len(reader.postings(key, t)[0])) for t, _ in pairs)
+    return found, bm25(reader, key, found, freqs, weight)
+
+
 class PhraseQuery(Query):
     def __init__(self, queries: list[str], paths: Paths, slop: int) -> None:
         self.queries, self.paths, self.slop = queries, paths, slop
-
-    def _one(self, run: Run, key: str, pairs: list[tuple[str, int]]) -> Hits:
-        reader = run.reader
-        if len(pairs) == 1:
-            return term_hits(reader, key, pairs[0][0])
-        postings = [reader.postings(key, term) for term, _ in pairs]
-        if any(not len(p[0]) for p in postings):
-            return empty()
-        candidates = postings[0][0]
-        for ords, _ in postings[1:]:
-            candidates = np.intersect1d(candidates, ords, assume_unique=True)
-        if not len(candidates):
-            return empty()
-        wanted = set(candidates.tolist())
-        positions = [reader.positions(key, term) for term, _ in pairs]
-        offsets = [p for _, p in pairs]
-        repeats = len({t for t, _ in pairs}) < len(pairs)
-        ords, freqs = [], []
-        for ord_ in sorted(wanted):
-            freq = _phrase_freq([pos[ord_] for pos in positions], offsets, self.slop, repeats)
-            if freq > 0:
-                ords.append(ord_)
-                freqs.append(freq)
-        if not ords:
-            return empty()
-        run.matched(key, [t for t, _ in pairs])
-        doc_count, _ = reader.stats(key)
-        weight = sum(idf(doc_count, len(p[0])) for p in postings)
-        found = np.asarray(ords, dtype=np.int64)
-        return found, bm25(reader, key, found, np.asarray(freqs), weight)
 
     def match(self, run: Run) -> Hits:
         parts = []
@@ -247,17 +258,21 @@ class PhraseQuery(Query):
             for query in self.queries:
                 pairs = analyzer.terms(query)
                 if pairs:
-                    parts.append(self._one(run, key, pairs))
+                    parts.append(phrase_hits(run, key, pairs, self.slop))
         return of_roots(run, union(parts, run.reader.size)[0])
 
 
 @OPERATORS.register("phrase")
 def op_phrase(body: Mapping[str, Any], place: str, definition: TextDefinition) -> Query:
     check_fields(body, place, ("query", "path", "slop", "synonyms"), ("query", "path"))
-    if "synonyms" in body:
-        raise CommandError(ErrorCode.NotImplemented, "phrase.synonyms is not implemented in FolioDB yet")
     slop = _int(body.get("slop", 0), f"{place}.slop", 0, 1 << 30)
-    return PhraseQuery(strings(body["query"], f"{place}.query"), Paths(body["path"], f"{place}.path", definition), slop)
+    queries = strings(body["query"], f"{place}.query")
+    paths = Paths(body["path"], f"{place}.path", definition)
+    if "synonyms" in body:
+        from foliodb.engine.search.text.operators.synonym import synonym_query  # it builds on this module
+
+        return synonym_query(body, place, definition, queries, paths, slop)
+    return PhraseQuery(queries, paths, slop)
 
 
 # -- autocomplete --------------------------------------------------------------------------

@@ -176,6 +176,14 @@ def op_exists(body: Mapping[str, Any], place: str, definition: TextDefinition) -
     return ExistsQuery(body["path"])
 
 
+def haversine_meters(origin: tuple[float, float], lon: Any, lat: Any) -> Any:
+    """The great-circle distances (meters) from ``origin`` (lon, lat) to points, as Lucene's."""
+    lon0, lat0 = np.radians(origin[0]), np.radians(origin[1])
+    la, lo = np.radians(lat), np.radians(lon)
+    h = np.sin((la - lat0) / 2) ** 2 + np.cos(lat0) * np.cos(la) * np.sin((lo - lon0) / 2) ** 2
+    return 2 * EARTH_RADIUS_METERS * np.arcsin(np.sqrt(np.minimum(h, 1.0)))
+
+
 class NearQuery(Query):
     def __init__(self, paths: list[str], origin: Any, pivot: float) -> None:
         self.paths, self.origin, self.pivot = paths, origin, pivot
@@ -185,10 +193,7 @@ class NearQuery(Query):
         if isinstance(self.origin, tuple):
             ords, lon = reader.column(path + "\x00glon")
             _, lat = reader.column(path + "\x00glat")
-            lon0, lat0 = np.radians(self.origin[0]), np.radians(self.origin[1])
-            la, lo = np.radians(lat), np.radians(lon)
-            h = np.sin((la - lat0) / 2) ** 2 + np.cos(lat0) * np.cos(la) * np.sin((lo - lon0) / 2) ** 2
-            return ords, 2 * EARTH_RADIUS_METERS * np.arcsin(np.sqrt(np.minimum(h, 1.0)))
+            return ords, haversine_meters(self.origin, lon, lat)
         suffix = "\x00d" if isinstance(self.origin, datetime.datetime) else "\x00n"
         origin = millis(self.origin) if suffix == "\x00d" else float(self.origin)
         ords, values = reader.column(path + suffix)

@@ -1,0 +1,118 @@
+"""The ``insert`` command: a driver's insert_one by the point path, batches by the general one.
+
+Manual: https://www.mongodb.com/docs/manual/reference/command/insert/"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from typing import Any
+
+from foliodb import interrupt
+from foliodb.commands import params
+from foliodb.commands.executor import Request
+from foliodb.commands.registry import COMMANDS
+from foliodb.commands.write import (
+    INSERT_CHUNK,
+    Target,
+    Writes,
+    collection_name,
+    finish,
+    ordered_flag,
+    point_statement,
+    point_store,
+    prepare_insert,
+    same_store,
+)
+from foliodb.engine.timeseries import check_measurement
+from foliodb.errors import INTERRUPTIONS, CommandError
+
+
+def point_insert(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The reply to an insert of one document into an existing plain collection
+    (see :func:`point_store`), written without the general path's batch and
+    target machinery; None when the general path must answer. Its reply and
+    errors are the general path's: the same record store writes it."""
+    doc = point_statement(cmd, "insert", "documents")
+    if doc is None:
+        return None
+    store = point_store(request, cmd["insert"])
+    if store is None:
+        return None
+    reply: dict[str, Any] = {"n": 1, "ok": 1.0}
+    with request.engine.storage.write():
+        if not same_store(request, store):
+            return None
+        try:
+            store.insert(prepare_insert(doc))
+        except CommandError as exc:
+            reply = {"n": 0, "ok": 1.0, "writeErrors": [exc.to_write_error(0)]}  # the general path's order
+    return finish(request, cmd, reply)
+
+
+@COMMANDS.register("insert")
+def cmd_insert(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    point = point_insert(request, cmd)
+    if point is not None:
+        return point
+    name = collection_name(cmd, "insert")
+    docs = params.write_batch(params.required(cmd, "documents", "array", "insert"))
+    ordered = ordered_flag(cmd, "insert")
+    writes = Writes(request, cmd, "insert")
+    n = 0
+    errors: list[dict[str, Any]] = []
+    storage = request.engine.storage
+    with storage.write():
+        # Looked up inside the write: the collection's newest indexes and validator.
+        target = writes.target(request.db, name)
+        if target.buckets is not None:
+            n, errors = _insert_measurements(target, docs, ordered)
+            return finish(request, cmd, {"n": n, "ok": 1.0, **({"writeErrors": errors} if errors else {})})
+        store = target.ensure_store()
+        if len(docs) > 1 and target.validator is None:
+            # The fast path: one executemany per table for each thousand documents (between them
+            # the operation checks for interruption).
+            try:
+                with storage.savepoint():
+                    for start in range(0, len(docs), INSERT_CHUNK):
+                        interrupt.check()
+                        store.insert_batch([prepare_insert(doc) for doc in docs[start : start + INSERT_CHUNK]])
+                n = len(docs)
+            except sqlite3.IntegrityError:
+                n = 0  # rolled back: the path below finds and reports each error
+            except CommandError as exc:
+                if exc.code in INTERRUPTIONS:
+                    raise  # the whole command fails and rolls back
+                n = 0
+        if not n:
+            for i, doc in enumerate(docs):
+                if i and not i & 255:
+                    interrupt.check()
+                try:
+                    target.insert(doc, store)
+                    n += 1
+                except CommandError as exc:
+                    errors.append(exc.to_write_error(i))
+                    if ordered:
+                        break
+    reply: dict[str, Any] = {"n": n, "ok": 1.0}
+    if errors:
+        reply["writeErrors"] = errors
+    return finish(request, cmd, reply)
+
+
+def _insert_measurements(target: Target, docs: list[Any], ordered: bool) -> tuple[int, list[dict[str, Any]]]:
+    """Insert into a time-series collection: the valid measurements, bucketed
+    in one pass (an ordered insert stops at the first invalid one)."""
+    assert target.buckets is not None
+    errors: list[dict[str, Any]] = []
+    good = []
+    for i, doc in enumerate(docs):
+        try:
+            good.append(check_measurement(target.buckets, doc))
+        except CommandError as exc:
+            errors.append(exc.to_write_error(i))
+            if ordered:
+                break
+    target.timeseries().insert(good)
+    return len(good), errors

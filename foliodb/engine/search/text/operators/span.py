@@ -1,0 +1,285 @@
+"""The ``span`` operator (deprecated in MongoDB Search for ``phrase``): Lucene's span queries.
+
+Manual: https://www.mongodb.com/docs/atlas/atlas-search/span/
+
+A span is a run of positions ``[start, end)`` in one string field; each form gives a
+document's spans:
+
+* ``term: {path, query, prefix?}``: the positions of the query's term (lower-cased, as the
+  field's analyzer normalizes a term; ``prefix: true``: of every term starting with it);
+* ``or: {clauses}``: every clause's spans;
+* ``first: {operator, endPositionLte = 3}``: the operator's spans ending at or before it;
+* ``near: {clauses, slop = 0, inOrder = false}``: one span of each clause, their gaps (in
+  order: between consecutive spans; any order: the window less the spans' lengths) at most
+  ``slop``; in order, the spans may not overlap;
+* ``subtract: {include, exclude}``: the include spans no exclude span overlaps;
+* ``contains: {little, big, spanToReturn: "outer" | "inner"}``: the big spans holding a
+  little one (outer), or the little spans inside a big one (inner).
+
+A document matches when it has a span; its score is BM25 with frequency the sum of
+``1 / (1 + width)`` over its spans (width: a near's gaps, 0 for a term) and idf the sum of
+the terms' (Lucene's SpanWeight). All clauses must use one path. ``term`` with ``fuzzy``,
+``regex`` or ``wildcard`` answers NotImplemented (238).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Mapping
+from typing import Any
+
+from foliodb.engine.search.numeric import np
+from foliodb.engine.search.text.mapping import TextDefinition
+from foliodb.engine.search.text.operators import OPERATORS, Query, Run, check_fields, number, of_roots, search_error
+from foliodb.engine.search.text.scoring import Hits, bm25, empty, idf
+from foliodb.errors import CommandError, ErrorCode
+
+Span = tuple[int, int, int]  # start, end, width
+Spans = dict[int, list[Span]]  # ordinal -> its spans, sorted
+
+
+class SpanNode:
+    path = ""
+
+    def spans(self, run: Run) -> Spans:
+        raise NotImplementedError
+
+    def terms(self, run: Run) -> set[str]:
+        raise NotImplementedError
+
+
+class TermSpan(SpanNode):
+    def __init__(self, path: str, term: str, prefix: bool) -> None:
+        self.path, self.term, self.prefix = path, term, prefix
+
+    def terms(self, run: Run) -> set[str]:
+        if not self.prefix:
+            return {self.term}
+        return set(run.reader.terms_between(self.path, self.term, self.term + "\U0010ffff"))
+
+    def spans(self, run: Run) -> Spans:
+        out: Spans = {}
+        for term in sorted(self.terms(run)):
+            for ord_, positions in run.reader.positions(self.path, term).items():
+                out.setdefault(ord_, []).extend((p, p + 1, 0) for p in positions)
+            run.matched(self.path, [term])
+        return {o: sorted(set(s)) for o, s in out.items()}
+
+
+class OrSpan(SpanNode):
+    def __init__(self, clauses: list[SpanNode]) -> None:
+        self.clauses, self.path = clauses, clauses[0].path
+
+    def terms(self, run: Run) -> set[str]:
+        return set().union(*(c.terms(run) for c in self.clauses))
+
+    def spans(self, run: Run) -> Spans:
+        out: Spans = {}
+        for clause in self.clauses:
+            for ord_, spans in clause.spans(run).items():
+                out.setdefault(ord_, []).extend(spans)
+        return {o: sorted(set(s)) for o, s in out.items()}
+
+
+class FirstSpan(SpanNode):
+    def __init__(self, operator: SpanNode, end: int) -> None:
+        self.operator, self.end, self.path = operator, end, operator.path
+
+    def terms(self, run: Run) -> set[str]:
+        return self.operator.terms(run)
+
+    def spans(self, run: Run) -> Spans:
+        kept = {o: [s for s in spans if s[1] <= self.end] for o, spans in self.operator.spans(run).items()}
+        return {o: s for o, s in kept.items() if s}
+
+
+def _soonest_from(spans: list[Span]) -> list[Span]:
+    """For each index of spans sorted by start, the span from there on that ends first."""
+    out = list(spans)
+    for i in range(len(out) - 2, -1, -1):
+        if out[i + 1][1] < out[i][1]:
+            out[i] = out[i + 1]
+    return out
+
+
+class NearSpan(SpanNode):
+    def __init__(self, clauses: list[SpanNode], slop: int, in_order: bool) -> None:
+        self.clauses, self.slop, self.in_order, self.path = clauses, slop, in_order, clauses[0].path
+
+    def terms(self, run: Run) -> set[str]:
+        return set().union(*(c.terms(run) for c in self.clauses))
+
+    def _ordered(self, first: Span, rest: list[list[Span]]) -> Span | None:
+        """From ``first``, each next clause's earliest span starting at or after the previous end."""
+        chain = [first]
+        for spans in rest:
+            at = bisect.bisect_left(spans, (chain[-1][1], -1, -1))
+            if at == len(spans):
+                return None
+            chain.append(spans[at])
+        width = sum(b[0] - a[1] for a, b in itertools.pairwise(chain))
+        return (first[0], chain[-1][1], width) if width <= self.slop else None
+
+    def _unordered(self, first: Span, others: list[tuple[list[Span], list[Span]]]) -> Span | None:
+        """With ``first`` leftmost, each other clause's span starting at or after it that ends
+        first (``others``: each clause's spans and, from each index on, the one ending first)."""
+        chain = [first]
+        for spans, soonest in others:
+            at = bisect.bisect_left(spans, (first[0], -1, -1))
+            if at == len(spans):
+                return None
+            chain.append(soonest[at])
+        end = max(sp[1] for sp in chain)
+        width = end - first[0] - sum(sp[1] - sp[0] for sp in chain)
+        return (first[0], end, max(width, 0)) if width <= self.slop else None
+
+    def spans(self, run: Run) -> Spans:
+        per_clause = [c.spans(run) for c in self.clauses]
+        common = set(per_clause[0]).intersection(*per_clause[1:])
+        out: Spans = {}
+        for ord_ in common:
+            lists = [p[ord_] for p in per_clause]
+            found: set[Span] = set()
+            if self.in_order:
+                found = {m for first in lists[0] if (m := self._ordered(first, lists[1:]))}
+            else:
+                soonest = [_soonest_from(spans) for spans in lists]
+                for i, spans in enumerate(lists):
+                    others = [(lists[j], soonest[j]) for j in range(len(lists)) if j != i]
+                    found |= {m for first in spans if (m := self._unordered(first, others))}
+            if found:
+                # One match per start, the tightest (Lucene moves on from a start once it matched).
+                best: dict[int, Span] = {}
+                for span in sorted(found, key=lambda sp: (sp[0], sp[2], sp[1])):
+                    best.setdefault(span[0], span)
+                out[ord_] = sorted(best.values())
+        return out
+
+
+class SubtractSpan(SpanNode):
+    def __init__(self, include: SpanNode, exclude: SpanNode) -> None:
+        self.include, self.exclude, self.path = include, exclude, include.path
+
+    def terms(self, run: Run) -> set[str]:
+        return self.include.terms(run)
+
+    def spans(self, run: Run) -> Spans:
+        excluded = self.exclude.spans(run)
+        out: Spans = {}
+        for ord_, spans in self.include.spans(run).items():
+            others = excluded.get(ord_, [])
+            kept = [s for s in spans if not any(e[0] < s[1] and e[1] > s[0] for e in others)]
+            if kept:
+                out[ord_] = kept
+        return out
+
+
+class ContainsSpan(SpanNode):
+    def __init__(self, little: SpanNode, big: SpanNode, outer: bool) -> None:
+        self.little, self.big, self.outer, self.path = little, big, outer, big.path
+
+    def terms(self, run: Run) -> set[str]:
+        return self.big.terms(run) | self.little.terms(run)
+
+    def spans(self, run: Run) -> Spans:
+        bigs, littles = self.big.spans(run), self.little.spans(run)
+        out: Spans = {}
+        for ord_ in set(bigs) & set(littles):
+            pairs = [(b, s) for b in bigs[ord_] for s in littles[ord_] if b[0] <= s[0] and s[1] <= b[1]]
+            kept = sorted({b if self.outer else s for b, s in pairs})
+            if kept:
+                out[ord_] = kept
+        return out
+
+
+class SpanQuery(Query):
+    def __init__(self, node: SpanNode) -> None:
+        self.node = node
+
+    def match(self, run: Run) -> Hits:
+        spans = self.node.spans(run)
+        if not spans:
+            return empty()
+        reader, key = run.reader, self.node.path
+        found = np.asarray(sorted(spans), dtype=np.int64)
+        freqs = np.asarray([sum(1.0 / (1.0 + s[2]) for s in spans[o]) for o in found.tolist()])
+        doc_count, _ = reader.stats(key)
+        weight = sum(idf(doc_count, len(reader.postings(key, t)[0])) for t in sorted(self.node.terms(run)))
+        return of_roots(run, (found, bm25(reader, key, found, freqs, weight)))
+
+
+def _one_path(nodes: list[SpanNode], place: str) -> None:
+    if len({n.path for n in nodes}) > 1:
+        raise search_error(f'"{place}" clauses must all search the same path')
+
+
+def _clauses(body: Mapping[str, Any], place: str, definition: TextDefinition) -> list[SpanNode]:
+    clauses = body["clauses"]
+    if not isinstance(clauses, list) or not clauses:
+        raise search_error(f'"{place}.clauses" must be a non-empty array')
+    nodes = [_node(c, f"{place}.clauses[{i}]", definition) for i, c in enumerate(clauses)]
+    _one_path(nodes, place)
+    return nodes
+
+
+def _count(body: Mapping[str, Any], key: str, place: str, default: int, low: int) -> int:
+    value = number(body.get(key, default), f"{place}.{key}")
+    if value != int(value) or value < low:
+        raise search_error(f'"{place}.{key}" must be an integer of at least {low}')
+    return int(value)
+
+
+def _node(spec: Any, place: str, definition: TextDefinition) -> SpanNode:
+    if not isinstance(spec, Mapping) or len(spec) != 1:
+        raise search_error(f'"{place}" must hold exactly one of [contains, first, near, or, subtract, term]')
+    kind, body = next(iter(spec.items()))
+    where = f"{place}.{kind}"
+    if not isinstance(body, Mapping):
+        raise search_error(f'"{where}" must be a document')
+    if kind == "term":
+        check_fields(body, where, ("path", "query", "prefix", "fuzzy", "regex", "wildcard"), ("path", "query"))
+        if any(k in body and body[k] is not False for k in ("fuzzy", "regex", "wildcard")):
+            raise CommandError(ErrorCode.NotImplemented, "span.term fuzzy, regex and wildcard are not implemented")
+        path, query = body["path"], body["query"]
+        if not isinstance(path, str) or not isinstance(query, str):
+            raise search_error(f'"{where}" path and query must be strings')
+        specs, _ = definition.specs_at(path)
+        strings = [s for s in specs if s.type == "string" and s.search_analyzer is not None]
+        analyzer = strings[0].search_analyzer if strings else definition.search_analyzer
+        assert analyzer is not None
+        terms = [t for t, _ in analyzer.terms(query)]
+        return TermSpan(path, terms[0] if len(terms) == 1 else query.lower(), body.get("prefix") is True)
+    if kind == "or":
+        check_fields(body, where, ("clauses",), ("clauses",))
+        return OrSpan(_clauses(body, where, definition))
+    if kind == "near":
+        check_fields(body, where, ("clauses", "slop", "inOrder"), ("clauses",))
+        in_order = body.get("inOrder", False)
+        if not isinstance(in_order, bool):
+            raise search_error(f'"{where}.inOrder" must be a boolean')
+        return NearSpan(_clauses(body, where, definition), _count(body, "slop", where, 0, 0), in_order)
+    if kind == "first":
+        check_fields(body, where, ("operator", "endPositionLte"), ("operator",))
+        return FirstSpan(
+            _node(body["operator"], f"{where}.operator", definition), _count(body, "endPositionLte", where, 3, 1)
+        )
+    if kind == "subtract":
+        check_fields(body, where, ("include", "exclude"), ("include", "exclude"))
+        nodes = [_node(body[k], f"{where}.{k}", definition) for k in ("include", "exclude")]
+        _one_path(nodes, where)
+        return SubtractSpan(nodes[0], nodes[1])
+    if kind == "contains":
+        check_fields(body, where, ("little", "big", "spanToReturn"), ("little", "big", "spanToReturn"))
+        if body["spanToReturn"] not in ("inner", "outer"):
+            raise search_error(f'"{where}.spanToReturn" must be one of [inner, outer]')
+        little, big = (_node(body[k], f"{where}.{k}", definition) for k in ("little", "big"))
+        _one_path([little, big], where)
+        return ContainsSpan(little, big, body["spanToReturn"] == "outer")
+    raise search_error(f'"{place}" must hold exactly one of [contains, first, near, or, subtract, term]')
+
+
+@OPERATORS.register("span")
+def op_span(body: Mapping[str, Any], place: str, definition: TextDefinition) -> Query:
+    spec = {k: v for k, v in body.items() if k != "score"}
+    return SpanQuery(_node(spec, place, definition))
