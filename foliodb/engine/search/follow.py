@@ -33,8 +33,8 @@ def let_others_run() -> None:
     SQLite) waits, when it returns, until the holder offers it or the switch interval (5 ms)
     forces it: the background thread applying documents would otherwise cost a writer up to
     5 ms per statement. Measured at 20,000 x 384 on the clustered set, inserts into an
-    indexed collection went from 1.07-1.43x to 0.81-1.18x the wall time of inserts without
-    the index (three interleaved rounds, load average 18-20)."""
+    indexed collection went from 1.07-1.55x to 0.81-1.18x the wall time of inserts without
+    the index (six interleaved rounds, load average 18-20)."""
     time.sleep(0)
 
 
