@@ -1,6 +1,6 @@
 """$search at scale: FolioDB beside the engines it was chosen against, used directly.
 
-    python -m benchmarks.text_search                     # 1,000,000 short documents (about 30 minutes on 2 cores)
+    python -m benchmarks.text_search                     # 1,000,000 short documents (about 20 minutes on 2 cores)
     python -m benchmarks.text_search --docs 20000 --queries 50   # a smoke run
 
 The documents are short titles: 4 to 10 words drawn from a Zipf-distributed vocabulary of

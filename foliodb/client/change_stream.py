@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pymongo.change_stream
 from pymongo.collation import validate_collation_or_none
 
-from foliodb.client.cursor import CommandCursor
+from foliodb.client.command_cursor import CommandCursor
 
 if TYPE_CHECKING:
     from foliodb.client.collection import Collection

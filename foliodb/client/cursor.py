@@ -1,26 +1,18 @@
-"""pymongo's Cursor and CommandCursor over FolioDB's find/getMore commands.
+"""pymongo's Cursor over FolioDB's find/getMore commands.
 
 A :class:`Cursor` is lazy: building and chaining it (``sort``, ``skip``,
 ``limit``...) sends nothing; the first iteration runs ``find`` and later
-batches come from ``getMore``, as with a server.
-
-A cursor keeps the session it was opened in, as pymongo's does: its getMore
-and killCursors carry the same ``lsid`` (and, inside a transaction, its
-``txnNumber``). An implicit session (retryable writes on) is held only while
-the server cursor is open and goes back to the pool when it is exhausted or
-killed; ``cursor.session`` shows only an explicit one.
+batches come from ``getMore`` (:class:`~foliodb.client.batch_cursor.BatchCursor`),
+as with a server. :class:`RawBatchCursor` is ``find_raw_batches``' Cursor.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import bson
-import pymongo.command_cursor
 import pymongo.cursor
 from pymongo import CursorType
 from pymongo.collation import Collation, validate_collation_or_none
@@ -28,151 +20,17 @@ from pymongo.cursor_shared import _QUERY_OPTIONS
 from pymongo.errors import InvalidOperation
 from pymongo.message import _OPTIONS
 
-from foliodb.client._reply import check
 from foliodb.client.arguments import index_spec, projection_doc, sort_spec
+from foliodb.client.batch_cursor import BatchCursor
 
 if TYPE_CHECKING:
     from foliodb.client.collection import Collection
-    from foliodb.client.session import ClientSession
 
 # The options a clone must not share with its original.
 _SPEC_ATTRS = ("_filter", "_sort", "_projection", "_hint", "_max", "_min", "_let", "_collation", "_comment")
 
 
-class _BatchCursor:
-    """Iteration over a server cursor: a buffer of documents and getMore."""
-
-    _collection: Collection
-    _cursor_id: int | None
-    _buffer: deque[dict[str, Any]]
-    _batch_size: int
-    _killed: bool
-    _retrieved: int
-    _comment: Any = None
-    _session: ClientSession | None = None  # the one its commands run in, explicit or implicit
-    _max_await_time_ms: int | None = None
-
-    def _get_more_batch_size(self) -> int:
-        return self._batch_size
-
-    def _get_more(self) -> None:
-        assert self._cursor_id
-        cmd: dict[str, Any] = {"getMore": self._cursor_id, "collection": self._ns_collection()}
-        batch_size = self._get_more_batch_size()
-        if batch_size:
-            cmd["batchSize"] = batch_size
-        if self._comment is not None:
-            cmd["comment"] = self._comment  # as pymongo sends it on getMore (MongoDB 4.4+)
-        if self._max_await_time_ms is not None:
-            cmd["maxTimeMS"] = self._max_await_time_ms
-        reply = check(self._collection.database._run_command(cmd, self._session, kind="otherRead"))
-        cursor = reply["cursor"]
-        self._cursor_id = int(cursor["id"])
-        self._buffer.extend(self._collection._codec.decode(cursor["nextBatch"]))
-        self._took_batch(cursor)
-        if not self._cursor_id:
-            self._killed = True
-            self._release_session()
-
-    def _took_batch(self, cursor: Mapping[str, Any]) -> None:
-        """A getMore's reply arrived (change stream cursors keep its postBatchResumeToken)."""
-
-    def _release_session(self) -> None:
-        """Done with the server cursor: an implicit session goes back to the pool (pymongo's)."""
-        session = self._session
-        if session is not None and session._implicit:
-            session._end_implicit_session()
-            self._session = None
-
-    def _ns_collection(self) -> str:
-        return self._collection.name
-
-    def _next_document(self) -> dict[str, Any]:
-        if not self._buffer and self._cursor_id and not self._killed:
-            self._get_more()
-        if self._buffer:
-            self._retrieved += 1
-            return self._buffer.popleft()
-        if not self._cursor_id:
-            self._killed = True  # a server cursor still open (tailable, nothing new yet) stays alive, as pymongo's
-        raise StopIteration
-
-    def _next_raw_batch(self) -> bytes:
-        """The rest of the current batch, its documents' BSON concatenated (pymongo's raw batch cursors)."""
-        if not self._buffer and self._cursor_id and not self._killed:
-            self._get_more()
-        if not self._buffer:
-            self._killed = True
-            raise StopIteration
-        batch = b"".join(bson.encode(doc) for doc in self._buffer)
-        self._retrieved += len(self._buffer)
-        self._buffer.clear()
-        return batch
-
-    def _kill(self, in_session: bool = True) -> None:
-        if self._cursor_id and not self._killed:
-            cmd = {"killCursors": self._ns_collection(), "cursors": [self._cursor_id]}
-            self._collection.database._run_command(cmd, self._session if in_session else None)
-        self._killed = True
-        self._buffer.clear()
-        self._release_session()
-
-    @property
-    def cursor_id(self) -> int | None:
-        """The server cursor's id; 0 once exhausted, None before the first batch.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
-        return self._cursor_id
-
-    @property
-    def address(self) -> None:
-        """None: an embedded client has no server address.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
-        return None
-
-    @property
-    def retrieved(self) -> int:
-        """How many documents have been returned so far.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
-        return self._retrieved
-
-    @property
-    def session(self) -> ClientSession | None:
-        """The explicit session the cursor runs in, or None (an implicit one is not shown).
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
-        session = self._session
-        return session if session is not None and not session._implicit else None
-
-    def to_list(self, length: int | None = None) -> list[dict[str, Any]]:
-        """The remaining documents as a list, at most ``length`` of them.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
-        if length is not None and length < 1:
-            raise ValueError("to_list() length must be greater than 0")
-        out = []
-        for doc in self:  # type: ignore[attr-defined]
-            out.append(doc)
-            if length is not None and len(out) >= length:
-                break
-        return out
-
-    def __enter__(self) -> Any:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()  # type: ignore[attr-defined]
-
-    def __del__(self) -> None:
-        # The client may already be closed at interpreter exit. pymongo kills a collected cursor
-        # later from its background thread, outside any session; so does this, at once.
-        with contextlib.suppress(Exception):
-            self._kill(in_session=False)
-
-
-class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
+class Cursor(BatchCursor, pymongo.cursor.Cursor[Any]):
     """pymongo's ``Cursor`` (an instance of ``pymongo.cursor.Cursor``): a lazy ``find``, getMore by getMore.
 
     https://pymongo.readthedocs.io/en/stable/api/pymongo/cursor.html"""
@@ -598,82 +456,6 @@ class Cursor(_BatchCursor, pymongo.cursor.Cursor[Any]):
         return dict(reply)
 
 
-# pymongo declares _collection as its own Collection[T]; the facade's is a subclass of it.
-class CommandCursor(_BatchCursor, pymongo.command_cursor.CommandCursor[Any]):  # type: ignore[misc]
-    """The cursor of aggregate, listCollections, listIndexes..."""
-
-    def __init__(
-        self,
-        collection: Collection,
-        reply: Mapping[str, Any],
-        batch_size: int = 0,
-        ns_collection: str | None = None,
-        comment: Any = None,
-        max_await_time_ms: int | None = None,
-        session: ClientSession | None = None,
-    ) -> None:
-        self._collection = collection
-        self._comment = comment
-        self._max_await_time_ms = max_await_time_ms
-        self._session = session
-        cursor = reply["cursor"]
-        self._cursor_id = int(cursor["id"])
-        self._buffer = deque(collection._codec.decode(cursor.get("firstBatch", [])))
-        self.batch_size(batch_size)
-        self._killed = not self._cursor_id
-        self._retrieved = 0
-        ns = cursor.get("ns", "")
-        self._ns_name = ns_collection or (ns.split(".", 1)[1] if "." in ns else collection.name)
-
-    def _ns_collection(self) -> str:
-        return self._ns_name
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return self
-
-    def __next__(self) -> dict[str, Any]:
-        """The next document, by ``getMore`` when the batch runs out.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/command_cursor.html"""
-        return self._next_document()
-
-    next = __next__
-
-    def try_next(self) -> dict[str, Any] | None:
-        """The next document, or None when none is available yet.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/command_cursor.html"""
-        try:
-            return self._next_document()
-        except StopIteration:
-            return None
-
-    def batch_size(self, batch_size: int) -> CommandCursor:
-        """Documents per ``getMore`` batch (1 asks for 2, as pymongo does: a server once closed
-        a cursor after a batch of one).
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/command_cursor.html"""
-        if not isinstance(batch_size, int):
-            raise TypeError(f"batch_size must be an integer, not {type(batch_size)}")
-        if batch_size < 0:
-            raise ValueError("batch_size must be >= 0")
-        self._batch_size = (batch_size == 1 and 2) or batch_size
-        return self
-
-    @property
-    def alive(self) -> bool:
-        """Whether the cursor may still return documents.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/command_cursor.html"""
-        return bool(self._buffer) or not self._killed
-
-    def close(self) -> None:
-        """Close the cursor, killing its server cursor.
-
-        https://www.mongodb.com/docs/manual/reference/command/killCursors/"""
-        self._kill()
-
-
 class RawBatchCursor(Cursor, pymongo.cursor.RawBatchCursor[Any]):
     """``find_raw_batches``: each item is one batch of BSON bytes, for decoding with ``bson.decode_all``."""
 
@@ -689,18 +471,3 @@ class RawBatchCursor(Cursor, pymongo.cursor.RawBatchCursor[Any]):
 
     def __getitem__(self, index: int | slice) -> Any:
         raise InvalidOperation("Cannot call __getitem__ on RawBatchCursor")
-
-
-class RawBatchCommandCursor(CommandCursor, pymongo.command_cursor.RawBatchCommandCursor[Any]):  # type: ignore[misc]
-    """``aggregate_raw_batches``: each item is one batch of BSON bytes."""
-
-    def __next__(self) -> bytes:  # type: ignore[override]
-        """The next batch, its documents' BSON concatenated.
-
-        https://pymongo.readthedocs.io/en/stable/api/pymongo/command_cursor.html"""
-        return self._next_raw_batch()
-
-    next = __next__  # type: ignore[assignment]
-
-    def __getitem__(self, index: int) -> Any:
-        raise InvalidOperation("Cannot call __getitem__ on RawBatchCommandCursor")

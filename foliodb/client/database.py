@@ -19,7 +19,7 @@ from foliodb.client import _reply
 from foliodb.client.arguments import command_doc
 from foliodb.client.codec import DocumentCodec
 from foliodb.client.collection import Collection
-from foliodb.client.cursor import CommandCursor
+from foliodb.client.command_cursor import CommandCursor
 from foliodb.client.handle import Handle
 
 if TYPE_CHECKING:

@@ -51,7 +51,7 @@ from pymongo.write_concern import WriteConcern
 from foliodb.client import _reply, retry
 from foliodb.client.arguments import command_doc
 from foliodb.client.client_bulk import ClientBulk
-from foliodb.client.cursor import CommandCursor
+from foliodb.client.command_cursor import CommandCursor
 from foliodb.client.database import Database
 from foliodb.client.driver_hooks import DriverHooks
 from foliodb.client.monitoring import publish_command_events

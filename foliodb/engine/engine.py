@@ -37,7 +37,8 @@ from foliodb.engine.plan_cache import IndexFilters
 from foliodb.engine.records import CollectionStore
 from foliodb.engine.search.manager import SearchIndexes
 from foliodb.engine.sessions import SessionRegistry
-from foliodb.engine.storage import Storage, _Reader
+from foliodb.engine.snapshot_reads import Reader
+from foliodb.engine.storage import Storage
 from foliodb.engine.transactions import Transaction
 from foliodb.engine.ttl import TTLMonitor
 from foliodb.engine.usage import EngineUsage
@@ -115,7 +116,7 @@ class Engine:
         self.usage = EngineUsage(self.storage.published)  # $indexStats, latencyStats
         self.sessions = SessionRegistry(self.storage.writer, self.abort_transaction)
         # readConcern snapshot reads' pinned snapshots: (session, cluster time) -> (reader, when pinned).
-        self._snapshots: dict[tuple[bytes, int, int], tuple[_Reader, float]] = {}
+        self._snapshots: dict[tuple[bytes, int, int], tuple[Reader, float]] = {}
         self._snapshots_lock = threading.Lock()
         # The operations running on this engine (currentOp, killOp), from every client of it.
         self.operations: dict[int, interrupt.Operation] = {}
@@ -328,7 +329,7 @@ class Engine:
 
     # -- readConcern snapshot reads ---------------------------------------------------
 
-    def snapshot_at(self, session: bytes | None, at: Timestamp | None) -> tuple[_Reader, Timestamp]:
+    def snapshot_at(self, session: bytes | None, at: Timestamp | None) -> tuple[Reader, Timestamp]:
         """The pinned snapshot a readConcern snapshot read reads: the session's
         own one at ``at`` if an earlier read pinned it; else a new one of the
         newest state, which is the state at ``at`` unless something committed
@@ -351,7 +352,7 @@ class Engine:
                 self._snapshots[(session, chosen.time, chosen.inc)] = (view, time.monotonic())
             return view, chosen
 
-    def release_snapshot(self, view: _Reader) -> None:
+    def release_snapshot(self, view: Reader) -> None:
         """A snapshot read without a session is done with its snapshot (a session's stay for its next reads)."""
         with self._snapshots_lock:
             if any(kept is view for kept, _ in self._snapshots.values()):

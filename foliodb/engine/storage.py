@@ -1,16 +1,6 @@
 """The SQLite storage under a dbpath: one writer, a pool of snapshot readers.
 
-Layout of a dbpath directory (created 0700, its files 0600)::
-
-    foliodb.sqlite      the data: catalog tables, a record table ``c<N>`` per
-                        collection, an index table ``i<N>`` per index
-    foliodb.sqlite-wal  SQLite's write-ahead log
-    foliodb.lock        holds an exclusive ``flock`` while a process has the
-                        dbpath open, and names that process
-
-``:memory:`` is the same file layout in a private temporary file (in
-``/dev/shm`` where it exists), deleted at close: SQLite's in-memory databases
-allow one connection only, and snapshot isolation needs several.
+The dbpath's files and lock: :mod:`foliodb.engine.dbpath`.
 
 Durability (as MongoDB's default write concern): WAL mode with
 ``synchronous=NORMAL`` - a commit is in the WAL before the write is
@@ -58,179 +48,37 @@ Invariants:
   snapshot is still the newest (its ``commits`` stamp equals the storage's);
   the writer ends stale idle snapshots after its commits, so none pins the WAL.
 
-A kernel ``flock`` dies with its process, so a lock left by a killed process
-is simply taken over by the next opener. After ``fork()`` the child refuses
-to use the parent's storage (SQLite connections must not cross a fork) and
-never touches its connections or its lock.
+The read half (operations, views, the reader pool, pinned snapshots) is
+:class:`~foliodb.engine.snapshot_reads.SnapshotReads`; the writer lock,
+:class:`~foliodb.engine.writer_lock.WriterLock`.
+
+After ``fork()`` the child refuses to use the parent's storage (SQLite
+connections must not cross a fork) and never touches its connections or its
+lock.
 """
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import fcntl
 import os
-import socket
 import sqlite3
-import sys
-import tempfile
 import threading
-import time
-import urllib.parse
-import uuid
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from bson import Timestamp
 
-from foliodb import interrupt, lane
+from foliodb import lane
 from foliodb.engine.cache import DocumentCache
 from foliodb.engine.catalog import Catalog, CatalogDraft
 from foliodb.engine.checkpoint import Checkpointer
 from foliodb.engine.clock import ClusterClock
+from foliodb.engine.dbpath import DATA_FILE, DBPathLock, memory_file, read_only_uri, remove_files
 from foliodb.engine.oplog import Oplog
-from foliodb.engine.transactions import Transaction, TransactionTable
+from foliodb.engine.snapshot_reads import Reader, SnapshotReads, ThreadStates
+from foliodb.engine.transactions import TransactionTable
+from foliodb.engine.writer_lock import WriterLock
 from foliodb.errors import CommandError, ErrorCode
-
-DATA_FILE = "foliodb.sqlite"
-LOCK_FILE = "foliodb.lock"
-# Idle reader connections kept for reuse; more are closed when released.
-MAX_IDLE_READERS = 32
-_MEMORY_PREFIX = "foliodb-memory-"
-
-
-class DBPathLock:
-    """An exclusive, process-owned lock on a dbpath directory."""
-
-    def __init__(self, directory: str) -> None:
-        self.path = os.path.join(directory, LOCK_FILE)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            owner = os.read(fd, 4096).decode("utf-8", "replace").strip() or "another process"
-            os.close(fd)
-            raise CommandError(
-                ErrorCode.DBPathInUse,
-                f"Unable to lock the dbpath {directory!r}: it is in use by {owner}. "
-                "Only one process can open a FolioDB dbpath at a time; close the other client first.",
-            ) from None
-        owner = f"pid {os.getpid()} on {socket.gethostname()} ({' '.join(sys.argv)[:200]})"
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, owner.encode(), 0)
-        self._fd: int | None = fd
-
-    def release(self, forked: bool = False) -> None:
-        if self._fd is not None:
-            if not forked:  # a child shares the parent's lock: unlocking would free the parent's dbpath
-                os.ftruncate(self._fd, 0)
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
-
-
-class _WriterLock:
-    """The writer lock, handed over in arrival order: ``threading.Lock`` is not
-    fair, and a thread writing in a loop would take it back before a waiting
-    writer (an index build's next chunk, another connection) ever got it.
-
-    It is held while ``_lock`` is: free with no one in line, it is taken with one
-    ``acquire`` and let go with one ``release``, the path of nearly every write. A
-    holder with someone in line hands it to the first without letting ``_lock`` go.
-    ``_mutex`` guards the line; a thread that joins it tries ``_lock`` once more
-    after joining, so a holder that let go just before (seeing no one in line)
-    leaves no one waiting for a free lock (as :class:`foliodb.lane.FairLane`)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._mutex = threading.Lock()
-        self._waiters: collections.deque[threading.Lock] = collections.deque()
-
-    def acquire(self) -> None:
-        """Take the lock, waiting in line; a wait ends at the operation's deadline or killOp."""
-        op = interrupt.current()
-        if op is not None:
-            op.wants_writer()  # currentOp's locks
-        if not self._waiters and self._lock.acquire(False):
-            return
-        with self._mutex:
-            if not self._waiters and self._lock.acquire(False):
-                return
-            turn = threading.Lock()
-            turn.acquire()
-            self._waiters.append(turn)
-            if self._lock.acquire(False):  # let go as this thread joined the line: the first in line's
-                self._waiters.popleft().release()
-        lane.leave()  # nothing waits in the lane
-        waited_from = time.monotonic()
-        if op is not None:
-            op.waiting_for_lock = True
-        try:
-            while not turn.acquire(timeout=0.05):
-                try:
-                    interrupt.check()  # maxTimeMS and killOp end a wait for the writer
-                except BaseException:
-                    with self._mutex:
-                        if turn in self._waiters:
-                            self._waiters.remove(turn)
-                            raise
-                    self.release()  # handed over meanwhile: pass it on
-                    raise
-        finally:
-            if op is not None:
-                op.waiting_for_lock = False
-                op.waited_for_writer(time.monotonic() - waited_from)
-
-    def release(self) -> None:
-        if not self._waiters:
-            self._lock.release()
-            if not self._waiters:
-                return
-            # A thread joined the line as this one let go: the lock is the first in line's,
-            # unless a newcomer took it meanwhile (it hands it on when it lets go).
-            with self._mutex:
-                if self._waiters and self._lock.acquire(False):
-                    self._waiters.popleft().release()
-            return
-        with self._mutex:
-            if self._waiters:
-                self._waiters.popleft().release()  # the next in line owns it now
-            else:  # the line gave up waiting meanwhile
-                self._lock.release()
-
-
-class _Reader:
-    """A pooled reader connection and the snapshot it may still hold; pinned by
-    a multi-document transaction, it also carries that transaction's writes."""
-
-    __slots__ = ("catalog", "commits", "conn", "in_txn", "overlay")
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self.in_txn = False
-        self.commits = -1  # the storage's commit count when the snapshot began
-        self.catalog: Catalog | None = None
-        self.overlay: Transaction | None = None
-
-
-class _ThreadState:
-    """One thread's operation state: a plain object behind one thread-local lookup
-    (``_ThreadStates.state``), since each attribute read or set on a ``threading.local``
-    costs a lookup of the thread's dictionary, and every operation reads and sets several."""
-
-    __slots__ = ("depth", "txn", "view", "writing")
-
-    def __init__(self) -> None:
-        self.depth = 0  # operations open on this thread (nested ones join the outermost)
-        self.view: _Reader | None = None  # the operation's snapshot, opened at its first read
-        self.writing = 0  # depth of write() on this thread
-        self.txn: _Reader | None = None  # the transaction this thread's command runs in (its pinned snapshot)
-
-
-class _ThreadStates(threading.local):
-    def __init__(self) -> None:
-        self.state = _ThreadState()
 
 
 class _Write:
@@ -292,22 +140,7 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _read_only_uri(file: str) -> str:
-    """``mode=ro``, or ``immutable=1`` when even a read-only open cannot lock the file (read-only
-    media: no -shm can be made beside it); immutable assumes nobody writes it meanwhile."""
-    uri = f"file:{urllib.parse.quote(file)}?mode=ro"
-    try:
-        probe = sqlite3.connect(uri, uri=True)
-        try:
-            probe.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        finally:
-            probe.close()
-    except sqlite3.OperationalError:
-        return f"file:{urllib.parse.quote(file)}?immutable=1"
-    return uri
-
-
-class Storage:
+class Storage(SnapshotReads):
     """The SQLite file of a dbpath: its writer, its readers, its catalog versions."""
 
     def __init__(self, path: str, read_only: bool = False) -> None:
@@ -318,13 +151,13 @@ class Storage:
         self.lock: DBPathLock | None = None
         self._uri: str | None = None
         if self.memory:
-            self.file = _memory_file()
+            self.file = memory_file()
         else:
             self.file = os.path.join(path, DATA_FILE)
             if self.read_only:
                 if not os.path.isfile(self.file):
                     raise CommandError(ErrorCode.IllegalOperation, f"no FolioDB database at {path} to open read-only")
-                self._uri = _read_only_uri(self.file)
+                self._uri = read_only_uri(self.file)
             else:
                 os.makedirs(path, mode=0o700, exist_ok=True)
                 self.lock = DBPathLock(path)
@@ -360,15 +193,15 @@ class Storage:
         self.forked = False
         self.closed = False
         # A :memory: file goes when its storage does, or at exit should close() never run.
-        self._cleanup = weakref.finalize(self, _remove_files, self.file) if self.memory else None
-        self._writer_lock = _WriterLock()
+        self._cleanup = weakref.finalize(self, remove_files, self.file) if self.memory else None
+        self._writer_lock = WriterLock()
         # fsyncLock holds the writer lock across commands: how many locks are held, and what
         # orders the fsync commands among themselves.
         self.fsync_locks = 0
         self._fsync_mutex = threading.Lock()
-        self._writer_view = _Reader(self.writer)  # its catalog: the published one, or the draft being changed
-        self._states = _ThreadStates()
-        self._idle: list[_Reader] = []
+        self._writer_view = Reader(self.writer)  # its catalog: the published one, or the draft being changed
+        self._states = ThreadStates()
+        self._idle: list[Reader] = []
         self._idle_in_txn = 0  # idle readers left inside a snapshot (an upper bound)
         self._wal_fd: int | None = None
         self.checkpointer: Checkpointer | None = None
@@ -396,130 +229,6 @@ class Storage:
         conn.execute("PRAGMA temp_store=FILE")
         return conn
 
-    # -- operations and their views --------------------------------------------
-
-    def begin_operation(self) -> None:
-        if self.forked:
-            raise CommandError(
-                ErrorCode.IllegalOperation,
-                f"this FolioDB client was opened by process {self.pid} and cannot be used after fork(); "
-                "open a new client in the child process",
-            )
-        if self.closed:
-            raise CommandError(ErrorCode.IllegalOperation, "the FolioDB engine is closed")
-        self._states.state.depth += 1
-
-    def end_operation(self) -> None:
-        state = self._states.state
-        state.depth -= 1
-        if not state.depth and state.view is not None:
-            self._release_view(state)
-
-    def end_view(self) -> None:
-        """End this thread's snapshot now; its next read opens a new one (a long wait sees new commits)."""
-        state = self._states.state
-        if state.view is not None and not state.writing:
-            self._release_view(state)
-
-    def view(self) -> _Reader:
-        """What this thread reads through now: the writer inside :meth:`write`,
-        else the operation's snapshot (opened on first use). Its ``conn`` and
-        ``catalog`` go together."""
-        state = self._states.state
-        if state.writing:
-            return self._writer_view
-        view = state.txn or state.view
-        if view is None:
-            view = self._open_view(state)
-        return view
-
-    def reader(self) -> sqlite3.Connection:
-        return self.view().conn
-
-    def snapshot_stamp(self) -> int | None:
-        """The commit count this thread's snapshot holds at least (the document cache's
-        stamp), or None inside a write (its reads see its own uncommitted changes)."""
-        if self._states.state.writing:
-            return None
-        return self.view().commits
-
-    def catalog(self) -> Catalog:
-        """The catalog version this thread's reads go with."""
-        catalog = self.view().catalog
-        assert catalog is not None
-        return catalog
-
-    # -- multi-document transactions ---------------------------------------------
-
-    def transaction(self) -> Transaction | None:
-        """The transaction this thread's command runs in, unless it is writing for real (a commit)."""
-        state = self._states.state
-        txn = state.txn
-        if txn is None or state.writing:
-            return None
-        return txn.overlay
-
-    def transaction_view(self) -> _Reader | None:
-        return self._states.state.txn
-
-    def bind_transaction(self, view: _Reader | None) -> None:
-        """Run this thread's command in a transaction's snapshot (None: in none)."""
-        self._states.state.txn = view
-
-    def pin_snapshot(self) -> tuple[_Reader, Timestamp]:
-        """A reader held out of the pool inside a new snapshot, for a
-        transaction's (or a snapshot read's) whole life, and the cluster time
-        of the newest commit it holds. Exact: taken while no commit is under
-        way (``commit_seq`` even and unchanged), so its ``commits`` stamp and
-        cluster time describe exactly what it sees."""
-        reader = self._take_reader()
-        if reader.in_txn:
-            reader.conn.execute("ROLLBACK")
-            reader.in_txn = False
-        conn = reader.conn
-        while True:
-            seq, ddl = self.commit_seq, self.ddl_seq
-            if seq & 1 or ddl & 1:
-                time.sleep(0)  # a commit is landing: a few microseconds
-                continue
-            commits, catalog, cluster_time = self.commits, self.published, self.cluster_time
-            conn.execute("BEGIN")
-            conn.execute("PRAGMA schema_version").fetchone()
-            if self.commit_seq == seq and self.ddl_seq == ddl:
-                break
-            conn.execute("ROLLBACK")
-        reader.in_txn = True
-        reader.commits = commits
-        reader.catalog = catalog
-        return reader, cluster_time
-
-    def unpin(self, reader: _Reader) -> None:
-        """A transaction ended: its snapshot goes back to the pool, ended."""
-        reader.overlay = None
-        if self.closed or self.forked:
-            if not self.forked:
-                reader.conn.close()
-            return
-        reader.conn.execute("ROLLBACK")
-        reader.in_txn = False
-        if len(self._idle) < MAX_IDLE_READERS:
-            self._idle.append(reader)
-        else:
-            reader.conn.close()
-
-    def read_latest(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
-        """Rows of one statement against the newest committed state, outside
-        any snapshot (a transaction checking what was committed since its own)."""
-        reader = self._take_reader()
-        try:
-            if reader.in_txn:
-                reader.conn.execute("ROLLBACK")
-                reader.in_txn = False
-            rows: list[Any] = reader.conn.execute(sql, args).fetchall()
-            return rows
-        finally:
-            self._idle.append(reader)
-
     def catalog_draft(self) -> CatalogDraft:
         """The catalog the current write transaction changes (created on first use)."""
         assert self._states.state.writing, "catalog changes happen inside Storage.write()"
@@ -527,82 +236,6 @@ class Storage:
             self.draft = CatalogDraft(self.published, self.writer)
             self._writer_view.catalog = self.draft.catalog
         return self.draft
-
-    def _open_view(self, state: _ThreadState) -> _Reader:
-        if not state.depth:
-            raise RuntimeError("FolioDB storage read outside an operation (a bug: reads run inside a command)")
-        reader = self._take_reader()
-        if reader.in_txn:
-            if reader.commits == self.commits:
-                state.view = reader  # nothing committed since: still the newest snapshot
-                return reader
-            reader.conn.execute("ROLLBACK")
-            reader.in_txn = False
-        conn = reader.conn
-        while True:
-            seq = self.ddl_seq
-            if seq & 1:
-                time.sleep(0)  # a catalog change is being published: a few microseconds
-                continue
-            commits = self.commits
-            catalog = self.published
-            conn.execute("BEGIN")
-            conn.execute("PRAGMA schema_version").fetchone()  # the read transaction (the snapshot) starts here
-            if self.ddl_seq == seq:
-                break
-            conn.execute("ROLLBACK")
-        reader.in_txn = True
-        reader.commits = commits
-        reader.catalog = catalog
-        state.view = reader
-        return reader
-
-    def _take_reader(self) -> _Reader:
-        try:
-            return self._idle.pop()
-        except IndexError:
-            pass
-        conn = self._connect()
-        conn.execute("PRAGMA query_only=1")
-        # 4 MiB: the OS page cache is shared, and a full scan fills this one for nothing (each
-        # MiB of it took 2 MiB of resident memory in a 1M-document sort: 28 MiB at 16).
-        conn.execute("PRAGMA cache_size=-4096")
-        return _Reader(conn)
-
-    def _release_view(self, state: _ThreadState) -> None:
-        reader = state.view
-        assert reader is not None
-        state.view = None
-        if self.closed or self.forked:
-            if not self.forked:
-                reader.conn.close()
-            return
-        if reader.commits != self.commits:
-            reader.conn.execute("ROLLBACK")  # already stale: don't pin the WAL while idle
-            reader.in_txn = False
-        else:
-            self._idle_in_txn += 1
-        if len(self._idle) >= MAX_IDLE_READERS:
-            if reader.in_txn:
-                reader.conn.execute("ROLLBACK")
-            reader.conn.close()
-            return
-        self._idle.append(reader)
-
-    def _end_stale_snapshots(self) -> None:
-        """After a commit that left idle readers in a snapshot: end those snapshots (now stale)."""
-        self._idle_in_txn = 0
-        taken: list[_Reader] = []
-        while True:  # list.pop is atomic: each reader is either taken here or by one operation
-            try:
-                taken.append(self._idle.pop())
-            except IndexError:
-                break
-        for reader in taken:
-            if reader.in_txn:
-                reader.conn.execute("ROLLBACK")
-                reader.in_txn = False
-        self._idle.extend(taken)
 
     # -- writes ------------------------------------------------------------------
 
@@ -821,31 +454,3 @@ class Storage:
                 self._cleanup()
         finally:
             self._writer_lock.release()
-
-
-def _memory_file() -> str:
-    """A new private file for a ``:memory:`` database, after removing those of dead processes."""
-    directory = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
-    with contextlib.suppress(OSError):
-        for name in os.listdir(directory):
-            if name.startswith(_MEMORY_PREFIX) and name.endswith(".sqlite"):
-                pid = name[len(_MEMORY_PREFIX) :].split("-", 1)[0]
-                if pid.isdigit() and not _alive(int(pid)):
-                    _remove_files(os.path.join(directory, name))
-    return os.path.join(directory, f"{_MEMORY_PREFIX}{os.getpid()}-{uuid.uuid4().hex}.sqlite")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _remove_files(path: str) -> None:
-    for suffix in ("", "-wal", "-shm"):
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(path + suffix)

@@ -40,7 +40,7 @@ from foliodb.engine.overlay import CollectionOverlay
 from foliodb.errors import CommandError, ErrorCode
 
 if TYPE_CHECKING:
-    from foliodb.engine.storage import _Reader
+    from foliodb.engine.snapshot_reads import Reader
 
 TRANSIENT = "TransientTransactionError"
 
@@ -85,7 +85,7 @@ class HeldByTransactionError(Exception):
 class Transaction:
     """One multi-document transaction: its snapshot, its writes, its claims."""
 
-    def __init__(self, table: TransactionTable, view: _Reader, snapshot_seq: int, options: dict[str, Any]) -> None:
+    def __init__(self, table: TransactionTable, view: Reader, snapshot_seq: int, options: dict[str, Any]) -> None:
         self.table = table
         self.view = view  # the pinned snapshot; its overlay is this transaction
         self.snapshot_seq = snapshot_seq  # the storage's commit count its snapshot saw (or less)

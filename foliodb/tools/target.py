@@ -2,7 +2,7 @@
 one-line messages the ``foliodb`` command prints when opening or using it fails.
 
 A dbpath holds FolioDB's data in ``foliodb.sqlite``
-(:data:`foliodb.engine.storage.DATA_FILE`). Tools that only read (``dump``,
+(:data:`foliodb.engine.dbpath.DATA_FILE`). Tools that only read (``dump``,
 ``export``, ``advise``) never create a dbpath and refuse a directory without
 that file, so a typo cannot leave an empty database behind or dump nothing
 silently; they open it read-only with ``--readOnly``, or when the user cannot
@@ -21,7 +21,7 @@ from typing import Any
 from pymongo.errors import OperationFailure, PyMongoError
 
 import foliodb
-from foliodb.engine.storage import DATA_FILE, LOCK_FILE
+from foliodb.engine.dbpath import DATA_FILE, LOCK_FILE
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.server import DEFAULT_PORT
 

@@ -227,3 +227,32 @@ def test_analyzers_fast_path_agrees(text: str) -> None:
     for name in ("lucene.standard", "lucene.simple", "lucene.whitespace"):
         analyzer = BUILT_IN[name]
         assert analyzer.terms(text) == [(t.text, t.position) for t in analyzer.tokens(text)], name
+
+
+_SCORED = st.dictionaries(st.integers(0, 300), st.floats(0.01, 50, allow_nan=False), max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_SCORED, _SCORED, st.integers(0, 1))
+def test_union_of_two_parts_sums_as_the_general_path(a: dict[int, float], b: dict[int, float], dense: int) -> None:
+    """The two-part union (a merge) against sums done in plain Python, and the general path
+    (dense counting past a size, sorting below) on three parts: ``b`` split in two."""
+    import numpy as np
+
+    from foliodb.engine.search.text.scoring import union
+
+    def part(scored: dict[int, float]) -> tuple[Any, Any]:
+        ords = sorted(scored)
+        return np.asarray(ords, dtype=np.int64), np.asarray([scored[o] for o in ords])
+
+    expected = {o: a.get(o, 0.0) + b.get(o, 0.0) for o in set(a) | set(b)}
+    counts = {o: (o in a) + (o in b) for o in expected}
+    size = 301 if dense else 10**6
+    empty = (np.zeros(0, dtype=np.int64), np.zeros(0))
+    low = {o: v for o, v in b.items() if o % 2}
+    high = {o: v for o, v in b.items() if not o % 2}
+    for parts in ([part(a), part(b)], [part(a), empty, part(b)], [part(a), part(low), part(high)]):
+        (ords, scores), got_counts = union(parts, size)
+        assert ords.tolist() == sorted(expected)
+        assert scores.tolist() == [expected[o] for o in sorted(expected)]  # the same sums, exactly
+        assert got_counts.tolist() == [counts[o] for o in sorted(expected)]

@@ -17,7 +17,8 @@ import pymongo.asynchronous.command_cursor as pymongo_command_cursor
 import pymongo.asynchronous.cursor as pymongo_cursor
 
 from foliodb.client.asynchronous.bridge import Bridged, chained, delegated, inline, offloaded, register
-from foliodb.client.cursor import CommandCursor, Cursor, RawBatchCommandCursor, RawBatchCursor
+from foliodb.client.command_cursor import CommandCursor, RawBatchCommandCursor
+from foliodb.client.cursor import Cursor, RawBatchCursor
 
 if TYPE_CHECKING:
     from foliodb.client.asynchronous.mongo_client import AsyncMongoClient

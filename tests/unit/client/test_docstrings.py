@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from foliodb.client import Collection, CommandCursor, Cursor, Database, MongoClient
-from foliodb.client.cursor import RawBatchCommandCursor, RawBatchCursor
+from foliodb.client.command_cursor import RawBatchCommandCursor
+from foliodb.client.cursor import RawBatchCursor
 from foliodb.client.session import ClientSession
 
 FACADE = [

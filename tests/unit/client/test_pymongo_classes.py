@@ -30,7 +30,8 @@ from pymongo.synchronous.topology import Topology
 
 import foliodb
 from foliodb.client import Collection, CommandCursor, Cursor, Database, MongoClient
-from foliodb.client.cursor import RawBatchCommandCursor, RawBatchCursor
+from foliodb.client.command_cursor import RawBatchCommandCursor
+from foliodb.client.cursor import RawBatchCursor
 from foliodb.client.driver_hooks import NoNetworkLayer
 
 MONGO_CLIENT = "https://pymongo.readthedocs.io/en/stable/api/pymongo/mongo_client.html"

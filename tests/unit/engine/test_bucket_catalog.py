@@ -19,7 +19,7 @@ from typing import Any
 
 import foliodb
 from foliodb.engine import bucket_catalog
-from foliodb.engine.storage import DATA_FILE
+from foliodb.engine.dbpath import DATA_FILE
 
 T0 = dt.datetime(2024, 5, 18, 0, 0, 30)
 

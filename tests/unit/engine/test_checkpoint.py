@@ -19,7 +19,8 @@ import pytest
 
 import foliodb
 from foliodb.engine import checkpoint
-from foliodb.engine.storage import DATA_FILE, Storage
+from foliodb.engine.dbpath import DATA_FILE
+from foliodb.engine.storage import Storage
 
 
 def _storage(client: foliodb.MongoClient) -> Storage:

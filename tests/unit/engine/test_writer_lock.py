@@ -1,4 +1,4 @@
-"""The storage's writer lock (foliodb/engine/storage.py, _WriterLock): one holder at a time,
+"""The storage's writer lock (foliodb/engine/storage.py, WriterLock): one holder at a time,
 handed over in arrival order, and no thread left waiting for a free lock.
 
 Its free path is one non-blocking acquire and one release of its lock; a thread that joins
@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from foliodb.engine.storage import _WriterLock
+from foliodb.engine.writer_lock import WriterLock
 
 
 def _until(condition: Callable[[], bool]) -> None:
@@ -24,7 +24,7 @@ def _until(condition: Callable[[], bool]) -> None:
 
 
 def test_one_holder_at_a_time_and_every_thread_gets_its_turns() -> None:
-    lock = _WriterLock()
+    lock = WriterLock()
     inside = [0]
     most = [0]
     turns = [0]
@@ -51,7 +51,7 @@ def test_one_holder_at_a_time_and_every_thread_gets_its_turns() -> None:
 
 
 def test_a_waiting_thread_goes_before_the_holder_takes_it_again() -> None:
-    lock = _WriterLock()
+    lock = WriterLock()
     order: list[str] = []
     lock.acquire()
 
@@ -72,7 +72,7 @@ def test_a_waiting_thread_goes_before_the_holder_takes_it_again() -> None:
 
 
 def test_a_free_lock_is_taken_at_once_again_and_again() -> None:
-    lock = _WriterLock()
+    lock = WriterLock()
     for _ in range(1000):
         lock.acquire()
         lock.release()

@@ -496,20 +496,49 @@ def test_score_fusion(db: Any) -> None:
     assert got == pytest.approx({k: max(sa.get(k, 0), sb.get(k, 0)) for k in set(a) | set(b)})
 
 
-def test_restart_loads_the_saved_index(tmp_path: Any) -> None:
+_FOX_DOG = {"text": {"query": "fox dog", "path": "plot"}}
+
+
+def _saved(path: str) -> list[Any]:
+    """A dbpath whose movies have a saved dynamic index; the hits of "fox dog" in it."""
     import foliodb
 
-    path = str(tmp_path / "data")
     with foliodb.MongoClient(path) as client:
         coll = client.test.movies
         coll.insert_many([{"_id": k, "plot": v} for k, v in PLOTS.items()])
         _index(coll, {"mappings": {"dynamic": True}})
-        before = _search(coll, {"text": {"query": "fox dog", "path": "plot"}})
+        return _search(coll, _FOX_DOG)
+
+
+def _reopened(path: str, loaded: bool, write: dict[str, Any] | None = None) -> list[Any]:
+    """The hits of "fox dog" after a restart (and ``write`` inserted), the index having been
+    loaded from its files (``loaded``) or rebuilt."""
+    import foliodb
+
     with foliodb.MongoClient(path) as client:
         coll = client.test.movies
-        coll.insert_one({"_id": 9, "plot": "one more fox"})  # replayed from the log after loading
+        if write is not None:
+            coll.insert_one(write)  # replayed from the log after loading
         wait_ready(coll, "default")
         (state,) = client._executor.engine.search.states.values()
-        assert state.loaded  # the saved files, not a rebuild
-        after = _search(coll, {"text": {"query": "fox dog", "path": "plot"}})
-        assert {i for i, _ in after} == {i for i, _ in before} | {9}
+        assert state.loaded is loaded
+        return _search(coll, _FOX_DOG)
+
+
+def test_restart_loads_the_saved_index(tmp_path: Any) -> None:
+    path = str(tmp_path / "data")
+    before = _saved(path)
+    after = _reopened(path, True, {"_id": 9, "plot": "one more fox"})
+    assert {i for i, _ in after} == {i for i, _ in before} | {9}
+
+
+def test_restart_rebuilds_an_index_saved_in_an_older_format(tmp_path: Any) -> None:
+    import bson
+
+    path = str(tmp_path / "data")
+    before = _saved(path)
+    # The files as the first format left them: its meta file says format 1.
+    (meta,) = (tmp_path / "data" / "foliodb.search").glob("*.meta")
+    meta.write_bytes(bson.encode({**bson.decode(meta.read_bytes()), "format": 1}))
+    assert _reopened(path, False) == before  # rebuilt from the collection
+    assert _reopened(path, True) == before  # and the rebuilt index's files load

@@ -186,6 +186,8 @@ def lowercase(tokens: list[Token]) -> list[Token]:
 
 def fold_diacritics(text: str) -> str:
     """Lucene's ASCII folding, for the letters it maps by decomposition (é to e, ß kept)."""
+    if text.isascii():
+        return text  # unchanged by NFKD, and no combining marks
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 

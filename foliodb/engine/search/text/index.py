@@ -9,14 +9,20 @@ it is live (``live``). A changed document's entries die and new ones are added a
 as every search index does (:class:`~foliodb.engine.search.follow.Follower`).
 
 * the mutable segment is frozen once it holds :data:`FREEZE_AT` entries;
-* :meth:`absorb` (the background thread) merges the :data:`MERGE_FACTOR` adjacent frozen
-  segments of the smallest total size once there are more than that many, dropping dead
-  entries, so a search looks at few segments and merges cost a logarithmic factor;
+* :meth:`absorb` (the background thread) merges :data:`MERGE_FACTOR` adjacent frozen
+  segments of one tier (:func:`merge_run`: a tier spans a factor of MERGE_FACTOR in size),
+  dropping dead entries, as Lucene's log merge policy: an entry is merged once per tier it
+  climbs, so building costs O(n log n) and a search looks at a few segments per tier (a cap
+  on the segment count instead merges a growing segment again every few freezes, which
+  made building quadratic);
 * **saved** (:meth:`copy`, :meth:`SavedText.write`, :func:`load`): each frozen segment in a
-  file named by its ordinal range (``<id>-v<version>-seg<first>-<end>.npz``, written once),
+  file named by its ordinal range and format
+  (``<id>-v<version>-seg<first>-<end>-f<format>.npz``, written once),
   the per-ordinal arrays in ``<id>-v<version>-w<watermark>.ords.npz``, then the meta file
   ``<id>-v<version>.meta`` naming the watermark and the segments, written whole and renamed
-  over the old one; then the files it no longer names go. A restart loads them and replays
+  over the old one; then the files it no longer names go. The ``.npz`` files are
+  compressed (zlib): the packed postings' bytes are mostly 1s and small gaps, and the
+  record ids ascend, so they shrink several times over. A restart loads them and replays
   the log from the watermark.
 """
 
@@ -36,7 +42,34 @@ from foliodb.engine.search.text.segments import FrozenSegment, MutableSegment, m
 
 FREEZE_AT = 4096  # entries in the mutable segment before it is frozen
 MERGE_FACTOR = 8
-FORMAT = 1  # of the saved files
+FORMAT = 2  # of the saved files (1: before the postings were packed; such files are rebuilt)
+
+
+def segment_file(directory: str, index_id: int, version: int, first: int, end: int) -> str:
+    """A frozen segment's file, named by its format too: a rebuild after a format change
+    writes the same ordinal ranges again, and must not take an old file for a new one."""
+    return os.path.join(directory, f"{index_id}-v{version}-seg{first}-{end}-f{FORMAT}.npz")
+
+
+def level(size: int) -> int:
+    """A segment's tier: 0 up to :data:`MERGE_FACTOR` frozen segments' worth of entries, then
+    one more per further factor."""
+    tier, bound = 0, FREEZE_AT * MERGE_FACTOR
+    while size >= bound:
+        tier, bound = tier + 1, bound * MERGE_FACTOR
+    return tier
+
+
+def merge_run(sizes: list[int]) -> tuple[int, int] | None:
+    """The segments to merge next, as a slice ``(first, end)`` of the list, or None: the first
+    :data:`MERGE_FACTOR` adjacent segments of one tier. Each entry is then merged once per
+    tier it climbs (a logarithmic number of times), and at most ``MERGE_FACTOR - 1`` segments
+    wait per tier."""
+    tiers = [level(size) for size in sizes]
+    for i in range(len(tiers) - MERGE_FACTOR + 1):
+        if len(set(tiers[i : i + MERGE_FACTOR])) == 1:
+            return i, i + MERGE_FACTOR
+    return None
 
 
 class TextState(Follower):
@@ -52,6 +85,8 @@ class TextState(Follower):
         self.ord_of: dict[int, int] = {}  # rid -> its document's ordinal
         self.children: dict[int, list[int]] = {}  # rid -> its embedded entries' ordinals
         self.cache: dict[Any, Any] = {}  # what searches derived from the current contents
+        self.died = 0  # entries that stopped being live (merges drop them, this never goes down)
+        self.nested = 0  # embedded documents' entries ever added
 
     # -- changes -------------------------------------------------------------------------
 
@@ -63,13 +98,16 @@ class TextState(Follower):
         old = self.ord_of.pop(rid, None)
         if old is not None:
             self.live[old] = False
+            self.died += 1
             for child in self.children.pop(rid, ()):
                 self.live[child] = False
+                self.died += 1
         if data is not None:
             ords = self.add(rid, self.definition.analyze(bson.decode(data, CODEC)))  # type: ignore[arg-type]
             self.ord_of[rid] = ords[0]
             if len(ords) > 1:
                 self.children[rid] = ords[1:]
+                self.nested += len(ords) - 1
         self.changes += 1
         self.cache.clear()
 
@@ -111,15 +149,15 @@ class TextState(Follower):
         return 0  # nothing waits: new entries are searchable as soon as they are added
 
     def absorb(self) -> int:
-        """Merge one run of small segments (see the module docstring); the entries merged."""
-        if len(self.segments) <= MERGE_FACTOR:
+        """Merge one run of segments (see the module docstring); the entries merged."""
+        run = merge_run([len(s) for s in self.segments])
+        if run is None:
             return 0
-        sizes = [len(s) for s in self.segments]
-        best = min(range(len(sizes) - MERGE_FACTOR + 1), key=lambda i: sum(sizes[i : i + MERGE_FACTOR]))
-        run = self.segments[best : best + MERGE_FACTOR]
-        self.segments[best : best + MERGE_FACTOR] = [merge(run, self.live)]
+        first, end = run
+        merged = sum(len(s) for s in self.segments[first:end])
+        self.segments[first:end] = [merge(self.segments[first:end], self.live)]
         self.cache.clear()
-        return sum(sizes[best : best + MERGE_FACTOR])
+        return merged
 
     # -- saving --------------------------------------------------------------------------
 
@@ -127,7 +165,7 @@ class TextState(Follower):
         return os.path.join(directory, f"{self.index_id}-v{self.version}.meta")
 
     def _segment_file(self, directory: str, segment: FrozenSegment) -> str:
-        return os.path.join(directory, f"{self.index_id}-v{self.version}-seg{segment.first}-{segment.end}.npz")
+        return segment_file(directory, self.index_id, self.version, segment.first, segment.end)
 
     def _ords_file(self, directory: str, watermark: int) -> str:
         return os.path.join(directory, f"{self.index_id}-v{self.version}-w{watermark}.ords.npz")
@@ -160,11 +198,11 @@ class SavedText:
             path = state._segment_file(directory, segment)
             keep.add(os.path.basename(path))
             if not os.path.exists(path):
-                write_atomically(path, lambda f, s=segment: np.savez(f, **s.arrays()))
+                write_atomically(path, lambda f, s=segment: np.savez_compressed(f, **s.arrays()))
         ords = state._ords_file(directory, self.watermark)
         keep.add(os.path.basename(ords))
         rid_at, parent_at, live = self.arrays
-        write_atomically(ords, lambda f: np.savez(f, rid_at=rid_at, parent_at=parent_at, live=live))
+        write_atomically(ords, lambda f: np.savez_compressed(f, rid_at=rid_at, parent_at=parent_at, live=live))
         ranges = [[s.first, s.end] for s in self.segments]
         meta = bson.encode({"format": FORMAT, "type": "search", "watermark": self.watermark, "segments": ranges})
         write_atomically(state._meta(directory), lambda f: f.write(meta))
@@ -186,7 +224,7 @@ def load(directory: str, index_id: int, version: int, definition: TextDefinition
             return None
         watermark = int(meta["watermark"])
         for first, end in meta["segments"]:
-            path = os.path.join(directory, f"{index_id}-v{version}-seg{first}-{end}.npz")
+            path = segment_file(directory, index_id, version, first, end)
             with np.load(path) as saved:
                 state.segments.append(FrozenSegment.from_arrays({k: saved[k] for k in saved.files}))
         with np.load(state._ords_file(directory, watermark)) as saved:
@@ -200,6 +238,8 @@ def load(directory: str, index_id: int, version: int, definition: TextDefinition
     state.live = np.zeros(size, dtype=bool)
     state.rid_at[:n], state.parent_at[:n], state.live[:n] = rid_at, parent_at, live
     state.next_ord = n
+    state.died = n - int(live.sum())
+    state.nested = int((parent_at >= 0).sum())
     state.mutable = MutableSegment(n)
     for ord_ in np.flatnonzero(live).tolist():
         rid, parent = int(rid_at[ord_]), int(parent_at[ord_])

@@ -337,8 +337,7 @@ class TextDefinition:
                     assert sub.analyzer is not None
                     _text(entries[at], f"{path}\x00m:{name}", sub.analyzer, one, exists=path)
             elif kind == "autocomplete" and isinstance(one, str):
-                for gram in autocomplete_grams(spec, one):
-                    _term(entries[at], path, "\x00ac", gram)
+                _grams(entries[at], path, autocomplete_grams(spec, one))
             elif kind == "token" and isinstance(one, str):
                 _term(entries[at], path, "\x00tok", one.lower() if spec.lowercase else one)
             elif kind == "number" and isinstance(one, _NUMBERS) and not isinstance(one, bool):
@@ -363,22 +362,25 @@ def autocomplete_grams(spec: FieldSpec, text: str) -> list[str]:
     words in sequence from any word); right-edge grams: the suffixes of the run up to each
     word; n-grams: every substring."""
     assert spec.analyzer is not None
-    words = [t.text for t in spec.analyzer.tokens(text)]
+    words = [t for t, _ in spec.analyzer.terms(text)]
     if spec.fold:
         words = [analysis.fold_diacritics(w) for w in words]
     words = [w.lower() for w in words]
     low, high = spec.min_grams, spec.max_grams
+    run = " ".join(words)
     out: list[str] = []
     if spec.tokenization == "nGram":
-        run = " ".join(words)
         out = [run[s : s + k] for s in range(len(run)) for k in range(low, high + 1) if s + k <= len(run)]
-    for i in range(len(words)) if spec.tokenization != "nGram" else ():
-        if spec.tokenization == "edgeGram":
-            source = " ".join(words[i:])
-            out += [source[:k] for k in range(low, min(high, len(source)) + 1)]
-        else:
-            source = " ".join(words[: i + 1])
-            out += [source[len(source) - k :] for k in range(low, min(high, len(source)) + 1)]
+    else:
+        at, bounds = 0, []  # each word's (start, end) in the run
+        for word in words:
+            bounds.append((at, at + len(word)))
+            at += len(word) + 1
+        for start, end in bounds:
+            if spec.tokenization == "edgeGram":  # the run from this word on: its prefixes
+                out += [run[start : start + k] for k in range(low, min(high, len(run) - start) + 1)]
+            else:  # the run up to this word: its suffixes
+                out += [run[end - k : end] for k in range(low, min(high, end) + 1)]
     return list(dict.fromkeys(out))
 
 
@@ -435,6 +437,15 @@ def _term(entry: Entry, path: str, suffix: str, term: str | None) -> None:
         terms = entry.terms.setdefault(path + suffix, [])
         terms.append((term, terms[-1][1] + 1 if terms else 0))
     _exists(entry, path)
+
+
+def _grams(entry: Entry, path: str, grams: list[str]) -> None:
+    """What :func:`_term` of each gram in turn stores, at once."""
+    if grams:
+        terms = entry.terms.setdefault(path + "\x00ac", [])
+        base = terms[-1][1] + 1 if terms else 0
+        terms.extend(zip(grams, range(base, base + len(grams)), strict=True))
+        _exists(entry, path)
 
 
 def _num(entry: Entry, path: str, suffix: str, value: float) -> None:

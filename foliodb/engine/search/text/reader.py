@@ -66,10 +66,15 @@ class Reader:
             parent_at = np.concatenate([parent_at, np.asarray(parents, dtype=np.int64)])
             self.private = True
         self.live, self.rid_at, self.parent_at = live, rid_at, parent_at
+        # Shortcuts of the common case: no entry of the view has died (postings need no live
+        # mask), none is an embedded document's (every entry is a document's).
+        self.all_live = state.died == 0 and not excluded
+        self.nested = state.nested > 0 or bool(overlay and any(p >= 0 for p in parent_at[n:].tolist()))
         self.size = len(live)
         self._terms: dict[str, list[str]] = {}
         self._lengths: dict[str, Any] = {}
         self._norms: dict[str, Any] = {}
+        self._factors: dict[str, Any] = {}
 
     def _cached(self, key: Any, make: Any) -> Any:
         if self.private:
@@ -87,7 +92,10 @@ class Reader:
         ords, tfs = [], []
         for segment in self.segments:
             o, t = segment.lookup(key, term)
-            if len(o):
+            if len(o) and self.all_live:
+                ords.append(o)
+                tfs.append(t)
+            elif len(o):
                 keep = self.live[o]
                 ords.append(o[keep])
                 tfs.append(t[keep])
@@ -141,6 +149,17 @@ class Reader:
         if key not in self._norms:
             self._norms[key] = self._cached(("norms", key), lambda: decoded_length(self._dense_lengths(key)))
         return self._norms[key][ords]
+
+    def norm_factors(self, key: str, ords: Any) -> Any:
+        """BM25's length normalisation (:func:`.scoring.norm_factors`) of given ordinals, from one
+        array per key computed once per contents (as :meth:`norm_lengths`)."""
+        from foliodb.engine.search.text.scoring import norm_factors
+
+        if key not in self._factors:
+            self._factors[key] = self._cached(
+                ("factors", key), lambda: norm_factors(self.norm_lengths(key, slice(None)), *self.stats(key))
+            )
+        return self._factors[key][ords]
 
     def stats(self, key: str) -> tuple[int, int]:
         def make() -> tuple[int, int]:

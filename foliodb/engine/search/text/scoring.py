@@ -35,12 +35,15 @@ def idf(doc_count: int, doc_freq: int) -> float:
 
 def bm25(reader: Reader, key: str, ords: Any, tfs: Any, weight: float) -> Any:
     """Each posting's score; ``weight`` is boost x idf."""
-    doc_count, total = reader.stats(key)
-    avgdl = total / doc_count if doc_count else 1.0
-    dl = reader.norm_lengths(key, ords)
-    norm = K1 * (1 - B + B * dl / avgdl)
     tf = tfs.astype(np.float64)
-    return weight * tf / (tf + norm)
+    return weight * tf / (tf + reader.norm_factors(key, ords))
+
+
+def norm_factors(lengths: Any, doc_count: int, total: int) -> Any:
+    """BM25's length normalisation, ``k1 * (1 - b + b * dl / avgdl)``, of each of ``lengths``
+    (what the norm bytes give back); ``doc_count`` documents of ``total`` length."""
+    avgdl = total / doc_count if doc_count else 1.0
+    return K1 * (1 - B + B * lengths / avgdl)
 
 
 def term_hits(reader: Reader, key: str, term: str, boost: float = 1.0, doc_freq: int | None = None) -> Hits:
@@ -66,6 +69,8 @@ def union(parts: list[Hits], size: int) -> tuple[Hits, Any]:
         return empty(), np.zeros(0, dtype=np.int64)
     if len(parts) == 1:
         return parts[0], np.ones(len(parts[0][0]), dtype=np.int64)
+    if len(parts) == 2:
+        return _union_of_two(parts[0], parts[1])
     ords = np.concatenate([p[0] for p in parts])
     scores = np.concatenate([p[1] for p in parts])
     if len(ords) * 16 > size:
@@ -75,6 +80,23 @@ def union(parts: list[Hits], size: int) -> tuple[Hits, Any]:
         return (found, sums[found]), counts[found]
     found, inverse, counts = np.unique(ords, return_inverse=True, return_counts=True)
     return (found, np.bincount(inverse, weights=scores, minlength=len(found))), counts
+
+
+def _union_of_two(a: Hits, b: Hits) -> tuple[Hits, Any]:
+    """:func:`union` of two parts (ordinals ascending, each once): one merge (a stable sort of
+    two sorted runs), with no pass over the whole index. An ordinal in both scores
+    ``a + b``, as the general path's summing in part order does."""
+    ords = np.concatenate([a[0], b[0]])
+    order = np.argsort(ords, kind="stable")  # a's before b's among equals
+    ords, scores = ords[order], np.concatenate([a[1], b[1]]).astype(np.float64)[order]
+    first = np.ones(len(ords), dtype=bool)
+    first[1:] = ords[1:] != ords[:-1]
+    at = np.flatnonzero(first)
+    sums = scores[at]
+    counts = np.diff(np.append(at, len(ords)))
+    both = at[counts == 2]
+    sums[counts == 2] += scores[both + 1]
+    return (ords[at], sums), counts
 
 
 def intersect(parts: list[Hits], size: int) -> Hits:

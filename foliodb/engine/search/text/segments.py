@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from collections import Counter
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import Any
 
 from foliodb.engine.search.numeric import np
@@ -42,7 +44,7 @@ def positional(key: str) -> bool:
 class MutableSegment:
     def __init__(self, first: int) -> None:
         self.first = self.end = first
-        # key -> term -> ([ords], [tfs], [positions tuples])
+        # key -> term -> (ords, tfs, positions per posting: only for positional keys)
         self.postings: dict[str, dict[str, tuple[list[int], list[int], list[tuple[int, ...]]]]] = {}
         self.lengths: dict[str, dict[int, int]] = {}
         self.columns: dict[str, tuple[list[int], list[float]]] = {}
@@ -53,21 +55,46 @@ class MutableSegment:
     def add(self, ord_: int, terms: dict[str, list[tuple[str, int]]], numbers: dict[str, list[float]]) -> None:
         self.end = ord_ + 1
         for key, pairs in terms.items():
-            keep = positional(key)
-            by_term: dict[str, list[int]] = {}
-            for term, position in pairs:
-                by_term.setdefault(term, []).append(position)
-            postings = self.postings.setdefault(key, {})
-            for term, positions in by_term.items():
+            postings = self.postings.get(key)
+            if postings is None:
+                postings = self.postings[key] = {}
+                self.lengths[key] = {}
+            if len(pairs) == 1:  # most often: one term (``exists``, a token, a one-word string)
+                term, position = pairs[0]
                 entry = postings.get(term)
-                kept = tuple(positions) if keep else ()
                 if entry is None:
-                    postings[term] = ([ord_], [len(positions)], [kept])
-                else:
-                    entry[0].append(ord_)
-                    entry[1].append(len(positions))
-                    entry[2].append(kept)
-            self.lengths.setdefault(key, {})[ord_] = len({p for _, p in pairs})
+                    postings[term] = entry = ([], [], [])
+                entry[0].append(ord_)
+                entry[1].append(1)
+                if positional(key):
+                    entry[2].append((position,))
+                self.lengths[key][ord_] = 1
+                continue
+            if positional(key):
+                by_term: dict[str, list[int]] = {}
+                for term, position in pairs:
+                    found = by_term.get(term)
+                    if found is None:
+                        by_term[term] = [position]
+                    else:
+                        found.append(position)
+                for term, positions in by_term.items():
+                    entry = postings.get(term)
+                    if entry is None:
+                        postings[term] = ([ord_], [len(positions)], [tuple(positions)])
+                    else:
+                        entry[0].append(ord_)
+                        entry[1].append(len(positions))
+                        entry[2].append(tuple(positions))
+            else:
+                for term, tf in Counter(term for term, _ in pairs).items():
+                    entry = postings.get(term)
+                    if entry is None:
+                        postings[term] = ([ord_], [tf], [])
+                    else:
+                        entry[0].append(ord_)
+                        entry[1].append(tf)
+            self.lengths[key][ord_] = len({p for _, p in pairs})
         for key, values in numbers.items():
             column = self.columns.setdefault(key, ([], []))
             column[0].extend([ord_] * len(values))
@@ -89,7 +116,9 @@ class MutableSegment:
 
     def positions(self, key: str, term: str) -> list[tuple[int, ...]]:
         entry = self.postings.get(key, {}).get(term)
-        return [] if entry is None else entry[2]
+        if entry is None:
+            return []
+        return entry[2] if positional(key) else [()] * len(entry[0])
 
     def key_lengths(self, key: str) -> tuple[Any, Any]:
         lengths = self.lengths.get(key)
@@ -109,11 +138,22 @@ class MutableSegment:
         keys: dict[str, Any] = {}
         for key, postings in self.postings.items():
             terms = sorted(postings)
-            counts = [len(postings[t][0]) for t in terms]
-            ords = [o for t in terms for o in postings[t][0]]
-            tfs = [f for t in terms for f in postings[t][1]]
-            plists = [p for t in terms for p in postings[t][2]]
-            keys[key] = _KeyArrays.build(terms, counts, ords, tfs, plists, self.lengths.get(key, {}))
+            entries = [postings[t] for t in terms]
+            starts = np.zeros(len(terms) + 1, dtype=np.int64)
+            np.cumsum([len(e[0]) for e in entries], out=starts[1:])
+            total = int(starts[-1])
+            runs = chain.from_iterable(e[2] for e in entries)
+            positions = np.fromiter(chain.from_iterable(runs), np.int32)
+            lengths = self.lengths[key]
+            keys[key] = _KeyArrays(
+                terms,
+                starts,
+                np.fromiter(chain.from_iterable(e[0] for e in entries), np.int32, total),
+                np.fromiter(chain.from_iterable(e[1] for e in entries), np.int32, total),
+                positions,
+                np.fromiter(lengths.keys(), np.int32, len(lengths)),  # added in ascending order
+                np.fromiter(lengths.values(), np.int32, len(lengths)),
+            )
         columns = {
             key: (np.asarray(o, dtype=np.int32), np.asarray(v, dtype=np.float64))
             for key, (o, v) in self.columns.items()
@@ -122,55 +162,29 @@ class MutableSegment:
 
 
 class _KeyArrays:
-    """One key's postings in a frozen segment."""
+    """One key's postings in a frozen segment. A posting's positions, when kept, are as many as
+    its ``tf`` (one per occurrence), so ``pos_starts`` is derived (``tfs``' running sum), not
+    stored; a key keeping no positions has an empty ``positions`` and every run empty."""
 
-    __slots__ = ("index", "len_ords", "lens", "ords", "pos_starts", "positions", "starts", "terms", "tfs")
+    __slots__ = ("_pos_starts", "index", "len_ords", "lens", "ords", "positions", "starts", "terms", "tfs")
 
     def __init__(
-        self,
-        terms: list[str],
-        starts: Any,
-        ords: Any,
-        tfs: Any,
-        pos_starts: Any,
-        positions: Any,
-        len_ords: Any,
-        lens: Any,
+        self, terms: list[str], starts: Any, ords: Any, tfs: Any, positions: Any, len_ords: Any, lens: Any
     ) -> None:
         self.terms = terms
         self.index = {t: i for i, t in enumerate(terms)}
-        self.starts, self.ords, self.tfs = starts, ords, tfs
-        self.pos_starts, self.positions = pos_starts, positions
+        self.starts, self.ords, self.tfs, self.positions = starts, ords, tfs, positions
         self.len_ords, self.lens = len_ords, lens
+        self._pos_starts: Any = None
 
-    @classmethod
-    def build(
-        cls,
-        terms: list[str],
-        counts: list[int],
-        ords: list[int],
-        tfs: list[int],
-        plists: list[tuple[int, ...]],
-        lengths: dict[int, int],
-    ) -> _KeyArrays:
-        starts = np.zeros(len(terms) + 1, dtype=np.int64)
-        np.cumsum(counts, out=starts[1:])
-        sizes = np.fromiter((len(p) for p in plists), np.int64, len(plists))
-        pos_starts = np.zeros(len(plists) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=pos_starts[1:])
-        positions = np.fromiter((x for p in plists for x in p), np.int32, int(pos_starts[-1]))
-        len_ords = np.fromiter(sorted(lengths), np.int32, len(lengths))
-        lens = np.fromiter((lengths[o] for o in len_ords.tolist()), np.int32, len(lengths))
-        return cls(
-            terms,
-            starts,
-            np.asarray(ords, dtype=np.int32),
-            np.asarray(tfs, dtype=np.int32),
-            pos_starts,
-            positions,
-            len_ords,
-            lens,
-        )
+    @property
+    def pos_starts(self) -> Any:
+        if self._pos_starts is None:
+            starts = np.zeros(len(self.ords) + 1, dtype=np.int64)
+            if len(self.positions):
+                np.cumsum(self.tfs, out=starts[1:])
+            self._pos_starts = starts
+        return self._pos_starts
 
 
 class FrozenSegment:
@@ -237,15 +251,29 @@ class FrozenSegment:
     # -- saving -------------------------------------------------------------------------------
 
     def arrays(self) -> dict[str, Any]:
-        """Everything in named arrays (np.savez), terms as one NUL-joined UTF-8 blob per key."""
+        """Everything in named arrays (np.savez), terms as one \\x01-joined UTF-8 blob per key and
+        the postings' integers :func:`_pack` ed: per term its count, per posting the gap from the
+        term's previous ordinal (the first: the ordinal) and its tf, the positions, per length
+        the gap from the previous ordinal and the length."""
         out: dict[str, Any] = {"range": np.asarray([self.first, self.end], dtype=np.int64)}
         names = list(self.key_arrays)
         out["keys"] = np.frombuffer("\x01".join(names).encode(), dtype=np.uint8)
         for n, key in enumerate(names):
             a = self.key_arrays[key]
             out[f"k{n}_terms"] = np.frombuffer("\x01".join(a.terms).encode(), dtype=np.uint8)
-            for field in ("starts", "ords", "tfs", "pos_starts", "positions", "len_ords", "lens"):
-                out[f"k{n}_{field}"] = getattr(a, field)
+            gaps = np.diff(a.ords.astype(np.int64), prepend=0)
+            heads = a.starts[:-1]
+            gaps[heads] = a.ords[heads]
+            packed = {
+                "counts": np.diff(a.starts),
+                "gaps": gaps,
+                "tfs": a.tfs,
+                "positions": a.positions,
+                "len_gaps": np.diff(a.len_ords.astype(np.int64), prepend=0),
+                "lens": a.lens,
+            }
+            for field, values in packed.items():
+                out[f"k{n}_{field}"], out[f"k{n}_{field}_wide"] = _pack(values)
         columns = list(self.columns)
         out["columns"] = np.frombuffer("\x01".join(columns).encode(), dtype=np.uint8)
         for n, key in enumerate(columns):
@@ -258,12 +286,41 @@ class FrozenSegment:
         names = _split(saved["keys"])
         keys = {}
         for n, key in enumerate(names):
-            fields = [
-                saved[f"k{n}_{f}"] for f in ("starts", "ords", "tfs", "pos_starts", "positions", "len_ords", "lens")
-            ]
-            keys[key] = _KeyArrays(_split(saved[f"k{n}_terms"]), *fields)
+            f = {
+                name: _unpack(saved, f"k{n}_{name}")
+                for name in ("counts", "gaps", "tfs", "positions", "len_gaps", "lens")
+            }
+            starts = np.zeros(len(f["counts"]) + 1, dtype=np.int64)
+            np.cumsum(f["counts"], out=starts[1:])
+            total = np.cumsum(f["gaps"])
+            before = np.concatenate([np.zeros(1, dtype=np.int64), total])[starts[:-1]]
+            ords = (total - np.repeat(before, f["counts"])).astype(np.int32)
+            keys[key] = _KeyArrays(
+                _split(saved[f"k{n}_terms"]),
+                starts,
+                ords,
+                f["tfs"],
+                f["positions"],
+                np.cumsum(f["len_gaps"]).astype(np.int32),
+                f["lens"],
+            )
         columns = {key: (saved[f"c{n}_ords"], saved[f"c{n}_values"]) for n, key in enumerate(_split(saved["columns"]))}
         return cls(first, end, keys, columns)
+
+
+def _pack(values: Any) -> tuple[Any, Any]:
+    """Non-negative integers (below 2**31) as one byte each, 255 meaning "the next of ``wide``":
+    the postings' gaps, tfs, positions and lengths are mostly small, so most take one byte."""
+    values = np.asarray(values, dtype=np.int64)
+    return np.minimum(values, 255).astype(np.uint8), values[values >= 255].astype(np.uint32)
+
+
+def _unpack(saved: Any, name: str) -> Any:
+    """The int32 values :func:`_pack` saved as ``name`` and ``name_wide``."""
+    low = saved[name]
+    out = low.astype(np.int32)
+    out[low == 255] = saved[f"{name}_wide"]
+    return out
 
 
 def _split(blob: Any) -> list[str]:
@@ -301,7 +358,7 @@ def merge(segments: list[FrozenSegment], live: Any) -> FrozenSegment:
             tids.append(np.repeat(mapped, np.diff(arrays.starts))[keep])
             ords.append(arrays.ords[keep])
             tfs.append(arrays.tfs[keep])
-            run = np.diff(arrays.pos_starts)
+            run = arrays.tfs if len(arrays.positions) else np.zeros(len(arrays.tfs), dtype=np.int32)  # positions each
             runs.append(run[keep])
             positions.append(arrays.positions[np.repeat(keep, run)])
             keep_len = live[arrays.len_ords]
@@ -309,20 +366,17 @@ def merge(segments: list[FrozenSegment], live: Any) -> FrozenSegment:
             lens.append(arrays.lens[keep_len])
         tid = np.concatenate(tids)
         order = np.argsort(tid, kind="stable")
-        new_runs, new_positions = _reordered(np.concatenate(positions), np.concatenate(runs), order)
+        _, new_positions = _reordered(np.concatenate(positions), np.concatenate(runs), order)
         new_tfs = np.concatenate(tfs)[order]
         counts = np.bincount(tid, minlength=len(union))
         used = counts > 0
         starts = np.zeros(int(used.sum()) + 1, dtype=np.int64)
         np.cumsum(counts[used], out=starts[1:])
-        pos_starts = np.zeros(len(new_runs) + 1, dtype=np.int64)
-        np.cumsum(new_runs, out=pos_starts[1:])
         keys[key] = _KeyArrays(
             [t for t, u in zip(union, used.tolist(), strict=True) if u],
             starts,
             np.concatenate(ords)[order].astype(np.int32),
             new_tfs.astype(np.int32),
-            pos_starts,
             new_positions.astype(np.int32),
             np.concatenate(len_ords).astype(np.int32),
             np.concatenate(lens).astype(np.int32),

@@ -134,6 +134,8 @@ def of_roots(run: Run, hits: Hits) -> Hits:
     """Hits restricted to the entries in scope: documents, or inside embeddedDocument its
     embedded entries."""
     ords, scores = hits
+    if run.scope is None and not run.reader.nested:
+        return hits  # every entry is a document's
     if run.scope is None:
         keep = run.reader.parent_at[ords] < 0
     else:
