@@ -3,6 +3,7 @@
     python -m benchmarks.vector_search                          # 100,000 x 384, the hard and clustered sets
     python -m benchmarks.vector_search --data minilm --n 20000  # real sentence embeddings (see below)
     python -m benchmarks.vector_search --n 5000 --dims 64 --queries 50 --data hard   # a smoke run
+    python -m benchmarks.vector_search --data clustered --insert-rounds 2   # only the inserts, alternating
 
 Data sets (``--data``, a comma-separated list), each with 200 fresh queries of its own kind:
 
@@ -150,10 +151,35 @@ def _search(coll: Any, q: np.ndarray, **options: Any) -> list[int]:
     return [d["_id"] for d in coll.aggregate([{"$vectorSearch": stage}, {"$project": {"_id": 1}}])]
 
 
+def insert_rounds(data: np.ndarray, workdir: str, rounds: int) -> dict[str, Any]:
+    """Only the inserts, without the index and with it, alternating for ``rounds`` rounds (so a
+    load that comes and goes weighs on both): wall and CPU seconds of each, and the inserting
+    thread's own CPU seconds."""
+    docs = [{"_id": i, "v": row.tolist()} for i, row in enumerate(data)]
+    model = SearchIndexModel(definition=_definition(data.shape[1]), name="vec", type="vectorSearch")
+    out: dict[str, Any] = {"plain": [], "indexed": []}
+    for n in range(rounds):
+        for kind in ("plain", "indexed"):
+            path = os.path.join(workdir, f"{kind}-{n}")
+            with foliodb.MongoClient(path) as client:
+                coll = client.bench.docs
+                client.bench.create_collection("docs")
+                if kind == "indexed":
+                    coll.create_search_index(model)
+                    _wait(client, coll)
+                thread = time.thread_time()
+                wall, cpu = _insert(coll, [dict(d) for d in docs])
+                out[kind].append({"wall_s": wall, "cpu_s": cpu, "thread_cpu_s": time.thread_time() - thread})
+            shutil.rmtree(path, ignore_errors=True)
+    return out
+
+
+def _definition(dims: int) -> dict[str, Any]:
+    return {"fields": [{"type": "vector", "path": "v", "numDimensions": dims, "similarity": "cosine"}]}
+
+
 def foliodb_runs(data: np.ndarray, queries: np.ndarray, expected: np.ndarray, workdir: str) -> dict[str, Any]:
-    dims = data.shape[1]
-    definition = {"fields": [{"type": "vector", "path": "v", "numDimensions": dims, "similarity": "cosine"}]}
-    model = SearchIndexModel(definition=definition, name="vec", type="vectorSearch")
+    model = SearchIndexModel(definition=_definition(data.shape[1]), name="vec", type="vectorSearch")
     docs = [{"_id": i, "v": row.tolist()} for i, row in enumerate(data)]
     out: dict[str, Any] = {}
     with foliodb.MongoClient(os.path.join(workdir, "plain")) as client:
@@ -207,7 +233,13 @@ def main() -> None:
     parser.add_argument("--data", default="hard,clustered", help="hard, clustered, minilm (comma-separated)")
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--out", default=None)
+    parser.add_argument(
+        "--insert-rounds", type=int, default=0, help="only the inserts without and with the index, this many rounds"
+    )
     args = parser.parse_args()
+    if args.insert_rounds:
+        inserts_only(args)
+        return
     results: dict[str, Any] = {"n": args.n, "dims": args.dims, "queries": args.queries, "explore": EXPLORE, "sets": {}}
     for name in args.data.split(","):
         data, queries = data_set(name, args.n, args.dims, args.queries)
@@ -226,6 +258,32 @@ def main() -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=2))  # after each data set: a long run keeps what it measured
         print(report(results, name), flush=True)
+
+
+def inserts_only(args: Any) -> None:
+    results: dict[str, Any] = {"n": args.n, "dims": args.dims, "sets": {}}
+    for name in args.data.split(","):
+        data, _ = data_set(name, args.n, args.dims, 1)
+        workdir = tempfile.mkdtemp(prefix="foliodb-vector-bench-", dir=args.workdir)
+        load_before = os.getloadavg()[0]
+        try:
+            run = insert_rounds(data, workdir, args.insert_rounds)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        run["load"] = [load_before, os.getloadavg()[0]]
+        results["sets"][name] = run
+        print(f"{name}: {args.n:,} x {args.dims}, load average {run['load'][0]:.1f} then {run['load'][1]:.1f}")
+        for n, (plain, indexed) in enumerate(zip(run["plain"], run["indexed"], strict=True)):
+            print(
+                f"  round {n + 1}: wall {plain['wall_s']:.1f} / {indexed['wall_s']:.1f} s "
+                f"({indexed['wall_s'] / plain['wall_s']:.2f}x), CPU {plain['cpu_s']:.1f} / {indexed['cpu_s']:.1f} s "
+                f"({indexed['cpu_s'] / plain['cpu_s']:.2f}x), inserting thread's CPU {plain['thread_cpu_s']:.1f} / "
+                f"{indexed['thread_cpu_s']:.1f} s",
+                flush=True,
+            )
+    out = Path(args.out or f"benchmark-results/vector-inserts-{args.n}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2))
 
 
 def report(results: dict[str, Any], name: str) -> str:

@@ -310,8 +310,8 @@ def compile_stages(specs: Any, where: Where) -> list[Stage]:
 
 def reads_text_score(name: str, spec: Any) -> bool:
     """Does a stage read ``{$meta: "textScore"}`` (not in its own sub-pipelines, which have their own)?"""
-    if name in ("$lookup", "$unionWith", "$facet"):
-        return False
+    if name in ("$lookup", "$unionWith", "$facet", "$vectorSearch"):
+        return False  # $vectorSearch takes no expressions (and its queryVector can be 8192 numbers long)
     return _meta_text_score(spec)
 
 

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from pymongo.operations import SearchIndexModel
 
 import foliodb
+from foliodb.engine.search.vectors import as_vector, numbers
 from tests.unit.search.conftest import wait_ready
 
 DIMS = 3
@@ -209,3 +210,21 @@ def test_results_pass_the_filter(
                 assert got == expected
             else:
                 assert len(got) == min(limit, len(passing))
+
+
+ELEMENTS = st.one_of(
+    st.floats(),  # NaN, infinities and -0.0 included
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.sampled_from([True, None, "1", [1.0]]),
+)
+
+
+@given(st.one_of(st.lists(st.floats(), max_size=12), st.lists(ELEMENTS, max_size=12)))
+def test_an_array_of_doubles_reads_as_the_general_path_reads_it(values: list[Any]) -> None:
+    """as_vector's fast path (doubles only) agrees with its general path on any array."""
+    fast, general = as_vector(values), numbers(values)
+    if general is None:
+        assert fast is None
+    else:
+        assert fast is not None
+        assert [repr(x) for x in fast] == [repr(x) for x in general]  # repr: NaN and -0.0 compared too

@@ -19,10 +19,23 @@ from __future__ import annotations
 import collections
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping
 
 # (seq, rid) pairs kept for readers older than the watermark.
 HISTORY = 100_000
+# Documents the background thread applies between two offers of the interpreter to other threads.
+PAUSE_EVERY = 8
+
+
+def let_others_run() -> None:
+    """Release the interpreter lock for a moment. A thread that gave it up for I/O (a writer in
+    SQLite) waits, when it returns, until the holder offers it or the switch interval (5 ms)
+    forces it: the background thread applying documents would otherwise cost a writer up to
+    5 ms per statement. Measured at 20,000 x 384 on the clustered set, inserts into an
+    indexed collection went from 1.07-1.55x to 0.81-1.18x the wall time of inserts without
+    the index (six interleaved rounds, load average 18-20)."""
+    time.sleep(0)
 
 
 class Follower:
@@ -45,11 +58,20 @@ class Follower:
     def changed(self) -> None:
         """The index moved on (caches of what it answered go)."""
 
-    def catch_up(self, entries: list[tuple[int, int]], rows: Mapping[int, bytes], newest: int) -> None:
+    def catch_up(
+        self,
+        entries: list[tuple[int, int]],
+        rows: Mapping[int, bytes],
+        newest: int,
+        pause: Callable[[], object] | None = None,
+    ) -> None:
         """Apply log ``entries`` ((seq, rid), in order, all past the watermark), ``rows`` being the
-        changed documents as the snapshot holding ``newest`` has them."""
-        for rid in dict.fromkeys(rid for _, rid in entries):
+        changed documents as the snapshot holding ``newest`` has them; ``pause`` (the background
+        thread's :func:`let_others_run`) is called every :data:`PAUSE_EVERY` documents."""
+        for n, rid in enumerate(dict.fromkeys(rid for _, rid in entries), 1):
             self.apply(rid, rows.get(rid))
+            if pause is not None and not n % PAUSE_EVERY:
+                pause()
         self.history.extend(entries)
         if len(self.history) == HISTORY:
             self.history_floor = max(self.history_floor, self.history[0][0])

@@ -17,7 +17,9 @@ index type) per (index, definition version), and a background thread that
 * **absorbs** pending rows into the HNSW graphs and small full-text segments into larger
   ones, in small batches on one thread (usearch's own threads unused), and after each
   round of work waits as long as the round took: the absorbing takes at most half of one
-  core (a :data:`BACKGROUND_SHARE`), so writes and searches beside it keep the rest;
+  core (a :data:`BACKGROUND_SHARE`), so writes and searches beside it keep the rest; and
+  applying documents (a build's chunks, a catch-up) it offers the interpreter to other
+  threads every few documents (:func:`~foliodb.engine.search.follow.let_others_run`);
 * **saves** a state after :data:`SAVE_AFTER` applied changes, or a quarter of its
   size if more (saving rewrites every file: the log replays the changes since), but not
   sooner after the last save than :data:`SAVE_SPACING` times that save's duration (so
@@ -44,6 +46,7 @@ from foliodb import interrupt
 from foliodb.engine.catalog import CollectionInfo
 from foliodb.engine.search import state as state_files
 from foliodb.engine.search.catalog import SearchIndexInfo, log_table, trim_log
+from foliodb.engine.search.follow import PAUSE_EVERY, let_others_run
 from foliodb.engine.search.numeric import available
 from foliodb.engine.search.state import VectorState
 from foliodb.engine.search.text import index as text_index
@@ -249,7 +252,7 @@ class SearchIndexes:
             with state.lock:
                 if newest_seq(conn, info.id) > state.watermark:
                     entries, changed = read_changes(conn, info, state.watermark)
-                    state.catch_up(entries, changed, newest_seq(conn, info.id))
+                    state.catch_up(entries, changed, newest_seq(conn, info.id), let_others_run)
         finally:
             storage.end_operation()
 
@@ -344,8 +347,10 @@ class SearchIndexes:
             finally:
                 storage.end_operation()
             with state.lock:
-                for rid, data in rows:
+                for n, (rid, data) in enumerate(rows, 1):
                     state.apply(rid, data)
+                    if not n % PAUSE_EVERY:
+                        let_others_run()
             done += len(rows)
             op.progress = (done, max(total, done))
             if len(rows) < BUILD_CHUNK:
@@ -357,7 +362,7 @@ class SearchIndexes:
             conn = storage.reader()
             entries, changed = read_changes(conn, info, start)
             with state.lock:
-                state.catch_up(entries, changed, newest_seq(conn, info.id))
+                state.catch_up(entries, changed, newest_seq(conn, info.id), let_others_run)
         finally:
             storage.end_operation()
         state.history_floor = state.watermark

@@ -32,6 +32,7 @@ from foliodb.engine.search.columns import VectorColumn
 from foliodb.engine.search.definition import VectorDefinition
 from foliodb.engine.search.follow import Follower, write_atomically
 from foliodb.engine.search.numeric import np, usearch_index
+from foliodb.engine.search.vector_bson import GENERAL, raw_doubles
 from foliodb.engine.search.vectors import as_vector, at_path, prepared
 
 FORMAT = 4  # of the saved files (4: cosine graphs of int8 rows)
@@ -81,18 +82,25 @@ class VectorState(Follower):
     # -- changes -------------------------------------------------------------------------
 
     def apply(self, rid: int, data: bytes | None) -> None:
-        """The document ``rid`` is now ``data`` (None: deleted)."""
-        doc = bson.decode(data, CODEC) if data is not None else None
+        """The document ``rid`` is now ``data`` (None: deleted). The document is decoded only
+        when its vectors are not plain arrays of doubles, or the index has filter fields."""
+        doc: Any = None
         indexed = False
         for column in self.columns.values():
             row = None
-            if doc is not None:
+            if data is not None:
                 field = column.field
-                row = prepared(as_vector(at_path(doc, column.parts)), field.dimensions, field.similarity)
+                values = raw_doubles(data, column.names, field.dimensions)
+                if values is GENERAL:
+                    doc = bson.decode(data, CODEC) if doc is None else doc
+                    values = as_vector(at_path(doc, column.parts))
+                row = prepared(values, field.dimensions, field.similarity)
             column.put(rid, row)
             indexed = indexed or row is not None
-        if indexed and doc is not None:
-            self.filter_docs[rid] = project(doc, self.filter_tree)
+        if indexed and data is not None:
+            if self.filter_tree:
+                doc = bson.decode(data, CODEC) if doc is None else doc
+            self.filter_docs[rid] = project(doc, self.filter_tree) if self.filter_tree else {}
         else:
             self.filter_docs.pop(rid, None)
         self.changes += 1

@@ -33,6 +33,16 @@ from foliodb.errors import CommandError, ErrorCode
 np = numeric.np
 
 _NUMBER_TYPES = (int, float, Int64, Decimal128)
+_FLOAT = {float}
+
+
+def numbers(value: list[Any]) -> list[float] | None:
+    """An array's numbers as floats (None if any element is not a number): the general path of
+    :func:`as_vector`."""
+    for x in value:
+        if type(x) not in _NUMBER_TYPES:
+            return None
+    return [float(x.to_decimal()) if type(x) is Decimal128 else float(x) for x in value]
 
 
 def _binary_vector(value: Binary) -> list[float] | None:
@@ -46,10 +56,11 @@ def _binary_vector(value: Binary) -> list[float] | None:
 def as_vector(value: Any) -> list[float] | None:
     """The numbers of a vector value (an array of numbers or a BSON vector), or None."""
     if isinstance(value, list):
-        for x in value:
-            if type(x) not in _NUMBER_TYPES:
-                return None
-        return [float(x.to_decimal()) if type(x) is Decimal128 else float(x) for x in value]
+        if set(map(type, value)) <= _FLOAT:
+            # The usual embedding, doubles only: already what the general path makes of it, at a
+            # tenth of its cost (a change-log catch-up reads every written vector through here).
+            return value
+        return numbers(value)
     if isinstance(value, Binary) and value.subtype == 9:
         try:
             return _binary_vector(value)
@@ -71,7 +82,8 @@ def at_path(doc: Mapping[str, Any], parts: tuple[str, ...]) -> Any:
 def _row(values: list[float], similarity: str) -> Any:
     """float32 numbers; None when they cannot be scored (infinite, NaN, or a zero vector under
     cosine)."""
-    row = np.asarray(values, dtype=np.float32)
+    with np.errstate(over="ignore"):  # a double past float32's range becomes inf: left out below
+        row = np.asarray(values, dtype=np.float32)
     if not np.all(np.isfinite(row)) or (similarity == "cosine" and not row.any()):
         return None
     return row
