@@ -24,7 +24,7 @@ from foliodb.auth.command_table import RULES  # noqa: E402
 from foliodb.auth.pipelines import STAGE_NEEDS  # noqa: E402
 from foliodb.auth.privileges import BUILT_IN_ROLES, built_in_direct, built_in_parents  # noqa: E402
 from foliodb.commands import cursors  # noqa: E402
-from foliodb.engine import records  # noqa: E402
+from foliodb.engine import query, record_reads, records  # noqa: E402
 from foliodb.javascript import runtime  # noqa: E402
 from foliodb.query import pcre  # noqa: E402
 from foliodb.server import budget, connection, server, wire  # noqa: E402
@@ -65,7 +65,8 @@ LIMITS = [
      "51156; `maxTimeMS` (50) and `killOp` (11601) stop a search between slices of at most half a second"),
     ("open cursor idle time", f"{cursors.CURSOR_TIMEOUT_MILLIS:,} ms", "`cursorTimeoutMillis` (setParameter)",
      "the cursor is closed by the reaper (`noCursorTimeout` exempts it); a cursor keeps its scan's position "
-     f"and at most a few rows read ahead (first fetch {records.SCAN_FIRST} rows)"),
+     f"and at most a few rows read ahead (a collection scan fetches {record_reads.SCAN_FIRST} rows first; a find's "
+     f"index scan its first batch and one more, at most {query.FIRST_FETCH} without a limit)"),
     ("open cursors of one server connection", f"{cursors.MAX_CURSORS_PER_CONNECTION:,}",
      "- (`maxOpenCursorsPerConnection`, setParameter)", CURSOR_CAP),
     ("open cursors of one user (`--auth`), across connections", f"{cursors.MAX_CURSORS_PER_USER:,}",

@@ -53,6 +53,9 @@ class FindSpec:
     sort: Mapping[str, Any] | None = None
     skip: int = 0
     limit: int | None = None
+    # The find's batchSize: what its first reply returns (None: the default). An idle cursor
+    # holds the rows its scan fetched beyond that, so the first fetch is sized by it too.
+    first_batch: int | None = None
     hint: Any = None
     # cursor.min()/max(): the hinted index's key range [min_key, max_key).
     min_key: Mapping[str, Any] | None = None
@@ -189,7 +192,11 @@ class FindExecution:
         if self.plan is not None and isinstance(self.plan.access, IndexScan):
             # One statement for what the find returns: its limit, or "a few" (the usual equality's
             # matches, read in two statements from SCAN_FIRST's two rows).
+            # Never more than the first reply and one row to tell whether more follow: the rest
+            # would sit in an idle cursor (5,000 cursors of batchSize 1 stay under 50 MB).
             wanted = spec.skip + spec.limit if spec.limit is not None and spec.limit > 0 else FIRST_FETCH
+            if spec.first_batch is not None:
+                wanted = min(wanted, spec.skip + spec.first_batch + 1)
             self.plan.access.first_fetch = max(1, min(wanted, FIRST_FETCH_MAX))
         # Only how many documents match matters, and the keys are exactly the matches: mongod's
         # COUNT_SCAN when they are one interval of the index (explain's indexBounds: start/end keys).
