@@ -1,7 +1,9 @@
-"""Many kill -9 trials: python scripts/crash_soak.py [TRIALS] [--only writes|builds|transactions].
+"""Many kill -9 trials: python scripts/crash_soak.py [TRIALS] [--only writes|builds|transactions|vector|text].
 
-Writes with concurrent readers, a quarter as many index builds killed at random moments, and as many
-runs of multi-document transactions and retryable writes, each against its own dbpath."""
+Writes with concurrent readers, a quarter as many index builds killed at random moments, as many
+runs of multi-document transactions and retryable writes, and a quarter as many writes to collections
+with a vector and with a text search index (killed while the indexes save), each against its own
+dbpath. The suite runs a few trials of each (tests/crash)."""
 
 from __future__ import annotations
 
@@ -14,14 +16,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.crash.harness import run_build_trial, run_transaction_trial, run_trial
+from tests.crash.test_text_kill9 import run_text_trial
+from tests.crash.test_vector_kill9 import run_vector_trial
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trials", type=int, nargs="?", default=200)
-    parser.add_argument("--only", choices=("writes", "builds", "transactions"), default=None)
+    parser.add_argument("--only", choices=("writes", "builds", "transactions", "vector", "text"), default=None)
     args = parser.parse_args()
-    kinds = [args.only] if args.only else ["writes", "builds", "transactions"]
+    kinds = [args.only] if args.only else ["writes", "builds", "transactions", "vector", "text"]
     with tempfile.TemporaryDirectory() as tmp:
         if "writes" in kinds:
             started = time.time()
@@ -51,6 +55,18 @@ def main() -> None:
                 f"{args.trials} transaction trials in {time.time() - started:.0f}s: every acknowledged commit whole, "
                 f"no partial one, retries answered once, {txns}"
             )
+        for kind, trial in (("vector", run_vector_trial), ("text", run_text_trial)):
+            if kind in kinds:
+                started = time.time()
+                searched = {"writes": 0, "restored": 0}
+                for seed in range(max(args.trials // 4, 1)):
+                    counts = trial(str(Path(tmp) / kind), seed)
+                    for key in searched:
+                        searched[key] += counts[key]
+                print(
+                    f"{max(args.trials // 4, 1)} {kind} index trials in {time.time() - started:.0f}s: the search "
+                    f"index equal to its collection after every kill, {searched}"
+                )
 
 
 if __name__ == "__main__":
