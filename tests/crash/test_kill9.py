@@ -14,7 +14,7 @@ pytestmark = pytest.mark.crash
 def test_kill9_trials(tmp_path) -> None:  # type: ignore[no-untyped-def]
     path = str(tmp_path / "data")
     totals = {"inserts": 0, "updates": 0, "batches": 0}
-    for seed in range(20):
+    for seed in range(15):  # scripts/crash_soak.py runs 200
         counts = run_trial(path, seed)
         for key in totals:
             totals[key] += counts[key]
@@ -30,7 +30,7 @@ def test_kill9_during_index_builds(tmp_path) -> None:  # type: ignore[no-untyped
 def test_kill9_during_transactions_and_retryable_writes(tmp_path) -> None:  # type: ignore[no-untyped-def]
     path = str(tmp_path / "data")
     totals = {"transactions": 0, "retryable": 0}
-    for seed in range(20):
+    for seed in range(15):  # scripts/crash_soak.py runs 200
         counts = run_transaction_trial(path, seed)
         for key in totals:
             totals[key] += counts[key]

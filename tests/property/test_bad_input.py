@@ -113,7 +113,7 @@ NAMES = st.sampled_from(
 )
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(NAMES, SPECS, DOCS, DOCS)
 def test_random_commands_get_mongodb_errors(name: str, a: Any, b: Any, c: Any) -> None:
     executor = Executor.open(":memory:")
