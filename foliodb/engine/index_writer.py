@@ -66,6 +66,20 @@ class IndexWriter:
         self.mark_lossy = False
         self.insert_sql = f"INSERT INTO {self.table} (key, rid) VALUES (?, ?)"
         self.delete_sql = f"DELETE FROM {self.table} WHERE key = ?"
+        # The top-level fields the keys are a function of (None: any field may matter).
+        self.top_fields = _top_fields(info, partial)
+
+    def unchanged(self, old: dict[str, Any], new: dict[str, Any]) -> bool:
+        """Does ``new`` (an update's result from ``old``) certainly have ``old``'s keys? Yes when each
+        field the keys read is the very object it was: an update shares what it leaves alone with
+        the old document (copy-on-write) and never mutates it, so the same objects give the same keys."""
+        fields = self.top_fields
+        if fields is None:
+            return False
+        for name in fields:
+            if old.get(name, MISSING) is not new.get(name, MISSING):
+                return False
+        return True
 
     def keys(self, doc: dict[str, Any]) -> dict[bytes, tuple[Any, ...]]:
         """The value keys of a document (the record id not yet appended),
@@ -148,6 +162,59 @@ class IndexWriter:
             keyValue=key_value,
             collation=dict(self.collator.spec),
         )
+
+
+def _top_fields(info: IndexInfo, partial: Any) -> frozenset[str] | None:
+    """The top-level fields an index's keys depend on: its key paths' first parts, those of its
+    partial filter and, for a text index, its weighted paths' prefixes and language override; None when
+    that is the whole document (a wildcard over the root, a ``$**`` text index, a partial filter
+    this does not read)."""
+    names: set[str] = set()
+    for name in info.key:
+        if name == "$**" or (info.kind == "text" and name in ("_fts", "_ftsx")):
+            continue
+        names.add(name.split(".", 1)[0])
+    if info.kind == "wildcard":
+        if "$**" in info.key or info.spec.get("wildcardProjection"):
+            return None
+    elif info.kind == "text":
+        weights = info.spec.get("weights", {})
+        if "$**" in weights:
+            return None
+        for weighted in map(str, weights):
+            # Every prefix: the text walk also matches a top-level field whose name holds dots.
+            parts = weighted.split(".")
+            names.update(".".join(parts[:n]) for n in range(1, len(parts) + 1))
+        names.add(str(info.spec.get("language_override", "language")))
+    if partial is not None:
+        found = _filter_fields(partial)
+        if found is None:
+            return None
+        names.update(found)
+    return frozenset(names)
+
+
+_LOGICAL = frozenset({"$and", "$or", "$nor"})
+
+
+def _filter_fields(spec: Any) -> set[str] | None:
+    """The top-level fields a partial filter reads (its field names' first parts, through
+    ``$and``/``$or``/``$nor``); None for any other top-level operator."""
+    if not isinstance(spec, dict):
+        return None
+    names: set[str] = set()
+    for name, value in spec.items():
+        if not name.startswith("$"):
+            names.add(name.split(".", 1)[0])
+            continue
+        if name not in _LOGICAL or not isinstance(value, list):
+            return None
+        for clause in value:
+            found = _filter_fields(clause)
+            if found is None:
+                return None
+            names.update(found)
+    return names
 
 
 def _collation_key(value: Any) -> Any:

@@ -314,8 +314,8 @@ class CollectionStore(RecordReads):
         risky = False
         same_id = old.get("_id") is new.get("_id")  # the same value: the same _id key
         for writer in self.writers:
-            if same_id and writer.is_id:
-                continue
+            if (same_id and writer.is_id) or writer.unchanged(old, new):
+                continue  # the same keys: nothing to compute or write
             old_keys = writer.keys(old)
             new_keys = writer.keys(new)
             self._record_flags(writer)
@@ -449,7 +449,7 @@ class CollectionStore(RecordReads):
         if rid not in overlay.inserted:
             txn.claim_document(self.info.id, rid)
         for writer in self.writers:
-            if writer.unique:
+            if writer.unique and not writer.unchanged(old, new):
                 old_keys = writer.keys(old)
                 for key, values in writer.keys(new).items():
                     if key not in old_keys:
@@ -505,7 +505,7 @@ class CollectionStore(RecordReads):
     def _wait_for_keys(self, doc: dict[str, Any], old: dict[str, Any] | None) -> None:
         """Outside transactions: wait for an open transaction holding a unique key this write adds."""
         for writer in self.writers:
-            if writer.unique:
+            if writer.unique and (old is None or not writer.unchanged(old, doc)):
                 old_keys = writer.keys(old) if old is not None else {}
                 for key in writer.keys(doc):
                     if key not in old_keys:
