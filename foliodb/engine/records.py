@@ -242,6 +242,9 @@ class CollectionStore(RecordReads):
                     self.conn.execute(writer.insert_sql, (bytearray(key), rid))
                 else:
                     self.conn.executemany(writer.insert_sql, [(k, rid) for k in keys])
+            elif len(keys) == 1:
+                (key,) = keys
+                self.conn.execute(writer.insert_sql, (bytearray(with_rid(key, rid)), rid))
             else:
                 self.conn.executemany(writer.insert_sql, [(with_rid(k, rid), rid) for k in keys])
         except sqlite3.IntegrityError:
