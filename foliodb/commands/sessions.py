@@ -269,10 +269,10 @@ def _retryable(
             f"Cannot retry a retryable write with txnNumber {number}: it was used by a transaction",
         )
     session.txn_number = number
-    with storage.write() as conn:
+    with storage.write():
         reply = handler(request, cmd)
         if reply.get("ok") == 1.0:
-            engine.sessions.store_retryable(conn, session, number, reply)
+            engine.sessions.store_retryable(storage, session, number, reply)
     concern = cmd.get("writeConcern")
     if isinstance(concern, Mapping) and (concern.get("j") or concern.get("fsync")):
         storage.sync()  # the reply's write committed just now (the handler's own sync ran before)

@@ -114,7 +114,7 @@ class Engine:
         # Index filters (planCacheSetFilter) per collection uuid: in memory only, as mongod's.
         self.index_filters: dict[uuid.UUID, IndexFilters] = {}
         self.usage = EngineUsage(self.storage.published)  # $indexStats, latencyStats
-        self.sessions = SessionRegistry(self.storage.writer, self.abort_transaction)
+        self.sessions = SessionRegistry(self.storage, self.abort_transaction)
         # readConcern snapshot reads' pinned snapshots: (session, cluster time) -> (reader, when pinned).
         self._snapshots: dict[tuple[bytes, int, int], tuple[Reader, float]] = {}
         self._snapshots_lock = threading.Lock()
@@ -164,6 +164,8 @@ class Engine:
             hook()
         self.storage.release_fsync_locks()  # a TTL pass waiting for the writer must end
         self.ttl.stop()
+        if not self.read_only and not self.storage.forked:
+            self.sessions.save(self.storage)  # the next open then reads no oplog entries back
         self.search.close()  # saves what the search indexes applied since their last save
         self.storage.close()
 
@@ -190,7 +192,11 @@ class Engine:
                 oplog.measure(self.storage.reader())
         if oplog.over():
             with self.reading(), self.storage.write() as conn:
+                # All of them first, in the same write: the trim may remove the entries their records rode.
+                self.sessions.save(self.storage)
                 oplog.trim(conn, time.time())
+        else:
+            self.sessions.save(self.storage, due=True)
 
     def store(self, db: str, name: str) -> CollectionStore | None:
         """The records of a collection; None when it does not exist or is a view."""

@@ -1,8 +1,10 @@
 """The oplog: every committed write, in commit order, in the write's own SQLite transaction.
 
-Table ``oplog(ts INTEGER PRIMARY KEY, entry BLOB)``: ``ts`` is the entry's
+Table ``oplog(ts INTEGER PRIMARY KEY, entry BLOB, session BLOB)``: ``ts`` is the entry's
 cluster time packed as ``seconds << 32 | increment`` (so SQLite's order is
-the oplog's order), ``entry`` its BSON::
+the oplog's order), ``session`` the record of the retryable write whose last
+entry this is, or NULL (:mod:`foliodb.engine.sessions`; never part of the entry
+readers see), ``entry`` its BSON::
 
     {ts: Timestamp, t: 1, op: "i"|"u"|"d"|"c", ns: "db.coll", ui: UUID,
      o: ..., o2: {_id}, pre: <the document before: of an update, or of a
@@ -50,7 +52,7 @@ from bson.binary import Binary, UuidRepresentation
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.clock import ClusterClock
 
-SCHEMA = "CREATE TABLE IF NOT EXISTS oplog (ts INTEGER PRIMARY KEY, entry BLOB NOT NULL)"
+SCHEMA = "CREATE TABLE IF NOT EXISTS oplog (ts INTEGER PRIMARY KEY, entry BLOB NOT NULL, session BLOB)"
 DEFAULT_SIZE_MB = 1024
 UNRECORDED_DBS = frozenset({"local", "config"})
 
@@ -85,6 +87,7 @@ _OID_DOC = _INT32.pack(22) + b"\x07_id\x00"
 _OID_O2 = b"\x03o2\x00" + _OID_DOC
 _OID_END = b"\x00" + _TAIL
 _INSERT = "INSERT INTO oplog (ts, entry) VALUES (?, ?)"
+_INSERT_RECORDED = "INSERT INTO oplog (ts, entry, session) VALUES (?, ?, ?)"
 # A bytearray, not bytes: it can be filled in at the commit, and sqlite3 binds it as a BLOB
 # directly, where bytes first go through its adapter lookup (two failed attribute lookups, each
 # an AttributeError built and cleared: about a sixth of an insert_many's oplog cost).
@@ -130,14 +133,26 @@ def recorded(db: str, coll: str) -> bool:
 
 
 class Oplog:
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, writable: bool = True) -> None:
         conn.executescript(SCHEMA)
+        # False only for an oplog from before retryable-write records rode it, opened read-only.
+        self.has_sessions = any(column[1] == "session" for column in conn.execute("PRAGMA table_info(oplog)"))
+        if not self.has_sessions and writable:
+            # None of its entries carries a record.
+            self.has_sessions = True
+            conn.execute("ALTER TABLE oplog ADD COLUMN session BLOB")
+            conn.execute(
+                "INSERT OR REPLACE INTO catalog_meta (key, value) "
+                "SELECT 'sessions_through', coalesce(max(ts), 0) FROM oplog"
+            )
         self.size_bytes = DEFAULT_SIZE_MB * 1024 * 1024
         self.min_retention_hours = 0.0
         self.pending: list[bytearray] = []  # the queued entries (see _START), appended by Recorders
         self._recorders: dict[tuple[str, str, int], Recorder] = {}
         self._transaction: tuple[Any, Any] | None = None  # (lsid, txnNumber) of a commit being replayed
         self.muted = False  # True while a commit applies a transaction's net effect: its own writes are recorded
+        # A retryable write's session record (engine/sessions.py), stored on the last entry of the commit.
+        self.session_record: bytearray | None = None
         self._bytes: int | None = None  # total entry bytes (measured on first trim)
         row = conn.execute("SELECT value FROM catalog_meta WHERE key = 'oplog_trimmed_through'").fetchone()
         # Every entry at or before this (packed) time may be gone: resuming there is ChangeStreamHistoryLost.
@@ -201,6 +216,7 @@ class Oplog:
         times and store them; the last time (None: nothing was recorded)."""
         pending, self.pending = self.pending, []
         txn, self._transaction = self._transaction, None
+        record, self.session_record = self.session_record, None
         if not pending:
             return None
         wall = time.time_ns() // 1_000_000
@@ -221,7 +237,16 @@ class Oplog:
             set_wall(entry, length - _WALL_FROM_END, wall)
             size += length
             inc += 1
-        if count == 1:
+        if record is not None:
+            rows: list[tuple[int, bytearray, bytearray | None]] = [
+                (ts, entry, None) for ts, entry in zip(range(first, first + count), pending, strict=True)
+            ]
+            rows[-1] = (rows[-1][0], rows[-1][1], record)
+            if count == 1:
+                conn.execute(_INSERT_RECORDED, rows[0])
+            else:
+                conn.executemany(_INSERT_RECORDED, rows)
+        elif count == 1:
             conn.execute(_INSERT, (first, pending[0]))
         else:
             conn.executemany(_INSERT, zip(range(first, first + count), pending, strict=True))
@@ -232,6 +257,7 @@ class Oplog:
     def rolled_back(self) -> None:
         self.pending.clear()
         self._transaction = None
+        self.session_record = None
 
     # -- reading and bounding -----------------------------------------------------------
 

@@ -4,9 +4,25 @@ A driver sends ``lsid`` with every command of a session. The engine keeps,
 per session: when it was last used (it expires after
 ``logicalSessionTimeoutMinutes`` idle, 30, as mongod's), the highest
 ``txnNumber`` it has used, its current or last multi-document transaction,
-and its last retryable write's reply (also stored in SQLite, in the write's
-own SQLite transaction: ``retryable_writes``, so a retry after a crash finds
-it and the write is never applied twice).
+and its last retryable write's reply, stored in the write's own SQLite
+transaction so that a retry after a crash finds it and the write is never
+applied twice:
+
+* a write that records oplog entries carries its record on its last entry
+  (the oplog's ``session`` column: BSON ``{lsid, n: txnNumber, reply}``), as
+  mongod's ``config.transactions`` points at the oplog - no statement of its
+  own; such records are also kept in memory (:attr:`SessionRegistry.unsaved`)
+  and copied into ``retryable_writes`` by the engine's housekeeping
+  (:meth:`SessionRegistry.save`), which then moves the ``sessions_through``
+  mark (catalog_meta: a packed oplog time) past them, in one transaction;
+* a write that records none (an update that matched nothing, a write that
+  failed) writes its ``retryable_writes`` row itself.
+
+Invariant: every record is in ``retryable_writes`` or on an oplog entry
+after ``sessions_through``, so opening the engine reads those entries back
+into :attr:`SessionRegistry.unsaved`, and the oplog is never trimmed past
+records not yet saved (the trim saves first). Where a session has both, the
+higher ``txnNumber`` is its last.
 
 Ending, killing or expiring a session aborts its open transaction. Reaping
 also aborts transactions older than ``transactionLifetimeLimitSeconds``.
@@ -23,17 +39,30 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import bson
 from bson import Int64
 from bson.binary import Binary
 
 from foliodb.engine.catalog import CODEC
+from foliodb.engine.oplog import pack
 from foliodb.engine.transactions import State, Transaction
 from foliodb.errors import CommandError, ErrorCode
 
+if TYPE_CHECKING:
+    from foliodb.engine.storage import Storage
+
 TIMEOUT_MINUTES = 30
+SAVE_SECONDS = 5.0
+SAVE_RECORDS = 10_000
+_THROUGH = "sessions_through"  # catalog_meta: records on oplog entries up to this time are in retryable_writes
+# Newer wins: a record saved from the oplog never replaces a later one a write stored in its own row.
+_UPSERT = (
+    "INSERT INTO retryable_writes (lsid, txn_number, reply, written) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (lsid) DO UPDATE SET txn_number = excluded.txn_number, reply = excluded.reply, "
+    "written = excluded.written WHERE excluded.txn_number >= retryable_writes.txn_number"
+)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS retryable_writes (
     lsid BLOB PRIMARY KEY,
@@ -75,13 +104,26 @@ def lsid_key(lsid: Any) -> bytes:
 class SessionRegistry:
     """The engine's sessions."""
 
-    def __init__(self, writer_conn: Any, abort: Callable[[Transaction], None]) -> None:
+    def __init__(self, storage: Storage, abort: Callable[[Transaction], None]) -> None:
+        writer_conn = storage.writer
         writer_conn.executescript(_SCHEMA)
         self._abort = abort
         self.sessions: dict[bytes, ServerSession] = {}
         self.lock = threading.Lock()
         self.timeout_minutes = TIMEOUT_MINUTES
         self.transaction_lifetime = 60.0  # transactionLifetimeLimitSeconds
+        # Records that rode the oplog and are not in retryable_writes yet: lsid key -> (txnNumber,
+        # the record's BSON as on its entry).
+        self.unsaved: dict[bytes, tuple[int, bytes]] = {}
+        self._unsaved_since: float | None = None  # monotonic time of the oldest unsaved record
+        if storage.oplog.has_sessions:
+            row = writer_conn.execute("SELECT value FROM catalog_meta WHERE key = ?", (_THROUGH,)).fetchone()
+            for (record,) in writer_conn.execute(
+                "SELECT session FROM oplog WHERE ts > ? AND session IS NOT NULL ORDER BY ts",
+                (int(row[0]) if row else 0,),
+            ):
+                found = bson.decode(record, CODEC)
+                self.unsaved[bytes(found["lsid"])] = (int(found["n"]), bytes(record))
 
     def touch(self, lsid: Any, owner: tuple[str, str] | None = None, key: bytes | None = None) -> ServerSession:
         """The session of ``lsid`` (``key``: its :func:`lsid_key`, when the caller has it), used now."""
@@ -104,22 +146,89 @@ class SessionRegistry:
         if session.loaded:
             return
         session.loaded = True
+        found = None
         row = reader("SELECT txn_number, reply FROM retryable_writes WHERE lsid = ?", (session.key,))
         if row:
             number, reply = row[0]
-            session.retryable = (int(number), bson.decode(reply, CODEC))
-            session.txn_number = max(session.txn_number, int(number))
+            found = (int(number), bson.decode(reply, CODEC))
+        with self.lock:
+            unsaved = self.unsaved.get(session.key)
+        if unsaved is not None and (found is None or unsaved[0] > found[0]):
+            found = (unsaved[0], bson.decode(unsaved[1], CODEC)["reply"])
+        if found is not None:
+            session.retryable = found
+            session.txn_number = max(session.txn_number, found[0])
 
-    @staticmethod
-    def store_retryable(conn: Any, session: ServerSession, txn_number: int, reply: dict[str, Any]) -> None:
-        """Inside the write's SQLite transaction: remember its reply."""
-        conn.execute(
-            "INSERT OR REPLACE INTO retryable_writes (lsid, txn_number, reply, written) VALUES (?, ?, ?, ?)",
-            # bytearray: bound as a BLOB directly, where bytes go through sqlite3's adapter lookup
-            (bytearray(session.key), txn_number, bytearray(bson.encode(reply, codec_options=CODEC)), time.time()),
-        )
+    def store_retryable(self, storage: Storage, session: ServerSession, txn_number: int, reply: dict[str, Any]) -> None:
+        """Inside the write's SQLite transaction: remember its reply - on the write's last
+        oplog entry when it recorded any, else in its own row."""
+        oplog = storage.oplog
+        if oplog.pending and not oplog.muted:
+            record = bson.encode({"lsid": Binary(session.key), "n": txn_number, "reply": reply}, codec_options=CODEC)
+            oplog.session_record = bytearray(record)
+            key = session.key
+            with self.lock:
+                before = self.unsaved.get(key)
+                self.unsaved[key] = (txn_number, record)
+                if self._unsaved_since is None:
+                    self._unsaved_since = time.monotonic()
+
+            def forget() -> None:  # the write rolled back: its record never was
+                with self.lock:
+                    if before is None:
+                        self.unsaved.pop(key, None)
+                    else:
+                        self.unsaved[key] = before
+
+            storage.rollback_hooks[("retryable", key)] = forget
+        else:
+            storage.writer.execute(
+                _UPSERT,
+                # bytearray: bound as a BLOB directly, where bytes go through sqlite3's adapter lookup
+                (bytearray(session.key), txn_number, bytearray(bson.encode(reply, codec_options=CODEC)), time.time()),
+            )
         session.retryable = (txn_number, reply)
         session.loaded = True
+
+    def save(self, storage: Storage, due: bool = False) -> None:
+        """Copy the records that rode the oplog into ``retryable_writes`` and move
+        ``sessions_through`` past them (before the oplog is trimmed, at close). ``due``:
+        only if the oldest has waited :data:`SAVE_SECONDS` or they are many (housekeeping's
+        ticks: the fewer saves, the less they cost the writes; the more, the fewer entries
+        an open after a crash reads back)."""
+        with self.lock:
+            saving = dict(self.unsaved)
+            since = self._unsaved_since
+        if not saving or (
+            due and len(saving) < SAVE_RECORDS and since is not None and time.monotonic() - since < SAVE_SECONDS
+        ):
+            return
+        with storage.write() as conn:
+            written = time.time()
+            conn.executemany(
+                _UPSERT,
+                [
+                    (key, number, bson.encode(bson.decode(record, CODEC)["reply"], codec_options=CODEC), written)
+                    for key, (number, record) in saving.items()
+                ],
+            )
+            # Under the writer lock: every record committed so far is at or before the cluster time.
+            conn.execute(
+                "INSERT OR REPLACE INTO catalog_meta (key, value) VALUES (?, ?)", (_THROUGH, pack(storage.cluster_time))
+            )
+
+            def unsave() -> None:  # the write this save joined rolled back: they are unsaved again
+                with self.lock:
+                    for key, value in saving.items():
+                        self.unsaved.setdefault(key, value)
+                    self._unsaved_since = time.monotonic()
+
+            storage.rollback_hooks[("sessions", "save")] = unsave
+        with self.lock:  # what a write stored meanwhile stays unsaved
+            for key, value in saving.items():
+                if self.unsaved.get(key) is value:
+                    del self.unsaved[key]
+            self._unsaved_since = time.monotonic() if self.unsaved else None
 
     def end(self, keys: list[bytes]) -> None:
         """endSessions / killSessions: forget them, aborting their transactions."""

@@ -177,7 +177,7 @@ class Storage(SnapshotReads):
                 self.lock.release()
             raise CommandError(ErrorCode.InternalError, f"cannot open {self.file}: {exc}") from None
         self.clock = ClusterClock(self.writer)
-        self.oplog = Oplog(self.writer)
+        self.oplog = Oplog(self.writer, not self.read_only)
         self.new_entries = threading.Condition()  # notified when a commit recorded oplog entries
         self.watchers = 0  # threads waiting on it (change streams, awaitData cursors)
         self.cluster_time: Timestamp = self.clock.last  # of the newest commit
