@@ -116,11 +116,28 @@ def _wildcard_candidates(index: IndexInfo, conditions: dict[str, list[Any]]) -> 
             # "a.0" may be an array position: its matches are keyed under "a" (a wildcard key
             # holds no positions), so bounds on the path "a.0" would miss them.
             continue
-        intervals = field_intervals(conds, multikey=True)
+        intervals = field_intervals([c for c in conds if _compares_leaves(c)], multikey=True)
         if intervals is None or includes_null(intervals):
             continue
         out.append(Candidate(index, [[point(path)], intervals], 1, False, ["$_path", path], [False, False]))
     return out
+
+
+_LEAF_OPERATORS = ("$eq", "$gt", "$gte", "$lt", "$lte")
+
+
+def _compares_leaves(cond: Any) -> bool:
+    """Whether a condition compares only to values a wildcard index keys: it keys a path's
+    leaves, never an object or array as a whole, so a comparison to one (``{x: {b: 1}}``,
+    ``{$gt: {b: 1}}``, ``$in`` with an array) cannot be bounded there - mongod's
+    ``nodeIsSupportedByWildcardIndex``. The fetch's filter still decides the others."""
+    if not is_operator_doc(cond):
+        return not isinstance(cond, (Mapping, list))
+    for op in _LEAF_OPERATORS:
+        if op in cond and isinstance(cond[op], (Mapping, list)):
+            return False
+    values = cond.get("$in")
+    return not (isinstance(values, list) and any(isinstance(v, (Mapping, list)) for v in values))
 
 
 def candidates(
