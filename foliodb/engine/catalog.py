@@ -35,6 +35,7 @@ from typing import Any
 
 import bson
 from bson.codec_options import CodecOptions, DatetimeConversion
+from bson.raw_bson import RawBSONDocument
 
 from foliodb.engine.search import catalog as search_catalog
 from foliodb.query import collation, paths
@@ -43,6 +44,8 @@ from foliodb.query.collation import Collator
 # How the engine decodes stored BSON: plain dicts, naive UTC datetimes, and
 # dates beyond datetime's range kept as DatetimeMS so nothing is lost.
 CODEC = CodecOptions(document_class=dict, tz_aware=False, datetime_conversion=DatetimeConversion.DATETIME_AUTO)
+# A stored document's BSON as it is (a RawBSONDocument), where a reply over the wire carries it unchanged.
+RAW = CodecOptions(document_class=RawBSONDocument)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS catalog_collections (
