@@ -38,7 +38,7 @@ from bson.codec_options import CodecOptions, DatetimeConversion
 from bson.raw_bson import RawBSONDocument
 
 from foliodb.engine.search import catalog as search_catalog
-from foliodb.query import collation, paths
+from foliodb.query import collation, compare, paths
 from foliodb.query.collation import Collator
 
 # How the engine decodes stored BSON: plain dicts, naive UTC datetimes, and
@@ -116,6 +116,16 @@ class IndexInfo:
         if "hashed" in key.values():
             return "hashed"
         return "btree"
+
+    @functools.cached_property
+    def key_names(self) -> tuple[str, ...]:
+        """The key's field names, in order (the key never changes: a plan reads them per query)."""
+        return tuple(self.key)
+
+    @functools.cached_property
+    def descending(self) -> tuple[bool, ...]:
+        """Per key field, whether it is descending: a negative number ("hashed", "2d"... ascend)."""
+        return tuple(compare.is_number(d) and compare.number_value(d) < 0 for d in self.key.values())
 
     @property
     def fields(self) -> list[tuple[tuple[str, ...], bool]]:

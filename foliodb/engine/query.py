@@ -189,7 +189,9 @@ class FindExecution:
         if self.plan is not None and isinstance(self.plan.access, GeoNearScan):
             self.near = self.plan.access
         if self.plan is not None and not isinstance(self.plan.access, IdLookup):
-            self.prefilter = raw_narrowing(self.plan.access, rest, ctx.collator)
+            if self.matcher is not None or isinstance(self.plan.access, CollScan):
+                # (Without a matcher an index's records are exactly the matches: nothing to narrow.)
+                self.prefilter = raw_narrowing(self.plan.access, rest, ctx.collator)
             op = interrupt.current()
             if op is not None and op.plan_summary is None:
                 op.plan_summary = self.plan.access.summary()  # currentOp's planSummary

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -401,7 +401,7 @@ class KeyRange:
     stop: bytes | None  # exclusive; None: to the end
 
 
-def key_ranges(per_field: list[list[Interval]], descending: list[bool]) -> list[KeyRange] | None:
+def key_ranges(per_field: list[list[Interval]], descending: Sequence[bool]) -> list[KeyRange] | None:
     """Ascending key ranges of a compound index (None: too many to list)."""
     prefixes = [b""]
     for intervals, desc in zip(per_field, descending, strict=True):
@@ -423,7 +423,7 @@ def key_ranges(per_field: list[list[Interval]], descending: list[bool]) -> list[
     return [KeyRange(p, next_prefix(p) if p else None) for p in prefixes]
 
 
-def key_checker(per_field: list[list[Interval]], descending: list[bool]) -> Callable[[bytes], bool] | None:
+def key_checker(per_field: list[list[Interval]], descending: Sequence[bool]) -> Callable[[bytes], bool] | None:
     """A test that a key's fields after the first ranged one lie in their
     intervals (the key ranges bound only the fields up to that one), or None
     when those fields are unbounded. For indexes without ``undefined`` keys
@@ -439,7 +439,7 @@ def key_checker(per_field: list[list[Interval]], descending: list[bool]) -> Call
             checks.append((j, descending[j], spaced))
     if not checks:
         return None
-    flags = descending[: checks[-1][0] + 1]
+    flags = list(descending[: checks[-1][0] + 1])
 
     def check(key: bytes) -> bool:
         values = decode_key(key, flags)
