@@ -127,6 +127,11 @@ class IndexInfo:
         """Per key field, whether it is descending: a negative number ("hashed", "2d"... ascend)."""
         return tuple(compare.is_number(d) and compare.number_value(d) < 0 for d in self.key.values())
 
+    @functools.cached_property
+    def pattern_shown(self) -> str:
+        """The key pattern as a plan summary shows it (``{ a: 1, b: -1 }``)."""
+        return "{ " + ", ".join(f"{name}: {direction}" for name, direction in self.key.items()) + " }"
+
     @property
     def fields(self) -> list[tuple[tuple[str, ...], bool]]:
         """(path parts, descending) of each key field."""

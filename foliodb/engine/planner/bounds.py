@@ -20,11 +20,9 @@ key that starts with it.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from bson import MaxKey, MinKey, Regex
 from bson.datetime_ms import DatetimeMS
@@ -39,8 +37,10 @@ from foliodb.query.render import render
 MAX_POINT_PREFIXES = 1000
 
 
-@dataclass(frozen=True, slots=True)
-class Interval:
+class Interval(NamedTuple):
+    """One field's key interval (a tuple: a plan builds several per query, and a frozen
+    dataclass's construction cost several times a tuple's)."""
+
     lo: bytes
     lo_inclusive: bool
     hi: bytes
@@ -76,7 +76,7 @@ def collation_keys_shown(iv: Interval) -> Interval:
     with a non-simple collation as ``CollationKey(0x<hex>)`` (and only
     top-level strings: an object bound holding one prints as it is), so
     FolioDB does the same rather than show the key's raw bytes."""
-    return dataclasses.replace(iv, lo_shown=_key_shown(iv.lo, iv.lo_shown), hi_shown=_key_shown(iv.hi, iv.hi_shown))
+    return iv._replace(lo_shown=_key_shown(iv.lo, iv.lo_shown), hi_shown=_key_shown(iv.hi, iv.hi_shown))
 
 
 def _key_shown(key: bytes, shown: str) -> str:
@@ -395,8 +395,7 @@ def sql_range(lo: bytes, lo_inclusive: bool, hi: bytes, hi_inclusive: bool) -> t
 # -- compound keys ------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class KeyRange:
+class KeyRange(NamedTuple):
     start: bytes
     stop: bytes | None  # exclusive; None: to the end
 

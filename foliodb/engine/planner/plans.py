@@ -211,8 +211,7 @@ class IndexScan(AccessStage):
     stage = "IXSCAN"
 
     def summary(self) -> str:
-        key = ", ".join(f"{name}: {direction}" for name, direction in self.index.key.items())
-        return f"{self.stage} {{ {key} }}"
+        return f"{self.stage} {self.index.pattern_shown}"
 
     def __init__(
         self,
