@@ -67,7 +67,7 @@ def test_ready_mappings_are_listed_by_name(db: Any) -> None:
     assert main["synonymMappingStatus"] == "READY"
     assert main["synonymMappingStatusDetails"] == {"alpha": ready, "empty": ready, "zeta": ready}
     # pymongo's helper lists the same document.
-    assert list(coll.list_search_indexes())[0]["synonymMappingStatusDetail"] == found["synonymMappingStatusDetail"]
+    assert next(iter(coll.list_search_indexes()))["synonymMappingStatusDetail"] == found["synonymMappingStatusDetail"]
 
 
 BAD_DOCUMENTS = [
@@ -75,7 +75,10 @@ BAD_DOCUMENTS = [
     ({"_id": 7, "synonyms": ["x"]}, f'{PREFIX}: "mappingType" is required'),
     ({"mappingType": None, "synonyms": ["x"]}, f'{PREFIX}: "mappingType" is required'),
     ({"mappingType": 1, "synonyms": ["x"]}, f'{PREFIX}: "mappingType" must be a string'),
-    ({"mappingType": "Equivalent", "synonyms": ["x"]}, f'{PREFIX}: "mappingType" must be one of [equivalent, explicit]'),
+    (
+        {"mappingType": "Equivalent", "synonyms": ["x"]},
+        f'{PREFIX}: "mappingType" must be one of [equivalent, explicit]',
+    ),
     ({"mappingType": "equivalent"}, f'{PREFIX}: "synonyms" is required'),
     ({"mappingType": "equivalent", "synonyms": "x"}, f'{PREFIX}: "synonyms" must be a array'),
     ({"mappingType": "equivalent", "synonyms": []}, f'{PREFIX}: "synonyms" cannot be empty'),
