@@ -10,18 +10,20 @@ returns a :class:`Query` whose :meth:`Query.hits` gives the matching entries of 
 option (``boost``, ``constant``, ``function``) applied. The operators are in
 :mod:`.terms` (text, phrase, autocomplete, wildcard, regex, queryString), :mod:`.values`
 (equals, in, range, exists, near), :mod:`.compound` (compound, embeddedDocument),
-:mod:`.like` (moreLikeThis), :mod:`.geo` (geoWithin, geoShape) and :mod:`.span` (span).
+:mod:`.ancestry` (hasAncestor, hasRoot), :mod:`.like` (moreLikeThis), :mod:`.geo` (geoWithin,
+geoShape) and :mod:`.span` (span).
 Known MongoDB Search operators not built here answer NotImplemented (238).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from foliodb.engine.search.numeric import np
-from foliodb.engine.search.text.mapping import TextDefinition
+from foliodb.engine.search.text.mapping import EMBEDDED, TextDefinition
 from foliodb.engine.search.text.reader import Reader
 from foliodb.engine.search.text.scoring import Hits
 from foliodb.errors import CommandError, ErrorCode
@@ -48,7 +50,9 @@ class Run:
     reader: Reader
     definition: TextDefinition
     highlight: dict[str, set[str]] = field(default_factory=dict)  # key -> terms matched
-    scope: Any = None  # inside embeddedDocument: the ordinals of its embedded entries
+    scope: Any = None  # inside embeddedDocument or under returnScope: the ordinals of its embedded entries
+    scope_path: str | None = None  # ... and their embeddedDocuments path (None: documents)
+    scope_source: str = ""  # what set the scope, for errors: "returnScope.path", ...
     # A collection of the index's database by name (synonym sources), in the search's snapshot.
     collection: Callable[[str], Any] | None = None
     synonym_maps: dict[str, Any] = field(default_factory=dict)  # name -> built map, once per search
@@ -77,7 +81,7 @@ OperatorCompiler = Callable[[Mapping[str, Any], str, TextDefinition], Query]
 OPERATORS: Registry[OperatorCompiler] = Registry(
     "search operator",
     _unknown,
-    unbuilt=("knnBeta", "hasAncestor", "hasRoot", "vectorSearch"),
+    unbuilt=("knnBeta", "vectorSearch"),
 )
 
 
@@ -143,10 +147,35 @@ def of_roots(run: Run, hits: Hits) -> Hits:
     return ords[keep], scores[keep]
 
 
+def scope_entries(run: Run, path: str | None) -> Any:
+    """The live entries of the embeddedDocuments ``path`` (None: the documents)."""
+    reader = run.reader
+    return reader.roots() if path is None else np.unique(reader.postings(EMBEDDED, path)[0])
+
+
+@contextlib.contextmanager
+def scoped(run: Run, path: str | None, source: str = "") -> Iterator[None]:
+    """Operators inside run over the entries of ``path`` (None: the documents); ``source``
+    names what set it, for errors (``"returnScope.path"``)."""
+    outer = run.scope, run.scope_path, run.scope_source
+    run.scope = None if path is None else scope_entries(run, path)
+    run.scope_path, run.scope_source = path, source
+    try:
+        yield
+    finally:
+        run.scope, run.scope_path, run.scope_source = outer
+
+
+def check_descendant(run: Run, what: str, path: str) -> None:
+    """An embedded scope's operators must search below it (mongot's embedded root check)."""
+    if run.scope_path is not None and not path.startswith(run.scope_path + "."):
+        raise search_error(f"{what} '{path}' must be a descendant of {run.scope_source} '{run.scope_path}'")
+
+
 def all_roots(run: Run) -> Hits:
     ords = run.reader.roots() if run.scope is None else run.scope
     return ords, np.ones(len(ords))
 
 
 # Register the operators.
-from foliodb.engine.search.text.operators import compound, geo, like, span, terms, values  # noqa: E402,F401
+from foliodb.engine.search.text.operators import ancestry, compound, geo, like, span, terms, values  # noqa: E402,F401

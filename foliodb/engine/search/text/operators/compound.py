@@ -7,7 +7,9 @@
   scores a MatchAllDocs clause.
 * ``embeddedDocument``: ``operator`` over the elements of an ``embeddedDocuments`` array,
   each element's score gathered into its document's by ``score.embedded.aggregate``
-  (``sum``, default; ``maximum``, ``minimum``, ``mean``).
+  (``sum``, default; ``maximum``, ``minimum``, ``mean``). Inside another embedded scope
+  (``returnScope``, an outer ``embeddedDocument``, ``hasAncestor``) its path must lie below
+  that scope's, as mongot checks.
 * ``queryString``: Lucene's classic syntax over ``defaultPath``: terms, ``"phrases"``,
   ``field:value``, ``AND``/``&&``, ``OR``/``||`` (and adjacency), ``NOT``/``!``/``-``, ``+``,
   parentheses, ``*``/``?`` wildcards and ``term~N`` fuzzy terms.
@@ -20,17 +22,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from foliodb.engine.search.numeric import np
-from foliodb.engine.search.text.mapping import EMBEDDED, TextDefinition
+from foliodb.engine.search.text.mapping import TextDefinition
 from foliodb.engine.search.text.operators import (
     OPERATORS,
     Query,
     Run,
     all_roots,
+    check_descendant,
     check_fields,
     clause,
     compile_operator,
     number,
     of_roots,
+    scoped,
     search_error,
 )
 from foliodb.engine.search.text.scoring import Hits, empty, intersect, restrict, subtract, union
@@ -99,12 +103,9 @@ class EmbeddedQuery(Query):
 
     def match(self, run: Run) -> Hits:
         reader = run.reader
-        outer = run.scope
-        run.scope = np.unique(reader.postings(EMBEDDED, self.path)[0])
-        try:
+        check_descendant(run, "embeddedDocument operator path", self.path)
+        with scoped(run, self.path, "embeddedDocument.path"):
             ords, scores = self.operator.hits(run)
-        finally:
-            run.scope = outer
         if not len(ords):
             return empty()
         parents = reader.parent_at[ords]
