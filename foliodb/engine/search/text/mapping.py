@@ -87,6 +87,7 @@ class FieldSpec:
     ignore_above: int | None = None
     shapes: bool = False  # geo indexShapes: the whole GeoJSON kept too, for geoShape
     stored: Any = False  # embeddedDocuments storedSource: what returnScope returns of an element
+    vector: tuple[int, str] | None = None  # knnVector: (dimensions, similarity), for knnBeta
 
 
 @dataclass(frozen=True)
@@ -229,6 +230,14 @@ class TextDefinition:
             return FieldSpec("number")
         if kind == "dateFacet":
             return FieldSpec("date")
+        if kind == "knnVector":
+            dimensions = spec.get("dimensions")
+            if isinstance(dimensions, bool) or not isinstance(dimensions, int) or not 1 <= dimensions <= 8192:
+                raise invalid(f"{place}.dimensions", "is required and must be an integer from 1 to 8192")
+            similarity = spec.get("similarity")
+            if similarity not in ("euclidean", "cosine", "dotProduct"):
+                raise invalid(f"{place}.similarity", "is required and must be one of [cosine, dotProduct, euclidean]")
+            return FieldSpec(kind, vector=(dimensions, str(similarity)))
         if kind == "geo":
             shapes = spec.get("indexShapes", False)
             if not isinstance(shapes, bool):

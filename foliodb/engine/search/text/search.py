@@ -34,7 +34,7 @@ from foliodb.engine.search.text.collect import count_document, facet_document
 from foliodb.engine.search.text.highlight import highlights
 from foliodb.engine.search.text.index import TextState
 from foliodb.engine.search.text.mapping import TextDefinition
-from foliodb.engine.search.text.operators import Run, all_roots, compile_operator, scoped
+from foliodb.engine.search.text.operators import Run, all_roots, compile_operator, knn, scoped
 from foliodb.engine.search.text.paginate import Pager
 from foliodb.engine.search.text.reader import Reader
 from foliodb.engine.search.text.scope import element_documents, offsets, return_scope
@@ -182,9 +182,10 @@ def text_search(
         name, body = query.operator
         compiled = compile_operator(name, body, name, definition)
     scope = return_scope(query, definition)
+    knn.check_query(query)
     reader, lock = _reader(search, store, index, explained)
     try:
-        run = Run(reader, definition, collection=collection)
+        run = Run(reader, definition, collection=collection, fetch=lambda rid: _fetched(store, rid))
         with scoped(run, scope, "returnScope.path"):
             ords, scores = compiled.hits(run) if compiled is not None else all_roots(run)
         explained.matched = len(ords)
@@ -242,6 +243,11 @@ def documents(store: CollectionStore, query: SearchQuery, found: Found) -> Itera
             doc = stored.apply(doc)
         doc[metadata.FIELD] = meta
         yield doc
+
+
+def _fetched(store: CollectionStore, rid: int) -> dict[str, Any] | None:
+    data = store.get_raw(rid)
+    return None if data is None else bson.decode(data, CODEC)
 
 
 def _details(found: Found, score: float) -> dict[str, Any]:

@@ -10,8 +10,8 @@ returns a :class:`Query` whose :meth:`Query.hits` gives the matching entries of 
 option (``boost``, ``constant``, ``function``) applied. The operators are in
 :mod:`.terms` (text, phrase, autocomplete, wildcard, regex, queryString), :mod:`.values`
 (equals, in, range, exists, near), :mod:`.compound` (compound, embeddedDocument),
-:mod:`.ancestry` (hasAncestor, hasRoot), :mod:`.like` (moreLikeThis), :mod:`.geo` (geoWithin,
-geoShape) and :mod:`.span` (span).
+:mod:`.ancestry` (hasAncestor, hasRoot), :mod:`.knn` (knnBeta), :mod:`.like` (moreLikeThis),
+:mod:`.geo` (geoWithin, geoShape) and :mod:`.span` (span).
 Known MongoDB Search operators not built here answer NotImplemented (238).
 """
 
@@ -56,6 +56,8 @@ class Run:
     # A collection of the index's database by name (synonym sources), in the search's snapshot.
     collection: Callable[[str], Any] | None = None
     synonym_maps: dict[str, Any] = field(default_factory=dict)  # name -> built map, once per search
+    # A document of the searched collection by record id, in the search's snapshot (knnBeta).
+    fetch: Callable[[int], Mapping[str, Any] | None] | None = None
 
     def matched(self, key: str, found: Any) -> None:
         """The search matched these terms of ``key`` (highlights show them)."""
@@ -81,7 +83,7 @@ OperatorCompiler = Callable[[Mapping[str, Any], str, TextDefinition], Query]
 OPERATORS: Registry[OperatorCompiler] = Registry(
     "search operator",
     _unknown,
-    unbuilt=("knnBeta", "vectorSearch"),
+    unbuilt=("vectorSearch",),
 )
 
 
@@ -178,4 +180,4 @@ def all_roots(run: Run) -> Hits:
 
 
 # Register the operators.
-from foliodb.engine.search.text.operators import ancestry, compound, geo, like, span, terms, values  # noqa: E402,F401
+from foliodb.engine.search.text.operators import ancestry, compound, geo, knn, like, span, terms, values  # noqa: E402,F401

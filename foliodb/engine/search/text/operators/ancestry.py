@@ -102,10 +102,10 @@ def _sorted(hits: Hits) -> Hits:
 
 
 def _operator(body: Mapping[str, Any], place: str, definition: TextDefinition) -> Query:
-    operator = body["operator"]
-    if isinstance(operator, Mapping) and "moreLikeThis" in operator:
+    operator = clause(body["operator"], f"{place}.operator", definition)
+    if operator.name == "moreLikeThis":
         raise search_error("Operator: moreLikeThis not allowed in embeddedDocument operator")
-    return clause(operator, f"{place}.operator", definition)
+    return operator
 
 
 @OPERATORS.register("hasAncestor")

@@ -129,18 +129,19 @@ def op_embeddedDocument(body: Mapping[str, Any], place: str, definition: TextDef
     path = body["path"]
     if not isinstance(path, str):
         raise search_error(f'"{place}.path" must be a string')
+    # mongot parses the whole query, then checks it, then looks its paths up in the index.
+    operator = clause(body["operator"], f"{place}.operator", definition)
+    if operator.name == "moreLikeThis":
+        raise search_error("Operator: moreLikeThis not allowed in embeddedDocument operator")
     if path not in definition.embedded_paths():
         raise search_error(f"Path '{path}' needs to be indexed as embeddedDocuments")
-    operator = body["operator"]
-    if isinstance(operator, Mapping) and "moreLikeThis" in operator:
-        raise search_error("Operator: moreLikeThis not allowed in embeddedDocument operator")
     aggregate = "sum"
     score = body.get("score")
     if isinstance(score, Mapping) and isinstance(score.get("embedded"), Mapping):
         aggregate = score["embedded"].get("aggregate", "sum")
         if aggregate not in ("sum", "maximum", "minimum", "mean"):
             raise search_error(f'"{place}.score.embedded.aggregate" must be one of [maximum, mean, minimum, sum]')
-    return EmbeddedQuery(path, clause(operator, f"{place}.operator", definition), aggregate)
+    return EmbeddedQuery(path, operator, aggregate)
 
 
 # -- queryString -------------------------------------------------------------------------------
