@@ -189,6 +189,9 @@ def test_the_query_is_normalized_not_analyzed(db: Any) -> None:
     # The index holds english's stems ("run" for both); the regex "Runs" is searched as "runs".
     assert ids({"term": {"path": "e", "query": "Runs", "regex": True}}) == set()
     assert ids({"term": {"path": "e", "query": "Ru.", "regex": True}}) == {1, 2}
+    # So is a plain term: "Runs" is not stemmed to "run" (it used to be analyzed).
+    assert ids({"term": {"path": "e", "query": "Runs"}}) == set()
+    assert ids({"term": {"path": "e", "query": "RUN"}}) == {1, 2}
 
 
 @pytest.mark.parametrize(

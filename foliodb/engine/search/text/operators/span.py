@@ -6,11 +6,11 @@ A span is a run of positions ``[start, end)`` in one string field; each form giv
 document's spans:
 
 * ``term: {path, query, prefix? | fuzzy? | regex? | wildcard?}``: the positions of the
-  query's term (lower-cased, as the field's analyzer normalizes a term), or of every index
-  term the query stands for (Lucene's SpanMultiTermQueryWrapper over the query mongot builds):
+  query as one term, normalized as mongot's (the field's analyzer's lower-casing and folding;
+  not tokenized, stemmed or stopped: span is a term-level operator), or of every index term
+  the query stands for (Lucene's SpanMultiTermQueryWrapper over the query mongot builds):
   ``prefix: true`` every term starting with it; ``regex: true`` / ``wildcard: true`` every
-  term the query (normalized, as mongot's: lower-cased when the analyzer lower-cases, not
-  tokenized) matches whole, as the ``regex`` / ``wildcard`` operators; ``fuzzy: {maxEdits
+  term the query matches whole, as the ``regex`` / ``wildcard`` operators; ``fuzzy: {maxEdits
   0-2 = 2, prefixLength = 0, maxExpansions = 256}`` the terms within that Damerau-Levenshtein
   distance sharing the prefix, the ``maxExpansions`` most similar (``1 - edits / min(length)``,
   ties by term: Lucene's top-terms rewrite), or the term alone when ``maxEdits`` is 0 or the
@@ -359,8 +359,7 @@ def _term_node(body: Mapping[str, Any], where: str, definition: TextDefinition) 
     if chosen in (["regex"], ["wildcard"]):
         compiled, literal = compile_pattern(_normalized(analyzer, query), chosen[0], f"{where}.query")
         return PatternSpan(path, compiled, literal)
-    terms = [t for t, _ in analyzer.terms(query)]
-    return TermSpan(path, terms[0] if len(terms) == 1 else query.lower(), chosen == ["prefix"])
+    return TermSpan(path, _normalized(analyzer, query), chosen == ["prefix"])
 
 
 def _bounded(spec: Mapping[str, Any], key: str, place: str, default: int, low: int, high: int) -> int:
