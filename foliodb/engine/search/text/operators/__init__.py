@@ -109,6 +109,16 @@ def clause(spec: Any, place: str, definition: TextDefinition) -> Query:
     return compile_operator(name, body, f"{place}.{name}", definition)
 
 
+def embedded_clause(body: Mapping[str, Any], place: str, definition: TextDefinition) -> Query:
+    """The ``operator`` of an operator that moves the embedded scope (embeddedDocument,
+    hasAncestor, hasRoot), where mongot refuses moreLikeThis. Compiled before the scope's
+    path is looked up in the index, as mongot parses the whole query first."""
+    operator = clause(body["operator"], f"{place}.operator", definition)
+    if operator.name == "moreLikeThis":
+        raise search_error("Operator: moreLikeThis not allowed in embeddedDocument operator")
+    return operator
+
+
 def check_fields(body: Mapping[str, Any], place: str, allowed: tuple[str, ...], needed: tuple[str, ...] = ()) -> None:
     for key in body:
         if key not in allowed and key != "score":

@@ -31,7 +31,7 @@ from foliodb.engine.search.text.operators import (
     Query,
     Run,
     check_fields,
-    clause,
+    embedded_clause,
     scoped,
     search_error,
 )
@@ -101,25 +101,19 @@ def _sorted(hits: Hits) -> Hits:
     return ords[order], scores[order]
 
 
-def _operator(body: Mapping[str, Any], place: str, definition: TextDefinition) -> Query:
-    operator = clause(body["operator"], f"{place}.operator", definition)
-    if operator.name == "moreLikeThis":
-        raise search_error("Operator: moreLikeThis not allowed in embeddedDocument operator")
-    return operator
-
-
 @OPERATORS.register("hasAncestor")
 def op_hasAncestor(body: Mapping[str, Any], place: str, definition: TextDefinition) -> Query:
     check_fields(body, place, ("ancestorPath", "operator"), ("ancestorPath", "operator"))
     path = body["ancestorPath"]
     if not isinstance(path, str):
         raise search_error(f'"{place}.ancestorPath" must be a string')
+    operator = embedded_clause(body, place, definition)
     if path not in definition.embedded_paths():
         raise search_error(f"hasAncestor requires path '{path}' to be indexed as 'embeddedDocuments'")
-    return HasAncestorQuery(path, _operator(body, place, definition))
+    return HasAncestorQuery(path, operator)
 
 
 @OPERATORS.register("hasRoot")
 def op_hasRoot(body: Mapping[str, Any], place: str, definition: TextDefinition) -> Query:
     check_fields(body, place, ("operator",), ("operator",))
-    return HasRootQuery(_operator(body, place, definition))
+    return HasRootQuery(embedded_clause(body, place, definition))

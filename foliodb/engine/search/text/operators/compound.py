@@ -32,6 +32,7 @@ from foliodb.engine.search.text.operators import (
     check_fields,
     clause,
     compile_operator,
+    embedded_clause,
     number,
     of_roots,
     scoped,
@@ -129,10 +130,7 @@ def op_embeddedDocument(body: Mapping[str, Any], place: str, definition: TextDef
     path = body["path"]
     if not isinstance(path, str):
         raise search_error(f'"{place}.path" must be a string')
-    # mongot parses the whole query, then checks it, then looks its paths up in the index.
-    operator = clause(body["operator"], f"{place}.operator", definition)
-    if operator.name == "moreLikeThis":
-        raise search_error("Operator: moreLikeThis not allowed in embeddedDocument operator")
+    operator = embedded_clause(body, place, definition)
     if path not in definition.embedded_paths():
         raise search_error(f"Path '{path}' needs to be indexed as embeddedDocuments")
     aggregate = "sum"
