@@ -13,11 +13,9 @@ number of spans and idf the sum of the idf of the terms the query stands for (Sp
 
 from __future__ import annotations
 
-import fnmatch
 import itertools
 import math
 import random
-import re
 from typing import Any
 
 import pytest
@@ -25,7 +23,7 @@ from pymongo.errors import OperationFailure
 from pymongo.operations import SearchIndexModel
 
 from tests.unit.search.conftest import wait_ready
-from tests.unit.search.text_reference import float32, norm_length, standard_terms
+from tests.unit.search.text_reference import expanded_terms, float32, norm_length, standard_terms
 
 WORDS = ["quick", "quack", "quirk", "quicker", "brown", "brawn", "crown", "fox", "fax", "box", "dog"]
 
@@ -39,47 +37,10 @@ def _setup(db: Any) -> tuple[Any, dict[int, list[str]]]:
     return db.sp, {i: standard_terms(t) for i, t in docs.items()}
 
 
-def _osa(a: str, b: str) -> int:
-    """Optimal string alignment distance (insert, delete, substitute, swap neighbours)."""
-    d = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
-    for i in range(len(a) + 1):
-        d[i][0] = i
-    for j in range(len(b) + 1):
-        d[0][j] = j
-    for i in range(1, len(a) + 1):
-        for j in range(1, len(b) + 1):
-            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
-    return d[len(a)][len(b)]
-
-
-def _expanded(body: dict[str, Any], vocabulary: set[str]) -> set[str]:
-    """The index terms a span term stands for."""
-    query = body["query"].lower()
-    if body.get("regex"):
-        return {t for t in vocabulary if re.fullmatch(query, t)}
-    if body.get("wildcard"):
-        return {t for t in vocabulary if fnmatch.fnmatchcase(t, query)}
-    if "fuzzy" in body:
-        edits = body["fuzzy"].get("maxEdits", 2)
-        prefix = body["fuzzy"].get("prefixLength", 0)
-        limit = body["fuzzy"].get("maxExpansions", 256)
-        if edits == 0 or prefix >= len(query):
-            return {query} & vocabulary
-        ranked = sorted(
-            (-(1.0 if _osa(query, t) == 0 else 1 - _osa(query, t) / min(len(t), len(query))), t)
-            for t in vocabulary
-            if t[:prefix] == query[:prefix] and _osa(query, t) <= edits
-        )
-        return {t for _, t in ranked[:limit]}
-    return {query} & vocabulary
-
-
 def _spans(spec: dict[str, Any], tokens: list[str], vocabulary: set[str]) -> set[tuple[int, int]]:
     kind, body = next(iter(spec.items()))
     if kind == "term":
-        terms = _expanded(body, vocabulary)
+        terms = expanded_terms(body, vocabulary)
         return {(p, p + 1) for p, t in enumerate(tokens) if t in terms}
     if kind == "or":
         return set().union(*(_spans(c, tokens, vocabulary) for c in body["clauses"]))
@@ -133,7 +94,7 @@ def test_multi_term_spans_match_the_reference(db: Any, spec: dict[str, Any]) -> 
 def test_multi_term_span_scores(db: Any, spec: dict[str, Any]) -> None:
     coll, tokens = _setup(db)
     vocabulary = set(itertools.chain.from_iterable(tokens.values()))
-    terms = _expanded(spec["term"], vocabulary)
+    terms = expanded_terms(spec["term"], vocabulary)
     n = len(tokens)
     avgdl = sum(len(t) for t in tokens.values()) / n
     weight = 0.0
