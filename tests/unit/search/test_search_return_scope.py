@@ -14,6 +14,7 @@ documents), computed here.
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import Counter
 from typing import Any
@@ -35,7 +36,10 @@ DEFINITION = {
                 "type": "embeddedDocuments",
                 "dynamic": True,
                 "storedSource": {"include": ["name", "price"]},
-                "fields": {"parts": {"type": "embeddedDocuments", "dynamic": True, "storedSource": True}},
+                "fields": {
+                    "parts": {"type": "embeddedDocuments", "dynamic": True, "storedSource": True},
+                    "price": [{"type": "number"}, {"type": "numberFacet"}],
+                },
             }
         },
     }
@@ -192,6 +196,22 @@ def test_embedded_document_inside_return_scope_sums_its_elements(db: Any) -> Non
         "returnScope": {"path": "items"},
     }
     _check(_run(coll, stage), expected)
+
+
+def test_facets_count_elements(db: Any) -> None:
+    coll, docs = _setup(db)
+    matching = [item for _, item in _items(docs) if "red" in standard_terms(item["name"])]
+    bounds = [0, 4, 7, 10]
+    expected = [
+        {"_id": low, "count": sum(1 for item in matching if low <= item["price"] < high)}
+        for low, high in itertools.pairwise(bounds)
+    ]
+    facet = {
+        "operator": {"text": {"query": "red", "path": "items.name"}},
+        "facets": {"p": {"type": "number", "path": "items.price", "boundaries": bounds}},
+    }
+    (meta,) = coll.aggregate([{"$searchMeta": {"facet": facet, "returnScope": SCOPE}}])
+    assert meta == {"count": {"lowerBound": len(matching)}, "facet": {"p": {"buckets": expected}}}
 
 
 def test_a_document_written_just_now_is_found(db: Any) -> None:
