@@ -11,7 +11,8 @@ reader's own view - its snapshot and, in a transaction, that transaction's write
 2. the operator runs (under the state's lock: the mutable segment may change after it);
    the count, the facets and the order (score, or ``sort``) are taken from its hits;
 3. documents are fetched from the view lazily, best first, each with ``searchScore`` (a
-   float32, as Lucene's), and ``searchHighlights`` / ``searchScoreDetails`` when asked.
+   float32, as Lucene's), and ``searchHighlights`` / ``searchScoreDetails`` when asked
+   (under ``returnScope``, the matching elements instead: :mod:`.scope`).
 
 An index still ``BUILDING``, or a snapshot older than the index's history, is answered by
 an index built on the spot from the view's documents (slow, never wrong).
