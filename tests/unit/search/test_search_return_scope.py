@@ -272,6 +272,52 @@ TEXT = {"text": {"query": "red", "path": "items.name"}}
             {"embeddedDocument": {"path": "items", "operator": TEXT}, "returnScope": {"path": "items.parts"}},
             "embeddedDocument operator path 'items' must be a descendant of returnScope.path 'items.parts'",
         ),
+        (
+            {"text": {"query": "toys", "path": "category"}, "returnScope": SCOPE},
+            "text operator path 'category' must be a descendant of returnScope.path 'items'",
+        ),
+        (
+            {"compound": {"should": [TEXT, {"exists": {"path": "category"}}]}, "returnScope": SCOPE},
+            "exists operator path 'category' must be a descendant of returnScope.path 'items'",
+        ),
+        (
+            {
+                "hasAncestor": {"ancestorPath": "items", "operator": {"text": {"query": "x", "path": "category"}}},
+                "returnScope": {"path": "items.parts"},
+            },
+            "text operator path 'category' must be a descendant of hasAncestor.ancestorPath 'items'",
+        ),
+        (
+            {"embeddedDocument": {"path": "items", "operator": {"text": {"query": "x", "path": "category"}}}},
+            "text operator path 'category' must be a descendant of embeddedDocument.path 'items'",
+        ),
+        (
+            {"span": {"term": {"path": "category", "query": "toys"}}, "returnScope": SCOPE},
+            "span operator path 'category' must be a descendant of returnScope.path 'items'",
+        ),
+        (
+            {
+                "hasRoot": {
+                    "operator": {
+                        "embeddedDocument": {
+                            "path": "items",
+                            "operator": {
+                                "embeddedDocument": {
+                                    "path": "items.parts",
+                                    "operator": {
+                                        "hasRoot": {
+                                            "operator": {"embeddedDocument": {"path": "items", "operator": TEXT}}
+                                        }
+                                    },
+                                }
+                            },
+                        }
+                    }
+                },
+                "returnScope": {"path": "items.parts"},
+            },
+            "Query must contain less than 4 occurrences of hasAncestor + hasRoot + embeddedDocuments.",
+        ),
         ({"hasRoot": {}, "returnScope": SCOPE}, '"hasRoot.operator" is required'),
         ({"hasAncestor": {"operator": TEXT}, "returnScope": SCOPE}, '"hasAncestor.ancestorPath" is required'),
     ],

@@ -36,6 +36,7 @@ from foliodb.engine.search.text.highlight import highlights
 from foliodb.engine.search.text.index import TextState
 from foliodb.engine.search.text.mapping import TextDefinition
 from foliodb.engine.search.text.operators import Run, all_roots, compile_operator, knn, scoped
+from foliodb.engine.search.text.operators.roots import check_roots
 from foliodb.engine.search.text.paginate import Pager
 from foliodb.engine.search.text.reader import Reader
 from foliodb.engine.search.text.scope import element_documents, offsets, return_scope
@@ -183,11 +184,12 @@ def text_search(
         name, body = query.operator
         compiled = compile_operator(name, body, name, definition)
     scope = return_scope(query, definition)
+    check_roots(query.operator, scope)
     knn.check_query(query)
     reader, lock = _reader(search, store, index, explained)
     try:
         run = Run(reader, definition, collection=collection, fetch=lambda rid: _fetched(store, rid))
-        with scoped(run, scope, "returnScope.path"):
+        with scoped(run, scope):
             ords, scores = compiled.hits(run) if compiled is not None else all_roots(run)
         explained.matched = len(ords)
         meta: dict[str, Any] = {"count": count_document(query.count, len(ords))}

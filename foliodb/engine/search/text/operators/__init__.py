@@ -51,8 +51,6 @@ class Run:
     definition: TextDefinition
     highlight: dict[str, set[str]] = field(default_factory=dict)  # key -> terms matched
     scope: Any = None  # inside embeddedDocument or under returnScope: the ordinals of its embedded entries
-    scope_path: str | None = None  # ... and their embeddedDocuments path (None: documents)
-    scope_source: str = ""  # what set the scope, for errors: "returnScope.path", ...
     # A collection of the index's database by name (synonym sources), in the search's snapshot.
     collection: Callable[[str], Any] | None = None
     synonym_maps: dict[str, Any] = field(default_factory=dict)  # name -> built map, once per search
@@ -166,22 +164,15 @@ def scope_entries(run: Run, path: str | None) -> Any:
 
 
 @contextlib.contextmanager
-def scoped(run: Run, path: str | None, source: str = "") -> Iterator[None]:
-    """Operators inside run over the entries of ``path`` (None: the documents); ``source``
-    names what set it, for errors (``"returnScope.path"``)."""
-    outer = run.scope, run.scope_path, run.scope_source
+def scoped(run: Run, path: str | None) -> Iterator[None]:
+    """Operators inside run over the entries of the embeddedDocuments ``path`` (None: the
+    documents); where they may, :mod:`.roots` has checked."""
+    outer = run.scope
     run.scope = None if path is None else scope_entries(run, path)
-    run.scope_path, run.scope_source = path, source
     try:
         yield
     finally:
-        run.scope, run.scope_path, run.scope_source = outer
-
-
-def check_descendant(run: Run, what: str, path: str) -> None:
-    """An embedded scope's operators must search below it (mongot's embedded root check)."""
-    if run.scope_path is not None and not path.startswith(run.scope_path + "."):
-        raise search_error(f"{what} '{path}' must be a descendant of {run.scope_source} '{run.scope_path}'")
+        run.scope = outer
 
 
 def all_roots(run: Run) -> Hits:

@@ -4,9 +4,8 @@ Manual: https://www.mongodb.com/docs/atlas/atlas-search/operators-collectors/has
 .../hasroot/, .../query/return-scope/
 
 Both run inside an embedded scope (``returnScope``, ``embeddedDocument`` or an outer
-``hasAncestor``; else mongot's "<name> operator requires embeddedDocument.path,
-hasAncestor.ancestorPath, or returnScope.path to be set."), and match the scope's entries
-whose ancestor matches their ``operator``:
+``hasAncestor``: :mod:`.roots` checks where they may be), and match the scope's entries whose
+ancestor matches their ``operator``:
 
 * ``hasAncestor: {ancestorPath, operator}``: the ancestor is the element of the
   embeddedDocuments field ``ancestorPath``, which must lie above the scope's path; its
@@ -61,25 +60,12 @@ def _lift(run: Run, found: Hits) -> Hits:
     return entries[keep], scores[np.searchsorted(ancestors, matched[keep])] + FILTER_SCORE
 
 
-def _needs_scope(run: Run, name: str) -> None:
-    if run.scope_path is None:
-        raise search_error(
-            f"{name} operator requires embeddedDocument.path, hasAncestor.ancestorPath, or returnScope.path to be set."
-        )
-
-
 class HasAncestorQuery(Query):
     def __init__(self, path: str, operator: Query) -> None:
         self.path, self.operator = path, operator
 
     def match(self, run: Run) -> Hits:
-        _needs_scope(run, "hasAncestor")
-        assert run.scope_path is not None
-        if not run.scope_path.startswith(self.path + "."):
-            raise search_error(
-                f"hasAncestor.ancestorPath '{self.path}' must be a parent of {run.scope_source} '{run.scope_path}'"
-            )
-        with scoped(run, self.path, "hasAncestor.ancestorPath"):
+        with scoped(run, self.path):
             found = self.operator.hits(run)
         return _lift(run, _sorted(found))
 
@@ -89,7 +75,6 @@ class HasRootQuery(Query):
         self.operator = operator
 
     def match(self, run: Run) -> Hits:
-        _needs_scope(run, "hasRoot")
         with scoped(run, None):
             found = self.operator.hits(run)
         return _lift(run, _sorted(found))

@@ -9,7 +9,7 @@
   each element's score gathered into its document's by ``score.embedded.aggregate``
   (``sum``, default; ``maximum``, ``minimum``, ``mean``). Inside another embedded scope
   (``returnScope``, an outer ``embeddedDocument``, ``hasAncestor``) its path must lie below
-  that scope's, as mongot checks.
+  that scope's (:mod:`.roots`).
 * ``queryString``: Lucene's classic syntax over ``defaultPath``: terms, ``"phrases"``,
   ``field:value``, ``AND``/``&&``, ``OR``/``||`` (and adjacency), ``NOT``/``!``/``-``, ``+``,
   parentheses, ``*``/``?`` wildcards and ``term~N`` fuzzy terms.
@@ -28,7 +28,6 @@ from foliodb.engine.search.text.operators import (
     Query,
     Run,
     all_roots,
-    check_descendant,
     check_fields,
     clause,
     compile_operator,
@@ -104,8 +103,7 @@ class EmbeddedQuery(Query):
 
     def match(self, run: Run) -> Hits:
         reader = run.reader
-        check_descendant(run, "embeddedDocument operator path", self.path)
-        with scoped(run, self.path, "embeddedDocument.path"):
+        with scoped(run, self.path):
             ords, scores = self.operator.hits(run)
         if not len(ords):
             return empty()
