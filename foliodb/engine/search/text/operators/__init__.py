@@ -107,10 +107,25 @@ def clause(spec: Any, place: str, definition: TextDefinition) -> Query:
     return compile_operator(name, body, f"{place}.{name}", definition)
 
 
+def embedded_operator(
+    body: Mapping[str, Any], place: str, definition: TextDefinition, key: str, unindexed: str
+) -> tuple[str, Query]:
+    """The embeddedDocuments path ``body[key]`` and the ``operator`` of an operator that moves
+    the embedded scope (embeddedDocument, hasAncestor), where mongot refuses moreLikeThis; the
+    operator is compiled before the path is looked up in the index (``unindexed``, a format
+    of ``path``, says it is not), as mongot parses the whole query first."""
+    check_fields(body, place, (key, "operator"), (key, "operator"))
+    path = body[key]
+    if not isinstance(path, str):
+        raise search_error(f'"{place}.{key}" must be a string')
+    operator = embedded_clause(body, place, definition)
+    if path not in definition.embedded_paths():
+        raise search_error(unindexed.format(path=path))
+    return path, operator
+
+
 def embedded_clause(body: Mapping[str, Any], place: str, definition: TextDefinition) -> Query:
-    """The ``operator`` of an operator that moves the embedded scope (embeddedDocument,
-    hasAncestor, hasRoot), where mongot refuses moreLikeThis. Compiled before the scope's
-    path is looked up in the index, as mongot parses the whole query first."""
+    """An embedded scope's ``operator`` (embeddedDocument, hasAncestor, hasRoot): not moreLikeThis."""
     operator = clause(body["operator"], f"{place}.operator", definition)
     if operator.name == "moreLikeThis":
         raise search_error("Operator: moreLikeThis not allowed in embeddedDocument operator")

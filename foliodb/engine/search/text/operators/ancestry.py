@@ -31,8 +31,8 @@ from foliodb.engine.search.text.operators import (
     Run,
     check_fields,
     embedded_clause,
+    embedded_operator,
     scoped,
-    search_error,
 )
 from foliodb.engine.search.text.scoring import Hits, empty
 
@@ -88,14 +88,8 @@ def _sorted(hits: Hits) -> Hits:
 
 @OPERATORS.register("hasAncestor")
 def op_hasAncestor(body: Mapping[str, Any], place: str, definition: TextDefinition) -> Query:
-    check_fields(body, place, ("ancestorPath", "operator"), ("ancestorPath", "operator"))
-    path = body["ancestorPath"]
-    if not isinstance(path, str):
-        raise search_error(f'"{place}.ancestorPath" must be a string')
-    operator = embedded_clause(body, place, definition)
-    if path not in definition.embedded_paths():
-        raise search_error(f"hasAncestor requires path '{path}' to be indexed as 'embeddedDocuments'")
-    return HasAncestorQuery(path, operator)
+    unindexed = "hasAncestor requires path '{path}' to be indexed as 'embeddedDocuments'"
+    return HasAncestorQuery(*embedded_operator(body, place, definition, "ancestorPath", unindexed))
 
 
 @OPERATORS.register("hasRoot")

@@ -31,7 +31,7 @@ from foliodb.engine.search.text.operators import (
     check_fields,
     clause,
     compile_operator,
-    embedded_clause,
+    embedded_operator,
     number,
     of_roots,
     scoped,
@@ -124,13 +124,9 @@ class EmbeddedQuery(Query):
 
 @OPERATORS.register("embeddedDocument")
 def op_embeddedDocument(body: Mapping[str, Any], place: str, definition: TextDefinition) -> Query:
-    check_fields(body, place, ("path", "operator"), ("path", "operator"))
-    path = body["path"]
-    if not isinstance(path, str):
-        raise search_error(f'"{place}.path" must be a string')
-    operator = embedded_clause(body, place, definition)
-    if path not in definition.embedded_paths():
-        raise search_error(f"Path '{path}' needs to be indexed as embeddedDocuments")
+    path, operator = embedded_operator(
+        body, place, definition, "path", "Path '{path}' needs to be indexed as embeddedDocuments"
+    )
     aggregate = "sum"
     score = body.get("score")
     if isinstance(score, Mapping) and isinstance(score.get("embedded"), Mapping):
