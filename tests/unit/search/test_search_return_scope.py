@@ -224,6 +224,20 @@ def test_a_document_written_just_now_is_found(db: Any) -> None:
     assert [(g["root"], g["name"], g["price"]) for g in got] == [("new", "zebra kite", 1)]
 
 
+def test_a_transaction_sees_its_own_elements(db: Any, client: Any) -> None:
+    """Elements of a document written in the running transaction (the reader's overlay)."""
+    coll, _ = _setup(db)
+    stage = {"text": {"query": "zebra", "path": "items.name"}, "returnScope": SCOPE, "returnStoredSource": True}
+    pipeline = [{"$search": stage}, {"$addFields": {"root": {"$meta": "searchRootDocumentId"}}}]
+    with client.start_session() as session:
+        session.start_transaction()
+        coll.insert_one({"_id": "t", "items": [{"name": "a"}, {"name": "zebra", "price": 4}]}, session=session)
+        got = list(coll.aggregate(pipeline, session=session))
+        assert [(g["root"], g["name"], g["price"]) for g in got] == [("t", "zebra", 4)]
+        assert list(coll.aggregate(pipeline)) == []  # not committed: others do not see it
+        session.abort_transaction()
+
+
 def test_sort_orders_elements(db: Any) -> None:
     coll, docs = _setup(db)
     stage = {"exists": {"path": "items.price"}, "returnScope": {"path": "items"}, "sort": {"items.price": -1}}
