@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 from collections import Counter
 from typing import Any
 
@@ -352,10 +353,35 @@ def test_return_scope_needs_return_stored_source(db: Any) -> None:
     assert "Set returnStoredSource to true if returnScope is non-empty" in str(failure.value)
 
 
-def test_highlight_under_return_scope_is_not_implemented(db: Any) -> None:
+def _passage(name: str, word: str) -> dict[str, Any]:
+    """The highlight passage of one name (lower-case words and spaces) where ``word`` hit."""
+    texts: list[dict[str, Any]] = []
+    at = 0
+    words = list(re.finditer(r"[a-z]+", name))
+    for m in (m for m in words if m.group() == word):
+        if m.start() > at:
+            texts.append({"value": name[at : m.start()], "type": "text"})
+        texts.append({"value": m.group(), "type": "hit"})
+        at = m.end()
+    if at < len(name):
+        texts.append({"value": name[at:], "type": "text"})
+    hits = sum(1 for m in words if m.group() == word)
+    return {"path": "items.name", "texts": texts, "score": hits / len(words)}
+
+
+def test_highlights_come_from_the_element(db: Any) -> None:
+    coll, _ = _setup(db)
+    stage = {**TEXT, "returnScope": SCOPE, "returnStoredSource": True, "highlight": {"path": "items.name"}}
+    got = list(coll.aggregate([{"$search": stage}, {"$addFields": {"h": {"$meta": "searchHighlights"}}}]))
+    assert got
+    for element in got:
+        assert element["h"] == [_passage(element["name"], "red")]
+
+
+def test_paging_under_return_scope_is_not_implemented(db: Any) -> None:
     coll, _ = _setup(db)
     with pytest.raises(OperationFailure) as failure:
-        _run(coll, {**TEXT, "returnScope": SCOPE, "highlight": {"path": "items.name"}})
+        _run(coll, {**TEXT, "returnScope": SCOPE, "searchAfter": "CAA="})
     assert failure.value.code == 238
 
 

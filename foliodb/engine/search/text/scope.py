@@ -61,7 +61,7 @@ def return_scope(query: SearchQuery, definition: TextDefinition) -> str | None:
         )
     if not query.meta_only and not query.stored_source:
         raise search_error("Set returnStoredSource to true if returnScope is non-empty")
-    for name, given in (("highlight", query.highlight), ("searchAfter", query.after), ("searchBefore", query.before)):
+    for name, given in (("searchAfter", query.after), ("searchBefore", query.before)):
         if given is not None:
             raise CommandError(ErrorCode.NotImplemented, f"{name} with returnScope is not implemented in FolioDB yet")
     return path
@@ -91,9 +91,10 @@ def _projection(stored: Any) -> Any:
 
 def element_documents(
     store: CollectionStore, definition: TextDefinition, path: str, hits: Iterator[tuple[int, float, int]], at: Any
-) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    """(element's stored fields, its metadata) per hit, in order; ``at`` is each match's
-    offset (:func:`offsets`). An element whose document changed since the search is skipped."""
+) -> Iterator[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]:
+    """(element's stored fields, its metadata, the element alone at its path in a document of
+    its own: what highlights read) per hit, in order; ``at`` is each match's offset
+    (:func:`offsets`). An element whose document changed since the search is skipped."""
     projection = _projection(definition.embedded_stored(path))
     for rid, score, position in hits:
         data = store.get_raw(rid)
@@ -106,4 +107,7 @@ def element_documents(
         if source is None:
             continue
         element = projection.apply(dict(source))
-        yield element, {"searchScore": score, "score": score, "searchRootDocumentId": doc.get("_id")}
+        alone: dict[str, Any] = dict(source)
+        for part in reversed(path.split(".")):
+            alone = {part: alone}
+        yield element, {"searchScore": score, "score": score, "searchRootDocumentId": doc.get("_id")}, alone

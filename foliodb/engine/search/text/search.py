@@ -223,7 +223,9 @@ def documents(store: CollectionStore, query: SearchQuery, found: Found) -> Itera
     if found.offsets is not None:
         assert isinstance(definition, TextDefinition)
         path = query.return_scope["path"]
-        for element, about in element_documents(store, definition, path, found.hits, found.offsets):
+        for element, about, alone in element_documents(store, definition, path, found.hits, found.offsets):
+            if query.highlight is not None and found.run is not None:
+                about["searchHighlights"] = highlights(definition, query.highlight, alone, found.run.highlight)
             if query.score_details:
                 about["searchScoreDetails"] = _details(found, about["searchScore"])
             element[metadata.FIELD] = about
