@@ -8,12 +8,16 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
+from bson import Timestamp
+
 from foliodb import interrupt
 from foliodb.commands import params
 from foliodb.commands.executor import Request
+from foliodb.commands.native import native_items
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.write import (
     INSERT_CHUNK,
+    SCALAR_IDS,
     Target,
     Writes,
     collection_name,
@@ -24,6 +28,7 @@ from foliodb.commands.write import (
     prepare_insert,
     same_store,
 )
+from foliodb.engine.records import MAX_BSON_SIZE, CollectionStore, shallow
 from foliodb.engine.timeseries import check_measurement
 from foliodb.errors import INTERRUPTIONS, CommandError
 
@@ -39,12 +44,44 @@ def point_insert(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | N
     store = point_store(request, cmd["insert"])
     if store is None:
         return None
+    return _insert_into(request, cmd, store, doc, None)
+
+
+def point_insert_encoded(data: bytes, request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | None:
+    """:func:`point_insert` of a caller's document that the embedded client encoded
+    (``data``: pymongo's C codec, ``_id`` first as it puts it in a top-level document)
+    instead of checking its types (``commands/native.py``). ``data`` is what is stored and
+    recorded; the document itself is read only for index keys, so only the values those
+    read must be of native types: its ``_id`` (of the usual types, which need no check)
+    and, when the collection has other indexes, all of it. None (the general path, given
+    the document checked) where more is needed: another ``_id`` type, an empty timestamp
+    to fill in (:func:`prepare_insert`), a size or nesting the limits might refuse."""
+    doc = point_statement(cmd, "insert", "documents")
+    if doc is None or type(doc.get("_id")) not in SCALAR_IDS or len(data) > MAX_BSON_SIZE or not shallow(data):
+        return None
+    # A timestamp element has type byte 0x11: most documents have none, and skip the look.
+    if 0x11 in data and any(isinstance(value, Timestamp) for value in doc.values()):
+        return None
+    store = point_store(request, cmd["insert"])
+    if store is None or (len(store.writers) > 1 and not native_items(doc.values())):
+        return None
+    return _insert_into(request, cmd, store, doc, data)
+
+
+def _insert_into(
+    request: Request, cmd: Mapping[str, Any], store: CollectionStore, doc: Any, data: bytes | None
+) -> dict[str, Any] | None:
+    """The point insert of ``doc`` (as :func:`prepare_insert` makes it, unless given ``data``, its
+    BSON ready to store) into ``store``, still the collection's newest version; None if not."""
     reply: dict[str, Any] = {"n": 1, "ok": 1.0}
     with request.engine.storage.write():
         if not same_store(request, store):
             return None
         try:
-            store.insert(prepare_insert(doc))
+            if data is None:
+                store.insert(prepare_insert(doc))
+            else:
+                store.insert(doc, data)
         except CommandError as exc:
             reply = {"n": 0, "ok": 1.0, "writeErrors": [exc.to_write_error(0)]}  # the general path's order
     return finish(request, cmd, reply)

@@ -101,14 +101,7 @@ class CollectionStore(RecordReads):
                 ErrorCode.BSONObjectTooLarge,
                 f"object to insert too large. size in bytes: {len(data)}, max size: {MAX_BSON_SIZE}",
             )
-        # Each nested level needs a 0x03 (document) or 0x04 (array) type byte and at least 7 bytes
-        # (type, an empty name's NUL, length, terminator): the size, then the byte count (C speed),
-        # rule most documents out before any walk.
-        if (
-            len(data) >= _MIN_LEVEL_BYTES * MAX_NESTING_DEPTH
-            and data.count(3) + data.count(4) >= MAX_NESTING_DEPTH
-            and _too_deep(doc)
-        ):
+        if not shallow(data) and _too_deep(doc):
             message = (
                 f"Resulting document after update exceeds {MAX_NESTING_DEPTH} levels of nesting"
                 if after_update
@@ -510,6 +503,14 @@ class CollectionStore(RecordReads):
                 for key in writer.keys(doc):
                     if key not in old_keys:
                         self._txns.check_key(writer.info.id, key)
+
+
+def shallow(data: bytes) -> bool:
+    """Whether a document's BSON is surely within the nesting limit, without a walk."""
+    # Each nested level needs a 0x03 (document) or 0x04 (array) type byte and at least 7 bytes
+    # (type, an empty name's NUL, length, terminator): the size, then the byte count (C speed),
+    # rule most documents out.
+    return len(data) < _MIN_LEVEL_BYTES * MAX_NESTING_DEPTH or data.count(3) + data.count(4) < MAX_NESTING_DEPTH
 
 
 def _too_deep(doc: dict[str, Any]) -> bool:
