@@ -14,6 +14,7 @@ from foliodb import interrupt
 from foliodb.commands import params
 from foliodb.commands.executor import Request
 from foliodb.commands.native import native_items
+from foliodb.commands.params import MAX_WRITE_BATCH_SIZE
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.write import (
     INSERT_CHUNK,
@@ -66,6 +67,49 @@ def point_insert_encoded(data: bytes, request: Request, cmd: Mapping[str, Any]) 
     if store is None or (len(store.writers) > 1 and not native_items(doc.values())):
         return None
     return _insert_into(request, cmd, store, doc, data)
+
+
+def point_insert_batch_encoded(rows: list[bytes], request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The reply to an insert of documents the embedded client encoded (``rows``, as for
+    :func:`point_insert_encoded`) into an existing plain collection: :func:`cmd_insert`'s
+    batch path (an ``executemany`` a table for each thousand), storing ``rows`` as they are.
+    None (the general path, given the documents checked) for what that path declines, and
+    when a document fails: the general path then inserts one by one and reports each error."""
+    docs = cmd.get("documents")
+    name = cmd.get("insert")
+    if (
+        type(docs) is not list
+        or type(name) is not str
+        or len(cmd) != 3
+        or type(cmd.get("ordered")) is not bool
+        or len(docs) != len(rows)
+        or len(docs) > MAX_WRITE_BATCH_SIZE
+    ):
+        return None
+    for doc, data in zip(docs, rows, strict=True):
+        if type(doc) is not dict or type(doc.get("_id")) not in SCALAR_IDS or len(data) > MAX_BSON_SIZE:
+            return None
+        if not shallow(data) or (0x11 in data and any(isinstance(value, Timestamp) for value in doc.values())):
+            return None
+    store = point_store(request, name)
+    if store is None or (len(store.writers) > 1 and not native_items(docs)):
+        return None
+    storage = request.engine.storage
+    with storage.write():
+        if not same_store(request, store):
+            return None
+        try:
+            with storage.savepoint():
+                for start in range(0, len(docs), INSERT_CHUNK):
+                    interrupt.check()
+                    store.insert_batch(docs[start : start + INSERT_CHUNK], rows[start : start + INSERT_CHUNK])
+        except sqlite3.IntegrityError:
+            return None  # rolled back
+        except CommandError as exc:
+            if exc.code in INTERRUPTIONS:
+                raise  # the whole command fails, as the general path's
+            return None
+    return finish(request, cmd, {"n": len(docs), "ok": 1.0})
 
 
 def _insert_into(

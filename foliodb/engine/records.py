@@ -142,14 +142,16 @@ class CollectionStore(RecordReads):
             self._after_capped_insert(1, len(data))
         return rid
 
-    def insert_batch(self, docs: list[dict[str, Any]]) -> None:
-        """Store many documents with one statement per table (``executemany``).
+    def insert_batch(self, docs: list[dict[str, Any]], rows: list[bytes] | None = None) -> None:
+        """Store many documents with one statement per table (``executemany``); ``rows``: their
+        BSON, when the caller has it.
 
         All or nothing: it raises on the first problem (a duplicate key, an
         unindexable document), and the caller, holding a savepoint, then
         rolls back and inserts one by one to report each error exactly."""
-        encode = self.encode
-        rows = [encode(doc) for doc in docs]
+        if rows is None:
+            encode = self.encode
+            rows = [encode(doc) for doc in docs]
         txn = self.storage.transaction()
         if txn is not None:
             overlay = txn.writable(self.info)

@@ -1,9 +1,10 @@
-"""insert_one's encoded point path stores what the general path stores, for any document.
+"""insert_one's and insert_many's encoded point paths store what the general path stores.
 
-The embedded client encodes a plain caller's document once with pymongo's C
-codec and the engine stores those bytes (``commands.insert.point_insert_encoded``),
-where the general path walks the document's types and round-trips what the
-engine's codec would not give back as it is (``client/codec.py``). Random
+The embedded client encodes a plain caller's documents once with pymongo's C
+codec and the engine stores those bytes (``commands.insert.point_insert_encoded``,
+``point_insert_batch_encoded``), where the general path walks the documents'
+types and round-trips what the engine's codec would not give back as it is
+(``client/codec.py``). Random
 documents - with values of types the wire changes (tuples, ``str`` and ``int``
 subclasses, aware datetimes, ``Binary`` of subtype 0, compiled patterns),
 values it refuses (UUIDs with no representation, ints past 64 bits), keys it
@@ -33,7 +34,7 @@ from bson.errors import BSONError
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pymongo import monitoring
-from pymongo.errors import PyMongoError
+from pymongo.errors import BulkWriteError, PyMongoError
 
 import foliodb
 
@@ -180,4 +181,40 @@ def test_the_encoded_point_insert_stores_what_the_general_path_stores(
                     while (change := stream.try_next()) is not None:
                         events.append(change["documentKey"])
             outcome[label] = (results, _stored(client, indexed), len(events))
+    assert outcome["point"] == outcome["general"]
+
+
+def _insert_many(coll: Any, specs: list[tuple[int, list[tuple[str, int]]]], ordered: bool) -> Any:
+    """What insert_many of the documents returned (their ``_id``s), or the error it raised."""
+    try:
+        inserted = coll.insert_many([_build(spec) for spec in specs], ordered=ordered).inserted_ids
+    except BulkWriteError as exc:
+        errors = [{**e, "op": _steady(e["op"])} for e in exc.details["writeErrors"]]
+        return ("BulkWriteError", exc.details["nInserted"], errors)
+    except (PyMongoError, BSONError, ValueError, TypeError, OverflowError) as exc:
+        return (type(exc).__name__, getattr(exc, "code", None), str(exc))
+    return ["generated" if spec[0] == 0 else i for spec, i in zip(specs, inserted, strict=True)]
+
+
+@settings(max_examples=100, deadline=None)
+@example(specs=[(1, []), (2, [("a", _TUPLE)])], indexed=True, ordered=True)
+@given(specs=st.lists(_DOCS, min_size=1, max_size=8), indexed=st.booleans(), ordered=st.booleans())
+def test_the_encoded_point_insert_many_stores_what_the_general_path_stores(
+    specs: list[tuple[int, list[tuple[str, int]]]], indexed: bool, ordered: bool
+) -> None:
+    outcome = {}
+    for label, listeners in (("point", []), ("general", [_Listener()])):
+        with foliodb.MongoClient(":memory:", event_listeners=listeners) as client:
+            coll = client.test.c
+            client.test.create_collection("c")
+            if indexed:
+                coll.create_index("a")
+            with coll.watch(max_await_time_ms=5) as stream:
+                result = _insert_many(coll, specs, ordered)
+                coll.insert_one({"_id": "end"})
+                events: list[Any] = []
+                while not events or events[-1] != {"_id": "end"}:
+                    while (change := stream.try_next()) is not None:
+                        events.append(change["documentKey"])
+            outcome[label] = (result, _stored(client, indexed), len(events))
     assert outcome["point"] == outcome["general"]
