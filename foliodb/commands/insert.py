@@ -60,8 +60,7 @@ def point_insert_encoded(data: bytes, request: Request, cmd: Mapping[str, Any]) 
     doc = point_statement(cmd, "insert", "documents")
     if doc is None or type(doc.get("_id")) not in SCALAR_IDS or len(data) > MAX_BSON_SIZE or not shallow(data):
         return None
-    # A timestamp element has type byte 0x11: most documents have none, and skip the look.
-    if 0x11 in data and any(isinstance(value, Timestamp) for value in doc.values()):
+    if _may_hold_empty_timestamp(data, doc):
         return None
     store = point_store(request, cmd["insert"])
     if store is None or (len(store.writers) > 1 and not native_items(doc.values())):
@@ -89,7 +88,7 @@ def point_insert_batch_encoded(rows: list[bytes], request: Request, cmd: Mapping
     for doc, data in zip(docs, rows, strict=True):
         if type(doc) is not dict or type(doc.get("_id")) not in SCALAR_IDS or len(data) > MAX_BSON_SIZE:
             return None
-        if not shallow(data) or (0x11 in data and any(isinstance(value, Timestamp) for value in doc.values())):
+        if not shallow(data) or _may_hold_empty_timestamp(data, doc):
             return None
     store = point_store(request, name)
     if store is None or (len(store.writers) > 1 and not native_items(docs)):
@@ -110,6 +109,16 @@ def point_insert_batch_encoded(rows: list[bytes], request: Request, cmd: Mapping
                 raise  # the whole command fails, as the general path's
             return None
     return finish(request, cmd, {"n": len(docs), "ok": 1.0})
+
+
+def _may_hold_empty_timestamp(data: bytes, doc: dict[str, Any]) -> bool:
+    """Whether ``doc`` (``data`` its BSON) may hold a timestamp the server is to fill in
+    (:func:`prepare_insert`): an empty one is type byte 0x11 and eight zero bytes, which
+    most documents lack, so that few need a look at their values."""
+    return 0x11 in data and _EMPTY_TIMESTAMP in data and any(isinstance(value, Timestamp) for value in doc.values())
+
+
+_EMPTY_TIMESTAMP = bytes(8)
 
 
 def _insert_into(
