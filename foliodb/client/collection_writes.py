@@ -107,10 +107,7 @@ class CollectionWrites(CollectionBase):
         if not isinstance(documents, Iterable) or isinstance(documents, Mapping) or not documents:
             raise TypeError("documents must be a non-empty list")
         bulk = Bulk(cast("Collection", self), ordered, bypass_document_validation, comment, session=session)
-        ids = []
-        for document in documents:
-            bulk.add_insert(document)
-            ids.append(document["_id"])
+        ids = bulk.add_inserts(documents if type(documents) is list else list(documents))
         if not ids:
             raise TypeError("documents must be a non-empty list")
         result = bulk.execute()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping
+from itertools import repeat
 from typing import Any
 
 from bson import Timestamp
@@ -85,11 +86,13 @@ def point_insert_batch_encoded(rows: list[bytes], request: Request, cmd: Mapping
         or len(docs) > MAX_WRITE_BATCH_SIZE
     ):
         return None
-    for doc, data in zip(docs, rows, strict=True):
-        if type(doc) is not dict or type(doc.get("_id")) not in SCALAR_IDS or len(data) > MAX_BSON_SIZE:
-            return None
-        if not shallow(data) or _may_hold_empty_timestamp(data, doc):
-            return None
+    # point_insert_encoded's checks of each document, in C loops (map) over the batch.
+    if set(map(type, docs)) != {dict} or not set(map(type, map(dict.get, docs, repeat("_id")))) <= SCALAR_IDS:
+        return None
+    if max(map(len, rows)) > MAX_BSON_SIZE or not all(map(shallow, rows)):
+        return None
+    if any(map(bytes.count, rows, repeat(_EMPTY_TIMESTAMP))) and any(map(_may_hold_empty_timestamp, rows, docs)):
+        return None
     store = point_store(request, name)
     if store is None or (len(store.writers) > 1 and not native_items(docs)):
         return None
@@ -115,7 +118,8 @@ def _may_hold_empty_timestamp(data: bytes, doc: dict[str, Any]) -> bool:
     """Whether ``doc`` (``data`` its BSON) may hold a timestamp the server is to fill in
     (:func:`prepare_insert`): an empty one is type byte 0x11 and eight zero bytes, which
     most documents lack, so that few need a look at their values."""
-    return 0x11 in data and _EMPTY_TIMESTAMP in data and any(isinstance(value, Timestamp) for value in doc.values())
+    # count, not `in`: `bytes in bytes` first tries the operand as an int, and formats the error.
+    return 0x11 in data and data.count(_EMPTY_TIMESTAMP) > 0 and any(isinstance(v, Timestamp) for v in doc.values())
 
 
 _EMPTY_TIMESTAMP = bytes(8)
