@@ -1,10 +1,10 @@
 """insert_one's and insert_many's encoded point paths store what the general path stores.
 
-The embedded client encodes a plain caller's documents once with pymongo's C
-codec and the engine stores those bytes (``commands.insert.point_insert_encoded``,
-``point_insert_batch_encoded``), where the general path walks the documents'
-types and round-trips what the engine's codec would not give back as it is
-(``client/codec.py``). Random
+The embedded client encodes a plain caller's documents (insert_one, insert_many,
+bulk_write's InsertOne) once with pymongo's C codec and the engine stores those
+bytes (``commands.insert.point_insert_encoded``, ``point_insert_batch_encoded``),
+where the general path walks the documents' types and round-trips what the
+engine's codec would not give back as it is (``client/codec.py``). Random
 documents - with values of types the wire changes (tuples, ``str`` and ``int``
 subclasses, aware datetimes, ``Binary`` of subtype 0, compiled patterns),
 values it refuses (UUIDs with no representation, ints past 64 bits), keys it
@@ -33,7 +33,7 @@ from bson.binary import Binary
 from bson.errors import BSONError
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from pymongo import monitoring
+from pymongo import DeleteOne, InsertOne, monitoring
 from pymongo.errors import BulkWriteError, PyMongoError
 
 import foliodb
@@ -184,23 +184,30 @@ def test_the_encoded_point_insert_stores_what_the_general_path_stores(
     assert outcome["point"] == outcome["general"]
 
 
-def _insert_many(coll: Any, specs: list[tuple[int, list[tuple[str, int]]]], ordered: bool) -> Any:
-    """What insert_many of the documents returned (their ``_id``s), or the error it raised."""
+def _insert_many(coll: Any, specs: list[tuple[int, list[tuple[str, int]]]], ordered: bool, bulk: bool) -> Any:
+    """What insert_many of the documents returned (their ``_id``s), or the error it raised; with
+    ``bulk``, bulk_write's InsertOne of each, a DeleteOne in the middle (two insert runs when ordered)."""
+    docs = [_build(spec) for spec in specs]
     try:
-        inserted = coll.insert_many([_build(spec) for spec in specs], ordered=ordered).inserted_ids
+        if bulk:
+            requests: list[Any] = [InsertOne(doc) for doc in docs]
+            requests.insert(len(requests) // 2, DeleteOne({"_id": 1}))
+            result = coll.bulk_write(requests, ordered=ordered)
+            return (result.inserted_count, result.deleted_count)
+        inserted = coll.insert_many(docs, ordered=ordered).inserted_ids
     except BulkWriteError as exc:
         errors = [{**e, "op": _steady(e["op"])} for e in exc.details["writeErrors"]]
-        return ("BulkWriteError", exc.details["nInserted"], errors)
+        return ("BulkWriteError", exc.details["nInserted"], exc.details["nRemoved"], errors)
     except (PyMongoError, BSONError, ValueError, TypeError, OverflowError) as exc:
         return (type(exc).__name__, getattr(exc, "code", None), str(exc))
     return ["generated" if spec[0] == 0 else i for spec, i in zip(specs, inserted, strict=True)]
 
 
 @settings(max_examples=100, deadline=None)
-@example(specs=[(1, []), (2, [("a", _TUPLE)])], indexed=True, ordered=True)
-@given(specs=st.lists(_DOCS, min_size=1, max_size=8), indexed=st.booleans(), ordered=st.booleans())
+@example(specs=[(1, []), (2, [("a", _TUPLE)])], indexed=True, ordered=True, bulk=False)
+@given(specs=st.lists(_DOCS, min_size=1, max_size=8), indexed=st.booleans(), ordered=st.booleans(), bulk=st.booleans())
 def test_the_encoded_point_insert_many_stores_what_the_general_path_stores(
-    specs: list[tuple[int, list[tuple[str, int]]]], indexed: bool, ordered: bool
+    specs: list[tuple[int, list[tuple[str, int]]]], indexed: bool, ordered: bool, bulk: bool
 ) -> None:
     outcome = {}
     for label, listeners in (("point", []), ("general", [_Listener()])):
@@ -210,7 +217,7 @@ def test_the_encoded_point_insert_many_stores_what_the_general_path_stores(
             if indexed:
                 coll.create_index("a")
             with coll.watch(max_await_time_ms=5) as stream:
-                result = _insert_many(coll, specs, ordered)
+                result = _insert_many(coll, specs, ordered, bulk)
                 coll.insert_one({"_id": "end"})
                 events: list[Any] = []
                 while not events or events[-1] != {"_id": "end"}:
