@@ -60,7 +60,7 @@ class CollectionBase(Handle, pymongo.collection.Collection[Any]):
         self._codec = DocumentCodec(self._codec_options)
         # (cmd, session, **how): MongoClient._execute on this database, bound once; every operation's path.
         self._run_command: Callable[..., dict[str, Any]] = functools.partial(database.client._execute, database.name)
-        # (cmd, handler, kind): the point path of a command with no session and default concerns
+        # (cmd, handler, kind[, general]): the point path of a command with no session and default concerns
         # (MongoClient._point), when the client allows it (MongoClient._pointable).
         self._point: Callable[..., dict[str, Any]] = functools.partial(database.client._point, database.name)
         self._pointable: Callable[[], bool] = database.client._pointable
