@@ -234,8 +234,7 @@ class SearchIndexes:
                 self._build(info, index)
                 return True
             self.catch_up(info, state)
-            with state.lock:
-                busy = state.absorb() > 0 or busy
+            busy = state.absorb() > 0 or busy  # it takes the state's lock as it needs
             due = state.changes >= max(SAVE_AFTER, len(state) // 4)
             if due and self.directory is not None and time.monotonic() >= state.save_after:
                 self._save(info, state)
@@ -370,9 +369,9 @@ class SearchIndexes:
         return state
 
     def wait_idle(self, timeout: float = 30.0) -> bool:
-        """Until every search index is built, caught up with the newest commit, and its graphs
-        have absorbed all its rows (tests and benchmarks measure the graph this way); False at
-        the timeout."""
+        """Until every search index is built, caught up with the newest commit, its graphs
+        have absorbed all its rows and its full-text segments are merged (tests and benchmarks
+        measure the index this way); False at the timeout."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.wake()

@@ -146,18 +146,31 @@ class TextState(Follower):
         return len(self.ord_of)
 
     def pending(self) -> int:
-        return 0  # nothing waits: new entries are searchable as soon as they are added
+        """The entries of the next merge the background thread has to do (new entries are
+        searchable as soon as they are added: only merges wait)."""
+        with self.lock:
+            run = merge_run([len(s) for s in self.segments])
+            return 0 if run is None else sum(len(s) for s in self.segments[run[0] : run[1]])
 
     def absorb(self) -> int:
-        """Merge one run of segments (see the module docstring); the entries merged."""
-        run = merge_run([len(s) for s in self.segments])
-        if run is None:
-            return 0
-        first, end = run
-        merged = sum(len(s) for s in self.segments[first:end])
-        self.segments[first:end] = [merge(self.segments[first:end], self.live)]
-        self.cache.clear()
-        return merged
+        """Merge one run of segments (see the module docstring); the entries merged. The lock
+        is held only to choose the run and to swap the merged segment in: the merge reads
+        frozen segments and a copy of the live mask, so searches go on meanwhile (an entry
+        dying during the merge is kept in it, dead: a search masks it as in any segment)."""
+        with self.lock:
+            run = merge_run([len(s) for s in self.segments])
+            if run is None:
+                return 0
+            first, end = run
+            merging = self.segments[first:end]
+            live = self.live[: self.next_ord].copy()
+        merged = merge(merging, live)
+        with self.lock:
+            # Only this method takes segments out (freezing appends after them), so the run
+            # is where it was.
+            self.segments[first:end] = [merged]
+            self.cache.clear()
+        return sum(len(s) for s in merging)
 
     # -- saving --------------------------------------------------------------------------
 
