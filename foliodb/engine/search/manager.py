@@ -248,10 +248,12 @@ class SearchIndexes:
             conn = storage.reader()
             if storage.catalog().by_id.get(info.id) is None:
                 return
-            with state.lock:
-                if newest_seq(conn, info.id) > state.watermark:
-                    entries, changed = read_changes(conn, info, state.watermark)
-                    state.catch_up(entries, changed, newest_seq(conn, info.id), let_others_run)
+            newest = newest_seq(conn, info.id)
+            if newest > state.watermark:
+                entries, changed = read_changes(conn, info, state.watermark)
+                prepared = state.prepare(changed)  # before the lock: searches go on meanwhile
+                with state.lock:
+                    state.catch_up(entries, prepared, newest, let_others_run)
         finally:
             storage.end_operation()
 
@@ -360,8 +362,9 @@ class SearchIndexes:
         try:
             conn = storage.reader()
             entries, changed = read_changes(conn, info, start)
+            prepared = state.prepare(changed)
             with state.lock:
-                state.catch_up(entries, changed, newest_seq(conn, info.id), let_others_run)
+                state.catch_up(entries, prepared, newest_seq(conn, info.id), let_others_run)
         finally:
             storage.end_operation()
         state.history_floor = state.watermark

@@ -58,3 +58,36 @@ def test_a_search_answers_while_a_merge_is_in_flight(tiny_segments: Any, monkeyp
             assert sorted(d["_id"] for d in answer[0]) == [1, 3, 5, 7]
         finally:
             release.set()
+
+
+def _rids_holding(state: Any, word: str) -> list[int]:
+    from foliodb.engine.search.text.reader import Reader
+
+    ords, _ = Reader(state).postings("body", word)
+    return sorted(int(state.rid_at[o]) for o in ords)
+
+
+@pytest.mark.parametrize("reader_first", [True, False])
+def test_catching_up_from_two_snapshots_applies_each_change_once(reader_first: bool) -> None:
+    """The background thread reads the log and analyzes the changed documents before it takes
+    the index's lock; a search may catch the index up meanwhile, from an older or a newer
+    snapshot. Log: seq 1 writes record 1 ("red"), seq 2 record 2 ("blue"), seq 3 record 1
+    again ("green"). One catch-up reads seqs 1-2 (record 1 still "red"), the other 1-3; in
+    either order the index ends at seq 3 with record 1 "green", record 2 "blue"."""
+    import bson
+
+    from foliodb.engine.search.text.index import TextState
+    from foliodb.engine.search.text.mapping import compile_definition
+
+    state = TextState(1, 1, compile_definition({"mappings": {"dynamic": True}}))
+    red, blue, green = (bson.encode({"body": word}) for word in ("red", "blue", "green"))
+    older = ([(1, 1), (2, 2)], state.prepare({1: red, 2: blue}), 2)  # read in the snapshot of seq 2
+    newer = ([(1, 1), (2, 2), (3, 1)], state.prepare({1: green, 2: blue}), 3)  # of seq 3
+    for entries, prepared, newest in (older, newer) if reader_first else (newer, older):
+        state.catch_up(entries, prepared, newest)
+    assert state.watermark == 3
+    assert _rids_holding(state, "green") == [1]
+    assert _rids_holding(state, "red") == []
+    assert _rids_holding(state, "blue") == [2]
+    assert sorted(state.history) == [(1, 1), (2, 2), (3, 1)]
+    assert state.changed_since(2) == {1}

@@ -107,12 +107,15 @@ def _reader(
         return _scanned(store, index, explained, "index building")
     info = store.info
     view = store.storage.view()
+    newest = newest_seq(view.conn, info.id)
+    caught_up = None
+    if newest > state.watermark:
+        entries, changed = read_changes(view.conn, info, state.watermark)
+        caught_up = entries, state.prepare(changed)  # before the lock: the documents' analysis
     state.lock.acquire()
     try:
-        newest = newest_seq(view.conn, info.id)
-        if newest > state.watermark:
-            entries, changed = read_changes(view.conn, info, state.watermark)
-            state.catch_up(entries, changed, newest)
+        if caught_up is not None:
+            state.catch_up(caught_up[0], caught_up[1], newest)
         dirty = state.changed_since(newest)
         if dirty is None:
             state.lock.release()
