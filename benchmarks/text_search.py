@@ -252,11 +252,17 @@ def bench_fts5(root: str, tokens: list[str], queries: list[str]) -> dict[str, An
 
 def report(result: dict[str, Any]) -> str:
     f, t, s = result["foliodb"], result.get("tantivy", {}), result.get("fts5", {})
+
+    def built(peer: dict[str, Any]) -> str:  # blank for a peer not run (--foliodb-only)
+        return f"{peer['build_s']:.1f} / {peer['build_cpu_s']:.1f}" if "build_s" in peer else ""
+
+    def megabytes(peer: dict[str, Any]) -> str:
+        return f"{peer['index_bytes'] / 1e6:.0f}" if "index_bytes" in peer else ""
+
     rows = [
         "| | FolioDB `$search` | FolioDB's engine directly | tantivy directly | SQLite FTS5 directly |",
         "| --- | --- | --- | --- | --- |",
-        f"| index build (s, wall / CPU) | {f['build_s']:.1f} / {f['build_cpu_s']:.1f} | | "
-        f"{t.get('build_s', 0):.1f} / {t.get('build_cpu_s', 0):.1f} | {s.get('build_s', 0):.1f} / {s.get('build_cpu_s', 0):.1f} |",
+        f"| index build (s, wall / CPU) | {f['build_s']:.1f} / {f['build_cpu_s']:.1f} | | {built(t)} | {built(s)} |",
         f"| two-word `text` + count, p50 (ms) | {f['query']['p50_ms']} | {f['engine_direct']['p50_ms']} | "
         f"{t.get('query', {}).get('p50_ms', '')} | {s.get('query', {}).get('p50_ms', '')} |",
         f"| two-word `text` + count, p99 (ms) | {f['query']['p99_ms']} | {f['engine_direct']['p99_ms']} | "
@@ -264,8 +270,7 @@ def report(result: dict[str, Any]) -> str:
         f"| two-word `text` + count, CPU p50 (ms) | {f['query'].get('cpu_p50_ms', '')} | "
         f"{f['engine_direct'].get('cpu_p50_ms', '')} | {t.get('query', {}).get('cpu_p50_ms', '')} | "
         f"{s.get('query', {}).get('cpu_p50_ms', '')} |",
-        f"| index size (MB) | {f['index_bytes'] / 1e6:.0f} | | {t.get('index_bytes', 0) / 1e6:.0f} | "
-        f"{s.get('index_bytes', 0) / 1e6:.0f} |",
+        f"| index size (MB) | {f['index_bytes'] / 1e6:.0f} | | {megabytes(t)} | {megabytes(s)} |",
         f"| `autocomplete` index build (s, wall / CPU) | {f['autocomplete_build_s']:.1f} / "
         f"{f['autocomplete_build_cpu_s']:.1f} | | | |",
         f"| `autocomplete`, p50 / p99 / CPU p50 (ms) | {f['autocomplete']['p50_ms']} / {f['autocomplete']['p99_ms']} / "
