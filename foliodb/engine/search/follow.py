@@ -7,7 +7,8 @@ change does (:meth:`apply`: the document ``rid`` is now ``data``, None when dele
 * **Catching up** (:meth:`catch_up`): a reader whose snapshot's newest ``seq`` is past the
   watermark applies the log entries in between, reading the changed documents in its own
   snapshot, before it searches; so a search sees every write that committed before its
-  snapshot, exactly as a find does.
+  snapshot, exactly as a find does. The reading and :meth:`prepare` (a text index's analysis)
+  happen before the lock is taken; under it only what is still past the watermark is applied.
 * **Older readers**: ``history`` remembers which record ids each applied ``seq`` changed
   (the last :data:`HISTORY` entries); a reader whose snapshot is older than the watermark
   searches without those records and scores its own versions of them
