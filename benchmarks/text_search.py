@@ -2,6 +2,7 @@
 
     python -m benchmarks.text_search                     # 1,000,000 short documents (about 20 minutes on 2 cores)
     python -m benchmarks.text_search --docs 20000 --queries 50   # a smoke run
+    python -m benchmarks.text_search --docs 200000 --foliodb-only  # FolioDB's rows only
 
 The documents are short titles: 4 to 10 words drawn from a Zipf-distributed vocabulary of
 50,000 made-up words (so a few words are common and most rare, as in text). Queries are two
@@ -11,7 +12,8 @@ words drawn from the same distribution. Measured, in one process, one engine aft
   existing collection (time to READY: the background build); a two-word ``text`` query with
   ``count: {type: "total"}``, its first 10 documents and ``$$SEARCH_META`` (p50/p99); the same
   query against the index's in-memory state called directly (FolioDB's engine with no
-  pipeline, no BSON, no document fetch: the floor of its own path); ``autocomplete`` of
+  pipeline, no BSON, no document fetch: the floor of its own path), each query timed both
+  ways in turn once the background thread has merged the index's segments; ``autocomplete`` of
   3-letter prefixes (p50); the index's saved size;
 * tantivy (``pip install tantivy``) with the same tokens (a whitespace tokenizer over words
   FolioDB's analyzer produced): build, the same query (top 10 and count), size on disk;
@@ -140,20 +142,11 @@ def bench_foliodb(root: str, docs: list[str], queries: list[str], prefixes: list
         client._executor.engine.search.wait_idle(timeout=3600)
 
     _, out["build_s"], out["build_cpu_s"] = timed(lambda: build("default", {"type": "string"}))
-    samples, counts = Samples(), []
-    for query in queries:
-        stage = {"text": {"query": query, "path": "title"}, "count": {"type": "total"}}
-        pipeline = [{"$search": stage}, {"$limit": 10}, {"$project": {"title": 1, "meta": "$$SEARCH_META"}}]
-        with samples.timing():
-            found = list(coll.aggregate(pipeline))
-        counts.append(int(found[0]["meta"]["count"]["total"]) if found else 0)
-    out["query"] = samples.summary()
-    out["mean_count"] = round(sum(counts) / len(counts), 1)
     engine = client._executor.engine
     state = next(s for s in engine.search.states.values() if hasattr(s, "segments"))
-    direct = Samples()
-    for query in queries:
-        with direct.timing(), state.lock:
+
+    def direct(query: str) -> None:
+        with state.lock:
             run = Run(Reader(state), state.definition)
             ords, scores = compile_operator("text", {"query": query, "path": "title"}, "text", state.definition).hits(
                 run
@@ -162,7 +155,20 @@ def bench_foliodb(root: str, docs: list[str], queries: list[str], prefixes: list
                 np.argpartition(-scores, min(10, len(scores) - 1))[:10] if len(scores) > 10 else np.arange(len(scores))
             )
             _ = (len(ords), state.rid_at[ords[top]])
-    out["engine_direct"] = direct.summary()
+
+    # Interleaved, query by query: the two see the same load (and the same background work).
+    samples, direct_samples, counts = Samples(), Samples(), []
+    for query in queries:
+        stage = {"text": {"query": query, "path": "title"}, "count": {"type": "total"}}
+        pipeline = [{"$search": stage}, {"$limit": 10}, {"$project": {"title": 1, "meta": "$$SEARCH_META"}}]
+        with samples.timing():
+            found = list(coll.aggregate(pipeline))
+        counts.append(int(found[0]["meta"]["count"]["total"]) if found else 0)
+        with direct_samples.timing():
+            direct(query)
+    out["query"] = samples.summary()
+    out["mean_count"] = round(sum(counts) / len(counts), 1)
+    out["engine_direct"] = direct_samples.summary()
     out["segments"] = len(state.segments)
     autocomplete = {"type": "autocomplete", "maxGrams": 10}
     _, out["autocomplete_build_s"], out["autocomplete_build_cpu_s"] = timed(lambda: build("ac", autocomplete))
@@ -246,11 +252,17 @@ def bench_fts5(root: str, tokens: list[str], queries: list[str]) -> dict[str, An
 
 def report(result: dict[str, Any]) -> str:
     f, t, s = result["foliodb"], result.get("tantivy", {}), result.get("fts5", {})
+
+    def built(peer: dict[str, Any]) -> str:  # blank for a peer not run (--foliodb-only)
+        return f"{peer['build_s']:.1f} / {peer['build_cpu_s']:.1f}" if "build_s" in peer else ""
+
+    def megabytes(peer: dict[str, Any]) -> str:
+        return f"{peer['index_bytes'] / 1e6:.0f}" if "index_bytes" in peer else ""
+
     rows = [
         "| | FolioDB `$search` | FolioDB's engine directly | tantivy directly | SQLite FTS5 directly |",
         "| --- | --- | --- | --- | --- |",
-        f"| index build (s, wall / CPU) | {f['build_s']:.1f} / {f['build_cpu_s']:.1f} | | "
-        f"{t.get('build_s', 0):.1f} / {t.get('build_cpu_s', 0):.1f} | {s.get('build_s', 0):.1f} / {s.get('build_cpu_s', 0):.1f} |",
+        f"| index build (s, wall / CPU) | {f['build_s']:.1f} / {f['build_cpu_s']:.1f} | | {built(t)} | {built(s)} |",
         f"| two-word `text` + count, p50 (ms) | {f['query']['p50_ms']} | {f['engine_direct']['p50_ms']} | "
         f"{t.get('query', {}).get('p50_ms', '')} | {s.get('query', {}).get('p50_ms', '')} |",
         f"| two-word `text` + count, p99 (ms) | {f['query']['p99_ms']} | {f['engine_direct']['p99_ms']} | "
@@ -258,8 +270,7 @@ def report(result: dict[str, Any]) -> str:
         f"| two-word `text` + count, CPU p50 (ms) | {f['query'].get('cpu_p50_ms', '')} | "
         f"{f['engine_direct'].get('cpu_p50_ms', '')} | {t.get('query', {}).get('cpu_p50_ms', '')} | "
         f"{s.get('query', {}).get('cpu_p50_ms', '')} |",
-        f"| index size (MB) | {f['index_bytes'] / 1e6:.0f} | | {t.get('index_bytes', 0) / 1e6:.0f} | "
-        f"{s.get('index_bytes', 0) / 1e6:.0f} |",
+        f"| index size (MB) | {f['index_bytes'] / 1e6:.0f} | | {megabytes(t)} | {megabytes(s)} |",
         f"| `autocomplete` index build (s, wall / CPU) | {f['autocomplete_build_s']:.1f} / "
         f"{f['autocomplete_build_cpu_s']:.1f} | | | |",
         f"| `autocomplete`, p50 / p99 / CPU p50 (ms) | {f['autocomplete']['p50_ms']} / {f['autocomplete']['p99_ms']} / "
@@ -273,6 +284,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--docs", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--foliodb-only", action="store_true", help="skip tantivy and SQLite FTS5")
     parser.add_argument("--out")
     parser.add_argument("--report", help="print the table of a saved run and exit")
     args = parser.parse_args()
@@ -284,17 +296,18 @@ def main() -> None:
     queries = two_word_queries(args.queries, vocabulary)
     prefixes = [q.split()[0][:3] for q in queries]
     standard = BUILT_IN["lucene.standard"]
-    tokens = [" ".join(t for t, _ in standard.terms(d)) for d in docs]
+    tokens = [] if args.foliodb_only else [" ".join(t for t, _ in standard.terms(d)) for d in docs]
     result: dict[str, Any] = {"docs": args.docs, "queries": args.queries, "load_before": os.getloadavg()}
     root = tempfile.mkdtemp(prefix="text-search-")
     try:
         result["foliodb"] = bench_foliodb(root, docs, queries, prefixes)
         print(json.dumps(result["foliodb"]), flush=True)
-        try:
-            result["tantivy"] = bench_tantivy(root, tokens, queries)
-        except ImportError:
-            result["tantivy"] = {"skipped": "pip install tantivy"}
-        result["fts5"] = bench_fts5(root, tokens, queries)
+        if not args.foliodb_only:
+            try:
+                result["tantivy"] = bench_tantivy(root, tokens, queries)
+            except ImportError:
+                result["tantivy"] = {"skipped": "pip install tantivy"}
+            result["fts5"] = bench_fts5(root, tokens, queries)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     result["load_after"] = os.getloadavg()

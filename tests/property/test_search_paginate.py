@@ -97,3 +97,45 @@ def test_pages_walk_the_order(docs: list[tuple[str, Any, str]], word: str, sort:
             backward = [i for i, _ in reversed(page)] + backward
             page = _page(coll, {**stage, "searchBefore": page[-1][1]}, size)
         assert backward == expected[:-1]
+
+
+# Scores that tie, tie once rounded to float32 (1 + 1e-9 rounds to 1), and are not finite.
+_RAW = [0.0, -0.0, 1.0, 1.0 + 1e-9, 1.0 - 1e-9, 2.5, 2.5 + 1e-12, 3.0, -1.0, float("inf"), float("-inf"), float("nan")]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    size=st.integers(0, 700),
+    pool=st.lists(st.sampled_from(_RAW), min_size=1, max_size=6, unique_by=repr),
+    finite=st.booleans(),
+    data=st.data(),
+)
+def test_best_first_orders_as_the_general_path(size: int, pool: list[float], finite: bool, data: Any) -> None:
+    """Pager.best_first (the score order's first 256 found with a partition) against
+    Pager.order (a sort of every match) and, for finite scores, a plain-Python sort: higher
+    float32 score first, then record order."""
+    import bson
+    import numpy as np
+
+    from foliodb.engine.search.text.index import TextState
+    from foliodb.engine.search.text.mapping import compile_definition
+    from foliodb.engine.search.text.paginate import FIRST_SORT, Pager
+    from foliodb.engine.search.text.reader import Reader
+
+    if finite:
+        pool = [v for v in pool if np.isfinite(v)] or [1.0]
+    state = TextState(1, 1, compile_definition({"mappings": {"dynamic": True}}))
+    rids = data.draw(st.permutations(range(1000, 1000 + size)))  # record order is not ordinal order
+    for rid in rids:
+        state.apply(rid, bson.encode({"_id": rid}))
+    ords = np.arange(size, dtype=np.int64)
+    raw = np.asarray(data.draw(st.lists(st.sampled_from(pool), min_size=size, max_size=size)), dtype=np.float64)
+    pager = Pager(Reader(state), None, ords, raw)
+    pieces = list(pager.best_first())
+    got = np.concatenate(pieces).tolist() if pieces else []
+    assert got == pager.order().tolist()
+    if size > FIRST_SORT:
+        assert len(pieces[0]) <= FIRST_SORT
+    if finite:
+        expected = sorted(range(size), key=lambda i: (-float32(raw[i]), rids[i]))
+        assert got == expected

@@ -7,7 +7,8 @@ change does (:meth:`apply`: the document ``rid`` is now ``data``, None when dele
 * **Catching up** (:meth:`catch_up`): a reader whose snapshot's newest ``seq`` is past the
   watermark applies the log entries in between, reading the changed documents in its own
   snapshot, before it searches; so a search sees every write that committed before its
-  snapshot, exactly as a find does.
+  snapshot, exactly as a find does. The reading and :meth:`prepare` (a text index's analysis)
+  happen before the lock is taken; under it only what is still past the watermark is applied.
 * **Older readers**: ``history`` remembers which record ids each applied ``seq`` changed
   (the last :data:`HISTORY` entries); a reader whose snapshot is older than the watermark
   searches without those records and scores its own versions of them
@@ -21,6 +22,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import Any
 
 # (seq, rid) pairs kept for readers older than the watermark.
 HISTORY = 100_000
@@ -55,21 +57,34 @@ class Follower:
     def apply(self, rid: int, data: bytes | None) -> None:
         raise NotImplementedError
 
+    def prepare(self, rows: Mapping[int, bytes]) -> Mapping[int, Any]:
+        """What :meth:`apply_prepared` needs of each changed document, worked out before the
+        lock is taken, so searches go on meanwhile (by default: the documents themselves)."""
+        return rows
+
+    def apply_prepared(self, rid: int, prepared: Any) -> None:
+        """:meth:`apply` of what :meth:`prepare` gave for the document (None: deleted)."""
+        self.apply(rid, prepared)
+
     def changed(self) -> None:
         """The index moved on (caches of what it answered go)."""
 
     def catch_up(
         self,
         entries: list[tuple[int, int]],
-        rows: Mapping[int, bytes],
+        prepared: Mapping[int, Any],
         newest: int,
         pause: Callable[[], object] | None = None,
     ) -> None:
-        """Apply log ``entries`` ((seq, rid), in order, all past the watermark), ``rows`` being the
+        """Apply log ``entries`` ((seq, rid), in order), ``prepared`` being :meth:`prepare` of the
         changed documents as the snapshot holding ``newest`` has them; ``pause`` (the background
-        thread's :func:`let_others_run`) is called every :data:`PAUSE_EVERY` documents."""
+        thread's :func:`let_others_run`) is called every :data:`PAUSE_EVERY` documents. Entries
+        at or below the watermark are skipped: another reader may have caught up since they
+        were read (its versions of those documents are this snapshot's, unless changed again
+        after, and then a later entry is here)."""
+        entries = [entry for entry in entries if entry[0] > self.watermark]
         for n, rid in enumerate(dict.fromkeys(rid for _, rid in entries), 1):
-            self.apply(rid, rows.get(rid))
+            self.apply_prepared(rid, prepared.get(rid))
             if pause is not None and not n % PAUSE_EVERY:
                 pause()
         self.history.extend(entries)

@@ -234,8 +234,7 @@ class SearchIndexes:
                 self._build(info, index)
                 return True
             self.catch_up(info, state)
-            with state.lock:
-                busy = state.absorb() > 0 or busy
+            busy = state.absorb() > 0 or busy  # it takes the state's lock as it needs
             due = state.changes >= max(SAVE_AFTER, len(state) // 4)
             if due and self.directory is not None and time.monotonic() >= state.save_after:
                 self._save(info, state)
@@ -249,10 +248,12 @@ class SearchIndexes:
             conn = storage.reader()
             if storage.catalog().by_id.get(info.id) is None:
                 return
-            with state.lock:
-                if newest_seq(conn, info.id) > state.watermark:
-                    entries, changed = read_changes(conn, info, state.watermark)
-                    state.catch_up(entries, changed, newest_seq(conn, info.id), let_others_run)
+            newest = newest_seq(conn, info.id)
+            if newest > state.watermark:
+                entries, changed = read_changes(conn, info, state.watermark)
+                prepared = state.prepare(changed)  # before the lock: searches go on meanwhile
+                with state.lock:
+                    state.catch_up(entries, prepared, newest, let_others_run)
         finally:
             storage.end_operation()
 
@@ -361,8 +362,9 @@ class SearchIndexes:
         try:
             conn = storage.reader()
             entries, changed = read_changes(conn, info, start)
+            prepared = state.prepare(changed)
             with state.lock:
-                state.catch_up(entries, changed, newest_seq(conn, info.id), let_others_run)
+                state.catch_up(entries, prepared, newest_seq(conn, info.id), let_others_run)
         finally:
             storage.end_operation()
         state.history_floor = state.watermark
@@ -370,9 +372,9 @@ class SearchIndexes:
         return state
 
     def wait_idle(self, timeout: float = 30.0) -> bool:
-        """Until every search index is built, caught up with the newest commit, and its graphs
-        have absorbed all its rows (tests and benchmarks measure the graph this way); False at
-        the timeout."""
+        """Until every search index is built, caught up with the newest commit, its graphs
+        have absorbed all its rows and its full-text segments are merged (tests and benchmarks
+        measure the index this way); False at the timeout."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.wake()

@@ -14,8 +14,9 @@ catching up before a search, older readers, the history), and is
   watermark; a restart loads the files the meta file names and replays the
   log from that watermark instead of rebuilding.
 
-Every method runs under ``lock`` (the caller takes it), but for the writing of
-saved files (:meth:`Saved.write`), which works on a copy taken under it.
+Every method runs under ``lock`` (the caller takes it; :meth:`VectorState.absorb` takes it
+itself), but for the writing of saved files (:meth:`Saved.write`), which works on a copy
+taken under it.
 """
 
 from __future__ import annotations
@@ -116,7 +117,8 @@ class VectorState(Follower):
         return sum(len(column.pending) for column in self.columns.values())
 
     def absorb(self) -> int:
-        return sum(column.absorb() for column in self.columns.values())
+        with self.lock:
+            return sum(column.absorb() for column in self.columns.values())
 
     # -- saving ------------------------------------------------------------------------------
 

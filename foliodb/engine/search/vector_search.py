@@ -137,7 +137,7 @@ def _from_state(
         newest = newest_seq(view.conn, info.id)
         if newest > state.watermark:
             entries, changed = read_changes(view.conn, info, state.watermark)
-            state.catch_up(entries, changed, newest)
+            state.catch_up(entries, state.prepare(changed), newest)
         dirty = state.changed_since(newest)
         if dirty is None:  # a snapshot older than the state remembers
             explained.method = "exact scan (snapshot older than the index's history)"

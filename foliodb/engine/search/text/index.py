@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import bson
@@ -95,6 +96,17 @@ class TextState(Follower):
 
     def apply(self, rid: int, data: bytes | None) -> None:
         """The document ``rid`` is now ``data`` (None: deleted)."""
+        self.apply_prepared(rid, None if data is None else self._analyze(data))
+
+    def _analyze(self, data: bytes) -> list[Any]:
+        return self.definition.analyze(bson.decode(data, CODEC))  # type: ignore[arg-type]
+
+    def prepare(self, rows: Mapping[int, bytes]) -> dict[int, list[Any]]:
+        """The changed documents' entries (analysis needs no lock)."""
+        return {rid: self._analyze(data) for rid, data in rows.items()}
+
+    def apply_prepared(self, rid: int, prepared: list[Any] | None) -> None:
+        """The document ``rid`` now has the entries ``prepared`` (None: deleted)."""
         old = self.ord_of.pop(rid, None)
         if old is not None:
             self.live[old] = False
@@ -102,8 +114,8 @@ class TextState(Follower):
             for child in self.children.pop(rid, ()):
                 self.live[child] = False
                 self.died += 1
-        if data is not None:
-            ords = self.add(rid, self.definition.analyze(bson.decode(data, CODEC)))  # type: ignore[arg-type]
+        if prepared is not None:
+            ords = self.add(rid, prepared)
             self.ord_of[rid] = ords[0]
             if len(ords) > 1:
                 self.children[rid] = ords[1:]
@@ -146,18 +158,31 @@ class TextState(Follower):
         return len(self.ord_of)
 
     def pending(self) -> int:
-        return 0  # nothing waits: new entries are searchable as soon as they are added
+        """The entries of the next merge the background thread has to do (new entries are
+        searchable as soon as they are added: only merges wait)."""
+        with self.lock:
+            run = merge_run([len(s) for s in self.segments])
+            return 0 if run is None else sum(len(s) for s in self.segments[run[0] : run[1]])
 
     def absorb(self) -> int:
-        """Merge one run of segments (see the module docstring); the entries merged."""
-        run = merge_run([len(s) for s in self.segments])
-        if run is None:
-            return 0
-        first, end = run
-        merged = sum(len(s) for s in self.segments[first:end])
-        self.segments[first:end] = [merge(self.segments[first:end], self.live)]
-        self.cache.clear()
-        return merged
+        """Merge one run of segments (see the module docstring); the entries merged. The lock
+        is held only to choose the run and to swap the merged segment in: the merge reads
+        frozen segments and a copy of the live mask, so searches go on meanwhile (an entry
+        dying during the merge is kept in it, dead: a search masks it as in any segment)."""
+        with self.lock:
+            run = merge_run([len(s) for s in self.segments])
+            if run is None:
+                return 0
+            first, end = run
+            merging = self.segments[first:end]
+            live = self.live[: self.next_ord].copy()
+        merged = merge(merging, live)
+        with self.lock:
+            # Only this method takes segments out (freezing appends after them), so the run
+            # is where it was.
+            self.segments[first:end] = [merged]
+            self.cache.clear()
+        return sum(len(s) for s in merging)
 
     # -- saving --------------------------------------------------------------------------
 
@@ -171,11 +196,13 @@ class TextState(Follower):
         return os.path.join(directory, f"{self.index_id}-v{self.version}-w{watermark}.ords.npz")
 
     def copy(self) -> SavedText:
-        """Under the lock: the frozen segments (the mutable one frozen first) and copies of the
-        per-ordinal arrays, so the files are written without holding the lock."""
+        """Under the lock: the frozen segments (the mutable one frozen first) and the per-ordinal
+        arrays, so the files are written without holding the lock. Only the live mask is
+        copied: an ordinal's record id and parent never change once given (new ones go past
+        ``next_ord``, and growing makes new arrays), so views of those stay as they are."""
         self.freeze()
         n = self.next_ord
-        arrays = (self.rid_at[:n].copy(), self.parent_at[:n].copy(), self.live[:n].copy())
+        arrays = (self.rid_at[:n], self.parent_at[:n], self.live[:n].copy())
         return SavedText(self, self.watermark, self.changes, list(self.segments), arrays)
 
 

@@ -25,7 +25,8 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
-from collections.abc import Mapping
+import functools
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import bson
@@ -37,22 +38,87 @@ from foliodb.engine.search.text.reader import Reader
 
 _SUFFIX = {rank: suffix for suffix, rank in _RANK.items()}
 _NUMERIC = {_RANK["\x00n"], _RANK["\x00d"]}
+FIRST_SORT = 256  # the best matches ordered first; the rest only if the cursor reads that far
 
 
 class Pager:
     """A search's order (its ``sort``, else score; ties by higher score, then record order)
-    over its matches, with their tokens."""
+    over its matches, with their tokens.
 
-    def __init__(self, reader: Reader, sort: Mapping[str, Any] | None, ords: Any, scores: Any, rids: Any) -> None:
+    ``raw`` are the matches' scores as computed (float64); a search reports and orders them
+    rounded to float32, as Lucene's (:meth:`scores_of`). The rounded scores, the record ids
+    and the sort keys of every match are derived only when an order over all of them is asked
+    (:meth:`order`, :meth:`page`): the score order's first page (:meth:`best_first`) and the
+    tokens look at a few matches only."""
+
+    def __init__(self, reader: Reader, sort: Mapping[str, Any] | None, ords: Any, raw: Any) -> None:
         self.reader = reader
         self.fields: list[SortField] = sort_fields(sort) if sort is not None else []
-        self.values = sort_values(reader, self.fields, ords, scores)
-        self.scores, self.rids = scores, rids
-        self.keys = [*order_keys(self.fields, self.values), -scores, rids]
+        self.ords, self.raw = ords, raw
+
+    def scores_of(self, at: Any) -> Any:
+        """The reported (float32) scores of the matches at positions ``at``."""
+        return self.raw[at].astype(np.float32).astype(np.float64)
+
+    def rids_of(self, at: Any) -> Any:
+        return self.reader.rid_at[self.ords[at]]
+
+    @functools.cached_property
+    def scores(self) -> Any:
+        return self.scores_of(slice(None))
+
+    @functools.cached_property
+    def rids(self) -> Any:
+        return self.rids_of(slice(None))
+
+    @functools.cached_property
+    def values(self) -> list[tuple[Any, Any]]:
+        if not self.fields:
+            return []  # the score order: no pass over the matches
+        return sort_values(self.reader, self.fields, self.ords, self.scores)
+
+    @functools.cached_property
+    def keys(self) -> list[Any]:
+        return [*order_keys(self.fields, self.values), -self.scores, self.rids]
 
     def order(self) -> Any:
         """The positions of the matches in the search's order."""
         return np.lexsort(tuple(reversed(self.keys)))
+
+    def best_first(self) -> Iterator[Any]:
+        """:meth:`order` without a ``sort``, in pieces: the best :data:`FIRST_SORT` positions
+        found and ordered at once (no pass over the matches but a partition and a comparison),
+        the others ordered only if the cursor reads past them (a ``$limit`` usually stops it)."""
+        n = len(self.raw)
+        if n <= FIRST_SORT:
+            yield self.order()
+            return
+        # Rounding to float32 keeps the order (ties aside), so the FIRST_SORT-th best reported
+        # score is the FIRST_SORT-th best raw score, rounded; every match reported at least as
+        # high has a raw score above the float32 just below it.
+        kth = np.float32(np.partition(self.raw, n - FIRST_SORT)[n - FIRST_SORT])
+        floor = float(np.nextafter(kth, np.float32(-np.inf)))
+        near = np.flatnonzero(self.raw > floor)
+        rounded = self.scores_of(near)
+        better = near[rounded > kth]
+        tied = near[rounded == kth]
+        room = FIRST_SORT - len(better)
+        if 0 < room < len(tied):
+            # Of the ties, the ``room`` first in record order (then in match order, as the
+            # stable sort of :meth:`order`).
+            rids = self.rids_of(tied)
+            last = np.partition(rids, room - 1)[room - 1]
+            before = tied[rids < last]
+            tied = np.concatenate([before, tied[rids == last][: room - len(before)]])
+        elif room <= 0:
+            tied = tied[:0]
+        first = np.sort(np.concatenate([better, tied]))
+        first = first[np.lexsort((self.rids_of(first), -self.scores_of(first)))]
+        yield first
+        left = np.ones(n, dtype=bool)
+        left[first] = False
+        rest = np.flatnonzero(left)
+        yield rest[np.lexsort((self.rids[rest], -self.scores[rest]))]
 
     def page(self, after: Any, before: Any) -> Any:
         """The positions after (in order) or before (closest first) the token given."""
@@ -84,8 +150,8 @@ class Pager:
         doc = {
             "s": [[f.path, f.order, f.no_data] for f in self.fields],
             "k": keys,
-            "c": float(self.scores[i]),
-            "r": int(self.rids[i]),
+            "c": float(np.float32(self.raw[i])),
+            "r": int(self.reader.rid_at[self.ords[i]]),
         }
         return base64.b64encode(bson.encode(doc)).decode("ascii")
 

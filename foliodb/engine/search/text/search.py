@@ -20,7 +20,7 @@ an index built on the spot from the view's documents (slow, never wrong).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ from foliodb.engine.catalog import CODEC
 from foliodb.engine.records import CollectionStore
 from foliodb.engine.search.catalog import SearchIndexInfo
 from foliodb.engine.search.manager import SearchIndexes, newest_seq, read_changes
-from foliodb.engine.search.numeric import np, require
+from foliodb.engine.search.numeric import require
 from foliodb.engine.search.text.collect import count_document, facet_document
 from foliodb.engine.search.text.highlight import highlights
 from foliodb.engine.search.text.index import TextState
@@ -45,8 +45,6 @@ from foliodb.query import metadata
 from foliodb.query.context import Context
 from foliodb.query.projection import compile_projection
 from foliodb.query.search_query import SearchQuery
-
-FIRST_SORT = 256  # the best hits ordered first; the rest only if the cursor reads that far
 
 
 @dataclass(slots=True)
@@ -79,28 +77,10 @@ class Found:
 Hit = tuple[int, float, int]  # (record id, score, position among the matches)
 
 
-def _in_order(rids: Any, scores: Any, order: Any) -> Iterator[Hit]:
-    yield from zip(rids[order].tolist(), scores[order].tolist(), order.tolist(), strict=True)
-
-
-def _best_first(rids: Any, scores: Any) -> Iterator[Hit]:
-    """Higher scores first, ties in record order: the best :data:`FIRST_SORT` ordered at once,
-    the others only if the cursor reads past them (a ``$limit`` usually stops it before)."""
-    if len(rids) <= FIRST_SORT:
-        yield from _in_order(rids, scores, np.lexsort((rids, -scores)))
-        return
-    # The best FIRST_SORT: every score above the FIRST_SORT-th, then its ties in record order
-    # (argpartition alone would take an arbitrary part of the ties, out of record order).
-    kth = np.partition(-scores, FIRST_SORT - 1)[FIRST_SORT - 1]
-    better = np.flatnonzero(-scores < kth)
-    tied = np.flatnonzero(-scores == kth)
-    best = np.concatenate([better, tied[np.argsort(rids[tied], kind="stable")][: FIRST_SORT - len(better)]])
-    first = best[np.lexsort((rids[best], -scores[best]))]
-    yield from _in_order(rids, scores, first)
-    left = np.ones(len(rids), dtype=bool)
-    left[first] = False
-    rest = np.flatnonzero(left)
-    yield from _in_order(rids, scores, rest[np.lexsort((rids[rest], -scores[rest]))])
+def _in_order(pager: Pager, pieces: Iterable[Any]) -> Iterator[Hit]:
+    """The hits at the positions of each piece of an order, in turn."""
+    for at in pieces:
+        yield from zip(pager.rids_of(at).tolist(), pager.scores_of(at).tolist(), at.tolist(), strict=True)
 
 
 def _index_of(store: CollectionStore, name: str) -> SearchIndexInfo | None:
@@ -131,12 +111,15 @@ def _reader(
         return _scanned(store, index, explained, "index building")
     info = store.info
     view = store.storage.view()
+    newest = newest_seq(view.conn, info.id)
+    caught_up = None
+    if newest > state.watermark:
+        entries, changed = read_changes(view.conn, info, state.watermark)
+        caught_up = entries, state.prepare(changed)  # before the lock: the documents' analysis
     state.lock.acquire()
     try:
-        newest = newest_seq(view.conn, info.id)
-        if newest > state.watermark:
-            entries, changed = read_changes(view.conn, info, state.watermark)
-            state.catch_up(entries, changed, newest)
+        if caught_up is not None:
+            state.catch_up(caught_up[0], caught_up[1], newest)
         dirty = state.changed_since(newest)
         if dirty is None:
             state.lock.release()
@@ -197,15 +180,13 @@ def text_search(
             meta["facet"] = facet_document(reader, query.facets, ords)
         if query.meta_only:
             return Found(iter(()), meta)
-        scores = scores.astype(np.float32).astype(np.float64)
-        rids = reader.rid_at[ords]
-        pager = Pager(reader, query.sort, ords, scores, rids)
+        pager = Pager(reader, query.sort, ords, scores)
         if query.after is not None or query.before is not None:
-            hits = _in_order(rids, scores, pager.page(query.after, query.before))
+            hits = _in_order(pager, [pager.page(query.after, query.before)])
         elif query.sort is not None:
-            hits = _in_order(rids, scores, pager.order())
+            hits = _in_order(pager, [pager.order()])
         else:
-            hits = _best_first(rids, scores)
+            hits = _in_order(pager, pager.best_first())
         explained.highlight = run.highlight
         at = offsets(reader, ords) if scope is not None else None
         return Found(hits, meta, run, compiled.name if compiled else "", pager, at)
