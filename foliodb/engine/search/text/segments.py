@@ -21,6 +21,7 @@ is live is not the segment's business: the index keeps one mask.
 
 from __future__ import annotations
 
+import array
 import bisect
 import itertools
 from collections import Counter
@@ -48,12 +49,24 @@ class MutableSegment:
         self.postings: dict[str, dict[str, tuple[list[int], list[int], list[tuple[int, ...]]]]] = {}
         self.lengths: dict[str, dict[int, int]] = {}
         self.columns: dict[str, tuple[list[int], list[float]]] = {}
+        self.grams: dict[str, _GramPostings] = {}  # autocomplete keys (never in ``postings``)
 
     def __len__(self) -> int:
         return self.end - self.first
 
-    def add(self, ord_: int, terms: dict[str, list[tuple[str, int]]], numbers: dict[str, list[float]]) -> None:
+    def add(
+        self,
+        ord_: int,
+        terms: dict[str, list[tuple[str, int]]],
+        numbers: dict[str, list[float]],
+        grams: dict[str, list[str]],
+    ) -> None:
         self.end = ord_ + 1
+        for key, made in grams.items():
+            postings = self.grams.get(key)
+            if postings is None:
+                postings = self.grams[key] = _GramPostings()
+            postings.add(ord_, made)
         for key, pairs in terms.items():
             postings = self.postings.get(key)
             if postings is None:
@@ -103,25 +116,35 @@ class MutableSegment:
     # -- reading (the same methods as FrozenSegment) ---------------------------------------
 
     def key_names(self) -> Iterable[str]:
-        return self.postings.keys()
+        return [*self.postings, *self.grams]
 
     def terms(self, key: str) -> Sequence[str]:
+        grams = self.grams.get(key)
+        if grams is not None:
+            return sorted(grams.ids)
         return sorted(self.postings.get(key, {}))
 
     def lookup(self, key: str, term: str) -> tuple[Any, Any]:
+        grams = self.grams.get(key)
+        if grams is not None:
+            return grams.lookup(term)
         entry = self.postings.get(key, {}).get(term)
         if entry is None:
             return _empty(np.int64), _empty(np.int64)
         return np.asarray(entry[0], dtype=np.int64), np.asarray(entry[1], dtype=np.int64)
 
     def positions(self, key: str, term: str) -> list[tuple[int, ...]]:
+        grams = self.grams.get(key)
+        if grams is not None:
+            return [()] * len(grams.lookup(term)[0])
         entry = self.postings.get(key, {}).get(term)
         if entry is None:
             return []
         return entry[2] if positional(key) else [()] * len(entry[0])
 
     def key_lengths(self, key: str) -> tuple[Any, Any]:
-        lengths = self.lengths.get(key)
+        grams = self.grams.get(key)
+        lengths = grams.lengths if grams is not None else self.lengths.get(key)
         if not lengths:
             return _empty(np.int64), _empty(np.int64)
         return np.fromiter(lengths.keys(), np.int64, len(lengths)), np.fromiter(
@@ -154,11 +177,108 @@ class MutableSegment:
                 np.fromiter(lengths.keys(), np.int32, len(lengths)),  # added in ascending order
                 np.fromiter(lengths.values(), np.int32, len(lengths)),
             )
+        for key, grams in self.grams.items():
+            keys[key] = grams.frozen()
         columns = {
             key: (np.asarray(o, dtype=np.int32), np.asarray(v, dtype=np.float64))
             for key, (o, v) in self.columns.items()
         }
         return FrozenSegment(self.first, self.end, keys, columns)
+
+
+class _GramPostings:
+    """An autocomplete key's postings in the mutable segment: its grams numbered (``ids``) and
+    one (gram number, ordinal) pair per gram added, in two flat integer arrays, so adding a
+    title's fifty-odd grams runs in C (no Python call per gram) rather than fifty dict
+    operations; a gram repeated in one entry is its ``tf``. A new gram is numbered by the
+    count of pairs before it (``setdefault`` with a counter: numbers are unique, not dense). Read by scanning those arrays (a search right
+    after a write must not pay a sort of the whole segment), or, after :data:`SCANS` lookups
+    since the last change, through one sort by gram; frozen by the same sort."""
+
+    __slots__ = ("_arrays", "_by_gram", "_scans", "ids", "lengths", "ords", "tids")
+
+    SCANS = 8
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.tids = array.array("i")
+        self.ords = array.array("i")
+        self.lengths: dict[int, int] = {}  # ordinal -> its grams (each one towards the length)
+        self._arrays: tuple[Any, Any] | None = None
+        self._by_gram: tuple[Any, Any, Any] | None = None
+        self._scans = 0
+
+    def add(self, ord_: int, grams: list[str]) -> None:
+        self.tids.extend(map(self.ids.setdefault, grams, itertools.count(len(self.tids))))
+        self.ords.extend(itertools.repeat(ord_, len(grams)))
+        self.lengths[ord_] = self.lengths.get(ord_, 0) + len(grams)
+        self._arrays = self._by_gram = None
+        self._scans = 0
+
+    def arrays(self) -> tuple[Any, Any]:
+        """The pairs as numpy arrays, copied (``tobytes``: no buffer stays exported from the
+        ``array`` objects, which must stay free to grow)."""
+        if self._arrays is None:
+            self._arrays = (
+                np.frombuffer(self.tids.tobytes(), dtype=np.int32),
+                np.frombuffer(self.ords.tobytes(), dtype=np.int32),
+            )
+        return self._arrays
+
+    def _sorted(self, tids: Any, ords: Any) -> tuple[Any, Any, Any]:
+        """(gram numbers, ordinals, tfs) of the distinct pairs, by gram number then ordinal
+        (ordinals were added ascending, and the sort is stable)."""
+        order = np.argsort(tids, kind="stable")
+        tids, ords = tids[order], ords[order]
+        new = np.ones(len(tids), dtype=bool)
+        new[1:] = (tids[1:] != tids[:-1]) | (ords[1:] != ords[:-1])
+        heads = np.flatnonzero(new)
+        tfs = np.diff(np.append(heads, len(tids))).astype(np.int32)
+        return tids[heads], ords[heads], tfs
+
+    def lookup(self, term: str) -> tuple[Any, Any]:
+        tid = self.ids.get(term)
+        if tid is None:
+            return _empty(np.int64), _empty(np.int64)
+        tids, ords = self.arrays()
+        if self._by_gram is None and self._scans < self.SCANS:
+            self._scans += 1
+            mine = ords[tids == tid]
+            if len(mine) > 1 and not (mine[1:] != mine[:-1]).all():  # a gram repeated in an entry
+                heads = np.flatnonzero(np.append(True, mine[1:] != mine[:-1]))
+                return mine[heads].astype(np.int64), np.diff(np.append(heads, len(mine)))
+            return mine.astype(np.int64), np.ones(len(mine), dtype=np.int64)
+        if self._by_gram is None:
+            g, o, t = self._sorted(tids, ords)
+            starts = np.zeros(len(tids) + 1, dtype=np.int64)  # numbers are below the pairs' count
+            np.cumsum(np.bincount(g, minlength=len(tids)), out=starts[1:])
+            self._by_gram = (starts, o, t)
+        starts, o, t = self._by_gram
+        a, b = int(starts[tid]), int(starts[tid + 1])
+        return o[a:b].astype(np.int64), t[a:b].astype(np.int64)
+
+    def frozen(self) -> _KeyArrays:
+        """The key's arrays in a frozen segment: grams sorted (every numbered gram has a
+        posting), the pairs by gram then ordinal, no positions, the lengths by ordinal."""
+        names = list(self.ids)
+        by_name = sorted(range(len(names)), key=names.__getitem__)
+        tids, ords = self.arrays()
+        rank = np.zeros(len(tids), dtype=np.int64)  # gram number -> its place among the sorted grams
+        numbers = np.fromiter(self.ids.values(), np.int64, len(names))
+        rank[numbers[by_name]] = np.arange(len(names), dtype=np.int64)
+        g, o, t = self._sorted(rank[tids], ords)
+        starts = np.zeros(len(names) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(g, minlength=len(names)), out=starts[1:])
+        lengths = self.lengths
+        return _KeyArrays(
+            [names[i] for i in by_name],
+            starts,
+            o.astype(np.int32),
+            t,
+            _empty(np.int32),
+            np.fromiter(lengths.keys(), np.int32, len(lengths)),  # added in ascending order
+            np.fromiter(lengths.values(), np.int32, len(lengths)),
+        )
 
 
 class _KeyArrays:
