@@ -36,9 +36,7 @@ def _words(analyzer: Analyzer, fold: bool, text: str) -> list[str]:
     return [w.lower() for w in words]
 
 
-def autocomplete_grams(
-    analyzer: Analyzer, low: int, high: int, tokenization: str, fold: bool, text: str
-) -> list[str]:
+def autocomplete_grams(analyzer: Analyzer, low: int, high: int, tokenization: str, fold: bool, text: str) -> list[str]:
     """The grams of ``text`` (see the module docstring), made one by one."""
     words = _words(analyzer, fold, text)
     run = " ".join(words)
@@ -79,20 +77,21 @@ class GramMaker:
     def __init__(self, analyzer: Analyzer, low: int, high: int, tokenization: str, fold: bool) -> None:
         self.analyzer, self.low, self.high, self.tokenization, self.fold = analyzer, low, high, tokenization, fold
         self.words: _Cache[str] = _Cache(self._word)
-        self.windows: _Cache[tuple[str, ...]] = _Cache(self._suffixes if tokenization == "rightEdgeGram" else self._prefixes)
+        grams = self._suffixes if tokenization == "rightEdgeGram" else self._prefixes
+        self.windows: _Cache[tuple[str, ...]] = _Cache(grams)
 
     def _word(self, term: str) -> str:
         return (fold_diacritics(term) if self.fold else term).lower()
 
     def _prefixes(self, window: str) -> tuple[str, ...]:
-        return tuple(window[:k] for k in range(self.low, len(window) + 1))
+        return tuple([window[:k] for k in range(self.low, len(window) + 1)])
 
     def _suffixes(self, window: str) -> tuple[str, ...]:
         n = len(window)
-        return tuple(window[n - k :] for k in range(self.low, n + 1))
+        return tuple([window[n - k :] for k in range(self.low, n + 1)])
 
     def __call__(self, text: str) -> list[str]:
-        words = list(map(self.words.__getitem__, [t for t, _ in self.analyzer.terms(text)]))
+        words = list(map(self.words.__getitem__, self.analyzer.words(text)))
         run, high = " ".join(words), self.high
         if self.tokenization == "nGram":
             windows = [run[s : s + high] for s in range(len(run))]

@@ -63,10 +63,10 @@ class MutableSegment:
     ) -> None:
         self.end = ord_ + 1
         for key, made in grams.items():
-            postings = self.grams.get(key)
-            if postings is None:
-                postings = self.grams[key] = _GramPostings()
-            postings.add(ord_, made)
+            gram_postings = self.grams.get(key)
+            if gram_postings is None:
+                gram_postings = self.grams[key] = _GramPostings()
+            gram_postings.add(ord_, made)
         for key, pairs in terms.items():
             postings = self.postings.get(key)
             if postings is None:
@@ -187,22 +187,24 @@ class MutableSegment:
 
 
 class _GramPostings:
-    """An autocomplete key's postings in the mutable segment: its grams numbered (``ids``) and
-    one (gram number, ordinal) pair per gram added, in two flat integer arrays, so adding a
-    title's fifty-odd grams runs in C (no Python call per gram) rather than fifty dict
-    operations; a gram repeated in one entry is its ``tf``. A new gram is numbered by the
-    count of pairs before it (``setdefault`` with a counter: numbers are unique, not dense). Read by scanning those arrays (a search right
-    after a write must not pay a sort of the whole segment), or, after :data:`SCANS` lookups
-    since the last change, through one sort by gram; frozen by the same sort."""
+    """An autocomplete key's postings in the mutable segment: its grams numbered (``ids``), the
+    number of each gram added in one flat integer array (``tids``), and per ordinal how many
+    (``lengths``: an entry's grams come in one :meth:`add`, ordinals ascending, so the pairs'
+    ordinals are ``lengths`` repeated). Adding a title's fifty-odd grams so runs in C (no
+    Python call per gram) rather than as fifty dict operations: a new gram is numbered by
+    the count of grams added before it (``setdefault`` with a counter: numbers are unique,
+    not dense). A gram repeated in one entry is its ``tf``. Read by scanning those arrays (a
+    search right after a write must not pay a sort of the whole segment), or, after
+    :data:`SCANS` lookups since the last change, through one sort by gram; frozen by the
+    same sort."""
 
-    __slots__ = ("_arrays", "_by_gram", "_scans", "ids", "lengths", "ords", "tids")
+    __slots__ = ("_arrays", "_by_gram", "_scans", "ids", "lengths", "tids")
 
     SCANS = 8
 
     def __init__(self) -> None:
         self.ids: dict[str, int] = {}
         self.tids = array.array("i")
-        self.ords = array.array("i")
         self.lengths: dict[int, int] = {}  # ordinal -> its grams (each one towards the length)
         self._arrays: tuple[Any, Any] | None = None
         self._by_gram: tuple[Any, Any, Any] | None = None
@@ -210,19 +212,18 @@ class _GramPostings:
 
     def add(self, ord_: int, grams: list[str]) -> None:
         self.tids.extend(map(self.ids.setdefault, grams, itertools.count(len(self.tids))))
-        self.ords.extend(itertools.repeat(ord_, len(grams)))
-        self.lengths[ord_] = self.lengths.get(ord_, 0) + len(grams)
+        self.lengths[ord_] = len(grams)
         self._arrays = self._by_gram = None
         self._scans = 0
 
     def arrays(self) -> tuple[Any, Any]:
-        """The pairs as numpy arrays, copied (``tobytes``: no buffer stays exported from the
-        ``array`` objects, which must stay free to grow)."""
+        """The (gram number, ordinal) pairs as numpy arrays (``tobytes`` copies: no buffer stays
+        exported from ``tids``, which must stay free to grow)."""
         if self._arrays is None:
-            self._arrays = (
-                np.frombuffer(self.tids.tobytes(), dtype=np.int32),
-                np.frombuffer(self.ords.tobytes(), dtype=np.int32),
-            )
+            lengths = self.lengths
+            ords = np.fromiter(lengths.keys(), np.int32, len(lengths))
+            counts = np.fromiter(lengths.values(), np.int64, len(lengths))
+            self._arrays = (np.frombuffer(self.tids.tobytes(), dtype=np.int32), np.repeat(ords, counts))
         return self._arrays
 
     def _sorted(self, tids: Any, ords: Any) -> tuple[Any, Any, Any]:
@@ -286,16 +287,24 @@ class _KeyArrays:
     its ``tf`` (one per occurrence), so ``pos_starts`` is derived (``tfs``' running sum), not
     stored; a key keeping no positions has an empty ``positions`` and every run empty."""
 
-    __slots__ = ("_pos_starts", "index", "len_ords", "lens", "ords", "positions", "starts", "terms", "tfs")
+    __slots__ = ("_index", "_pos_starts", "len_ords", "lens", "ords", "positions", "starts", "terms", "tfs")
 
     def __init__(
         self, terms: list[str], starts: Any, ords: Any, tfs: Any, positions: Any, len_ords: Any, lens: Any
     ) -> None:
         self.terms = terms
-        self.index = {t: i for i, t in enumerate(terms)}
+        self._index: dict[str, int] | None = None
         self.starts, self.ords, self.tfs, self.positions = starts, ords, tfs, positions
         self.len_ords, self.lens = len_ords, lens
         self._pos_starts: Any = None
+
+    @property
+    def index(self) -> dict[str, int]:
+        """term -> its number, made on the first lookup (a segment merged again before any
+        search reads it never needs one: autocomplete keys hold millions of grams)."""
+        if self._index is None:
+            self._index = dict(zip(self.terms, range(len(self.terms)), strict=True))
+        return self._index
 
     @property
     def pos_starts(self) -> Any:
@@ -469,11 +478,13 @@ def merge(segments: list[FrozenSegment], live: Any) -> FrozenSegment:
     keys: dict[str, _KeyArrays] = {}
     for key in dict.fromkeys(k for s in segments for k in s.key_arrays):
         present = [s.key_arrays[key] for s in segments if key in s.key_arrays]
-        union = sorted(set().union(*(a.terms for a in present)))
-        number = {t: i for i, t in enumerate(union)}
+        # Each segment's terms are sorted: a sort of them together merges runs, and duplicates
+        # are adjacent.
+        union = list(dict.fromkeys(sorted(chain.from_iterable(a.terms for a in present))))
+        number = dict(zip(union, range(len(union)), strict=True))
         tids, ords, tfs, runs, positions, len_ords, lens = [], [], [], [], [], [], []
         for arrays in present:
-            mapped = np.fromiter((number[t] for t in arrays.terms), np.int64, len(arrays.terms))
+            mapped = np.fromiter(map(number.__getitem__, arrays.terms), np.int64, len(arrays.terms))
             keep = live[arrays.ords]
             tids.append(np.repeat(mapped, np.diff(arrays.starts))[keep])
             ords.append(arrays.ords[keep])
@@ -493,7 +504,7 @@ def merge(segments: list[FrozenSegment], live: Any) -> FrozenSegment:
         starts = np.zeros(int(used.sum()) + 1, dtype=np.int64)
         np.cumsum(counts[used], out=starts[1:])
         keys[key] = _KeyArrays(
-            [t for t, u in zip(union, used.tolist(), strict=True) if u],
+            list(itertools.compress(union, used.tolist())),
             starts,
             np.concatenate(ords)[order].astype(np.int32),
             new_tfs.astype(np.int32),
