@@ -287,24 +287,16 @@ class _KeyArrays:
     its ``tf`` (one per occurrence), so ``pos_starts`` is derived (``tfs``' running sum), not
     stored; a key keeping no positions has an empty ``positions`` and every run empty."""
 
-    __slots__ = ("_index", "_pos_starts", "len_ords", "lens", "ords", "positions", "starts", "terms", "tfs")
+    __slots__ = ("_pos_starts", "index", "len_ords", "lens", "ords", "positions", "starts", "terms", "tfs")
 
     def __init__(
         self, terms: list[str], starts: Any, ords: Any, tfs: Any, positions: Any, len_ords: Any, lens: Any
     ) -> None:
         self.terms = terms
-        self._index: dict[str, int] | None = None
+        self.index = dict(zip(terms, range(len(terms)), strict=True))
         self.starts, self.ords, self.tfs, self.positions = starts, ords, tfs, positions
         self.len_ords, self.lens = len_ords, lens
         self._pos_starts: Any = None
-
-    @property
-    def index(self) -> dict[str, int]:
-        """term -> its number, made on the first lookup (a segment merged again before any
-        search reads it never needs one: autocomplete keys hold millions of grams)."""
-        if self._index is None:
-            self._index = dict(zip(self.terms, range(len(self.terms)), strict=True))
-        return self._index
 
     @property
     def pos_starts(self) -> Any:
