@@ -287,16 +287,31 @@ class _KeyArrays:
     its ``tf`` (one per occurrence), so ``pos_starts`` is derived (``tfs``' running sum), not
     stored; a key keeping no positions has an empty ``positions`` and every run empty."""
 
-    __slots__ = ("_pos_starts", "index", "len_ords", "lens", "ords", "positions", "starts", "terms", "tfs")
+    __slots__ = ("_index", "_pos_starts", "len_ords", "lens", "ords", "positions", "starts", "terms", "tfs")
 
     def __init__(
         self, terms: list[str], starts: Any, ords: Any, tfs: Any, positions: Any, len_ords: Any, lens: Any
     ) -> None:
         self.terms = terms
-        self.index = dict(zip(terms, range(len(terms)), strict=True))
+        self._index: dict[str, int] | None = None
         self.starts, self.ords, self.tfs, self.positions = starts, ords, tfs, positions
         self.len_ords, self.lens = len_ords, lens
         self._pos_starts: Any = None
+
+    @property
+    def index(self) -> dict[str, int]:
+        """term -> its number, made when first needed: a segment merged again before a search
+        reads it never needs one (an autocomplete key holds millions of grams), and an idle
+        index makes the others' (:meth:`FrozenSegment.index_terms`) before a search does."""
+        return self._index if self._index is not None else self.make_index()
+
+    def make_index(self) -> dict[str, int]:
+        self._index = dict(zip(self.terms, range(len(self.terms)), strict=True))
+        return self._index
+
+    @property
+    def indexed(self) -> bool:
+        return self._index is not None
 
     @property
     def pos_starts(self) -> Any:
@@ -319,6 +334,13 @@ class FrozenSegment:
 
     def key_names(self) -> Iterable[str]:
         return self.key_arrays.keys()
+
+    def index_terms(self) -> bool:
+        """Make every key's term index (see :attr:`_KeyArrays.index`); whether any was missing."""
+        missing = [a for a in self.key_arrays.values() if not a.indexed]
+        for arrays in missing:
+            arrays.make_index()
+        return bool(missing)
 
     def terms(self, key: str) -> Sequence[str]:
         arrays = self.key_arrays.get(key)
@@ -460,6 +482,21 @@ def _reordered(positions: Any, runs: Any, order: Any) -> tuple[Any, Any]:
     return lengths, positions[index]
 
 
+def _union(term_lists: list[list[str]]) -> tuple[Any, list[Any]]:
+    """The sorted union of sorted term lists (an object array) and, per list, each term's
+    number in it: one sort of them all (runs, merged), equal terms then adjacent, and the
+    rest numpy - no hash of a term (an autocomplete key merges millions)."""
+    concat = list(chain.from_iterable(term_lists))
+    order = np.asarray(sorted(range(len(concat)), key=concat.__getitem__), dtype=np.int64)
+    ordered = np.asarray(concat, dtype=object)[order]
+    new = np.ones(len(ordered), dtype=bool)
+    new[1:] = ordered[1:] != ordered[:-1]
+    number = np.empty(len(concat), dtype=np.int64)
+    number[order] = np.cumsum(new) - 1
+    bounds = np.cumsum([0, *(len(t) for t in term_lists)]).tolist()
+    return ordered[new], [number[a:b] for a, b in itertools.pairwise(bounds)]
+
+
 def merge(segments: list[FrozenSegment], live: Any) -> FrozenSegment:
     """One frozen segment holding what the adjacent ``segments`` hold for live ordinals.
 
@@ -470,13 +507,9 @@ def merge(segments: list[FrozenSegment], live: Any) -> FrozenSegment:
     keys: dict[str, _KeyArrays] = {}
     for key in dict.fromkeys(k for s in segments for k in s.key_arrays):
         present = [s.key_arrays[key] for s in segments if key in s.key_arrays]
-        # Each segment's terms are sorted: a sort of them together merges runs, and duplicates
-        # are adjacent.
-        union = list(dict.fromkeys(sorted(chain.from_iterable(a.terms for a in present))))
-        number = dict(zip(union, range(len(union)), strict=True))
+        union, numbers = _union([a.terms for a in present])
         tids, ords, tfs, runs, positions, len_ords, lens = [], [], [], [], [], [], []
-        for arrays in present:
-            mapped = np.fromiter(map(number.__getitem__, arrays.terms), np.int64, len(arrays.terms))
+        for arrays, mapped in zip(present, numbers, strict=True):
             keep = live[arrays.ords]
             tids.append(np.repeat(mapped, np.diff(arrays.starts))[keep])
             ords.append(arrays.ords[keep])
@@ -489,14 +522,17 @@ def merge(segments: list[FrozenSegment], live: Any) -> FrozenSegment:
             lens.append(arrays.lens[keep_len])
         tid = np.concatenate(tids)
         order = np.argsort(tid, kind="stable")
-        _, new_positions = _reordered(np.concatenate(positions), np.concatenate(runs), order)
+        if any(len(a.positions) for a in present):
+            _, new_positions = _reordered(np.concatenate(positions), np.concatenate(runs), order)
+        else:  # a key keeping no positions (autocomplete: most postings of all)
+            new_positions = _empty(np.int32)
         new_tfs = np.concatenate(tfs)[order]
         counts = np.bincount(tid, minlength=len(union))
         used = counts > 0
         starts = np.zeros(int(used.sum()) + 1, dtype=np.int64)
         np.cumsum(counts[used], out=starts[1:])
         keys[key] = _KeyArrays(
-            list(itertools.compress(union, used.tolist())),
+            union[used].tolist(),
             starts,
             np.concatenate(ords)[order].astype(np.int32),
             new_tfs.astype(np.int32),
