@@ -176,14 +176,6 @@ class Analyzer:
                 )
         return [(t.text, t.position) for t in self.tokens(text)]
 
-    def words(self, text: str) -> list[str]:
-        """The terms of :meth:`terms` without their positions (autocomplete's grams need none)."""
-        if self.fast is not None:
-            found: list[str] = self.fast.findall(text)
-            if max(map(len, found), default=0) <= MAX_TOKEN_LENGTH:
-                return list(map(str.lower, found)) if self.lower else found
-        return [t.text for t in self.tokens(text)]
-
 
 # -- token filters ---------------------------------------------------------------------------
 

@@ -7,8 +7,8 @@
 ``embeddedDocuments`` array (its ``parent`` the index of the entry holding the array).
 
 An entry holds, per *key*, terms with positions (``terms``), numbers (``numbers``) or, for
-autocomplete keys, grams without positions (``grams``: :mod:`.grams` makes them). A key is a
-path and what was indexed there::
+autocomplete keys, grams without positions (``grams``: :func:`autocomplete_grams`). A key is
+a path and what was indexed there::
 
     path                 a string field, analyzed        path\\x00m:<name>   its multi analyzer
     path\\x00ac          autocomplete grams                path\\x00tok         a token (whole string)
@@ -36,14 +36,12 @@ from bson.binary import Binary
 
 from foliodb.engine.search.text import analysis
 from foliodb.engine.search.text.analysis import Analyzer, AnalyzerError
-from foliodb.engine.search.text.grams import GramMaker
 from foliodb.engine.search.text.synonyms import parse_synonyms
 from foliodb.errors import CommandError, ErrorCode
 from foliodb.query.geometry import GeoError, is_geojson, parse_geometry
 
 EXISTS = "\x00exists"
 SHAPE = "\x00gs"  # a geo field's shapes (indexShapes): one term per GeoJSON geometry
-GRAMS = "\x00ac"  # an autocomplete field's key: its path, then this
 EMBEDDED = "\x00embedded"  # an embedded entry's one term: its embeddedDocuments path
 POSITION_GAP = 100
 _NUMBERS = (int, float, Int64, Decimal128)
@@ -89,7 +87,6 @@ class FieldSpec:
     lowercase: bool = False  # token normalizer
     ignore_above: int | None = None
     shapes: bool = False  # geo indexShapes: the whole GeoJSON kept too, for geoShape
-    grams: GramMaker | None = field(default=None, compare=False, repr=False)  # autocomplete
 
 
 @dataclass(frozen=True)
@@ -106,8 +103,9 @@ class Entry:
     path: str  # "" for the document, the embeddedDocuments path for an embedded one
     terms: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     numbers: dict[str, list[float]] = field(default_factory=dict)
-    # Autocomplete keys' grams, without positions: a gram once per occurrence, each one more
-    # towards the field's length (as terms at consecutive positions would count).
+    # Autocomplete keys' grams, without positions (the key keeps none): each gram once per
+    # string holding it, each one more towards the field's length, as terms at consecutive
+    # positions counted; kept apart so segments take them in bulk (:mod:`.segments`).
     grams: dict[str, list[str]] = field(default_factory=dict)
 
 
@@ -207,17 +205,7 @@ class TextDefinition:
             if not isinstance(fold, bool):
                 raise invalid(f"{place}.foldDiacritics", "must be a boolean")
             base = self._analyzer(spec.get("analyzer", "lucene.standard"), f"{place}.analyzer")
-            tokenization = str(tokenization)
-            return FieldSpec(
-                kind,
-                base,
-                base,
-                min_grams=low,
-                max_grams=high,
-                tokenization=tokenization,
-                fold=fold,
-                grams=GramMaker(base, low, high, tokenization, fold),
-            )
+            return FieldSpec(kind, base, base, min_grams=low, max_grams=high, tokenization=str(tokenization), fold=fold)
         if kind in ("token", "stringFacet"):
             normalizer = spec.get("normalizer", "none")
             if normalizer not in ("none", "lowercase"):
@@ -354,8 +342,7 @@ class TextDefinition:
                     assert sub.analyzer is not None
                     _text(entries[at], f"{path}\x00m:{name}", sub.analyzer, one, exists=path)
             elif kind == "autocomplete" and isinstance(one, str):
-                assert spec.grams is not None
-                _grams(entries[at], path, spec.grams(one))
+                _grams(entries[at], path, autocomplete_grams(spec, one))
             elif kind == "token" and isinstance(one, str):
                 _term(entries[at], path, "\x00tok", one.lower() if spec.lowercase else one)
             elif kind == "number" and isinstance(one, _NUMBERS) and not isinstance(one, bool):
@@ -371,6 +358,35 @@ class TextDefinition:
             elif kind == "geo" and (point := geo_point(one)) is not None:
                 _num(entries[at], path, "\x00glon", point[0])
                 _num(entries[at], path, "\x00glat", point[1])
+
+
+def autocomplete_grams(spec: FieldSpec, text: str) -> list[str]:
+    """The grams an autocomplete field stores for a string: its analyzer's tokens (lower-cased,
+    folded unless ``foldDiacritics`` is false) joined by spaces, then, ``minGrams``..``maxGrams``
+    long, edge grams: the prefixes of the run from each word on (so a word's prefixes, and
+    words in sequence from any word); right-edge grams: the suffixes of the run up to each
+    word; n-grams: every substring."""
+    assert spec.analyzer is not None
+    words = [t for t, _ in spec.analyzer.terms(text)]
+    if spec.fold:
+        words = [analysis.fold_diacritics(w) for w in words]
+    words = [w.lower() for w in words]
+    low, high = spec.min_grams, spec.max_grams
+    run = " ".join(words)
+    out: list[str] = []
+    if spec.tokenization == "nGram":
+        out = [run[s : s + k] for s in range(len(run)) for k in range(low, high + 1) if s + k <= len(run)]
+    else:
+        at, bounds = 0, []  # each word's (start, end) in the run
+        for word in words:
+            bounds.append((at, at + len(word)))
+            at += len(word) + 1
+        for start, end in bounds:
+            if spec.tokenization == "edgeGram":  # the run from this word on: its prefixes
+                out += [run[start : start + k] for k in range(low, min(high, len(run) - start) + 1)]
+            else:  # the run up to this word: its suffixes
+                out += [run[end - k : end] for k in range(low, min(high, end) + 1)]
+    return list(dict.fromkeys(out))
 
 
 def geo_point(value: Any) -> tuple[float, float] | None:
@@ -429,10 +445,9 @@ def _term(entry: Entry, path: str, suffix: str, term: str | None) -> None:
 
 
 def _grams(entry: Entry, path: str, grams: list[str]) -> None:
-    """What :func:`_term` of each gram in turn stores, kept as :attr:`Entry.grams` (no
-    positions: the key keeps none, and each gram counts one towards the field's length)."""
+    """The grams of one string, in :attr:`Entry.grams` (see there)."""
     if grams:
-        entry.grams.setdefault(path + GRAMS, []).extend(grams)
+        entry.grams.setdefault(path + "\x00ac", []).extend(grams)
         _exists(entry, path)
 
 
