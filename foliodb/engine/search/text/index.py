@@ -149,14 +149,9 @@ class TextState(Follower):
         return 0  # nothing waits: new entries are searchable as soon as they are added
 
     def absorb(self) -> int:
-        """Merge one run of segments (see the module docstring); the entries merged. With none
-        to merge, make the term index of one segment lacking it (a merge's or a freeze's
-        output has none until first searched), so searches find them made; its entries."""
+        """Merge one run of segments (see the module docstring); the entries merged."""
         run = merge_run([len(s) for s in self.segments])
         if run is None:
-            for segment in self.segments:
-                if segment.index_terms():
-                    return len(segment)
             return 0
         first, end = run
         merged = sum(len(s) for s in self.segments[first:end])

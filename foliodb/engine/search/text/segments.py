@@ -287,31 +287,16 @@ class _KeyArrays:
     its ``tf`` (one per occurrence), so ``pos_starts`` is derived (``tfs``' running sum), not
     stored; a key keeping no positions has an empty ``positions`` and every run empty."""
 
-    __slots__ = ("_index", "_pos_starts", "len_ords", "lens", "ords", "positions", "starts", "terms", "tfs")
+    __slots__ = ("_pos_starts", "index", "len_ords", "lens", "ords", "positions", "starts", "terms", "tfs")
 
     def __init__(
         self, terms: list[str], starts: Any, ords: Any, tfs: Any, positions: Any, len_ords: Any, lens: Any
     ) -> None:
         self.terms = terms
-        self._index: dict[str, int] | None = None
+        self.index = dict(zip(terms, range(len(terms)), strict=True))
         self.starts, self.ords, self.tfs, self.positions = starts, ords, tfs, positions
         self.len_ords, self.lens = len_ords, lens
         self._pos_starts: Any = None
-
-    @property
-    def index(self) -> dict[str, int]:
-        """term -> its number, made when first needed: a segment merged again before a search
-        reads it never needs one (an autocomplete key holds millions of grams), and an idle
-        index makes the others' (:meth:`FrozenSegment.index_terms`) before a search does."""
-        return self._index if self._index is not None else self.make_index()
-
-    def make_index(self) -> dict[str, int]:
-        self._index = dict(zip(self.terms, range(len(self.terms)), strict=True))
-        return self._index
-
-    @property
-    def indexed(self) -> bool:
-        return self._index is not None
 
     @property
     def pos_starts(self) -> Any:
@@ -334,13 +319,6 @@ class FrozenSegment:
 
     def key_names(self) -> Iterable[str]:
         return self.key_arrays.keys()
-
-    def index_terms(self) -> bool:
-        """Make every key's term index (see :attr:`_KeyArrays.index`); whether any was missing."""
-        missing = [a for a in self.key_arrays.values() if not a.indexed]
-        for arrays in missing:
-            arrays.make_index()
-        return bool(missing)
 
     def terms(self, key: str) -> Sequence[str]:
         arrays = self.key_arrays.get(key)
