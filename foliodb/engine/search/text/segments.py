@@ -11,9 +11,11 @@ holds the entries of one range of ordinals ``[first, end)``, and per key (see
   length, what BM25's norm encodes);
 * **columns**: per numeric key, (ordinal, value) pairs in ordinal order.
 
-:class:`MutableSegment` takes new entries (dicts of lists); :meth:`MutableSegment.freeze`
-turns it into a :class:`FrozenSegment` of numpy arrays (a CSR layout per key: ``starts``
-into ``ords``/``tfs``, ``pos_starts`` into ``positions``), and :func:`merge` joins adjacent
+:class:`MutableSegment` takes new entries (dicts of lists; an autocomplete key's grams, fifty
+a title, in flat arrays of numbered grams: :class:`_GramPostings`);
+:meth:`MutableSegment.freeze` turns it into a :class:`FrozenSegment` of numpy arrays (a CSR
+layout per key: ``starts`` into ``ords``/``tfs``, ``pos_starts`` into ``positions``), and
+:func:`merge` joins adjacent
 frozen segments, leaving out ordinals no longer live. A segment never changes once frozen,
 so a merge runs without the index's lock and searches go on meanwhile. Whether an ordinal
 is live is not the segment's business: the index keeps one mask.
@@ -195,8 +197,8 @@ class _GramPostings:
     the count of grams added before it (``setdefault`` with a counter: numbers are unique,
     not dense). A gram repeated in one entry is its ``tf``. Read by scanning those arrays (a
     search right after a write must not pay a sort of the whole segment), or, after
-    :data:`SCANS` lookups since the last change, through one sort by gram; frozen by the
-    same sort."""
+    ``SCANS`` lookups since the last change, through one sort by gram; frozen by the same
+    sort."""
 
     __slots__ = ("_arrays", "_by_gram", "_scans", "ids", "lengths", "tids")
 
