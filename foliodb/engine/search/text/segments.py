@@ -15,10 +15,10 @@ holds the entries of one range of ordinals ``[first, end)``, and per key (see
 a title, in flat arrays of numbered grams: :class:`_GramPostings`);
 :meth:`MutableSegment.freeze` turns it into a :class:`FrozenSegment` of numpy arrays (a CSR
 layout per key: ``starts`` into ``ords``/``tfs``, ``pos_starts`` into ``positions``), and
-:func:`merge` joins adjacent
-frozen segments, leaving out ordinals no longer live. A segment never changes once frozen,
-so a merge runs without the index's lock and searches go on meanwhile. Whether an ordinal
-is live is not the segment's business: the index keeps one mask.
+:func:`merge` joins adjacent frozen segments, leaving out ordinals no longer live. A segment
+never changes once frozen, so a merge runs without the index's lock and searches go on
+meanwhile. Whether an ordinal is live is not the segment's business: the index keeps one
+mask.
 """
 
 from __future__ import annotations
