@@ -46,7 +46,7 @@ from foliodb.auth.caller import CALLER
 from foliodb.auth.privileges import Privilege, namespace, privilege
 from foliodb.commands import failpoints, params
 from foliodb.commands.registry import COMMANDS
-from foliodb.engine.catalog import CODEC
+from foliodb.engine.catalog import CODEC, RAW
 from foliodb.errors import CommandError, ErrorCode
 
 # The reply batch limit: MongoDB stops a batch at 16 MiB of documents; the
@@ -58,7 +58,6 @@ MAX_CURSORS_PER_USER = 50_000
 REAPER_PERIOD_SECONDS = 4.0  # mongod's clientCursorMonitorFrequencySecs
 AWAIT_SECONDS = 1.0  # how long an awaitData getMore waits without maxTimeMS, as mongod
 MAX_BATCH_BYTES = 16 * 1024 * 1024
-RAW = bson.CodecOptions(document_class=RawBSONDocument)
 
 
 class Lookahead(Iterator[dict[str, Any]]):
@@ -391,18 +390,23 @@ def take_batch(source: Lookahead, size: int | None, measure: bool = False) -> tu
 def _take_measured(source: Lookahead, size: int | None) -> tuple[list[Any], bool]:
     batch: list[Any] = []
     total = 0
+    kept: RawBSONDocument
     for doc in source:
         if not len(batch) & 255:
             interrupt.check()  # encoding up to 16 MiB of documents takes tens of milliseconds
-        try:
-            data = bson.encode(doc, codec_options=CODEC)
-        except InvalidDocument as exc:  # a key with a NUL byte, say, that a stage let through
-            raise CommandError(ErrorCode.BadValue, f"a result document cannot be returned as BSON: {exc}") from None
-        if batch and total + len(data) > MAX_BATCH_BYTES:
+        if isinstance(doc, RawBSONDocument):  # a stored document as it is (FindSpec.raw): nothing to encode
+            kept, length = doc, len(doc.raw)
+        else:
+            try:
+                data = bson.encode(doc, codec_options=CODEC)
+            except InvalidDocument as exc:  # a key with a NUL byte, say, that a stage let through
+                raise CommandError(ErrorCode.BadValue, f"a result document cannot be returned as BSON: {exc}") from None
+            kept, length = RawBSONDocument(data, RAW), len(data)
+        if batch and total + length > MAX_BATCH_BYTES:
             source.give_back(doc)
             return batch, False
-        batch.append(RawBSONDocument(data, RAW))
-        total += len(data)
+        batch.append(kept)
+        total += length
         if size is not None and len(batch) >= size:
             return batch, source.exhausted()
     return batch, source.ran_out()

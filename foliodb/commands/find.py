@@ -14,14 +14,14 @@ from bson.raw_bson import RawBSONDocument
 
 from foliodb.commands import collation, oplog_rs, params
 from foliodb.commands.accesses import counted
-from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, RAW, Lookahead, cursor_reply, over_the_wire
+from foliodb.commands.cursors import DEFAULT_FIRST_BATCH, Lookahead, cursor_reply, over_the_wire
 from foliodb.commands.executor import Request
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.tailable import tail_source
 from foliodb.commands.views import is_view, view_documents
 from foliodb.commands.write import collection_name
 from foliodb.engine import usage
-from foliodb.engine.catalog import CODEC
+from foliodb.engine.catalog import CODEC, RAW
 from foliodb.engine.count import CountExecution
 from foliodb.engine.distinct import DistinctExecution
 from foliodb.engine.planner import id_hack_keys
@@ -187,6 +187,7 @@ def cmd_find(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any]:
             lambda: request.engine.store(db, name), f"{db}.{name}", spec, request.context(fields.get("let"))
         )
     else:
+        spec.raw = over_the_wire(request)  # the reply is only encoded: stored documents go out as they are
         run = documents(request, name, spec, fields.get("let"))
     if batch_size is None:
         batch_size = DEFAULT_FIRST_BATCH

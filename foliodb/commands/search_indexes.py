@@ -34,6 +34,8 @@ from foliodb.engine.catalog import CollectionInfo
 from foliodb.engine.engine import Engine
 from foliodb.engine.search.catalog import SearchIndexInfo
 from foliodb.engine.search.definition import parse
+from foliodb.engine.search.text.mapping import TextDefinition
+from foliodb.engine.search.text.operators.synonym import mapping_problems
 from foliodb.engine.search.text.search import Explained as TextExplained
 from foliodb.engine.search.text.search import text_search
 from foliodb.engine.search.vector_search import Explained, vector_search
@@ -181,6 +183,15 @@ def listed(engine: Engine, db: str, name: str, index_name: str | None, index_id:
         indexed = engine.search.indexed(index)
         if indexed is not None:
             extra["numDocs"] = Int64(indexed)
+        synonyms = _synonym_status(engine, db, index)
+        host_synonyms = {}
+        if synonyms:
+            host_synonyms = {
+                "synonymMappingStatus": synonyms["synonymMappingStatus"],
+                "synonymMappingStatusDetails": {
+                    name: detail for item in synonyms["synonymMappingStatusDetail"] for name, detail in item.items()
+                },
+            }
         out.append(
             {
                 "id": index.public_id,
@@ -190,6 +201,7 @@ def listed(engine: Engine, db: str, name: str, index_name: str | None, index_id:
                 "queryable": status == "READY",
                 "latestDefinitionVersion": version,
                 "latestDefinition": index.definition,
+                **synonyms,
                 "statusDetail": [
                     {
                         "hostname": "foliodb",
@@ -198,6 +210,7 @@ def listed(engine: Engine, db: str, name: str, index_name: str | None, index_id:
                         "mainIndex": {
                             "status": status,
                             "queryable": status == "READY",
+                            **host_synonyms,
                             "definitionVersion": version,
                             "definition": index.definition,
                         },
@@ -207,6 +220,25 @@ def listed(engine: Engine, db: str, name: str, index_name: str | None, index_id:
             }
         )
     return out
+
+
+def _synonym_status(engine: Engine, db: str, index: SearchIndexInfo) -> dict[str, Any]:
+    """A search index's synonym mappings as Atlas lists them: ``synonymMappingStatus`` (the
+    worst: FAILED over READY) and ``synonymMappingStatusDetail``, one ``{name: {status,
+    queryable, message?}}`` per mapping; nothing for an index without synonyms. A mapping reads
+    its source collection as it is now, so it is READY or FAILED (a bad source document), never
+    BUILDING."""
+    definition = index.parsed
+    if not isinstance(definition, TextDefinition) or not definition.synonyms:
+        return {}
+    details = []
+    for name, problem in mapping_problems(definition, lambda source: engine.store(db, source)).items():
+        detail: dict[str, Any] = {"status": "READY" if problem is None else "FAILED", "queryable": problem is None}
+        if problem is not None:
+            detail["message"] = problem
+        details.append({name: detail})
+    worst = "FAILED" if any(not d["queryable"] for item in details for d in item.values()) else "READY"
+    return {"synonymMappingStatus": worst, "synonymMappingStatusDetail": details}
 
 
 def explain_vector_search(engine: Engine, db: str, coll: str, query: Any, spec: Any) -> dict[str, Any]:

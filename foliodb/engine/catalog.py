@@ -35,14 +35,17 @@ from typing import Any
 
 import bson
 from bson.codec_options import CodecOptions, DatetimeConversion
+from bson.raw_bson import RawBSONDocument
 
 from foliodb.engine.search import catalog as search_catalog
-from foliodb.query import collation, paths
+from foliodb.query import collation, compare, paths
 from foliodb.query.collation import Collator
 
 # How the engine decodes stored BSON: plain dicts, naive UTC datetimes, and
 # dates beyond datetime's range kept as DatetimeMS so nothing is lost.
 CODEC = CodecOptions(document_class=dict, tz_aware=False, datetime_conversion=DatetimeConversion.DATETIME_AUTO)
+# A stored document's BSON as it is (a RawBSONDocument), where a reply over the wire carries it unchanged.
+RAW = CodecOptions(document_class=RawBSONDocument)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS catalog_collections (
@@ -113,6 +116,21 @@ class IndexInfo:
         if "hashed" in key.values():
             return "hashed"
         return "btree"
+
+    @functools.cached_property
+    def key_names(self) -> tuple[str, ...]:
+        """The key's field names, in order (the key never changes: a plan reads them per query)."""
+        return tuple(self.key)
+
+    @functools.cached_property
+    def descending(self) -> tuple[bool, ...]:
+        """Per key field, whether it is descending: a negative number ("hashed", "2d"... ascend)."""
+        return tuple(compare.is_number(d) and compare.number_value(d) < 0 for d in self.key.values())
+
+    @functools.cached_property
+    def pattern_shown(self) -> str:
+        """The key pattern as a plan summary shows it (``{ a: 1, b: -1 }``)."""
+        return "{ " + ", ".join(f"{name}: {direction}" for name, direction in self.key.items()) + " }"
 
     @property
     def fields(self) -> list[tuple[tuple[str, ...], bool]]:

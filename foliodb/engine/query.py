@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import bson
+from bson.raw_bson import RawBSONDocument
 
 from foliodb import interrupt
 from foliodb.engine.cache import Row
-from foliodb.engine.catalog import CODEC
+from foliodb.engine.catalog import CODEC, RAW
 from foliodb.engine.index_keys import EMPTY_ARRAY
 from foliodb.engine.index_writer import IndexWriter
 from foliodb.engine.planner import Plan, choose_plan, exact_by_index, id_hack_keys, near_plan
@@ -74,6 +75,10 @@ class FindSpec:
     # A $geoNear stage's request (foliodb.aggregation.stages.geo_near.GeoNearRequest):
     # a near query on its key, the filter its own query.
     geo_near: Any = None
+    # The documents go into a reply over the wire: those that go out as stored (no projection,
+    # sort in memory, metadata, returnKey or showRecordId) are yielded as their stored BSON in a
+    # RawBSONDocument, never decoded unless a filter must read them (see FindExecution.stored).
+    raw: bool = False
 
 
 @dataclass
@@ -184,7 +189,9 @@ class FindExecution:
         if self.plan is not None and isinstance(self.plan.access, GeoNearScan):
             self.near = self.plan.access
         if self.plan is not None and not isinstance(self.plan.access, IdLookup):
-            self.prefilter = raw_narrowing(self.plan.access, rest, ctx.collator)
+            if self.matcher is not None or isinstance(self.plan.access, CollScan):
+                # (Without a matcher an index's records are exactly the matches: nothing to narrow.)
+                self.prefilter = raw_narrowing(self.plan.access, rest, ctx.collator)
             op = interrupt.current()
             if op is not None and op.plan_summary is None:
                 op.plan_summary = self.plan.access.summary()  # currentOp's planSummary
@@ -213,6 +220,18 @@ class FindExecution:
             (not self.sort.fields and not self.sort.meta_fields) or (self.plan is not None and self.plan.provides_sort)
         ):
             self.sort = None  # the access path already yields this order
+        # Every document goes out as it is stored: the reply can carry its BSON undecoded.
+        self.stored = (
+            spec.raw
+            and self.plan is not None
+            and self.sort is None
+            and self.projection is None
+            and self.text is None
+            and self.near is None
+            and self.covered is None
+            and self.count_bounds is None
+            and not (spec.return_key or spec.show_record_id or spec.keep_metadata)
+        )
 
     def _key_layout(self) -> KeyLayout | None:
         """How the index keys answer this query without its documents
@@ -335,6 +354,9 @@ class FindExecution:
             if cached is not None:
                 yield from self._cached_matching(access, cached)
                 return
+        if self.stored:
+            yield from self._stored_matching()
+            return
         prefilter = self.prefilter
         for rid, data in self.plan.access.rows():
             count += 1
@@ -362,6 +384,27 @@ class FindExecution:
                 doc["$recordId"] = rid
             yield doc
 
+    def _stored_matching(self) -> Iterator[Any]:
+        """:meth:`_matching` for documents that go out as stored (``self.stored``): each
+        one's BSON as it is, in a RawBSONDocument, decoded only for a filter the index
+        does not answer (the decoded copy is dropped). Decoding and encoding again was
+        most of a wire reply's BSON work, and the stored bytes are what mongod sends."""
+        assert self.plan is not None
+        matcher, prefilter = self.matcher, self.prefilter
+        decode = bson.decode
+        stats = self.stats
+        count = 0
+        for _rid, data in self.plan.access.rows():
+            count += 1
+            if not count & 63:
+                interrupt.check()
+            if prefilter is not None and not prefilter(data):
+                continue
+            if matcher is not None and not matcher(decode(data, CODEC)):
+                continue
+            stats.n_matched += 1
+            yield RawBSONDocument(data, RAW)
+
     def _counted(self) -> Iterator[dict[str, Any]]:
         """An empty document per match, from the keys alone (COUNT_SCAN: the keys are exactly the
         matches, and nothing after reads a field); a multikey index's record once."""
@@ -378,13 +421,15 @@ class FindExecution:
             self.stats.n_matched += 1
             yield {}
 
-    def _cached_matching(self, access: CollScan, rows: list[Row]) -> Iterator[dict[str, Any]]:
+    def _cached_matching(self, access: CollScan, rows: list[Row]) -> Iterator[Any]:
         """:meth:`_matching` over the document cache's rows: the filter reads the cached
         documents; what goes on is decoded afresh from its BSON, but for a sort, which only
-        reads keys and keeps its own encoding of what it holds (engine/sorter.py)."""
+        reads keys and keeps its own encoding of what it holds (engine/sorter.py), and for
+        documents that go out as stored (``self.stored``: their BSON as it is)."""
         matcher = self.matcher
         show_record_id = self.spec.show_record_id
         shared = self.sort is not None and not show_record_id
+        stored = self.stored
         # The needles a collection scan's SQL would test, tested here on the BSON bytes.
         prefilter = needles_test(access.needles)
         decode = bson.decode
@@ -403,6 +448,9 @@ class FindExecution:
                 access.cached_progress(count, rid, False)
                 if shared:
                     yield doc
+                    continue
+                if stored:  # as _stored_matching: the reply carries the BSON as it is
+                    yield RawBSONDocument(data, RAW)
                     continue
                 mine = decode(data, CODEC)
                 if show_record_id:

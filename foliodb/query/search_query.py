@@ -4,7 +4,8 @@ The aggregation stage (aggregation/stages/text_search.py) checks the stage's own
 once; the operator and the options that depend on the index (paths, facets, sort fields)
 are compiled by the engine (engine/search/text/), which knows the index's definition.
 ``operator`` is ``(name, body)``, None for a ``facet`` collector without one (every
-document); ``facets`` is the collector's ``facets`` document, or None.
+document); ``facets`` is the collector's ``facets`` document, or None; ``return_scope`` the
+``returnScope`` document, whose path the engine checks against the index.
 """
 
 from __future__ import annotations
@@ -27,3 +28,4 @@ class SearchQuery:
     meta_only: bool = False  # $searchMeta
     after: Any = None  # searchAfter's token (checked by the engine)
     before: Any = None  # searchBefore's token
+    return_scope: Any = None  # returnScope as given (checked by the engine): {path}

@@ -473,7 +473,8 @@ def _row_full_text_search(db: Any) -> None:
     assert _code(lambda: list(db.t.aggregate([{"$search": {"text": {"path": "title"}}}]))) == 8
     synonyms = {"text": {"query": "fox", "path": "title", "synonyms": "s"}}
     assert _code(lambda: list(db.t.aggregate([{"$search": synonyms}]))) == 8  # no such mapping
-    assert _code(lambda: list(db.t.aggregate([{"$search": {"hasRoot": {}}}]))) == 238
+    assert _code(lambda: list(db.t.aggregate([{"$search": {"hasRoot": {"operator": text}}}]))) == 8  # no scope
+    assert _code(lambda: list(db.t.aggregate([{"$search": {"vectorSearch": {}}}]))) == 238
     assert _code(lambda: list(db.t.aggregate([{"$search": {**text, "searchAfter": "x"}}]))) == 8  # bad token
     like = {"moreLikeThis": {"like": {"title": "fox"}}}
     assert {d["_id"] for d in db.t.aggregate([{"$search": like}])} == {1, 2}

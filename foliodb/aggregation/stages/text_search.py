@@ -7,8 +7,8 @@ Both are first stages (40602 elsewhere, 40600 inside ``$facet``), as mongot's. T
 checks its own fields once: ``index`` (default ``"default"``), exactly one operator or a
 ``facet`` collector (``{operator?, facets}``), ``highlight``, ``count``, ``sort``,
 ``scoreDetails``, ``returnStoredSource``, ``searchAfter`` / ``searchBefore`` (sequence
-tokens, checked by the engine), ``concurrent`` and ``tracking`` (accepted, no effect on
-one machine). The operator itself is compiled by the engine against the index's
+tokens) and ``returnScope`` (both checked by the engine), ``concurrent`` and ``tracking``
+(accepted, no effect on one machine). The operator itself is compiled by the engine against the index's
 definition (engine/search/text/). ``$search`` returns the documents best first with
 ``{$meta: "searchScore"}`` (and ``"score"``), and sets ``$$SEARCH_META`` (the count and
 facets) for the stages after it; ``$searchMeta`` returns that one document.
@@ -37,9 +37,9 @@ _OPTIONS = frozenset(
         "tracking",
         "searchAfter",
         "searchBefore",
+        "returnScope",
     }
 )
-_UNBUILT_OPTIONS = frozenset({"returnScope"})
 
 
 def _document(spec: Mapping[str, Any], stage: str, name: str) -> Mapping[str, Any] | None:
@@ -59,9 +59,6 @@ def _flag(spec: Mapping[str, Any], stage: str, name: str) -> bool:
 def parse_search(spec: Any, stage: str) -> SearchQuery:
     if not isinstance(spec, Mapping):
         raise CommandError(ErrorCode.FailedToParse, f"{stage} value must be an object, found {type_name(spec)}")
-    for name in spec:
-        if name in _UNBUILT_OPTIONS:
-            raise CommandError(ErrorCode.NotImplemented, f"{stage}.{name} is not implemented in FolioDB yet")
     index = spec.get("index", "default")
     if not is_string(index):
         raise wrong_type(f"{stage}.index", index, "string")
@@ -95,6 +92,7 @@ def parse_search(spec: Any, stage: str) -> SearchQuery:
         meta_only=stage == "$searchMeta",
         after=spec.get("searchAfter"),
         before=spec.get("searchBefore"),
+        return_scope=spec.get("returnScope"),
     )
 
 

@@ -20,11 +20,9 @@ key that starts with it.
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from bson import MaxKey, MinKey, Regex
 from bson.datetime_ms import DatetimeMS
@@ -39,8 +37,10 @@ from foliodb.query.render import render
 MAX_POINT_PREFIXES = 1000
 
 
-@dataclass(frozen=True, slots=True)
-class Interval:
+class Interval(NamedTuple):
+    """One field's key interval (a tuple: a plan builds several per query, and a frozen
+    dataclass's construction cost several times a tuple's)."""
+
     lo: bytes
     lo_inclusive: bool
     hi: bytes
@@ -76,7 +76,7 @@ def collation_keys_shown(iv: Interval) -> Interval:
     with a non-simple collation as ``CollationKey(0x<hex>)`` (and only
     top-level strings: an object bound holding one prints as it is), so
     FolioDB does the same rather than show the key's raw bytes."""
-    return dataclasses.replace(iv, lo_shown=_key_shown(iv.lo, iv.lo_shown), hi_shown=_key_shown(iv.hi, iv.hi_shown))
+    return iv._replace(lo_shown=_key_shown(iv.lo, iv.lo_shown), hi_shown=_key_shown(iv.hi, iv.hi_shown))
 
 
 def _key_shown(key: bytes, shown: str) -> str:
@@ -395,13 +395,12 @@ def sql_range(lo: bytes, lo_inclusive: bool, hi: bytes, hi_inclusive: bool) -> t
 # -- compound keys ------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class KeyRange:
+class KeyRange(NamedTuple):
     start: bytes
     stop: bytes | None  # exclusive; None: to the end
 
 
-def key_ranges(per_field: list[list[Interval]], descending: list[bool]) -> list[KeyRange] | None:
+def key_ranges(per_field: list[list[Interval]], descending: Sequence[bool]) -> list[KeyRange] | None:
     """Ascending key ranges of a compound index (None: too many to list)."""
     prefixes = [b""]
     for intervals, desc in zip(per_field, descending, strict=True):
@@ -423,7 +422,7 @@ def key_ranges(per_field: list[list[Interval]], descending: list[bool]) -> list[
     return [KeyRange(p, next_prefix(p) if p else None) for p in prefixes]
 
 
-def key_checker(per_field: list[list[Interval]], descending: list[bool]) -> Callable[[bytes], bool] | None:
+def key_checker(per_field: list[list[Interval]], descending: Sequence[bool]) -> Callable[[bytes], bool] | None:
     """A test that a key's fields after the first ranged one lie in their
     intervals (the key ranges bound only the fields up to that one), or None
     when those fields are unbounded. For indexes without ``undefined`` keys
@@ -439,7 +438,7 @@ def key_checker(per_field: list[list[Interval]], descending: list[bool]) -> Call
             checks.append((j, descending[j], spaced))
     if not checks:
         return None
-    flags = descending[: checks[-1][0] + 1]
+    flags = list(descending[: checks[-1][0] + 1])
 
     def check(key: bytes) -> bool:
         values = decode_key(key, flags)

@@ -24,8 +24,8 @@ collation" to use an index for string comparisons).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from foliodb.engine.catalog import IndexInfo
@@ -49,14 +49,15 @@ class Candidate:
     intervals: list[list[Interval]]
     direction: int
     provides_sort: bool
-    # Per key part: its name in explain's indexBounds and whether it is descending.
-    names: list[str] = field(default_factory=list)
-    descending: list[bool] = field(default_factory=list)
+    # Per key part: its name in explain's indexBounds and whether it is descending (the
+    # index's own, kept on it, unless a wildcard index's scan of one path names its parts).
+    names: Sequence[str] = ()
+    descending: Sequence[bool] = ()
 
     def __post_init__(self) -> None:
         if not self.names:
-            self.names = list(self.index.key)
-            self.descending = [key_direction(d) < 0 for d in self.index.key.values()]
+            self.names = self.index.key_names
+            self.descending = self.index.descending
 
 
 def sort_direction(index: IndexInfo, intervals: list[list[Interval]], sort: list[tuple[str, int]]) -> int:
@@ -116,11 +117,28 @@ def _wildcard_candidates(index: IndexInfo, conditions: dict[str, list[Any]]) -> 
             # "a.0" may be an array position: its matches are keyed under "a" (a wildcard key
             # holds no positions), so bounds on the path "a.0" would miss them.
             continue
-        intervals = field_intervals(conds, multikey=True)
+        intervals = field_intervals([c for c in conds if _compares_leaves(c)], multikey=True)
         if intervals is None or includes_null(intervals):
             continue
         out.append(Candidate(index, [[point(path)], intervals], 1, False, ["$_path", path], [False, False]))
     return out
+
+
+_LEAF_OPERATORS = ("$eq", "$gt", "$gte", "$lt", "$lte")
+
+
+def _compares_leaves(cond: Any) -> bool:
+    """Whether a condition compares only to values a wildcard index keys: it keys a path's
+    leaves, never an object or array as a whole, so a comparison to one (``{x: {b: 1}}``,
+    ``{$gt: {b: 1}}``, ``$in`` with an array) cannot be bounded there - mongod's
+    ``nodeIsSupportedByWildcardIndex``. The fetch's filter still decides the others."""
+    if not is_operator_doc(cond):
+        return not isinstance(cond, (Mapping, list))
+    for op in _LEAF_OPERATORS:
+        if op in cond and isinstance(cond[op], (Mapping, list)):
+            return False
+    values = cond.get("$in")
+    return not (isinstance(values, list) and any(isinstance(v, (Mapping, list)) for v in values))
 
 
 def candidates(
@@ -246,7 +264,7 @@ def _geo_candidates(index: IndexInfo, conditions: dict[str, list[Any]]) -> list[
 
 
 def shown_bounds(
-    names: list[str], descending: list[bool], per_field: list[list[Interval]], direction: int = 1
+    names: Sequence[str], descending: Sequence[bool], per_field: list[list[Interval]], direction: int = 1
 ) -> dict[str, list[str]]:
     """explain's ``indexBounds``: each field's intervals in the order the scan reads them (the
     index's order, reversed for a backward scan, as mongod's IndexBoundsBuilder::reverse)."""
@@ -263,14 +281,18 @@ def index_scan(store: CollectionStore, candidate: Candidate) -> IndexScan | None
     if ranges is None:
         return None
     index = candidate.index
-    shown_intervals = candidate.intervals
-    if index.collator is not None:
-        # A wildcard index's $_path keys are field paths, never collated.
-        shown_intervals = [
-            ivs if name == "$_path" else [collation_keys_shown(iv) for iv in ivs]
-            for name, ivs in zip(candidate.names, candidate.intervals, strict=True)
-        ]
-    shown = shown_bounds(candidate.names, candidate.descending, shown_intervals, candidate.direction)
+
+    def shown() -> dict[str, list[str]]:
+        """explain's indexBounds, built only when asked (a find that is not explained reads none)."""
+        shown_intervals = candidate.intervals
+        if index.collator is not None:
+            # A wildcard index's $_path keys are field paths, never collated.
+            shown_intervals = [
+                ivs if name == "$_path" else [collation_keys_shown(iv) for iv in ivs]
+                for name, ivs in zip(candidate.names, candidate.intervals, strict=True)
+            ]
+        return shown_bounds(candidate.names, candidate.descending, shown_intervals, candidate.direction)
+
     check = None
     if index.kind == "btree" and not index.multikey:
         check = key_checker(candidate.intervals, candidate.descending)

@@ -211,8 +211,7 @@ class IndexScan(AccessStage):
     stage = "IXSCAN"
 
     def summary(self) -> str:
-        key = ", ".join(f"{name}: {direction}" for name, direction in self.index.key.items())
-        return f"{self.stage} {{ {key} }}"
+        return f"{self.stage} {self.index.pattern_shown}"
 
     def __init__(
         self,
@@ -220,7 +219,7 @@ class IndexScan(AccessStage):
         index: IndexInfo,
         ranges: list[KeyRange],
         direction: int,
-        bounds: dict[str, list[str]],
+        bounds: dict[str, list[str]] | Callable[[], dict[str, list[str]]],
         key_check: Callable[[bytes], bool] | None = None,
         intervals: list[list[Interval]] | None = None,
         key_pattern: dict[str, Any] | None = None,
@@ -230,13 +229,21 @@ class IndexScan(AccessStage):
         self.index = index
         self.ranges = ranges
         self.direction = direction
-        self.bounds = bounds
+        self._bounds = bounds  # or what builds them, on first use
         self.key_check = key_check
         self.intervals = intervals  # per field, from the filter (None: a min/max range)
         self.keys_examined = 0
         self.docs_examined = 0
         self.covered = False  # set by the query layer: keys alone answer it
         self.first_fetch = SCAN_FIRST  # the first batch's rows; a find sets what it expects to return
+
+    @property
+    def bounds(self) -> dict[str, list[str]]:
+        """explain's ``indexBounds`` (built when first asked: explain, the plan cache's stats)."""
+        bounds = self._bounds
+        if callable(bounds):
+            bounds = self._bounds = bounds()
+        return bounds
 
     def rows(self) -> Iterator[tuple[int, bytes]]:
         seen: set[int] | None = set() if self.index.multikey else None

@@ -46,6 +46,7 @@ META_NAMES = frozenset(
         "searchHighlights",
         "searchScoreDetails",
         "searchSequenceToken",
+        "searchRootDocumentId",
         "vectorSearchScore",
         "score",
         "scoreDetails",

@@ -421,6 +421,28 @@ def test_wildcard_index_and_paths_with_array_positions(db: Any) -> None:
     assert [d["_id"] for d in db.c.find({"c": None, "a.0": []})] == [0]
 
 
+# A wildcard index keys a path's leaves, never an object or an array as a whole ({x: {b: 2}} is
+# keyed under "x.b"), so it cannot bound a comparison to an object or array on "x" (mongod's
+# nodeIsSupportedByWildcardIndex): such queries must still find their documents.
+def test_wildcard_index_and_comparisons_to_objects_and_arrays(db: Any) -> None:
+    db.c.create_index([("$**", 1)])
+    db.c.insert_many([{"_id": 0, "x": {"b": 2}}, {"_id": 1, "x": [1, 2]}, {"_id": 2, "x": 5}, {"_id": 3, "x": {}}])
+    queries = {
+        "gt_object": ({"x": {"$gt": {"b": 1}}}, [0]),
+        "equal_object": ({"x": {"b": 2}}, [0]),
+        "eq_object": ({"x": {"$eq": {"b": 2}}}, [0]),
+        "in_object_or_number": ({"x": {"$in": [{"b": 2}, 5]}}, [0, 2]),
+        "equal_array": ({"x": [1, 2]}, [1]),
+        "lte_array": ({"x": {"$lte": [1, 3]}}, [1]),
+        "equal_empty_object": ({"x": {}}, [3]),
+        # a leaf comparison beside an object one is still bounded by the leaf: only _id 2 passes both
+        "gt_object_and_number": ({"$and": [{"x": {"$gte": 5}}, {"x": {"$ne": {"b": 2}}}]}, [2]),
+    }
+    for name, (query, ids) in queries.items():
+        assert sorted(d["_id"] for d in db.c.find(query)) == ids, name
+        assert db.c.count_documents(query) == len(ids), name
+
+
 @pytest.mark.parametrize(("skip", "limit", "batch_size"), [(0, 0, 0), (5, 20, 0), (0, 0, 7), (3, 600, 50), (0, 1, 0)])
 def test_an_index_scan_reads_every_match_whatever_its_first_batch(
     db: Any, skip: int, limit: int, batch_size: int

@@ -87,6 +87,8 @@ class FieldSpec:
     lowercase: bool = False  # token normalizer
     ignore_above: int | None = None
     shapes: bool = False  # geo indexShapes: the whole GeoJSON kept too, for geoShape
+    stored: Any = False  # embeddedDocuments storedSource: what returnScope returns of an element
+    vector: tuple[int, str] | None = None  # knnVector: (dimensions, similarity), for knnBeta
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,18 @@ class Entry:
     # string holding it, each one more towards the field's length, as terms at consecutive
     # positions counted; kept apart so segments take them in bulk (:mod:`.segments`).
     grams: dict[str, list[str]] = field(default_factory=dict)
+    source: Mapping[str, Any] | None = None  # an embedded entry's element (returnScope returns it)
+
+
+def _stored_spec(value: Any) -> bool:
+    """Whether a ``storedSource`` is well formed: a boolean, or one of include / exclude
+    naming an array of paths."""
+    if isinstance(value, bool):
+        return True
+    if not isinstance(value, Mapping) or len(value) != 1:
+        return False
+    ((key, paths),) = value.items()
+    return key in ("include", "exclude") and isinstance(paths, list) and all(isinstance(p, str) for p in paths)
 
 
 def _number(value: Any) -> float:
@@ -189,6 +203,12 @@ class TextDefinition:
         kind = spec.get("type")
         if not isinstance(kind, str) or kind not in FIELD_TYPES:
             raise invalid(f"{place}.type", f"must be one of [{', '.join(sorted(FIELD_TYPES))}]")
+        if kind == "embeddedDocuments" and "storedSource" in spec:
+            stored = spec["storedSource"]
+            if not _stored_spec(stored):
+                raise invalid(f"{place}.storedSource", "must be a boolean, {include: [paths]} or {exclude: [paths]}")
+            rest = {k: v for k, v in spec.items() if k != "storedSource"}
+            return FieldSpec(kind, nested=self._mapping(rest, place), stored=stored)
         if kind in ("document", "embeddedDocuments"):
             return FieldSpec(kind, nested=self._mapping(spec, place))
         if kind == "string":
@@ -215,6 +235,14 @@ class TextDefinition:
             return FieldSpec("number")
         if kind == "dateFacet":
             return FieldSpec("date")
+        if kind == "knnVector":
+            dimensions = spec.get("dimensions")
+            if isinstance(dimensions, bool) or not isinstance(dimensions, int) or not 1 <= dimensions <= 8192:
+                raise invalid(f"{place}.dimensions", "is required and must be an integer from 1 to 8192")
+            similarity = spec.get("similarity")
+            if similarity not in ("euclidean", "cosine", "dotProduct"):
+                raise invalid(f"{place}.similarity", "is required and must be one of [cosine, dotProduct, euclidean]")
+            return FieldSpec(kind, vector=(dimensions, str(similarity)))
         if kind == "geo":
             shapes = spec.get("indexShapes", False)
             if not isinstance(shapes, bool):
@@ -261,6 +289,11 @@ class TextDefinition:
             nested = [s.nested for s in specs if s.nested is not None]
             mapping = nested[0] if nested else None
         return (), dynamic
+
+    def embedded_stored(self, path: str) -> Any:
+        """The ``storedSource`` of the embeddedDocuments field at ``path`` (False: none)."""
+        specs, _ = self.specs_at(path)
+        return next((s.stored for s in specs if s.type == "embeddedDocuments"), False)
 
     def embedded_paths(self) -> set[str]:
         out: set[str] = set()
@@ -316,7 +349,7 @@ class TextDefinition:
             assert spec.nested is not None
             for one in _flat(value):
                 if isinstance(one, Mapping):
-                    entries.append(Entry(at, path, {EMBEDDED: [(path, 0)]}))
+                    entries.append(Entry(at, path, {EMBEDDED: [(path, 0)]}, source=one))
                     _term(entries[at], path, "", None)
                     self._walk(spec.nested, one, path + ".", entries, len(entries) - 1)
             return

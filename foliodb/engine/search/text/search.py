@@ -11,7 +11,8 @@ reader's own view - its snapshot and, in a transaction, that transaction's write
 2. the operator runs (under the state's lock: the mutable segment may change after it);
    the count, the facets and the order (score, or ``sort``) are taken from its hits;
 3. documents are fetched from the view lazily, best first, each with ``searchScore`` (a
-   float32, as Lucene's), and ``searchHighlights`` / ``searchScoreDetails`` when asked.
+   float32, as Lucene's), and ``searchHighlights`` / ``searchScoreDetails`` when asked
+   (under ``returnScope``, the matching elements instead: :mod:`.scope`).
 
 An index still ``BUILDING``, or a snapshot older than the index's history, is answered by
 an index built on the spot from the view's documents (slow, never wrong).
@@ -34,9 +35,11 @@ from foliodb.engine.search.text.collect import count_document, facet_document
 from foliodb.engine.search.text.highlight import highlights
 from foliodb.engine.search.text.index import TextState
 from foliodb.engine.search.text.mapping import TextDefinition
-from foliodb.engine.search.text.operators import Run, all_roots, compile_operator
+from foliodb.engine.search.text.operators import Run, all_roots, compile_operator, knn, scoped
+from foliodb.engine.search.text.operators.roots import check_roots
 from foliodb.engine.search.text.paginate import Pager
 from foliodb.engine.search.text.reader import Reader
+from foliodb.engine.search.text.scope import element_documents, offsets, return_scope
 from foliodb.interrupt import check
 from foliodb.query import metadata
 from foliodb.query.context import Context
@@ -70,6 +73,7 @@ class Found:
     run: Run | None = None
     details: str = ""
     pager: Pager | None = None  # the order's sequence tokens
+    offsets: Any = None  # under returnScope: each match's entry offset in its document (scope.offsets)
 
 
 Hit = tuple[int, float, int]  # (record id, score, position among the matches)
@@ -179,10 +183,14 @@ def text_search(
     if query.operator is not None:
         name, body = query.operator
         compiled = compile_operator(name, body, name, definition)
+    scope = return_scope(query, definition)
+    check_roots(query.operator, scope)
+    knn.check_query(query)
     reader, lock = _reader(search, store, index, explained)
     try:
-        run = Run(reader, definition, collection=collection)
-        ords, scores = compiled.hits(run) if compiled is not None else all_roots(run)
+        run = Run(reader, definition, collection=collection, fetch=lambda rid: _fetched(store, rid))
+        with scoped(run, scope):
+            ords, scores = compiled.hits(run) if compiled is not None else all_roots(run)
         explained.matched = len(ords)
         meta: dict[str, Any] = {"count": count_document(query.count, len(ords))}
         if query.facets is not None:
@@ -199,7 +207,8 @@ def text_search(
         else:
             hits = _best_first(rids, scores)
         explained.highlight = run.highlight
-        return Found(hits, meta, run, compiled.name if compiled else "", pager)
+        at = offsets(reader, ords) if scope is not None else None
+        return Found(hits, meta, run, compiled.name if compiled else "", pager, at)
     finally:
         lock.release()
 
@@ -211,6 +220,17 @@ def documents(store: CollectionStore, query: SearchQuery, found: Found) -> Itera
     if query.highlight is not None or query.stored_source:
         index = _index_of(store, query.index)
         definition = index.parsed if index is not None else None
+    if found.offsets is not None:
+        assert isinstance(definition, TextDefinition)
+        path = query.return_scope["path"]
+        for element, about, alone in element_documents(store, definition, path, found.hits, found.offsets):
+            if query.highlight is not None and found.run is not None:
+                about["searchHighlights"] = highlights(definition, query.highlight, alone, found.run.highlight)
+            if query.score_details:
+                about["searchScoreDetails"] = _details(found, about["searchScore"])
+            element[metadata.FIELD] = about
+            yield element
+        return
     stored = _stored_source(definition) if query.stored_source else None
     for rid, score, at in found.hits:
         data = store.get_raw(rid)
@@ -223,15 +243,24 @@ def documents(store: CollectionStore, query: SearchQuery, found: Found) -> Itera
         if query.highlight is not None and isinstance(definition, TextDefinition) and found.run is not None:
             meta["searchHighlights"] = highlights(definition, query.highlight, doc, found.run.highlight)
         if query.score_details:
-            meta["searchScoreDetails"] = {
-                "value": score,
-                "description": f"{found.details} score: BM25 (k1=1.2, b=0.75) as Lucene's, with its modifiers",
-                "details": [],
-            }
+            meta["searchScoreDetails"] = _details(found, score)
         if stored is not None:
             doc = stored.apply(doc)
         doc[metadata.FIELD] = meta
         yield doc
+
+
+def _fetched(store: CollectionStore, rid: int) -> dict[str, Any] | None:
+    data = store.get_raw(rid)
+    return None if data is None else bson.decode(data, CODEC)
+
+
+def _details(found: Found, score: float) -> dict[str, Any]:
+    return {
+        "value": score,
+        "description": f"{found.details} score: BM25 (k1=1.2, b=0.75) as Lucene's, with its modifiers",
+        "details": [],
+    }
 
 
 def _stored_source(definition: Any) -> Any:

@@ -13,7 +13,8 @@ several terms: a phrase).
 FolioDB reads the source collection in the search's own snapshot when a query names the
 mapping, so a search always reflects the synonyms as they are (mongot follows the collection
 with a change stream, a moment behind). A document that is not well formed makes the mapping
-unusable, as Atlas marks it INVALID: queries naming it fail.
+unusable, as Atlas marks it INVALID: queries naming it fail, and ``$listSearchIndexes`` shows
+it ``FAILED`` with mongot's message naming the document's first problem.
 
 :func:`segments` splits analyzed query terms as Lucene's SynonymGraphFilter does: from left to
 right, the longest run of terms that is an entry's input becomes one segment holding every
@@ -22,9 +23,12 @@ alternative it stands for; any other term is a segment of itself.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from bson import Binary, ObjectId
 
 from foliodb.engine.search.text.analysis import Analyzer, AnalyzerError
 
@@ -71,26 +75,64 @@ def parse_synonyms(spec: Any, analyzers: Mapping[str, Analyzer]) -> dict[str, Sy
 
 
 class SynonymsError(ValueError):
-    """A source document that is not well formed."""
+    """A source document that is not well formed, in mongot's words (the mapping's status message)."""
+
+
+def _loggable_id(value: Any) -> str | None:
+    """The ``_id`` mongot names in a message: an ObjectId's hex or a standard UUID, else none."""
+    if isinstance(value, ObjectId):
+        return str(value)
+    if isinstance(value, Binary) and value.subtype == 4 and len(value) == 16:
+        return str(uuid.UUID(bytes=bytes(value)))
+    return None
+
+
+def _document_error(doc: Mapping[str, Any], problem: str) -> SynonymsError:
+    shown = _loggable_id(doc.get("_id"))
+    where = f" with _id {shown}" if shown is not None else ""
+    return SynonymsError(f"failed to analyze string in synonym document{where}: {problem}")
 
 
 def _entries(doc: Mapping[str, Any], key: str) -> list[str]:
+    """The array ``key`` of strings, checked as mongot's parser checks it."""
     value = doc.get(key)
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
-        raise SynonymsError(f"{key} must be a non-empty array of non-blank strings")
+    if value is None:
+        raise _document_error(doc, f'"{key}" is required')
+    if not isinstance(value, list):
+        raise _document_error(doc, f'"{key}" must be a array')
+    if not value:
+        raise _document_error(doc, f'"{key}" cannot be empty')
+    for i, entry in enumerate(value):
+        if entry is None:
+            raise _document_error(doc, f'"{key}[{i}]" is required')
+        if not isinstance(entry, str):
+            raise _document_error(doc, f'"{key}[{i}]" must be a string')
+        if not entry.strip():
+            raise _document_error(doc, f'"{key}[{i}]" cannot be blank')
     return list(value)
 
 
+def _mapping_type(doc: Mapping[str, Any]) -> str:
+    kind = doc.get("mappingType")
+    if kind is None:
+        raise _document_error(doc, '"mappingType" is required')
+    if not isinstance(kind, str):
+        raise _document_error(doc, '"mappingType" must be a string')
+    if kind not in ("equivalent", "explicit"):
+        raise _document_error(doc, '"mappingType" must be one of [equivalent, explicit]')
+    return kind
+
+
 def build_map(analyzer: Analyzer, docs: Iterable[Mapping[str, Any]]) -> SynonymMap:
-    """The map of a source collection's documents (SynonymsError for a bad one)."""
+    """The map of a source collection's documents (SynonymsError for the first bad one)."""
     out: SynonymMap = {}
 
-    def analyzed(texts: list[str]) -> list[Phrase]:
+    def analyzed(doc: Mapping[str, Any], texts: list[str]) -> list[Phrase]:
         phrases = []
         for text in texts:
             terms = tuple(term for term, _ in analyzer.terms(text))
-            if not terms:
-                raise SynonymsError(f"{text!r} analyzes to no terms")
+            if not terms:  # Lucene's SynonymMap.Parser refuses it
+                raise _document_error(doc, f"term: {text} analyzed to a zero-length token")
             phrases.append(terms)
         return phrases
 
@@ -99,17 +141,14 @@ def build_map(analyzer: Analyzer, docs: Iterable[Mapping[str, Any]]) -> SynonymM
         alternatives += [t for t in targets if t not in alternatives]
 
     for doc in docs:
-        kind = doc.get("mappingType")
-        if kind == "equivalent":
-            group = analyzed(_entries(doc, "synonyms"))
+        if _mapping_type(doc) == "equivalent":
+            group = analyzed(doc, _entries(doc, "synonyms"))
             for phrase in group:
                 add(phrase, group)
-        elif kind == "explicit":
-            targets = analyzed(_entries(doc, "synonyms"))
-            for phrase in analyzed(_entries(doc, "input")):
-                add(phrase, targets)
         else:
-            raise SynonymsError("mappingType must be one of [equivalent, explicit]")
+            targets = analyzed(doc, _entries(doc, "synonyms"))
+            for phrase in analyzed(doc, _entries(doc, "input")):
+                add(phrase, targets)
     return out
 
 

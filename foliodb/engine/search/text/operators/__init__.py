@@ -10,18 +10,20 @@ returns a :class:`Query` whose :meth:`Query.hits` gives the matching entries of 
 option (``boost``, ``constant``, ``function``) applied. The operators are in
 :mod:`.terms` (text, phrase, autocomplete, wildcard, regex, queryString), :mod:`.values`
 (equals, in, range, exists, near), :mod:`.compound` (compound, embeddedDocument),
-:mod:`.like` (moreLikeThis), :mod:`.geo` (geoWithin, geoShape) and :mod:`.span` (span).
+:mod:`.ancestry` (hasAncestor, hasRoot), :mod:`.knn` (knnBeta), :mod:`.like` (moreLikeThis),
+:mod:`.geo` (geoWithin, geoShape) and :mod:`.span` (span).
 Known MongoDB Search operators not built here answer NotImplemented (238).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from foliodb.engine.search.numeric import np
-from foliodb.engine.search.text.mapping import TextDefinition
+from foliodb.engine.search.text.mapping import EMBEDDED, TextDefinition
 from foliodb.engine.search.text.reader import Reader
 from foliodb.engine.search.text.scoring import Hits
 from foliodb.errors import CommandError, ErrorCode
@@ -48,10 +50,12 @@ class Run:
     reader: Reader
     definition: TextDefinition
     highlight: dict[str, set[str]] = field(default_factory=dict)  # key -> terms matched
-    scope: Any = None  # inside embeddedDocument: the ordinals of its embedded entries
+    scope: Any = None  # inside embeddedDocument or under returnScope: the ordinals of its embedded entries
     # A collection of the index's database by name (synonym sources), in the search's snapshot.
     collection: Callable[[str], Any] | None = None
     synonym_maps: dict[str, Any] = field(default_factory=dict)  # name -> built map, once per search
+    # A document of the searched collection by record id, in the search's snapshot (knnBeta).
+    fetch: Callable[[int], Mapping[str, Any] | None] | None = None
 
     def matched(self, key: str, found: Any) -> None:
         """The search matched these terms of ``key`` (highlights show them)."""
@@ -77,7 +81,7 @@ OperatorCompiler = Callable[[Mapping[str, Any], str, TextDefinition], Query]
 OPERATORS: Registry[OperatorCompiler] = Registry(
     "search operator",
     _unknown,
-    unbuilt=("knnBeta", "hasAncestor", "hasRoot", "vectorSearch"),
+    unbuilt=("vectorSearch",),
 )
 
 
@@ -101,6 +105,31 @@ def clause(spec: Any, place: str, definition: TextDefinition) -> Query:
         raise search_error(f'"{place}" must be a document holding exactly one operator')
     name, body = next(iter(spec.items()))
     return compile_operator(name, body, f"{place}.{name}", definition)
+
+
+def embedded_operator(
+    body: Mapping[str, Any], place: str, definition: TextDefinition, key: str, unindexed: str
+) -> tuple[str, Query]:
+    """The embeddedDocuments path ``body[key]`` and the ``operator`` of an operator that moves
+    the embedded scope (embeddedDocument, hasAncestor), where mongot refuses moreLikeThis; the
+    operator is compiled before the path is looked up in the index (``unindexed``, a format
+    of ``path``, says it is not), as mongot parses the whole query first."""
+    check_fields(body, place, (key, "operator"), (key, "operator"))
+    path = body[key]
+    if not isinstance(path, str):
+        raise search_error(f'"{place}.{key}" must be a string')
+    operator = embedded_clause(body, place, definition)
+    if path not in definition.embedded_paths():
+        raise search_error(unindexed.format(path=path))
+    return path, operator
+
+
+def embedded_clause(body: Mapping[str, Any], place: str, definition: TextDefinition) -> Query:
+    """An embedded scope's ``operator`` (embeddedDocument, hasAncestor, hasRoot): not moreLikeThis."""
+    operator = clause(body["operator"], f"{place}.operator", definition)
+    if operator.name == "moreLikeThis":
+        raise search_error("Operator: moreLikeThis not allowed in embeddedDocument operator")
+    return operator
 
 
 def check_fields(body: Mapping[str, Any], place: str, allowed: tuple[str, ...], needed: tuple[str, ...] = ()) -> None:
@@ -143,10 +172,28 @@ def of_roots(run: Run, hits: Hits) -> Hits:
     return ords[keep], scores[keep]
 
 
+def scope_entries(run: Run, path: str | None) -> Any:
+    """The live entries of the embeddedDocuments ``path`` (None: the documents)."""
+    reader = run.reader
+    return reader.roots() if path is None else np.unique(reader.postings(EMBEDDED, path)[0])
+
+
+@contextlib.contextmanager
+def scoped(run: Run, path: str | None) -> Iterator[None]:
+    """Operators inside run over the entries of the embeddedDocuments ``path`` (None: the
+    documents); where they may, :mod:`.roots` has checked."""
+    outer = run.scope
+    run.scope = None if path is None else scope_entries(run, path)
+    try:
+        yield
+    finally:
+        run.scope = outer
+
+
 def all_roots(run: Run) -> Hits:
     ords = run.reader.roots() if run.scope is None else run.scope
     return ords, np.ones(len(ords))
 
 
 # Register the operators.
-from foliodb.engine.search.text.operators import compound, geo, like, span, terms, values  # noqa: E402,F401
+from foliodb.engine.search.text.operators import ancestry, compound, geo, knn, like, span, terms, values  # noqa: E402,F401

@@ -7,7 +7,9 @@
   scores a MatchAllDocs clause.
 * ``embeddedDocument``: ``operator`` over the elements of an ``embeddedDocuments`` array,
   each element's score gathered into its document's by ``score.embedded.aggregate``
-  (``sum``, default; ``maximum``, ``minimum``, ``mean``).
+  (``sum``, default; ``maximum``, ``minimum``, ``mean``). Inside another embedded scope
+  (``returnScope``, an outer ``embeddedDocument``, ``hasAncestor``) its path must lie below
+  that scope's (:mod:`.roots`).
 * ``queryString``: Lucene's classic syntax over ``defaultPath``: terms, ``"phrases"``,
   ``field:value``, ``AND``/``&&``, ``OR``/``||`` (and adjacency), ``NOT``/``!``/``-``, ``+``,
   parentheses, ``*``/``?`` wildcards and ``term~N`` fuzzy terms.
@@ -20,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from foliodb.engine.search.numeric import np
-from foliodb.engine.search.text.mapping import EMBEDDED, TextDefinition
+from foliodb.engine.search.text.mapping import TextDefinition
 from foliodb.engine.search.text.operators import (
     OPERATORS,
     Query,
@@ -29,8 +31,10 @@ from foliodb.engine.search.text.operators import (
     check_fields,
     clause,
     compile_operator,
+    embedded_operator,
     number,
     of_roots,
+    scoped,
     search_error,
 )
 from foliodb.engine.search.text.scoring import Hits, empty, intersect, restrict, subtract, union
@@ -99,12 +103,8 @@ class EmbeddedQuery(Query):
 
     def match(self, run: Run) -> Hits:
         reader = run.reader
-        outer = run.scope
-        run.scope = np.unique(reader.postings(EMBEDDED, self.path)[0])
-        try:
+        with scoped(run, self.path):
             ords, scores = self.operator.hits(run)
-        finally:
-            run.scope = outer
         if not len(ords):
             return empty()
         parents = reader.parent_at[ords]
@@ -124,22 +124,16 @@ class EmbeddedQuery(Query):
 
 @OPERATORS.register("embeddedDocument")
 def op_embeddedDocument(body: Mapping[str, Any], place: str, definition: TextDefinition) -> Query:
-    check_fields(body, place, ("path", "operator"), ("path", "operator"))
-    path = body["path"]
-    if not isinstance(path, str):
-        raise search_error(f'"{place}.path" must be a string')
-    if path not in definition.embedded_paths():
-        raise search_error(f"Path '{path}' needs to be indexed as embeddedDocuments")
-    operator = body["operator"]
-    if isinstance(operator, Mapping) and "moreLikeThis" in operator:
-        raise search_error("Operator: moreLikeThis not allowed in embeddedDocument operator")
+    path, operator = embedded_operator(
+        body, place, definition, "path", "Path '{path}' needs to be indexed as embeddedDocuments"
+    )
     aggregate = "sum"
     score = body.get("score")
     if isinstance(score, Mapping) and isinstance(score.get("embedded"), Mapping):
         aggregate = score["embedded"].get("aggregate", "sum")
         if aggregate not in ("sum", "maximum", "minimum", "mean"):
             raise search_error(f'"{place}.score.embedded.aggregate" must be one of [maximum, mean, minimum, sum]')
-    return EmbeddedQuery(path, clause(operator, f"{place}.operator", definition), aggregate)
+    return EmbeddedQuery(path, operator, aggregate)
 
 
 # -- queryString -------------------------------------------------------------------------------

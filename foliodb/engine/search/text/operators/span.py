@@ -5,8 +5,16 @@ Manual: https://www.mongodb.com/docs/atlas/atlas-search/span/
 A span is a run of positions ``[start, end)`` in one string field; each form gives a
 document's spans:
 
-* ``term: {path, query, prefix?}``: the positions of the query's term (lower-cased, as the
-  field's analyzer normalizes a term; ``prefix: true``: of every term starting with it);
+* ``term: {path, query, prefix? | fuzzy? | regex? | wildcard?}``: the positions of the
+  query as one term, normalized as mongot's (the field's analyzer's lower-casing and folding;
+  not tokenized, stemmed or stopped: span is a term-level operator), or of every index term
+  the query stands for (Lucene's SpanMultiTermQueryWrapper over the query mongot builds):
+  ``prefix: true`` every term starting with it; ``regex: true`` / ``wildcard: true`` every
+  term the query matches whole, as the ``regex`` / ``wildcard`` operators; ``fuzzy: {maxEdits
+  0-2 = 2, prefixLength = 0, maxExpansions = 256}`` the terms within that Damerau-Levenshtein
+  distance sharing the prefix, the ``maxExpansions`` most similar (``1 - edits / min(length)``,
+  ties by term: Lucene's top-terms rewrite), or the term alone when ``maxEdits`` is 0 or the
+  prefix is the whole term. At most one of the four options may be set;
 * ``or: {clauses}``: every clause's spans;
 * ``first: {operator, endPositionLte = 3}``: the operator's spans ending at or before it;
 * ``near: {clauses, slop = 0, inOrder = false}``: one span of each clause, their gaps (in
@@ -18,8 +26,9 @@ document's spans:
 
 A document matches when it has a span; its score is BM25 with frequency the sum of
 ``1 / (1 + width)`` over its spans (width: a near's gaps, 0 for a term) and idf the sum of
-the terms' (Lucene's SpanWeight). All clauses must use one path. ``term`` with ``fuzzy``,
-``regex`` or ``wildcard`` answers NotImplemented (238).
+the idf of its terms found in the index (Lucene's SpanWeight: an expanded term counts each
+index term it stands for; a term no document holds adds nothing). All clauses must use one
+path.
 """
 
 from __future__ import annotations
@@ -30,11 +39,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from foliodb.engine.search.numeric import np
+from foliodb.engine.search.text.analysis import Analyzer, Token, ascii_folding, lowercase
 from foliodb.engine.search.text.mapping import TextDefinition
 from foliodb.engine.search.text.operators import OPERATORS, Query, Run, check_fields, number, of_roots, search_error
+from foliodb.engine.search.text.operators.terms import compile_pattern, edit_distance
 from foliodb.engine.search.text.scoring import Hits, bm25, empty, idf
-from foliodb.errors import CommandError, ErrorCode
 
+TERM_OPTIONS = ("fuzzy", "prefix", "regex", "wildcard")
 Span = tuple[int, int, int]  # start, end, width
 Spans = dict[int, list[Span]]  # ordinal -> its spans, sorted
 
@@ -59,12 +70,51 @@ class TermSpan(SpanNode):
         return set(run.reader.terms_between(self.path, self.term, self.term + "\U0010ffff"))
 
     def spans(self, run: Run) -> Spans:
-        out: Spans = {}
-        for term in sorted(self.terms(run)):
-            for ord_, positions in run.reader.positions(self.path, term).items():
-                out.setdefault(ord_, []).extend((p, p + 1, 0) for p in positions)
-            run.matched(self.path, [term])
-        return {o: sorted(set(s)) for o, s in out.items()}
+        return _term_spans(run, self.path, self.terms(run))
+
+
+class PatternSpan(TermSpan):
+    """``regex`` or ``wildcard``: every index term the pattern matches whole."""
+
+    def __init__(self, path: str, compiled: Any, prefix: str) -> None:
+        self.path, self.compiled, self.literal = path, compiled, prefix
+
+    def terms(self, run: Run) -> set[str]:
+        reader, start = run.reader, self.literal
+        candidates = reader.terms_between(self.path, start, start + "\U0010ffff") if start else reader.terms(self.path)
+        return {t for t in candidates if self.compiled.search(t) is not None}
+
+
+class FuzzySpan(TermSpan):
+    """``fuzzy``: Lucene's FuzzyQuery terms, the ``expansions`` most similar."""
+
+    def __init__(self, path: str, term: str, max_edits: int, prefix_length: int, expansions: int) -> None:
+        self.path, self.term = path, term
+        self.max_edits, self.prefix_length, self.expansions = max_edits, prefix_length, expansions
+
+    def terms(self, run: Run) -> set[str]:
+        term, reader = self.term, run.reader
+        if self.max_edits == 0 or self.prefix_length >= len(term):
+            return {term}  # Lucene enumerates the term alone
+        start = term[: self.prefix_length]
+        candidates = reader.terms_between(self.path, start, start + "\U0010ffff") if start else reader.terms(self.path)
+        ranked = []
+        for candidate in candidates:
+            edits = edit_distance(term, candidate, self.max_edits)
+            if edits <= self.max_edits:
+                similarity = 1.0 if edits == 0 else 1.0 - edits / min(len(candidate), len(term))
+                ranked.append((-similarity, candidate))
+        ranked.sort()
+        return {candidate for _, candidate in ranked[: self.expansions]}
+
+
+def _term_spans(run: Run, path: str, terms: set[str]) -> Spans:
+    out: Spans = {}
+    for term in sorted(terms):
+        for ord_, positions in run.reader.positions(path, term).items():
+            out.setdefault(ord_, []).extend((p, p + 1, 0) for p in positions)
+        run.matched(path, [term])
+    return {o: sorted(set(s)) for o, s in out.items()}
 
 
 class OrSpan(SpanNode):
@@ -205,7 +255,8 @@ class SpanQuery(Query):
         found = np.asarray(sorted(spans), dtype=np.int64)
         freqs = np.asarray([sum(1.0 / (1.0 + s[2]) for s in spans[o]) for o in found.tolist()])
         doc_count, _ = reader.stats(key)
-        weight = sum(idf(doc_count, len(reader.postings(key, t)[0])) for t in sorted(self.node.terms(run)))
+        dfs = [len(reader.postings(key, t)[0]) for t in sorted(self.node.terms(run))]
+        weight = sum(idf(doc_count, df) for df in dfs if df)
         return of_roots(run, (found, bm25(reader, key, found, freqs, weight)))
 
 
@@ -238,18 +289,7 @@ def _node(spec: Any, place: str, definition: TextDefinition) -> SpanNode:
     if not isinstance(body, Mapping):
         raise search_error(f'"{where}" must be a document')
     if kind == "term":
-        check_fields(body, where, ("path", "query", "prefix", "fuzzy", "regex", "wildcard"), ("path", "query"))
-        if any(k in body and body[k] is not False for k in ("fuzzy", "regex", "wildcard")):
-            raise CommandError(ErrorCode.NotImplemented, "span.term fuzzy, regex and wildcard are not implemented")
-        path, query = body["path"], body["query"]
-        if not isinstance(path, str) or not isinstance(query, str):
-            raise search_error(f'"{where}" path and query must be strings')
-        specs, _ = definition.specs_at(path)
-        strings = [s for s in specs if s.type == "string" and s.search_analyzer is not None]
-        analyzer = strings[0].search_analyzer if strings else definition.search_analyzer
-        assert analyzer is not None
-        terms = [t for t, _ in analyzer.terms(query)]
-        return TermSpan(path, terms[0] if len(terms) == 1 else query.lower(), body.get("prefix") is True)
+        return _term_node(body, where, definition)
     if kind == "or":
         check_fields(body, where, ("clauses",), ("clauses",))
         return OrSpan(_clauses(body, where, definition))
@@ -277,6 +317,56 @@ def _node(spec: Any, place: str, definition: TextDefinition) -> SpanNode:
         _one_path([little, big], where)
         return ContainsSpan(little, big, body["spanToReturn"] == "outer")
     raise search_error(f'"{place}" must hold exactly one of [contains, first, near, or, subtract, term]')
+
+
+def _normalized(analyzer: Analyzer, text: str) -> str:
+    """The text as the analyzer normalizes a multi-term query (Lucene's Analyzer.normalize):
+    its lower-casing and folding filters, no tokenizing, stop words or stemming."""
+    tokens = [Token(text, 0, 0, len(text))]
+    for token_filter in analyzer.filters:
+        if token_filter in (lowercase, ascii_folding):
+            tokens = token_filter(tokens)
+    return tokens[0].text
+
+
+def _term_node(body: Mapping[str, Any], where: str, definition: TextDefinition) -> SpanNode:
+    check_fields(body, where, ("path", "query", *TERM_OPTIONS), ("path", "query"))
+    path, query = body["path"], body["query"]
+    if not isinstance(path, str) or not isinstance(query, str):
+        raise search_error(f'"{where}" path and query must be strings')
+    for key in ("prefix", "regex", "wildcard"):
+        if not isinstance(body.get(key, False), bool):
+            raise search_error(f'"{where}.{key}" must be a boolean')
+    chosen = [key for key in TERM_OPTIONS if (key == "fuzzy" and key in body) or body.get(key) is True]
+    if len(chosen) > 1:
+        raise search_error(f'"{where}" only one of [{", ".join(TERM_OPTIONS)}] may be present')
+    specs, _ = definition.specs_at(path)
+    strings = [s for s in specs if s.type == "string" and s.search_analyzer is not None]
+    analyzer = strings[0].search_analyzer if strings else definition.search_analyzer
+    assert analyzer is not None
+    if chosen == ["fuzzy"]:
+        fuzzy = body["fuzzy"]
+        place = f"{where}.fuzzy"
+        if not isinstance(fuzzy, Mapping):
+            raise search_error(f'"{place}" must be a document')
+        check_fields(fuzzy, place, ("maxEdits", "prefixLength", "maxExpansions"))
+        if "score" in fuzzy:
+            raise search_error(f'"{place}.score" is not a valid field')
+        max_edits = _bounded(fuzzy, "maxEdits", place, 2, 0, 2)
+        prefix_length = _bounded(fuzzy, "prefixLength", place, 0, 0, 1 << 31)
+        expansions = _bounded(fuzzy, "maxExpansions", place, 256, 1, 1 << 31)
+        return FuzzySpan(path, _normalized(analyzer, query), max_edits, prefix_length, expansions)
+    if chosen in (["regex"], ["wildcard"]):
+        compiled, literal = compile_pattern(_normalized(analyzer, query), chosen[0], f"{where}.query")
+        return PatternSpan(path, compiled, literal)
+    return TermSpan(path, _normalized(analyzer, query), chosen == ["prefix"])
+
+
+def _bounded(spec: Mapping[str, Any], key: str, place: str, default: int, low: int, high: int) -> int:
+    value = number(spec.get(key, default), f"{place}.{key}")
+    if value != int(value) or not low <= value <= high:
+        raise search_error(f'"{place}.{key}" must be an integer between {low} and {high}')
+    return int(value)
 
 
 @OPERATORS.register("span")

@@ -27,7 +27,7 @@ the query fails.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import bson
@@ -55,20 +55,38 @@ def checked_mapping(definition: TextDefinition, name: Any, place: str) -> str:
     return name
 
 
+def _source_documents(collection: Callable[[str], Any] | None, name: str) -> Iterator[dict[str, Any]]:
+    store = collection(name) if collection is not None else None
+    if store is not None:
+        yield from (bson.decode(data, CODEC) for _, data in store.scan())
+
+
 def synonym_map(run: Run, name: str) -> SynonymMap:
     """The mapping built from its source collection as this search's snapshot has it."""
     if name not in run.synonym_maps:
         source = run.definition.synonyms[name]
-        store = run.collection(source.collection) if run.collection is not None else None
-        docs = (bson.decode(data, CODEC) for _, data in store.scan()) if store is not None else iter(())
         try:
-            run.synonym_maps[name] = build_map(source.analyzer, docs)
+            run.synonym_maps[name] = build_map(source.analyzer, _source_documents(run.collection, source.collection))
         except SynonymsError:
             raise search_error(
                 f'synonym mapping "{name}" is in state INVALID and is not ready to service queries'
             ) from None
     found: SynonymMap = run.synonym_maps[name]
     return found
+
+
+def mapping_problems(definition: TextDefinition, collection: Callable[[str], Any]) -> dict[str, str | None]:
+    """Each synonym mapping's problem, by name in order: None when its source collection (as
+    ``collection`` gives it) builds a map, else why not (``$listSearchIndexes``' status)."""
+    out: dict[str, str | None] = {}
+    for name in sorted(definition.synonyms):
+        source = definition.synonyms[name]
+        try:
+            build_map(source.analyzer, _source_documents(collection, source.collection))
+            out[name] = None
+        except SynonymsError as exc:
+            out[name] = str(exc)
+    return out
 
 
 def _check_analyzer(run: Run, name: str, path: str, analyzer: Analyzer) -> None:

@@ -417,19 +417,22 @@ def lucene_regex(query: str, place: str) -> str:
     return "".join(out)
 
 
+def compile_pattern(query: str, kind: str, place: str) -> tuple[Any, str]:
+    """A ``wildcard`` or ``regex`` query (``place`` names it in errors) as (a bounded matcher of
+    whole terms, the literal prefix every match starts with)."""
+    if kind == "wildcard":
+        source, prefix = _wildcard(query)
+    else:
+        source, prefix = lucene_regex(query, place), ""
+    try:
+        return compile_regex(f"^(?:{source})\\z", "s"), prefix
+    except CommandError as exc:
+        raise search_error(f'"{place}" is not a valid {kind}: {exc.errmsg}') from None
+
+
 def _pattern_query(body: Mapping[str, Any], place: str, definition: TextDefinition, kind: str) -> Query:
     check_fields(body, place, ("query", "path", "allowAnalyzedField"), ("query", "path"))
-    patterns = []
-    for query in strings(body["query"], f"{place}.query"):
-        if kind == "wildcard":
-            source, prefix = _wildcard(query)
-        else:
-            source, prefix = lucene_regex(query, f"{place}.query"), ""
-        try:
-            compiled = compile_regex(f"^(?:{source})\\z", "s")
-        except CommandError as exc:
-            raise search_error(f'"{place}.query" is not a valid {kind}: {exc.errmsg}') from None
-        patterns.append((compiled, prefix))
+    patterns = [compile_pattern(query, kind, f"{place}.query") for query in strings(body["query"], f"{place}.query")]
     return PatternQuery(patterns, Paths(body["path"], f"{place}.path", definition))
 
 
