@@ -10,9 +10,14 @@ to a bulk through ``add_insert``/``add_update``/``add_replace``/``add_delete``;
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
+from itertools import repeat
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+import bson
+from bson.errors import InvalidDocument
 from pymongo import common
 from pymongo.errors import DocumentTooLarge, InvalidOperation
 from pymongo.results import BulkWriteResult
@@ -20,6 +25,7 @@ from pymongo.results import BulkWriteResult
 from foliodb.client import _reply
 from foliodb.client.arguments import command_doc, statement
 from foliodb.client.codec import with_id
+from foliodb.commands.insert import point_insert_batch_encoded
 from foliodb.commands.params import MAX_WRITE_BATCH_SIZE
 
 if TYPE_CHECKING:
@@ -46,13 +52,58 @@ class Bulk:
         self.let = let
         self.session = session
         self.ops: list[tuple[str, dict[str, Any]]] = []
+        # The BSON of inserts of a plain caller's dicts, by op index, when the bulk may take the
+        # point path (no session, options or concern of its own): their ops are the caller's
+        # documents as they are, checked (the codec's walk) only if the general path runs them.
+        self.encoded: dict[int, bytes] = {}
+        self._encoding = (
+            collection._codec.plain
+            and session is None
+            and bypass_document_validation is None
+            and comment is None
+            and collection._default_write
+        )
         # pymongo's: a bulk with a multi-document update or delete is not a retryable write.
         self.retryable = True
 
     # -- called by pymongo's request classes ---------------------------------------
 
     def add_insert(self, document: Any) -> None:
-        self.ops.append((INSERT, self.collection._codec.encode(with_id(document))))
+        document = with_id(document)
+        if self._encoding and type(document) is dict:
+            try:
+                self.encoded[len(self.ops)] = bson.encode(document, codec_options=self.collection._codec.options)
+            except (InvalidDocument, TypeError, OverflowError, ValueError):
+                pass  # the general path reports it as the engine does
+            else:
+                self.ops.append((INSERT, document))
+                return
+        self.ops.append((INSERT, self.collection._codec.encode(document)))
+
+    def add_inserts(self, documents: list[Any]) -> list[Any]:
+        """:meth:`add_insert` of each of ``documents`` (insert_many's); their ``_id``s. Plain
+        dicts that all have one are encoded in one C loop (map), the usual insert_many."""
+        if (
+            self._encoding
+            and set(map(type, documents)) == {dict}
+            and all(map(dict.__contains__, documents, repeat("_id")))
+        ):
+            try:
+                rows = list(
+                    map(functools.partial(bson.encode, codec_options=self.collection._codec.options), documents)
+                )
+            except (InvalidDocument, TypeError, OverflowError, ValueError):
+                pass  # one by one: add_insert sends the one that fails the general way
+            else:
+                start = len(self.ops)
+                self.encoded.update(zip(range(start, start + len(rows)), rows, strict=True))
+                self.ops.extend(zip(repeat(INSERT), documents))
+                return list(map(itemgetter("_id"), documents))
+        ids = []
+        for document in documents:
+            self.add_insert(document)
+            ids.append(document["_id"])
+        return ids
 
     def add_update(
         self,
@@ -115,7 +166,9 @@ class Bulk:
         of one kind, each cut into commands of at most maxWriteBatchSize
         operations, as pymongo splits them."""
         runs: list[tuple[str, list[tuple[int, dict[str, Any]]]]] = []
-        if self.ordered:
+        if set(map(itemgetter(0), self.ops)) == {INSERT}:  # insert_many's: one run, ordered or not
+            runs.append((INSERT, list(enumerate(map(itemgetter(1), self.ops)))))
+        elif self.ordered:
             for index, (kind, op) in enumerate(self.ops):
                 if runs and runs[-1][0] == kind:
                     runs[-1][1].append((index, op))
@@ -132,6 +185,31 @@ class Bulk:
             for start in range(0, len(batch), MAX_WRITE_BATCH_SIZE)
         ]
 
+    def _checked(self, batch: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, dict[str, Any]]]:
+        """``batch`` with its encoded inserts' documents as the codec gives them to the engine."""
+        encode, encoded = self.collection._codec.encode, self.encoded
+        return [(index, encode(op) if index in encoded else op) for index, op in batch]
+
+    def _point_insert(self, batch: list[tuple[int, dict[str, Any]]]) -> Mapping[str, Any]:
+        """The checked reply to an insert of encoded documents: by the point path when the client
+        allows it (``point_insert_batch_encoded``), else (or where that path declines) the
+        general one, given the documents checked."""
+        collection = self.collection
+        name, ordered = collection.name, self.ordered
+
+        def general() -> dict[str, Any]:
+            return {INSERT: name, "documents": [op for _, op in self._checked(batch)], "ordered": ordered}
+
+        if collection._pointable():
+            cmd = {INSERT: name, "documents": list(map(itemgetter(1), batch)), "ordered": ordered}
+            rows = list(map(self.encoded.__getitem__, map(itemgetter(0), batch)))
+            reply = collection._point(cmd, functools.partial(point_insert_batch_encoded, rows), "write", general)
+        else:
+            cmd = general()
+            concern = collection._write_concern_doc(cmd, None)
+            reply = collection._run_command(cmd, None, retryable_write=self.retryable, write_concern=concern)
+        return _reply.check(reply, write_concern=False)
+
     def execute(self) -> BulkWriteResult:
         if not self.ops:
             raise InvalidOperation("No operations to execute")
@@ -146,20 +224,30 @@ class Bulk:
             "upserted": [],
         }
         acknowledged = True
+        encoded = self.encoded
         for kind, batch in self._runs():
-            cmd = command_doc(
-                {kind: self.collection.name, _LIST_FIELD[kind]: [op for _, op in batch], "ordered": self.ordered},
-                bypassDocumentValidation=self.bypass,
-                comment=self.comment,
-                let=None if kind == INSERT else self.let,
-            )
-            concern = self.collection._write_concern_doc(cmd, self.session)
-            acknowledged = concern.acknowledged
-            # Each command of a retryable bulk is a retryable write of its own txnNumber (pymongo's).
-            reply = _reply.check(
-                self.collection._run_command(cmd, self.session, retryable_write=self.retryable, write_concern=concern),
-                write_concern=False,
-            )
+            if encoded and kind == INSERT and all(map(encoded.__contains__, map(itemgetter(0), batch))):
+                reply = self._point_insert(batch)
+                if "writeErrors" in reply:
+                    batch = self._checked(batch)  # the documents the general path ran (its errors' ops)
+            else:
+                if encoded:
+                    batch = self._checked(batch)
+                cmd = command_doc(
+                    {kind: self.collection.name, _LIST_FIELD[kind]: [op for _, op in batch], "ordered": self.ordered},
+                    bypassDocumentValidation=self.bypass,
+                    comment=self.comment,
+                    let=None if kind == INSERT else self.let,
+                )
+                concern = self.collection._write_concern_doc(cmd, self.session)
+                acknowledged = concern.acknowledged
+                # Each command of a retryable bulk is a retryable write of its own txnNumber (pymongo's).
+                reply = _reply.check(
+                    self.collection._run_command(
+                        cmd, self.session, retryable_write=self.retryable, write_concern=concern
+                    ),
+                    write_concern=False,
+                )
             if "writeConcernError" in reply:
                 result["writeConcernErrors"].append(reply["writeConcernError"])
             n = reply.get("n", 0)

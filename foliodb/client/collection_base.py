@@ -23,8 +23,6 @@ from pymongo.write_concern import WriteConcern
 
 from foliodb.client.codec import DocumentCodec
 from foliodb.client.handle import Handle
-from foliodb.client.retry import Kind
-from foliodb.commands.executor import PointHandler
 
 if TYPE_CHECKING:
     from foliodb.client.database import Database
@@ -62,11 +60,9 @@ class CollectionBase(Handle, pymongo.collection.Collection[Any]):
         self._codec = DocumentCodec(self._codec_options)
         # (cmd, session, **how): MongoClient._execute on this database, bound once; every operation's path.
         self._run_command: Callable[..., dict[str, Any]] = functools.partial(database.client._execute, database.name)
-        # (cmd, handler, kind): the point path of a command with no session and default concerns
+        # (cmd, handler, kind[, general]): the point path of a command with no session and default concerns
         # (MongoClient._point), when the client allows it (MongoClient._pointable).
-        self._point: Callable[[dict[str, Any], PointHandler, Kind], dict[str, Any]] = functools.partial(
-            database.client._point, database.name
-        )
+        self._point: Callable[..., dict[str, Any]] = functools.partial(database.client._point, database.name)
         self._pointable: Callable[[], bool] = database.client._pointable
         # The server's default concerns (fixed for this object's life), which the point paths need.
         self._default_write = self._write_concern.is_server_default

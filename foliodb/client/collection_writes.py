@@ -11,9 +11,12 @@ is only its base), hence the casts where a Bulk is given it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+import bson
+from bson.errors import InvalidDocument
 from pymongo import common
 from pymongo.collection import ReturnDocument
 from pymongo.results import DeleteResult, InsertManyResult, InsertOneResult, UpdateResult
@@ -25,7 +28,7 @@ from foliodb.client.bulk import Bulk
 from foliodb.client.codec import with_id
 from foliodb.client.collection_base import CollectionBase
 from foliodb.commands.delete import point_delete
-from foliodb.commands.insert import point_insert
+from foliodb.commands.insert import point_insert, point_insert_encoded
 from foliodb.commands.update import point_update
 
 if TYPE_CHECKING:
@@ -51,16 +54,44 @@ class CollectionWrites(CollectionBase):
         """Insert a document (given an ObjectId ``_id`` when it has none); an InsertOneResult.
 
         https://www.mongodb.com/docs/manual/reference/command/insert/"""
-        cmd = {"insert": self._name, "ordered": True, "documents": [self._codec.encode(with_id(document))]}
+        document = with_id(document)
+        if (
+            session is None
+            and bypass_document_validation is None
+            and comment is None
+            and self._default_write
+            and self._pointable()
+        ):  # nothing but the document: the point path
+            _reply.check_single_write(self._point_insert(document))
+            return InsertOneResult(document.get("_id"), True)
+        cmd = {"insert": self._name, "ordered": True, "documents": [self._codec.encode(document)]}
         if bypass_document_validation is not None or comment is not None:
             command_doc(cmd, bypassDocumentValidation=bypass_document_validation, comment=comment)
         concern = self._concern(cmd, session)
-        if session is None and len(cmd) == 3 and self._pointable():  # nothing but the document
-            reply = self._point(cmd, point_insert, "write")
-        else:
-            reply = self._run_command(cmd, session, retryable_write=True, write_concern=concern)
+        reply = self._run_command(cmd, session, retryable_write=True, write_concern=concern)
         _reply.check_single_write(reply)
         return InsertOneResult(document.get("_id"), concern.acknowledged)
+
+    def _point_insert(self, document: Any) -> dict[str, Any]:
+        """insert_one's point path. A plain caller's dict is encoded here, once, by pymongo's C
+        codec, and goes to the engine as those bytes (``point_insert_encoded``) instead of being
+        walked for its types; a document that will not encode so, or that the engine declines
+        in that form, goes as the codec gives it (as any other caller's)."""
+        codec = self._codec
+        name = self._name
+
+        def general() -> dict[str, Any]:
+            return {"insert": name, "ordered": True, "documents": [codec.encode(document)]}
+
+        if codec.plain and type(document) is dict:
+            try:
+                data = bson.encode(document, codec_options=codec.options)
+            except (InvalidDocument, TypeError, OverflowError, ValueError):
+                pass  # the general path reports it as the engine does
+            else:
+                cmd = {"insert": name, "ordered": True, "documents": [document]}
+                return self._point(cmd, functools.partial(point_insert_encoded, data), "write", general)
+        return self._point(general(), point_insert, "write")
 
     def insert_many(
         self,
@@ -76,10 +107,7 @@ class CollectionWrites(CollectionBase):
         if not isinstance(documents, Iterable) or isinstance(documents, Mapping) or not documents:
             raise TypeError("documents must be a non-empty list")
         bulk = Bulk(cast("Collection", self), ordered, bypass_document_validation, comment, session=session)
-        ids = []
-        for document in documents:
-            bulk.add_insert(document)
-            ids.append(document["_id"])
+        ids = bulk.add_inserts(documents if type(documents) is list else list(documents))
         if not ids:
             raise TypeError("documents must be a non-empty list")
         result = bulk.execute()

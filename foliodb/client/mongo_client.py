@@ -316,13 +316,21 @@ class MongoClient(DriverHooks, SingleNode, pymongo.MongoClient[Any]):  # type: i
             or self._get_bound_session()
         )
 
-    def _point(self, db: str, cmd: dict[str, Any], handler: PointHandler, kind: Kind) -> dict[str, Any]:
+    def _point(
+        self,
+        db: str,
+        cmd: dict[str, Any],
+        handler: PointHandler,
+        kind: Kind,
+        general: Callable[[], dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
         """``_execute(db, cmd)`` when :meth:`_pointable`, for a command sent with the default
         read and write concerns (the caller checks those), through the executor's point path
-        (``Executor.point``)."""
-        reply = self._executor.point(db, cmd, handler, id(self))
+        (``Executor.point``); ``general``: the command the general path runs instead of
+        ``cmd``, when the point path declines or is retried (``Executor.point``'s)."""
+        reply = self._executor.point(db, cmd, handler, id(self), general)
         if reply.get("ok") != 1.0:  # an error: pymongo retries a read, or after backpressure
-            return self._retry(db, cmd, reply, kind)
+            return self._retry(db, cmd if general is None else general(), reply, kind)
         return reply
 
     def _send(self, db: str, cmd: Mapping[str, Any]) -> dict[str, Any]:

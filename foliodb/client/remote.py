@@ -31,7 +31,7 @@ import struct
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import bson
@@ -232,14 +232,19 @@ class SharedExecutor:
         return self._remote_execute(db, command)
 
     def point(
-        self, db: str, command: dict[str, Any], handler: PointHandler, owner: int | None = None
+        self,
+        db: str,
+        command: dict[str, Any],
+        handler: PointHandler,
+        owner: int | None = None,
+        general: Callable[[], Mapping[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """:meth:`Executor.point` on this process's own executor; through an owner, the
-        command goes as any other."""
+        command (``general``'s, when given) goes as any other."""
         local = self.local
         if local is not None and not local.engine.storage.forked:
-            return local.point(db, command, handler, owner)
-        return self.execute(db, command, owner=owner)
+            return local.point(db, command, handler, owner, general)
+        return self.execute(db, command if general is None else general(), owner=owner)
 
     def abandon(self, command: Mapping[str, Any]) -> None:
         """Stop ``command`` if it runs at the dbpath's owner (see RemoteExecutor.abandon); a command

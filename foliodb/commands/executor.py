@@ -169,7 +169,12 @@ class Executor:
             road.done()
 
     def point(
-        self, db: str, command: dict[str, Any], handler: PointHandler, owner: int | None = None
+        self,
+        db: str,
+        command: dict[str, Any],
+        handler: PointHandler,
+        owner: int | None = None,
+        general: Callable[[], Mapping[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """``execute(db, command)`` for a command the embedded client sends as drivers do
         (no session, Stable API, maxTimeMS or write concern fields), answered by ``point``
@@ -178,9 +183,12 @@ class Executor:
         kept: its turn, its operation (currentOp, killOp), its snapshot, ``top`` and the
         opcounters, the wait for a document an open transaction holds. With fail points
         configured, or where ``handler`` declines, the general path answers. ``owner``: the
-        embedded client's id, as ``execute`` takes it (its close() stops its operations)."""
+        embedded client's id, as ``execute`` takes it (its close() stops its operations).
+        ``general``: what the general path runs instead of ``command`` (made only when it
+        runs): a handler given what ``command`` holds in another form (an insert's
+        document already encoded) declines when the general path needs the other one."""
         if failpoints.configured():
-            return self.execute(db, command, owner=owner)
+            return self.execute(db, command if general is None else general(), owner=owner)
         road = self.engine.lane
         taken = road.take()
         try:
@@ -224,8 +232,10 @@ class Executor:
             finally:
                 interrupt.bind(previous)
                 del operations[opid]
+            if reply is not None:
+                return reply
             # Declined: the general path answers, as a new operation (still in this turn).
-            return self._execute(db, command, {"owner": owner}) if reply is None else reply
+            return self._execute(db, command if general is None else general(), {"owner": owner})
         finally:
             if taken:
                 road.done()

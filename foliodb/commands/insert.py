@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping
+from itertools import repeat
 from typing import Any
+
+from bson import Timestamp
 
 from foliodb import interrupt
 from foliodb.commands import params
 from foliodb.commands.executor import Request
+from foliodb.commands.native import native_items
+from foliodb.commands.params import MAX_WRITE_BATCH_SIZE
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.write import (
     INSERT_CHUNK,
+    SCALAR_IDS,
     Target,
     Writes,
     collection_name,
@@ -24,6 +30,7 @@ from foliodb.commands.write import (
     prepare_insert,
     same_store,
 )
+from foliodb.engine.records import MAX_BSON_SIZE, CollectionStore, shallow
 from foliodb.engine.timeseries import check_measurement
 from foliodb.errors import INTERRUPTIONS, CommandError
 
@@ -39,12 +46,99 @@ def point_insert(request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | N
     store = point_store(request, cmd["insert"])
     if store is None:
         return None
+    return _insert_into(request, cmd, store, doc, None)
+
+
+def point_insert_encoded(data: bytes, request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | None:
+    """:func:`point_insert` of a caller's document that the embedded client encoded
+    (``data``: pymongo's C codec, ``_id`` first as it puts it in a top-level document)
+    instead of checking its types (``commands/native.py``). ``data`` is what is stored and
+    recorded; the document itself is read only for index keys, so only the values those
+    read must be of native types: its ``_id`` (of the usual types, which need no check)
+    and, when the collection has other indexes, all of it. None (the general path, given
+    the document checked) where more is needed: another ``_id`` type, an empty timestamp
+    to fill in (:func:`prepare_insert`), a size or nesting the limits might refuse."""
+    doc = point_statement(cmd, "insert", "documents")
+    if doc is None or type(doc.get("_id")) not in SCALAR_IDS or len(data) > MAX_BSON_SIZE or not shallow(data):
+        return None
+    if _may_hold_empty_timestamp(data, doc):
+        return None
+    store = point_store(request, cmd["insert"])
+    if store is None or (len(store.writers) > 1 and not native_items(doc.values())):
+        return None
+    return _insert_into(request, cmd, store, doc, data)
+
+
+def point_insert_batch_encoded(rows: list[bytes], request: Request, cmd: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The reply to an insert of documents the embedded client encoded (``rows``, as for
+    :func:`point_insert_encoded`) into an existing plain collection: :func:`cmd_insert`'s
+    batch path (an ``executemany`` a table for each thousand), storing ``rows`` as they are.
+    None (the general path, given the documents checked) for what that path declines, and
+    when a document fails: the general path then inserts one by one and reports each error."""
+    docs = cmd.get("documents")
+    name = cmd.get("insert")
+    if (
+        type(docs) is not list
+        or type(name) is not str
+        or len(cmd) != 3
+        or type(cmd.get("ordered")) is not bool
+        or len(docs) != len(rows)
+        or len(docs) > MAX_WRITE_BATCH_SIZE
+    ):
+        return None
+    # point_insert_encoded's checks of each document, in C loops (map) over the batch.
+    if set(map(type, docs)) != {dict} or not set(map(type, map(dict.get, docs, repeat("_id")))) <= SCALAR_IDS:
+        return None
+    if max(map(len, rows)) > MAX_BSON_SIZE or not all(map(shallow, rows)):
+        return None
+    if any(map(bytes.count, rows, repeat(_EMPTY_TIMESTAMP))) and any(map(_may_hold_empty_timestamp, rows, docs)):
+        return None
+    store = point_store(request, name)
+    if store is None or (len(store.writers) > 1 and not native_items(docs)):
+        return None
+    storage = request.engine.storage
+    with storage.write():
+        if not same_store(request, store):
+            return None
+        try:
+            with storage.savepoint():
+                for start in range(0, len(docs), INSERT_CHUNK):
+                    interrupt.check()
+                    store.insert_batch(docs[start : start + INSERT_CHUNK], rows[start : start + INSERT_CHUNK])
+        except sqlite3.IntegrityError:
+            return None  # rolled back
+        except CommandError as exc:
+            if exc.code in INTERRUPTIONS:
+                raise  # the whole command fails, as the general path's
+            return None
+    return finish(request, cmd, {"n": len(docs), "ok": 1.0})
+
+
+def _may_hold_empty_timestamp(data: bytes, doc: dict[str, Any]) -> bool:
+    """Whether ``doc`` (``data`` its BSON) may hold a timestamp the server is to fill in
+    (:func:`prepare_insert`): an empty one is type byte 0x11 and eight zero bytes, which
+    most documents lack, so that few need a look at their values."""
+    # count, not `in`: `bytes in bytes` first tries the operand as an int, and formats the error.
+    return 0x11 in data and data.count(_EMPTY_TIMESTAMP) > 0 and any(isinstance(v, Timestamp) for v in doc.values())
+
+
+_EMPTY_TIMESTAMP = bytes(8)
+
+
+def _insert_into(
+    request: Request, cmd: Mapping[str, Any], store: CollectionStore, doc: Any, data: bytes | None
+) -> dict[str, Any] | None:
+    """The point insert of ``doc`` (as :func:`prepare_insert` makes it, unless given ``data``, its
+    BSON ready to store) into ``store``, still the collection's newest version; None if not."""
     reply: dict[str, Any] = {"n": 1, "ok": 1.0}
     with request.engine.storage.write():
         if not same_store(request, store):
             return None
         try:
-            store.insert(prepare_insert(doc))
+            if data is None:
+                store.insert(prepare_insert(doc))
+            else:
+                store.insert(doc, data)
         except CommandError as exc:
             reply = {"n": 0, "ok": 1.0, "writeErrors": [exc.to_write_error(0)]}  # the general path's order
     return finish(request, cmd, reply)

@@ -114,7 +114,7 @@ def prepare_insert(doc: Any) -> dict[str, Any]:
 
 
 _last_timestamp = Timestamp(0, 0)
-_SCALAR_IDS = frozenset({ObjectId, str, int})
+SCALAR_IDS = frozenset({ObjectId, str, int})  # _id types check_id lets pass at once
 
 
 def next_timestamp() -> Timestamp:
@@ -127,7 +127,7 @@ def next_timestamp() -> Timestamp:
 
 
 def check_id(value: Any) -> None:
-    if type(value) in _SCALAR_IDS:  # the usual _id types, none refused: no bracket to work out
+    if type(value) in SCALAR_IDS:  # the usual _id types, none refused: no bracket to work out
         return
     b = cmp.bracket(value)
     if b == cmp.ARRAY:

@@ -101,14 +101,7 @@ class CollectionStore(RecordReads):
                 ErrorCode.BSONObjectTooLarge,
                 f"object to insert too large. size in bytes: {len(data)}, max size: {MAX_BSON_SIZE}",
             )
-        # Each nested level needs a 0x03 (document) or 0x04 (array) type byte and at least 7 bytes
-        # (type, an empty name's NUL, length, terminator): the size, then the byte count (C speed),
-        # rule most documents out before any walk.
-        if (
-            len(data) >= _MIN_LEVEL_BYTES * MAX_NESTING_DEPTH
-            and data.count(3) + data.count(4) >= MAX_NESTING_DEPTH
-            and _too_deep(doc)
-        ):
+        if not shallow(data) and _too_deep(doc):
             message = (
                 f"Resulting document after update exceeds {MAX_NESTING_DEPTH} levels of nesting"
                 if after_update
@@ -149,14 +142,16 @@ class CollectionStore(RecordReads):
             self._after_capped_insert(1, len(data))
         return rid
 
-    def insert_batch(self, docs: list[dict[str, Any]]) -> None:
-        """Store many documents with one statement per table (``executemany``).
+    def insert_batch(self, docs: list[dict[str, Any]], rows: list[bytes] | None = None) -> None:
+        """Store many documents with one statement per table (``executemany``); ``rows``: their
+        BSON, when the caller has it.
 
         All or nothing: it raises on the first problem (a duplicate key, an
         unindexable document), and the caller, holding a savepoint, then
         rolls back and inserts one by one to report each error exactly."""
-        encode = self.encode
-        rows = [encode(doc) for doc in docs]
+        if rows is None:
+            encode = self.encode
+            rows = [encode(doc) for doc in docs]
         txn = self.storage.transaction()
         if txn is not None:
             overlay = txn.writable(self.info)
@@ -510,6 +505,14 @@ class CollectionStore(RecordReads):
                 for key in writer.keys(doc):
                     if key not in old_keys:
                         self._txns.check_key(writer.info.id, key)
+
+
+def shallow(data: bytes) -> bool:
+    """Whether a document's BSON is surely within the nesting limit, without a walk."""
+    # Each nested level needs a 0x03 (document) or 0x04 (array) type byte and at least 7 bytes
+    # (type, an empty name's NUL, length, terminator): the size, then the byte count (C speed),
+    # rule most documents out.
+    return len(data) < _MIN_LEVEL_BYTES * MAX_NESTING_DEPTH or data.count(3) + data.count(4) < MAX_NESTING_DEPTH
 
 
 def _too_deep(doc: dict[str, Any]) -> bool:

@@ -93,9 +93,11 @@ def direct_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     real_point = Executor.point
 
-    def spy(self: Executor, db: str, command: dict[str, Any], handler: Any, owner: int | None = None) -> dict[str, Any]:
+    def spy(
+        self: Executor, db: str, command: dict[str, Any], handler: Any, owner: int | None = None, general: Any = None
+    ) -> dict[str, Any]:
         calls.append(next(iter(command)))
-        return real_point(self, db, command, handler, owner)
+        return real_point(self, db, command, handler, owner, general)
 
     monkeypatch.setattr(Executor, "point", spy)
     return calls
