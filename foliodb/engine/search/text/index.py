@@ -134,7 +134,7 @@ class TextState(Follower):
             self.rid_at[ord_] = rid
             self.parent_at[ord_] = ords[entry.parent] if entry.parent >= 0 else -1
             self.live[ord_] = True
-            self.mutable.add(ord_, entry.terms, entry.numbers)
+            self.mutable.add(ord_, entry.terms, entry.numbers, entry.grams)
             ords.append(ord_)
         if len(self.mutable) >= FREEZE_AT:
             self.freeze()

@@ -6,8 +6,9 @@
 :class:`Entry` list the index stores: the document's own entry, then one per element of an
 ``embeddedDocuments`` array (its ``parent`` the index of the entry holding the array).
 
-An entry holds, per *key*, terms with positions (``terms``) or numbers (``numbers``). A key
-is a path and what was indexed there::
+An entry holds, per *key*, terms with positions (``terms``), numbers (``numbers``) or, for
+autocomplete keys, grams without positions (``grams``: :func:`autocomplete_grams`). A key is
+a path and what was indexed there::
 
     path                 a string field, analyzed        path\\x00m:<name>   its multi analyzer
     path\\x00ac          autocomplete grams                path\\x00tok         a token (whole string)
@@ -104,6 +105,10 @@ class Entry:
     path: str  # "" for the document, the embeddedDocuments path for an embedded one
     terms: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     numbers: dict[str, list[float]] = field(default_factory=dict)
+    # Autocomplete keys' grams, without positions (the key keeps none): each gram once per
+    # string holding it, each one more towards the field's length, as terms at consecutive
+    # positions counted; kept apart so segments take them in bulk (:mod:`.segments`).
+    grams: dict[str, list[str]] = field(default_factory=dict)
     source: Mapping[str, Any] | None = None  # an embedded entry's element (returnScope returns it)
 
 
@@ -473,11 +478,9 @@ def _term(entry: Entry, path: str, suffix: str, term: str | None) -> None:
 
 
 def _grams(entry: Entry, path: str, grams: list[str]) -> None:
-    """What :func:`_term` of each gram in turn stores, at once."""
+    """The grams of one string, in :attr:`Entry.grams` (see there)."""
     if grams:
-        terms = entry.terms.setdefault(path + "\x00ac", [])
-        base = terms[-1][1] + 1 if terms else 0
-        terms.extend(zip(grams, range(base, base + len(grams)), strict=True))
+        entry.grams.setdefault(path + "\x00ac", []).extend(grams)
         _exists(entry, path)
 
 

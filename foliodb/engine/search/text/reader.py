@@ -57,7 +57,7 @@ class Reader:
                 first = n + len(rids)
                 for entry in self.definition.analyze(doc):
                     ord_ = n + len(rids)
-                    extra.add(ord_, entry.terms, entry.numbers)
+                    extra.add(ord_, entry.terms, entry.numbers, entry.grams)
                     rids.append(rid)
                     parents.append(-1 if entry.parent < 0 else first + entry.parent)
             self.segments.append(extra)

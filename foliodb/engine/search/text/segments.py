@@ -11,16 +11,19 @@ holds the entries of one range of ordinals ``[first, end)``, and per key (see
   length, what BM25's norm encodes);
 * **columns**: per numeric key, (ordinal, value) pairs in ordinal order.
 
-:class:`MutableSegment` takes new entries (dicts of lists); :meth:`MutableSegment.freeze`
-turns it into a :class:`FrozenSegment` of numpy arrays (a CSR layout per key: ``starts``
-into ``ords``/``tfs``, ``pos_starts`` into ``positions``), and :func:`merge` joins adjacent
-frozen segments, leaving out ordinals no longer live. A segment never changes once frozen,
-so a merge runs without the index's lock and searches go on meanwhile. Whether an ordinal
-is live is not the segment's business: the index keeps one mask.
+:class:`MutableSegment` takes new entries (dicts of lists; an autocomplete key's grams, fifty
+a title, in flat arrays of numbered grams: :class:`_GramPostings`);
+:meth:`MutableSegment.freeze` turns it into a :class:`FrozenSegment` of numpy arrays (a CSR
+layout per key: ``starts`` into ``ords``/``tfs``, ``pos_starts`` into ``positions``), and
+:func:`merge` joins adjacent frozen segments, leaving out ordinals no longer live. A segment
+never changes once frozen, so a merge runs without the index's lock and searches go on
+meanwhile. Whether an ordinal is live is not the segment's business: the index keeps one
+mask.
 """
 
 from __future__ import annotations
 
+import array
 import bisect
 import itertools
 from collections import Counter
@@ -48,12 +51,24 @@ class MutableSegment:
         self.postings: dict[str, dict[str, tuple[list[int], list[int], list[tuple[int, ...]]]]] = {}
         self.lengths: dict[str, dict[int, int]] = {}
         self.columns: dict[str, tuple[list[int], list[float]]] = {}
+        self.grams: dict[str, _GramPostings] = {}  # autocomplete keys (never in ``postings``)
 
     def __len__(self) -> int:
         return self.end - self.first
 
-    def add(self, ord_: int, terms: dict[str, list[tuple[str, int]]], numbers: dict[str, list[float]]) -> None:
+    def add(
+        self,
+        ord_: int,
+        terms: dict[str, list[tuple[str, int]]],
+        numbers: dict[str, list[float]],
+        grams: dict[str, list[str]],
+    ) -> None:
         self.end = ord_ + 1
+        for key, made in grams.items():
+            gram_postings = self.grams.get(key)
+            if gram_postings is None:
+                gram_postings = self.grams[key] = _GramPostings()
+            gram_postings.add(ord_, made)
         for key, pairs in terms.items():
             postings = self.postings.get(key)
             if postings is None:
@@ -103,25 +118,35 @@ class MutableSegment:
     # -- reading (the same methods as FrozenSegment) ---------------------------------------
 
     def key_names(self) -> Iterable[str]:
-        return self.postings.keys()
+        return [*self.postings, *self.grams]
 
     def terms(self, key: str) -> Sequence[str]:
+        grams = self.grams.get(key)
+        if grams is not None:
+            return sorted(grams.ids)
         return sorted(self.postings.get(key, {}))
 
     def lookup(self, key: str, term: str) -> tuple[Any, Any]:
+        grams = self.grams.get(key)
+        if grams is not None:
+            return grams.lookup(term)
         entry = self.postings.get(key, {}).get(term)
         if entry is None:
             return _empty(np.int64), _empty(np.int64)
         return np.asarray(entry[0], dtype=np.int64), np.asarray(entry[1], dtype=np.int64)
 
     def positions(self, key: str, term: str) -> list[tuple[int, ...]]:
+        grams = self.grams.get(key)
+        if grams is not None:
+            return [()] * len(grams.lookup(term)[0])
         entry = self.postings.get(key, {}).get(term)
         if entry is None:
             return []
         return entry[2] if positional(key) else [()] * len(entry[0])
 
     def key_lengths(self, key: str) -> tuple[Any, Any]:
-        lengths = self.lengths.get(key)
+        grams = self.grams.get(key)
+        lengths = grams.lengths if grams is not None else self.lengths.get(key)
         if not lengths:
             return _empty(np.int64), _empty(np.int64)
         return np.fromiter(lengths.keys(), np.int64, len(lengths)), np.fromiter(
@@ -154,11 +179,109 @@ class MutableSegment:
                 np.fromiter(lengths.keys(), np.int32, len(lengths)),  # added in ascending order
                 np.fromiter(lengths.values(), np.int32, len(lengths)),
             )
+        for key, grams in self.grams.items():
+            keys[key] = grams.frozen()
         columns = {
             key: (np.asarray(o, dtype=np.int32), np.asarray(v, dtype=np.float64))
             for key, (o, v) in self.columns.items()
         }
         return FrozenSegment(self.first, self.end, keys, columns)
+
+
+class _GramPostings:
+    """An autocomplete key's postings in the mutable segment: its grams numbered (``ids``), the
+    number of each gram added in one flat integer array (``tids``), and per ordinal how many
+    (``lengths``: an entry's grams come in one :meth:`add`, ordinals ascending, so the pairs'
+    ordinals are ``lengths`` repeated). Adding a title's fifty-odd grams so runs in C (no
+    Python call per gram) rather than as fifty dict operations: a new gram is numbered by
+    the count of grams added before it (``setdefault`` with a counter: numbers are unique,
+    not dense). A gram repeated in one entry is its ``tf``. Read by scanning those arrays (a
+    search right after a write must not pay a sort of the whole segment), or, after
+    ``SCANS`` lookups since the last change, through one sort by gram; frozen by the same
+    sort."""
+
+    __slots__ = ("_arrays", "_by_gram", "_scans", "ids", "lengths", "tids")
+
+    SCANS = 8
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.tids = array.array("i")
+        self.lengths: dict[int, int] = {}  # ordinal -> its grams (each one towards the length)
+        self._arrays: tuple[Any, Any] | None = None
+        self._by_gram: tuple[Any, Any, Any] | None = None
+        self._scans = 0
+
+    def add(self, ord_: int, grams: list[str]) -> None:
+        self.tids.extend(map(self.ids.setdefault, grams, itertools.count(len(self.tids))))
+        self.lengths[ord_] = len(grams)
+        self._arrays = self._by_gram = None
+        self._scans = 0
+
+    def arrays(self) -> tuple[Any, Any]:
+        """The (gram number, ordinal) pairs as numpy arrays (``tobytes`` copies: no buffer stays
+        exported from ``tids``, which must stay free to grow)."""
+        if self._arrays is None:
+            lengths = self.lengths
+            ords = np.fromiter(lengths.keys(), np.int32, len(lengths))
+            counts = np.fromiter(lengths.values(), np.int64, len(lengths))
+            self._arrays = (np.frombuffer(self.tids.tobytes(), dtype=np.int32), np.repeat(ords, counts))
+        return self._arrays
+
+    def _sorted(self, tids: Any, ords: Any) -> tuple[Any, Any, Any]:
+        """(gram numbers, ordinals, tfs) of the distinct pairs, by gram number then ordinal
+        (ordinals were added ascending, and the sort is stable)."""
+        order = np.argsort(tids, kind="stable")
+        tids, ords = tids[order], ords[order]
+        new = np.ones(len(tids), dtype=bool)
+        new[1:] = (tids[1:] != tids[:-1]) | (ords[1:] != ords[:-1])
+        heads = np.flatnonzero(new)
+        tfs = np.diff(np.append(heads, len(tids))).astype(np.int32)
+        return tids[heads], ords[heads], tfs
+
+    def lookup(self, term: str) -> tuple[Any, Any]:
+        tid = self.ids.get(term)
+        if tid is None:
+            return _empty(np.int64), _empty(np.int64)
+        tids, ords = self.arrays()
+        if self._by_gram is None and self._scans < self.SCANS:
+            self._scans += 1
+            mine = ords[tids == tid]
+            if len(mine) > 1 and not (mine[1:] != mine[:-1]).all():  # a gram repeated in an entry
+                heads = np.flatnonzero(np.append(True, mine[1:] != mine[:-1]))
+                return mine[heads].astype(np.int64), np.diff(np.append(heads, len(mine)))
+            return mine.astype(np.int64), np.ones(len(mine), dtype=np.int64)
+        if self._by_gram is None:
+            g, o, t = self._sorted(tids, ords)
+            starts = np.zeros(len(tids) + 1, dtype=np.int64)  # numbers are below the pairs' count
+            np.cumsum(np.bincount(g, minlength=len(tids)), out=starts[1:])
+            self._by_gram = (starts, o, t)
+        starts, o, t = self._by_gram
+        a, b = int(starts[tid]), int(starts[tid + 1])
+        return o[a:b].astype(np.int64), t[a:b].astype(np.int64)
+
+    def frozen(self) -> _KeyArrays:
+        """The key's arrays in a frozen segment: grams sorted (every numbered gram has a
+        posting), the pairs by gram then ordinal, no positions, the lengths by ordinal."""
+        names = list(self.ids)
+        by_name = sorted(range(len(names)), key=names.__getitem__)
+        tids, ords = self.arrays()
+        rank = np.zeros(len(tids), dtype=np.int64)  # gram number -> its place among the sorted grams
+        numbers = np.fromiter(self.ids.values(), np.int64, len(names))
+        rank[numbers[by_name]] = np.arange(len(names), dtype=np.int64)
+        g, o, t = self._sorted(rank[tids], ords)
+        starts = np.zeros(len(names) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(g, minlength=len(names)), out=starts[1:])
+        lengths = self.lengths
+        return _KeyArrays(
+            [names[i] for i in by_name],
+            starts,
+            o.astype(np.int32),
+            t,
+            _empty(np.int32),
+            np.fromiter(lengths.keys(), np.int32, len(lengths)),  # added in ascending order
+            np.fromiter(lengths.values(), np.int32, len(lengths)),
+        )
 
 
 class _KeyArrays:
@@ -172,7 +295,7 @@ class _KeyArrays:
         self, terms: list[str], starts: Any, ords: Any, tfs: Any, positions: Any, len_ords: Any, lens: Any
     ) -> None:
         self.terms = terms
-        self.index = {t: i for i, t in enumerate(terms)}
+        self.index = dict(zip(terms, range(len(terms)), strict=True))
         self.starts, self.ords, self.tfs, self.positions = starts, ords, tfs, positions
         self.len_ords, self.lens = len_ords, lens
         self._pos_starts: Any = None
@@ -339,6 +462,21 @@ def _reordered(positions: Any, runs: Any, order: Any) -> tuple[Any, Any]:
     return lengths, positions[index]
 
 
+def _union(term_lists: list[list[str]]) -> tuple[Any, list[Any]]:
+    """The sorted union of sorted term lists (an object array) and, per list, each term's
+    number in it: one sort of them all (runs, merged), equal terms then adjacent, and the
+    rest numpy - no hash of a term (an autocomplete key merges millions)."""
+    concat = list(chain.from_iterable(term_lists))
+    order = np.asarray(sorted(range(len(concat)), key=concat.__getitem__), dtype=np.int64)
+    ordered = np.asarray(concat, dtype=object)[order]
+    new = np.ones(len(ordered), dtype=bool)
+    new[1:] = ordered[1:] != ordered[:-1]
+    number = np.empty(len(concat), dtype=np.int64)
+    number[order] = np.cumsum(new) - 1
+    bounds = np.cumsum([0, *(len(t) for t in term_lists)]).tolist()
+    return ordered[new], [number[a:b] for a, b in itertools.pairwise(bounds)]
+
+
 def merge(segments: list[FrozenSegment], live: Any) -> FrozenSegment:
     """One frozen segment holding what the adjacent ``segments`` hold for live ordinals.
 
@@ -349,11 +487,9 @@ def merge(segments: list[FrozenSegment], live: Any) -> FrozenSegment:
     keys: dict[str, _KeyArrays] = {}
     for key in dict.fromkeys(k for s in segments for k in s.key_arrays):
         present = [s.key_arrays[key] for s in segments if key in s.key_arrays]
-        union = sorted(set().union(*(a.terms for a in present)))
-        number = {t: i for i, t in enumerate(union)}
+        union, numbers = _union([a.terms for a in present])
         tids, ords, tfs, runs, positions, len_ords, lens = [], [], [], [], [], [], []
-        for arrays in present:
-            mapped = np.fromiter((number[t] for t in arrays.terms), np.int64, len(arrays.terms))
+        for arrays, mapped in zip(present, numbers, strict=True):
             keep = live[arrays.ords]
             tids.append(np.repeat(mapped, np.diff(arrays.starts))[keep])
             ords.append(arrays.ords[keep])
@@ -366,14 +502,17 @@ def merge(segments: list[FrozenSegment], live: Any) -> FrozenSegment:
             lens.append(arrays.lens[keep_len])
         tid = np.concatenate(tids)
         order = np.argsort(tid, kind="stable")
-        _, new_positions = _reordered(np.concatenate(positions), np.concatenate(runs), order)
+        if any(len(a.positions) for a in present):
+            _, new_positions = _reordered(np.concatenate(positions), np.concatenate(runs), order)
+        else:  # a key keeping no positions (autocomplete: most postings of all)
+            new_positions = _empty(np.int32)
         new_tfs = np.concatenate(tfs)[order]
         counts = np.bincount(tid, minlength=len(union))
         used = counts > 0
         starts = np.zeros(int(used.sum()) + 1, dtype=np.int64)
         np.cumsum(counts[used], out=starts[1:])
         keys[key] = _KeyArrays(
-            [t for t, u in zip(union, used.tolist(), strict=True) if u],
+            union[used].tolist(),
             starts,
             np.concatenate(ords)[order].astype(np.int32),
             new_tfs.astype(np.int32),
