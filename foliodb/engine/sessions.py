@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import struct
 import threading
 import time
 import uuid
@@ -101,6 +102,32 @@ def lsid_key(lsid: Any) -> bytes:
     raise CommandError(ErrorCode.TypeMismatch, "BSON field 'lsid.id' is the wrong type, expected UUID")
 
 
+_INT32 = struct.Struct("<i")
+_INT64 = struct.Struct("<q")
+
+
+def retryable_record(key: bytes, txn_number: int, reply: Mapping[str, Any]) -> bytes:
+    """A retryable write's record as an oplog entry carries it: the BSON of ``{lsid: Binary(key),
+    n: txn_number, reply}``, as ``bson.encode`` makes it (``n`` an int32 when it fits), put
+    together without building the Binary and the outer document (every retryable write)."""
+    if -(1 << 31) <= txn_number < 1 << 31:
+        number = b"\x10n\x00" + _INT32.pack(txn_number)
+    else:
+        number = b"\x12n\x00" + _INT64.pack(txn_number)
+    elements = b"".join(
+        (
+            b"\x05lsid\x00",
+            _INT32.pack(len(key)),
+            b"\x00",
+            key,
+            number,
+            b"\x03reply\x00",
+            bson.encode(reply, codec_options=CODEC),
+        )
+    )
+    return _INT32.pack(len(elements) + 5) + elements + b"\x00"
+
+
 class SessionRegistry:
     """The engine's sessions."""
 
@@ -164,7 +191,7 @@ class SessionRegistry:
         oplog entry when it recorded any, else in its own row."""
         oplog = storage.oplog
         if oplog.pending and not oplog.muted:
-            record = bson.encode({"lsid": Binary(session.key), "n": txn_number, "reply": reply}, codec_options=CODEC)
+            record = retryable_record(session.key, txn_number, reply)
             oplog.session_record = bytearray(record)
             key = session.key
             with self.lock:
