@@ -406,8 +406,10 @@ def listed_sessions(request: Request, all_users: bool, users: list[tuple[str, st
 
 
 # The unsigned signature of every $clusterTime (one node signs nothing), shared by every reply
-# (nothing changes it): made once, as a Binary costs more to make than the rest of the fields.
-_SIGNATURE = {"hash": Binary(b"\x00" * 20), "keyId": Int64(0)}
+# (nothing changes it): made once. The hash is plain bytes, which BSON encodes as a Binary of
+# subtype 0 as mongod sends it (and pymongo decodes into bytes), without the Binary's Python
+# ``subtype`` property the encoder would call on every reply.
+_SIGNATURE = {"hash": b"\x00" * 20, "keyId": Int64(0)}
 
 
 def cluster_time_fields(request: Request) -> dict[str, Any]:

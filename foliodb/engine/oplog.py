@@ -238,13 +238,13 @@ class Oplog:
             size += length
             inc += 1
         if record is not None:
-            rows: list[tuple[int, bytearray, bytearray | None]] = [
-                (ts, entry, None) for ts, entry in zip(range(first, first + count), pending, strict=True)
-            ]
-            rows[-1] = (rows[-1][0], rows[-1][1], record)
-            if count == 1:
-                conn.execute(_INSERT_RECORDED, rows[0])
+            if count == 1:  # a point write's: no rows to build
+                conn.execute(_INSERT_RECORDED, (first, pending[0], record))
             else:
+                rows: list[tuple[int, bytearray, bytearray | None]] = [
+                    (ts, entry, None) for ts, entry in zip(range(first, first + count), pending, strict=True)
+                ]
+                rows[-1] = (rows[-1][0], rows[-1][1], record)
                 conn.executemany(_INSERT_RECORDED, rows)
         elif count == 1:
             conn.execute(_INSERT, (first, pending[0]))
