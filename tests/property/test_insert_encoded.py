@@ -26,6 +26,7 @@ import datetime
 import enum
 import re
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from bson import Int64, ObjectId, Regex, Timestamp
@@ -166,22 +167,8 @@ def _stored(client: Any, indexed: bool) -> list[Any]:
 def test_the_encoded_point_insert_stores_what_the_general_path_stores(
     specs: list[tuple[int, list[tuple[str, int]]]], indexed: bool
 ) -> None:
-    outcome = {}
-    for label, listeners in (("point", []), ("general", [_Listener()])):
-        with foliodb.MongoClient(":memory:", event_listeners=listeners) as client:
-            coll = client.test.c
-            client.test.create_collection("c")
-            if indexed:
-                coll.create_index("a")
-            with coll.watch(max_await_time_ms=5) as stream:
-                results = [_insert(coll, spec) for spec in specs]
-                coll.insert_one({"_id": "end"})
-                events: list[Any] = []
-                while not events or events[-1] != {"_id": "end"}:
-                    while (change := stream.try_next()) is not None:
-                        events.append(change["documentKey"])
-            outcome[label] = (results, _stored(client, indexed), len(events))
-    assert outcome["point"] == outcome["general"]
+    point, general = _both_paths(indexed, lambda coll: [_insert(coll, spec) for spec in specs])
+    assert point == general
 
 
 def _insert_many(coll: Any, specs: list[tuple[int, list[tuple[str, int]]]], ordered: bool, bulk: bool) -> Any:
@@ -209,19 +196,27 @@ def _insert_many(coll: Any, specs: list[tuple[int, list[tuple[str, int]]]], orde
 def test_the_encoded_point_insert_many_stores_what_the_general_path_stores(
     specs: list[tuple[int, list[tuple[str, int]]]], indexed: bool, ordered: bool, bulk: bool
 ) -> None:
-    outcome = {}
-    for label, listeners in (("point", []), ("general", [_Listener()])):
+    point, general = _both_paths(indexed, lambda coll: _insert_many(coll, specs, ordered, bulk))
+    assert point == general
+
+
+def _both_paths(indexed: bool, insert: Callable[[Any], Any]) -> tuple[Any, Any]:
+    """What ``insert`` returned, the stored documents and index entries, and the number of
+    change events, through a client taking the point path and through one taking the general
+    path (a command listener sends every command the general way)."""
+    outcomes = []
+    for listeners in ([], [_Listener()]):
         with foliodb.MongoClient(":memory:", event_listeners=listeners) as client:
             coll = client.test.c
             client.test.create_collection("c")
             if indexed:
                 coll.create_index("a")
             with coll.watch(max_await_time_ms=5) as stream:
-                result = _insert_many(coll, specs, ordered, bulk)
+                result = insert(coll)
                 coll.insert_one({"_id": "end"})
                 events: list[Any] = []
                 while not events or events[-1] != {"_id": "end"}:
                     while (change := stream.try_next()) is not None:
                         events.append(change["documentKey"])
-            outcome[label] = (result, _stored(client, indexed), len(events))
-    assert outcome["point"] == outcome["general"]
+            outcomes.append((result, _stored(client, indexed), len(events)))
+    return outcomes[0], outcomes[1]
