@@ -54,3 +54,23 @@ def test_vector_search_recall_is_exact_when_the_candidates_cover_the_index(tmp_p
         # numCandidates 200 >= 150 vectors: FolioDB scores every one exactly, as numpy's ranking does.
         assert run["foliodb"]["recall"]["200"] == 1.0, name
         assert all(0.0 <= r <= 1.0 for r in run["foliodb"]["recall"].values()), name
+
+
+def test_search_peer_counts_and_recall_against_plain_python(tmp_path: Path) -> None:
+    pytest.importorskip("usearch")
+    out = tmp_path / "peer.json"
+    done = _run("benchmarks.search_peer", "--n", "120", "--dims", "16", "--queries", "4", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    folio = result["contenders"]["FolioDB"]
+    # 120 vectors, numCandidates 100 of them: FolioDB searches exactly below that many, as numpy ranks.
+    assert folio["recall_100"] == 1.0 and 0.0 <= folio["recall_10"] <= 1.0
+    assert folio["after_insert_found"] is True  # the document just written is its own nearest
+    vocabulary = words()
+    docs = [set(t.split()) for t in titles(120, vocabulary)]
+    docs.append(docs[0])  # the one insert after the load repeats the first title
+    assert folio["search_counts"] == [
+        sum(1 for d in docs if set(q.split()) & d) for q in two_word_queries(4, vocabulary)
+    ]
+    peer = result["contenders"]["mongoeco"]
+    assert "skipped" in peer or peer["search_counts"] == folio["search_counts"]
