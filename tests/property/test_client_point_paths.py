@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pymongo import monitoring
 from pymongo.errors import PyMongoError
 
 import foliodb
 from foliodb.commands.executor import Executor
 from tests.property.test_point_writes import _IDS, _UPDATES
+from tests.sent_commands import SentCommands
 
 _OPS = st.one_of(
     st.tuples(st.just("insert"), _IDS),
@@ -33,17 +33,6 @@ _OPS = st.one_of(
     st.tuples(st.just("delete"), _IDS),
     st.tuples(st.just("find"), _IDS),
 )
-
-
-class _Listener(monitoring.CommandListener):
-    def started(self, event: monitoring.CommandStartedEvent) -> None:
-        pass
-
-    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        pass
-
-    def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        pass
 
 
 def _apply(coll: Any, op: tuple[Any, ...]) -> Any:
@@ -108,7 +97,7 @@ def direct_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_the_direct_paths_answer_as_the_general_path(ops: list[tuple[Any, ...]], direct_calls: list[str]) -> None:
     with (
         foliodb.MongoClient(":memory:") as direct,
-        foliodb.MongoClient(":memory:", event_listeners=[_Listener()]) as general,
+        foliodb.MongoClient(":memory:", event_listeners=[SentCommands()]) as general,
     ):
         results: dict[str, list[Any]] = {}
         events: dict[str, list[Any]] = {}

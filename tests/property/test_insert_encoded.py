@@ -34,10 +34,11 @@ from bson.binary import Binary
 from bson.errors import BSONError
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from pymongo import DeleteOne, InsertOne, monitoring
+from pymongo import DeleteOne, InsertOne
 from pymongo.errors import BulkWriteError, PyMongoError
 
 import foliodb
+from tests.sent_commands import SentCommands
 
 
 class _Str(str):
@@ -46,17 +47,6 @@ class _Str(str):
 
 class _Level(enum.IntEnum):
     LOW = 1
-
-
-class _Listener(monitoring.CommandListener):
-    def started(self, event: monitoring.CommandStartedEvent) -> None:
-        pass
-
-    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        pass
-
-    def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        pass
 
 
 def _nested(depth: int) -> Any:
@@ -205,7 +195,7 @@ def _both_paths(indexed: bool, insert: Callable[[Any], Any]) -> tuple[Any, Any]:
     change events, through a client taking the point path and through one taking the general
     path (a command listener sends every command the general way)."""
     outcomes = []
-    for listeners in ([], [_Listener()]):
+    for listeners in ([], [SentCommands()]):
         with foliodb.MongoClient(":memory:", event_listeners=listeners) as client:
             coll = client.test.c
             client.test.create_collection("c")
