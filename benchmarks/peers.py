@@ -44,6 +44,8 @@ NOTES = {
     "tinymongo": "default tinydb backend: every read parses and every write rewrites the whole JSON file",
     "tinydb-json": "every read parses and every write rewrites the whole file; ids and dates stored as strings",
     "tinydb-memory": "MemoryStorage: every operation rebuilds the table's document objects; no _id index",
+    "mongoeco-memory": "mongoeco's default in-memory engine (Python 3.13+)",
+    "mongoeco-sqlite": "mongoeco's SQLiteEngine on a file (Python 3.13+)",
     "polodb": "PoloDB (Rust) via polodb-python; its own ObjectId type and UTC-aware dates: converted before timing",
 }
 
@@ -198,6 +200,31 @@ class MongitaMemory(PymongoStyle):
         from mongita import MongitaClientMemory
 
         return MongitaClientMemory()
+
+
+class MongoecoMemory(PymongoStyle):
+    """mongoeco's default engine (Python 3.13+ only: ``pip install mongoeco``)."""
+
+    name = "mongoeco-memory"
+    storage = "memory"
+    package = "mongoeco"
+
+    def make_client(self, workdir: str) -> Any:
+        import mongoeco
+
+        return mongoeco.MongoClient()
+
+
+class MongoecoSqlite(PymongoStyle):
+    name = "mongoeco-sqlite"
+    storage = "disk"
+    package = "mongoeco"
+
+    def make_client(self, workdir: str) -> Any:
+        import mongoeco
+        from mongoeco.engines import SQLiteEngine
+
+        return mongoeco.MongoClient(SQLiteEngine(os.path.join(workdir, "mongoeco.sqlite")))
 
 
 class TinyMongo(PymongoStyle):

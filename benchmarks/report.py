@@ -25,7 +25,7 @@ RATIO_TARGETS = {"insert_many": 0.80, "insert_one": 0.70, "find_one": 0.70, "upd
 # Scans in which FolioDB (its document cache warm) must be at least as fast as the in-memory
 # Python peers (documents kept as dicts).
 AHEAD_OF_MEMORY = ("find_user", "sort_limit")
-PYTHON_MEMORY_PEERS = ("tinydb-memory", "mongita-memory")
+PYTHON_MEMORY_PEERS = ("tinydb-memory", "mongita-memory", "mongoeco-memory")
 
 
 def add_ratios(per_size: dict[str, dict[str, dict[str, Any]]]) -> None:

@@ -22,6 +22,7 @@ import tempfile
 import time
 from dataclasses import asdict, replace
 from datetime import datetime
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,8 @@ from benchmarks.peers import (
     FolioDBServer,
     MongitaDisk,
     MongitaMemory,
+    MongoecoMemory,
+    MongoecoSqlite,
     Mongomock,
     MontyDBFlatfile,
     MontyDBMemory,
@@ -59,6 +62,8 @@ CONTENDERS: dict[str, type[Contender]] = {
         MontyDBMemory,
         MongitaDisk,
         MongitaMemory,
+        MongoecoMemory,
+        MongoecoSqlite,
         TinyMongo,
         TinyDBJSON,
         TinyDBMemory,
@@ -69,6 +74,7 @@ FAMILIES = {
     "foliodb": ["foliodb-disk", "foliodb-memory", "foliodb-server"],
     "montydb": ["montydb-flatfile", "montydb-sqlite", "montydb-memory"],
     "mongita": ["mongita-disk", "mongita-memory"],
+    "mongoeco": ["mongoeco-memory", "mongoeco-sqlite"],
     "tinydb": ["tinydb-json", "tinydb-memory"],
 }
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,6 +109,12 @@ def unavailable(name: str) -> str | None:
             foliodb.MongoClient  # noqa: B018  (the embedded client may not be built yet)
         except Exception as exc:
             return f"not yet measured: foliodb.MongoClient is not available ({type(exc).__name__}: {exc})"
+    package = CONTENDERS[name].package
+    if package not in ("foliodb", "sqlite3+bson"):
+        try:
+            metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return f"not installed: pip install {package}"  # mongoeco: Python 3.13+ only
     return None
 
 
