@@ -285,6 +285,7 @@ class FindExecution:
         if self.sort is not None:
             sort = self.sort
             key: Callable[[dict[str, Any]], bytes] = sort.key  # no $meta part: no metadata to look up
+            numeric = sort.plain_field()
             if sort.meta_fields:
 
                 def key(doc: dict[str, Any]) -> bytes:
@@ -297,6 +298,7 @@ class FindExecution:
                 limit=top,
                 max_memory_bytes=SORT_MEMORY_LIMIT,
                 allow_disk_use=spec.allow_disk_use,
+                numeric=numeric,
             )
         skip, limit = spec.skip, spec.limit
         projection = self.projection

@@ -29,7 +29,11 @@ storage are (the engine's codec). The loops check for interruption.
 
 With a ``limit``, only the best ``skip + limit`` entries are held (a heap);
 a spilled run is then a full top-k set, and any later key at or beyond its
-worst key can never make the cut, so it is dropped on arrival.
+worst key can never make the cut, so it is dropped on arrival. When the key is
+one top-level field's value alone (``numeric``: the field and its direction),
+a document whose value and the held worst's are both plain numbers (int,
+Int64 or float, not NaN) strictly beyond it is dropped without building its
+key: keys order numbers as their values do, so that key would lose too.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from itertools import islice
 from typing import Any
 
 import bson
+from bson.int64 import Int64
 
 from foliodb import interrupt
 from foliodb.engine.catalog import CODEC
@@ -55,9 +60,11 @@ _Entry = tuple[bytes, int, bytes]  # (key, input sequence, the document's BSON)
 # What one held entry costs beyond its two bytes objects: the 3-tuple (64 bytes with its
 # collector header), the sequence int (28, in a 32-byte block) and its slot in the list (8).
 ENTRY_OVERHEAD = 64 + 32 + 8
-# A top-k entry: the _Worst (four slots: 64 bytes), its size int, its heap slot, and the
+# A top-k entry: the _Worst (five slots: 80 bytes), its size int, its heap slot, and the
 # entry a spill makes of it (the sequence int shared).
-WORST_OVERHEAD = 64 + 32 + 8 + ENTRY_OVERHEAD
+WORST_OVERHEAD = 80 + 32 + 8 + ENTRY_OVERHEAD
+# The types whose values order exactly as Python compares them (bool is a type of its own in BSON).
+_PLAIN_NUMBERS = frozenset({int, float, Int64})
 _BYTES_HEADER = 33  # sys.getsizeof(b"")
 _SMALL_REQUEST = 512  # pymalloc's largest block; larger requests go to malloc (8 bytes of header)
 
@@ -77,13 +84,14 @@ def _held_size(key: bytes, data: bytes, overhead: int = ENTRY_OVERHEAD) -> int:
 class _Worst:
     """A heap item ordered worst-first, so a min-heap's top is the entry to evict."""
 
-    __slots__ = ("doc", "key", "seq", "size")
+    __slots__ = ("doc", "key", "seq", "size", "value")
 
-    def __init__(self, key: bytes, seq: int, doc: bytes, size: int) -> None:
+    def __init__(self, key: bytes, seq: int, doc: bytes, size: int, value: int | float | None) -> None:
         self.key = key
         self.seq = seq
         self.doc = doc
         self.size = size
+        self.value = value  # the sort field's value when a plain number (see _plain_number)
 
     def __lt__(self, other: _Worst) -> bool:
         return self.key > other.key or (self.key == other.key and self.seq > other.seq)
@@ -145,6 +153,13 @@ def _encode(doc: dict[str, Any]) -> bytes:
     return bson.encode(doc, codec_options=CODEC)
 
 
+def _plain_number(value: Any) -> int | float | None:
+    """``value`` if it is an int, Int64 or float other than NaN, else None."""
+    if type(value) in _PLAIN_NUMBERS and value == value:
+        return value
+    return None
+
+
 def _too_much(max_memory_bytes: int) -> CommandError:
     return CommandError(
         ErrorCode.QueryExceededMemoryLimitNoDiskUseAllowed,
@@ -160,10 +175,13 @@ def sort_documents(
     skip: int = 0,
     max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES,
     allow_disk_use: bool = True,
+    numeric: tuple[str, bool] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """``docs`` in ``key`` order (stable), ``skip`` of them skipped and at most
     ``limit`` returned (None: no limit). Lazy: nothing is read before the
-    first ``next``."""
+    first ``next``. ``numeric``: (field, descending) when ``key`` is that
+    top-level field's value alone (``Sort.plain_field``), for the top-k's
+    shortcut (see the module docstring)."""
     if skip < 0 or (limit is not None and limit < 0):
         raise ValueError("skip and limit must not be negative")
     keep = None if limit is None else skip + limit
@@ -173,7 +191,7 @@ def sort_documents(
         if keep is None:
             held = _gather_all(docs, key, max_memory_bytes, allow_disk_use, spill)
         elif keep:
-            held = _gather_top(docs, key, keep, max_memory_bytes, allow_disk_use, spill)
+            held = _gather_top(docs, key, keep, max_memory_bytes, allow_disk_use, spill, numeric)
         held.sort()  # sequence numbers are unique: documents are never compared
         merged: Iterator[_Entry] = heapq.merge(spill.merged(spill.runs), held) if spill.runs else iter(held)
         stop = None if limit is None else skip + limit
@@ -218,13 +236,21 @@ def _gather_top(
     max_memory: int,
     allow_disk: bool,
     spill: _Spill,
+    numeric: tuple[str, bool] | None = None,
 ) -> list[_Entry]:
     heap: list[_Worst] = []
     used = 0
     cutoff: bytes | None = None  # keys >= this cannot make the top ``keep``
+    field, descending = numeric if numeric is not None else ("", False)
     for seq, doc in enumerate(docs):
         if not seq & 255:
             interrupt.check()
+        if numeric is not None and len(heap) == keep:
+            bound: float | None = heap[0].value
+            value: Any = doc.get(field)
+            # Strictly beyond the worst held number: its key would be too (ties go to the keys).
+            if bound is not None and type(value) in _PLAIN_NUMBERS and (bound > value if descending else bound < value):
+                continue
         k = key(doc)
         if cutoff is not None and k >= cutoff:
             continue
@@ -235,12 +261,12 @@ def _gather_top(
                 continue
             data = _encode(doc)
             size = _held_size(k, data, WORST_OVERHEAD)
-            heapq.heapreplace(heap, _Worst(k, seq, data, size))
+            heapq.heapreplace(heap, _Worst(k, seq, data, size, _plain_number(doc.get(field)) if numeric else None))
             used += size - worst.size
         else:
             data = _encode(doc)
             size = _held_size(k, data, WORST_OVERHEAD)
-            heapq.heappush(heap, _Worst(k, seq, data, size))
+            heapq.heappush(heap, _Worst(k, seq, data, size, _plain_number(doc.get(field)) if numeric else None))
             used += size
         if used > max_memory:
             if not allow_disk:

@@ -169,6 +169,17 @@ class Sort:
             transform = collator.transform
             self._encode = lambda value: _encode(transform(value))
 
+    def plain_field(self) -> tuple[str, bool] | None:
+        """(field, descending) when a key is one top-level field's value alone (no
+        collation, no $meta, no natural order): the sorter's numeric shortcut."""
+        parts = self._parts
+        if self.collator is not None or self.natural is not None or len(parts) != 1:
+            return None
+        path, _, descending = parts[0]
+        if path is None or len(path) != 1:
+            return None
+        return path[0], descending
+
     def key(self, doc: Any, meta: Mapping[str, Any] | None = None) -> bytes:
         """The sort key of ``doc`` (with its metadata, for $meta parts)."""
         parts = self._parts
