@@ -60,9 +60,9 @@ _Entry = tuple[bytes, int, bytes]  # (key, input sequence, the document's BSON)
 # What one held entry costs beyond its two bytes objects: the 3-tuple (64 bytes with its
 # collector header), the sequence int (28, in a 32-byte block) and its slot in the list (8).
 ENTRY_OVERHEAD = 64 + 32 + 8
-# A top-k entry: the _Worst (five slots: 80 bytes), its size int, its heap slot, and the
+# A top-k entry: the _Worst (five slots: 72 bytes), its size int, its heap slot, and the
 # entry a spill makes of it (the sequence int shared).
-WORST_OVERHEAD = 80 + 32 + 8 + ENTRY_OVERHEAD
+WORST_OVERHEAD = 72 + 32 + 8 + ENTRY_OVERHEAD
 # The types whose values order exactly as Python compares them (bool is a type of its own in BSON).
 _PLAIN_NUMBERS = frozenset({int, float, Int64})
 _BYTES_HEADER = 33  # sys.getsizeof(b"")
