@@ -33,6 +33,13 @@ with a view's stamp the commit count read before its read transaction began
   from, and a reader stamped in between would see it. A write's own view
   (inside :meth:`Storage.write`) and a transaction that wrote the collection
   (its reads go through its overlay) never use or fill the cache.
+* a scan with *needles* (equalities SQLite tests on the raw BSON, skipping
+  most records undecoded) builds an entry only when it is the
+  :data:`NEEDLE_SCANS_BEFORE_BUILD`-th such scan of the collection since its
+  last write (:meth:`needle_scan_due`): a build decodes every document, about
+  what that many needle scans cost, and a warm entry (the needles then tested
+  on the bytes in Python) saves about half of each later one, so a
+  collection pays for its entry only when it is read far more than written.
 * a build that a write overtook (refused by :meth:`put`) marks the
   collection busy: scans build no entry for it until one finds no write
   since the scan before it (:meth:`room_for`), so a collection written
@@ -59,6 +66,7 @@ from typing import Any
 DEFAULT_SIZE_MB = 256
 DECODED_FACTOR = 7
 ROW_OVERHEAD = 160  # the row's tuple, its slot in the list, the record id
+NEEDLE_SCANS_BEFORE_BUILD = 32
 
 Row = tuple[int, bytes, dict[str, Any]]
 
@@ -89,6 +97,7 @@ class DocumentCache:
         # Collections whose last build was wasted (a write landed while it ran): the last write
         # each build attempt saw (see room_for).
         self._busy: dict[int, int] = {}
+        self._needle_scans: dict[int, int] = {}  # needle scans without an entry since the last write
         self.hits = self.misses = self.builds = self.evictions = 0
 
     def get(self, collection_id: int, stamp: int) -> list[Row] | None:
@@ -122,6 +131,17 @@ class DocumentCache:
                 self._busy.pop(collection_id, None)
         return self.max_bytes
 
+    def needle_scan_due(self, collection_id: int) -> bool:
+        """A scan with needles found no entry: may it build one? Yes for the
+        :data:`NEEDLE_SCANS_BEFORE_BUILD`-th since the collection's last write."""
+        with self._lock:
+            scans = self._needle_scans.get(collection_id, 0) + 1
+            if scans < NEEDLE_SCANS_BEFORE_BUILD:
+                self._needle_scans[collection_id] = scans
+                return False
+            self._needle_scans.pop(collection_id, None)
+            return True
+
     def put(self, collection_id: int, rows: list[Row], size: int, stamp: int) -> None:
         """Keep rows read from a snapshot stamped ``stamp``, when they may be (see the module docstring)."""
         with self._lock:
@@ -148,6 +168,7 @@ class DocumentCache:
             return  # marked by this write already: no entry can have come back since
         with self._lock:
             self._writing.add(collection_id)
+            self._needle_scans.pop(collection_id, None)
             entry = self._entries.pop(collection_id, None)
             if entry is not None:
                 self.bytes -= entry.size
@@ -170,6 +191,7 @@ class DocumentCache:
                 self.bytes -= entry.size
             self._too_big.discard(collection_id)
             self._busy.pop(collection_id, None)
+            self._needle_scans.pop(collection_id, None)
 
     def resize(self, max_bytes: int) -> None:
         with self._lock:

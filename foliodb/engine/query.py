@@ -348,11 +348,11 @@ class FindExecution:
             return
         access = self.plan.access
         if isinstance(access, CollScan) and text is None and self.near is None:
-            # Built only for a scan that would decode every record anyway: one that reads them
-            # all (no limit, or a sort: a find_one() or a limit stops early) and has no needles
-            # (with needles, SQLite skips most records undecoded and a warm cache saves nothing).
+            # Built only for a scan that reads every record (no limit, or a sort: a find_one() or
+            # a limit stops early); with needles, which SQLite tests without decoding, only after
+            # enough such scans with no write between (DocumentCache.needle_scan_due).
             reads_all = self.spec.limit is None or self.sort is not None
-            cached = access.cached_rows(build=reads_all and not access.needles)
+            cached = access.cached_rows(build=reads_all)
             if cached is not None:
                 yield from self._cached_matching(access, cached)
                 return

@@ -137,10 +137,12 @@ class RecordReads:
         elif conn is not None:
             yield from self._scan_table(reverse, needles)
 
-    def cached_rows(self, build: bool) -> list[Row] | None:
+    def cached_rows(self, build: bool, patient: bool = False) -> list[Row] | None:
         """Every (record id, BSON, decoded document) in record-id order, in one snapshot,
         from the document cache (engine/cache.py), built from this snapshot when missing and
-        ``build`` (the caller reads the whole collection anyway); None when the cache has no
+        ``build`` (the caller reads the whole collection anyway) - when ``patient`` (a scan
+        with needles, which SQLite runs without decoding), only once the collection has had
+        enough such scans since its last write (``DocumentCache.needle_scan_due``); None when the cache has no
         part in this read (off, a write's own view, a transaction that wrote the collection,
         a clustered collection) or the collection does not fit (estimated from its record
         ids and a sample before anything is decoded). The documents are the cache's: read
@@ -158,6 +160,8 @@ class RecordReads:
         rows = cache.get(cid, stamp)
         if rows is not None:
             return rows
+        if build and patient:
+            build = cache.needle_scan_due(cid)
         room = cache.room_for(cid) if build else 0
         if not room:
             return None

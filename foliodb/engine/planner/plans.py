@@ -71,10 +71,11 @@ class CollScan(AccessStage):
 
     def cached_rows(self, build: bool) -> list[Row] | None:
         """The scan as (record id, BSON, decoded document) from the document cache
-        (:meth:`CollectionStore.cached_rows`, built when missing if ``build``), in this
-        scan's order; None when the cache has no part in it. The caller tests the needles
-        (on the BSON) and reports its progress (:meth:`cached_progress`)."""
-        rows = self.store.cached_rows(build)
+        (:meth:`CollectionStore.cached_rows`, built when missing if ``build``: at once
+        without needles, after enough needle scans with them), in this scan's order; None
+        when the cache has no part in it. The caller tests the needles (on the BSON) and
+        reports its progress (:meth:`cached_progress`)."""
+        rows = self.store.cached_rows(build, patient=bool(self.needles))
         if rows is None or self.direction > 0:
             return rows
         return rows[::-1]

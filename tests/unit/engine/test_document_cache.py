@@ -9,7 +9,10 @@ collections stop every thread (the writers' p99)."""
 
 from __future__ import annotations
 
-from foliodb.engine.cache import DocumentCache, Row, row_size
+from bson import ObjectId
+
+import foliodb
+from foliodb.engine.cache import NEEDLE_SCANS_BEFORE_BUILD, DocumentCache, Row, row_size
 
 MAX = 1 << 20
 ROWS: list[Row] = [(1, b"\x05\x00\x00\x00\x00", {})]
@@ -54,3 +57,37 @@ def test_a_dropped_collection_forgets_its_wasted_build() -> None:
     _write(cache, 3)
     cache.forget(1)
     assert cache.room_for(1) == MAX
+
+
+def test_needle_scans_build_an_entry_only_after_enough_of_them_without_a_write() -> None:
+    cache = DocumentCache(MAX)
+    assert [cache.needle_scan_due(1) for _ in range(NEEDLE_SCANS_BEFORE_BUILD - 1)] == [False] * (
+        NEEDLE_SCANS_BEFORE_BUILD - 1
+    )
+    _write(cache, 1)  # the count starts again
+    due = [cache.needle_scan_due(1) for _ in range(NEEDLE_SCANS_BEFORE_BUILD)]
+    assert due == [False] * (NEEDLE_SCANS_BEFORE_BUILD - 1) + [True]
+    assert cache.needle_scan_due(1) is False  # and again after a build's turn
+    assert cache.needle_scan_due(2) is False  # per collection
+
+
+def test_repeated_equality_scans_of_a_quiet_collection_come_to_use_the_cache() -> None:
+    """End to end: a filter on an ObjectId (a needle) over a collection nobody writes; the
+    answers stay what a plain-Python filter of the documents gives, before and after."""
+    owners = [ObjectId() for _ in range(5)]
+    docs = [{"_id": i, "owner": owners[i % 5], "n": i} for i in range(200)]
+    with foliodb.MongoClient(":memory:") as client:
+        coll = client.db.c
+        coll.insert_many(docs)
+
+        def builds() -> int:
+            return int(client.admin.command("serverStatus")["documentCache"]["builds"])
+
+        for scan in range(NEEDLE_SCANS_BEFORE_BUILD + 3):
+            owner = owners[scan % 5]
+            found = sorted(d["n"] for d in coll.find({"owner": owner}))
+            assert found == [d["n"] for d in docs if d["owner"] == owner]
+            assert builds() == (0 if scan < NEEDLE_SCANS_BEFORE_BUILD - 1 else 1), scan
+        coll.insert_one({"_id": -1, "owner": owners[0], "n": -1})  # drops the entry, restarts the count
+        assert sorted(d["n"] for d in coll.find({"owner": owners[0]}))[0] == -1
+        assert builds() == 1
