@@ -10,8 +10,10 @@ changes) the cache's own dicts.
 
 An entry is one collection's whole content in one snapshot::
 
-    collection id -> Entry(since, rows, size)
+    collection id -> Entry(since, rows, size, haystack)
     rows: [(record id, BSON bytes, decoded document)] in record-id order
+    haystack: the rows' BSON end to end (Haystack), where a scan with needles
+      finds its candidate rows with one search of the bytes
 
 ``since`` is a commit count (:attr:`Storage.commits`): the entry holds the
 collection as every snapshot stamped ``since`` or later sees it. Invariants,
@@ -59,8 +61,10 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from bisect import bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 DEFAULT_SIZE_MB = 256
@@ -72,10 +76,43 @@ Row = tuple[int, bytes, dict[str, Any]]
 
 
 @dataclass(frozen=True)
+class Haystack:
+    """Rows' BSON end to end: row ``i``'s bytes are ``blob[starts[i]:starts[i + 1]]``."""
+
+    blob: bytes
+    starts: list[int]
+
+    @classmethod
+    def of(cls, rows: list[Row]) -> Haystack:
+        sizes = (len(data) for _, data, _ in rows)
+        return cls(b"".join([data for _, data, _ in rows]), list(accumulate(sizes, initial=0)))
+
+    def size(self) -> int:
+        """What it holds, counted as the cache counts: the bytes, and an int and a slot a row."""
+        return len(self.blob) + 40 * len(self.starts)
+
+    def rows_holding(self, needles: list[bytes]) -> list[int]:
+        """The indices, in order, of every row whose bytes hold one of ``needles`` - and
+        perhaps of a row that a needle straddles into the next: callers test each row's own
+        bytes. One search of the bytes, jumping to the next row at each hit."""
+        blob, starts = self.blob, self.starts
+        find = blob.find
+        found: set[int] = set()
+        for needle in needles:
+            at = find(needle)
+            while at >= 0:
+                row = bisect_right(starts, at) - 1
+                found.add(row)
+                at = find(needle, starts[row + 1])
+        return sorted(found)
+
+
+@dataclass(frozen=True)
 class Entry:
     since: int
     rows: list[Row]
     size: int
+    haystack: Haystack
 
 
 def row_size(data: bytes) -> int:
@@ -142,8 +179,14 @@ class DocumentCache:
             self._needle_scans.pop(collection_id, None)
             return True
 
-    def put(self, collection_id: int, rows: list[Row], size: int, stamp: int) -> None:
-        """Keep rows read from a snapshot stamped ``stamp``, when they may be (see the module docstring)."""
+    def haystack(self, collection_id: int, rows: list[Row]) -> Haystack | None:
+        """The haystack of the entry ``rows`` (from :meth:`get`) belong to, while it is cached."""
+        entry = self._entries.get(collection_id)
+        return entry.haystack if entry is not None and entry.rows is rows else None
+
+    def put(self, collection_id: int, rows: list[Row], size: int, stamp: int, haystack: Haystack) -> None:
+        """Keep rows read from a snapshot stamped ``stamp`` (``size`` counting their
+        ``haystack`` too), when they may be (see the module docstring)."""
         with self._lock:
             last = self._last_write.get(collection_id, 0)
             if collection_id in self._writing or last > stamp:
@@ -152,7 +195,7 @@ class DocumentCache:
             old = self._entries.pop(collection_id, None)
             if old is not None:
                 self.bytes -= old.size
-            self._entries[collection_id] = Entry(stamp, rows, size)
+            self._entries[collection_id] = Entry(stamp, rows, size, haystack)
             self.bytes += size
             self.builds += 1
             self._evict()

@@ -10,7 +10,7 @@ limit, see :mod:`foliodb.engine.sorter`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -432,15 +432,21 @@ class FindExecution:
         show_record_id = self.spec.show_record_id
         shared = self.sort is not None and not show_record_id
         stored = self.stored
-        # The needles a collection scan's SQL would test, tested here on the BSON bytes.
+        # The needles a collection scan's SQL would test, tested here on the BSON bytes: the
+        # rows holding one of the first group's found by one search of the entry's bytes
+        # (each row then tested on its own), or each row's bytes tested in turn.
         prefilter = needles_test(access.needles)
+        haystack = access.cached_haystack(rows) if access.needles else None
+        visits: Iterable[tuple[int, Row]] = enumerate(rows, 1)
+        if haystack is not None and access.needles:
+            interrupt.check()
+            visits = ((i + 1, rows[i]) for i in haystack.rows_holding(access.needles[0]))
         decode = bson.decode
         count = 0
         rid = None
         try:
-            for rid, data, doc in rows:
-                count += 1
-                if not count & 63:
+            for seen, (count, (rid, data, doc)) in enumerate(visits, 1):
+                if not seen & 63:
                     interrupt.check()
                 if prefilter is not None and not prefilter(data):
                     continue
@@ -458,6 +464,8 @@ class FindExecution:
                 if show_record_id:
                     mine["$recordId"] = rid
                 yield mine
+            if rows:  # passed over every row, as a scan of each in turn would have
+                count, rid = len(rows), rows[-1][0]
         finally:
             access.cached_progress(count, rid, count == len(rows))
 

@@ -17,7 +17,7 @@ from typing import Any
 import bson
 
 from foliodb import interrupt
-from foliodb.engine.cache import DocumentCache, Row, row_size
+from foliodb.engine.cache import DocumentCache, Haystack, Row, row_size
 from foliodb.engine.catalog import CODEC, Catalog, CollectionInfo, IndexInfo
 from foliodb.engine.index_writer import IndexWriter
 from foliodb.engine.overlay import CollectionOverlay, in_range, merge_index_rows, merge_scan
@@ -194,8 +194,17 @@ class RecordReads:
             if collecting:
                 gc.enable()
             cursor.close()  # no statement outlives the call (storage.py's invariant)
-        cache.put(cid, built, size, stamp)
+        haystack = Haystack.of(built)
+        size += haystack.size()
+        if size > room:
+            cache.too_big(cid)
+            return None
+        cache.put(cid, built, size, stamp, haystack)
         return built
+
+    def cached_haystack(self, rows: list[Row]) -> Haystack | None:
+        """The BSON end to end of ``rows`` (from :meth:`cached_rows`), while still cached."""
+        return self._cache.haystack(self.info.id, rows)
 
     def _scan_table(self, reverse: bool, needles: list[list[bytes]] | None) -> Iterator[tuple[int, bytes]]:
         if isinstance(self.info.options.get("clusteredIndex"), dict):

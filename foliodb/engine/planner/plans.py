@@ -17,7 +17,7 @@ from typing import Any
 import bson
 
 from foliodb import interrupt
-from foliodb.engine.cache import Row
+from foliodb.engine.cache import Haystack, Row
 from foliodb.engine.catalog import CODEC, IndexInfo
 from foliodb.engine.index_keys import UNDEFINED_KEY
 from foliodb.engine.planner.bounds import ALL, Interval, KeyRange, next_prefix, whole_value
@@ -79,6 +79,11 @@ class CollScan(AccessStage):
         if rows is None or self.direction > 0:
             return rows
         return rows[::-1]
+
+    def cached_haystack(self, rows: list[Row]) -> Haystack | None:
+        """The BSON of :meth:`cached_rows`' ``rows`` end to end, for a forward scan (the
+        haystack is in record-id order) while their entry is cached; else None."""
+        return self.store.cached_haystack(rows) if self.direction > 0 else None
 
     def cached_progress(self, produced: int, last_rid: int | None, finished: bool) -> None:
         """How far a scan of :meth:`cached_rows` has gone, counted as :meth:`rows` counts

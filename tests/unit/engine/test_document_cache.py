@@ -12,11 +12,12 @@ from __future__ import annotations
 from bson import ObjectId
 
 import foliodb
-from foliodb.engine.cache import NEEDLE_SCANS_BEFORE_BUILD, DocumentCache, Row, row_size
+from foliodb.engine.cache import NEEDLE_SCANS_BEFORE_BUILD, DocumentCache, Haystack, Row, row_size
 
 MAX = 1 << 20
 ROWS: list[Row] = [(1, b"\x05\x00\x00\x00\x00", {})]
 SIZE = row_size(b"\x05\x00\x00\x00\x00")
+HAYSTACK = Haystack.of(ROWS)
 
 
 def _write(cache: DocumentCache, commits: int) -> None:
@@ -29,31 +30,31 @@ def test_a_build_overtaken_by_a_write_stops_builds_until_a_scan_finds_no_write_s
     cache = DocumentCache(MAX)
     assert cache.room_for(1) == MAX  # never built: build
     _write(cache, 4)  # lands while the scan stamped 3 builds
-    cache.put(1, ROWS, SIZE, stamp=3)
+    cache.put(1, ROWS, SIZE, stamp=3, haystack=HAYSTACK)
     assert cache.get(1, 4) is None and cache.builds == 0  # wasted
     _write(cache, 5)
     assert cache.room_for(1) == 0  # written since the wasted build: no build
     _write(cache, 6)
     assert cache.room_for(1) == 0  # written since the last scan: still none
     assert cache.room_for(1) == MAX  # no write since the last scan: build again
-    cache.put(1, ROWS, SIZE, stamp=6)
+    cache.put(1, ROWS, SIZE, stamp=6, haystack=HAYSTACK)
     assert cache.get(1, 6) == ROWS and cache.builds == 1
 
 
 def test_a_write_between_scans_alone_does_not_stop_builds() -> None:
     cache = DocumentCache(MAX)
-    cache.put(1, ROWS, SIZE, stamp=0)
+    cache.put(1, ROWS, SIZE, stamp=0, haystack=HAYSTACK)
     _write(cache, 1)  # drops the entry
     assert cache.get(1, 1) is None
     assert cache.room_for(1) == MAX  # no build was wasted: the next scan builds
-    cache.put(1, ROWS, SIZE, stamp=1)
+    cache.put(1, ROWS, SIZE, stamp=1, haystack=HAYSTACK)
     assert cache.get(1, 1) == ROWS
 
 
 def test_a_dropped_collection_forgets_its_wasted_build() -> None:
     cache = DocumentCache(MAX)
     _write(cache, 2)
-    cache.put(1, ROWS, SIZE, stamp=1)  # wasted
+    cache.put(1, ROWS, SIZE, stamp=1, haystack=HAYSTACK)  # wasted
     _write(cache, 3)
     cache.forget(1)
     assert cache.room_for(1) == MAX
