@@ -187,8 +187,11 @@ def test_a_writer_beside_two_scanning_readers_waits_behind_few_reader_slices(tmp
     that has to wait gets its turn behind at most four reader slices (the lane's balance of
     long against short commands is bounded by four slices), counted turn by turn."""
     client = foliodb.MongoClient(str(tmp_path))
+    # Scans long enough to outlast a slice on any machine: read from SQLite (no document cache,
+    # which scans 1,000 documents within one slice), 4,000 documents of about 250 bytes.
+    client.admin.command("setParameter", 1, documentCacheSizeMB=0)
     coll = client.db.orders
-    coll.insert_many([{"i": i, "total": i % 97, "pad": "x" * 200} for i in range(1000)])
+    coll.insert_many([{"i": i, "total": i % 97, "pad": "x" * 200} for i in range(4000)])
     road = client._executor.engine.lane
     given: list[bool] = []  # each turn handed over: True for a long command's
     hand_over = road._hand_over
