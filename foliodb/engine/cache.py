@@ -55,6 +55,15 @@ BSON size decoded) and :data:`ROW_OVERHEAD` a record. The total stays under
 off): the least recently used entries are evicted first, and a collection
 too large for the cache is not cached (its scans read SQLite as without a
 cache) until the size changes.
+
+Admission (as TinyLFU's): a build that fits in the free room goes ahead; one
+that would evict entries goes ahead only if its collection was scanned more
+often, lately, than each entry it would evict (:meth:`admits`; the scan
+counts halve every :data:`SCANS_PER_AGE` scans, so the past fades). Scans
+that cycle over more collections than fit would otherwise evict every entry
+before its next use, each scan paying a build (about twice a plain scan)
+for nothing; refused, the first collections stay cached and the others read
+SQLite as without a cache.
 """
 
 from __future__ import annotations
@@ -71,6 +80,7 @@ DEFAULT_SIZE_MB = 256
 DECODED_FACTOR = 7
 ROW_OVERHEAD = 160  # the row's tuple, its slot in the list, the record id
 NEEDLE_SCANS_BEFORE_BUILD = 32
+SCANS_PER_AGE = 256  # scans between two halvings of every collection's scan count
 
 Row = tuple[int, bytes, dict[str, Any]]
 
@@ -135,10 +145,13 @@ class DocumentCache:
         # each build attempt saw (see room_for).
         self._busy: dict[int, int] = {}
         self._needle_scans: dict[int, int] = {}  # needle scans without an entry since the last write
-        self.hits = self.misses = self.builds = self.evictions = 0
+        self._scans: dict[int, int] = {}  # scans of each collection lately (halved every SCANS_PER_AGE)
+        self._scans_to_age = SCANS_PER_AGE
+        self.hits = self.misses = self.builds = self.evictions = self.refusals = 0
 
     def get(self, collection_id: int, stamp: int) -> list[Row] | None:
         """The collection's rows for a reader stamped ``stamp``, or None."""
+        self._count_scan(collection_id)
         entry = self._entries.get(collection_id)
         if entry is None or entry.since > stamp:
             self.misses += 1
@@ -167,6 +180,35 @@ class DocumentCache:
                     return 0
                 self._busy.pop(collection_id, None)
         return self.max_bytes
+
+    def _count_scan(self, collection_id: int) -> None:
+        with self._lock:
+            scans = self._scans
+            scans[collection_id] = scans.get(collection_id, 0) + 1
+            self._scans_to_age -= 1
+            if not self._scans_to_age:
+                self._scans = {cid: n >> 1 for cid, n in scans.items() if n > 1}
+                self._scans_to_age = SCANS_PER_AGE
+
+    def admits(self, collection_id: int, size: int) -> bool:
+        """May a build of about ``size`` bytes go ahead? Yes when it fits in the free room,
+        or when the collection was scanned more often lately than each entry it would evict
+        (see the module docstring); a refusal is counted."""
+        with self._lock:
+            need = min(size, self.max_bytes) - (self.max_bytes - self.bytes)
+            if need <= 0:
+                return True
+            scans = self._scans.get(collection_id, 0)
+            for cid, entry in self._entries.items():  # least recently used first: put()'s victims
+                if cid == collection_id:
+                    continue
+                if self._scans.get(cid, 0) >= scans:
+                    self.refusals += 1
+                    return False
+                need -= entry.size
+                if need <= 0:
+                    break
+            return True
 
     def needle_scan_due(self, collection_id: int) -> bool:
         """A scan with needles found no entry: may it build one? Yes for the
@@ -235,6 +277,7 @@ class DocumentCache:
             self._too_big.discard(collection_id)
             self._busy.pop(collection_id, None)
             self._needle_scans.pop(collection_id, None)
+            self._scans.pop(collection_id, None)
 
     def resize(self, max_bytes: int) -> None:
         with self._lock:
@@ -260,4 +303,5 @@ class DocumentCache:
             "misses": self.misses,
             "builds": self.builds,
             "evictions": self.evictions,
+            "refusals": self.refusals,
         }

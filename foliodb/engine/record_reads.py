@@ -170,8 +170,11 @@ class RecordReads:
         if low is not None:
             sample = conn.execute(f"SELECT length(doc) FROM {table} ORDER BY rid LIMIT 32").fetchall()
             average = sum(length for (length,) in sample) // len(sample)
-            if (high - low + 1) * row_size(b"\x00" * average) > room * 2:  # record ids overcount after deletes
+            estimate = (high - low + 1) * row_size(b"\x00" * average)
+            if estimate > room * 2:  # record ids overcount after deletes
                 cache.too_big(cid)
+                return None
+            if not cache.admits(cid, estimate):
                 return None
         built: list[Row] = []
         size = 0

@@ -1,5 +1,6 @@
 """The document cache's build policy (engine/cache.py): a collection written while its scans
-build entries stops being built until a scan finds it quiet.
+build entries stops being built until a scan finds it quiet; a build that would evict entries
+goes ahead only for a collection scanned more often lately than each of them.
 
 Regression: 8 writer threads beside 2 scanning readers on one embedded client (the
 embedded_mix benchmark) had every scan decode the whole collection into an entry that a
@@ -12,7 +13,7 @@ from __future__ import annotations
 from bson import ObjectId
 
 import foliodb
-from foliodb.engine.cache import NEEDLE_SCANS_BEFORE_BUILD, DocumentCache, Haystack, Row, row_size
+from foliodb.engine.cache import NEEDLE_SCANS_BEFORE_BUILD, SCANS_PER_AGE, DocumentCache, Haystack, Row, row_size
 
 MAX = 1 << 20
 ROWS: list[Row] = [(1, b"\x05\x00\x00\x00\x00", {})]
@@ -92,3 +93,55 @@ def test_repeated_equality_scans_of_a_quiet_collection_come_to_use_the_cache() -
         coll.insert_one({"_id": -1, "owner": owners[0], "n": -1})  # drops the entry, restarts the count
         assert sorted(d["n"] for d in coll.find({"owner": owners[0]}))[0] == -1
         assert builds() == 1
+
+
+def _scan(cache: DocumentCache, cid: int, size: int) -> bool:
+    """A scan of collection ``cid`` (an entry of ``size`` bytes) as record_reads runs one:
+    whether it found an entry or built one."""
+    if cache.get(cid, 0) is not None:
+        return True
+    if not cache.admits(cid, size):
+        return False
+    cache.put(cid, ROWS, size, stamp=0, haystack=HAYSTACK)
+    return True
+
+
+def test_scans_cycling_over_more_than_fits_keep_the_first_entries_instead_of_evicting_each() -> None:
+    """Four collections scanned in turn, two fitting: with eviction alone every scan would
+    build an entry and evict the one needed next; admitted by scan counts, the first two stay
+    and the other two are read without the cache."""
+    cache = DocumentCache(MAX)
+    half = MAX // 2
+    served = [[_scan(cache, cid, half) for cid in (1, 2, 3, 4)] for _ in range(5)]
+    assert served == [[True, True, False, False]] * 5
+    assert (cache.builds, cache.evictions, cache.refusals) == (2, 0, 10)
+    assert cache.bytes == MAX
+
+
+def test_a_collection_scanned_more_than_a_cached_one_takes_its_place() -> None:
+    cache = DocumentCache(MAX)
+    assert _scan(cache, 1, MAX)  # cached; scanned once
+    assert not _scan(cache, 2, MAX)  # once each: no eviction for it
+    assert _scan(cache, 2, MAX)  # scanned twice, collection 1 once: it goes
+    assert (cache.builds, cache.evictions) == (2, 1)
+    assert cache.get(1, 0) is None and cache.get(2, 0) == ROWS
+
+
+def test_scan_counts_fade_so_a_once_busy_collection_gives_way() -> None:
+    cache = DocumentCache(MAX)
+    for _ in range(100):  # busy once
+        assert _scan(cache, 1, MAX)
+    for _ in range(SCANS_PER_AGE * 3):  # then scans of others that have no part here (cache full)
+        cache.get(3, 0)
+    assert not _scan(cache, 2, MAX)  # 100 scans halved 3 times: 12 against 1
+    scans = sum(not _scan(cache, 2, MAX) for _ in range(20))
+    assert scans == 11  # the 13th scan of collection 2 outnumbers collection 1's 12
+    assert cache.get(2, 0) == ROWS
+
+
+def test_a_build_that_fits_beside_the_entries_needs_no_count() -> None:
+    cache = DocumentCache(MAX)
+    for _ in range(5):
+        assert _scan(cache, 1, MAX // 4)
+    assert _scan(cache, 2, MAX // 4)  # scanned once, fits in the free room
+    assert cache.refusals == 0 and cache.evictions == 0
