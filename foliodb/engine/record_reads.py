@@ -174,7 +174,7 @@ class RecordReads:
             if estimate > room * 2:  # record ids overcount after deletes
                 cache.too_big(cid)
                 return None
-            if not cache.admits(cid, estimate):
+            if not cache.admits(cid, estimate + (high - low + 1) * average):  # and the haystack's bytes
                 return None
         built: list[Row] = []
         size = 0
