@@ -99,7 +99,7 @@ class Haystack:
 
     def size(self) -> int:
         """What it holds, counted as the cache counts: the bytes, and an int and a slot a row."""
-        return len(self.blob) + 40 * len(self.starts)
+        return len(self.blob) + HAYSTACK_ROW * len(self.starts)
 
     def rows_holding(self, needles: list[bytes]) -> list[int]:
         """The indices, in order, of every row whose bytes hold one of ``needles`` - and
@@ -128,6 +128,15 @@ class Entry:
 def row_size(data: bytes) -> int:
     """What one cached record is counted as holding."""
     return len(data) * (1 + DECODED_FACTOR) + ROW_OVERHEAD
+
+
+HAYSTACK_ROW = 40  # a row's start in the haystack: an int and a list slot
+
+
+def entry_size(records: int, total_bytes: int) -> int:
+    """What an entry of ``records`` rows of ``total_bytes`` of BSON is counted as holding:
+    their :func:`row_size`, and the haystack's copy of the bytes and starts."""
+    return total_bytes * (2 + DECODED_FACTOR) + records * (ROW_OVERHEAD + HAYSTACK_ROW) + HAYSTACK_ROW
 
 
 class DocumentCache:

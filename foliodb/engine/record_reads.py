@@ -17,7 +17,7 @@ from typing import Any
 import bson
 
 from foliodb import interrupt
-from foliodb.engine.cache import DocumentCache, Haystack, Row, row_size
+from foliodb.engine.cache import DocumentCache, Haystack, Row, entry_size, row_size
 from foliodb.engine.catalog import CODEC, Catalog, CollectionInfo, IndexInfo
 from foliodb.engine.index_writer import IndexWriter
 from foliodb.engine.overlay import CollectionOverlay, in_range, merge_index_rows, merge_scan
@@ -170,11 +170,16 @@ class RecordReads:
         if low is not None:
             sample = conn.execute(f"SELECT length(doc) FROM {table} ORDER BY rid LIMIT 32").fetchall()
             average = sum(length for (length,) in sample) // len(sample)
-            estimate = (high - low + 1) * row_size(b"\x00" * average)
-            if estimate > room * 2:  # record ids overcount after deletes
-                cache.too_big(cid)
-                return None
-            if not cache.admits(cid, estimate + (high - low + 1) * average):  # and the haystack's bytes
+            # With the haystack's copy of the bytes. Record ids overcount after deletes and a
+            # sample may mislead: where the estimate says no, the rows' sizes decide (SQLite
+            # reads a blob's length from its record header, not its pages).
+            estimate = entry_size(high - low + 1, (high - low + 1) * average)
+            if estimate > room:
+                estimate = entry_size(*conn.execute(f"SELECT count(*), sum(length(doc)) FROM {table}").fetchone())
+                if estimate > room:
+                    cache.too_big(cid)
+                    return None
+            if not cache.admits(cid, estimate):
                 return None
         built: list[Row] = []
         size = 0

@@ -11,9 +11,19 @@ collections stop every thread (the writers' p99)."""
 from __future__ import annotations
 
 from bson import ObjectId
+from hypothesis import given
+from hypothesis import strategies as st
 
 import foliodb
-from foliodb.engine.cache import NEEDLE_SCANS_BEFORE_BUILD, SCANS_PER_AGE, DocumentCache, Haystack, Row, row_size
+from foliodb.engine.cache import (
+    NEEDLE_SCANS_BEFORE_BUILD,
+    SCANS_PER_AGE,
+    DocumentCache,
+    Haystack,
+    Row,
+    entry_size,
+    row_size,
+)
 
 MAX = 1 << 20
 ROWS: list[Row] = [(1, b"\x05\x00\x00\x00\x00", {})]
@@ -145,3 +155,24 @@ def test_a_build_that_fits_beside_the_entries_needs_no_count() -> None:
         assert _scan(cache, 1, MAX // 4)
     assert _scan(cache, 2, MAX // 4)  # scanned once, fits in the free room
     assert cache.refusals == 0 and cache.evictions == 0
+
+
+@given(st.lists(st.binary(min_size=5, max_size=400), max_size=50))
+def test_entry_size_is_what_a_build_counts(blobs: list[bytes]) -> None:
+    rows: list[Row] = [(rid, data, {}) for rid, data in enumerate(blobs, 1)]
+    counted = sum(row_size(data) for _, data, _ in rows) + Haystack.of(rows).size()
+    assert entry_size(len(blobs), sum(map(len, blobs))) == counted
+
+
+def test_a_collection_thinned_by_deletes_is_cached_once_its_rows_fit() -> None:
+    """Record ids span the deleted records too: the rows' own sizes decide."""
+    with foliodb.MongoClient(":memory:") as client:
+        client.admin.command("setParameter", 1, documentCacheSizeMB=1)
+        coll = client.db.c
+        coll.insert_many([{"_id": i, "n": i % 7, "pad": "x" * 200} for i in range(3000)])  # ~5 MB counted
+        coll.delete_many({"_id": {"$gte": 150, "$lt": 2850}})  # the record ids still span 3,000
+        kept = [*range(150), *range(2850, 3000)]
+        for _ in range(2):
+            assert sorted(d["_id"] for d in coll.find({"n": {"$gt": 5}})) == [i for i in kept if i % 7 > 5]
+        status = client.admin.command("serverStatus")["documentCache"]
+        assert (status["builds"], status["hits"], status["documents"]) == (1, 1, 300)
