@@ -144,8 +144,9 @@ class RecordReads:
         with needles, which SQLite runs without decoding), only once the collection has had
         enough such scans since its last write (``DocumentCache.needle_scan_due``); None when the cache has no
         part in this read (off, a write's own view, a transaction that wrote the collection,
-        a clustered collection) or the collection does not fit (estimated from its record
-        ids and a sample before anything is decoded). The documents are the cache's: read
+        a clustered collection), the collection does not fit (estimated from its record
+        ids and a sample, or where that says no from its rows' sizes, before anything is
+        decoded) or the cache does not admit it (``DocumentCache.admits``). The documents are the cache's: read
         them, never change or hand them out."""
         cache = self._cache
         cid = self.info.id
