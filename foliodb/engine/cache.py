@@ -63,7 +63,11 @@ counts halve every :data:`SCANS_PER_AGE` scans, so the past fades). Scans
 that cycle over more collections than fit would otherwise evict every entry
 before its next use, each scan paying a build (about twice a plain scan)
 for nothing; refused, the first collections stay cached and the others read
-SQLite as without a cache.
+SQLite as without a cache. The price: a collection newly in use waits until its
+scans outnumber, as they fade, those of the entry it would replace - at worst
+scanned as without a cache, where eviction alone at worst builds at every scan
+(measured at 1M orders in 50 collections: 3.5 filter scans a second where
+SQLite alone gives 8.1).
 """
 
 from __future__ import annotations
@@ -80,7 +84,7 @@ DEFAULT_SIZE_MB = 256
 DECODED_FACTOR = 7
 ROW_OVERHEAD = 160  # the row's tuple, its slot in the list, the record id
 NEEDLE_SCANS_BEFORE_BUILD = 32
-SCANS_PER_AGE = 256  # scans between two halvings of every collection's scan count
+SCANS_PER_AGE = 64  # scans between two halvings of every collection's scan count
 
 Row = tuple[int, bytes, dict[str, Any]]
 

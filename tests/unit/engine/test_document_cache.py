@@ -138,15 +138,24 @@ def test_a_collection_scanned_more_than_a_cached_one_takes_its_place() -> None:
 
 
 def test_scan_counts_fade_so_a_once_busy_collection_gives_way() -> None:
-    cache = DocumentCache(MAX)
-    for _ in range(100):  # busy once
-        assert _scan(cache, 1, MAX)
-    for _ in range(SCANS_PER_AGE * 3):  # then scans of others that have no part here (cache full)
-        cache.get(3, 0)
-    assert not _scan(cache, 2, MAX)  # 100 scans halved 3 times: 12 against 1
-    scans = sum(not _scan(cache, 2, MAX) for _ in range(20))
-    assert scans == 11  # the 13th scan of collection 2 outnumbers collection 1's 12
-    assert cache.get(2, 0) == ROWS
+    busy = 100
+
+    def refusals_before_admission(idle_scans: int) -> int:
+        cache = DocumentCache(MAX)
+        for _ in range(busy):
+            assert _scan(cache, 1, MAX)
+        for _ in range(idle_scans):  # scans of a collection that has no part here (the cache is full)
+            cache.get(3, 0)
+        refused = 0
+        while not _scan(cache, 2, MAX):
+            refused += 1
+        assert cache.get(2, 0) == ROWS and cache.get(1, 0) is None
+        return refused
+
+    # Unfaded, collection 2 must outnumber collection 1's scans since their last halving.
+    assert refusals_before_admission(0) >= min(busy, SCANS_PER_AGE) // 2
+    # After three halvings of every count, an eighth of them (or less) stands in its way.
+    assert 1 <= refusals_before_admission(SCANS_PER_AGE * 3 + busy) <= busy // 8 + 1
 
 
 def test_a_build_that_fits_beside_the_entries_needs_no_count() -> None:
