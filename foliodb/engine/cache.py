@@ -59,7 +59,7 @@ cache) until the size changes.
 Admission (as TinyLFU's): a build that fits in the free room goes ahead; one
 that would evict entries goes ahead only if its collection was scanned more
 often, lately, than each entry it would evict (:meth:`admits`; the scan
-counts halve every :data:`SCANS_PER_AGE` scans, so the past fades). Scans
+counts halve every :data:`SCANS_PER_AGE` scans or more, so the past fades). Scans
 that cycle over more collections than fit would otherwise evict every entry
 before its next use, each scan paying a build (about twice a plain scan)
 for nothing; refused, the first collections stay cached and the others read
@@ -84,7 +84,12 @@ DEFAULT_SIZE_MB = 256
 DECODED_FACTOR = 7
 ROW_OVERHEAD = 160  # the row's tuple, its slot in the list, the record id
 NEEDLE_SCANS_BEFORE_BUILD = 32
-SCANS_PER_AGE = 64  # scans between two halvings of every collection's scan count
+# Scans between two halvings of every collection's scan count: at least this many, and
+# AGE_SCANS_PER_COLLECTION for each collection counted, so that a cycle of scans over many
+# collections sees each one's count halved only after several visits to it (halved between
+# two visits, all counts stay near 1 and every visit outnumbers some entry: the churn again).
+SCANS_PER_AGE = 256
+AGE_SCANS_PER_COLLECTION = 8
 
 Row = tuple[int, bytes, dict[str, Any]]
 
@@ -201,7 +206,7 @@ class DocumentCache:
             self._scans_to_age -= 1
             if not self._scans_to_age:
                 self._scans = {cid: n >> 1 for cid, n in scans.items() if n > 1}
-                self._scans_to_age = SCANS_PER_AGE
+                self._scans_to_age = max(SCANS_PER_AGE, AGE_SCANS_PER_COLLECTION * len(scans))
 
     def admits(self, collection_id: int, size: int) -> bool:
         """May a build of about ``size`` bytes go ahead? Yes when it fits in the free room,

@@ -185,3 +185,17 @@ def test_a_collection_thinned_by_deletes_is_cached_once_its_rows_fit() -> None:
             assert sorted(d["_id"] for d in coll.find({"n": {"$gt": 5}})) == [i for i in kept if i % 7 > 5]
         status = client.admin.command("serverStatus")["documentCache"]
         assert (status["builds"], status["hits"], status["documents"]) == (1, 1, 300)
+
+
+def test_a_long_cycle_keeps_its_entries_across_the_halvings() -> None:
+    """A cycle over 100 collections (two fit), 20 times round: far more scans than a halving's
+    period, so counts halve between two visits to a collection unless the period grows with
+    the collections counted; the two first entries stay (no churn), every later visit to them
+    a hit."""
+    cache = DocumentCache(MAX)
+    half = MAX // 2
+    for _ in range(20):
+        for cid in range(1, 101):
+            _scan(cache, cid, half)
+    assert cache.builds <= 4 and cache.evictions <= 2
+    assert cache.hits >= 2 * 19 - 2
