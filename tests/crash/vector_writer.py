@@ -4,8 +4,11 @@ engine saves its vector index often (every 50 applied changes, instead of 10,000
 lands in writes, in searches' catch-ups and in the middle of saving the index's files.
 
 Usage: python -m tests.crash.vector_writer DBPATH SEED
-Lines: "ready" once the index exists and is READY; "put <n>" after {_id: n} got its vector
-(insert or update); "del <n>" after {_id: n} was deleted.
+Lines: "ready" once the index exists and is READY; then per write "try <n> [<m>]" naming the
+documents it is about to change (flushed before it starts), and after it is acknowledged "put
+<n>" when {_id: n} got its vector (insert or update), "del <n>" when it was deleted. A kill may
+land between a write's commit and its acknowledgement line: the "try" line says which
+documents that write may have changed.
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ def main() -> None:
         n = rng.randrange(400)
         action = rng.random()
         vector = [rng.uniform(-1, 1) for _ in range(DIMS)]
+        out.write(f"try {n} {(n + 1) % 400}\n" if action >= 0.85 else f"try {n}\n")
+        out.flush()
         if action < 0.7:
             coll.replace_one({"_id": n}, {"v": vector, "k": n % 5}, upsert=True)
             out.write(f"put {n}\n")
