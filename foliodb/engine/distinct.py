@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from foliodb.engine.planner.distinct import distinct_scan
-from foliodb.engine.planner.plans import DistinctScan
+from foliodb.engine.planner.distinct_scan import DistinctScan
 from foliodb.engine.query import ExecStats
 from foliodb.engine.records import CollectionStore
 from foliodb.query.collation import key_encoder

@@ -4,7 +4,7 @@ An index serves ``distinct(key, filter)`` with a DISTINCT_SCAN when (as in
 mongod) it is a btree index, not partial nor hidden, and ``key`` is one of
 its fields, every field before it bounded to points by the filter. Without a
 filter any such index does, multikey ones included (the scan reads a
-document per value there, see :class:`~.plans.DistinctScan`); with one, the
+document per value there, see :class:`~.distinct_scan.DistinctScan`); with one, the
 index must also answer the filter from its keys (key-readable, the filter
 reading indexed paths only: :mod:`.covering`), since a seek past a value
 must not skip a matching document. Of several, the one with the fewest
@@ -22,7 +22,7 @@ from foliodb.engine.planner.candidates import shown_bounds
 from foliodb.engine.planner.choose import hinted_index, indexes_disabled
 from foliodb.engine.planner.conditions import field_conditions, field_intervals
 from foliodb.engine.planner.covering import KeyLayout, filter_paths, key_layout
-from foliodb.engine.planner.plans import DistinctScan
+from foliodb.engine.planner.distinct_scan import DistinctScan
 from foliodb.engine.records import CollectionStore
 from foliodb.query.paths import is_index, split
 
