@@ -438,7 +438,7 @@ class FindExecution:
         prefilter = needles_test(access.needles)
         haystack = access.cached_haystack(rows) if access.needles else None
         visits: Iterable[tuple[int, Row]] = enumerate(rows, 1)
-        if haystack is not None and access.needles:
+        if haystack is not None:
             interrupt.check()
             visits = ((i + 1, rows[i]) for i in haystack.rows_holding(access.needles[0]))
         decode = bson.decode

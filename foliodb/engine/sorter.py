@@ -245,9 +245,9 @@ def _gather_top(
     for seq, doc in enumerate(docs):
         if not seq & 255:
             interrupt.check()
-        if numeric is not None and len(heap) == keep:
+        value: Any = doc.get(field) if numeric is not None else None
+        if value is not None and len(heap) == keep:
             bound: float | None = heap[0].value
-            value: Any = doc.get(field)
             # Strictly beyond the worst held number: its key would be too (ties go to the keys).
             if bound is not None and type(value) in _PLAIN_NUMBERS and (bound > value if descending else bound < value):
                 continue
@@ -261,12 +261,12 @@ def _gather_top(
                 continue
             data = _encode(doc)
             size = _held_size(k, data, WORST_OVERHEAD)
-            heapq.heapreplace(heap, _Worst(k, seq, data, size, _plain_number(doc.get(field)) if numeric else None))
+            heapq.heapreplace(heap, _Worst(k, seq, data, size, _plain_number(value)))
             used += size - worst.size
         else:
             data = _encode(doc)
             size = _held_size(k, data, WORST_OVERHEAD)
-            heapq.heappush(heap, _Worst(k, seq, data, size, _plain_number(doc.get(field)) if numeric else None))
+            heapq.heappush(heap, _Worst(k, seq, data, size, _plain_number(value)))
             used += size
         if used > max_memory:
             if not allow_disk:
