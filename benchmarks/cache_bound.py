@@ -31,7 +31,6 @@ import argparse
 import gc
 import heapq
 import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -43,6 +42,7 @@ if __package__ in (None, ""):  # run by path as a child
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from benchmarks import data
+from benchmarks.sort_spill import current_rss_mb, peak_rss_mb
 
 ROOT = Path(__file__).resolve().parent.parent
 # find({total: {$gt: THRESHOLD}}): a number comparison, so no needle (a scan that builds); 0.07% of
@@ -55,17 +55,6 @@ REPEATS = 3  # queries of each kind on the one collection
 ROUNDS = 2  # passes over the many collections
 # --quick: 2,000 orders a collection (~11 MB of cache) fit two at a time in 24 MB; 8,000 in one do not.
 QUICK = (8_000, 4, [0, 24])
-
-
-def _rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
 def load(dbpath: str, docs: int, collections: int) -> dict[str, Any]:
@@ -120,7 +109,7 @@ def measure(dbpath: str, size_mb: int, layout: str, expected: dict[str, dict[str
     names = [ONE] * REPEATS if layout == "one" else [n for n in expected if n != ONE] * ROUNDS
     for name in dict.fromkeys(names):
         db[name].find_one()  # imports and first-call paths, outside the measure
-    before = _rss_mb()
+    before = current_rss_mb()
     collections = FullCollections()
     most_bytes = 0
     most_rss = before
@@ -137,7 +126,7 @@ def measure(dbpath: str, size_mb: int, layout: str, expected: dict[str, dict[str
             raise AssertionError(f"{name}: {count}, {top} where {expected[name]} was expected")
         status = client.admin.command("serverStatus")["documentCache"]
         most_bytes = max(most_bytes, status["bytes"])
-        most_rss = max(most_rss, _rss_mb())
+        most_rss = max(most_rss, current_rss_mb())
     client.close()
     return {
         "size_mb": size_mb,
@@ -152,7 +141,7 @@ def measure(dbpath: str, size_mb: int, layout: str, expected: dict[str, dict[str
         "hits": status["hits"],
         "rss_before_mb": round(before, 1),
         "most_rss_mb": round(most_rss, 1),
-        "peak_rss_mb": round(_peak_rss_mb(), 1),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
         "full_collections": collections.count,
         "full_collection_seconds": round(collections.seconds, 2),
         "filter_per_s": round(len(names) / seconds["filter"], 2),

@@ -48,11 +48,11 @@ BATCH = 1000
 SORT_LIMIT_BYTES = 100 * 1024 * 1024  # the sorter's default, mongod's
 
 
-def _rss_mb() -> float:
+def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def _current_rss_mb() -> float:
+def current_rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
@@ -78,7 +78,7 @@ def load(dbpath: str, docs: int) -> dict[str, Any]:
         client.bench.orders.insert_many(batch)
     seconds = time.perf_counter() - started
     client.close()
-    return {"docs": docs, "seconds": round(seconds, 1), "peak_rss_mb": round(_rss_mb(), 1)}
+    return {"docs": docs, "seconds": round(seconds, 1), "peak_rss_mb": round(peak_rss_mb(), 1)}
 
 
 def _check(previous: tuple[Any, Any] | None, doc: dict[str, Any]) -> tuple[Any, Any]:
@@ -94,7 +94,7 @@ def embedded(dbpath: str, docs: int) -> dict[str, Any]:
     client = foliodb.MongoClient(dbpath)
     coll = client.bench.orders
     coll.find_one()
-    before = _current_rss_mb()
+    before = current_rss_mb()
     started = time.perf_counter()
     n = 0
     previous = None
@@ -102,7 +102,7 @@ def embedded(dbpath: str, docs: int) -> dict[str, Any]:
         previous = _check(previous, doc)
         n += 1
     seconds = time.perf_counter() - started
-    peak = _rss_mb()
+    peak = peak_rss_mb()
     client.close()
     return {
         "docs": n,
