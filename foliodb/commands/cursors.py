@@ -41,7 +41,7 @@ from bson import Int64
 from bson.errors import InvalidDocument
 from bson.raw_bson import RawBSONDocument
 
-from foliodb import interrupt, threads
+from foliodb import collector, interrupt, threads
 from foliodb.auth.caller import CALLER
 from foliodb.auth.privileges import Privilege, namespace, privilege
 from foliodb.commands import failpoints, params
@@ -363,8 +363,13 @@ def take_batch(source: Lookahead, size: int | None, measure: bool = False) -> tu
     MongoDB's do: a reply must fit the 48 MB message limit."""
     if size is not None and size <= 0:
         size = None
-    if measure:
-        return _take_measured(source, size)
+    with collector.PAUSED:  # a batch's new documents hold no cycles (foliodb/collector.py)
+        if measure:
+            return _take_measured(source, size)
+        return _take(source, size)
+
+
+def _take(source: Lookahead, size: int | None) -> tuple[list[Any], bool]:
     batch: list[Any] = []
     append = batch.append
     if size is None:

@@ -9,14 +9,13 @@ no statement outlives a call (storage.py's invariant): scans fetch in batches.
 from __future__ import annotations
 
 import functools
-import gc
 import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
 import bson
 
-from foliodb import interrupt
+from foliodb import collector, interrupt
 from foliodb.engine.cache import DocumentCache, Haystack, Row, entry_size, row_size
 from foliodb.engine.catalog import CODEC, Catalog, CollectionInfo, IndexInfo
 from foliodb.engine.index_writer import IndexWriter
@@ -188,20 +187,17 @@ class RecordReads:
         cursor = conn.execute(f"SELECT rid, doc FROM {table} ORDER BY rid")
         # Tens of thousands of new dicts that all live on: the cyclic collector would walk the
         # growing heap again and again while they are made (4 times the decoding's own time).
-        collecting = gc.isenabled()
-        gc.disable()
         try:
-            for n, (rid, data) in enumerate(cursor):
-                if not n & 255:
-                    interrupt.check()
-                size += row_size(data)
-                if size > room:
-                    cache.too_big(cid)
-                    return None
-                built.append((rid, data, decode(data, CODEC)))
+            with collector.PAUSED:
+                for n, (rid, data) in enumerate(cursor):
+                    if not n & 255:
+                        interrupt.check()
+                    size += row_size(data)
+                    if size > room:
+                        cache.too_big(cid)
+                        return None
+                    built.append((rid, data, decode(data, CODEC)))
         finally:
-            if collecting:
-                gc.enable()
             cursor.close()  # no statement outlives the call (storage.py's invariant)
         haystack = Haystack.of(built)
         size += haystack.size()

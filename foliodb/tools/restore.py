@@ -37,14 +37,12 @@ Format: https://www.mongodb.com/docs/database-tools/mongorestore/
 
 from __future__ import annotations
 
-import gc
 import os
 import tempfile
 import threading
 import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -56,6 +54,7 @@ from bson.raw_bson import RawBSONDocument
 from pymongo.errors import BulkWriteError, OperationFailure
 
 import foliodb
+from foliodb import collector
 from foliodb.tools.archive import ArchiveReader, End, Segment
 from foliodb.tools.files import DamagedInputError, open_read
 from foliodb.tools.indexes import index_model
@@ -296,7 +295,7 @@ class Loader:
             state.pending.append(self.pool.submit(self._insert, state, data))
 
     def _insert(self, state: _Namespace, batch: bytes) -> None:
-        with _collector_paused():
+        with collector.PAUSED:  # decoded BSON holds no cycles (foliodb/collector.py)
             documents = _decode(batch, self.codec, state.source)  # RawBSONDocuments for pymongo, else dicts
             try:
                 state.collection.insert_many(
@@ -429,20 +428,6 @@ class Loader:
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
             self.pool = None
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Decoded BSON holds no reference cycles, yet a batch's thousands of new
-    containers trigger the cycle collector over and over (a fifth of a
-    restore's time): it is paused for the batch and runs afterwards as usual."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _index_specs(state: _Namespace) -> list[Any]:
