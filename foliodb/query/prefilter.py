@@ -9,6 +9,14 @@ document whose bytes lack the needle cannot match and is skipped without
 ``bson.decode``. A needle that is present proves nothing: the full filter
 still decides. Numbers, booleans and null never make needles (1 equals 1.0
 and Int64(1) but their bytes differ).
+
+A needle is worth testing only while it is cheaper than what it saves: each is
+one search of the document's bytes (in SQL, ``instr``, a byte-by-byte compare;
+with the document cache, one pass over the collection's bytes), about as much
+as decoding and matching a whole document every few needles. So an ``$in``
+offers needles only up to :data:`MAX_ALTERNATIVES` values; past that the
+filter alone decides (20,000 orders, ``{user_id: {$in: [476 ObjectIds]}}``
+unindexed: 6.5 s with a needle each, against 0.14 s decoding every order).
 """
 
 from __future__ import annotations
@@ -23,6 +31,12 @@ from bson import ObjectId
 from foliodb.query import compare as cmp
 
 Prefilter = Callable[[bytes], bool]
+
+# Beyond this many values an $in offers no needles. Measured on 20,000 orders, unindexed,
+# {user_id: {$in: [k ObjectIds]}} (best of 5): through SQL 22 ms for one needle, about 17 ms more
+# for each further one, against 140 ms decoding and matching every order; on the document
+# cache 8, 15, 19 and 21 ms for 1 to 4 needles, against 27 ms matching every cached order.
+MAX_ALTERNATIVES = 4
 
 
 def _needle(value: Any) -> bytes | None:
@@ -43,7 +57,7 @@ def _alternatives(cond: Any) -> list[bytes] | None:
         if list(cond) == ["$eq"]:
             needle = _needle(cond["$eq"])
             return [needle] if needle is not None else None
-        if list(cond) == ["$in"] and isinstance(cond["$in"], list) and cond["$in"]:
+        if list(cond) == ["$in"] and isinstance(cond["$in"], list) and 0 < len(cond["$in"]) <= MAX_ALTERNATIVES:
             needles = [_needle(v) for v in cond["$in"]]
             present = [n for n in needles if n is not None]
             return present if len(present) == len(needles) else None

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from foliodb.query.filter import compile_filter
-from foliodb.query.prefilter import compile_prefilter
+from foliodb.query.prefilter import MAX_ALTERNATIVES, compile_prefilter, needle_groups
 from tests.bson_values import bson_values
 
 NEEDLE_VALUES = st.one_of(
@@ -56,3 +56,14 @@ def test_no_needle_for_numbers_and_null() -> None:
     assert compile_prefilter({"a": None}) is None
     assert compile_prefilter({"a": {"$gt": "x"}}) is None
     assert compile_prefilter({"$or": [{"a": "x"}]}) is None
+
+
+def test_an_in_of_many_values_offers_no_needles() -> None:
+    """Each needle is one more search of every document's bytes: past MAX_ALTERNATIVES values
+    the filter alone decides (the prefilter's module docstring has the measurements)."""
+    few = [ObjectId(f"{n:024x}") for n in range(MAX_ALTERNATIVES)]
+    many = [ObjectId(f"{n:024x}") for n in range(MAX_ALTERNATIVES + 1)]
+    assert needle_groups({"a": {"$in": few}}) == [[oid.binary for oid in few]]
+    assert needle_groups({"a": {"$in": many}}) == []
+    # Another field's needle is still offered beside it.
+    assert needle_groups({"a": {"$in": many}, "b": "x"}) == [[b"\x02\x00\x00\x00x\x00"]]
