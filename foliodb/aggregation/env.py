@@ -61,6 +61,11 @@ class PipelineEnv(Protocol):
         ``on`` requirement)? ``_id`` alone always qualifies."""
         ...
 
+    def indexed(self, coll: str, field: str, db: str | None = None) -> bool:
+        """Can an equality on ``field`` be an index lookup there: an index (not partial or sparse,
+        of the pipeline's collation) whose first key is ``field``? (False for a view.)"""
+        ...
+
     def find_one(self, coll: str, filter: Mapping[str, Any], db: str | None = None) -> dict[str, Any] | None: ...
 
     def insert(self, coll: str, doc: Mapping[str, Any], db: str | None = None) -> None:

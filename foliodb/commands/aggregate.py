@@ -229,6 +229,19 @@ class EngineEnv:
             for index in info.indexes.values()
         )
 
+    def indexed(self, coll: str, field: str, db: str | None = None) -> bool:
+        info = self.engine.catalog.get(db or self.db, coll)
+        if info is None or info.is_view:
+            return False
+        return any(
+            index.kind in ("btree", "hashed")
+            and index.key_names[0] == field
+            and "partialFilterExpression" not in index.spec
+            and not index.spec.get("sparse")
+            and collation_module.same(index.collator, self.ctx.collator)
+            for index in info.indexes.values()
+        )
+
     def find_one(self, coll: str, filter: Mapping[str, Any], db: str | None = None) -> dict[str, Any] | None:
         store = self.engine.store(db or self.db, coll)
         for doc in counted(self.request, store, FindExecution(store, FindSpec(filter=filter, limit=1), self.ctx)):

@@ -36,6 +36,7 @@ from foliodb.aggregation.pipeline import (
     compile_stages,
     stage_entry,
 )
+from foliodb.aggregation.stages.hash_join import HashJoin
 from foliodb.errors import CommandError, ErrorCode, location
 from foliodb.query import keystring, metadata
 from foliodb.query.bsontypes import is_string, type_name
@@ -188,10 +189,16 @@ def stage_lookup(spec: Any, where: Where) -> Stage:
 
     def run(docs: Docs) -> Docs:
         cache: list[dict[str, Any]] | None = None
+        # A plain localField/foreignField join reads the foreign side once where no index serves it.
+        join = HashJoin(env, coll, db, split_path(foreign)) if pipeline is None and coll is not None else None
         for n, doc in enumerate(docs):
             if not n & 63:
                 interrupt.check()
-            if correlated:
+            if join is not None:
+                assert local_parts is not None
+                joined = join.matches(local_values(doc, local_parts))
+                found = foreign_docs(doc) if joined is None else joined
+            elif correlated:
                 found = foreign_docs(doc)
             else:
                 if cache is None:
