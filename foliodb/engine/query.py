@@ -22,6 +22,7 @@ from foliodb.engine.cache import Row
 from foliodb.engine.catalog import CODEC, RAW
 from foliodb.engine.index_keys import EMPTY_ARRAY
 from foliodb.engine.index_writer import IndexWriter
+from foliodb.engine.near_and_text import geo_near_key, may_hold_text, nested_text, without_near
 from foliodb.engine.planner import Plan, choose_plan, exact_by_index, id_hack_keys, near_plan
 from foliodb.engine.planner.counting import exact_scan, single_interval
 from foliodb.engine.planner.covering import KeyLayout, filter_paths, inclusion_paths, key_layout
@@ -107,24 +108,24 @@ class FindExecution:
         self.sort = compile_sort(spec.sort, collator=ctx.collator) if spec.sort else None
         self.projection = compile_projection(spec.projection, ctx, find=True) if spec.projection else None
         filter_spec = spec.filter
-        text_arg, rest = split_text(filter_spec) if filter_spec and _may_hold_text(filter_spec) else (None, filter_spec)
+        text_arg, rest = split_text(filter_spec) if filter_spec and may_hold_text(filter_spec) else (None, filter_spec)
         near = None
         if filter_spec and any(key[:1] == "$" for key in filter_spec):  # a near query inside a logical operator?
             check_near_placement(filter_spec)
         found_near = split_near(rest) if text_arg is None else None
         if spec.geo_near is not None:
             rest = spec.geo_near.filter
-            key = spec.geo_near.key or (_geo_near_key(store) if store is not None else "")
+            key = spec.geo_near.key or (geo_near_key(store) if store is not None else "")
             near = (key, spec.geo_near.query)
         elif found_near is not None:
             # The scan orders by distance and applies the distance bounds; the rest is a filter.
             path, near_op, arg, cond = found_near
             near = (path, parse_near(near_op, arg, cond))
-            rest = _without_near(rest, path)
+            rest = without_near(rest, path)
         self.text: tuple[TextIndex, TextQuery] | None = None
         # $text sits in an $or branch: the filter (with its $text) decides, a score goes to the
         # documents the text search matches.
-        self.text_in_or = text_arg is not None and rest is not None and _nested_text(rest)
+        self.text_in_or = text_arg is not None and rest is not None and nested_text(rest)
         self.near: GeoNearScan | None = None
         self.plan: Plan | None = None
         self.matcher = None
@@ -220,6 +221,17 @@ class FindExecution:
             (not self.sort.fields and not self.sort.meta_fields) or (self.plan is not None and self.plan.provides_sort)
         ):
             self.sort = None  # the access path already yields this order
+        # Only how many match matters, and nothing on the way reads a field (no sort, text score,
+        # distance or record id): each match is an empty document, decoded only for the filter.
+        self.counts_only = (
+            spec.count_only
+            and self.sort is None
+            and self.text is None
+            and self.near is None
+            and not spec.show_record_id
+            and not spec.return_key
+            and self.projection is None
+        )
         # Every document goes out as it is stored: the reply can carry its BSON undecoded.
         self.stored = (
             spec.raw
@@ -360,11 +372,16 @@ class FindExecution:
             yield from self._stored_matching()
             return
         prefilter = self.prefilter
+        undecoded = self.counts_only and matcher is None  # nothing reads the document: no decoding
         for rid, data in self.plan.access.rows():
             count += 1
             if not count & 63:
                 interrupt.check()  # every find stops at its operation's deadline or kill
             if prefilter is not None and not prefilter(data):
+                continue
+            if undecoded:
+                self.stats.n_matched += 1
+                yield {}
                 continue
             doc = decode(data, CODEC)
             if matcher is not None and not matcher(doc):
@@ -432,6 +449,7 @@ class FindExecution:
         show_record_id = self.spec.show_record_id
         shared = self.sort is not None and not show_record_id
         stored = self.stored
+        empty = self.counts_only
         # The needles a collection scan's SQL would test, tested here on the BSON bytes: the
         # rows holding one of the first group's found by one search of the entry's bytes
         # (each row then tested on its own), or each row's bytes tested in turn.
@@ -454,6 +472,9 @@ class FindExecution:
                     continue
                 self.stats.n_matched += 1
                 access.cached_progress(count, rid, False)
+                if empty:
+                    yield {}
+                    continue
                 if shared:
                     yield doc
                     continue
@@ -533,49 +554,3 @@ def _both(matcher: Matcher | None, test: Callable[[dict[str, Any]], bool]) -> Ma
         return (matcher is None or matcher(doc, details)) and test(doc)
 
     return both
-
-
-def _geo_near_key(store: CollectionStore) -> str:
-    """$geoNear without ``key``: the field of the only 2d index, else of the
-    only 2dsphere index (mongod's choice)."""
-    ns = f"{store.info.db}.{store.info.name}"
-    for kind in ("2d", "2dsphere"):
-        found = [i for i in store.info.indexes.values() if i.kind == kind]
-        if len(found) > 1:
-            raise CommandError(
-                ErrorCode.IndexNotFound,
-                f"There is more than one {kind} index on {ns}; unsure which to use for $geoNear",
-            )
-        if found:
-            return next(name for name, d in found[0].key.items() if d == kind)
-    raise CommandError(ErrorCode.IndexNotFound, "$geoNear requires a 2d or 2dsphere index, but none were found")
-
-
-def _without_near(filter_spec: Mapping[str, Any] | None, path: str) -> dict[str, Any]:
-    """The filter without the $near operator (and its distance bounds) on ``path``."""
-    out = dict(filter_spec or {})
-    cond = {k: v for k, v in out.pop(path).items() if k not in _NEAR_PARTS}
-    if cond:
-        out[path] = cond
-    return out
-
-
-_NEAR_PARTS = ("$near", "$nearSphere", "$geoNear", "$minDistance", "$maxDistance")
-
-
-def _may_hold_text(filter_spec: Mapping[str, Any]) -> bool:
-    return "$text" in filter_spec or "$and" in filter_spec or "$or" in filter_spec
-
-
-def _nested_text(spec: Mapping[str, Any]) -> bool:
-    """Does a filter (without its top-level $text) still hold a $text, in a logical branch?"""
-    for key, value in spec.items():
-        if key == "$text":
-            return True
-        if (
-            key in ("$and", "$or")
-            and isinstance(value, list)
-            and any(isinstance(branch, Mapping) and _nested_text(branch) for branch in value)
-        ):
-            return True
-    return False

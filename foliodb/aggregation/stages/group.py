@@ -24,7 +24,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from bson import Int64
+from bson import Decimal128, Int64
 
 from foliodb import interrupt
 from foliodb.aggregation.accumulators import Accumulator, State, compile_accumulator
@@ -136,12 +136,34 @@ def stage_group(spec: Any, where: Where) -> Stage:
             names.append(name)
     if key_of is None:
         raise location(15955, "a group specification must include an _id")
+    # pymongo's count_documents: {_id: 1, n: {$sum: 1}}. Nothing a document holds can matter.
+    counting = _constant(spec["_id"]) and all(
+        isinstance(value, Mapping) and list(value) == ["$sum"] and _number(value["$sum"])
+        for name, value in spec.items()
+        if name != "_id"
+    )
     vars_for = where.variables()
     allow_disk_use = where.env.allow_disk_use
     grouping = key_of
     encode = key_encoder(where.scope.collator)
 
     def run(docs: Docs) -> Docs:
+        if counting:  # one group, each document adding the same numbers: count them, then add
+            n = sum(1 for _ in docs)
+            if not n:
+                return
+            vars = vars_for({})
+            key = grouping({}, vars)
+            out = {"_id": None if key is MISSING else key}
+            key_vars = vars_for(out["_id"])
+            for name, acc in zip(names, accumulators, strict=True):
+                state, value = acc.start(out["_id"], key_vars), acc.input({}, vars)
+                for _ in range(n):  # as many adds as documents: the same sum and type as the general path
+                    state.add(value)
+                result = state.result()
+                out[name] = None if result is MISSING else result
+            yield out
+            return
         for key, states in group_documents(docs, grouping, accumulators, vars_for, allow_disk_use, "$group", encode):
             out = {"_id": key}
             for name, state in zip(names, states, strict=True):
@@ -150,6 +172,15 @@ def stage_group(spec: Any, where: Where) -> Stage:
             yield out
 
     return Stage("$group", spec, run)
+
+
+def _constant(spec: Any) -> bool:
+    """A literal the ``_id`` expression is (no field path, variable, operator or object)."""
+    return spec is None or _number(spec) or spec.__class__ is bool or (is_string(spec) and not spec.startswith("$"))
+
+
+def _number(spec: Any) -> bool:
+    return spec.__class__ in (int, float, Int64, Decimal128)
 
 
 def _group_key(spec: Any, where: Where) -> Expr:
