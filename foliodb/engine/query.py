@@ -23,10 +23,11 @@ from foliodb.engine.catalog import CODEC, RAW
 from foliodb.engine.index_keys import EMPTY_ARRAY
 from foliodb.engine.index_writer import IndexWriter
 from foliodb.engine.near_and_text import geo_near_key, may_hold_text, nested_text, without_near
-from foliodb.engine.planner import Plan, choose_plan, exact_by_index, id_hack_keys, near_plan
+from foliodb.engine.planner import Plan, choose_plan, exact_by_index, id_hack_keys, key_filter, near_plan
 from foliodb.engine.planner.counting import exact_scan, single_interval
 from foliodb.engine.planner.covering import KeyLayout, filter_paths, inclusion_paths, key_layout
 from foliodb.engine.planner.geo import GeoNearScan, split_near
+from foliodb.engine.planner.key_filter import regex_key_test
 from foliodb.engine.planner.plans import AccessStage, ClusteredScan, CollScan, IdLookup, IndexScan, TextScan
 from foliodb.engine.planner.text import text_or_plan
 from foliodb.engine.records import CollectionStore
@@ -184,6 +185,10 @@ class FindExecution:
             if rest and not exact:
                 # Compiled now, so a bad filter fails before any result.
                 self.matcher = compiled[0] if compiled else compile_filter(rest, ctx)
+                if isinstance(access, IndexScan) and ctx.collator is None:
+                    regexes = regex_key_test(access.index, rest)
+                    if regexes is not None:
+                        access.key_check = key_filter.both(access.key_check, regexes)
             doc_test = self.plan.doc_test if self.plan is not None else None
             if doc_test is not None:
                 self.matcher = _both(self.matcher, doc_test)

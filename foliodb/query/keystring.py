@@ -237,16 +237,19 @@ class _Reader:
         return chunk.translate(_COMPLEMENT) if self.mask else chunk
 
     def string(self) -> str:
-        out = bytearray()
-        while True:
-            b = self.byte()
-            if b == 0:
-                nxt = self.byte()
-                if nxt == 1:
-                    return out.decode("utf-8", "surrogatepass")
-                out.append(0)  # an escaped NUL (0x00 0xFF)
-            else:
-                out.append(b)
+        # The text ends at 0x00 0x01 (complemented: 0xFF 0xFE), which nothing before it can
+        # spell: a NUL of the text is escaped as 0x00 0xFF, and UTF-8 has no 0xFE or 0xFF byte.
+        data, pos = self.data, self.pos
+        if self.mask:
+            end = data.find(b"\xff\xfe", pos)
+            chunk = data[pos:end].translate(_COMPLEMENT)
+        else:
+            end = data.find(b"\x00\x01", pos)
+            chunk = data[pos:end]
+        if end < 0:
+            raise ValueError("a string key without its end")
+        self.pos = end + 2
+        return chunk.replace(b"\x00\xff", b"\x00").decode("utf-8", "surrogatepass")
 
 
 _BY_TYPE_BYTE = {value[0]: bracket for bracket, value in _TYPE.items()}

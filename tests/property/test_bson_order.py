@@ -10,6 +10,7 @@ import itertools
 from typing import Any
 
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from foliodb.query import compare as cmp
 from foliodb.query import keystring
@@ -125,3 +126,17 @@ def test_canonical_edge_values_decode_from_their_keys_as_themselves() -> None:
 def test_canonical_values_decode_from_their_keys_as_themselves(value: Any) -> None:
     if keystring.is_canonical(value):
         assert _typed(keystring.decode_key(keystring.encode(value), [False])[0]) == _typed(value)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(st.one_of(bson_values(), st.text()), st.booleans()), min_size=1, max_size=3))
+def test_compound_keys_decode_field_by_field_either_direction(fields: list[tuple[Any, bool]]) -> None:
+    """A compound key (each field complemented when descending, as an index stores it) gives
+    back each canonical value, strings with NULs and any code point among them."""
+    fields = [(value, descending) for value, descending in fields if keystring.is_canonical(value)]
+    key = b"".join(
+        keystring.complement(keystring.encode(value)) if descending else keystring.encode(value)
+        for value, descending in fields
+    )
+    decoded = keystring.decode_key(key, [descending for _, descending in fields])
+    assert [_typed(v) for v in decoded] == [_typed(value) for value, _ in fields]
