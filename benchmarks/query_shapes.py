@@ -11,7 +11,8 @@ reference, each shape timed in a fresh interpreter, best of ``--repeat`` runs:
 * ``count_all``: ``count_documents({})``, the document cache warm;
 * ``return_all``: ``list(find({}))`` three times, the caller keeping each result until the next
   (the cyclic collector running, as in any program);
-* ``push_large_array``: 300 ``$push`` to an array that holds 2,000 subdocuments.
+* ``push_large_array``: 300 ``$push`` to an array that holds 2,000 subdocuments;
+* ``regex_indexed``: ``list(find({status: /^SHIP/i}))`` with an index on ``{status, total}``.
 
 Every answer is checked against plain Python over the same documents; a wrong one fails the run.
 With ``--baseline DIR`` (another FolioDB checkout) each shape also runs there, alternating with
@@ -47,6 +48,7 @@ SHAPES = (
     "count_all",
     "return_all",
     "push_large_array",
+    "regex_indexed",
 )
 QUICK_ORDERS = 2000
 
@@ -120,6 +122,13 @@ def _shape(workdir: str, shape: str, orders: int) -> float:
                 client.bench.arrays.update_one({"_id": 1}, {"$push": {"a": {"v": i}}})
             found = client.bench.arrays.find_one({"_id": 1})
             return len(found["a"]) if found else 0
+
+    elif shape == "regex_indexed":
+        coll.create_index([("status", 1), ("total", -1)])
+        expected = sum(1 for doc in docs if doc["status"].lower().startswith("ship"))
+
+        def run() -> Any:
+            return len(list(coll.find({"status": {"$regex": "^SHIP", "$options": "i"}})))
 
     else:
         raise SystemExit(f"unknown shape {shape!r}")
