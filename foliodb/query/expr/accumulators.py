@@ -61,13 +61,29 @@ def exact_sum(numbers: list[Any]) -> Any:
     summation gives it: int when all are ints and it fits, long when the
     widest is a long and it fits, else a double."""
     widest = max((kind(x) or Kind.INT for x in numbers), default=Kind.INT)
+    if widest is not Kind.DOUBLE:  # integers only: Python's own sum is exact
+        whole = sum(int(x) for x in numbers)
+        if fits_long(whole):
+            return int_or_long(whole) if widest is Kind.INT else Int64(whole)
+        return float(whole)
     specials = [x for x in numbers if isinstance(x, float) and not math.isfinite(x)]
     if specials:
         return math.fsum(specials)  # NaN, or an infinity (NaN for inf - inf)
+    if all(x.__class__ is float or -_EXACT_INT <= x <= _EXACT_INT for x in numbers):
+        # Every number a double as it is: fsum rounds their exact sum once, as the fraction would
+        # (a fraction per number was half of a $project summing an array of prices).
+        try:
+            return math.fsum(numbers)
+        except OverflowError:
+            pass  # an intermediate sum past the doubles: the fraction decides
     total = sum((Fraction(x) for x in numbers), Fraction(0))
-    if widest is not Kind.DOUBLE and total.denominator == 1 and fits_long(int(total)):
-        return int_or_long(int(total)) if widest is Kind.INT else Int64(int(total))
-    return float(total)
+    try:
+        return float(total)
+    except OverflowError:  # past the largest double: an infinity, as MongoDB's summation gives
+        return math.inf if total > 0 else -math.inf
+
+
+_EXACT_INT = 2**53  # integers up to this size are doubles exactly
 
 
 def _sum(values: list[Any]) -> Any:
