@@ -168,6 +168,8 @@ def stage_lookup(spec: Any, where: Where) -> Stage:
     vars_for = where.variables()
     rest = pipeline or []
 
+    joined_on = _expr_equalities(rest, {name for name, _ in lets})
+
     def foreign_docs(doc: dict[str, Any]) -> list[dict[str, Any]]:
         stages = rest
         if local_parts is not None:
@@ -179,6 +181,10 @@ def stage_lookup(spec: Any, where: Where) -> Stage:
             for name, fn in lets:
                 value = fn(doc, vars)
                 variables[name] = None if value is MISSING else value
+            if joined_on:
+                # The pipeline's own $match still decides; this one lets an index find its candidates.
+                narrowing = {field: {"$eq": variables[name]} for field, name in joined_on}
+                stages = [{"$match": narrowing}, *stages]
         found = (
             _collectionless(stages, where, variables) if coll is None else env.aggregate(coll, stages, db, variables)
         )
@@ -207,6 +213,44 @@ def stage_lookup(spec: Any, where: Where) -> Stage:
             yield set_path(doc, as_parts, found)
 
     return Stage("$lookup", spec, run, keeps=lambda f: f != as_parts[0])
+
+
+def _expr_equalities(pipeline: list[Any], let_names: set[str]) -> list[tuple[str, str]]:
+    """(field, let variable) of each ``{$eq: ["$field", "$$variable"]}`` (either way round, alone
+    or in an ``$and``) in the ``$expr`` of a pipeline's leading ``$match``: the correlated join of
+    a ``let``/``pipeline`` ``$lookup``, which mongod answers from an index on the field. Each
+    gives the query ``{field: {$eq: value}}``, which matches every document the expression does
+    (and more: a null also matches a missing field, a value also an array holding it), so it
+    only narrows. Top-level fields only: ``"$a.b"`` through an array of documents is the array
+    of their ``b``s to an expression, but each ``b`` alone to a query."""
+    if not pipeline or not isinstance(pipeline[0], Mapping) or list(pipeline[0]) != ["$match"]:
+        return []
+    match = pipeline[0]["$match"]
+    expr = match.get("$expr") if isinstance(match, Mapping) else None
+    if not isinstance(expr, Mapping) or len(expr) != 1:
+        return []
+    ((op, arg),) = expr.items()
+    terms = arg if op == "$and" and isinstance(arg, list) else [expr]
+    pairs = []
+    for term in terms:
+        if not (isinstance(term, Mapping) and list(term) == ["$eq"]):
+            continue
+        sides = term["$eq"]
+        if not (isinstance(sides, list) and len(sides) == 2 and all(isinstance(side, str) for side in sides)):
+            continue
+        for field, variable in (sides, sides[::-1]):
+            name = field[1:]
+            if (
+                field.startswith("$")
+                and not field.startswith("$$")
+                and name
+                and "." not in name
+                and variable.startswith("$$")
+                and variable[2:] in let_names
+            ):
+                pairs.append((name, variable[2:]))
+                break
+    return pairs
 
 
 def _collectionless(stages: list[Any], where: Where, variables: Mapping[str, Any] | None) -> Docs:
