@@ -12,7 +12,10 @@ reference, each shape timed in a fresh interpreter, best of ``--repeat`` runs:
 * ``return_all``: ``list(find({}))`` three times, the caller keeping each result until the next
   (the cyclic collector running, as in any program);
 * ``push_large_array``: 300 ``$push`` to an array that holds 2,000 subdocuments;
-* ``regex_indexed``: ``list(find({status: /^SHIP/i}))`` with an index on ``{status, total}``.
+* ``regex_indexed``: ``list(find({status: /^SHIP/i}))`` with an index on ``{status, total}``;
+* ``lookup_let``: 1,000 orders ``$lookup`` their user with ``let`` and a ``pipeline`` matching
+  ``$expr: {$eq: ["$_id", "$$u"]}``;
+* ``project_sum``: ``$project`` of ``{$sum: "$items.price"}`` over every order.
 
 Every answer is checked against plain Python over the same documents; a wrong one fails the run.
 With ``--baseline DIR`` (another FolioDB checkout) each shape also runs there, alternating with
@@ -49,6 +52,8 @@ SHAPES = (
     "return_all",
     "push_large_array",
     "regex_indexed",
+    "lookup_let",
+    "project_sum",
 )
 QUICK_ORDERS = 2000
 
@@ -129,6 +134,31 @@ def _shape(workdir: str, shape: str, orders: int) -> float:
 
         def run() -> Any:
             return len(list(coll.find({"status": {"$regex": "^SHIP", "$options": "i"}})))
+
+    elif shape == "lookup_let":
+        client.bench.users.insert_many([{"_id": u} for u in users])
+        expected = 1000
+        pipeline = [
+            {"$limit": 1000},
+            {
+                "$lookup": {
+                    "from": "users",
+                    "let": {"u": "$user_id"},
+                    "pipeline": [{"$match": {"$expr": {"$eq": ["$_id", "$$u"]}}}],
+                    "as": "user",
+                }
+            },
+        ]
+
+        def run() -> Any:
+            return sum(len(order["user"]) for order in coll.aggregate(pipeline))
+
+    elif shape == "project_sum":
+        expected = round(sum(item["price"] for doc in docs for item in doc["items"]), 2)
+
+        def run() -> Any:
+            found = coll.aggregate([{"$project": {"s": {"$sum": "$items.price"}}}])
+            return round(sum(doc["s"] for doc in found), 2)
 
     else:
         raise SystemExit(f"unknown shape {shape!r}")
