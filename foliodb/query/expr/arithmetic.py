@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import decimal
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -209,23 +209,46 @@ class _Product:
         return decimal128(self.decimal)
 
 
+def _multiplied(values: Iterable[Any]) -> Any:
+    """The product of ``values`` (read in turn: the first null ends it, unread the rest)."""
+    product = _Product()
+    for v in values:
+        if nullish(v):
+            return None
+        k = kind(v)
+        if k is None:
+            raise type_mismatch(f"$multiply only supports numeric types, not {type_of(v)}")
+        product.multiply(v, k)
+    return product.value()
+
+
 @EXPR_OPS.register("$multiply")
 def expr_multiply(arg: Any, scope: Scope) -> Expr:
     items = operands(arg, "$multiply", 0, None, scope)
+    if len(items) != 2:
+        return lambda doc, vars: _multiplied(item(doc, vars) for item in items)
+    first, second = items
 
     def multiply(doc: Any, vars: dict[str, Any]) -> Any:
-        product = _Product()
-        for item in items:
-            v = item(doc, vars)
-            if nullish(v):
-                return None
-            k = kind(v)
-            if k is None:
-                raise type_mismatch(f"$multiply only supports numeric types, not {type_of(v)}")
-            product.multiply(v, k)
-        return product.value()
+        # A double by a double or an int (a price by a quantity, say): Python's product, which
+        # is 1.0 * a * b as the general path computes it (an int made a double first).
+        a = first(doc, vars)
+        kind_a = a.__class__
+        if kind_a is float or kind_a is int:
+            b = second(doc, vars)
+            kind_b = b.__class__
+            if (kind_a is float and (kind_b is float or kind_b is int)) or (kind_a is int and kind_b is float):
+                return a * b
+            return _multiplied((a, b))
+        return _multiplied(_then(a, second, doc, vars))
 
     return multiply
+
+
+def _then(value: Any, expr: Expr, doc: Any, vars: dict[str, Any]) -> Iterator[Any]:
+    """``value``, then ``expr``'s value, evaluated only when asked for."""
+    yield value
+    yield expr(doc, vars)
 
 
 def divide(lhs: Any, rhs: Any) -> Any:
