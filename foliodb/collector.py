@@ -12,34 +12,43 @@ collections cost more than the decoding itself (returning two cached
 1.0 s with no collector at all). Paused, the batch's objects are examined
 once, by the first collection after.
 
-Invariants: the collector is disabled while any thread is inside
-:data:`PAUSED`; when the last one leaves it is enabled again if it was enabled
-when the first one entered. Cycles made meanwhile (by anyone in the process)
-are collected after, not lost. A ``gc.disable()`` by the program while a pause
-is held is undone when the pause ends.
+Invariants: a pause starts when a thread enters :data:`PAUSED` with none
+inside, and ends when the last one leaves; the collector is off from its start
+(if it was on) and on again at its end. Pauses of threads that overlap one
+another are one pause, so under steady concurrent reads it might never end: a
+thread that enters a pause older than ``max_seconds`` (1 s) switches the
+collector back on for the rest of it, and the program's cycles are collected
+as usual meanwhile. Cycles made during a pause are collected after it, not lost.
+A ``gc.disable()`` by the program during a pause is undone when it ends.
 """
 
 from __future__ import annotations
 
 import gc
 import threading
+import time
 
 
 class _Pause:
     """A context manager (see the module docstring); reentrant and shared by threads."""
 
-    __slots__ = ("_holders", "_lock", "_resume")
+    __slots__ = ("_holders", "_lock", "_resume", "_started", "max_seconds")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._holders = 0  # threads (and nested uses) inside the pause
         self._resume = False  # enable the collector when the last one leaves
+        self._started = 0.0  # time.monotonic() when the pause began
+        self.max_seconds = 1.0  # a pause older than this when another thread enters it is over
 
     def __enter__(self) -> None:
         with self._lock:
             if not self._holders:
                 self._resume = gc.isenabled()
+                self._started = time.monotonic()
                 gc.disable()
+            elif self._resume and time.monotonic() - self._started > self.max_seconds:
+                gc.enable()  # overlapping pauses kept it off long enough: on until they all end
             self._holders += 1
 
     def __exit__(self, *exc: object) -> None:

@@ -146,3 +146,19 @@ def test_a_batchs_work_leaves_no_reference_cycles(name: str, collecting: None, t
         gc.enable()
     assert left < 100, f"{left} objects in cycles after {name} over 2,000 documents"  # not one a document
     client.close()
+
+
+def test_overlapping_pauses_past_their_time_give_the_collector_back(
+    collecting: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Threads whose pauses keep overlapping make one pause that never ends: the first thread to
+    enter it after ``max_seconds`` switches the collector on again (here at once)."""
+    monkeypatch.setattr(PAUSED, "max_seconds", -1.0)
+    with PAUSED:
+        assert not gc.isenabled()
+        with PAUSED:  # another thread's batch, entering the old pause
+            assert gc.isenabled()
+        assert gc.isenabled()
+    assert gc.isenabled()
+    with PAUSED:  # a new pause starts off again
+        assert not gc.isenabled()
