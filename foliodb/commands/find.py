@@ -268,15 +268,12 @@ def distinct_execution(request: Request, name: str, cmd: Mapping[str, Any]) -> D
     own = params.field(cmd, "collation", "object", "distinct")
     collator = collation.resolve(request, name, own, "distinct")
     hint = cmd.get("hint")
-    store = None if is_view(request, name) else request.engine.store(request.db, name)
-    return DistinctExecution(
-        store,
-        key,
-        query,
-        hint,
-        request.context(None, collator),
-        lambda: documents(request, name, FindSpec(filter=query, hint=hint, collation=own)),
-    )
+    view = is_view(request, name)
+    store = None if view else request.engine.store(request.db, name)
+    # A collection's documents are only read for their values (a view's pipeline may change its own).
+    spec = FindSpec(filter=query, hint=hint, collation=own, reads_only=not view)
+    ctx = request.context(None, collator)
+    return DistinctExecution(store, key, query, hint, ctx, lambda: documents(request, name, spec))
 
 
 @COMMANDS.register("distinct")

@@ -8,6 +8,7 @@ BSON order.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -60,7 +61,8 @@ class DistinctExecution:
             k = encode(value)
             if k not in seen:
                 seen.add(k)
-                values.append(value)
+                # A document or array may be the document cache's own (FindSpec.reads_only): a copy.
+                values.append(copy.deepcopy(value) if value.__class__ in (dict, list) else value)
         values.sort(key=encode)
         self.n_values = len(values)
         self.stats.finished = time.perf_counter()

@@ -77,6 +77,9 @@ class FindSpec:
     # A $geoNear stage's request (foliodb.aggregation.stages.geo_near.GeoNearRequest):
     # a near query on its key, the filter its own query.
     geo_near: Any = None
+    # The caller reads the documents and keeps nothing of them (distinct copies what it keeps):
+    # those the document cache holds may be handed over as they are, not decoded afresh.
+    reads_only: bool = False
     # The documents go into a reply over the wire: those that go out as stored (no projection,
     # sort in memory, metadata, returnKey or showRecordId) are yielded as their stored BSON in a
     # RawBSONDocument, never decoded unless a filter must read them (see FindExecution.stored).
@@ -452,7 +455,7 @@ class FindExecution:
         documents that go out as stored (``self.stored``: their BSON as it is)."""
         matcher = self.matcher
         show_record_id = self.spec.show_record_id
-        shared = self.sort is not None and not show_record_id
+        shared = (self.sort is not None or self.spec.reads_only) and not show_record_id
         stored = self.stored
         empty = self.counts_only
         # The needles a collection scan's SQL would test, tested here on the BSON bytes: the
