@@ -27,7 +27,6 @@ from foliodb.engine.planner import Plan, choose_plan, exact_by_index, id_hack_ke
 from foliodb.engine.planner.counting import exact_scan, single_interval
 from foliodb.engine.planner.covering import KeyLayout, filter_paths, inclusion_paths, key_layout
 from foliodb.engine.planner.geo import GeoNearScan, split_near
-from foliodb.engine.planner.key_filter import regex_key_test
 from foliodb.engine.planner.plans import AccessStage, ClusteredScan, CollScan, IdLookup, IndexScan, TextScan
 from foliodb.engine.planner.text import text_or_plan
 from foliodb.engine.records import CollectionStore
@@ -189,7 +188,7 @@ class FindExecution:
                 # Compiled now, so a bad filter fails before any result.
                 self.matcher = compiled[0] if compiled else compile_filter(rest, ctx)
                 if isinstance(access, IndexScan) and ctx.collator is None:
-                    regexes = regex_key_test(access.index, rest)
+                    regexes = key_filter.regex_key_test(access.index, rest)
                     if regexes is not None:
                         access.key_check = key_filter.both(access.key_check, regexes)
             doc_test = self.plan.doc_test if self.plan is not None else None
