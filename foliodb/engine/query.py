@@ -46,6 +46,7 @@ from foliodb.query.sort import compile_sort
 SORT_MEMORY_LIMIT = 100 * 1024 * 1024
 FIRST_FETCH = 16  # an index scan's first batch for a find without a limit
 FIRST_FETCH_MAX = 512  # ... and with one (the largest batch a scan reads)
+_CONTAINERS = (dict, list)
 
 
 @dataclass
@@ -228,6 +229,10 @@ class FindExecution:
             (not self.sort.fields and not self.sort.meta_fields) or (self.plan is not None and self.plan.provides_sort)
         ):
             self.sort = None  # the access path already yields this order
+        # A plain inclusion of top-level fields, nothing sorted: a cached document's kept fields
+        # are copied from it (the projection then keeps them all) rather than all of it decoded.
+        kept = inclusion_paths(spec.projection) if spec.projection and self.sort is None else None
+        self.kept_fields = frozenset(kept) if kept and not any("." in path for path in kept) else None
         # Only how many match matters, and nothing on the way reads a field (no sort, text score,
         # distance or record id): each match is an empty document, decoded only for the filter.
         self.counts_only = (
@@ -456,6 +461,7 @@ class FindExecution:
         show_record_id = self.spec.show_record_id
         shared = (self.sort is not None or self.spec.reads_only) and not show_record_id
         stored = self.stored
+        kept = self.kept_fields
         empty = self.counts_only
         # The needles a collection scan's SQL would test, tested here on the BSON bytes: the
         # rows holding one of the first group's found by one search of the entry's bytes
@@ -488,6 +494,12 @@ class FindExecution:
                 if stored:  # as _stored_matching: the reply carries the BSON as it is
                     yield RawBSONDocument(data, RAW)
                     continue
+                if kept is not None and not show_record_id:
+                    # Values only: a document or array kept would be the cache's own object.
+                    mine = {name: value for name, value in doc.items() if name in kept}
+                    if not any(value.__class__ in _CONTAINERS for value in mine.values()):
+                        yield mine
+                        continue
                 mine = decode(data, CODEC)
                 if show_record_id:
                     mine["$recordId"] = rid

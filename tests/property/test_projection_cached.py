@@ -1,0 +1,74 @@
+"""A find projecting top-level fields takes them from the document cache's own documents
+instead of decoding each whole (FindExecution.kept_fields): random documents (scalars of every
+kind, nested documents, arrays, missing fields), random plain inclusion projections, with and
+without a filter: the results equal those with the cache off, in order; and a caller changing
+what the find returned changes nothing the cache holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bson import Decimal128, Int64, ObjectId
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import foliodb
+
+SCALARS = st.one_of(
+    st.integers(-3, 3), st.sampled_from([1.5, "a", "", None, True, Int64(9), Decimal128("1.1"), ObjectId("0" * 24)])
+)
+VALUES = st.one_of(
+    SCALARS, st.lists(SCALARS, max_size=3), st.fixed_dictionaries({}, optional={"x": SCALARS, "y": st.lists(SCALARS)})
+)
+DOCS = st.lists(
+    st.fixed_dictionaries({"n": st.integers(0, 3)}, optional={"a": VALUES, "b": VALUES, "c": SCALARS}),
+    min_size=1,
+    max_size=10,
+)
+PROJECTIONS = st.sampled_from(
+    [
+        {"a": 1},
+        {"n": 1, "c": 1},
+        {"_id": 0, "c": 1},
+        {"_id": 0, "n": True, "b": 1},
+        {"_id": 1},
+        {"a": 1, "b": 1, "c": 1},
+    ]
+)
+
+
+@pytest.fixture(scope="module")
+def clients(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    path: Path = tmp_path_factory.mktemp("projection-cached")
+    cached = foliodb.MongoClient(str(path / "cached"))
+    uncached = foliodb.MongoClient(str(path / "uncached"))
+    uncached.admin.command("setParameter", 1, documentCacheSizeMB=0)
+    yield cached, uncached
+    cached.close()
+    uncached.close()
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=DOCS, projection=PROJECTIONS, query=st.sampled_from([{}, {"n": {"$gte": 1}}]))
+def test_projecting_from_the_cache_equals_projecting_without_it(
+    clients: Any, docs: list[dict[str, Any]], projection: dict[str, Any], query: dict[str, Any]
+) -> None:
+    cached, uncached = clients
+    for client in clients:
+        client.db.drop_collection("c")
+        client.db.c.insert_many([{"_id": i, **doc} for i, doc in enumerate(docs)])
+    cached.db.c.count_documents({"n": {"$lt": 0}})  # scans that build the cache
+    cached.db.c.count_documents({"n": {"$lt": 0}})
+    found = list(cached.db.c.find(query, projection))
+    assert [list(doc.items()) for doc in found] == [list(doc.items()) for doc in uncached.db.c.find(query, projection)]
+    for doc in found:  # the caller's to change
+        doc["changed"] = True
+        for value in doc.values():
+            if isinstance(value, list):
+                value.append("changed")
+            elif isinstance(value, dict):
+                value["changed"] = True
+    assert cached.db.c.count_documents({"$or": [{"changed": True}, {"a.changed": True}, {"b": "changed"}]}) == 0
+    assert list(cached.db.c.find(query, projection)) == list(uncached.db.c.find(query, projection))
