@@ -15,7 +15,8 @@ reference, each shape timed in a fresh interpreter, best of ``--repeat`` runs:
 * ``regex_indexed``: ``list(find({status: /^SHIP/i}))`` with an index on ``{status, total}``;
 * ``lookup_let``: 1,000 orders ``$lookup`` their user with ``let`` and a ``pipeline`` matching
   ``$expr: {$eq: ["$_id", "$$u"]}``;
-* ``project_sum``: ``$project`` of ``{$sum: "$items.price"}`` over every order.
+* ``project_sum``: ``$project`` of ``{$sum: "$items.price"}`` over every order;
+* ``find_projected``: ``list(find({}, {total: 1, status: 1}))``, the document cache warm.
 
 Every answer is checked against plain Python over the same documents; a wrong one fails the run.
 With ``--baseline DIR`` (another FolioDB checkout) each shape also runs there, alternating with
@@ -54,6 +55,7 @@ SHAPES = (
     "regex_indexed",
     "lookup_let",
     "project_sum",
+    "find_projected",
 )
 QUICK_ORDERS = 2000
 
@@ -159,6 +161,13 @@ def _shape(workdir: str, shape: str, orders: int) -> float:
         def run() -> Any:
             found = coll.aggregate([{"$project": {"s": {"$sum": "$items.price"}}}])
             return round(sum(doc["s"] for doc in found), 2)
+
+    elif shape == "find_projected":
+        list(coll.find({"total": {"$lt": 0}}))  # the cache built
+        expected = orders
+
+        def run() -> Any:
+            return sum(1 for doc in coll.find({}, {"total": 1, "status": 1}) if len(doc) == 3)
 
     else:
         raise SystemExit(f"unknown shape {shape!r}")
