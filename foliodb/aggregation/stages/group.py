@@ -24,7 +24,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from bson import Decimal128, Int64
+from bson import Int64
 
 from foliodb import interrupt
 from foliodb.aggregation.accumulators import Accumulator, State, compile_accumulator
@@ -33,6 +33,7 @@ from foliodb.errors import location
 from foliodb.query import keystring
 from foliodb.query.bsontypes import INT32_MAX, is_string
 from foliodb.query.collation import key_encoder
+from foliodb.query.compare import is_number
 from foliodb.query.expr import Expr
 from foliodb.query.paths import MISSING
 
@@ -138,7 +139,7 @@ def stage_group(spec: Any, where: Where) -> Stage:
         raise location(15955, "a group specification must include an _id")
     # pymongo's count_documents: {_id: 1, n: {$sum: 1}}. Nothing a document holds can matter.
     counting = _constant(spec["_id"]) and all(
-        isinstance(value, Mapping) and list(value) == ["$sum"] and _number(value["$sum"])
+        isinstance(value, Mapping) and list(value) == ["$sum"] and is_number(value["$sum"])
         for name, value in spec.items()
         if name != "_id"
     )
@@ -176,11 +177,7 @@ def stage_group(spec: Any, where: Where) -> Stage:
 
 def _constant(spec: Any) -> bool:
     """A literal the ``_id`` expression is (no field path, variable, operator or object)."""
-    return spec is None or _number(spec) or spec.__class__ is bool or (is_string(spec) and not spec.startswith("$"))
-
-
-def _number(spec: Any) -> bool:
-    return spec.__class__ in (int, float, Int64, Decimal128)
+    return spec is None or is_number(spec) or spec.__class__ is bool or (is_string(spec) and not spec.startswith("$"))
 
 
 def _group_key(spec: Any, where: Where) -> Expr:
