@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 from bson import Decimal128, Int64
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,14 +17,6 @@ import foliodb
 
 KEYS = st.sampled_from([1, None, "all", 2.5, True, Int64(7)])
 NUMBERS = st.sampled_from([1, 0, -3, 2**31 - 1, 2**30, Int64(1), Int64(2**40), 0.1, -2.5, Decimal128("0.1")])
-
-
-@pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    path: Path = tmp_path_factory.mktemp("group-counting")
-    client = foliodb.MongoClient(str(path / "db"))
-    yield client
-    client.close()
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

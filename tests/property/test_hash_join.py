@@ -9,15 +9,11 @@ documents. And with an index on foreignField, the index lookup finds the same do
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import pytest
 from bson import Decimal128, Int64, ObjectId
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-
-import foliodb
 
 IDS = [ObjectId(f"{n:024x}") for n in range(3)]
 SCALARS = st.one_of(
@@ -35,14 +31,6 @@ VALUES = st.one_of(
 DOCS = st.lists(st.fixed_dictionaries({}, optional={"a": VALUES, "k": VALUES}), max_size=12)
 COLLATED = {"locale": "en", "strength": 2}
 COLLATIONS = st.sampled_from([None, COLLATED])
-
-
-@pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    path: Path = tmp_path_factory.mktemp("hash-join")
-    client = foliodb.MongoClient(str(path / "db"))
-    yield client
-    client.close()
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -8,28 +8,16 @@ or in an $and."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import pytest
 from bson import Decimal128, Int64
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import foliodb
 
 SCALARS = st.one_of(st.integers(0, 3), st.sampled_from([1.0, Int64(2), Decimal128("3"), "a", "A", "b", True, None]))
 VALUES = st.one_of(SCALARS, st.lists(SCALARS, max_size=3), st.fixed_dictionaries({}, optional={"x": SCALARS}))
 DOCS = st.lists(st.fixed_dictionaries({"g": st.integers(0, 2)}, optional={"f": VALUES}), max_size=10)
 COLLATED = {"locale": "en", "strength": 2}
-
-
-@pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    path: Path = tmp_path_factory.mktemp("expr-join")
-    client = foliodb.MongoClient(str(path / "db"))
-    yield client
-    client.close()
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -6,15 +6,13 @@ what the find returned changes nothing the cache holds."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import pytest
 from bson import Decimal128, Int64, ObjectId
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import foliodb
+from tests.property.cache_pair import load_both
 
 SCALARS = st.one_of(
     st.integers(-3, 3), st.sampled_from([1.5, "a", "", None, True, Int64(9), Decimal128("1.1"), ObjectId("0" * 24)])
@@ -39,28 +37,13 @@ PROJECTIONS = st.sampled_from(
 )
 
 
-@pytest.fixture(scope="module")
-def clients(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    path: Path = tmp_path_factory.mktemp("projection-cached")
-    cached = foliodb.MongoClient(str(path / "cached"))
-    uncached = foliodb.MongoClient(str(path / "uncached"))
-    uncached.admin.command("setParameter", 1, documentCacheSizeMB=0)
-    yield cached, uncached
-    cached.close()
-    uncached.close()
-
-
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(docs=DOCS, projection=PROJECTIONS, query=st.sampled_from([{}, {"n": {"$gte": 1}}]))
 def test_projecting_from_the_cache_equals_projecting_without_it(
-    clients: Any, docs: list[dict[str, Any]], projection: dict[str, Any], query: dict[str, Any]
+    cached_and_uncached: Any, docs: list[dict[str, Any]], projection: dict[str, Any], query: dict[str, Any]
 ) -> None:
-    cached, uncached = clients
-    for client in clients:
-        client.db.drop_collection("c")
-        client.db.c.insert_many([{"_id": i, **doc} for i, doc in enumerate(docs)])
-    cached.db.c.count_documents({"n": {"$lt": 0}})  # scans that build the cache
-    cached.db.c.count_documents({"n": {"$lt": 0}})
+    load_both(cached_and_uncached, docs)
+    cached, uncached = cached_and_uncached
     found = list(cached.db.c.find(query, projection))
     assert [list(doc.items()) for doc in found] == [list(doc.items()) for doc in uncached.db.c.find(query, projection)]
     for doc in found:  # the caller's to change

@@ -7,15 +7,11 @@ on an ascending index and on a compound one whose regex field is descending."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
-import pytest
 from bson import Regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import foliodb
 
 STRINGS = st.text(alphabet="aAbBé\x00\n", max_size=4)
 VALUES = st.one_of(STRINGS, st.integers(-2, 2), st.none(), st.just(Regex("^a", "i")), st.just(re.compile("b")))
@@ -23,14 +19,6 @@ DOCS = st.lists(st.fixed_dictionaries({"n": st.integers(0, 3)}, optional={"s": V
 PATTERNS = st.sampled_from(["^a", "a", "b$", "^A.b", "é", "^$", "a|B", "\\x00", "^a$"])
 OPTIONS = st.sampled_from(["", "i", "m", "s", "im", "x"])
 INDEXES = {"s_1": [("s", 1)], "s_-1_n_1": [("s", -1), ("n", 1)], "n_1_s_-1": [("n", 1), ("s", -1)]}
-
-
-@pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    path: Path = tmp_path_factory.mktemp("regex-keys")
-    client = foliodb.MongoClient(str(path / "db"))
-    yield client
-    client.close()
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
