@@ -9,15 +9,17 @@ from typing import Any
 import bson
 
 from foliodb import interrupt
+from foliodb.engine.cache import Row
 from foliodb.engine.catalog import CODEC
 from foliodb.engine.planner import id_hack_keys, plan_access
-from foliodb.engine.planner.plans import AccessStage, IdLookup
+from foliodb.engine.planner.plans import AccessStage, CollScan, IdLookup
 from foliodb.engine.query import FindExecution, FindSpec, raw_narrowing
 from foliodb.engine.records import CollectionStore
 from foliodb.engine.text import split_text
 from foliodb.query.context import Context
-from foliodb.query.filter import MatchDetails, compile_filter
-from foliodb.query.sort import compile_sort
+from foliodb.query.filter import MatchDetails, Matcher, compile_filter
+from foliodb.query.prefilter import needles_test
+from foliodb.query.sort import Sort, compile_sort
 
 
 def matching(
@@ -56,6 +58,12 @@ def matching(
     if plans is not None:
         plans.append(access)
     exact = isinstance(access, IdLookup)
+    prefilter = raw_narrowing(access, filter_spec, ctx.collator)  # a scan's needles, for its SQL
+    if isinstance(access, CollScan):
+        cached = access.cached_rows(build=True)
+        if cached is not None:
+            yield from _cached_matching(access, cached, matcher, sort_key if one else None, one)
+            return
     if sort_key is not None and one:
         best: tuple[bytes, int, bytes, dict[str, Any], MatchDetails] | None = None
         for n, (rid, data) in enumerate(access.rows()):
@@ -71,7 +79,6 @@ def matching(
             yield best[1], best[2], best[3], best[4]
         return
     seen: set[int] = set()
-    prefilter = raw_narrowing(access, filter_spec, ctx.collator)
     for n, (rid, data) in enumerate(access.rows()):
         if not n & 63:
             interrupt.check()
@@ -88,6 +95,37 @@ def matching(
         if one:
             return
         seen.add(rid)
+
+
+def _cached_matching(
+    access: CollScan, rows: list[Row], matcher: Matcher, best_by: Sort | None, one: bool
+) -> Iterator[tuple[int, bytes, dict[str, Any], MatchDetails]]:
+    """:func:`matching`'s scan over the document cache's rows (engine/cache.py): the filter,
+    and ``best_by``'s key (the first by a sort, when only one is wanted), read the cached
+    documents; each target goes on decoded afresh, as its caller changes it."""
+    prefilter = needles_test(access.needles)
+    best: tuple[bytes, int, bytes, MatchDetails] | None = None
+    rid = None
+    for n, (rid, data, doc) in enumerate(rows, 1):
+        if not n & 63:
+            interrupt.check()
+        if prefilter is not None and not prefilter(data):
+            continue
+        details = MatchDetails()
+        if not matcher(doc, details):
+            continue
+        if best_by is not None:
+            key = best_by.key(doc)
+            if best is None or key < best[0]:
+                best = (key, rid, data, details)
+            continue
+        access.cached_progress(n, rid, False)
+        yield rid, data, bson.decode(data, CODEC), details
+        if one:
+            return
+    access.cached_progress(len(rows), rid, True)
+    if best is not None:
+        yield best[1], best[2], bson.decode(best[2], CODEC), best[3]
 
 
 _TEXT_KEYS = ("$text", "$and", "$or")  # where a $text may sit

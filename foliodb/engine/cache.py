@@ -20,25 +20,36 @@ collection as every snapshot stamped ``since`` or later sees it. Invariants,
 with a view's stamp the commit count read before its read transaction began
 (so a snapshot holds at least the commits up to its stamp):
 
-* before a write changes a record of a collection (inside its SQLite
-  transaction, so before its commit), :meth:`writing` drops the
-  collection's entry and marks the collection as being written; after the
-  write ends, :meth:`write_ended` records the commit count as the
-  collection's last write (after a rollback or a failed commit, one more:
-  newer than any stamp yet) and clears the mark;
-* a reader stamped ``S`` uses an entry with ``since <= S``: no write to the
-  collection has begun since the entry went in (it would have dropped it),
-  so the entry is what ``S``'s snapshot holds;
+* when a write changes a record of a collection (inside its SQLite
+  transaction, so before its commit), :meth:`writing` marks the collection
+  as being written and notes the record's id; after the write ends,
+  :meth:`write_ended` records the commit count as the collection's last
+  write (after a rollback or a failed commit, one more: newer than any
+  stamp yet) and clears the mark. A committed write leaves the entry in
+  place with one more *delta* (its commit count, the ids of the records it
+  changed); a rolled back one, a change of unknown records (a truncation)
+  or more deltas than :func:`patch_limit` drop the entry;
+* an entry plus its deltas is the collection as of the newest delta's
+  commit: a reader stamped ``S`` uses an entry with ``since <= S`` when the
+  collection is not being written and no delta is newer than ``S`` (its
+  snapshot, which holds at least the commits up to ``S``, may hold such a
+  write or not). It reads the records the deltas name from its own snapshot
+  (:meth:`Entry.patched`: whatever a record is there - changed, gone, back
+  after a rolled back savepoint - is what the reader sees) and puts the
+  patched rows back, as of the newest delta, with no deltas;
 * rows read from a snapshot stamped ``S`` go in (as ``since = S``) only if
   the collection is not being written and its last write is at most ``S``:
   otherwise a write landed between the stamp and the snapshot the rows came
   from, and a reader stamped in between would see it. A write's own view
-  (inside :meth:`Storage.write`) and a transaction that wrote the collection
-  (its reads go through its overlay) never use or fill the cache.
+  (inside :meth:`Storage.write`) uses and fills the cache only for a
+  collection that write has not changed, stamped with the newest commit (it
+  holds the writer lock: its view is the newest committed state); a
+  transaction that wrote the collection (its reads go through its overlay)
+  never does.
 * a scan with *needles* (equalities SQLite tests on the raw BSON, skipping
   most records undecoded) builds an entry only when it is the
-  :data:`NEEDLE_SCANS_BEFORE_BUILD`-th such scan of the collection since its
-  last write (:meth:`needle_scan_due`): a build decodes every document, about
+  :data:`NEEDLE_SCANS_BEFORE_BUILD`-th such scan of the collection without
+  an entry (:meth:`needle_scan_due`): a build decodes every document, about
   what that many needle scans cost, and a warm entry (the needles then tested
   on the bytes in Python) saves about half of each later one, so a
   collection pays for its entry only when it is read far more than written.
@@ -74,11 +85,17 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from itertools import accumulate
+from operator import itemgetter
 from typing import Any
+
+import bson
+
+from foliodb.engine.catalog import CODEC
 
 DEFAULT_SIZE_MB = 256
 DECODED_FACTOR = 7
@@ -91,7 +108,19 @@ NEEDLE_SCANS_BEFORE_BUILD = 32
 SCANS_PER_AGE = 256
 AGE_SCANS_PER_COLLECTION = 8
 
+# Records changed since an entry went in, beyond which a write drops the entry instead: at
+# least this many, or PATCH_SHARE of the entry's rows (patching reads and decodes each one).
+PATCH_MIN = 64
+PATCH_SHARE = 8
+
 Row = tuple[int, bytes, dict[str, Any]]
+Delta = tuple[int, frozenset[int]]  # a committed write: (its commit count, the record ids it changed)
+_rid = itemgetter(0)
+
+
+def patch_limit(rows: int) -> int:
+    """How many changed records an entry of ``rows`` rows may wait to be patched with."""
+    return max(PATCH_MIN, rows // PATCH_SHARE)
 
 
 @dataclass(frozen=True)
@@ -128,10 +157,50 @@ class Haystack:
 
 @dataclass(frozen=True)
 class Entry:
+    """A collection's rows as of ``since``, with the writes committed since (``deltas``, oldest
+    first, the record ids of each); ``haystack`` is built when a scan first needs it."""
+
     since: int
     rows: list[Row]
     size: int
-    haystack: Haystack
+    haystack: Haystack | None
+    deltas: tuple[Delta, ...] = ()
+
+    def changed(self) -> list[int]:
+        """The ids of the records the deltas changed, in order."""
+        return sorted(frozenset().union(*(rids for _, rids in self.deltas)))
+
+    def patched(self, fresh: Mapping[int, bytes]) -> tuple[list[Row], int]:
+        """The rows with each of :meth:`changed`'s records as ``fresh`` has it (read from a
+        snapshot holding every delta; a record absent from it is gone), and their size."""
+        rows = list(self.rows)
+        size = self.size
+        decode = bson.decode
+        for rid in reversed(self.changed()):  # from the end: earlier positions stay put
+            at = bisect_left(rows, rid, key=_rid)
+            old = rows[at][1] if at < len(rows) and rows[at][0] == rid else None
+            data = fresh.get(rid)
+            if data == old:
+                continue
+            if old is not None:
+                size -= _counted(old)
+                if data is None:
+                    del rows[at]
+                    continue
+            if data is None:
+                continue
+            size += _counted(data)
+            row = (rid, data, decode(data, CODEC))
+            if old is None:
+                rows.insert(at, row)
+            else:
+                rows[at] = row
+        return rows, size
+
+
+def _counted(data: bytes) -> int:
+    """What one row adds to an entry's size, its share of the haystack included."""
+    return entry_size(1, len(data)) - HAYSTACK_ROW
 
 
 def row_size(data: bytes) -> int:
@@ -165,19 +234,39 @@ class DocumentCache:
         self._needle_scans: dict[int, int] = {}  # needle scans without an entry since the last write
         self._scans: dict[int, int] = {}  # scans of each collection lately (halved every SCANS_PER_AGE)
         self._scans_to_age = SCANS_PER_AGE
-        self.hits = self.misses = self.builds = self.evictions = self.refusals = 0
+        # The records each collection the open write changed (only those with an entry).
+        self._touched: dict[int, set[int]] = {}
+        self.hits = self.misses = self.builds = self.evictions = self.refusals = self.patches = 0
 
-    def get(self, collection_id: int, stamp: int) -> list[Row] | None:
-        """The collection's rows for a reader stamped ``stamp``, or None."""
+    def get(self, collection_id: int, stamp: int) -> Entry | None:
+        """The collection's entry for a reader stamped ``stamp`` (rows as of its snapshot once
+        patched with its deltas, :meth:`Entry.patched`), or None."""
         self._count_scan(collection_id)
+        # In this order: a write that is no longer marked has its delta in the entry.
+        if collection_id in self._writing:
+            self.misses += 1
+            return None
         entry = self._entries.get(collection_id)
-        if entry is None or entry.since > stamp:
+        if entry is None or entry.since > stamp or (entry.deltas and entry.deltas[-1][0] > stamp):
             self.misses += 1
             return None
         self.hits += 1
         with contextlib.suppress(KeyError):  # dropped meanwhile by a write: still this reader's snapshot
             self._entries.move_to_end(collection_id)
-        return entry.rows
+        return entry
+
+    def patched(self, collection_id: int, entry: Entry, rows: list[Row], size: int) -> None:
+        """``rows`` (of ``size``) are ``entry`` patched with its deltas: they replace it, as of its
+        newest delta, unless the entry went meanwhile (deltas that came since stay)."""
+        with self._lock:
+            current = self._entries.get(collection_id)
+            done = len(entry.deltas)
+            if current is None or current.rows is not entry.rows or current.deltas[:done] != entry.deltas:
+                return
+            self.bytes += size - current.size
+            self._entries[collection_id] = Entry(entry.deltas[-1][0], rows, size, None, current.deltas[done:])
+            self.patches += 1
+            self._evict()
 
     def room_for(self, collection_id: int) -> int:
         """How many bytes a new entry of the collection may take; 0: do not build one.
@@ -229,8 +318,8 @@ class DocumentCache:
             return True
 
     def needle_scan_due(self, collection_id: int) -> bool:
-        """A scan with needles found no entry: may it build one? Yes for the
-        :data:`NEEDLE_SCANS_BEFORE_BUILD`-th since the collection's last write."""
+        """A scan with needles found no entry: may it build one? Yes for every
+        :data:`NEEDLE_SCANS_BEFORE_BUILD`-th (an entry outlives writes: see the deltas)."""
         with self._lock:
             scans = self._needle_scans.get(collection_id, 0) + 1
             if scans < NEEDLE_SCANS_BEFORE_BUILD:
@@ -242,7 +331,16 @@ class DocumentCache:
     def haystack(self, collection_id: int, rows: list[Row]) -> Haystack | None:
         """The haystack of the entry ``rows`` (from :meth:`get`) belong to, while it is cached."""
         entry = self._entries.get(collection_id)
-        return entry.haystack if entry is not None and entry.rows is rows else None
+        if entry is None or entry.rows is not rows:
+            return None
+        if entry.haystack is not None:
+            return entry.haystack
+        haystack = Haystack.of(rows)  # a patched entry's: built at the first scan that needs it
+        with self._lock:
+            current = self._entries.get(collection_id)
+            if current is not None and current.rows is rows:
+                self._entries[collection_id] = replace(current, haystack=haystack)
+        return haystack
 
     def put(self, collection_id: int, rows: list[Row], size: int, stamp: int, haystack: Haystack) -> None:
         """Keep rows read from a snapshot stamped ``stamp`` (``size`` counting their
@@ -265,16 +363,21 @@ class DocumentCache:
         with self._lock:
             self._too_big.add(collection_id)
 
-    def writing(self, collection_id: int) -> None:
-        """A write is about to change a record of the collection (before its commit)."""
-        if collection_id in self._writing:
-            return  # marked by this write already: no entry can have come back since
+    def writing(self, collection_id: int, rids: Iterable[int] | None) -> None:
+        """The open write changes (or has just changed, before its commit) the records
+        ``rids`` of the collection; None: records it does not name (the entry goes)."""
+        touched = self._touched.get(collection_id)
+        if touched is not None and rids is not None:
+            touched.update(rids)
+            return
         with self._lock:
+            first = collection_id not in self._writing
             self._writing.add(collection_id)
-            self._needle_scans.pop(collection_id, None)
-            entry = self._entries.pop(collection_id, None)
-            if entry is not None:
-                self.bytes -= entry.size
+            if first and rids is not None and collection_id in self._entries:
+                self._touched[collection_id] = set(rids)
+            elif first or touched is not None:  # no entry can have come back since the first mark
+                self._touched.pop(collection_id, None)
+                self._drop(collection_id)
 
     def write_ended(self, commits: int, committed: bool) -> None:
         """The write ended: committed as commit number ``commits``, or rolled back
@@ -284,7 +387,26 @@ class DocumentCache:
         with self._lock:
             for collection_id in self._writing:
                 self._last_write[collection_id] = commits if committed else commits + 1
+            for collection_id, rids in self._touched.items():
+                entry = self._entries.get(collection_id)
+                if entry is None:
+                    continue
+                deltas = (*entry.deltas, (commits, frozenset(rids)))
+                if committed and sum(len(changed) for _, changed in deltas) <= patch_limit(len(entry.rows)):
+                    self._entries[collection_id] = replace(entry, deltas=deltas)
+                else:
+                    self._drop(collection_id)
+            self._touched.clear()
             self._writing.clear()
+
+    def is_written(self, collection_id: int) -> bool:
+        """Has the open write changed the collection?"""
+        return collection_id in self._writing
+
+    def _drop(self, collection_id: int) -> None:
+        entry = self._entries.pop(collection_id, None)
+        if entry is not None:
+            self.bytes -= entry.size
 
     def forget(self, collection_id: int) -> None:
         """The collection is gone (dropped): its entry goes."""
@@ -322,4 +444,5 @@ class DocumentCache:
             "builds": self.builds,
             "evictions": self.evictions,
             "refusals": self.refusals,
+            "patches": self.patches,
         }

@@ -9,6 +9,7 @@ no statement outlives a call (storage.py's invariant): scans fetch in batches.
 from __future__ import annotations
 
 import functools
+import json
 import sqlite3
 from collections.abc import Iterator
 from typing import Any
@@ -25,6 +26,7 @@ from foliodb.errors import CommandError, ErrorCode
 from foliodb.query import collation
 
 SCAN_BATCH = 256
+PATCH_BATCH = 1000  # record ids read per statement when a cache entry is patched
 # A scan's first fetch; each next one doubles, up to SCAN_BATCH. A suspended scan (an open cursor
 # between getMores) holds the rows fetched and not yet returned: 256 of them were 224 KiB of a
 # cursor of 1 KB documents opened with batchSize 1; a few at first keep an idle cursor small.
@@ -141,24 +143,35 @@ class RecordReads:
         from the document cache (engine/cache.py), built from this snapshot when missing and
         ``build`` (the caller reads the whole collection anyway) - when ``patient`` (a scan
         with needles, which SQLite runs without decoding), only once the collection has had
-        enough such scans since its last write (``DocumentCache.needle_scan_due``); None when the cache has no
-        part in this read (off, a write's own view, a transaction that wrote the collection,
-        a clustered collection), the collection does not fit (estimated from its record
-        ids and a sample, or where that says no from its rows' sizes, before anything is
-        decoded) or the cache does not admit it (``DocumentCache.admits``). The documents are the cache's: read
-        them, never change or hand them out."""
+        enough such scans (``DocumentCache.needle_scan_due``); an entry that writes have
+        changed since it went in is patched from this snapshot first. None when the cache
+        has no part in this read (off, a write's own view of a collection it changed, a
+        transaction that wrote the collection, a clustered collection), the collection does
+        not fit (estimated from its record ids and a sample, or where that says no from its
+        rows' sizes, before anything is decoded) or the cache does not admit it
+        (``DocumentCache.admits``). The documents are the cache's: read them, never change
+        or hand them out."""
         cache = self._cache
         cid = self.info.id
         if not cache.max_bytes or cid < 0 or isinstance(self.info.options.get("clusteredIndex"), dict):
             return None
-        stamp = self.storage.snapshot_stamp()
+        storage = self.storage
+        stamp = storage.snapshot_stamp()
         if stamp is None:
-            return None
+            # A write's own view: the newest committed state (it holds the writer lock) until it
+            # changes the collection or the catalog.
+            if cache.is_written(cid) or storage.draft is not None:
+                return None
+            stamp = storage.commits
         conn, overlay = self._read()
         if overlay is not None or conn is None:
             return None
-        rows = cache.get(cid, stamp)
-        if rows is not None:
+        entry = cache.get(cid, stamp)
+        if entry is not None:
+            if not entry.deltas:
+                return entry.rows
+            rows, size = entry.patched(self._records(conn, entry.changed()))
+            cache.patched(cid, entry, rows, size)
             return rows
         if build and patient:
             build = cache.needle_scan_due(cid)
@@ -206,6 +219,14 @@ class RecordReads:
             return None
         cache.put(cid, built, size, stamp, haystack)
         return built
+
+    def _records(self, conn: sqlite3.Connection, rids: list[int]) -> dict[int, bytes]:
+        """The BSON of each of ``rids`` that exists in ``conn``'s snapshot."""
+        found: dict[int, bytes] = {}
+        sql = f"SELECT rid, doc FROM {self.info.table} WHERE rid IN (SELECT value FROM json_each(?))"
+        for start in range(0, len(rids), PATCH_BATCH):
+            found.update(conn.execute(sql, (json.dumps(rids[start : start + PATCH_BATCH]),)).fetchall())
+        return found
 
     def cached_haystack(self, rows: list[Row]) -> Haystack | None:
         """The BSON end to end of ``rows`` (from :meth:`cached_rows`), while still cached."""

@@ -125,9 +125,9 @@ class CollectionStore(RecordReads):
             self._wait_for_keys(doc, None)
         conn = self.conn
         self.writes += 1
-        self._cache.writing(self.info.id)
         rid = conn.execute(self._insert_sql, (bytearray(data),)).lastrowid
         assert rid is not None
+        self._cache.writing(self.info.id, (rid,))  # nothing between: a record in the table is one the cache knows of
         try:
             for writer in self.writers:
                 self.add_entries(writer, doc, rid)
@@ -171,9 +171,9 @@ class CollectionStore(RecordReads):
                 self._wait_for_keys(doc, None)
         conn = self.conn
         self.writes += 1
-        self._cache.writing(self.info.id)
         first = conn.execute(f"SELECT coalesce(max(rid), 0) + 1 FROM {self.info.table}").fetchone()[0]
         rids = range(first, first + len(docs))
+        self._cache.writing(self.info.id, rids)
         conn.executemany(
             f"INSERT INTO {self.info.table} (rid, doc) VALUES (?, ?)",
             zip(rids, map(bytearray, rows), strict=True),
@@ -305,7 +305,7 @@ class CollectionStore(RecordReads):
             return
         self._txns.written(self.info.id, rid)
         self.writes += 1
-        self._cache.writing(self.info.id)
+        self._cache.writing(self.info.id, (rid,))
         if self._txns.key_intents:
             self._wait_for_keys(new, old)
         changes = []
@@ -366,7 +366,7 @@ class CollectionStore(RecordReads):
             return
         self._txns.written(self.info.id, rid)
         self.writes += 1
-        self._cache.writing(self.info.id)
+        self._cache.writing(self.info.id, (rid,))
         conn = self.conn
         self._cap_totals = None
         conn.execute(self._delete_sql, (rid,))
@@ -394,7 +394,7 @@ class CollectionStore(RecordReads):
         outside a transaction, when :attr:`only_id_index`: nothing to decode."""
         self._txns.written(self.info.id, rid)
         self.writes += 1
-        self._cache.writing(self.info.id)
+        self._cache.writing(self.info.id, (rid,))
         conn = self.conn
         conn.execute(self._delete_sql, (rid,))
         conn.execute(self.writers[0].delete_sql, (bytearray(id_key),))
@@ -408,7 +408,7 @@ class CollectionStore(RecordReads):
             raise HeldByTransactionError(held)
         self._cap_totals = None
         self.writes += 1
-        self._cache.writing(self.info.id)
+        self._cache.writing(self.info.id, None)
         if self._oplog is not None:  # each document's delete, for change streams and replicas
             kept = self.info.keeps_images
             for _, row in self._scan_table(False, None):

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import foliodb
 from foliodb.engine.cache import (
     NEEDLE_SCANS_BEFORE_BUILD,
+    PATCH_MIN,
     SCANS_PER_AGE,
     DocumentCache,
     Haystack,
@@ -31,9 +32,16 @@ SIZE = row_size(b"\x05\x00\x00\x00\x00")
 HAYSTACK = Haystack.of(ROWS)
 
 
+def _rows(cache: DocumentCache, cid: int, stamp: int) -> list[Row] | None:
+    """The rows of the collection's entry for a reader stamped ``stamp`` (None: no entry for it)."""
+    entry = cache.get(cid, stamp)
+    return None if entry is None else entry.rows
+
+
 def _write(cache: DocumentCache, commits: int) -> None:
-    """A write to collection 1 that commits as commit number ``commits``."""
-    cache.writing(1)
+    """A write of records it does not name (the entry goes) to collection 1 that commits as
+    commit number ``commits``."""
+    cache.writing(1, None)
     cache.write_ended(commits, committed=True)
 
 
@@ -49,7 +57,7 @@ def test_a_build_overtaken_by_a_write_stops_builds_until_a_scan_finds_no_write_s
     assert cache.room_for(1) == 0  # written since the last scan: still none
     assert cache.room_for(1) == MAX  # no write since the last scan: build again
     cache.put(1, ROWS, SIZE, stamp=6, haystack=HAYSTACK)
-    assert cache.get(1, 6) == ROWS and cache.builds == 1
+    assert _rows(cache, 1, 6) == ROWS and cache.builds == 1
 
 
 def test_a_write_between_scans_alone_does_not_stop_builds() -> None:
@@ -59,7 +67,7 @@ def test_a_write_between_scans_alone_does_not_stop_builds() -> None:
     assert cache.get(1, 1) is None
     assert cache.room_for(1) == MAX  # no build was wasted: the next scan builds
     cache.put(1, ROWS, SIZE, stamp=1, haystack=HAYSTACK)
-    assert cache.get(1, 1) == ROWS
+    assert _rows(cache, 1, 1) == ROWS
 
 
 def test_a_dropped_collection_forgets_its_wasted_build() -> None:
@@ -71,38 +79,39 @@ def test_a_dropped_collection_forgets_its_wasted_build() -> None:
     assert cache.room_for(1) == MAX
 
 
-def test_needle_scans_build_an_entry_only_after_enough_of_them_without_a_write() -> None:
+def test_needle_scans_build_an_entry_every_so_many_of_them() -> None:
     cache = DocumentCache(MAX)
     assert [cache.needle_scan_due(1) for _ in range(NEEDLE_SCANS_BEFORE_BUILD - 1)] == [False] * (
         NEEDLE_SCANS_BEFORE_BUILD - 1
     )
-    _write(cache, 1)  # the count starts again
+    _write(cache, 1)  # the count goes on: an entry now outlives writes
+    assert cache.needle_scan_due(1) is True
     due = [cache.needle_scan_due(1) for _ in range(NEEDLE_SCANS_BEFORE_BUILD)]
-    assert due == [False] * (NEEDLE_SCANS_BEFORE_BUILD - 1) + [True]
-    assert cache.needle_scan_due(1) is False  # and again after a build's turn
+    assert due == [False] * (NEEDLE_SCANS_BEFORE_BUILD - 1) + [True]  # and again after a build's turn
     assert cache.needle_scan_due(2) is False  # per collection
 
 
 def test_repeated_equality_scans_of_a_quiet_collection_come_to_use_the_cache() -> None:
-    """End to end: a filter on an ObjectId (a needle) over a collection nobody writes; the
-    answers stay what a plain-Python filter of the documents gives, before and after."""
+    """End to end: a filter on an ObjectId (a needle) over a collection; the answers stay
+    what a plain-Python filter of the documents gives, before and after, and a write
+    later patches the entry instead of dropping it."""
     owners = [ObjectId() for _ in range(5)]
     docs = [{"_id": i, "owner": owners[i % 5], "n": i} for i in range(200)]
     with foliodb.MongoClient(":memory:") as client:
         coll = client.db.c
+
+        def status() -> dict[str, int]:
+            return dict(client.admin.command("serverStatus")["documentCache"])
+
         coll.insert_many(docs)
-
-        def builds() -> int:
-            return int(client.admin.command("serverStatus")["documentCache"]["builds"])
-
         for scan in range(NEEDLE_SCANS_BEFORE_BUILD + 3):
             owner = owners[scan % 5]
             found = sorted(d["n"] for d in coll.find({"owner": owner}))
             assert found == [d["n"] for d in docs if d["owner"] == owner]
-            assert builds() == (0 if scan < NEEDLE_SCANS_BEFORE_BUILD - 1 else 1), scan
-        coll.insert_one({"_id": -1, "owner": owners[0], "n": -1})  # drops the entry, restarts the count
+            assert status()["builds"] == (0 if scan < NEEDLE_SCANS_BEFORE_BUILD - 1 else 1), scan
+        coll.insert_one({"_id": -1, "owner": owners[0], "n": -1})  # one delta on the entry
         assert sorted(d["n"] for d in coll.find({"owner": owners[0]}))[0] == -1
-        assert builds() == 1
+        assert (status()["builds"], status()["patches"]) == (1, 1)
 
 
 def _scan(cache: DocumentCache, cid: int, size: int) -> bool:
@@ -134,7 +143,7 @@ def test_a_collection_scanned_more_than_a_cached_one_takes_its_place() -> None:
     assert not _scan(cache, 2, MAX)  # once each: no eviction for it
     assert _scan(cache, 2, MAX)  # scanned twice, collection 1 once: it goes
     assert (cache.builds, cache.evictions) == (2, 1)
-    assert cache.get(1, 0) is None and cache.get(2, 0) == ROWS
+    assert cache.get(1, 0) is None and _rows(cache, 2, 0) == ROWS
 
 
 def test_scan_counts_fade_so_a_once_busy_collection_gives_way() -> None:
@@ -149,7 +158,7 @@ def test_scan_counts_fade_so_a_once_busy_collection_gives_way() -> None:
         refused = 0
         while not _scan(cache, 2, MAX):
             refused += 1
-        assert cache.get(2, 0) == ROWS and cache.get(1, 0) is None
+        assert _rows(cache, 2, 0) == ROWS and cache.get(1, 0) is None
         return refused
 
     # Unfaded, collection 2 must outnumber collection 1's scans since their last halving.
@@ -199,3 +208,45 @@ def test_a_long_cycle_keeps_its_entries_across_the_halvings() -> None:
             _scan(cache, cid, half)
     assert cache.builds <= 4 and cache.evictions <= 2
     assert cache.hits >= 2 * 19 - 2
+
+
+def test_a_committed_write_leaves_the_entry_with_its_delta_for_readers_that_see_it() -> None:
+    cache = DocumentCache(MAX)
+    cache.put(1, ROWS, SIZE, stamp=0, haystack=HAYSTACK)
+    cache.writing(1, [5])
+    assert cache.get(1, 0) is None  # being written: a reader cannot tell whether it sees the write
+    cache.write_ended(1, committed=True)
+    assert cache.get(1, 0) is None  # stamped before the write: its snapshot may hold it or not
+    entry = cache.get(1, 1)
+    assert entry is not None and entry.rows is ROWS and entry.deltas == ((1, frozenset({5})),)
+
+
+def test_a_rolled_back_write_and_one_past_the_patch_limit_drop_the_entry() -> None:
+    cache = DocumentCache(MAX)
+    cache.put(1, ROWS, SIZE, stamp=0, haystack=HAYSTACK)
+    cache.writing(1, [5])
+    cache.write_ended(1, committed=False)
+    assert cache.get(1, 9) is None
+    cache.put(1, ROWS, SIZE, stamp=2, haystack=HAYSTACK)
+    cache.writing(1, range(PATCH_MIN + 1))
+    cache.write_ended(3, committed=True)
+    assert cache.get(1, 9) is None and cache.bytes == 0
+
+
+def test_patched_rows_replace_the_entry_as_of_its_newest_delta_keeping_later_ones() -> None:
+    cache = DocumentCache(MAX)
+    cache.put(1, ROWS, SIZE, stamp=0, haystack=HAYSTACK)
+    cache.writing(1, [5])
+    cache.write_ended(1, committed=True)
+    entry = cache.get(1, 1)
+    assert entry is not None
+    cache.writing(1, [6])  # a write lands while the reader patches
+    cache.write_ended(2, committed=True)
+    patched: list[Row] = [*ROWS, (5, b"\x05\x00\x00\x00\x00", {})]
+    cache.patched(1, entry, patched, SIZE * 2)
+    assert cache.get(1, 1) is None  # the later delta is newer than the stamp
+    now = cache.get(1, 2)
+    assert now is not None and now.rows is patched and now.since == 1 and now.deltas == ((2, frozenset({6})),)
+    assert cache.bytes == SIZE * 2 and cache.patches == 1
+    cache.patched(1, entry, ROWS, SIZE)  # a second patch of the same entry: already replaced
+    assert cache.get(1, 2) is now
