@@ -16,7 +16,11 @@ reference, each shape timed in a fresh interpreter, best of ``--repeat`` runs:
 * ``lookup_let``: 1,000 orders ``$lookup`` their user with ``let`` and a ``pipeline`` matching
   ``$expr: {$eq: ["$_id", "$$u"]}``;
 * ``project_sum``: ``$project`` of ``{$sum: "$items.price"}`` over every order;
-* ``find_projected``: ``list(find({}, {total: 1, status: 1}))``, the document cache warm.
+* ``find_projected``: ``list(find({}, {total: 1, status: 1}))``, the document cache warm;
+* ``update_unindexed``: 100 ``update_one({total: t}, {$inc: {total: 0.5}})``, no index on ``total``
+  (each write scans until its first match);
+* ``scan_after_write``: 50 times an ``update_one`` by ``_id`` and then ``count_documents`` of a
+  range on the unindexed ``total`` (the collection scanned once before).
 
 Every answer is checked against plain Python over the same documents; a wrong one fails the run.
 With ``--baseline DIR`` (another FolioDB checkout) each shape also runs there, alternating with
@@ -56,6 +60,8 @@ SHAPES = (
     "lookup_let",
     "project_sum",
     "find_projected",
+    "update_unindexed",
+    "scan_after_write",
 )
 QUICK_ORDERS = 2000
 
@@ -169,6 +175,25 @@ def _shape(workdir: str, shape: str, orders: int) -> float:
         def run() -> Any:
             return sum(1 for doc in coll.find({}, {"total": 1, "status": 1}) if len(doc) == 3)
 
+    elif shape == "update_unindexed":
+        totals = [doc["total"] for doc in docs[-100:]]
+        expected = 100
+
+        def run() -> Any:
+            return sum(coll.update_one({"total": t}, {"$inc": {"total": 0.5}}).modified_count for t in totals)
+
+    elif shape == "scan_after_write":
+        coll.count_documents({"total": {"$gt": 100}})
+        expected = 50 * sum(1 for doc in docs if doc["total"] > 100)
+        ids = [doc["_id"] for doc in docs[:50]]
+
+        def run() -> Any:
+            counted = 0
+            for _id in ids:
+                coll.update_one({"_id": _id}, {"$set": {"status": "shipped"}})
+                counted += coll.count_documents({"total": {"$gt": 100}})
+            return counted
+
     else:
         raise SystemExit(f"unknown shape {shape!r}")
     started = time.perf_counter()
@@ -226,6 +251,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_ORDERS:,} orders, one run")
     parser.add_argument("--workdir", default=tempfile.gettempdir())
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "query_shapes.json")
+    parser.add_argument("--only", help="comma-separated shapes to run (default: all)")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -233,7 +259,11 @@ def main() -> None:
         print(_shape(workdir, shape, int(orders)))
         return
     orders, repeat = (QUICK_ORDERS, 1) if args.quick else (args.orders, args.repeat)
-    result = run(args.workdir, orders, repeat, args.baseline)
+    shapes = SHAPES if args.only is None else tuple(args.only.split(","))
+    unknown = set(shapes) - set(SHAPES)
+    if unknown:
+        parser.error(f"unknown shapes: {', '.join(sorted(unknown))}")
+    result = run(args.workdir, orders, repeat, args.baseline, shapes)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"\n{orders:,} orders, best of {repeat}\n\n{table(result)}\n\nwritten {args.out}")
 

@@ -111,9 +111,10 @@ def _cached_matching(
             interrupt.check()
         if prefilter is not None and not prefilter(data):
             continue
-        details = MatchDetails()
-        if not matcher(doc, details):
+        if not matcher(doc):
             continue
+        details = MatchDetails()  # only for a match: what positional updates read
+        matcher(doc, details)
         if best_by is not None:
             key = best_by.key(doc)
             if best is None or key < best[0]:
