@@ -28,20 +28,23 @@ with a view's stamp the commit count read before its read transaction began
   stamp yet) and clears the mark. A committed write leaves the entry in
   place with one more *delta* (its commit count, the ids of the records it
   changed); a rolled back one, a change of unknown records (a truncation)
-  or more deltas than :func:`patch_limit` drop the entry;
-* an entry plus its deltas is the collection as of the newest delta's
-  commit: a reader stamped ``S`` uses an entry with ``since <= S`` when the
-  collection is not being written and no delta is newer than ``S`` (its
-  snapshot, which holds at least the commits up to ``S``, may hold such a
-  write or not). It reads the records the deltas name from its own snapshot
-  (:meth:`Entry.patched`: whatever a record is there - changed, gone, back
-  after a rolled back savepoint - is what the reader sees) and puts the
-  patched rows back, as of the newest delta, with no deltas;
+  or more changed records pending than :func:`patch_limit` drop the entry;
+* every write committed after an entry's ``since`` is one of its deltas:
+  a reader stamped ``S`` uses an entry with ``since <= S`` unless a write
+  to the collection is committing (between its COMMIT and its
+  :meth:`write_ended`: the reader's snapshot may hold it, and its delta is
+  not there yet); a write that has not begun to commit is in no snapshot a
+  reader holds. The reader reads the records the deltas name from its own
+  snapshot (:meth:`Entry.patched`: whatever a record is there - changed,
+  gone, back after a rolled back savepoint - is what the reader sees, so a
+  delta the snapshot does not hold changes nothing) and puts the patched
+  rows back as of ``S``, the deltas newer than ``S`` (which its snapshot
+  may hold or not) and those that came since still pending;
 * rows read from a snapshot stamped ``S`` go in (as ``since = S``) only if
   the collection is not being written and its last write is at most ``S``:
   otherwise a write landed between the stamp and the snapshot the rows came
-  from, and a reader stamped in between would see it. A write's own view
-  (inside :meth:`Storage.write`) uses and fills the cache only for a
+  from, and a reader stamped in between would see it (only an entry keeps
+  writes' deltas). A write's own view (inside :meth:`Storage.write`) uses and fills the cache only for a
   collection that write has not changed, stamped with the newest commit (it
   holds the writer lock: its view is the newest committed state); a
   transaction that wrote the collection (its reads go through its overlay)
@@ -88,7 +91,7 @@ import threading
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import accumulate
 from operator import itemgetter
 from typing import Any
@@ -109,9 +112,10 @@ SCANS_PER_AGE = 256
 AGE_SCANS_PER_COLLECTION = 8
 
 # Records changed since an entry went in, beyond which a write drops the entry instead: at
-# least this many, or PATCH_SHARE of the entry's rows (patching reads and decodes each one).
+# least this many, or 1/PATCH_SHARE of the entry's rows. Patching reads and decodes each one
+# where a build decodes them all; the ids wait in memory, a few dozen bytes each.
 PATCH_MIN = 64
-PATCH_SHARE = 8
+PATCH_SHARE = 2
 
 Row = tuple[int, bytes, dict[str, Any]]
 Delta = tuple[int, frozenset[int]]  # a committed write: (its commit count, the record ids it changed)
@@ -155,28 +159,31 @@ class Haystack:
         return sorted(found)
 
 
-@dataclass(frozen=True)
 class Entry:
-    """A collection's rows as of ``since``, with the writes committed since (``deltas``, oldest
-    first, the record ids of each); ``haystack`` is built when a scan first needs it."""
+    """A collection's rows as of ``since``, with the writes committed since (``pending``,
+    oldest first, appended under the cache's lock while the entry is current; a reader works
+    with the ones it saw in :meth:`DocumentCache.get`); ``haystack`` is built when a scan
+    first needs it."""
 
-    since: int
-    rows: list[Row]
-    size: int
-    haystack: Haystack | None
-    deltas: tuple[Delta, ...] = ()
+    __slots__ = ("haystack", "pending", "pending_rids", "rows", "since", "size")
 
-    def changed(self) -> list[int]:
-        """The ids of the records the deltas changed, in order."""
-        return sorted(frozenset().union(*(rids for _, rids in self.deltas)))
+    def __init__(
+        self, since: int, rows: list[Row], size: int, haystack: Haystack | None, pending: Iterable[Delta] = ()
+    ) -> None:
+        self.since = since
+        self.rows = rows
+        self.size = size
+        self.haystack = haystack
+        self.pending: list[Delta] = list(pending)
+        self.pending_rids = sum(len(rids) for _, rids in self.pending)
 
-    def patched(self, fresh: Mapping[int, bytes]) -> tuple[list[Row], int]:
-        """The rows with each of :meth:`changed`'s records as ``fresh`` has it (read from a
+    def patched(self, deltas: tuple[Delta, ...], fresh: Mapping[int, bytes]) -> tuple[list[Row], int]:
+        """The rows with each record ``deltas`` changed as ``fresh`` has it (read from a
         snapshot holding every delta; a record absent from it is gone), and their size."""
         rows = list(self.rows)
         size = self.size
         decode = bson.decode
-        for rid in reversed(self.changed()):  # from the end: earlier positions stay put
+        for rid in changed(deltas):  # in order: records added past the end are appended
             at = bisect_left(rows, rid, key=_rid)
             old = rows[at][1] if at < len(rows) and rows[at][0] == rid else None
             data = fresh.get(rid)
@@ -196,6 +203,11 @@ class Entry:
             else:
                 rows[at] = row
         return rows, size
+
+
+def changed(deltas: tuple[Delta, ...]) -> list[int]:
+    """The ids of the records ``deltas`` changed, in order."""
+    return sorted(frozenset().union(*(rids for _, rids in deltas)))
 
 
 def _counted(data: bytes) -> int:
@@ -234,37 +246,45 @@ class DocumentCache:
         self._needle_scans: dict[int, int] = {}  # needle scans without an entry since the last write
         self._scans: dict[int, int] = {}  # scans of each collection lately (halved every SCANS_PER_AGE)
         self._scans_to_age = SCANS_PER_AGE
-        # The records each collection the open write changed (only those with an entry).
+        # The records each collection the open write changed (None: some it cannot name).
         self._touched: dict[int, set[int]] = {}
+        # Set by the storage just before the open write's COMMIT: a reader whose snapshot began
+        # before then does not see the write, a later one may.
+        self.committing = False
         self.hits = self.misses = self.builds = self.evictions = self.refusals = self.patches = 0
 
-    def get(self, collection_id: int, stamp: int) -> Entry | None:
-        """The collection's entry for a reader stamped ``stamp`` (rows as of its snapshot once
-        patched with its deltas, :meth:`Entry.patched`), or None."""
+    def get(self, collection_id: int, stamp: int) -> tuple[Entry, tuple[Delta, ...]] | None:
+        """The collection's entry for a reader stamped ``stamp`` and the writes since its rows
+        that the reader patches them with (:meth:`Entry.patched`), or None."""
         self._count_scan(collection_id)
-        # In this order: a write that is no longer marked has its delta in the entry.
-        if collection_id in self._writing:
+        # A write to the collection that has not begun to commit is in no reader's snapshot (each
+        # began before this call). In this order: a write that ends meanwhile has its delta in the
+        # entry read after, and the delta's commit is newer than the stamp of any snapshot that
+        # could have missed it.
+        if collection_id in self._writing and self.committing:
             self.misses += 1
             return None
         entry = self._entries.get(collection_id)
-        if entry is None or entry.since > stamp or (entry.deltas and entry.deltas[-1][0] > stamp):
+        if entry is None or entry.since > stamp:
             self.misses += 1
             return None
+        deltas = tuple(entry.pending)
         self.hits += 1
         with contextlib.suppress(KeyError):  # dropped meanwhile by a write: still this reader's snapshot
             self._entries.move_to_end(collection_id)
-        return entry
+        return entry, deltas
 
-    def patched(self, collection_id: int, entry: Entry, rows: list[Row], size: int) -> None:
-        """``rows`` (of ``size``) are ``entry`` patched with its deltas: they replace it, as of its
-        newest delta, unless the entry went meanwhile (deltas that came since stay)."""
+    def patched(self, collection_id: int, entry: Entry, done: int, rows: list[Row], size: int, stamp: int) -> None:
+        """``rows`` (of ``size``) are ``entry`` patched with its first ``done`` pending writes
+        by a reader stamped ``stamp``: they replace it, as of the stamp, unless the entry went
+        meanwhile. Those writes newer than the stamp stay pending (the reader's snapshot may
+        hold them or not), with the writes that came since."""
         with self._lock:
-            current = self._entries.get(collection_id)
-            done = len(entry.deltas)
-            if current is None or current.rows is not entry.rows or current.deltas[:done] != entry.deltas:
+            if self._entries.get(collection_id) is not entry:
                 return
-            self.bytes += size - current.size
-            self._entries[collection_id] = Entry(entry.deltas[-1][0], rows, size, None, current.deltas[done:])
+            self.bytes += size - entry.size
+            pending = [delta for delta in entry.pending[:done] if delta[0] > stamp] + entry.pending[done:]
+            self._entries[collection_id] = Entry(max(entry.since, stamp), rows, size, None, pending)
             self.patches += 1
             self._evict()
 
@@ -273,9 +293,10 @@ class DocumentCache:
 
         Not while the collection is written faster than it is scanned: once a build was
         wasted (a write landed while it ran), the next builds wait for a scan that finds no
-        write since the one before it. A wasted build decodes the whole collection twice over
-        (once for the cache, once for the caller) and leaves tens of thousands of dicts to the
-        cyclic collector, whose full collections stop every thread."""
+        write since the one before it. A wasted build
+        decodes the whole collection twice over (once for the cache, once for the caller) and
+        leaves tens of thousands of dicts to the cyclic collector, whose full collections stop
+        every thread."""
         if collection_id in self._too_big or collection_id in self._writing:
             return 0
         busy = self._busy.get(collection_id)
@@ -336,10 +357,7 @@ class DocumentCache:
         if entry.haystack is not None:
             return entry.haystack
         haystack = Haystack.of(rows)  # a patched entry's: built at the first scan that needs it
-        with self._lock:
-            current = self._entries.get(collection_id)
-            if current is not None and current.rows is rows:
-                self._entries[collection_id] = replace(current, haystack=haystack)
+        entry.haystack = haystack  # the same bytes whoever sets it
         return haystack
 
     def put(self, collection_id: int, rows: list[Row], size: int, stamp: int, haystack: Haystack) -> None:
@@ -371,33 +389,37 @@ class DocumentCache:
             touched.update(rids)
             return
         with self._lock:
-            first = collection_id not in self._writing
-            self._writing.add(collection_id)
-            if first and rids is not None and collection_id in self._entries:
-                self._touched[collection_id] = set(rids)
-            elif first or touched is not None:  # no entry can have come back since the first mark
-                self._touched.pop(collection_id, None)
-                self._drop(collection_id)
+            if collection_id not in self._writing:  # its first change in this write
+                self._writing.add(collection_id)
+                if rids is not None:
+                    self._touched[collection_id] = set(rids)
+                    return
+            self._touched.pop(collection_id, None)  # changes it cannot name: the entry goes
+            self._drop(collection_id)
 
     def write_ended(self, commits: int, committed: bool) -> None:
         """The write ended: committed as commit number ``commits``, or rolled back
         (``committed`` False: nothing changed, or a failed commit, of unknown outcome)."""
         if not self._writing:
+            self.committing = False
             return
         with self._lock:
             for collection_id in self._writing:
                 self._last_write[collection_id] = commits if committed else commits + 1
-            for collection_id, rids in self._touched.items():
-                entry = self._entries.get(collection_id)
-                if entry is None:
-                    continue
-                deltas = (*entry.deltas, (commits, frozenset(rids)))
-                if committed and sum(len(changed) for _, changed in deltas) <= patch_limit(len(entry.rows)):
-                    self._entries[collection_id] = replace(entry, deltas=deltas)
-                else:
+                rids = self._touched.get(collection_id)
+                if not committed or rids is None:
                     self._drop(collection_id)
+                    continue
+                delta = (commits, frozenset(rids))
+                entry = self._entries.get(collection_id)
+                if entry is not None:
+                    entry.pending.append(delta)
+                    entry.pending_rids += len(rids)
+                    if entry.pending_rids > patch_limit(len(entry.rows)):
+                        self._drop(collection_id)
             self._touched.clear()
             self._writing.clear()
+            self.committing = False  # after the marks go (see get)
 
     def is_written(self, collection_id: int) -> bool:
         """Has the open write changed the collection?"""

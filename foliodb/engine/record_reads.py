@@ -17,7 +17,7 @@ from typing import Any
 import bson
 
 from foliodb import collector, interrupt
-from foliodb.engine.cache import DocumentCache, Haystack, Row, entry_size, row_size
+from foliodb.engine.cache import DocumentCache, Haystack, Row, changed, entry_size, row_size
 from foliodb.engine.catalog import CODEC, Catalog, CollectionInfo, IndexInfo
 from foliodb.engine.index_writer import IndexWriter
 from foliodb.engine.overlay import CollectionOverlay, in_range, merge_index_rows, merge_scan
@@ -166,12 +166,13 @@ class RecordReads:
         conn, overlay = self._read()
         if overlay is not None or conn is None:
             return None
-        entry = cache.get(cid, stamp)
-        if entry is not None:
-            if not entry.deltas:
+        found = cache.get(cid, stamp)
+        if found is not None:
+            entry, deltas = found
+            if not deltas:
                 return entry.rows
-            rows, size = entry.patched(self._records(conn, entry.changed()))
-            cache.patched(cid, entry, rows, size)
+            rows, size = entry.patched(deltas, self._records(conn, changed(deltas)))
+            cache.patched(cid, entry, len(deltas), rows, size, stamp)
             return rows
         if build and patient:
             build = cache.needle_scan_due(cid)

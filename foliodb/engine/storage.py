@@ -280,6 +280,7 @@ class Storage(SnapshotReads):
             self._rollback_failed_commit()
             raise
         self.commit_seq += 1  # odd until the counters describe this commit
+        self.cache.committing = True  # until write_ended: readers can no longer tell whether they see it
         try:
             draft = self.draft
             if draft is None:

@@ -39,8 +39,7 @@ def test_patched_rows_are_the_records_as_the_snapshot_has_them(
     expected = {rid: after[rid] for rid in changed if rid in after}
     expected |= {rid: before[rid] for rid in before.keys() - changed}
     entry = _entry(before)
-    entry = Entry(entry.since, entry.rows, entry.size, None, ((1, frozenset(changed)),))
-    rows, size = entry.patched({rid: data for rid, data in after.items() if rid in changed})
+    rows, size = entry.patched(((1, frozenset(changed)),), {rid: data for rid, data in after.items() if rid in changed})
     assert [(rid, data) for rid, data, _ in rows] == sorted(expected.items())
     assert all(doc == bson.decode(data) for _, data, doc in rows)
     assert size == _entry(expected).size

@@ -34,8 +34,8 @@ HAYSTACK = Haystack.of(ROWS)
 
 def _rows(cache: DocumentCache, cid: int, stamp: int) -> list[Row] | None:
     """The rows of the collection's entry for a reader stamped ``stamp`` (None: no entry for it)."""
-    entry = cache.get(cid, stamp)
-    return None if entry is None else entry.rows
+    found = cache.get(cid, stamp)
+    return None if found is None else found[0].rows
 
 
 def _write(cache: DocumentCache, commits: int) -> None:
@@ -214,11 +214,15 @@ def test_a_committed_write_leaves_the_entry_with_its_delta_for_readers_that_see_
     cache = DocumentCache(MAX)
     cache.put(1, ROWS, SIZE, stamp=0, haystack=HAYSTACK)
     cache.writing(1, [5])
-    assert cache.get(1, 0) is None  # being written: a reader cannot tell whether it sees the write
+    assert cache.get(1, 0) is not None  # written, not yet committing: in no reader's snapshot
+    cache.committing = True
+    assert cache.get(1, 0) is None  # committing: a reader cannot tell whether it sees the write
     cache.write_ended(1, committed=True)
-    assert cache.get(1, 0) is None  # stamped before the write: its snapshot may hold it or not
-    entry = cache.get(1, 1)
-    assert entry is not None and entry.rows is ROWS and entry.deltas == ((1, frozenset({5})),)
+    assert cache.committing is False
+    found = cache.get(1, 0)  # stamped before the write: its snapshot may hold it or not, patching tells
+    assert found is not None and found[1] == ((1, frozenset({5})),)
+    found = cache.get(1, 1)
+    assert found is not None and found[0].rows is ROWS and found[1] == ((1, frozenset({5})),)
 
 
 def test_a_rolled_back_write_and_one_past_the_patch_limit_drop_the_entry() -> None:
@@ -238,15 +242,29 @@ def test_patched_rows_replace_the_entry_as_of_its_newest_delta_keeping_later_one
     cache.put(1, ROWS, SIZE, stamp=0, haystack=HAYSTACK)
     cache.writing(1, [5])
     cache.write_ended(1, committed=True)
-    entry = cache.get(1, 1)
-    assert entry is not None
+    found = cache.get(1, 1)
+    assert found is not None
+    entry, deltas = found
     cache.writing(1, [6])  # a write lands while the reader patches
     cache.write_ended(2, committed=True)
     patched: list[Row] = [*ROWS, (5, b"\x05\x00\x00\x00\x00", {})]
-    cache.patched(1, entry, patched, SIZE * 2)
-    assert cache.get(1, 1) is None  # the later delta is newer than the stamp
+    cache.patched(1, entry, len(deltas), patched, SIZE * 2, stamp=1)
+    assert cache.get(1, 0) is None  # as of the patching reader's stamp
     now = cache.get(1, 2)
-    assert now is not None and now.rows is patched and now.since == 1 and now.deltas == ((2, frozenset({6})),)
+    assert now is not None and now[0].rows is patched and now[0].since == 1 and now[1] == ((2, frozenset({6})),)
     assert cache.bytes == SIZE * 2 and cache.patches == 1
-    cache.patched(1, entry, ROWS, SIZE)  # a second patch of the same entry: already replaced
-    assert cache.get(1, 2) is now
+    cache.patched(1, entry, len(deltas), ROWS, SIZE, stamp=2)  # the same entry again: already replaced
+    assert cache.get(1, 2) == now
+
+
+def test_a_reader_older_than_a_delta_patches_and_leaves_it_pending() -> None:
+    cache = DocumentCache(MAX)
+    cache.put(1, ROWS, SIZE, stamp=0, haystack=HAYSTACK)
+    for commit, rid in ((1, 5), (2, 6)):
+        cache.writing(1, [rid])
+        cache.write_ended(commit, committed=True)
+    found = cache.get(1, 1)  # its snapshot holds commit 1, and commit 2 perhaps
+    assert found is not None and len(found[1]) == 2
+    cache.patched(1, found[0], 2, ROWS, SIZE, stamp=1)
+    now = cache.get(1, 1)
+    assert now is not None and now[0].since == 1 and now[1] == ((2, frozenset({6})),)
