@@ -73,14 +73,16 @@ class Request:
     scans: ScanTotals | None = None
 
     def track(self, run: FindExecution) -> FindExecution:
-        """Count ``run`` in :attr:`scans` when the profiler is on for this database."""
-        profiling = self.engine.profiling
-        if profiling:
-            settings = profiling.get(self.db)
-            if settings is not None and settings.level:
-                if self.scans is None:
-                    self.scans = ScanTotals()
-                self.scans.add(run)
+        """Count ``run`` in :attr:`scans` when the profiler is on for this database, or when a
+        caller set them (explain, for a stage's finds)."""
+        scans = self.scans
+        if scans is None:
+            profiling = self.engine.profiling
+            settings = profiling.get(self.db) if profiling else None
+            if settings is None or not settings.level:
+                return run
+            scans = self.scans = ScanTotals()
+        scans.add(run)
         return run
 
     @property
@@ -115,6 +117,11 @@ class ScanTotals:
     docs: int = 0
     plans: dict[str, None] = field(default_factory=dict)  # an ordered set of plan summaries
     running: list[FindExecution] = field(default_factory=list)
+    # Counted only when ``accesses`` (explain's $lookup): the finds' COLLSCAN stages, and an
+    # ordered set of the index names they read.
+    accesses: bool = False
+    collection_scans: int = 0
+    indexes: dict[str, None] = field(default_factory=dict)
 
     def add(self, run: FindExecution) -> None:
         self.running.append(run)
@@ -131,7 +138,21 @@ class ScanTotals:
                 self.keys += access.keys_examined
                 self.docs += access.docs_examined
                 self.plans[access.summary()] = None
+                if self.accesses:
+                    self._count_accesses(access.explain())
         self.running = keep
+
+    def _count_accesses(self, node: Mapping[str, Any]) -> None:
+        """Fold an access path's explained stages into :attr:`collection_scans` and :attr:`indexes`."""
+        if node.get("stage") == "COLLSCAN":
+            self.collection_scans += 1
+        name = node.get("indexName")
+        if isinstance(name, str):
+            self.indexes[name] = None
+        children = node.get("inputStages") or ([node["inputStage"]] if "inputStage" in node else [])
+        for child in children:
+            if isinstance(child, Mapping):
+                self._count_accesses(child)
 
 
 class Executor:

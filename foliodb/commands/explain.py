@@ -8,15 +8,16 @@ their targets are found and the updates worked out, and nothing is written.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from foliodb.aggregation.pipeline import compile_pipeline
+from foliodb.aggregation.pipeline import FIRST_ONLY, Stage, compile_pipeline
 from foliodb.commands import collation, params
 from foliodb.commands.aggregate import EngineEnv
 from foliodb.commands.delete import delete_statement
 from foliodb.commands.diagnostics import MONGODB_VERSION
-from foliodb.commands.executor import Request
+from foliodb.commands.executor import Request, ScanTotals
 from foliodb.commands.find import count_execution, distinct_execution, execution, find_spec
 from foliodb.commands.registry import COMMANDS
 from foliodb.commands.search_indexes import explain_text_search, explain_vector_search
@@ -201,6 +202,9 @@ def _explain_aggregate(request: Request, inner: Mapping[str, Any], verbosity: st
     cursor = explain_find(run, f"{request.db}.{source}", verbosity)
     pushed = int(filter_spec is not None) + int(sort is not None or limit is not None) + int(projection is not None)
     rest = pipeline.explain()[pushed:]  # $geoNear stays
+    after = pipeline.stages[pushed:]
+    if rest and verbosity != "queryPlanner" and not any(stage.name in _NOT_RUN for stage in after):
+        rest = _executed_stages(request, after, execution(request, source, spec, let))
     out: dict[str, Any] = {"explainVersion": "1"}
     if not rest:
         # The whole pipeline ran as this find: mongod's explain says so (queryPlanner.optimizedPipeline).
@@ -212,3 +216,67 @@ def _explain_aggregate(request: Request, inner: Mapping[str, Any], verbosity: st
     out["serverInfo"] = _server_info()
     out["ok"] = 1.0
     return out
+
+
+# Pipelines explain never runs: stages that write, and sources that read no find's documents.
+_NOT_RUN = FIRST_ONLY | {"$out", "$merge", "$changeStream"}
+
+
+def _executed_stages(request: Request, stages: list[Stage], found: Iterable[Any]) -> list[dict[str, Any]]:
+    """The stages after the find, each run over the documents before it as the aggregate would
+    (the find runs again for them) and explained with what it returned and its time (its inputs'
+    included, as mongod estimates it); a $lookup also with the finds its joins ran, as mongod's
+    executionStats report them since 5.0 (the manual's "Execution Plan Statistics for Query with
+    $lookup Pipeline Stage")."""
+    runs: list[_StageRun] = []
+    docs: Iterator[Any] = iter(found)
+    for stage in stages:
+        docs = _StageRun(request, stage, docs)
+        runs.append(docs)
+    try:
+        for _ in docs:
+            pass
+    except CommandError:  # a stage failed on these documents (as the aggregate would): the plan alone
+        return [{stage.name: stage.spec} for stage in stages]
+    return [run.explained() for run in runs]
+
+
+class _StageRun:
+    """One stage's documents out, counted and timed; the finds it runs are counted apart."""
+
+    def __init__(self, request: Request, stage: Stage, docs: Iterator[Any]) -> None:
+        self.request = request
+        self.stage = stage
+        self.finds = ScanTotals(accesses=True)
+        self.returned = 0
+        self.seconds = 0.0
+        self._docs = iter(stage.run(docs))
+
+    def __iter__(self) -> _StageRun:
+        return self
+
+    def __next__(self) -> Any:
+        request = self.request
+        outer, request.scans = request.scans, self.finds
+        started = time.perf_counter()
+        try:
+            doc = next(self._docs)
+        finally:
+            self.seconds += time.perf_counter() - started
+            request.scans = outer
+        self.returned += 1
+        return doc
+
+    def explained(self) -> dict[str, Any]:
+        out: dict[str, Any] = {self.stage.name: self.stage.spec}
+        if self.stage.name == "$lookup":
+            finds = self.finds
+            finds.fold(done_only=False)
+            out.update(
+                totalDocsExamined=finds.docs,
+                totalKeysExamined=finds.keys,
+                collectionScans=finds.collection_scans,
+                indexesUsed=list(finds.indexes),
+            )
+        out.update(nReturned=self.returned, executionTimeMillisEstimate=int(self.seconds * 1000))
+        return out
