@@ -385,16 +385,19 @@ class DocumentCache:
         """The open write changes (or has just changed, before its commit) the records
         ``rids`` of the collection; None: records it does not name (the entry goes)."""
         touched = self._touched.get(collection_id)
-        if touched is not None and rids is not None:
-            touched.update(rids)
-            return
+        if touched is not None:
+            if rids is not None:
+                touched.update(rids)
+                return
+        elif collection_id in self._writing:
+            return  # marked by this write already, with no entry to keep (none can come back meanwhile)
         with self._lock:
-            if collection_id not in self._writing:  # its first change in this write
-                self._writing.add(collection_id)
-                if rids is not None:
-                    self._touched[collection_id] = set(rids)
-                    return
-            self._touched.pop(collection_id, None)  # changes it cannot name: the entry goes
+            first = collection_id not in self._writing
+            self._writing.add(collection_id)
+            if first and rids is not None and collection_id in self._entries:
+                self._touched[collection_id] = set(rids)  # the entry stays: its delta at the write's end
+                return
+            self._touched.pop(collection_id, None)
             self._drop(collection_id)
 
     def write_ended(self, commits: int, committed: bool) -> None:
@@ -406,14 +409,13 @@ class DocumentCache:
         with self._lock:
             for collection_id in self._writing:
                 self._last_write[collection_id] = commits if committed else commits + 1
-                rids = self._touched.get(collection_id)
-                if not committed or rids is None:
+                if not committed:
                     self._drop(collection_id)
                     continue
-                delta = (commits, frozenset(rids))
+                rids = self._touched.get(collection_id)  # None: the write found no entry, or dropped it
                 entry = self._entries.get(collection_id)
-                if entry is not None:
-                    entry.pending.append(delta)
+                if rids is not None and entry is not None:
+                    entry.pending.append((commits, frozenset(rids)))
                     entry.pending_rids += len(rids)
                     if entry.pending_rids > patch_limit(len(entry.rows)):
                         self._drop(collection_id)
