@@ -224,13 +224,19 @@ class SessionRegistry:
         ticks: the fewer saves, the less they cost the writes; the more, the fewer entries
         an open after a crash reads back)."""
         with self.lock:
-            saving = dict(self.unsaved)
-            since = self._unsaved_since
-        if not saving or (
-            due and len(saving) < SAVE_RECORDS and since is not None and time.monotonic() - since < SAVE_SECONDS
+            waiting, since = len(self.unsaved), self._unsaved_since
+        if not waiting or (
+            due and waiting < SAVE_RECORDS and since is not None and time.monotonic() - since < SAVE_SECONDS
         ):
             return
         with storage.write() as conn:
+            # Taken under the writer lock: a write that committed while this one waited for the
+            # lock has its record here too, so sessions_through (the cluster time, below) never
+            # passes a committed record that retryable_writes lacks (an open after a crash reads
+            # back only the oplog entries after it: such a record was lost, and its write,
+            # retried, was applied again).
+            with self.lock:
+                saving = dict(self.unsaved)
             written = time.time()
             conn.executemany(
                 _UPSERT,

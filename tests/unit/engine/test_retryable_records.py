@@ -177,3 +177,57 @@ def test_a_dbpath_from_before_session_records_opens_and_keeps_its_retries(tmp_pa
         assert docs == [{"_id": 1, "n": 1}]
     finally:
         executor.close()
+
+
+_RACE_CHILD = textwrap.dedent(
+    """
+    import os, signal, sys, threading, uuid
+    from bson import Int64
+    from bson.binary import Binary, UuidRepresentation
+    from foliodb.commands import Executor
+    from foliodb.commands.replication import ReplicaSet
+
+    path, session = sys.argv[1], uuid.UUID(sys.argv[2])
+    executor = Executor.open(path, ReplicaSet())
+    executor.engine.ttl.stop()  # no housekeeping: the one save below is the only one
+    storage = executor.engine.storage
+    lsid = {"id": Binary.from_uuid(session, UuidRepresentation.STANDARD)}
+    def write(cmd, number):
+        reply = executor.execute("shop", {**cmd, "lsid": lsid, "txnNumber": Int64(number)})
+        assert reply["ok"] == 1.0 and reply["n"] == 1, reply
+    write({"insert": "c", "documents": [{"_id": 1}]}, 1)
+    # A write that commits while the save waits for the writer lock: another thread's, run to
+    # its end just before the save takes the lock (storage.write looked up on the instance).
+    take_lock = storage.write
+    def another_write_first():
+        storage.write = take_lock
+        other = threading.Thread(target=write, args=({"insert": "c", "documents": [{"_id": 2}]}, 2))
+        other.start()
+        other.join()
+        return take_lock()
+    storage.write = another_write_first
+    executor.engine.sessions.save(storage)
+    print("written", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+    """
+)
+
+
+def test_a_write_committed_while_a_save_waits_for_the_lock_keeps_its_record(tmp_path: Path) -> None:
+    """Regression: the save took the records to copy before the writer lock, then marked the
+    oplog saved up to the cluster time under it; a write committed in between had its record
+    left only on an oplog entry the next open no longer reads, and after kill -9 its retry was
+    applied again (E11000 here; seen once in tests/crash/test_kill9.py)."""
+    path, session = str(tmp_path / "data"), uuid.uuid4()
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    child = subprocess.run(
+        [sys.executable, "-c", _RACE_CHILD, path, str(session)], capture_output=True, env=env, timeout=120
+    )
+    assert child.stdout == b"written\n", child.stderr.decode()
+    executor = Executor.open(path, ReplicaSet())
+    try:
+        again = _retry(executor, session, {"insert": "c", "documents": [{"_id": 2}]}, 2)
+        assert again["ok"] == 1.0 and again["n"] == 1 and "writeErrors" not in again, again  # the first reply
+        assert executor.execute("shop", {"count": "c"})["n"] == 2
+    finally:
+        executor.close()
