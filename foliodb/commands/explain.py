@@ -204,7 +204,7 @@ def _explain_aggregate(request: Request, inner: Mapping[str, Any], verbosity: st
     rest = pipeline.explain()[pushed:]  # $geoNear stays
     after = pipeline.stages[pushed:]
     if rest and verbosity != "queryPlanner" and not any(stage.name in _NOT_RUN for stage in after):
-        rest = _executed_stages(request, after, execution(request, source, spec, let))
+        rest = _executed_stages(request, after, execution(request, source, spec, let)) or rest
     out: dict[str, Any] = {"explainVersion": "1"}
     if not rest:
         # The whole pipeline ran as this find: mongod's explain says so (queryPlanner.optimizedPipeline).
@@ -222,12 +222,13 @@ def _explain_aggregate(request: Request, inner: Mapping[str, Any], verbosity: st
 _NOT_RUN = FIRST_ONLY | {"$out", "$merge", "$changeStream"}
 
 
-def _executed_stages(request: Request, stages: list[Stage], found: Iterable[Any]) -> list[dict[str, Any]]:
+def _executed_stages(request: Request, stages: list[Stage], found: Iterable[Any]) -> list[dict[str, Any]] | None:
     """The stages after the find, each run over the documents before it as the aggregate would
     (the find runs again for them) and explained with what it returned and its time (its inputs'
     included, as mongod estimates it); a $lookup also with the finds its joins ran, as mongod's
     executionStats report them since 5.0 (the manual's "Execution Plan Statistics for Query with
-    $lookup Pipeline Stage")."""
+    $lookup Pipeline Stage"). None when a stage fails on these documents (as the aggregate
+    would): the plan alone then."""
     runs: list[_StageRun] = []
     docs: Iterator[Any] = iter(found)
     for stage in stages:
@@ -236,8 +237,8 @@ def _executed_stages(request: Request, stages: list[Stage], found: Iterable[Any]
     try:
         for _ in docs:
             pass
-    except CommandError:  # a stage failed on these documents (as the aggregate would): the plan alone
-        return [{stage.name: stage.spec} for stage in stages]
+    except CommandError:
+        return None
     return [run.explained() for run in runs]
 
 

@@ -44,11 +44,11 @@ with a view's stamp the commit count read before its read transaction began
   the collection is not being written and its last write is at most ``S``:
   otherwise a write landed between the stamp and the snapshot the rows came
   from, and a reader stamped in between would see it (only an entry keeps
-  writes' deltas). A write's own view (inside :meth:`Storage.write`) uses and fills the cache only for a
-  collection that write has not changed, stamped with the newest commit (it
-  holds the writer lock: its view is the newest committed state); a
-  transaction that wrote the collection (its reads go through its overlay)
-  never does.
+  writes' deltas). A write's own view (inside :meth:`Storage.write`) uses
+  and fills the cache only for a collection that write has not changed,
+  stamped with the newest commit (it holds the writer lock: its view is the
+  newest committed state); a transaction that wrote the collection (its
+  reads go through its overlay) never does.
 * a scan with *needles* (equalities SQLite tests on the raw BSON, skipping
   most records undecoded) builds an entry only when it is the
   :data:`NEEDLE_SCANS_BEFORE_BUILD`-th such scan of the collection without
@@ -243,10 +243,11 @@ class DocumentCache:
         # Collections whose last build was wasted (a write landed while it ran): the last write
         # each build attempt saw (see room_for).
         self._busy: dict[int, int] = {}
-        self._needle_scans: dict[int, int] = {}  # needle scans without an entry since the last write
+        self._needle_scans: dict[int, int] = {}  # needle scans without an entry since the last build's turn
         self._scans: dict[int, int] = {}  # scans of each collection lately (halved every SCANS_PER_AGE)
         self._scans_to_age = SCANS_PER_AGE
-        # The records each collection the open write changed (None: some it cannot name).
+        # The records the open write changed in each collection it found an entry of (and has
+        # not dropped it since).
         self._touched: dict[int, set[int]] = {}
         # Set by the storage just before the open write's COMMIT: a reader whose snapshot began
         # before then does not see the write, a later one may.
@@ -293,10 +294,9 @@ class DocumentCache:
 
         Not while the collection is written faster than it is scanned: once a build was
         wasted (a write landed while it ran), the next builds wait for a scan that finds no
-        write since the one before it. A wasted build
-        decodes the whole collection twice over (once for the cache, once for the caller) and
-        leaves tens of thousands of dicts to the cyclic collector, whose full collections stop
-        every thread."""
+        write since the one before it. A wasted build decodes the whole collection twice over
+        (once for the cache, once for the caller) and leaves tens of thousands of dicts to the
+        cyclic collector, whose full collections stop every thread."""
         if collection_id in self._too_big or collection_id in self._writing:
             return 0
         busy = self._busy.get(collection_id)
@@ -368,9 +368,7 @@ class DocumentCache:
             if collection_id in self._writing or last > stamp:
                 self._busy[collection_id] = last
                 return
-            old = self._entries.pop(collection_id, None)
-            if old is not None:
-                self.bytes -= old.size
+            self._drop(collection_id)
             self._entries[collection_id] = Entry(stamp, rows, size, haystack)
             self.bytes += size
             self.builds += 1
@@ -435,9 +433,7 @@ class DocumentCache:
     def forget(self, collection_id: int) -> None:
         """The collection is gone (dropped): its entry goes."""
         with self._lock:
-            entry = self._entries.pop(collection_id, None)
-            if entry is not None:
-                self.bytes -= entry.size
+            self._drop(collection_id)
             self._too_big.discard(collection_id)
             self._busy.pop(collection_id, None)
             self._needle_scans.pop(collection_id, None)

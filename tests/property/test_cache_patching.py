@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import bson
@@ -18,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pymongo.errors import BulkWriteError
 
+import foliodb
 from foliodb.engine.cache import Entry, entry_size
 from tests.property.cache_pair import load_both
 
@@ -129,10 +131,6 @@ def test_scans_beside_writers_see_one_committed_state(tmp_path: Any) -> None:
     each scan holds every document once, and the sum of ``n`` - the writes it sees - lies
     between the writes acknowledged before it began and those begun before it ended, never
     falling from one scan to the next."""
-    import threading
-
-    import foliodb
-
     size, writers, writes_each, readers = 300, 3, 150, 2
     with foliodb.MongoClient(str(tmp_path / "db")) as client:
         coll = client.db.c
